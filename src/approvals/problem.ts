@@ -1,0 +1,48 @@
+/**
+ * RFC 9457 `application/problem+json` responses for the reference Access Request Service.
+ *
+ * Every error the service returns goes through here, so clients (the ARAP HTTP adapter) see one
+ * shape: `{type, title, status, detail}`. Deliberately does not carry stack traces, request
+ * bodies or any caller-supplied value other than what a route puts into `detail` (routes put
+ * only server-authored text there: zod issue paths/messages, never argument values).
+ */
+
+/** Problem kinds this service emits, with their HTTP status and fixed title. */
+export const PROBLEMS = {
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  'invalid-request': { status: 400, title: 'Invalid request' },
+  'idempotency-key-required': { status: 400, title: 'Idempotency-Key header required' },
+  'idempotency-conflict': { status: 409, title: 'Idempotency-Key reused with a different body' },
+  forbidden: { status: 403, title: 'Forbidden' },
+  'not-found': { status: 404, title: 'Not found' },
+  'not-pending': { status: 409, title: 'Request is not pending' },
+  'payload-too-large': { status: 413, title: 'Payload too large' },
+  internal: { status: 500, title: 'Internal error' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+/** One of the problem kinds in {@link PROBLEMS}. */
+export type ProblemKind = keyof typeof PROBLEMS;
+
+/** RFC 9457 problem body. `type` is `urn:countersign:problem:<kind>`. */
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+}
+
+/** Media type of every error response (RFC 9457 §3). */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/**
+ * Build a problem+json `Response` for `kind` (status and title from {@link PROBLEMS}).
+ * `detail` must be server-authored text; `headers` adds e.g. `WWW-Authenticate`.
+ */
+export function problem(kind: ProblemKind, detail: string, headers: Record<string, string> = {}): Response {
+  const { status, title } = PROBLEMS[kind];
+  const body: ProblemBody = { type: `urn:countersign:problem:${kind}`, title, status, detail };
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Cache-Control': 'no-store', ...headers },
+  });
+}

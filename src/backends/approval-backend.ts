@@ -1,0 +1,83 @@
+/**
+ * The approval-backend port: SEP-2848's abstract backend contract.
+ *
+ * Idempotent submit under a caller-supplied key → durable handle; out-of-band resolution into
+ * approved | denied | expired | cancelled | failed; on approval, approval material used as an
+ * input to re-evaluation; an expiry; optional cancel. Adapters: `arap-http-backend.ts` (AuthZEN
+ * ARAP over HTTP). This module holds types only; it does not retry (the workflow's activity
+ * retry policy does).
+ */
+import type { Principal } from '../auth/principal.js';
+import type { ApprovalMaterial } from '../policy/pdp.js';
+
+/** Body of one approval-request submission: exactly what the backend needs, nothing more. */
+export interface SubmissionBody {
+  /** Tool being requested, e.g. `wire_transfer`. */
+  tool: string;
+  /** Complete tool arguments (the approver must see what they approve). */
+  arguments: Record<string, unknown>;
+  /** The requester (originating principal). */
+  requester: Principal;
+  /** Approver group from the policy's access-request hint. */
+  approverGroup: string;
+  /** Operator-authored reason from the policy. */
+  reason: string;
+  /** Requested decision deadline, ISO 8601. */
+  expiresAt: string;
+  /** SHA-256 (hex) of the JCS call binding, shown to approvers so they can compare. */
+  bindingDigest: string;
+  /** Submission generation within the task (1 for the first request). */
+  generation: number;
+  /** Where the backend should POST signed status-change callbacks; optional. */
+  callbackUrl?: string;
+}
+
+/** The backend's durable, resumable handle for one submission (ARAP task handle). */
+export interface BackendHandle {
+  /** Backend request id. */
+  requestId: string;
+  /** Authoritative status endpoint (absolute URL). Never shown to MCP clients. */
+  statusUrl: string;
+  /** Cancellation endpoint, when the backend supports cancel. */
+  cancelUrl?: string;
+  /** Decision deadline the backend set, ISO 8601. */
+  expiresAt: string;
+}
+
+/** Authoritative status of one submission. */
+export type BackendStatus =
+  | { state: 'pending'; expiresAt: string }
+  | { state: 'approved'; approval: ApprovalMaterial }
+  | { state: 'denied' }
+  | { state: 'expired' }
+  | { state: 'cancelled' }
+  | { state: 'failed'; message: string };
+
+/** Errors the port raises. `retryable: false` means re-sending the same call cannot succeed. */
+export class BackendError extends Error {
+  constructor(
+    readonly code: 'conflict' | 'invalid' | 'unavailable' | 'not-found' | 'unauthorized',
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+    this.name = 'BackendError';
+  }
+}
+
+/** The approval-backend port (SEP-2848 §Relationship to existing specifications). */
+export interface ApprovalBackend {
+  /**
+   * Submit under `idempotencyKey`. Same key + equivalent body → the same handle; same key +
+   * different body → `BackendError('conflict')`. Throws `BackendError('unavailable', retryable)`
+   * on transport failure or 5xx.
+   */
+  submit(body: SubmissionBody, idempotencyKey: string): Promise<BackendHandle>;
+  /** Fetch authoritative status. Throws `BackendError('not-found')` for an unknown handle. */
+  status(handle: BackendHandle): Promise<BackendStatus>;
+  /**
+   * Cancel the request. Returns false when the backend has no cancel endpoint or the request is
+   * already resolved; never throws for those cases.
+   */
+  cancel(handle: BackendHandle): Promise<boolean>;
+}

@@ -1,0 +1,238 @@
+/**
+ * ApprovalBackend adapter for an AuthZEN ARAP-shaped Access Request Service over HTTP (WG Draft 1
+ * names; SEP-2848 §Example binding: AuthZEN ARAP; DESIGN.md §5). Speaks the wire served by
+ * `src/approvals/` and maps camelCase port types ⇄ snake_case wire.
+ *
+ * Error mapping (every failure is a `BackendError`): 409 → `conflict`; 400/422 → `invalid`;
+ * 401/403 → `unauthorized`; 404 → `not-found` (all non-retryable); 5xx, any other status,
+ * network error, timeout, or a response that fails validation → `unavailable` (retryable).
+ * Messages carry the HTTP method, status and the problem+json `title`/`detail`; never request
+ * bodies, arguments or the bearer token.
+ * Deliberately does not: retry (the workflow's activity retry policy does), verify callbacks
+ * (the MCP server's receiver does, with `verifyCallback`), or cache status.
+ */
+import { z } from 'zod';
+import { BackendError, type ApprovalBackend, type BackendHandle, type BackendStatus, type SubmissionBody } from './approval-backend.js';
+
+/** Options of {@link createArapHttpBackend}. */
+export interface ArapHttpBackendOptions {
+  /** Absolute base URL of the Access Request Service; requests go to `<baseUrl>/access/v1/requests`. */
+  baseUrl: string;
+  /** Bearer secret presented as `Authorization: Bearer <clientToken>`. */
+  clientToken: string;
+  /** HTTP client; default global `fetch`. */
+  fetch?: typeof fetch;
+  /** Per-request timeout in ms; default 10000. A timeout is `unavailable` (retryable). */
+  timeoutMs?: number;
+}
+
+const StatusSchema = z.enum(['pending', 'approved', 'denied', 'expired', 'cancelled', 'failed']);
+
+/** ARAP Task Handle (submit response). Unknown keys are ignored. */
+const TaskHandleSchema = z.object({
+  id: z.string().min(1),
+  status: StatusSchema,
+  status_endpoint: z.string().min(1),
+  expires_at: z.iso.datetime({ offset: true }),
+  links: z.object({ self: z.string().optional(), cancel: z.string().min(1).optional() }).optional(),
+});
+
+/** ARAP `result.approval`. */
+const ApprovalSchema = z.object({
+  id: z.string().min(1),
+  approved_at: z.iso.datetime({ offset: true }),
+  approved_until: z.iso.datetime({ offset: true }),
+  state: z.literal('approved'),
+  approvers: z.array(z.string()).default([]),
+});
+
+/** ARAP Task Status body. `error` on `failed` is optional and may be a string or problem-like object. */
+const StatusBodySchema = z.object({
+  id: z.string().min(1),
+  status: StatusSchema,
+  expires_at: z.iso.datetime({ offset: true }).optional(),
+  result: z.object({ approval: ApprovalSchema }).optional(),
+  error: z.union([z.string(), z.object({ message: z.string().optional(), detail: z.string().optional() })]).optional(),
+});
+
+/** Subset of RFC 9457 problem+json we surface in error messages. */
+const ProblemSchema = z.object({ title: z.string().optional(), detail: z.string().optional() });
+
+type Verb = 'submit' | 'status' | 'cancel';
+
+function clip(s: string, max = 300): string {
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+function issues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length === 0 ? '(body)' : i.path.join('.')}: ${i.message}`)
+    .join('; ');
+}
+
+async function problemText(res: Response): Promise<string> {
+  try {
+    const parsed = ProblemSchema.safeParse(JSON.parse(await res.text()));
+    if (!parsed.success) return '';
+    const parts = [parsed.data.title, parsed.data.detail].filter((p): p is string => typeof p === 'string' && p !== '');
+    return parts.length === 0 ? '' : `: ${clip(parts.join(' — '))}`;
+  } catch {
+    return '';
+  }
+}
+
+async function errorFor(verb: Verb, res: Response): Promise<BackendError> {
+  const what = `ARAP ${verb} failed with HTTP ${res.status}${await problemText(res)}`;
+  switch (res.status) {
+    case 409:
+      return new BackendError('conflict', what, false);
+    case 400:
+    case 422:
+      return new BackendError('invalid', what, false);
+    case 401:
+    case 403:
+      return new BackendError('unauthorized', what, false);
+    case 404:
+      return new BackendError('not-found', what, false);
+    default:
+      return new BackendError('unavailable', what, true);
+  }
+}
+
+async function parseJson<T>(verb: Verb, res: Response, schema: z.ZodType<T>): Promise<T> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await res.text());
+  } catch {
+    throw new BackendError('unavailable', `malformed ARAP ${verb} response (HTTP ${res.status}): body is not JSON`, true);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new BackendError('unavailable', `malformed ARAP ${verb} response (HTTP ${res.status}): ${issues(parsed.error)}`, true);
+  }
+  return parsed.data;
+}
+
+function absolute(verb: Verb, url: string, base: string): string {
+  try {
+    const u = new URL(url, base);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+    return u.toString();
+  } catch {
+    throw new BackendError('unavailable', `malformed ARAP ${verb} response: unusable URL`, true);
+  }
+}
+
+/** Map a port submission to the ARAP access-request wire body. */
+export function toWireSubmission(body: SubmissionBody): Record<string, unknown> {
+  const subject: Record<string, unknown> = { iss: body.requester.iss, sub: body.requester.sub };
+  if (body.requester.act !== undefined) subject['act'] = body.requester.act;
+  const wire: Record<string, unknown> = {
+    subject,
+    action: { name: 'tools/call' },
+    resource: { type: 'tool', id: body.tool },
+    context: { arguments: body.arguments },
+    approver_group: body.approverGroup,
+    reason: body.reason,
+    expires_at: body.expiresAt,
+    binding_digest: body.bindingDigest,
+    generation: body.generation,
+  };
+  if (body.callbackUrl !== undefined) wire['callback_url'] = body.callbackUrl;
+  return wire;
+}
+
+/**
+ * Create the ARAP HTTP adapter.
+ * - `submit` → `POST <baseUrl>/access/v1/requests` with `Idempotency-Key`; 200/201 → handle
+ *   (`statusUrl` = `status_endpoint`, `cancelUrl` = `links.cancel`, both resolved to absolute).
+ * - `status` → `GET handle.statusUrl` → `BackendStatus` (approval material in camelCase); a
+ *   body whose `id` differs from `handle.requestId` is `unavailable`.
+ * - `cancel` → `POST handle.cancelUrl`; true on 200, false on 409 or without `cancelUrl`.
+ */
+export function createArapHttpBackend(opts: ArapHttpBackendOptions): ApprovalBackend {
+  const doFetch = opts.fetch ?? globalThis.fetch;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const base = opts.baseUrl.replace(/\/+$/, '');
+  const submitUrl = `${base}/access/v1/requests`;
+
+  async function call(verb: Verb, url: string, init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }): Promise<Response> {
+    try {
+      return await doFetch(url, {
+        method: init.method,
+        headers: { Accept: 'application/json, application/problem+json', Authorization: `Bearer ${opts.clientToken}`, ...init.headers },
+        ...(init.body === undefined ? {} : { body: init.body }),
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: 'error',
+      });
+    } catch (err) {
+      const name = err instanceof Error ? err.name : 'Error';
+      const reason = name === 'TimeoutError' || name === 'AbortError' ? `timed out after ${timeoutMs} ms` : `network error (${name})`;
+      throw new BackendError('unavailable', `ARAP ${verb} ${reason}`, true);
+    }
+  }
+
+  return {
+    async submit(body, idempotencyKey) {
+      const res = await call('submit', submitUrl, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Idempotency-Key': idempotencyKey },
+        body: JSON.stringify(toWireSubmission(body)),
+      });
+      if (res.status !== 200 && res.status !== 201) throw await errorFor('submit', res);
+      const task = await parseJson('submit', res, TaskHandleSchema);
+      const handle: BackendHandle = {
+        requestId: task.id,
+        statusUrl: absolute('submit', task.status_endpoint, submitUrl),
+        expiresAt: task.expires_at,
+      };
+      if (task.links?.cancel !== undefined) handle.cancelUrl = absolute('submit', task.links.cancel, submitUrl);
+      return handle;
+    },
+
+    async status(handle): Promise<BackendStatus> {
+      const res = await call('status', handle.statusUrl, { method: 'GET' });
+      if (res.status !== 200) throw await errorFor('status', res);
+      const body = await parseJson('status', res, StatusBodySchema);
+      if (body.id !== handle.requestId) {
+        throw new BackendError('unavailable', 'malformed ARAP status response: id does not match the handle', true);
+      }
+      switch (body.status) {
+        case 'pending':
+          return { state: 'pending', expiresAt: body.expires_at ?? handle.expiresAt };
+        case 'approved': {
+          const a = body.result?.approval;
+          if (a === undefined) {
+            throw new BackendError('unavailable', 'malformed ARAP status response: approved without result.approval', true);
+          }
+          return {
+            state: 'approved',
+            approval: { id: a.id, approvedAt: a.approved_at, approvedUntil: a.approved_until, state: 'approved', approvers: a.approvers },
+          };
+        }
+        case 'failed': {
+          const e = body.error;
+          const message = typeof e === 'string' ? e : (e?.message ?? e?.detail ?? 'the approval backend reported failure');
+          return { state: 'failed', message: clip(message) };
+        }
+        default:
+          return { state: body.status };
+      }
+    },
+
+    async cancel(handle) {
+      if (handle.cancelUrl === undefined) return false;
+      const res = await call('cancel', handle.cancelUrl, { method: 'POST' });
+      if (res.status === 200) {
+        await res.body?.cancel().catch(() => undefined);
+        return true;
+      }
+      if (res.status === 409) {
+        await res.body?.cancel().catch(() => undefined);
+        return false;
+      }
+      throw await errorFor('cancel', res);
+    },
+  };
+}

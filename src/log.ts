@@ -1,0 +1,27 @@
+/**
+ * The process logger: pino to stderr (stdout belongs to a stdio transport), with redaction of
+ * tokens, tool arguments, approval material and `requestState` at any depth we log them.
+ * Log the binding digest, never the arguments.
+ */
+import pino, { type Logger } from 'pino';
+
+/** Paths pino censors in every log line. */
+export const REDACT_PATHS = [
+  'token', '*.token', 'authorization', '*.authorization', 'headers.authorization', 'req.headers.authorization',
+  'arguments', '*.arguments', 'args', '*.args', 'requestState', '*.requestState', 'approval', '*.approval',
+  'secret', '*.secret', 'clientToken', '*.clientToken', 'callbackSecret', '*.callbackSecret', 'inputResponses', '*.inputResponses',
+];
+
+/** Create a logger. `level` defaults to `LOG_LEVEL` or `info`; `destination` defaults to stderr (fd 2). */
+export function createLogger(opts: { name?: string; level?: string; destination?: number | string } = {}): Logger {
+  return pino(
+    {
+      name: opts.name ?? 'countersign',
+      level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    },
+    pino.destination({ dest: opts.destination ?? 2, sync: false }),
+  );
+}
+
+export type { Logger };

@@ -1,0 +1,99 @@
+/**
+ * The Countersign annotation scheme on Cedar policies: how a policy file, not code, says whether a
+ * denial can be approved out of band (SEP-2848 §Denied-but-requestable) and what a re-evaluation
+ * should do next (AuthZEN ARAP `next_action`).
+ *
+ * | annotation | on | value |
+ * |---|---|---|
+ * | `@id("...")` | any | policy id for audit and decisions; unique across the policy folder |
+ * | `@requestable("true"\|"false")` | forbid | `"true"`: a denial by this policy can be approved |
+ * | `@approver_group("...")` | requestable forbid (required) | who decides, e.g. `treasury` |
+ * | `@request_ttl("P7D")` | requestable forbid (required) | ISO 8601 duration the request stays open |
+ * | `@reason("...")` | forbid (required when requestable) | operator-authored text shown to callers |
+ * | `@on_deny("none"\|"retry")` | non-requestable forbid | next action of a re-evaluation (default `none`) |
+ * | `@retry_after("PT30S")` | with `@on_deny("retry")` (required) | wait before re-evaluating |
+ *
+ * Other annotations are kept but ignored. This module only validates and reads annotations; it
+ * deliberately does not evaluate policies (see `cedar-pdp.ts`).
+ */
+import { parseIsoDurationMs } from './iso-duration.js';
+
+/** What the PDP needs to know about one loaded policy. */
+export interface PolicyMeta {
+  /** `@id` value, or `<file>#<index>` (0-based within the file) when the policy has no `@id`. */
+  id: string;
+  /** File name (no folder) the policy came from. */
+  file: string;
+  effect: 'permit' | 'forbid';
+  /** Position across the whole set (file-name order, then order in the file). */
+  order: number;
+  /** `@reason`, when present. */
+  reason?: string;
+  /** Present on `@requestable("true")` forbids. */
+  requestable?: { approverGroup: string; requestTtlMs: number; reason: string };
+  /** `@on_deny`; absent means `none`. */
+  onDeny?: { nextAction: 'none' } | { nextAction: 'retry'; retryAfterMs: number };
+}
+
+/**
+ * Read and validate the Countersign annotations of one policy.
+ * Throws `Error` with a message naming the annotation and the rule it breaks; the loader prefixes
+ * it with the file and policy id.
+ */
+export function readPolicyMeta(
+  base: { id: string; file: string; effect: 'permit' | 'forbid'; order: number },
+  annotations: Record<string, string>,
+): PolicyMeta {
+  const meta: PolicyMeta = { ...base };
+  const a = annotations;
+  const forbidOnly = ['requestable', 'approver_group', 'request_ttl', 'on_deny', 'retry_after'];
+  if (base.effect === 'permit') {
+    const misplaced = forbidOnly.filter((k) => k in a);
+    if (misplaced.length > 0) {
+      throw new Error(`@${misplaced.join(', @')} only applies to forbid policies`);
+    }
+  }
+  if (a.reason !== undefined) {
+    if (a.reason.trim() === '') throw new Error('@reason must not be empty');
+    meta.reason = a.reason;
+  }
+  const requestable = a.requestable;
+  if (requestable !== undefined && requestable !== 'true' && requestable !== 'false') {
+    throw new Error(`@requestable must be "true" or "false", got "${requestable}"`);
+  }
+  if (requestable === 'true') {
+    const missing = ['approver_group', 'request_ttl', 'reason'].filter((k) => a[k] === undefined);
+    if (missing.length > 0) throw new Error(`a requestable forbid needs @${missing.join(', @')}`);
+    if (a.on_deny !== undefined || a.retry_after !== undefined) {
+      throw new Error('@on_deny / @retry_after do not apply to a requestable forbid (its next action is "request")');
+    }
+    const approverGroup = a.approver_group ?? '';
+    if (approverGroup.trim() === '') throw new Error('@approver_group must not be empty');
+    const requestTtlMs = parseIsoDurationMs(a.request_ttl ?? '');
+    if (requestTtlMs === null) {
+      throw new Error(`@request_ttl must be an ISO 8601 duration like "P7D" or "PT12H", got "${a.request_ttl}"`);
+    }
+    meta.requestable = { approverGroup, requestTtlMs, reason: a.reason ?? '' };
+  } else {
+    for (const k of ['approver_group', 'request_ttl']) {
+      if (a[k] !== undefined) throw new Error(`@${k} needs @requestable("true")`);
+    }
+  }
+  if (a.on_deny !== undefined) {
+    if (a.on_deny === 'none') {
+      if (a.retry_after !== undefined) throw new Error('@retry_after needs @on_deny("retry")');
+      meta.onDeny = { nextAction: 'none' };
+    } else if (a.on_deny === 'retry') {
+      const retryAfterMs = parseIsoDurationMs(a.retry_after ?? '');
+      if (retryAfterMs === null) {
+        throw new Error(`@on_deny("retry") needs @retry_after with an ISO 8601 duration like "PT30S"`);
+      }
+      meta.onDeny = { nextAction: 'retry', retryAfterMs };
+    } else {
+      throw new Error(`@on_deny must be "none" or "retry", got "${a.on_deny}"`);
+    }
+  } else if (a.retry_after !== undefined) {
+    throw new Error('@retry_after needs @on_deny("retry")');
+  }
+  return meta;
+}

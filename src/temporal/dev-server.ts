@@ -1,0 +1,91 @@
+/**
+ * Runs `temporal server start-dev` as a child process: SQLite-backed when `dbFile` is given (so
+ * pending tasks survive a restart), Update-with-Start enabled. Used by `npm start` and by the
+ * end-to-end tests; production points `TEMPORAL_ADDRESS` at a real cluster instead.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Connection } from '@temporalio/client';
+import { temporalCliPath } from './binaries.js';
+
+/** A running dev server. `stop()` sends SIGTERM and resolves when the process exited. */
+export interface DevServer {
+  address: string;
+  uiPort?: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1 (best effort: another process may take it before use). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Start a dev server and wait until its frontend answers (up to `readyTimeoutMs`, default 60000).
+ * `port` defaults to a free port; `uiPort` 0/undefined disables the web UI. Throws with the
+ * server's last stderr lines if it exits or does not become ready.
+ */
+export async function startDevServer(opts: { port?: number; uiPort?: number; dbFile?: string; namespace?: string; readyTimeoutMs?: number; log?: (line: string) => void } = {}): Promise<DevServer> {
+  const port = opts.port ?? (await freePort());
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(port),
+    '--namespace', opts.namespace ?? 'default',
+    '--log-level', 'error',
+    '--dynamic-config-value', 'frontend.enableExecuteMultiOperation=true',
+    '--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true',
+  ];
+  if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
+  else args.push('--headless');
+  if (opts.dbFile) args.push('--db-filename', opts.dbFile);
+  const child = spawn(temporalCliPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let tail = '';
+  const onData = (b: Buffer): void => {
+    tail = (tail + b.toString()).slice(-4000);
+    opts.log?.(b.toString());
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let dead = false;
+  void exited.then(() => (dead = true));
+  const address = `127.0.0.1:${port}`;
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
+  for (;;) {
+    if (dead) throw new Error(`temporal dev server exited during start-up:\n${tail}`);
+    try {
+      const conn = await Connection.connect({ address, connectTimeout: 1000 });
+      await conn.workflowService.getSystemInfo({});
+      await conn.close();
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`temporal dev server did not become ready on ${address}:\n${tail}`);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  return {
+    address,
+    ...(opts.uiPort ? { uiPort: opts.uiPort } : {}),
+    process: child,
+    async stop() {
+      if (dead) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

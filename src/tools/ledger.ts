@@ -1,0 +1,152 @@
+/**
+ * The demo ledger: a SQLite table of completed wire transfers, the side effect `wire_transfer`
+ * performs. It is what the end-to-end tests count to prove "executed at most once" (SEP-2848
+ * §Completion).
+ *
+ * Idempotency: `execution_id` is UNIQUE. Recording an execution id again writes no row; it returns
+ * the existing entry with `duplicate: true` when the transfer details match, and throws
+ * `LedgerError('conflict')` when they differ (a reused id for another transfer is a bug upstream).
+ *
+ * Deliberately does not: model balances or accounts, move real money, or delete rows.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+
+/** One ledger row. `amountCents` is an integer number of US cents. */
+export interface LedgerEntry {
+  entryId: number;
+  executionId: string;
+  taskId?: string;
+  to: string;
+  amountCents: number;
+  memo?: string;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+}
+
+/** Input of `record`: `amount` in US dollars with at most 2 decimals (stored as cents). */
+export interface LedgerRecordInput {
+  executionId: string;
+  taskId?: string;
+  to: string;
+  amount: number;
+  memo?: string;
+}
+
+/** Local ledger error. `conflict`: execution id reused for other details; `invalid`: bad amount. */
+export class LedgerError extends Error {
+  constructor(
+    readonly code: 'conflict' | 'invalid',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'LedgerError';
+  }
+}
+
+/** The ledger. All methods are synchronous (better-sqlite3). */
+export interface Ledger {
+  /**
+   * Write one row for `executionId`. Returns `{entryId, duplicate: false}` for a new row and
+   * `{entryId, duplicate: true}` (the existing entry, nothing written) when the id was already
+   * recorded with the same `to`, amount and memo. Throws `LedgerError('conflict')` when it was
+   * recorded with different details, `LedgerError('invalid')` for an amount that is not a positive
+   * whole number of cents.
+   */
+  record(input: LedgerRecordInput): { entryId: number; duplicate: boolean };
+  /** Number of rows written under `taskId`. */
+  countByTask(taskId: string): number;
+  /** Number of rows. */
+  count(): number;
+  /** The row of `executionId`, if any. */
+  findByExecution(executionId: string): LedgerEntry | undefined;
+  /** All rows, oldest first. */
+  list(): LedgerEntry[];
+  /** Close the database. */
+  close(): void;
+}
+
+interface Row {
+  entry_id: number;
+  execution_id: string;
+  task_id: string | null;
+  to_account: string;
+  amount_cents: number;
+  memo: string | null;
+  created_at: string;
+}
+
+function toEntry(r: Row): LedgerEntry {
+  return {
+    entryId: r.entry_id,
+    executionId: r.execution_id,
+    ...(r.task_id === null ? {} : { taskId: r.task_id }),
+    to: r.to_account,
+    amountCents: r.amount_cents,
+    ...(r.memo === null ? {} : { memo: r.memo }),
+    createdAt: r.created_at,
+  };
+}
+
+/** Dollars (≤ 2 decimals) → integer cents; `LedgerError('invalid')` otherwise. */
+export function dollarsToCents(amount: number): number {
+  const cents = Math.round(amount * 100);
+  // cents / 100 and the amount's own literal both round to the double nearest the decimal value.
+  if (!Number.isSafeInteger(cents) || cents <= 0 || cents / 100 !== amount) {
+    throw new LedgerError('invalid', 'amount must be a positive number of dollars with at most 2 decimals');
+  }
+  return cents;
+}
+
+/**
+ * Open (creating if needed, with its parent folder) the ledger at `path` (`:memory:` for a
+ * throw-away one) in WAL mode. `now` supplies `created_at` (default: the system clock).
+ */
+export function openLedger(path: string, options: { now?: () => Date } = {}): Ledger {
+  const now = options.now ?? (() => new Date());
+  if (path !== ':memory:' && !path.startsWith('file:')) mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.exec(`CREATE TABLE IF NOT EXISTS ledger (
+    entry_id INTEGER PRIMARY KEY,
+    execution_id TEXT UNIQUE NOT NULL,
+    task_id TEXT,
+    to_account TEXT NOT NULL,
+    amount_cents INTEGER NOT NULL,
+    memo TEXT,
+    created_at TEXT NOT NULL
+  )`);
+  const insert = db.prepare(
+    `INSERT INTO ledger (execution_id, task_id, to_account, amount_cents, memo, created_at)
+     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(execution_id) DO NOTHING`,
+  );
+  const byExecution = db.prepare('SELECT * FROM ledger WHERE execution_id = ?');
+  const countTask = db.prepare('SELECT COUNT(*) AS n FROM ledger WHERE task_id = ?');
+  const countAll = db.prepare('SELECT COUNT(*) AS n FROM ledger');
+  const all = db.prepare('SELECT * FROM ledger ORDER BY entry_id');
+
+  const record = db.transaction((input: LedgerRecordInput): { entryId: number; duplicate: boolean } => {
+    const cents = dollarsToCents(input.amount);
+    const info = insert.run(input.executionId, input.taskId ?? null, input.to, cents, input.memo ?? null, now().toISOString());
+    if (info.changes === 1) return { entryId: Number(info.lastInsertRowid), duplicate: false };
+    const existing = byExecution.get(input.executionId) as Row;
+    if (existing.to_account !== input.to || existing.amount_cents !== cents || existing.memo !== (input.memo ?? null)) {
+      throw new LedgerError('conflict', `execution id ${input.executionId} was already recorded for another transfer`);
+    }
+    return { entryId: existing.entry_id, duplicate: true };
+  });
+
+  return {
+    record: (input) => record(input),
+    countByTask: (taskId) => (countTask.get(taskId) as { n: number }).n,
+    count: () => (countAll.get() as { n: number }).n,
+    findByExecution: (executionId) => {
+      const row = byExecution.get(executionId) as Row | undefined;
+      return row ? toEntry(row) : undefined;
+    },
+    list: () => (all.all() as Row[]).map(toEntry),
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * The demo gated tool `wire_transfer`: writes one row to the ledger per execution.
+ *
+ * Over-limit and blocked-account rules live in `policies/wire_transfer.cedar`, not here: this
+ * module validates the shape of the arguments only. It deliberately does not check balances,
+ * authorize anything, or retry; a repeated `executionId` writes nothing and reports the original
+ * entry (see `ledger.ts`).
+ */
+import { z } from 'zod';
+import type { Tool, ToolExecutionContext, ToolResult } from './tool.js';
+import { dollarsToCents, type Ledger } from './ledger.js';
+
+/** Tool name on the MCP wire and the Cedar resource id. */
+export const WIRE_TRANSFER_TOOL_NAME = 'wire_transfer';
+
+/**
+ * Input of `wire_transfer` (strict: unknown keys are rejected):
+ * - `to`: account id `acct-` + 1–32 of `[a-z0-9-]`;
+ * - `amount`: US dollars, > 0, ≤ 10,000,000, at most 2 decimals (exactly representable in cents);
+ * - `memo`: optional, ≤ 140 characters.
+ */
+export const WireTransferInputSchema = z.strictObject({
+  to: z
+    .string()
+    .regex(/^acct-[a-z0-9-]{1,32}$/)
+    .describe('Destination account id, e.g. acct-991.'),
+  amount: z
+    .number()
+    .positive()
+    .max(10_000_000)
+    .multipleOf(0.01)
+    .refine((n) => Math.round(n * 100) / 100 === n, { message: 'amount must have at most 2 decimals' })
+    .describe('Amount in US dollars, at most 2 decimals.'),
+  memo: z.string().max(140).optional().describe('Free-text memo shown on the ledger.'),
+});
+
+/** Parsed `wire_transfer` arguments. */
+export type WireTransferInput = z.infer<typeof WireTransferInputSchema>;
+
+const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
+
+/**
+ * Create the `wire_transfer` tool over `ledger`. `execute` writes exactly one ledger row keyed by
+ * `ctx.executionId` and returns "Transfer of $50,000.00 to acct-991 completed (ledger entry 7)."
+ * with `structuredContent` `{entryId, to, amount}` (amount in dollars). A repeated execution id
+ * returns the same result without writing; a reused id for a different transfer throws
+ * `LedgerError('conflict')` (an execution error).
+ */
+export function createWireTransferTool(ledger: Ledger): Tool<typeof WireTransferInputSchema> {
+  return {
+    name: WIRE_TRANSFER_TOOL_NAME,
+    title: 'Wire transfer',
+    description:
+      'Send a wire transfer from the treasury account. Large transfers may need out-of-band approval; ' +
+      'the call then returns a task to poll.',
+    inputSchema: WireTransferInputSchema,
+    version: '1',
+    async execute(args: WireTransferInput, ctx: ToolExecutionContext): Promise<ToolResult> {
+      const { entryId } = ledger.record({
+        executionId: ctx.executionId,
+        ...(ctx.taskId === undefined ? {} : { taskId: ctx.taskId }),
+        to: args.to,
+        amount: args.amount,
+        ...(args.memo === undefined ? {} : { memo: args.memo }),
+      });
+      const amount = dollarsToCents(args.amount) / 100;
+      return {
+        content: [
+          { type: 'text', text: `Transfer of ${usd.format(amount)} to ${args.to} completed (ledger entry ${entryId}).` },
+        ],
+        structuredContent: { entryId, to: args.to, amount },
+      };
+    },
+  };
+}

@@ -1,0 +1,242 @@
+// Scope: the approval workflow's state machine on the time-skipping test server, with typed fake
+// activities (no network): expiry, retry backoff, request chains, cancel vs claim, stale callbacks.
+import { randomUUID } from 'node:crypto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApprovalActivities } from '../../activities/activities.js';
+import { createCallBinding } from '../../src/binding/call-binding.js';
+import { temporalTestServerPath } from '../../src/temporal/binaries.js';
+import { approvalWorkflow } from '../../workflows/approval.js';
+import { backendCallbackSignal, cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { FAILURE, type ApprovalWorkflowConfig, type BackendHandle, type BackendStatus, type ReEvaluation } from '../../workflows/types.js';
+
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+
+let env: TestWorkflowEnvironment;
+let bundle: WorkflowBundleWithSourceMap;
+
+beforeAll(async () => {
+  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: temporalTestServerPath() } } });
+  bundle = await bundleWorkflowCode({ workflowsPath: new URL('../../workflows/approval.ts', import.meta.url).pathname });
+});
+afterAll(async () => {
+  await env?.teardown();
+});
+
+const config: ApprovalWorkflowConfig = {
+  resultRetentionMs: DAY,
+  clientPollIntervalMs: 5000,
+  statusPollInitialMs: HOUR,
+  statusPollMaxMs: HOUR,
+  maxGenerations: 3,
+  retryBaseMs: 60_000,
+  retryMaxMs: 10 * 60_000,
+  executionTimeoutMs: 60_000,
+  maxRequestWindowMs: 30 * DAY,
+};
+
+/** A scripted backend + PDP + tool, recording every call. */
+function fakes(script: { status: (h: BackendHandle, n: number) => BackendStatus; evaluate?: (n: number) => ReEvaluation; execute?: () => Promise<void> }) {
+  const calls = { submit: [] as Array<{ key: string; generation: number }>, status: [] as string[], cancel: [] as string[], evaluate: [] as number[], execute: 0, executeStartedAt: [] as number[] };
+  let statusN = 0;
+  const acts: ApprovalActivities = {
+    async submitApprovalRequest({ body, idempotencyKey }) {
+      calls.submit.push({ key: idempotencyKey, generation: body.generation });
+      return { requestId: `req-${body.generation}`, statusUrl: `http://backend/req-${body.generation}`, cancelUrl: `http://backend/req-${body.generation}/cancel`, expiresAt: body.expiresAt };
+    },
+    async fetchApprovalStatus(h) {
+      calls.status.push(h.requestId);
+      return script.status(h, ++statusN);
+    },
+    async cancelApprovalRequest(h) {
+      calls.cancel.push(h.requestId);
+      return true;
+    },
+    async evaluatePolicy() {
+      calls.evaluate.push(serverNow());
+      return script.evaluate ? script.evaluate(calls.evaluate.length) : { outcome: 'allow' };
+    },
+    async executeTool() {
+      calls.execute++;
+      if (script.execute) await script.execute();
+      return { content: [{ type: 'text', text: 'Transfer done.' }] };
+    },
+  };
+  return { acts, calls };
+}
+
+/** The (time-skipped) server clock as seen by the running activity; wall-clock Date.now() is not it. */
+function serverNow(): number {
+  return Context.current().info.currentAttemptScheduledTimestampMs;
+}
+
+function approved(validForMs: number): BackendStatus {
+  const now = serverNow();
+  return { state: 'approved', approval: { id: 'apv-1', approvedAt: new Date(now).toISOString(), approvedUntil: new Date(now + validForMs).toISOString(), state: 'approved', approvers: ['bob'] } };
+}
+
+async function run<T>(acts: ApprovalActivities, body: (taskQueue: string, workflowId: string) => Promise<T>): Promise<T> {
+  const taskQueue = `tq-${randomUUID()}`;
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: acts });
+  return worker.runUntil(body(taskQueue, `approval-${randomUUID().replace(/-/g, '')}`));
+}
+
+function input() {
+  const binding = createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: { iss: 'https://issuer.test', sub: 'alice' }, toolDescriptorDigest: 'd1' });
+  return { binding, ownerKey: 'owner', config, accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' } };
+}
+
+async function start(taskQueue: string, workflowId: string, overrides: Partial<ApprovalWorkflowConfig> = {}) {
+  const handle = await env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId, args: [{ ...input(), config: { ...config, ...overrides } }] });
+  const created = await handle.executeUpdate(taskCreatedUpdate);
+  return { handle, created };
+}
+
+describe('approval workflow (time-skipping)', () => {
+  it('a request nobody decides expires after 7 days and completes denied-not-executed', async () => {
+    const { acts, calls } = fakes({ status: (h) => ({ state: 'pending', expiresAt: h.expiresAt }) });
+    const out = await run(acts, async (tq, id) => {
+      const { handle, created } = await start(tq, id);
+      expect(created.snapshot.status).toBe('working');
+      return handle.result();
+    });
+    expect(out.status).toBe('completed');
+    expect(out.disposition).toBe('denied-not-executed');
+    expect(out.result?.content[0]?.text).toMatch(/expired.*did not run/);
+    expect(Date.parse(out.lastUpdatedAt) - Date.parse(out.createdAt)).toBeGreaterThanOrEqual(7 * DAY);
+    expect(calls.execute).toBe(0);
+    expect(calls.evaluate).toHaveLength(0);
+  });
+
+  it('ttlMs covers the pending deadline plus result retention while working', async () => {
+    const { acts } = fakes({ status: () => ({ state: 'denied' }) });
+    const snap = await run(acts, async (tq, id) => {
+      const { handle, created } = await start(tq, id);
+      // close the run: an open workflow without a worker would hold the test server's clock
+      await handle.executeUpdate(cancelUpdate);
+      await handle.result();
+      return created.snapshot;
+    });
+    expect(snap.ttlMs).toBeGreaterThanOrEqual(7 * DAY + DAY);
+  });
+
+  it('retry backoff stops at approval expiry and never executes', async () => {
+    const validFor = 2 * HOUR;
+    let approvedUntil = 0;
+    const { acts, calls } = fakes({
+      status: () => {
+        const s = approved(validFor);
+        approvedUntil = Date.parse((s as { approval: { approvedUntil: string } }).approval.approvedUntil);
+        return s;
+      },
+      evaluate: () => ({ outcome: 'retry' }),
+    });
+    const out = await run(acts, async (tq, id) => {
+      const { handle } = await start(tq, id);
+      await handle.signal(backendCallbackSignal, { generation: 1, requestId: 'req-1' });
+      return handle.result();
+    });
+    expect(out.disposition).toBe('denied-not-executed');
+    expect(out.result?.content[0]?.text).toMatch(/approval expired/);
+    expect(calls.execute).toBe(0);
+    expect(calls.evaluate.length).toBeGreaterThan(2);
+    expect(Math.max(...calls.evaluate)).toBeLessThan(approvedUntil);
+    // backoff grows: the gaps between re-evaluations are not all equal
+    const gaps = calls.evaluate.slice(1).map((t, i) => t - calls.evaluate[i]!);
+    expect(gaps[gaps.length - 1]!).toBeGreaterThan(gaps[0]!);
+  });
+
+  it('a request chain stops at its bound with a terminal denial, each generation under a fresh key', async () => {
+    const { acts, calls } = fakes({
+      status: () => approved(DAY),
+      evaluate: () => ({ outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A second approval is required.', policyId: 'p2' } }),
+    });
+    const out = await run(acts, async (tq, id) => {
+      const { handle } = await start(tq, id);
+      return handle.result();
+    });
+    expect(out.disposition).toBe('denied-not-executed');
+    expect(out.result?.content[0]?.text).toMatch(/request limit/);
+    expect(calls.submit.map((s) => s.generation)).toEqual([1, 2, 3]);
+    expect(new Set(calls.submit.map((s) => s.key)).size).toBe(3);
+    expect(calls.execute).toBe(0);
+  });
+
+  it('a cancel before the claim wins: cancelled, backend request cancelled, tool never runs', async () => {
+    const { acts, calls } = fakes({ status: () => approved(DAY) });
+    const out = await run(acts, async (tq, id) => {
+      const { handle } = await start(tq, id);
+      expect(await handle.executeUpdate(cancelUpdate)).toBe('cancelled');
+      expect(await handle.executeUpdate(cancelUpdate).catch(() => 'closed')).toMatch(/already-terminal|closed/);
+      return handle.result();
+    });
+    expect(out.status).toBe('cancelled');
+    expect(out.disposition).toBeUndefined();
+    expect(calls.cancel).toEqual(['req-1']);
+    expect(calls.execute).toBe(0);
+  });
+
+  it('a cancel after the claim is a no-op and the task completes approved-executed', async () => {
+    let started!: () => void;
+    const executing = new Promise<void>((r) => (started = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const { acts, calls } = fakes({ status: () => approved(DAY), execute: async () => { started(); await released; } });
+    const out = await run(acts, async (tq, id) => {
+      const { handle } = await start(tq, id);
+      await handle.signal(backendCallbackSignal, { generation: 1, requestId: 'req-1' });
+      await executing;
+      expect(await handle.executeUpdate(cancelUpdate)).toBe('already-claimed');
+      expect((await handle.query(taskQuery)).status).toBe('working');
+      release();
+      return handle.result();
+    });
+    expect(out.status).toBe('completed');
+    expect(out.disposition).toBe('approved-executed');
+    expect(calls.execute).toBe(1);
+    expect(calls.cancel).toEqual([]);
+  });
+
+  it('a callback for a consumed generation causes no status fetch and no re-evaluation', async () => {
+    const { acts, calls } = fakes({
+      status: (h) => (h.requestId === 'req-1' ? approved(DAY) : { state: 'denied' }),
+      evaluate: (n) => (n === 1 ? { outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'Second approval.', policyId: 'p2' } } : { outcome: 'allow' }),
+    });
+    const out = await run(acts, async (tq, id) => {
+      const { handle } = await start(tq, id);
+      await handle.signal(backendCallbackSignal, { generation: 1, requestId: 'req-1' });
+      for (let i = 0; i < 200 && (await handle.query(taskQuery)).generation < 2; i++) await new Promise((r) => setImmediate(r));
+      expect((await handle.query(taskQuery)).generation).toBe(2);
+      // authentic but stale: generation 1 is consumed, its approval must not act again
+      await handle.signal(backendCallbackSignal, { generation: 1, requestId: 'req-1' });
+      await handle.signal(backendCallbackSignal, { generation: 2, requestId: 'req-2' });
+      return handle.result();
+    });
+    expect(calls.status).toEqual(['req-1', 'req-2']);
+    expect(calls.evaluate).toHaveLength(1);
+    expect(out.disposition).toBe('denied-not-executed');
+    expect(calls.execute).toBe(0);
+  });
+
+  it('a tool error after the claim completes as execution-error, never failed', async () => {
+    const { acts, calls } = fakes({ status: () => approved(DAY), execute: async () => { throw ApplicationFailure.nonRetryable('boom', FAILURE.toolExecutionError); } });
+    const out = await run(acts, async (tq, id) => (await start(tq, id)).handle.result());
+    expect(out.status).toBe('completed');
+    expect(out.disposition).toBe('execution-error');
+    expect(out.result?._meta['io.modelcontextprotocol/authorization']).toBeUndefined();
+    expect(calls.execute).toBe(1);
+  });
+
+  it('an execution that times out completes as outcome-unknown and is not re-run', async () => {
+    // the fake tool never finishes on its own; it returns only once the worker cancels it at the timeout
+    const hang = () => new Promise<void>((resolve) => Context.current().cancellationSignal.addEventListener('abort', () => resolve()));
+    const { acts, calls } = fakes({ status: () => approved(DAY), execute: hang });
+    const out = await run(acts, async (tq, id) => (await start(tq, id, { executionTimeoutMs: 1500 })).handle.result());
+    expect(out.status).toBe('completed');
+    expect(out.disposition).toBe('outcome-unknown');
+    expect(calls.execute).toBe(1);
+  });
+});

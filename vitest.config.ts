@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+// pool 'forks': the Temporal core bridge is native and segfaults under worker threads (DESIGN.md §6).
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/support/global-setup.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
+    fileParallelism: false,
+  },
+});

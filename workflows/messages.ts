@@ -1,0 +1,26 @@
+/**
+ * Every signal, query and update of the approval workflow, defined once and imported by the
+ * workflow, the MCP front and the tests (SEP-2848 ↔ Temporal mapping, DESIGN.md §3).
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { BackendCallback, CancelOutcome, TaskSnapshot } from './types.js';
+
+/**
+ * Update used with Update-with-Start: resolves once the backend handle of the first submission is
+ * persisted in workflow state (or the task already terminalized), so `CreateTaskResult` is only
+ * returned for a durable task (SEP-2848 §Crash-consistent creation). Returns the snapshot and the
+ * run id the task id is derived from.
+ */
+export const taskCreatedUpdate = defineUpdate<{ runId: string; snapshot: TaskSnapshot }>('taskCreated');
+
+/** Query behind `tasks/get` while the workflow is open. */
+export const taskQuery = defineQuery<TaskSnapshot>('task');
+
+/**
+ * Update behind `tasks/cancel`: the cancel compare-and-set against the execution claim
+ * (SEP-2848 §Cancellation). Returns what won.
+ */
+export const cancelUpdate = defineUpdate<CancelOutcome>('cancel');
+
+/** Signal from the callback receiver: the backend says something changed. A hint, never authority. */
+export const backendCallbackSignal = defineSignal<[BackendCallback]>('backendCallback');

@@ -1,0 +1,140 @@
+/**
+ * Plain-data types shared by the approval workflow, its activities and the MCP front.
+ * Deterministic-safe: types and constants only, no Node built-ins, no adapters.
+ */
+import type { CallBinding } from '../src/binding/call-binding.js';
+import type { BackendHandle, BackendStatus, SubmissionBody } from '../src/backends/approval-backend.js';
+import type { AccessRequestHint, ApprovalMaterial } from '../src/policy/pdp.js';
+import type { ToolResult } from '../src/tools/tool.js';
+
+export type { CallBinding, BackendHandle, BackendStatus, SubmissionBody, AccessRequestHint, ApprovalMaterial, ToolResult };
+
+/** SEP-2663 task status. */
+export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+
+/** SEP-2848 §Execution disposition; set only on `completed` tasks. */
+export type Disposition = 'approved-executed' | 'denied-not-executed' | 'execution-error' | 'outcome-unknown';
+
+/** `_meta` keys this extension and its neighbours use. */
+export const META = {
+  disposition: 'io.modelcontextprotocol/tool-approval-disposition',
+  authorization: 'io.modelcontextprotocol/authorization',
+  modelImmediateResponse: 'io.modelcontextprotocol/model-immediate-response',
+} as const;
+
+/**
+ * Where a non-terminal task is in its lifecycle. The MCP front turns it into a fixed-template
+ * `statusMessage`; no backend or approver text is ever carried here.
+ */
+export type Phase =
+  | 'submitting'
+  | 'awaiting-approval'
+  | 're-evaluating'
+  | 'retry-wait'
+  | 'resubmitting'
+  | 'executing'
+  | 'terminal';
+
+/** A `CallToolResult` as stored in the terminal task (text content only). */
+export interface StoredCallToolResult {
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError: boolean;
+  _meta: Record<string, unknown>;
+}
+
+/** Why a task ended as a terminal denial; picks the fixed sentence in the result body. */
+export type DenialReason =
+  | 'backend-denied'
+  | 'request-expired'
+  | 'approval-expired'
+  | 'policy-denied'
+  | 'request-chain-exhausted'
+  | 'tool-changed'
+  | 'binding-invalid';
+
+/**
+ * The task as the workflow sees it: everything `tasks/get` needs, nothing the client must not see
+ * except `ownerKey` (which the MCP front compares and strips). Times are ISO 8601; `ttlMs` is
+ * measured from `createdAt` (SEP-2663) and only ever grows (SEP-2848 §Retention).
+ */
+export interface TaskSnapshot {
+  status: TaskStatus;
+  phase: Phase;
+  /** SHA-256 hex of the originating principal key; the front checks the caller against it. */
+  ownerKey: string;
+  /** Operator-authored policy reason (from the policy file); sanitized again at the front. */
+  policyReason: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number | null;
+  pollIntervalMs: number;
+  /** Current submission generation (1-based); 0 before the first submission is recorded. */
+  generation: number;
+  /** True once the execution claim was made (SEP-2848 §Completion). */
+  claimed: boolean;
+  /** Set on `completed`. */
+  result?: StoredCallToolResult;
+  /** Set on `completed`; mirrors `result._meta[disposition]`. */
+  disposition?: Disposition;
+  /** Set on `failed`: the SEP-2663 error object. */
+  error?: { code: number; message: string };
+}
+
+/** Tunables the workflow runs with; fixed at start so replays see the same values. */
+export interface ApprovalWorkflowConfig {
+  /** How long a terminal result stays retrievable, ms (SEP-2848 resultRetention). */
+  resultRetentionMs: number;
+  /** `pollIntervalMs` suggested to MCP clients. */
+  clientPollIntervalMs: number;
+  /** First backend status poll after a submission, ms; doubles up to `statusPollMaxMs`. */
+  statusPollInitialMs: number;
+  /** Cap of the status-poll backoff, ms (about an hour keeps history small for week-long waits). */
+  statusPollMaxMs: number;
+  /** Maximum number of submissions per task (1 = no chained requests). */
+  maxGenerations: number;
+  /** Backoff base and cap for a `retry` re-evaluation without a retry-after hint, ms. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** The tool's execution deadline after the claim, ms; past it with no result: outcome-unknown. */
+  executionTimeoutMs: number;
+  /** Upper bound on any request window the backend or policy asks for, ms. */
+  maxRequestWindowMs: number;
+  /** Base URL for backend callbacks; the workflow appends `/<workflowId>/<generation>`. */
+  callbackBaseUrl?: string;
+}
+
+/** Input of the approval workflow. */
+export interface ApprovalWorkflowInput {
+  binding: CallBinding;
+  accessRequest: AccessRequestHint;
+  /** SHA-256 hex of the principal key (see `TaskSnapshot.ownerKey`). */
+  ownerKey: string;
+  config: ApprovalWorkflowConfig;
+}
+
+/** What a re-evaluation after approval resolved to (SEP-2848 §Completion). */
+export type ReEvaluation =
+  | { outcome: 'allow' }
+  | { outcome: 'retry'; retryAfterMs?: number }
+  | { outcome: 'request'; accessRequest: AccessRequestHint }
+  | { outcome: 'deny'; reason: DenialReason };
+
+/** Callback signal payload: a hint only; the workflow fetches authoritative status. */
+export interface BackendCallback {
+  generation: number;
+  requestId: string;
+}
+
+/** What `tasks/cancel` achieved (SEP-2848 §Cancellation). */
+export type CancelOutcome = 'cancelled' | 'already-claimed' | 'already-terminal';
+
+/** Activity failure `type`s the workflow branches on. */
+export const FAILURE = {
+  backendConflict: 'BackendConflict',
+  backendInvalid: 'BackendInvalid',
+  backendUnauthorized: 'BackendUnauthorized',
+  backendNotFound: 'BackendNotFound',
+  toolExecutionError: 'ToolExecutionError',
+  executionAttemptRefused: 'ExecutionAttemptRefused',
+} as const;

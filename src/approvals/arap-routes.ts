@@ -6,8 +6,10 @@
  * - `GET /requests/:id` (client bearer) → status body (expires on read)
  * - `POST /requests/:id/cancel` (client bearer) → status body | 409
  * - `POST /requests/:id/decision` (approver Basic) → status body | 403 | 409
- * Every error is problem+json. Deliberately does not: expose the audit trail or list requests
- * over the API (the approver page does the listing), or accept decisions with the client token.
+ * - `GET /approvals/pending` (approver Basic) → the pending requests this approver may decide
+ *   (their groups, not their own), for scripts and resolvers that are not people
+ * Every error is problem+json. Deliberately does not: expose the audit trail over the API, or
+ * accept decisions with the client token.
  */
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -17,6 +19,7 @@ import { AccessRequestBodySchema, DecisionBodySchema, toStatusBody, toTaskHandle
 import { authenticateApprover, bearerMatches, type Approver } from './http-auth.js';
 import { problem } from './problem.js';
 import type { RequestLifecycle } from './request-lifecycle.js';
+import type { ApprovalStore } from './store.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
@@ -31,6 +34,8 @@ export interface ArapRoutesDeps {
   approvers: readonly Approver[];
   /** Absolute base URL of the service without a trailing slash. */
   publicBaseUrl: string;
+  /** Store, for the approver's pending list. */
+  store: ApprovalStore;
 }
 
 /** Format zod issues as `path: message; …` (messages never echo input values). */
@@ -106,6 +111,27 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       case 'not-found':
         return notFound();
     }
+  });
+
+  app.get('/approvals/pending', (c) => {
+    const approver = authenticateApprover(c.req.header('Authorization'), deps.approvers);
+    if (approver === null) return unauthorizedApprover();
+    lifecycle.sweep();
+    const items = deps.store
+      .listPendingForGroups(approver.groups)
+      .filter((r) => lifecycle.refusalFor(approver, r) === null)
+      .map((r) => ({
+        id: r.id,
+        tool: r.body.resource.id,
+        requester: r.body.subject.sub,
+        arguments: r.body.context.arguments,
+        reason: r.body.reason,
+        approver_group: r.body.approver_group,
+        binding_digest: r.body.binding_digest,
+        created_at: new Date(r.createdAtMs).toISOString(),
+        expires_at: new Date(r.expiresAtMs).toISOString(),
+      }));
+    return c.json({ items }, 200);
   });
 
   app.post('/requests/:id/decision', async (c) => {

@@ -94,7 +94,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
 
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.route('/access/v1', createArapRoutes({ lifecycle, clientToken: opts.clientToken, approvers, publicBaseUrl }));
+  app.route('/access/v1', createArapRoutes({ lifecycle, clientToken: opts.clientToken, approvers, publicBaseUrl, store }));
   app.route(
     '/approver',
     createApproverPage({

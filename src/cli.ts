@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+/**
+ * Countersign's command line (commander).
+ * - `dev`: the embedded stack (Temporal dev server, worker, MCP endpoint, approval service,
+ *   development token issuer), printing URLs, a demo bearer token and the approver identities.
+ *   Ctrl-C stops everything.
+ * - `token --sub <subject>`: mint a development bearer token (from the same data folder).
+ */
+import { Command } from 'commander';
+import { join } from 'node:path';
+import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { DEMO_REQUESTER, loadOrCreateSecrets, startStack } from './stack.js';
+
+function config(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+const program = new Command().name('countersign').description('Durable, out-of-band approval for MCP tool calls on Temporal (SEP-2848)');
+
+program
+  .command('dev')
+  .description('run everything embedded: Temporal dev server, worker, MCP endpoint, approval service, dev token issuer')
+  .action(async () => {
+    const cfg = config();
+    const stack = await startStack(cfg);
+    const token = await stack.issuer.mintToken({ sub: DEMO_REQUESTER, ttlSeconds: 12 * 3600 });
+    const out = process.stdout;
+    out.write(
+      [
+        '',
+        'Countersign is running.',
+        `  MCP endpoint        ${stack.urls.mcp}`,
+        `  approver page       ${stack.urls.approverPage}`,
+        `  approval API        ${stack.urls.approvals}/access/v1/requests`,
+        `  token issuer        ${stack.urls.issuer}  (JWKS ${stack.urls.jwks})`,
+        `  Temporal            ${stack.urls.temporal}${stack.urls.temporalUi ? `  (UI ${stack.urls.temporalUi})` : ''}`,
+        `  data folder         ${cfg.COUNTERSIGN_DATA_DIR}`,
+        '',
+        `Bearer token for the demo requester "${DEMO_REQUESTER}" (12 h):`,
+        `  ${token}`,
+        '',
+        'Approvers (HTTP Basic on the approver page; a requester never approves their own request):',
+        ...stack.secrets.approvers.map((a) => `  ${a.id.padEnd(8)} password ${a.secret}   groups ${a.groups.join(',')}`),
+        '',
+        'Try it: npm run demo    (Ctrl-C here stops everything)',
+        '',
+      ].join('\n'),
+    );
+    let stopping = false;
+    const shutdown = async () => {
+      if (stopping) return;
+      stopping = true;
+      out.write('\nstopping...\n');
+      await stack.stop();
+      out.write('stopped.\n');
+      process.exit(0);
+    };
+    process.on('SIGINT', () => void shutdown());
+    process.on('SIGTERM', () => void shutdown());
+  });
+
+program
+  .command('token')
+  .description('mint a development bearer token for the MCP endpoint')
+  .option('--sub <subject>', 'token subject', DEMO_REQUESTER)
+  .option('--ttl <seconds>', 'lifetime in seconds', '3600')
+  .action(async (o: { sub: string; ttl: string }) => {
+    const cfg = config();
+    loadOrCreateSecrets(cfg.COUNTERSIGN_DATA_DIR);
+    const host = cfg.COUNTERSIGN_HOST;
+    const issuer = await loadOrCreateDevIssuer({
+      keyFile: join(cfg.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'),
+      issuer: `http://${host}:${cfg.COUNTERSIGN_ISSUER_PORT}`,
+      audience: `http://${host}:${cfg.COUNTERSIGN_PORT}/mcp`,
+    });
+    process.stdout.write(`${await issuer.mintToken({ sub: o.sub, ttlSeconds: Number(o.ttl) })}\n`);
+  });
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,41 @@
+/**
+ * The JSON-RPC errors the MCP front returns, built in this one module (STYLE.md "two kinds of error").
+ * Security failures are opaque: an unknown, expired, malformed or foreign task id all produce the
+ * same -32602 with the same message (SEP-2848 §Security, task access control).
+ */
+import { ProtocolError } from '@modelcontextprotocol/server';
+
+/** -32602 for any task the caller may not see. One message for every cause: no oracle. */
+export function taskNotFound(): ProtocolError {
+  return new ProtocolError(-32602, 'Invalid params: unknown task');
+}
+
+/** -32602 for arguments that fail the tool's input schema; `issues` lists paths and messages only. */
+export function invalidArguments(tool: string, issues: Array<{ path: string; message: string }>): ProtocolError {
+  return new ProtocolError(-32602, `Invalid params: arguments do not match the input schema of ${tool}`, { issues });
+}
+
+/** -32602 for an unknown tool name. */
+export function unknownTool(): ProtocolError {
+  return new ProtocolError(-32602, 'Invalid params: unknown tool');
+}
+
+/** -32602 for `tasks/update` when the task has no outstanding input request. */
+export function noOutstandingInput(): ProtocolError {
+  return new ProtocolError(-32602, 'Invalid params: the task has no outstanding input request');
+}
+
+/**
+ * -32603 when the approval workflow could not confirm the task in time (backend slow or down).
+ * Retryable: the workflow keeps trying, and the same call joins it through dedup.
+ */
+export function taskCreationPending(): ProtocolError {
+  return new ProtocolError(-32603, 'Internal error: the approval request is still being submitted; retry the same call to join it', { retryable: true });
+}
+
+/** -32021: the call needs the tasks extension and the client did not declare it (SEP-2848, -32003 renumbered). */
+export function missingTasksCapability(): ProtocolError {
+  return new ProtocolError(-32021, 'Missing required client capability: io.modelcontextprotocol/tasks', {
+    requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+  });
+}

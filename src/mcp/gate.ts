@@ -1,0 +1,111 @@
+/**
+ * The approval gate for `tools/call` (SEP-2848 §Denied-but-requestable returns a task; DESIGN.md §2).
+ *
+ * One call: validate arguments against the tool's schema → build the immutable call binding →
+ * ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did
+ * not run; deny, requestable: for a client that declared `io.modelcontextprotocol/tasks` in this
+ * request, start or join the approval workflow and return `CreateTaskResult`; otherwise the
+ * degraded `isError` result with next-step guidance (or -32021 when so configured).
+ *
+ * Deliberately does not: execute on a requestable denial, log arguments, or echo any backend text.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Principal } from '../auth/principal.js';
+import { createCallBinding } from '../binding/call-binding.js';
+import type { PolicyDecisionPoint } from '../policy/pdp.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import { META } from '../../workflows/types.js';
+import { invalidArguments, missingTasksCapability, taskCreationPending, unknownTool } from './errors.js';
+import { sanitizeReason } from './status-text.js';
+import { createTaskResult } from './task-projection.js';
+import { TaskCreationPendingError, type TaskService } from './task-service.js';
+
+/** Dependencies of the gate. */
+export interface GateDeps {
+  tools: ToolRegistry;
+  pdp: PolicyDecisionPoint;
+  tasks: TaskService;
+  logger: Logger;
+  /** What a client without the tasks extension gets for a requestable denial. */
+  noTasksResponse: 'degraded-result' | 'error';
+}
+
+/** Inputs of one `tools/call`. */
+export interface GateCall {
+  principal: Principal;
+  name: string;
+  arguments: Record<string, unknown> | undefined;
+  /** Whether this request's `_meta` client capabilities declare `io.modelcontextprotocol/tasks`. */
+  clientSupportsTasks: boolean;
+}
+
+/**
+ * Handle one `tools/call`. Returns a `CallToolResult` or a `CreateTaskResult` (plain objects).
+ * Throws `ProtocolError` -32602 (unknown tool, invalid arguments), -32021 (no tasks capability,
+ * when configured), -32603 retryable (task not confirmed in time).
+ */
+export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Record<string, unknown>> {
+  const tool = deps.tools.get(call.name);
+  if (!tool) throw unknownTool();
+  const parsed = tool.inputSchema.safeParse(call.arguments ?? {});
+  if (!parsed.success) {
+    throw invalidArguments(tool.name, parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
+  }
+  const args = parsed.data as Record<string, unknown>;
+  const binding = createCallBinding({ tool: tool.name, arguments: args, principal: call.principal, toolDescriptorDigest: deps.tools.descriptorDigest(tool.name) });
+  const decision = await deps.pdp.evaluate({ subject: call.principal, action: { name: 'tools/call' }, resource: binding.resource, context: { arguments: args } });
+  const log = deps.logger.child({ tool: tool.name, bindingDigest: binding.digest });
+
+  if (decision.decision === 'allow') {
+    log.info({ decision: 'allow', policyIds: decision.policyIds }, 'tools/call allowed; running inline');
+    try {
+      const out = await tool.execute(parsed.data, { executionId: `inline/${randomUUID()}` });
+      return { content: out.content, ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}), isError: out.isError === true };
+    } catch (err) {
+      log.warn({ err: (err as Error).name }, 'inline tool execution threw');
+      return { content: [{ type: 'text', text: 'The tool ran and failed; a side effect may have occurred.' }], isError: true };
+    }
+  }
+
+  if (!decision.accessRequest) {
+    log.info({ decision: 'deny', requestable: false, policyIds: decision.policyIds }, 'tools/call denied');
+    const reason = decision.reasons.length ? decision.reasons.map(sanitizeReason).join(' ') : 'Policy does not allow this call.';
+    return {
+      content: [{ type: 'text', text: `Not executed: ${reason} This denial cannot be approved; the tool did not run.` }],
+      isError: true,
+      _meta: { [META.authorization]: { reason: 'insufficient_authorization', remediation: 'unavailable' } },
+    };
+  }
+
+  const reason = sanitizeReason(decision.accessRequest.reason);
+  if (!call.clientSupportsTasks) {
+    log.info({ decision: 'deny', requestable: true, tasks: false }, 'requestable denial for a client without tasks');
+    if (deps.noTasksResponse === 'error') throw missingTasksCapability();
+    return {
+      content: [
+        {
+          type: 'text',
+          text:
+            `Not executed: ${reason} This call can be approved out of band, but only through an approval task: ` +
+            'call the tool again from a client that declares the io.modelcontextprotocol/tasks extension in its request capabilities, ' +
+            'then poll tasks/get with the returned taskId. The tool did not run.',
+        },
+      ],
+      isError: true,
+      _meta: { [META.authorization]: { reason: 'insufficient_authorization', remediation: 'available', remediationHints: [{ type: 'task' }] } },
+    };
+  }
+
+  try {
+    const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, decision.accessRequest);
+    log.info({ decision: 'deny', requestable: true, status: snapshot.status }, 'approval task created or joined');
+    return createTaskResult(taskId, snapshot);
+  } catch (err) {
+    if (err instanceof TaskCreationPendingError) {
+      log.warn('approval task not confirmed in time; client should retry');
+      throw taskCreationPending();
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The MCP server's HTTP surface (hono): the Streamable HTTP endpoint `/mcp` behind bearer-token
+ * verification, OAuth Protected Resource Metadata (RFC 9728), and the receiver for the approval
+ * backend's signed callbacks.
+ *
+ * - `/mcp`: a missing or invalid token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`
+ *   (MCP authorization); a valid one becomes the principal handed to the SDK handler.
+ * - `POST /callbacks/arap/:workflowId/:generation`: HMAC over timestamp and body verified
+ *   (401 problem+json when bad or stale), then the workflow is signalled with `{generation,
+ *   requestId}`; the workflow fetches authoritative status before acting (SEP-2848 §Security,
+ *   callback authenticity). Unknown workflows are answered 202 like known ones.
+ * Deliberately does not log tokens, bodies or arguments.
+ */
+import { Hono } from 'hono';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import type { Client } from '@temporalio/client';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { extractBearer } from '../auth/bearer.js';
+import type { TokenVerifier } from '../auth/verify-token.js';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from '../approvals/callback-signature.js';
+import { backendCallbackSignal } from '../../workflows/messages.js';
+import type { McpServerFactory } from '@modelcontextprotocol/server';
+
+/** Options of the MCP HTTP app. */
+export interface McpHttpOptions {
+  factory: McpServerFactory;
+  verifier: TokenVerifier;
+  /** This resource's identifier, e.g. `http://127.0.0.1:8787/mcp` (the token audience). */
+  resourceUrl: string;
+  /** Authorization servers advertised in the protected-resource metadata. */
+  authorizationServers: string[];
+  temporal: Client;
+  callbackSecret: string;
+  logger: Logger;
+}
+
+const CallbackBody = z.object({ request_id: z.string().min(1).max(200), status: z.string().max(40), generation: z.number().int().positive().optional() });
+
+function problem(status: number, title: string, detail: string): Response {
+  return new Response(JSON.stringify({ type: 'about:blank', title, status, detail }), { status, headers: { 'content-type': 'application/problem+json' } });
+}
+
+/** Build the app. `close()` tears down the SDK handler. */
+export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () => Promise<void> } {
+  const handler = createMcpHandler(opts.factory, { legacy: 'reject', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
+  const resourcePath = new URL(opts.resourceUrl).pathname;
+  const origin = new URL(opts.resourceUrl).origin;
+  const prmUrl = `${origin}/.well-known/oauth-protected-resource${resourcePath}`;
+  const app = new Hono();
+
+  const prm = (c: { json: (v: unknown) => Response }) =>
+    c.json({ resource: opts.resourceUrl, authorization_servers: opts.authorizationServers, bearer_methods_supported: ['header'] });
+  app.get(`/.well-known/oauth-protected-resource${resourcePath}`, prm);
+  app.get('/.well-known/oauth-protected-resource', prm);
+  app.get('/healthz', (c) => c.json({ ok: true }));
+
+  app.all('/mcp', async (c) => {
+    const challenge = (error?: string) =>
+      new Response(JSON.stringify({ error: error ?? 'unauthorized', error_description: 'A valid bearer token for this resource is required.' }), {
+        status: 401,
+        headers: {
+          'content-type': 'application/json',
+          'www-authenticate': `Bearer resource_metadata="${prmUrl}"${error ? `, error="${error}"` : ''}`,
+        },
+      });
+    const token = extractBearer(c.req.header('authorization'));
+    if (!token) return challenge();
+    let principal;
+    try {
+      principal = await opts.verifier.verify(token);
+    } catch (err) {
+      opts.logger.info({ reason: (err as { code?: string }).code ?? 'invalid' }, 'bearer token rejected');
+      return challenge('invalid_token');
+    }
+    const res = await handler.fetch(c.req.raw, { authInfo: { token, clientId: principal.sub, scopes: [], extra: { principal } } });
+    return stripEmptyTaskContent(res);
+  });
+
+  app.post('/callbacks/arap/:workflowId/:generation', async (c) => {
+    const raw = await c.req.text();
+    const verdict = verifyCallback(
+      opts.callbackSecret,
+      raw,
+      { timestamp: c.req.header(CALLBACK_TIMESTAMP_HEADER), signature: c.req.header(CALLBACK_SIGNATURE_HEADER) },
+      Math.floor(Date.now() / 1000),
+    );
+    if (!verdict.ok) {
+      opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
+      return problem(401, 'Unauthorized', `callback rejected: ${verdict.reason}`);
+    }
+    const workflowId = c.req.param('workflowId');
+    const generation = Number(c.req.param('generation'));
+    const body = CallbackBody.safeParse(safeJson(raw));
+    if (!/^approval-[0-9a-f]{32}$/.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
+      return problem(400, 'Bad Request', 'malformed callback');
+    }
+    try {
+      await opts.temporal.workflow.getHandle(workflowId).signal(backendCallbackSignal, { generation, requestId: body.data.request_id });
+    } catch (err) {
+      opts.logger.info({ err: (err as Error).name }, 'callback for a closed or unknown task ignored');
+    }
+    return c.body(null, 202);
+  });
+
+  return { app, close: () => handler.close() };
+}
+
+function safeJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The SDK appends `content: []` to a task-shaped `tools/call` result; `CreateTaskResult` has no
+ * `content`, so drop it (DESIGN.md §4).
+ */
+async function stripEmptyTaskContent(res: Response): Promise<Response> {
+  if (!(res.headers.get('content-type') ?? '').includes('application/json')) return res;
+  const text = await res.text();
+  let body: { result?: { resultType?: string; content?: unknown[] } } | undefined;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return new Response(text, res);
+  }
+  if (body?.result?.resultType === 'task' && Array.isArray(body.result.content) && body.result.content.length === 0) {
+    delete body.result.content;
+    const headers = new Headers(res.headers);
+    headers.delete('content-length');
+    return new Response(JSON.stringify(body), { status: res.status, headers });
+  }
+  return new Response(text, res);
+}

@@ -1,0 +1,78 @@
+/**
+ * The MCP server factory on the official SDK 2.x line (protocol 2026-07-28, stateless): one
+ * `Server` per HTTP request, `server/discover` advertising `io.modelcontextprotocol/tasks` and
+ * `io.modelcontextprotocol/tool-approval`, `tools/list`, the gated `tools/call`, and the tasks
+ * methods (`tasks/get`, `tasks/update`, `tasks/cancel`) the SDK does not implement itself.
+ *
+ * The caller's principal arrives in `ctx.http.authInfo.extra.principal`, set by the HTTP layer
+ * after bearer-token verification (`http.ts`); requests without it never reach here.
+ */
+import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, Server, type McpServerFactory } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import { noOutstandingInput, taskNotFound } from './errors.js';
+import { gateToolCall, type GateDeps } from './gate.js';
+import { getTaskResult } from './task-projection.js';
+
+/** Extension identifiers (SEP-2663, SEP-2848). */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+export const TOOL_APPROVAL_EXTENSION = 'io.modelcontextprotocol/tool-approval';
+
+const TaskIdParams = z.looseObject({ taskId: z.string().max(200) });
+const TaskUpdateParams = z.looseObject({ taskId: z.string().max(200), inputResponses: z.record(z.string(), z.unknown()).optional() });
+
+interface HandlerCtx {
+  http?: { authInfo?: { extra?: Record<string, unknown> } };
+  mcpReq: { envelope?: Record<string, unknown> };
+}
+
+function principalOf(ctx: HandlerCtx): Principal {
+  const p = ctx.http?.authInfo?.extra?.principal as Principal | undefined;
+  if (!p) throw new ProtocolError(-32600, 'Invalid request: unauthenticated');
+  return p;
+}
+
+function declaresTasks(ctx: HandlerCtx): boolean {
+  const caps = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
+  return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
+}
+
+/** Build the per-request server factory. `version` is reported in `serverInfo`. */
+export function createMcpServerFactory(deps: GateDeps, version = '0.1.0'): McpServerFactory {
+  return () => {
+    const server = new Server(
+      { name: 'countersign', version },
+      { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {}, [TOOL_APPROVAL_EXTENSION]: {} } } as never },
+    );
+    server.setRequestHandler('tools/list', async () => ({
+      tools: deps.tools.list().map((t) => deps.tools.descriptor(t.name)) as never,
+    }));
+    server.setRequestHandler('tools/call', async (req, ctx) => {
+      const c = ctx as unknown as HandlerCtx;
+      return (await gateToolCall(deps, {
+        principal: principalOf(c),
+        name: req.params.name,
+        arguments: req.params.arguments as Record<string, unknown> | undefined,
+        clientSupportsTasks: declaresTasks(c),
+      })) as never;
+    });
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
+      const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
+      if (!snap) throw taskNotFound();
+      return getTaskResult(params.taskId, snap) as never;
+    });
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
+      const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx as unknown as HandlerCtx));
+      if (!outcome) throw taskNotFound();
+      deps.logger.info({ outcome }, 'tasks/cancel');
+      return { resultType: 'complete' } as never;
+    });
+    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) => {
+      const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
+      if (!snap) throw taskNotFound();
+      // Submission input is collected before submission in this release; no task asks for input.
+      throw noOutstandingInput();
+    });
+    return server;
+  };
+}

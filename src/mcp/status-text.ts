@@ -1,0 +1,70 @@
+/**
+ * Model-facing text: `statusMessage` and `model-immediate-response` (SEP-2848 §Model-facing text
+ * is untrusted). Composed only from fixed templates here plus operator-authored policy reasons,
+ * passed through `sanitizeReason`. Nothing from the backend, the approver or the client is ever
+ * interpolated. A working task is never described as done.
+ */
+import type { TaskSnapshot } from '../../workflows/types.js';
+
+const MAX_REASON = 160;
+
+/**
+ * Reduce an operator-authored reason to plain, single-line text: letters, digits, spaces and
+ * `.,;:$%()'/-+#&` only, whitespace collapsed, at most 160 characters, ending in a period.
+ * Anything else (markup, quotes, brackets, control and format characters, other scripts'
+ * look-alikes) is dropped. Returns a fixed fallback when nothing is left.
+ */
+export function sanitizeReason(text: string): string {
+  const cleaned = text
+    .normalize('NFKC')
+    .replace(/[^A-Za-z0-9 .,;:$%()'/+#&-]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, MAX_REASON)
+    .trim();
+  if (cleaned.length < 3) return 'This call requires approval.';
+  return /[.]$/.test(cleaned) ? cleaned : `${cleaned}.`;
+}
+
+/** `statusMessage` for a snapshot; fixed per phase and status. */
+export function statusMessage(s: TaskSnapshot): string {
+  const reason = sanitizeReason(s.policyReason);
+  switch (s.status) {
+    case 'completed':
+      switch (s.disposition) {
+        case 'approved-executed':
+          return 'Completed: approved and executed once.';
+        case 'execution-error':
+          return 'Completed: approved, the tool ran and reported an error.';
+        case 'outcome-unknown':
+          return 'Completed: approved, but whether the tool ran is unknown.';
+        default:
+          return 'Completed: not approved; the tool did not run.';
+      }
+    case 'cancelled':
+      return 'Cancelled; the tool did not run.';
+    case 'failed':
+      return 'Failed before execution; the tool did not run.';
+    default:
+      break;
+  }
+  switch (s.phase) {
+    case 'submitting':
+      return `${reason} Submitting the approval request; the tool has not run.`;
+    case 'resubmitting':
+      return `${reason} A further approval was requested; the tool has not run.`;
+    case 're-evaluating':
+      return 'An approval decision arrived; policy is being re-checked. The tool has not run yet.';
+    case 'retry-wait':
+      return 'Approved, waiting for access to become effective before re-checking. The tool has not run yet.';
+    case 'executing':
+      return 'Approved; the tool is running now and has not finished.';
+    default:
+      return `${reason} Awaiting approval; the tool has not run.`;
+  }
+}
+
+/** `io.modelcontextprotocol/model-immediate-response` for a new approval task. */
+export function modelImmediateResponse(s: TaskSnapshot): string {
+  return `${sanitizeReason(s.policyReason)} The call is pending approval and has not run. You can continue other work and check the task later.`;
+}

@@ -1,0 +1,48 @@
+/**
+ * Workflow snapshot → SEP-2663 wire task. Adds the SEP-2643 envelope (`remediation: "available"`,
+ * task hint) on every non-terminal task and never on a terminal one (a terminal denial carries its
+ * own `unavailable` envelope inside `result._meta`); strips `ownerKey`; composes `statusMessage`.
+ */
+import { META, type TaskSnapshot } from '../../workflows/types.js';
+import { modelImmediateResponse, statusMessage } from './status-text.js';
+
+/** The SEP-2643 envelope while an approval is pending. */
+export const PENDING_ENVELOPE = {
+  reason: 'insufficient_authorization',
+  remediation: 'available',
+  remediationHints: [{ type: 'task' }],
+} as const;
+
+const isTerminal = (s: TaskSnapshot): boolean => s.status === 'completed' || s.status === 'failed' || s.status === 'cancelled';
+
+/** Fields common to `CreateTaskResult` and the `tasks/get` result. */
+export function wireTask(taskId: string, s: TaskSnapshot): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    taskId,
+    status: s.status,
+    statusMessage: statusMessage(s),
+    createdAt: s.createdAt,
+    lastUpdatedAt: s.lastUpdatedAt,
+    ttlMs: s.ttlMs,
+  };
+  if (!isTerminal(s)) {
+    out.pollIntervalMs = s.pollIntervalMs;
+    out._meta = { [META.authorization]: PENDING_ENVELOPE };
+  }
+  if (s.status === 'completed' && s.result) out.result = s.result;
+  if (s.status === 'failed') out.error = s.error ?? { code: -32603, message: 'Internal error' };
+  return out;
+}
+
+/** `CreateTaskResult` (SEP-2663) for a requestable denial (SEP-2848 §Denied-but-requestable). */
+export function createTaskResult(taskId: string, s: TaskSnapshot): Record<string, unknown> {
+  const base = wireTask(taskId, s);
+  const meta = { ...((base._meta as Record<string, unknown> | undefined) ?? {}) };
+  if (!isTerminal(s)) meta[META.modelImmediateResponse] = modelImmediateResponse(s);
+  return { resultType: 'task', ...base, ...(Object.keys(meta).length ? { _meta: meta } : {}) };
+}
+
+/** `tasks/get` result. */
+export function getTaskResult(taskId: string, s: TaskSnapshot): Record<string, unknown> {
+  return { resultType: 'complete', ...wireTask(taskId, s) };
+}

@@ -1,0 +1,135 @@
+/**
+ * The MCP front's side of Temporal: tasks/* methods as workflow operations (DESIGN.md §2–3).
+ *
+ * - create or join: Update-with-Start with `workflowIdConflictPolicy: USE_EXISTING` and a workflow
+ *   id keyed on the binding, waiting (bounded) on `taskCreated` so `CreateTaskResult` is only
+ *   returned once the backend handle is persisted;
+ * - get: the `task` query while the run is open; the stored workflow result once closed (no live
+ *   worker needed), answered for `resultRetentionMs` after close;
+ * - cancel: the `cancel` update, which performs the claim-vs-cancel compare-and-set.
+ * Every access checks the caller against the owner recorded in the run's memo before touching
+ * task state; a mismatch is indistinguishable from an unknown task (returns null).
+ *
+ * Holds no task state itself: any instance serves any task.
+ */
+import { createHash } from 'node:crypto';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
+import { principalKey, type Principal } from '../auth/principal.js';
+import type { approvalWorkflow } from '../../workflows/approval.js';
+import { cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
+import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
+
+/** Options of the task service. `createWaitMs` bounds the Update-with-Start wait. */
+export interface TaskServiceOptions {
+  client: Client;
+  taskQueue: string;
+  /** Server secret keying the workflow id (HMAC). Same value on every instance. */
+  dedupKey: string;
+  workflowConfig: ApprovalWorkflowConfig;
+  createWaitMs: number;
+}
+
+/** Thrown by `createOrJoin` when the task was not confirmed within `createWaitMs`. */
+export class TaskCreationPendingError extends Error {
+  constructor() {
+    super('approval task not confirmed in time');
+    this.name = 'TaskCreationPendingError';
+  }
+}
+
+/** SHA-256 hex of the principal key: what the workflow memo and snapshot record as owner. */
+export function ownerKeyOf(p: Principal): string {
+  return createHash('sha256').update(principalKey(p)).digest('hex');
+}
+
+/** The task service. */
+export interface TaskService {
+  /** Start or join the approval workflow for this binding; resolves with a durable task. */
+  createOrJoin(binding: CallBinding, accessRequest: AccessRequestHint): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
+  /** The caller's task, or null if unknown, expired, or owned by someone else. */
+  get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null>;
+  /** Cancel; null if the task is not the caller's (same as unknown). */
+  cancel(taskId: unknown, caller: Principal): Promise<CancelOutcome | null>;
+}
+
+/** Build the task service over a Temporal client. */
+export function createTaskService(opts: TaskServiceOptions): TaskService {
+  const { client } = opts;
+
+  const describeOwned = async (taskId: unknown, caller: Principal) => {
+    const ids = parseTaskId(taskId);
+    if (!ids) return null;
+    const handle = client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId);
+    try {
+      const desc = await handle.describe();
+      if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== ownerKeyOf(caller)) return null;
+      return { handle, desc };
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return null;
+      throw err;
+    }
+  };
+
+  return {
+    async createOrJoin(binding, accessRequest) {
+      const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
+      const ownerKey = ownerKeyOf(binding.principal);
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
+        workflowId,
+        taskQueue: opts.taskQueue,
+        args: [{ binding, accessRequest, ownerKey, config: opts.workflowConfig }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        memo: { owner: ownerKey },
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new TaskCreationPendingError()), opts.createWaitMs);
+      });
+      try {
+        const { runId, snapshot } = await Promise.race([client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation }), timeout]);
+        return { taskId: taskIdFor(workflowId, runId), snapshot };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+
+    async get(taskId, caller) {
+      const owned = await describeOwned(taskId, caller);
+      if (!owned) return null;
+      const { handle, desc } = owned;
+      if (desc.status.name === 'RUNNING') return handle.query(taskQuery);
+      const closedAt = desc.closeTime?.getTime() ?? Date.now();
+      if (Date.now() > closedAt + opts.workflowConfig.resultRetentionMs) return null; // expired
+      if (desc.status.name === 'COMPLETED') return (await handle.result()) as TaskSnapshot;
+      // Terminated or failed by an operator or a bug: never claimed-and-hidden, report failed.
+      return {
+        status: 'failed',
+        phase: 'terminal',
+        ownerKey: ownerKeyOf(caller),
+        policyReason: '',
+        createdAt: desc.startTime.toISOString(),
+        lastUpdatedAt: (desc.closeTime ?? desc.startTime).toISOString(),
+        ttlMs: closedAt - desc.startTime.getTime() + opts.workflowConfig.resultRetentionMs,
+        pollIntervalMs: opts.workflowConfig.clientPollIntervalMs,
+        generation: 0,
+        claimed: false,
+        error: { code: -32603, message: 'Internal error: the approval task ended abnormally' },
+      };
+    },
+
+    async cancel(taskId, caller) {
+      const owned = await describeOwned(taskId, caller);
+      if (!owned) return null;
+      if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
+      try {
+        return await owned.handle.executeUpdate(cancelUpdate);
+      } catch (err) {
+        // the run closed between describe and update
+        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return 'already-terminal';
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,254 @@
+/**
+ * The embedded stack behind `npm start`, the demo and the end-to-end tests, in one process
+ * tree: a Temporal dev server (child process, SQLite file in the data folder) unless
+ * `TEMPORAL_ADDRESS` names one; the worker; the MCP endpoint; the reference approval service
+ * with its approver page; and a development token issuer (local ES256 key, JWKS endpoint).
+ *
+ * Secrets (dedup key, callback HMAC key, approval-service client token, approver secrets) are
+ * generated on first start and kept in `<data>/secrets.json` (mode 0600), so task ids, tokens
+ * and pending tasks stay valid across restarts. Production runs the parts separately and gets
+ * these from its secret store.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { serve, type ServerType } from '@hono/node-server';
+import { Client, Connection } from '@temporalio/client';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { createApprovalService, type ApprovalService } from './approvals/service.js';
+import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
+import { createTokenVerifier } from './auth/verify-token.js';
+import { createArapHttpBackend } from './backends/arap-http-backend.js';
+import type { Config } from './config.js';
+import { createLogger } from './log.js';
+import { createMcpHttpApp } from './mcp/http.js';
+import { createMcpServerFactory } from './mcp/server.js';
+import { createTaskService } from './mcp/task-service.js';
+import { createCedarPdp } from './policy/cedar-pdp.js';
+import { startDevServer, type DevServer } from './temporal/dev-server.js';
+import { openLedger, type Ledger } from './tools/ledger.js';
+import { createToolRegistry } from './tools/registry.js';
+import { createWireTransferTool } from './tools/wire-transfer.js';
+import { startApprovalWorker, type RunningWorker } from './worker.js';
+import type { ApprovalWorkflowConfig } from '../workflows/types.js';
+
+/** An approver identity of the reference approval service. */
+export interface Approver {
+  id: string;
+  secret: string;
+  groups: string[];
+}
+
+/** Secrets of one installation. */
+export interface StackSecrets {
+  dedupKey: string;
+  callbackSecret: string;
+  approvalsClientToken: string;
+  approvers: Approver[];
+}
+
+/** The demo requester's subject. */
+export const DEMO_REQUESTER = 'alice';
+
+/** Load `<dataDir>/secrets.json`, creating it with fresh random values on first use. */
+export function loadOrCreateSecrets(dataDir: string): StackSecrets {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, 'secrets.json');
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as StackSecrets;
+  const rnd = () => randomBytes(32).toString('base64url');
+  const secrets: StackSecrets = {
+    dedupKey: rnd(),
+    callbackSecret: rnd(),
+    approvalsClientToken: rnd(),
+    approvers: [
+      { id: 'bob', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
+      { id: 'carol', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
+    ],
+  };
+  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return secrets;
+}
+
+/** A running stack. `stop()` stops everything it started, in reverse order. */
+export interface Stack {
+  urls: { mcp: string; approvals: string; approverPage: string; issuer: string; jwks: string; temporal: string; temporalUi?: string };
+  config: Config;
+  secrets: StackSecrets;
+  issuer: DevIssuer;
+  ledger: Ledger;
+  approvals: ApprovalService;
+  temporal: Client;
+  logger: Logger;
+  /** Stop only the worker (tasks stay pending in Temporal). */
+  stopWorker(): Promise<void>;
+  /** Start a worker again after `stopWorker`. */
+  startWorker(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type FetchFn = (req: Request) => Response | Promise<Response>;
+
+async function listen(host: string, port: number, fetchRef: { current: FetchFn }): Promise<{ server: ServerType; port: number }> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: (req: Request) => fetchRef.current(req), port, hostname: host }, (info: AddressInfo) => resolve({ server, port: info.port }));
+    server.once('error', reject);
+  });
+}
+
+function closeServer(server: ServerType): Promise<void> {
+  return new Promise((resolve) => {
+    (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+    server.close(() => resolve());
+  });
+}
+
+/** Start the stack. Ports of 0 pick free ports (tests); the URLs report the real ones. */
+export async function startStack(config: Config, opts: { workflowBundle?: WorkflowBundleWithSourceMap; logger?: Logger; temporalLog?: (line: string) => void } = {}): Promise<Stack> {
+  const logger = opts.logger ?? createLogger();
+  mkdirSync(config.COUNTERSIGN_DATA_DIR, { recursive: true });
+  const secrets = loadOrCreateSecrets(config.COUNTERSIGN_DATA_DIR);
+  const cleanups: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const c of cleanups.reverse()) await c().catch((e) => logger.warn({ err: (e as Error).message }, 'shutdown step failed'));
+    cleanups.length = 0;
+  };
+  try {
+    const host = config.COUNTERSIGN_HOST;
+    // Temporal
+    let devServer: DevServer | undefined;
+    let address = config.TEMPORAL_ADDRESS;
+    if (!address) {
+      devServer = await startDevServer({
+        port: config.TEMPORAL_PORT || undefined,
+        ...(config.TEMPORAL_UI_PORT ? { uiPort: config.TEMPORAL_UI_PORT } : {}),
+        dbFile: join(config.COUNTERSIGN_DATA_DIR, 'temporal.db'),
+        namespace: config.TEMPORAL_NAMESPACE,
+        ...(opts.temporalLog ? { log: opts.temporalLog } : {}),
+      });
+      address = devServer.address;
+      cleanups.push(() => devServer!.stop());
+    }
+    const connection = await Connection.connect({ address });
+    cleanups.push(() => connection.close());
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+
+    // Listeners first (ports may be 0), handlers bound once their URLs are known.
+    const issuerRef: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
+    const approvalsRef: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
+    const mcpRef: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
+    const issuerSrv = await listen(host, config.COUNTERSIGN_ISSUER_PORT, issuerRef);
+    cleanups.push(() => closeServer(issuerSrv.server));
+    const approvalsSrv = await listen(host, config.COUNTERSIGN_APPROVALS_PORT, approvalsRef);
+    cleanups.push(() => closeServer(approvalsSrv.server));
+    const mcpSrv = await listen(host, config.COUNTERSIGN_PORT, mcpRef);
+    cleanups.push(() => closeServer(mcpSrv.server));
+    const issuerUrl = `http://${host}:${issuerSrv.port}`;
+    const approvalsUrl = `http://${host}:${approvalsSrv.port}`;
+    const mcpOrigin = `http://${host}:${mcpSrv.port}`;
+    const resourceUrl = `${mcpOrigin}/mcp`;
+
+    // Development token issuer
+    const issuer = await loadOrCreateDevIssuer({ keyFile: join(config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'), issuer: issuerUrl, audience: resourceUrl });
+    issuerRef.current = (req) => issuer.app.fetch(req);
+
+    // Reference approval service
+    const approvals = createApprovalService({
+      dbPath: join(config.COUNTERSIGN_DATA_DIR, 'approvals.db'),
+      clientToken: secrets.approvalsClientToken,
+      callbackSecret: secrets.callbackSecret,
+      approvers: secrets.approvers,
+      approvalValidityMs: config.COUNTERSIGN_APPROVAL_VALIDITY_MS,
+      publicBaseUrl: approvalsUrl,
+      logger: logger.child({ part: 'approvals' }),
+    });
+    approvalsRef.current = (req) => approvals.app.fetch(req);
+    const sweeper = setInterval(() => void approvals.sweep().catch(() => undefined), 5_000);
+    sweeper.unref();
+    cleanups.push(async () => {
+      clearInterval(sweeper);
+      await approvals.drainCallbacks().catch(() => undefined);
+      approvals.close();
+    });
+
+    // Tools, policy, backend
+    const ledger = openLedger(join(config.COUNTERSIGN_DATA_DIR, 'ledger.db'));
+    cleanups.push(async () => ledger.close());
+    const tools = createToolRegistry([createWireTransferTool(ledger)]);
+    const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
+    const backend = createArapHttpBackend({ baseUrl: approvalsUrl, clientToken: secrets.approvalsClientToken });
+
+    const workflowConfig: ApprovalWorkflowConfig = {
+      resultRetentionMs: config.COUNTERSIGN_RESULT_RETENTION_MS,
+      clientPollIntervalMs: config.COUNTERSIGN_POLL_INTERVAL_MS,
+      statusPollInitialMs: config.COUNTERSIGN_STATUS_POLL_INITIAL_MS,
+      statusPollMaxMs: config.COUNTERSIGN_STATUS_POLL_MAX_MS,
+      maxGenerations: config.COUNTERSIGN_MAX_GENERATIONS,
+      retryBaseMs: config.COUNTERSIGN_RETRY_BASE_MS,
+      retryMaxMs: config.COUNTERSIGN_RETRY_MAX_MS,
+      executionTimeoutMs: config.COUNTERSIGN_EXECUTION_TIMEOUT_MS,
+      maxRequestWindowMs: config.COUNTERSIGN_MAX_REQUEST_WINDOW_MS,
+      callbackBaseUrl: `${mcpOrigin}/callbacks/arap`,
+    };
+
+    // Worker
+    let worker: RunningWorker | undefined;
+    const startWorker = async () => {
+      worker = await startApprovalWorker({
+        address: address!,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: config.COUNTERSIGN_TASK_QUEUE,
+        deps: { backend, pdp, tools, logger: logger.child({ part: 'worker' }) },
+        ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
+      });
+    };
+    const stopWorker = async () => {
+      await worker?.stop();
+      worker = undefined;
+    };
+    await startWorker();
+    cleanups.push(stopWorker);
+
+    // MCP front
+    const tasks = createTaskService({ client: temporal, taskQueue: config.COUNTERSIGN_TASK_QUEUE, dedupKey: secrets.dedupKey, workflowConfig, createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS });
+    const factory = createMcpServerFactory({ tools, pdp, tasks, logger: logger.child({ part: 'mcp' }), noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE });
+    const mcp = createMcpHttpApp({
+      factory,
+      verifier: createTokenVerifier({ issuer: issuerUrl, audience: resourceUrl, jwksUrl: `${issuerUrl}/.well-known/jwks.json` }),
+      resourceUrl,
+      authorizationServers: [issuerUrl],
+      temporal,
+      callbackSecret: secrets.callbackSecret,
+      logger: logger.child({ part: 'mcp-http' }),
+    });
+    mcpRef.current = (req) => mcp.app.fetch(req);
+    cleanups.push(() => mcp.close());
+
+    return {
+      urls: {
+        mcp: resourceUrl,
+        approvals: approvalsUrl,
+        approverPage: `${approvalsUrl}/approver`,
+        issuer: issuerUrl,
+        jwks: `${issuerUrl}/.well-known/jwks.json`,
+        temporal: address,
+        ...(devServer?.uiPort ? { temporalUi: `http://${host}:${devServer.uiPort}` } : {}),
+      },
+      config,
+      secrets,
+      issuer,
+      ledger,
+      approvals,
+      temporal,
+      logger,
+      stopWorker,
+      startWorker,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * The Temporal worker: the approval workflow plus activities built over the real adapters.
+ * `startApprovalWorker` returns once the worker polls; `stop()` drains it (in-flight activities
+ * finish or time out) and resolves when it has stopped.
+ */
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { fileURLToPath } from 'node:url';
+import { createActivities, type ActivityDeps } from '../activities/activities.js';
+
+/** Absolute path of the workflow module the worker bundles. */
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/approval.ts', import.meta.url));
+
+/** Bundle the workflow code once (1–2 s); pass the result to every worker of this process. */
+export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never });
+}
+
+/** A running worker. */
+export interface RunningWorker {
+  worker: Worker;
+  stop(): Promise<void>;
+}
+
+/** Start a worker on `taskQueue`. Throws if the connection or registration fails. */
+export async function startApprovalWorker(opts: {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** Workflow cache size (runs kept in memory); default 1000. */
+  maxCachedWorkflows?: number;
+}): Promise<RunningWorker> {
+  const connection = await NativeConnection.connect({ address: opts.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(opts.deps),
+    maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
+  });
+  const running = worker.run();
+  return {
+    worker,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
+    },
+  };
+}

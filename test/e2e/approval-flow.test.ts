@@ -1,0 +1,201 @@
+// Scope: end to end on a real Temporal dev server (started here), real HTTP, the real approval
+// service and the SQLite ledger: approve, deny, expiry, cancel, dedup, binding changes, task access
+// control, clients without the tasks extension, and a worker restart while a task is pending.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { McpRpcError } from '../../src/client/wire-client.js';
+import type { Stack } from '../../src/stack.js';
+import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
+
+const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
+const AUTHZ = 'io.modelcontextprotocol/authorization';
+
+// A requestable rule with a 3-second request window, so expiry runs for real in seconds.
+const EXPIRY_POLICY = `
+@id("quick-expiry")
+@requestable("true")
+@approver_group("treasury")
+@request_ttl("PT3S")
+@reason("Transfers of exactly 77,777 need a quick approval.")
+forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
+when { context.arguments.amount == decimal("77777.0000") }
+unless { context has approval && context.approval.state == "approved" };
+`;
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startTestStack(testConfig({}, { 'a-quick-expiry.cedar': EXPIRY_POLICY }));
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const memo = () => `e2e ${randomUUID().slice(0, 12)}`;
+const bigTransfer = (m: string, amount = 50_000) => ({ name: 'wire_transfer', arguments: { to: 'acct-991', amount, memo: m } });
+
+async function rpcError(p: Promise<unknown>): Promise<McpRpcError> {
+  const err = await p.then(() => null, (e: unknown) => e);
+  expect(err).toBeInstanceOf(McpRpcError);
+  return err as McpRpcError;
+}
+
+describe('approval-gated wire_transfer, end to end', () => {
+  it('approve → completed approved-executed with exactly one ledger row', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
+    expect(created.resultType).toBe('task');
+    expect(created.status).toBe('working');
+    expect(created._meta?.[AUTHZ]).toMatchObject({ remediation: 'available' });
+    expect(stack.ledger.countByTask(created.taskId)).toBe(0); // a requestable denial does not execute
+    expect(await decide(stack, m, 'approve')).toBe(200);
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.status).toBe('completed');
+    expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(done._meta?.[AUTHZ]).toBeUndefined();
+    expect(stack.ledger.countByTask(created.taskId)).toBe(1);
+    // polling a completed task again neither re-runs nor changes it
+    const again = await alice.request<WireTask>('tasks/get', { taskId: created.taskId });
+    expect(again.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(stack.ledger.countByTask(created.taskId)).toBe(1);
+  });
+
+  it('deny → completed denied-not-executed, the body says it did not run, zero ledger rows', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
+    expect(await decide(stack, m, 'deny', 'carol')).toBe(200);
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.status).toBe('completed');
+    expect(done.result?.isError).toBe(true);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('denied-not-executed');
+    expect(done.result?._meta?.[AUTHZ]).toMatchObject({ remediation: 'unavailable' });
+    expect(done.result?.content[0]?.text).toMatch(/did not run/);
+    expect(stack.ledger.countByTask(created.taskId)).toBe(0);
+  });
+
+  it('a request nobody decides expires → denied-not-executed, and a late approval is refused', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(m, 77_777));
+    expect(created.status).toBe('working');
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('denied-not-executed');
+    expect(done.result?.content[0]?.text).toMatch(/expired/);
+    await expect(decide(stack, m, 'approve')).rejects.toThrow(/no pending request/);
+    expect(stack.ledger.countByTask(created.taskId)).toBe(0);
+  });
+
+  it('tasks/cancel before approval → cancelled, the backend request is cancelled, it never executes', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
+    expect(await alice.request('tasks/cancel', { taskId: created.taskId })).toMatchObject({ resultType: 'complete' });
+    const t = await alice.request<WireTask>('tasks/get', { taskId: created.taskId });
+    expect(t.status).toBe('cancelled');
+    expect(t.result).toBeUndefined();
+    // the backend request is gone from every approver's queue, so no late approval can land
+    for (let i = 0; i < 50 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
+    expect(stack.ledger.countByTask(created.taskId)).toBe(0);
+    // cancelling a terminal task is a no-op
+    expect(await alice.request('tasks/cancel', { taskId: created.taskId })).toMatchObject({ resultType: 'complete' });
+    expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('cancelled');
+  });
+
+  it('20 concurrent identical calls open exactly one task and one approval request', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const results = await Promise.all(Array.from({ length: 20 }, () => alice.request<WireTask>('tools/call', bigTransfer(m))));
+    expect(new Set(results.map((r) => r.taskId)).size).toBe(1);
+    expect((await pendingFor(stack, 'bob')).filter((r) => r.arguments.memo === m)).toHaveLength(1);
+    await alice.request('tasks/cancel', { taskId: results[0]!.taskId });
+  });
+
+  it('a changed argument is a new binding and opens a new task', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const a = await alice.request<WireTask>('tools/call', bigTransfer(m, 50_000));
+    const b = await alice.request<WireTask>('tools/call', bigTransfer(m, 50_001));
+    expect(b.taskId).not.toBe(a.taskId);
+    expect((await pendingFor(stack, 'bob')).filter((r) => r.arguments.memo === m)).toHaveLength(2);
+    // the same arguments from another principal are another binding too
+    const dave = await clientFor(stack, 'dave');
+    const c = await dave.request<WireTask>('tools/call', bigTransfer(m, 50_000));
+    expect(c.taskId).not.toBe(a.taskId);
+    for (const [cl, t] of [[alice, a], [alice, b], [dave, c]] as const) await cl.request('tasks/cancel', { taskId: t.taskId });
+  });
+
+  it('another principal gets the same -32602 for the task as for an unknown id, and cannot cancel it', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const mallory = await clientFor(stack, 'mallory');
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(memo()));
+    const foreign = await rpcError(mallory.request('tasks/get', { taskId: created.taskId }));
+    const unknown = await rpcError(mallory.request('tasks/get', { taskId: `${'0'.repeat(32)}.${randomUUID()}` }));
+    const garbage = await rpcError(mallory.request('tasks/get', { taskId: 'not-a-task' }));
+    expect(foreign.code).toBe(-32602);
+    expect([unknown.code, garbage.code]).toEqual([-32602, -32602]);
+    expect(foreign.message).toBe(unknown.message);
+    expect(garbage.message).toBe(unknown.message);
+    const cancel = await rpcError(mallory.request('tasks/cancel', { taskId: created.taskId }));
+    expect(cancel.code).toBe(-32602);
+    expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
+    await alice.request('tasks/cancel', { taskId: created.taskId });
+  });
+
+  it('a client without the tasks extension gets the degraded isError result and no task is opened', async () => {
+    const plain = await clientFor(stack, 'alice', { tasks: false });
+    const m = memo();
+    const r = await plain.request<{ resultType?: string; isError?: boolean; content: Array<{ text: string }>; _meta?: Record<string, unknown> }>('tools/call', bigTransfer(m));
+    expect(r.resultType).not.toBe('task');
+    expect(r.isError).toBe(true);
+    expect(r.content[0]?.text).toMatch(/io\.modelcontextprotocol\/tasks/);
+    expect(r.content[0]?.text).toMatch(/did not run/);
+    expect((await pendingFor(stack, 'bob')).some((x) => x.arguments.memo === m)).toBe(false);
+  });
+
+  it('policy allow runs inline and a non-requestable denial never runs', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const before = stack.ledger.count();
+    const ok = await alice.request<{ isError?: boolean }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-100', amount: 1000 } });
+    expect(ok.isError).toBe(false);
+    const blocked = await alice.request<{ isError?: boolean; resultType?: string; _meta?: Record<string, unknown> }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-666', amount: 50_000 } });
+    expect(blocked.isError).toBe(true);
+    expect(blocked.resultType).not.toBe('task');
+    expect(blocked._meta?.[AUTHZ]).toMatchObject({ remediation: 'unavailable' });
+    expect(stack.ledger.count()).toBe(before + 1);
+  });
+
+  it('bad arguments and unknown tools are -32602; a missing token is 401 with WWW-Authenticate', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const bad = await rpcError(alice.request('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-1', amount: -5 } }));
+    expect(bad.code).toBe(-32602);
+    expect(bad.data).toMatchObject({ issues: [expect.objectContaining({ path: 'amount' })] });
+    expect((await rpcError(alice.request('tools/call', { name: 'nope', arguments: {} }))).code).toBe(-32602);
+    const res = await fetch(stack.urls.mcp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="http:\/\/.+\/\.well-known\/oauth-protected-resource\/mcp"/);
+  });
+
+  it('a forged callback is rejected and reaches no workflow', async () => {
+    const res = await fetch(`${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/approval-${'a'.repeat(32)}/1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-countersign-timestamp': String(Math.floor(Date.now() / 1000)), 'x-countersign-signature': `v1=${'0'.repeat(64)}` },
+      body: JSON.stringify({ request_id: 'ar_x', status: 'approved', generation: 1 }),
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toMatch(/problem\+json/);
+  });
+
+  it('the worker restarted while a task is pending: the task still completes once', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
+    await stack.stopWorker();
+    expect(await decide(stack, m, 'approve')).toBe(200); // the callback signal waits in Temporal
+    await stack.startWorker();
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(stack.ledger.countByTask(created.taskId)).toBe(1);
+  });
+});

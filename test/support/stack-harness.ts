@@ -1,0 +1,98 @@
+// Scope: shared harness for end-to-end tests: a real Temporal dev server, the whole Countersign
+// stack over real HTTP on free ports, in a temporary data folder; plus wire-level helpers.
+import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { WireClient } from '../../src/client/wire-client.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
+import { startStack, type Stack } from '../../src/stack.js';
+import { bundleWorkflows } from '../../src/worker.js';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/** Test configuration: everything on free ports in a fresh folder, fast fallback polling. */
+export function testConfig(overrides: Partial<Config> = {}, extraPolicies: Record<string, string> = {}): Config {
+  const dataDir = mkdtempSync(join(tmpdir(), 'countersign-e2e-'));
+  const policyDir = mkdtempSync(join(tmpdir(), 'countersign-policies-'));
+  for (const f of readdirSync(join(PROJECT_ROOT, 'policies'))) if (f.endsWith('.cedar')) copyFileSync(join(PROJECT_ROOT, 'policies', f), join(policyDir, f));
+  for (const [name, text] of Object.entries(extraPolicies)) writeFileSync(join(policyDir, name), text);
+  return loadConfig(
+    {},
+    {
+      COUNTERSIGN_DATA_DIR: dataDir,
+      COUNTERSIGN_POLICY_DIR: policyDir,
+      COUNTERSIGN_PORT: 0,
+      COUNTERSIGN_APPROVALS_PORT: 0,
+      COUNTERSIGN_ISSUER_PORT: 0,
+      TEMPORAL_PORT: 0,
+      TEMPORAL_UI_PORT: 0,
+      COUNTERSIGN_STATUS_POLL_INITIAL_MS: 1000,
+      COUNTERSIGN_STATUS_POLL_MAX_MS: 2000,
+      COUNTERSIGN_POLL_INTERVAL_MS: 200,
+      COUNTERSIGN_CREATE_WAIT_MS: 20_000,
+      ...overrides,
+    },
+  );
+}
+
+/** Start a stack for tests (workflow bundle built once per test file). */
+export async function startTestStack(config: Config): Promise<Stack> {
+  bundle ??= bundleWorkflows();
+  return startStack(config, { workflowBundle: await bundle, logger: createLogger({ level: process.env.LOG_LEVEL ?? 'warn' }) });
+}
+
+/** A wire client for `sub`, declaring the tasks extension unless `tasks: false`. */
+export async function clientFor(stack: Stack, sub: string, opts: { tasks?: boolean } = {}): Promise<WireClient> {
+  const token = await stack.issuer.mintToken({ sub });
+  return new WireClient({ url: stack.urls.mcp, token, capabilities: opts.tasks === false ? {} : { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+}
+
+/** Shape of a `tasks/get` result as the tests read it. */
+export interface WireTask {
+  resultType: string;
+  taskId: string;
+  status: string;
+  statusMessage?: string;
+  ttlMs?: number | null;
+  createdAt: string;
+  _meta?: Record<string, unknown>;
+  result?: { isError?: boolean; content: Array<{ type: string; text: string }>; _meta?: Record<string, unknown> };
+  error?: { code: number; message: string };
+}
+
+/** Poll `tasks/get` (at the server's `pollIntervalMs`) until the task leaves `working`; at most `limit` polls. */
+export async function waitForTerminal(client: WireClient, taskId: string, limit = 300): Promise<WireTask> {
+  for (let i = 0; i < limit; i++) {
+    const t = await client.request<WireTask & { pollIntervalMs?: number }>('tasks/get', { taskId });
+    if (t.status !== 'working' && t.status !== 'input_required') return t;
+    await new Promise((r) => setTimeout(r, t.pollIntervalMs ?? 200));
+  }
+  throw new Error(`task ${taskId} did not terminalize`);
+}
+
+/** Pending requests in the approval service visible to `approverId`. */
+export async function pendingFor(stack: Stack, approverId: string): Promise<Array<{ id: string; requester: string; arguments: Record<string, unknown> }>> {
+  const a = stack.secrets.approvers.find((x) => x.id === approverId)!;
+  const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: { authorization: basic(a.id, a.secret) } });
+  return ((await res.json()) as { items: Array<{ id: string; requester: string; arguments: Record<string, unknown> }> }).items;
+}
+
+/** Decide the pending request whose `memo` argument equals `memo`; returns the HTTP status. */
+export async function decide(stack: Stack, memo: string, decision: 'approve' | 'deny', approverId = 'bob'): Promise<number> {
+  const a = stack.secrets.approvers.find((x) => x.id === approverId)!;
+  const req = (await pendingFor(stack, approverId)).find((r) => r.arguments.memo === memo);
+  if (!req) throw new Error(`no pending request with memo ${memo}`);
+  const res = await fetch(`${stack.urls.approvals}/access/v1/requests/${req.id}/decision`, {
+    method: 'POST',
+    headers: { authorization: basic(a.id, a.secret), 'content-type': 'application/json' },
+    body: JSON.stringify({ decision }),
+  });
+  return res.status;
+}
+
+export function basic(id: string, secret: string): string {
+  return `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
+}

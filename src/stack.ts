@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createApprovalService, type ApprovalService } from './approvals/service.js';
 import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
@@ -105,9 +105,19 @@ function closeServer(server: ServerType): Promise<void> {
   });
 }
 
+/** Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only. */
+function quietTemporalRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed (a second stack in the same process)
+  }
+}
+
 /** Start the stack. Ports of 0 pick free ports (tests); the URLs report the real ones. */
 export async function startStack(config: Config, opts: { workflowBundle?: WorkflowBundleWithSourceMap; logger?: Logger; temporalLog?: (line: string) => void } = {}): Promise<Stack> {
   const logger = opts.logger ?? createLogger();
+  quietTemporalRuntime();
   mkdirSync(config.COUNTERSIGN_DATA_DIR, { recursive: true });
   const secrets = loadOrCreateSecrets(config.COUNTERSIGN_DATA_DIR);
   const cleanups: Array<() => Promise<void>> = [];

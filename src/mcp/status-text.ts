@@ -10,14 +10,15 @@ const MAX_REASON = 160;
 
 /**
  * Reduce an operator-authored reason to plain, single-line text: letters, digits, spaces and
- * `.,;:$%()'/-+#&` only, whitespace collapsed, at most 160 characters, ending in a period.
+ * `.,:$%()'/+-` only (no `;`, `&` or `#`, so no HTML entities), whitespace collapsed, at most
+ * 160 characters, ending in a period.
  * Anything else (markup, quotes, brackets, control and format characters, other scripts'
  * look-alikes) is dropped. Returns a fixed fallback when nothing is left.
  */
 export function sanitizeReason(text: string): string {
   const cleaned = text
     .normalize('NFKC')
-    .replace(/[^A-Za-z0-9 .,;:$%()'/+#&-]/g, ' ')
+    .replace(/[^A-Za-z0-9 .,:$%()'/+-]/g, ' ')
     .replace(/\s+/g, ' ')
     .trim()
     .slice(0, MAX_REASON)
@@ -38,8 +39,11 @@ export function statusMessage(s: TaskSnapshot): string {
           return 'Completed: approved, the tool ran and reported an error.';
         case 'outcome-unknown':
           return 'Completed: approved, but whether the tool ran is unknown.';
-        default:
+        case 'denied-not-executed':
           return 'Completed: not approved; the tool did not run.';
+        default:
+          // No recognized disposition: never claim it did not run (SEP-2848 §Execution disposition).
+          return 'Completed: whether the tool ran is unknown; treat it as possibly run.';
       }
     case 'cancelled':
       return 'Cancelled; the tool did not run.';

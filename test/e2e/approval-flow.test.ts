@@ -199,3 +199,21 @@ describe('approval-gated wire_transfer, end to end', () => {
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
   });
 });
+
+describe('closed tasks', () => {
+  it('a completed task is answered from its stored result while no worker runs', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
+    expect(await decide(stack, m, 'deny')).toBe(200);
+    const done = await waitForTerminal(alice, created.taskId);
+    await stack.stopWorker();
+    try {
+      const t = await alice.request<WireTask>('tasks/get', { taskId: created.taskId });
+      expect(t.status).toBe('completed');
+      expect(t.result).toEqual(done.result);
+    } finally {
+      await stack.startWorker();
+    }
+  });
+});

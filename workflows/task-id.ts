@@ -1,8 +1,8 @@
 /**
  * Task id format: `<workflow-id hash>.<run id>`, e.g.
  * `3f2a…c1.786512e2-9e0d-44bd-8f29-789f320fe840`. The hash part is the 128-bit HMAC of the call
- * binding (not computable without the server key) and the run id is a random UUID: at least
- * 122 bits nobody can guess. Never a counter. Pure string functions, usable in workflow code.
+ * binding (not computable without the server key) and the run id is Temporal's UUID (v7 here:
+ * a millisecond timestamp and 74 random bits): over 200 bits nobody outside can guess. Never a counter. Pure string functions, usable in workflow code.
  */
 const PREFIX = 'approval-';
 

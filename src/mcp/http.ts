@@ -12,6 +12,7 @@
  * Deliberately does not log tokens, bodies or arguments.
  */
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
@@ -56,6 +57,11 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.get('/healthz', (c) => c.json({ ok: true }));
 
   app.all('/mcp', async (c) => {
+    // Streamable HTTP: a browser Origin other than this server's own is refused (DNS rebinding).
+    const originHeader = c.req.header('origin');
+    if (originHeader !== undefined && originHeader !== origin) {
+      return problem(403, 'Forbidden', 'Origin not allowed');
+    }
     const challenge = (error?: string) =>
       new Response(JSON.stringify({ error: error ?? 'unauthorized', error_description: 'A valid bearer token for this resource is required.' }), {
         status: 401,
@@ -77,7 +83,7 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     return stripEmptyTaskContent(res);
   });
 
-  app.post('/callbacks/arap/:workflowId/:generation', async (c) => {
+  app.post('/callbacks/arap/:workflowId/:generation', bodyLimit({ maxSize: 16 * 1024, onError: () => problem(413, 'Payload Too Large', 'callback bodies are limited to 16 KiB') }), async (c) => {
     const raw = await c.req.text();
     const verdict = verifyCallback(
       opts.callbackSecret,

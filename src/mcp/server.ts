@@ -18,8 +18,8 @@ import { getTaskResult } from './task-projection.js';
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 export const TOOL_APPROVAL_EXTENSION = 'io.modelcontextprotocol/tool-approval';
 
-const TaskIdParams = z.looseObject({ taskId: z.string().max(200) });
-const TaskUpdateParams = z.looseObject({ taskId: z.string().max(200), inputResponses: z.record(z.string(), z.unknown()).optional() });
+const TaskIdParams = z.looseObject({ taskId: z.string() });
+const TaskUpdateParams = z.looseObject({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()).optional() });
 
 interface HandlerCtx {
   http?: { authInfo?: { extra?: Record<string, unknown> } };

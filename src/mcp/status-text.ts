@@ -40,7 +40,7 @@ export function statusMessage(s: TaskSnapshot): string {
         case 'outcome-unknown':
           return 'Completed: approved, but whether the tool ran is unknown.';
         case 'denied-not-executed':
-          return 'Completed: not approved; the tool did not run.';
+          return 'Completed: not executed; the tool did not run.';
         default:
           // No recognized disposition: never claim it did not run (SEP-2848 §Execution disposition).
           return 'Completed: whether the tool ran is unknown; treat it as possibly run.';

@@ -19,6 +19,7 @@ import { principalKey, type Principal } from '../auth/principal.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
+import { outcomeUnknownResult } from '../../workflows/results.js';
 import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
 
 /** Options of the task service. `createWaitMs` bounds the Update-with-Start wait. */
@@ -108,10 +109,9 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         return snap;
       }
       if (Date.now() > closedAt + opts.workflowConfig.resultRetentionMs) return null; // expired
-      // Terminated or failed by an operator or a bug: never claimed-and-hidden, report failed.
-      return {
-        status: 'failed',
-        phase: 'terminal',
+      // Terminated or failed by an operator or a bug. If the tool was ever scheduled, the claim was
+      // made and a side effect may exist: that is outcome-unknown, never `failed` (§Lifecycle).
+      const base = {
         ownerKey: ownerKeyOf(caller),
         policyReason: '',
         createdAt: desc.startTime.toISOString(),
@@ -119,6 +119,17 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         ttlMs: closedAt - desc.startTime.getTime() + opts.workflowConfig.resultRetentionMs,
         pollIntervalMs: opts.workflowConfig.clientPollIntervalMs,
         generation: 0,
+        phase: 'terminal' as const,
+      };
+      const history = await handle.fetchHistory();
+      const claimed = (history.events ?? []).some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
+      if (claimed) {
+        const result = outcomeUnknownResult();
+        return { ...base, status: 'completed', claimed: true, result, disposition: 'outcome-unknown' };
+      }
+      return {
+        ...base,
+        status: 'failed',
         claimed: false,
         error: { code: -32603, message: 'Internal error: the approval task ended abnormally' },
       };

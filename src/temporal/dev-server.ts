@@ -16,6 +16,15 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/** Whether nothing listens on `host:port` right now. */
+export async function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, host, () => srv.close(() => resolve(true)));
+  });
+}
+
 /** A free TCP port on 127.0.0.1 (best effort: another process may take it before use). */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -36,6 +45,17 @@ export async function freePort(): Promise<number> {
  */
 export async function startDevServer(opts: { port?: number; uiPort?: number; dbFile?: string; namespace?: string; readyTimeoutMs?: number; log?: (line: string) => void } = {}): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
+  // Never adopt a server we did not start (a leftover dev server, another stack's): its tasks,
+  // approvals and ledger would mix with ours.
+  for (const p of [port, ...(opts.uiPort ? [opts.uiPort] : [])]) {
+    if (!(await isPortFree(p))) {
+      throw new Error(
+        `port ${p} on 127.0.0.1 is already in use, so a Temporal dev server cannot start there. ` +
+          'Stop whatever holds it (a leftover `temporal server start-dev`?), or set TEMPORAL_PORT / TEMPORAL_UI_PORT to free ports, ' +
+          'or set TEMPORAL_ADDRESS to use that server deliberately.',
+      );
+    }
+  }
   const args = [
     'server', 'start-dev',
     '--ip', '127.0.0.1',
@@ -64,6 +84,7 @@ export async function startDevServer(opts: { port?: number; uiPort?: number; dbF
   for (;;) {
     if (dead) throw new Error(`temporal dev server exited during start-up:\n${tail}`);
     try {
+      if (dead) throw new Error('exited');
       const conn = await Connection.connect({ address, connectTimeout: 1000 });
       await conn.workflowService.getSystemInfo({});
       await conn.close();

@@ -217,3 +217,40 @@ describe('closed tasks', () => {
     }
   });
 });
+
+describe('abnormal ends', () => {
+  it('a run terminated before the claim reads failed; one terminated after the claim reads outcome-unknown, never failed', async () => {
+    const alice = await clientFor(stack, 'alice');
+    // before the claim
+    const m1 = memo();
+    const t1 = await alice.request<WireTask>('tools/call', bigTransfer(m1));
+    const [wf1, run1] = t1.taskId.split('.') as [string, string];
+    await stack.temporal.workflow.getHandle(`approval-${wf1}`, run1).terminate('test: operator terminate');
+    const f = await alice.request<WireTask>('tasks/get', { taskId: t1.taskId });
+    expect(f.status).toBe('failed');
+    expect(f.error?.code).toBe(-32603);
+
+    // after the claim: hold the ledger so the tool blocks inside its activity, then terminate
+    const m2 = memo();
+    const t2 = await alice.request<WireTask>('tools/call', bigTransfer(m2));
+    const [wf2, run2] = t2.taskId.split('.') as [string, string];
+    const handle = stack.temporal.workflow.getHandle(`approval-${wf2}`, run2);
+    const { default: Database } = await import('better-sqlite3');
+    const lock = new Database(`${stack.config.COUNTERSIGN_DATA_DIR}/ledger.db`);
+    lock.exec('BEGIN EXCLUSIVE');
+    try {
+      expect(await decide(stack, m2, 'approve')).toBe(200);
+      const scheduled = async () => ((await handle.fetchHistory()).events ?? []).some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
+      for (let i = 0; i < 100 && !(await scheduled()); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(await scheduled()).toBe(true);
+      await handle.terminate('test: operator terminate after claim');
+    } finally {
+      lock.exec('ROLLBACK');
+      lock.close();
+    }
+    const u = await alice.request<WireTask>('tasks/get', { taskId: t2.taskId });
+    expect(u.status).toBe('completed');
+    expect(u.result?._meta?.[DISPOSITION]).toBe('outcome-unknown');
+    expect(u.result?.content[0]?.text).toMatch(/may or may not have run/);
+  });
+});

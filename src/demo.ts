@@ -7,7 +7,6 @@
  * an approver approves out of band (reference approval service API) → tasks/get until completed
  * → disposition approved-executed and exactly one ledger row for the task.
  */
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -15,7 +14,7 @@ import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { WireClient } from './client/wire-client.js';
 import { loadConfig } from './config.js';
 import { loadOrCreateSecrets, startStack, DEMO_REQUESTER, type Stack } from './stack.js';
-import { PROJECT_ROOT } from './temporal/binaries.js';
+import { ensureTemporalBinaries } from './temporal/binaries.js';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 let failures = 0;
@@ -33,10 +32,7 @@ async function main(): Promise<void> {
   const running = await fetch(`http://${host}:${cfg.COUNTERSIGN_PORT}/healthz`).then((r) => r.ok).catch(() => false);
   if (!running) {
     out('# no stack answers; starting one for this demo');
-    if (!cfg.TEMPORAL_ADDRESS) {
-      const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts', 'install-temporal.mjs')], { stdio: 'inherit' });
-      if (r.status !== 0) process.exit(r.status ?? 1);
-    }
+    if (!cfg.TEMPORAL_ADDRESS) ensureTemporalBinaries();
     stack = await startStack(cfg);
   } else out(`# using the running stack at ${mcpUrl}`);
   try {

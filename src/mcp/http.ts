@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { extractBearer } from '../auth/bearer.js';
 import type { TokenVerifier } from '../auth/verify-token.js';
+import { problem } from '../approvals/problem.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from '../approvals/callback-signature.js';
 import { backendCallbackSignal } from '../../workflows/messages.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
@@ -38,10 +39,6 @@ export interface McpHttpOptions {
 
 const CallbackBody = z.object({ request_id: z.string().min(1).max(200), status: z.string().max(40), generation: z.number().int().positive().optional() });
 
-function problem(status: number, title: string, detail: string): Response {
-  return new Response(JSON.stringify({ type: 'about:blank', title, status, detail }), { status, headers: { 'content-type': 'application/problem+json' } });
-}
-
 /** Build the app. `close()` tears down the SDK handler. */
 export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () => Promise<void> } {
   const handler = createMcpHandler(opts.factory, { legacy: 'reject', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
@@ -60,7 +57,7 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     // Streamable HTTP: a browser Origin other than this server's own is refused (DNS rebinding).
     const originHeader = c.req.header('origin');
     if (originHeader !== undefined && originHeader !== origin) {
-      return problem(403, 'Forbidden', 'Origin not allowed');
+      return problem('forbidden', 'Origin not allowed');
     }
     const challenge = (error?: string) =>
       new Response(JSON.stringify({ error: error ?? 'unauthorized', error_description: 'A valid bearer token for this resource is required.' }), {
@@ -83,7 +80,7 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     return stripEmptyTaskContent(res);
   });
 
-  app.post('/callbacks/arap/:workflowId/:generation', bodyLimit({ maxSize: 16 * 1024, onError: () => problem(413, 'Payload Too Large', 'callback bodies are limited to 16 KiB') }), async (c) => {
+  app.post('/callbacks/arap/:workflowId/:generation', bodyLimit({ maxSize: 16 * 1024, onError: () => problem('payload-too-large', 'callback bodies are limited to 16 KiB') }), async (c) => {
     const raw = await c.req.text();
     const verdict = verifyCallback(
       opts.callbackSecret,
@@ -93,13 +90,13 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     );
     if (!verdict.ok) {
       opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
-      return problem(401, 'Unauthorized', `callback rejected: ${verdict.reason}`);
+      return problem('unauthorized', `callback rejected: ${verdict.reason}`);
     }
     const workflowId = c.req.param('workflowId');
     const generation = Number(c.req.param('generation'));
     const body = CallbackBody.safeParse(safeJson(raw));
     if (!/^approval-[0-9a-f]{32}$/.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
-      return problem(400, 'Bad Request', 'malformed callback');
+      return problem('invalid-request', 'malformed callback');
     }
     try {
       await opts.temporal.workflow.getHandle(workflowId).signal(backendCallbackSignal, { generation, requestId: body.data.request_id });

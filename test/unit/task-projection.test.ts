@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from '../../workflows/results.js';
 import type { DenialReason, Disposition, Phase, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
+import { workingSnapshot } from '../support/snapshot-fixture.js';
 
 // `_meta` keys as the SEP spells them (not imported, so a renamed constant is caught).
 const AUTHZ = 'io.modelcontextprotocol/authorization';
@@ -30,19 +31,7 @@ const DENIAL_REASONS: DenialReason[] = [
 ];
 
 function snapshot(over: Partial<TaskSnapshot> = {}): TaskSnapshot {
-  return {
-    status: 'working',
-    phase: 'awaiting-approval',
-    ownerKey: OWNER_KEY,
-    policyReason: RAW_REASON,
-    createdAt: '2026-06-02T10:30:00.000Z',
-    lastUpdatedAt: '2026-06-02T10:30:00.000Z',
-    ttlMs: 604_800_000,
-    pollIntervalMs: 15_000,
-    generation: 1,
-    claimed: false,
-    ...over,
-  };
+  return workingSnapshot({ ownerKey: OWNER_KEY, policyReason: RAW_REASON, ...over });
 }
 
 function completed(result: StoredCallToolResult): TaskSnapshot {

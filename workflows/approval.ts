@@ -37,7 +37,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ApprovalActivities } from '../activities/activities.js';
-import { backendCallbackSignal, cancelUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
+import { backendCallbackUpdate, cancelUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
 import {
@@ -147,11 +147,25 @@ export async function approvalWorkflow(input: ApprovalWorkflowInput): Promise<Ta
     finish({ status: 'cancelled' });
     return 'cancelled';
   });
-  setHandler(backendCallbackSignal, (cb) => {
-    const g = current();
-    if (!g || g.consumed || !g.handle || cb.generation !== g.generation || cb.requestId !== g.handle.requestId) return;
-    callbackPending = true;
-  });
+  const acceptedCallbacks: string[] = []; // recent delivery ids, bounded
+  setHandler(
+    backendCallbackUpdate,
+    (cb) => {
+      acceptedCallbacks.push(cb.callbackId);
+      if (acceptedCallbacks.length > 256) acceptedCallbacks.shift();
+      callbackPending = true;
+      return 'accepted' as const;
+    },
+    {
+      validator: (cb) => {
+        if (acceptedCallbacks.includes(cb.callbackId)) throw new Error('replayed callback');
+        const g = current();
+        if (terminal() || !g || g.consumed || !g.handle || cb.generation !== g.generation || cb.requestId !== g.handle.requestId) {
+          throw new Error('callback for no current generation');
+        }
+      },
+    },
+  );
 
   const submit = async (hint: AccessRequestHint): Promise<Generation | null> => {
     const now = Date.now();

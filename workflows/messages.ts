@@ -2,7 +2,7 @@
  * Every signal, query and update of the approval workflow, defined once and imported by the
  * workflow, the MCP front and the tests (SEP-2848 ↔ Temporal mapping, DESIGN.md §3).
  */
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { BackendCallback, CancelOutcome, TaskSnapshot } from './types.js';
 
 /**
@@ -22,5 +22,11 @@ export const taskQuery = defineQuery<TaskSnapshot>('task');
  */
 export const cancelUpdate = defineUpdate<CancelOutcome>('cancel');
 
-/** Signal from the callback receiver: the backend says something changed. A hint, never authority. */
-export const backendCallbackSignal = defineSignal<[BackendCallback]>('backendCallback');
+/**
+ * Update from the callback receiver: the backend says something changed. A hint, never authority.
+ * Its synchronous validator rejects a replayed delivery (same `callbackId`) and a callback for a
+ * consumed, superseded or unknown generation, so those leave no trace in history and trigger no
+ * status fetch (SEP-2848 §Security, callback authenticity; §Completion, request). An update rather
+ * than a signal because only an update can be refused before it is recorded.
+ */
+export const backendCallbackUpdate = defineUpdate<'accepted', [BackendCallback]>('backendCallback');

@@ -120,10 +120,15 @@ export type ReEvaluation =
   | { outcome: 'request'; accessRequest: AccessRequestHint }
   | { outcome: 'deny'; reason: DenialReason };
 
-/** Callback signal payload: a hint only; the workflow fetches authoritative status. */
+/** Callback update payload: a hint only; the workflow fetches authoritative status. */
 export interface BackendCallback {
   generation: number;
   requestId: string;
+  /**
+   * Identity of this delivery (SHA-256 hex of its signature header): a replay of an accepted
+   * callback carries the same id and is rejected by the update's validator.
+   */
+  callbackId: string;
 }
 
 /** What `tasks/cancel` achieved (SEP-2848 §Cancellation). */

@@ -6,22 +6,25 @@
  * - `/mcp`: a missing or invalid token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`
  *   (MCP authorization); a valid one becomes the principal handed to the SDK handler.
  * - `POST /callbacks/arap/:workflowId/:generation`: HMAC over timestamp and body verified
- *   (401 problem+json when bad or stale), then the workflow is signalled with `{generation,
- *   requestId}`; the workflow fetches authoritative status before acting (SEP-2848 §Security,
- *   callback authenticity). Unknown workflows are answered 202 like known ones.
+ *   (401 problem+json when bad or stale), then delivered as the workflow's `backendCallback`
+ *   update, whose validator refuses a replay of an accepted delivery and a callback for no current
+ *   generation (409, nothing recorded); an accepted one makes the workflow fetch authoritative
+ *   status before acting (SEP-2848 §Security, callback authenticity). Closed or unknown
+ *   workflows are answered 202; no worker within 5 s → 500 so the backend retries later.
  * Deliberately does not log tokens, bodies or arguments.
  */
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createMcpHandler } from '@modelcontextprotocol/server';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { extractBearer } from '../auth/bearer.js';
 import type { TokenVerifier } from '../auth/verify-token.js';
 import { problem } from '../approvals/problem.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from '../approvals/callback-signature.js';
-import { backendCallbackSignal } from '../../workflows/messages.js';
+import { backendCallbackUpdate } from '../../workflows/messages.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 
 /** Options of the MCP HTTP app. */
@@ -98,10 +101,23 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     if (!/^approval-[0-9a-f]{32}$/.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }
+    const callbackId = createHash('sha256').update(c.req.header(CALLBACK_SIGNATURE_HEADER) ?? '').digest('hex');
     try {
-      await opts.temporal.workflow.getHandle(workflowId).signal(backendCallbackSignal, { generation, requestId: body.data.request_id });
+      // Bounded wait: with no worker running the update cannot be validated; the backend retries
+      // and the workflow's status poll covers a callback that never lands.
+      await opts.temporal.withDeadline(Date.now() + 5_000, () =>
+        opts.temporal.workflow.getHandle(workflowId).executeUpdate(backendCallbackUpdate, { args: [{ generation, requestId: body.data.request_id, callbackId }] }),
+      );
     } catch (err) {
-      opts.logger.info({ err: (err as Error).name }, 'callback for a closed or unknown task ignored');
+      if (err instanceof WorkflowUpdateFailedError) {
+        opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
+        return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
+      }
+      if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) {
+        return c.body(null, 202); // closed or unknown task: nothing to do
+      }
+      opts.logger.warn({ err: (err as Error).name }, 'backend callback not delivered');
+      return problem('internal', 'callback not delivered; retry later');
     }
     return c.body(null, 202);
   });

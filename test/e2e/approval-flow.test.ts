@@ -254,3 +254,30 @@ describe('abnormal ends', () => {
     expect(u.result?.content[0]?.text).toMatch(/may or may not have run/);
   });
 });
+
+describe('callback authenticity', () => {
+  it('an authentic callback is accepted once; its replay and a signed callback for another request are refused and run nothing', async () => {
+    const { signCallback, CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } = await import('../../src/approvals/callback-signature.js');
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
+    const req = (await pendingFor(stack, 'bob')).find((r) => r.arguments.memo === m)!;
+    const url = `${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/approval-${created.taskId.split('.')[0]}/1`;
+    const send = async (body: string) => {
+      const { timestamp, signature } = signCallback(stack.secrets.callbackSecret, body, Math.floor(Date.now() / 1000));
+      return { timestamp, signature, status: (await post(body, timestamp, signature)).status };
+    };
+    const post = (body: string, timestamp: string, signature: string) =>
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature }, body });
+    const body = JSON.stringify({ request_id: req.id, status: 'approved', generation: 1 });
+    const first = await send(body);
+    expect(first.status).toBe(202);
+    const replay = await post(body, first.timestamp, first.signature);
+    expect(replay.status).toBe(409);
+    expect((await send(JSON.stringify({ request_id: 'ar_not_this_one', status: 'approved', generation: 1 }))).status).toBe(409);
+    // the status endpoint still says pending, so nothing ran
+    expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
+    expect(stack.ledger.countByTask(created.taskId)).toBe(0);
+    await alice.request('tasks/cancel', { taskId: created.taskId });
+  });
+});

@@ -9,7 +9,7 @@ import type { ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { temporalTestServerPath } from '../../src/temporal/binaries.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
-import { backendCallbackSignal, cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { backendCallbackUpdate, cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { FAILURE, type ApprovalWorkflowConfig, type BackendHandle, type BackendStatus, type ReEvaluation } from '../../workflows/types.js';
 
 const DAY = 86_400_000;
@@ -136,7 +136,7 @@ describe('approval workflow (time-skipping)', () => {
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
-      await handle.signal(backendCallbackSignal, { generation: 1, requestId: 'req-1' });
+      await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
       return handle.result();
     });
     expect(out.disposition).toBe('denied-not-executed');
@@ -187,7 +187,7 @@ describe('approval workflow (time-skipping)', () => {
     const { acts, calls } = fakes({ status: () => approved(DAY), execute: async () => { started(); await released; } });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
-      await handle.signal(backendCallbackSignal, { generation: 1, requestId: 'req-1' });
+      await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
       await executing;
       expect(await handle.executeUpdate(cancelUpdate)).toBe('already-claimed');
       expect((await handle.query(taskQuery)).status).toBe('working');
@@ -207,18 +207,32 @@ describe('approval workflow (time-skipping)', () => {
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
-      await handle.signal(backendCallbackSignal, { generation: 1, requestId: 'req-1' });
+      await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
       for (let i = 0; i < 200 && (await handle.query(taskQuery)).generation < 2; i++) await new Promise((r) => setImmediate(r));
       expect((await handle.query(taskQuery)).generation).toBe(2);
       // authentic but stale: generation 1 is consumed, its approval must not act again
-      await handle.signal(backendCallbackSignal, { generation: 1, requestId: 'req-1' });
-      await handle.signal(backendCallbackSignal, { generation: 2, requestId: 'req-2' });
+      await expect(handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-2' }] })).rejects.toThrow();
+      await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 2, requestId: 'req-2', callbackId: 'cb-3' }] });
       return handle.result();
     });
     expect(calls.status).toEqual(['req-1', 'req-2']);
     expect(calls.evaluate).toHaveLength(1);
     expect(out.disposition).toBe('denied-not-executed');
     expect(calls.execute).toBe(0);
+  });
+
+  it('a replayed callback is refused by the update validator: no second status fetch', async () => {
+    const { acts, calls } = fakes({ status: (h) => ({ state: 'pending', expiresAt: h.expiresAt }) });
+    await run(acts, async (tq, id) => {
+      const { handle } = await start(tq, id);
+      const cb = { generation: 1, requestId: 'req-1', callbackId: 'same-delivery' };
+      expect(await handle.executeUpdate(backendCallbackUpdate, { args: [cb] })).toBe('accepted');
+      await expect(handle.executeUpdate(backendCallbackUpdate, { args: [cb] })).rejects.toThrow();
+      await expect(handle.executeUpdate(backendCallbackUpdate, { args: [{ ...cb, requestId: 'req-forged', callbackId: 'other' }] })).rejects.toThrow();
+      await handle.executeUpdate(cancelUpdate);
+      return handle.result();
+    });
+    expect(calls.status).toEqual(['req-1']);
   });
 
   it('a tool error after the claim completes as execution-error, never failed', async () => {

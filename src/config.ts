@@ -6,9 +6,46 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { PROJECT_ROOT } from './temporal/binaries.js';
+import { decodePayloadKey } from './temporal/payload-codec.js';
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
 const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
+
+/**
+ * `COUNTERSIGN_PAYLOAD_KEYS`: JSON `[{"id":"k2","key":"<base64 of 32 bytes>"}, ...]`, first = the
+ * current key (seals new payloads), the rest only decode. Messages never echo key material.
+ */
+const isPayloadKey = (k: string) => {
+  try {
+    return decodePayloadKey(k).length === 32;
+  } catch {
+    return false;
+  }
+};
+const payloadKeys = z
+  .string()
+  .transform((text, ctx) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON array of {"id","key"} objects' });
+      return z.NEVER;
+    }
+    return value;
+  })
+  .pipe(
+    z
+      .array(
+        z.strictObject({
+          id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'key id must be 1-64 of [A-Za-z0-9._-]'),
+          key: z.string().refine(isPayloadKey, 'key must be base64 of exactly 32 bytes'),
+        }),
+      )
+      .min(1, 'needs at least one key (the first is current)')
+      .refine((list) => new Set(list.map((k) => k.id)).size === list.length, 'key ids must be unique'),
+  )
+  .optional();
 
 /** The environment variables Countersign reads, with defaults. */
 export const ConfigSchema = z.object({
@@ -43,6 +80,16 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_NO_TASKS_RESPONSE: z.enum(['degraded-result', 'error']).default('degraded-result'),
   /** Approval validity the reference approval service grants. */
   COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000),
+  /**
+   * Per-principal submission limits, shared by every instance (SEP-2848 approval-request
+   * amplification): new approval tasks per sliding window, the window, and pending tasks at once.
+   * Past either limit a call gets a non-requestable denial; joining a pending task never counts.
+   */
+  COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: z.coerce.number().int().positive().default(20),
+  COUNTERSIGN_SUBMISSION_WINDOW_MS: ms(3_600_000),
+  COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: z.coerce.number().int().positive().default(50),
+  /** Temporal payload encryption keys (production); unset: the key generated in `<data>/secrets.json`. */
+  COUNTERSIGN_PAYLOAD_KEYS: payloadKeys,
 });
 
 /** Parsed configuration. */

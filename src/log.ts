@@ -10,6 +10,9 @@ export const REDACT_PATHS = [
   'token', '*.token', 'authorization', '*.authorization', 'headers.authorization', 'req.headers.authorization',
   'arguments', '*.arguments', 'args', '*.args', 'requestState', '*.requestState', 'approval', '*.approval',
   'secret', '*.secret', 'clientToken', '*.clientToken', 'callbackSecret', '*.callbackSecret', 'inputResponses', '*.inputResponses',
+  // installation secrets (`StackSecrets`) and payload encryption keys, should a secrets or config object be logged
+  'password', '*.password', 'dedupKey', '*.dedupKey', 'approvalsClientToken', '*.approvalsClientToken', 'approvers', '*.approvers',
+  'payloadKeys', '*.payloadKeys', 'COUNTERSIGN_PAYLOAD_KEYS', '*.COUNTERSIGN_PAYLOAD_KEYS',
 ];
 
 /** Create a logger. `level` defaults to `LOG_LEVEL` or `info`; `destination` defaults to stderr (fd 2). */

@@ -4,13 +4,14 @@
  * `TEMPORAL_ADDRESS` names one; the worker; the MCP endpoint; the reference approval service
  * with its approver page; and a development token issuer (local ES256 key, JWKS endpoint).
  *
- * Secrets (dedup key, callback HMAC key, approval-service client token, approver secrets) are
- * generated on first start and kept in `<data>/secrets.json` (mode 0600), so task ids, tokens
- * and pending tasks stay valid across restarts. Production runs the parts separately and gets
- * these from its secret store.
+ * Secrets (dedup key, callback HMAC key, approval-service client token, approver secrets, the
+ * Temporal payload encryption key) are generated on first start and kept in
+ * `<data>/secrets.json` (mode 0600), so task ids, tokens and pending tasks stay valid across
+ * restarts. Production runs the parts separately and gets these from its secret store (payload
+ * keys: `COUNTERSIGN_PAYLOAD_KEYS`).
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
@@ -26,9 +27,11 @@ import type { Config } from './config.js';
 import { createLogger } from './log.js';
 import { createMcpHttpApp } from './mcp/http.js';
 import { createMcpServerFactory } from './mcp/server.js';
+import { createSubmissionStateCodec } from './mcp/submission-input.js';
 import { createTaskService } from './mcp/task-service.js';
 import { createCedarPdp } from './policy/cedar-pdp.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
+import { generatePayloadKey, payloadCodecFromKeyList, type PayloadKeyEntry } from './temporal/payload-codec.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
 import { createToolRegistry } from './tools/registry.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
@@ -48,6 +51,8 @@ export interface StackSecrets {
   callbackSecret: string;
   approvalsClientToken: string;
   approvers: Approver[];
+  /** Temporal payload codec keys, first = current (`COUNTERSIGN_PAYLOAD_KEYS` overrides). */
+  payloadKeys: PayloadKeyEntry[];
 }
 
 /** The demo requester's subject. */
@@ -57,7 +62,15 @@ export const DEMO_REQUESTER = 'alice';
 export function loadOrCreateSecrets(dataDir: string): StackSecrets {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'secrets.json');
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as StackSecrets;
+  if (existsSync(file)) {
+    const existing = JSON.parse(readFileSync(file, 'utf8')) as StackSecrets;
+    if (existing.payloadKeys?.length) return existing;
+    // a secrets.json from before the payload codec: add a key, keep every other value
+    const upgraded: StackSecrets = { ...existing, payloadKeys: [generatePayloadKey()] };
+    writeFileSync(`${file}.tmp`, JSON.stringify(upgraded, null, 2), { mode: 0o600 });
+    renameSync(`${file}.tmp`, file);
+    return upgraded;
+  }
   const rnd = () => randomBytes(32).toString('base64url');
   const secrets: StackSecrets = {
     dedupKey: rnd(),
@@ -67,6 +80,7 @@ export function loadOrCreateSecrets(dataDir: string): StackSecrets {
       { id: 'bob', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
       { id: 'carol', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
     ],
+    payloadKeys: [generatePayloadKey()],
   };
   writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
   chmodSync(file, 0o600);
@@ -125,7 +139,10 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
   chmodSync(config.COUNTERSIGN_DATA_DIR, 0o700); // arguments at rest: owner only
   const secrets = loadOrCreateSecrets(config.COUNTERSIGN_DATA_DIR);
   const cleanups: Array<() => Promise<void>> = [];
+  let drainCallbacks: (() => Promise<void>) | undefined;
   const stop = async () => {
+    // Let in-flight approval callbacks land while the MCP server and worker still answer them.
+    await drainCallbacks?.().catch(() => undefined);
     for (const c of cleanups.reverse()) await c().catch((e) => logger.warn({ err: (e as Error).message }, 'shutdown step failed'));
     cleanups.length = 0;
   };
@@ -156,7 +173,9 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
         config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) },
       });
     }
-    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    // Every payload this stack's client and worker write is sealed with AES-256-GCM (issue 5 §6).
+    const dataConverter = { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] };
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
 
     // Listeners first (ports may be 0), handlers bound once their URLs are known.
     const issuerRef: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
@@ -188,6 +207,7 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
       logger: logger.child({ part: 'approvals' }),
     });
     approvalsRef.current = (req) => approvals.app.fetch(req);
+    drainCallbacks = () => approvals.drainCallbacks();
     const sweeper = setInterval(() => void approvals.sweep().catch(() => undefined), 5_000);
     sweeper.unref();
     cleanups.push(async () => {
@@ -224,6 +244,7 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: config.COUNTERSIGN_TASK_QUEUE,
         deps: { backend, pdp, tools, logger: logger.child({ part: 'worker' }) },
+        dataConverter,
         ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
       });
     };
@@ -235,8 +256,26 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     cleanups.push(stopWorker);
 
     // MCP front
-    const tasks = createTaskService({ client: temporal, taskQueue: config.COUNTERSIGN_TASK_QUEUE, dedupKey: secrets.dedupKey, workflowConfig, createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS });
-    const factory = createMcpServerFactory({ tools, pdp, tasks, logger: logger.child({ part: 'mcp' }), noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE });
+    const tasks = createTaskService({
+      client: temporal,
+      taskQueue: config.COUNTERSIGN_TASK_QUEUE,
+      dedupKey: secrets.dedupKey,
+      workflowConfig,
+      createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
+      submissionLimits: {
+        maxSubmissionsPerWindow: config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,
+        submissionWindowMs: config.COUNTERSIGN_SUBMISSION_WINDOW_MS,
+        maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
+      },
+    });
+    const factory = createMcpServerFactory({
+      tools,
+      pdp,
+      tasks,
+      logger: logger.child({ part: 'mcp' }),
+      noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
+      requestStateCodec: createSubmissionStateCodec(secrets.dedupKey),
+    });
     const mcp = createMcpHttpApp({
       factory,
       verifier: createTokenVerifier({ issuer: issuerUrl, audience: resourceUrl, jwksUrl: `${issuerUrl}/.well-known/jwks.json` }),

@@ -1,14 +1,17 @@
 /**
- * The Temporal worker: the approval workflow plus activities built over the real adapters.
+ * The Temporal worker: the approval workflow and the per-principal submission limiter
+ * (`workflows/index.ts`), plus activities built over the real adapters.
  * `startApprovalWorker` returns once the worker polls; `stop()` drains it (in-flight activities
  * finish or time out) and resolves when it has stopped.
  */
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
+import type { DataConverter } from '@temporalio/common';
 import { createActivities, type ActivityDeps } from '../activities/activities.js';
+import { createLimiterActivities } from '../activities/limiter-activities.js';
 
-/** Absolute path of the workflow module the worker bundles. */
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/approval.ts', import.meta.url));
+/** Absolute path of the workflow module the worker bundles (re-exports every workflow). */
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 /** Bundle the workflow code once (1–2 s); pass the result to every worker of this process. */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
@@ -30,6 +33,11 @@ export async function startApprovalWorker(opts: {
   workflowBundle?: WorkflowBundleWithSourceMap;
   /** Workflow cache size (runs kept in memory); default 1000. */
   maxCachedWorkflows?: number;
+  /**
+   * Payload codecs etc.; must match the clients' (the stack passes the AES-GCM payload codec,
+   * `src/temporal/payload-codec.ts`). Default: the SDK's, payloads in plain text.
+   */
+  dataConverter?: DataConverter;
 }): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
@@ -37,8 +45,9 @@ export async function startApprovalWorker(opts: {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities(opts.deps),
+    activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
+    ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
   });
   const running = worker.run();
   return {

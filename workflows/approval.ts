@@ -40,6 +40,7 @@ import type { ApprovalActivities } from '../activities/activities.js';
 import { backendCallbackUpdate, cancelUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
+import { reservationReleaser } from './limiter-release.js';
 import {
   FAILURE,
   type AccessRequestHint,
@@ -75,8 +76,21 @@ interface Generation {
   consumed: boolean;
 }
 
-/** Workflow entry point. Returns the terminal snapshot, which `tasks/get` serves once closed. */
+/**
+ * Workflow entry point. Returns the terminal snapshot, which `tasks/get` serves once closed.
+ * However the run ends (a terminal result or a thrown failure) it first releases its
+ * submission-limiter slot (issue 5 §5); a terminated run cannot, and the limiter's audit drops it.
+ */
 export async function approvalWorkflow(input: ApprovalWorkflowInput): Promise<TaskSnapshot> {
+  const releaseSlot = reservationReleaser(input.limiter, workflowInfo().workflowId);
+  try {
+    return await runApproval(input, releaseSlot);
+  } finally {
+    await releaseSlot();
+  }
+}
+
+async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Promise<void>): Promise<TaskSnapshot> {
   const { binding, config: cfg } = input;
   const info = workflowInfo();
   const taskId = taskIdFor(info.workflowId, info.runId);
@@ -140,11 +154,13 @@ export async function approvalWorkflow(input: ApprovalWorkflowInput): Promise<Ta
     await condition(() => current()?.handle !== undefined || terminal());
     return { runId: info.runId, snapshot: snap };
   });
-  // The cancel compare-and-set: synchronous, so it cannot interleave with the claim.
-  setHandler(cancelUpdate, (): CancelOutcome => {
+  // The cancel compare-and-set: synchronous up to `finish`, so it cannot interleave with the claim.
+  // The answer waits for the limiter slot's release: a caller told `cancelled` may open another task.
+  setHandler(cancelUpdate, async (): Promise<CancelOutcome> => {
     if (terminal()) return 'already-terminal';
     if (snap.claimed) return 'already-claimed';
     finish({ status: 'cancelled' });
+    await releaseSlot();
     return 'cancelled';
   });
   const acceptedCallbacks: string[] = []; // recent delivery ids, bounded
@@ -186,6 +202,7 @@ export async function approvalWorkflow(input: ApprovalWorkflowInput): Promise<Ta
         bindingDigest: binding.digest,
         generation: n,
         ...(cfg.callbackBaseUrl ? { callbackUrl: `${cfg.callbackBaseUrl}/${info.workflowId}/${n}` } : {}),
+        ...(input.submissionInput?.justification ? { justification: input.submissionInput.justification } : {}),
       },
     };
     // The submission-intent is durable from here: key and body are in workflow state and history.

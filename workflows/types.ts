@@ -6,6 +6,7 @@ import type { CallBinding } from '../src/binding/call-binding.js';
 import type { BackendHandle, BackendStatus, SubmissionBody } from '../src/backends/approval-backend.js';
 import type { AccessRequestHint, ApprovalMaterial } from '../src/policy/pdp.js';
 import type { ToolResult } from '../src/tools/tool.js';
+import type { LimiterReservation } from './limiter-messages.js';
 
 export type { CallBinding, BackendHandle, BackendStatus, SubmissionBody, AccessRequestHint, ApprovalMaterial, ToolResult };
 
@@ -110,7 +111,11 @@ export interface ApprovalWorkflowInput {
   accessRequest: AccessRequestHint;
   /** SHA-256 hex of the principal key (see `TaskSnapshot.ownerKey`). */
   ownerKey: string;
+  /** Submission input collected before the task existed (MRTR), sent with every generation. */
+  submissionInput?: { justification?: string };
   config: ApprovalWorkflowConfig;
+  /** The submission-limiter slot this task holds; released when it terminalizes (`limiter-release.ts`). */
+  limiter?: LimiterReservation;
 }
 
 /** What a re-evaluation after approval resolved to (SEP-2848 §Completion). */

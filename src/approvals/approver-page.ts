@@ -98,7 +98,7 @@ function pendingRow(r: AccessRequestRecord, now: number, csrf: string): HtmlEsca
       </form>`,
   );
   return html`<tr>
-    <td><code>${r.body.resource.id}</code><div class="muted">${r.body.reason}</div></td>
+    <td><code>${r.body.resource.id}</code><div class="muted">${r.body.reason}</div>${r.body.context.justification ? html`<div>Justification: ${r.body.context.justification}</div>` : ''}</td>
     <td>${r.body.subject.sub}<div class="muted">${r.body.subject.iss}</div></td>
     <td><code>${summarizeArguments(args)}</code>
       <details><summary class="muted">all arguments, binding digest</summary>

@@ -126,6 +126,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         requester: r.body.subject.sub,
         arguments: r.body.context.arguments,
         reason: r.body.reason,
+        justification: r.body.context.justification ?? null,
         approver_group: r.body.approver_group,
         binding_digest: r.body.binding_digest,
         created_at: new Date(r.createdAtMs).toISOString(),

@@ -29,7 +29,7 @@ export const AccessRequestBodySchema = z.object({
   subject: WireSubjectSchema,
   action: z.object({ name: z.literal('tools/call') }),
   resource: z.object({ type: z.literal('tool'), id: z.string().min(1).max(256) }),
-  context: z.object({ arguments: z.record(z.string(), z.unknown()) }),
+  context: z.object({ arguments: z.record(z.string(), z.unknown()), justification: z.string().max(1000).optional() }),
   approver_group: z.string().min(1).max(256),
   reason: z.string().max(2000),
   expires_at: z.iso.datetime({ offset: true }),

@@ -30,6 +30,8 @@ export interface SubmissionBody {
   generation: number;
   /** Where the backend should POST signed status-change callbacks; optional. */
   callbackUrl?: string;
+  /** The caller's justification, when the policy asked for one (at most 1000 characters). */
+  justification?: string;
 }
 
 /** The backend's durable, resumable handle for one submission (ARAP task handle). */

@@ -132,7 +132,7 @@ export function toWireSubmission(body: SubmissionBody): Record<string, unknown> 
     subject,
     action: { name: 'tools/call' },
     resource: { type: 'tool', id: body.tool },
-    context: { arguments: body.arguments },
+    context: { arguments: body.arguments, ...(body.justification !== undefined ? { justification: body.justification } : {}) },
     approver_group: body.approverGroup,
     reason: body.reason,
     expires_at: body.expiresAt,

@@ -39,3 +39,13 @@ export function missingTasksCapability(): ProtocolError {
     requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
   });
 }
+
+/** -32602: an MRTR retry whose tool or arguments differ from the call that minted its requestState. */
+export function requestStateMismatch(): ProtocolError {
+  return new ProtocolError(-32602, 'Invalid params: the retry does not match the original call (tool, arguments or caller differ)');
+}
+
+/** -32602: too many `input_required` rounds for one call. */
+export function inputRoundsExhausted(): ProtocolError {
+  return new ProtocolError(-32602, 'Invalid params: too many input rounds for this call; start again with a new call');
+}

@@ -5,7 +5,9 @@
  * ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did
  * not run; deny, requestable: for a client that declared `io.modelcontextprotocol/tasks` in this
  * request, start or join the approval workflow and return `CreateTaskResult`; otherwise the
- * degraded `isError` result with next-step guidance (or -32021 when so configured).
+ * degraded `isError` result with next-step guidance (or -32021 when so configured). A new task
+ * past a per-principal submission limit is instead a non-requestable denial naming the limit
+ * (`submission-limiter.ts`; SEP-2848 §Security Implications, approval-request amplification).
  *
  * Deliberately does not: execute on a requestable denial, log arguments, or echo any backend text.
  */
@@ -16,9 +18,12 @@ import { createCallBinding } from '../binding/call-binding.js';
 import type { PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { META } from '../../workflows/types.js';
-import { invalidArguments, missingTasksCapability, taskCreationPending, unknownTool } from './errors.js';
+import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
+import { inputRoundsExhausted, invalidArguments, missingTasksCapability, requestStateMismatch, taskCreationPending, unknownTool } from './errors.js';
+import { JUSTIFICATION_KEY, JustificationSchema, MAX_INPUT_ROUNDS, type SubmissionState } from './submission-input.js';
 import { sanitizeReason } from './status-text.js';
 import { createTaskResult } from './task-projection.js';
+import { SubmissionLimitedError, submissionLimitedResult } from './submission-limiter.js';
 import { TaskCreationPendingError, type TaskService } from './task-service.js';
 
 /** Dependencies of the gate. */
@@ -38,6 +43,14 @@ export interface GateCall {
   arguments: Record<string, unknown> | undefined;
   /** Whether this request's `_meta` client capabilities declare `io.modelcontextprotocol/tasks`. */
   clientSupportsTasks: boolean;
+  /** MRTR round data of this request (see `submission-input.ts`). */
+  mrtr: {
+    /** The verified `requestState` payload, when the request echoed one. */
+    state: SubmissionState | undefined;
+    inputResponses: Record<string, unknown> | undefined;
+    /** Seal a state for the next round (bound to this request's method and principal). */
+    mint(state: SubmissionState): Promise<string>;
+  };
 }
 
 /**
@@ -54,6 +67,8 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   }
   const args = parsed.data as Record<string, unknown>;
   const binding = createCallBinding({ tool: tool.name, arguments: args, principal: call.principal, toolDescriptorDigest: deps.tools.descriptorDigest(tool.name) });
+  // An MRTR retry must be the same call: same tool, arguments and caller (the caller is bound by the codec).
+  if (call.mrtr.state && call.mrtr.state.digest !== binding.digest) throw requestStateMismatch();
   const decision = await deps.pdp.evaluate({ subject: call.principal, action: { name: 'tools/call' }, resource: binding.resource, context: { arguments: args } });
   const log = deps.logger.child({ tool: tool.name, bindingDigest: binding.digest });
 
@@ -97,14 +112,39 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     };
   }
 
+  let submissionInput: { justification: string } | undefined;
+  if (decision.accessRequest.requiresJustification) {
+    const given = call.mrtr.state ? acceptedContent(call.mrtr.inputResponses, JUSTIFICATION_KEY, JustificationSchema) : undefined;
+    if (!given) {
+      const round = (call.mrtr.state?.round ?? 0) + 1;
+      if (round > MAX_INPUT_ROUNDS) throw inputRoundsExhausted();
+      log.info({ round }, 'requestable denial needs a justification; input_required');
+      return inputRequired({
+        inputRequests: {
+          [JUSTIFICATION_KEY]: inputRequired.elicit({
+            message: `${reason} Give a justification for the approver (10 to 1000 characters). The call has not run.`,
+            requestedSchema: JustificationSchema,
+          }),
+        },
+        requestState: await call.mrtr.mint({ v: 1, digest: binding.digest, round }),
+      }) as unknown as Record<string, unknown>;
+    }
+    submissionInput = { justification: given.justification };
+  }
+
   try {
-    const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, decision.accessRequest);
+    const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, decision.accessRequest, submissionInput);
     log.info({ decision: 'deny', requestable: true, status: snapshot.status }, 'approval task created or joined');
     return createTaskResult(taskId, snapshot);
   } catch (err) {
     if (err instanceof TaskCreationPendingError) {
       log.warn('approval task not confirmed in time; client should retry');
       throw taskCreationPending();
+    }
+    if (err instanceof SubmissionLimitedError) {
+      // SEP-2848 approval-request amplification: a non-requestable denial, so the agent does not retry-loop
+      log.warn({ decision: 'deny', requestable: false, limit: err.reason }, 'approval submission refused by a per-principal limit');
+      return submissionLimitedResult(err.reason);
     }
     throw err;
   }

@@ -7,7 +7,8 @@
  * The caller's principal arrives in `ctx.http.authInfo.extra.principal`, set by the HTTP layer
  * after bearer-token verification (`http.ts`); requests without it never reach here.
  */
-import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, Server, type McpServerFactory } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, Server, type McpServerFactory, type RequestStateCodec } from '@modelcontextprotocol/server';
+import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { noOutstandingInput, taskNotFound } from './errors.js';
@@ -23,7 +24,11 @@ const TaskUpdateParams = z.looseObject({ taskId: z.string(), inputResponses: z.r
 
 interface HandlerCtx {
   http?: { authInfo?: { extra?: Record<string, unknown> } };
-  mcpReq: { envelope?: Record<string, unknown> };
+  mcpReq: {
+    envelope?: Record<string, unknown>;
+    inputResponses?: Record<string, unknown>;
+    requestState?: () => unknown;
+  };
 }
 
 function principalOf(ctx: HandlerCtx): Principal {
@@ -37,12 +42,18 @@ function declaresTasks(ctx: HandlerCtx): boolean {
   return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
-/** Build the per-request server factory. `version` is reported in `serverInfo`. */
-export function createMcpServerFactory(deps: GateDeps, version = '0.1.0'): McpServerFactory {
+/**
+ * Build the per-request server factory. `version` is reported in `serverInfo`. `requestStateCodec`
+ * verifies every echoed MRTR `requestState` before a handler runs (failures: -32602).
+ */
+export function createMcpServerFactory(deps: GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState> }, version = '0.1.0'): McpServerFactory {
   return () => {
     const server = new Server(
       { name: 'countersign', version },
-      { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {}, [TOOL_APPROVAL_EXTENSION]: {} } } as never },
+      {
+        capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {}, [TOOL_APPROVAL_EXTENSION]: {} } },
+        requestState: { verify: deps.requestStateCodec.verify },
+      } as never,
     );
     server.setRequestHandler('tools/list', async () => ({
       tools: deps.tools.list().map((t) => deps.tools.descriptor(t.name)) as never,
@@ -54,6 +65,11 @@ export function createMcpServerFactory(deps: GateDeps, version = '0.1.0'): McpSe
         name: req.params.name,
         arguments: req.params.arguments as Record<string, unknown> | undefined,
         clientSupportsTasks: declaresTasks(c),
+        mrtr: {
+          state: c.mcpReq.requestState?.() as SubmissionState | undefined,
+          inputResponses: c.mcpReq.inputResponses,
+          mint: (state) => deps.requestStateCodec.mint(state, ctx),
+        },
       })) as never;
     });
     server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {

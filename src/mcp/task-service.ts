@@ -3,7 +3,8 @@
  *
  * - create or join: Update-with-Start with `workflowIdConflictPolicy: USE_EXISTING` and a workflow
  *   id keyed on the binding, waiting (bounded) on `taskCreated` so `CreateTaskResult` is only
- *   returned once the backend handle is persisted;
+ *   returned once the backend handle is persisted; before it, the caller's submission limiter
+ *   reserves a slot (`submission-limiter.ts`; a join of a pending task consumes none);
  * - get: the `task` query while the run is open; the stored workflow result once closed (no live
  *   worker needed), answered for `resultRetentionMs` after close;
  * - cancel: the `cancel` update, which performs the claim-vs-cancel compare-and-set.
@@ -21,6 +22,7 @@ import { cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/mess
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
 import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
+import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 
 /** Options of the task service. `createWaitMs` bounds the Update-with-Start wait. */
 export interface TaskServiceOptions {
@@ -30,6 +32,11 @@ export interface TaskServiceOptions {
   dedupKey: string;
   workflowConfig: ApprovalWorkflowConfig;
   createWaitMs: number;
+  /**
+   * Per-principal limits on new approval tasks, shared by every instance through Temporal
+   * (`submission-limiter.ts`); unset: no limits (tests of other concerns only).
+   */
+  submissionLimits?: SubmissionLimits;
 }
 
 /** Thrown by `createOrJoin` when the task was not confirmed within `createWaitMs`. */
@@ -47,8 +54,11 @@ export function ownerKeyOf(p: Principal): string {
 
 /** The task service. */
 export interface TaskService {
-  /** Start or join the approval workflow for this binding; resolves with a durable task. */
-  createOrJoin(binding: CallBinding, accessRequest: AccessRequestHint): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
+  /**
+   * Start or join the approval workflow for this binding; resolves with a durable task. Throws
+   * `SubmissionLimitedError` when a new task would pass a submission limit (a join never does).
+   */
+  createOrJoin(binding: CallBinding, accessRequest: AccessRequestHint, submissionInput?: { justification?: string }): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
   /** The caller's task, or null if unknown, expired, or owned by someone else. */
   get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null>;
   /** Cancel; null if the task is not the caller's (same as unknown). */
@@ -58,6 +68,7 @@ export interface TaskService {
 /** Build the task service over a Temporal client. */
 export function createTaskService(opts: TaskServiceOptions): TaskService {
   const { client } = opts;
+  const limits = opts.submissionLimits ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits }) : undefined;
 
   const describeOwned = async (taskId: unknown, caller: Principal) => {
     const ids = parseTaskId(taskId);
@@ -74,21 +85,23 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
   };
 
   return {
-    async createOrJoin(binding, accessRequest) {
+    async createOrJoin(binding, accessRequest, submissionInput) {
       const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
       const ownerKey = ownerKeyOf(binding.principal);
-      const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
-        workflowId,
-        taskQueue: opts.taskQueue,
-        args: [{ binding, accessRequest, ownerKey, config: opts.workflowConfig }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        memo: { owner: ownerKey },
-      });
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new TaskCreationPendingError()), opts.createWaitMs);
       });
       try {
+        // Per-principal submission limits (issue 5 §5): throws SubmissionLimitedError past one.
+        const limiter = limits ? await Promise.race([limits.reserve(ownerKey, workflowId), timeout]) : null;
+        const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
+          workflowId,
+          taskQueue: opts.taskQueue,
+          args: [{ binding, accessRequest, ownerKey, config: opts.workflowConfig, ...(submissionInput ? { submissionInput } : {}), ...(limiter ? { limiter } : {}) }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          memo: { owner: ownerKey },
+        });
         const { runId, snapshot } = await Promise.race([client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation }), timeout]);
         return { taskId: taskIdFor(workflowId, runId), snapshot };
       } finally {

@@ -11,6 +11,7 @@
  * | `@request_ttl("P7D")` | requestable forbid (required) | ISO 8601 duration the request stays open |
  * | `@reason("...")` | forbid (required when requestable) | operator-authored text shown to callers |
  * | `@on_deny("none"\|"retry")` | non-requestable forbid | next action of a re-evaluation (default `none`) |
+ * | `@submission_input("justification")` | requestable forbid | the caller must give a justification before submission (MRTR `input_required`) |
  * | `@retry_after("PT30S")` | with `@on_deny("retry")` (required) | wait before re-evaluating |
  *
  * Other annotations are kept but ignored. This module only validates and reads annotations; it
@@ -30,7 +31,7 @@ export interface PolicyMeta {
   /** `@reason`, when present. */
   reason?: string;
   /** Present on `@requestable("true")` forbids. */
-  requestable?: { approverGroup: string; requestTtlMs: number; reason: string };
+  requestable?: { approverGroup: string; requestTtlMs: number; reason: string; requiresJustification?: boolean };
   /** `@on_deny`; absent means `none`. */
   onDeny?: { nextAction: 'none' } | { nextAction: 'retry'; retryAfterMs: number };
 }
@@ -46,7 +47,7 @@ export function readPolicyMeta(
 ): PolicyMeta {
   const meta: PolicyMeta = { ...base };
   const a = annotations;
-  const forbidOnly = ['requestable', 'approver_group', 'request_ttl', 'on_deny', 'retry_after'];
+  const forbidOnly = ['requestable', 'approver_group', 'request_ttl', 'on_deny', 'retry_after', 'submission_input'];
   if (base.effect === 'permit') {
     const misplaced = forbidOnly.filter((k) => k in a);
     if (misplaced.length > 0) {
@@ -73,9 +74,12 @@ export function readPolicyMeta(
     if (requestTtlMs === null) {
       throw new Error(`@request_ttl must be an ISO 8601 duration like "P7D" or "PT12H", got "${a.request_ttl}"`);
     }
-    meta.requestable = { approverGroup, requestTtlMs, reason: a.reason ?? '' };
+    if (a.submission_input !== undefined && a.submission_input !== 'justification') {
+      throw new Error(`@submission_input must be "justification", got "${a.submission_input}"`);
+    }
+    meta.requestable = { approverGroup, requestTtlMs, reason: a.reason ?? '', ...(a.submission_input === 'justification' ? { requiresJustification: true } : {}) };
   } else {
-    for (const k of ['approver_group', 'request_ttl']) {
+    for (const k of ['approver_group', 'request_ttl', 'submission_input']) {
       if (a[k] !== undefined) throw new Error(`@${k} needs @requestable("true")`);
     }
   }

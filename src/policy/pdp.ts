@@ -47,6 +47,12 @@ export interface AccessRequestHint {
   reason: string;
   /** Id of the policy that made the denial requestable, for audit. */
   policyId: string;
+  /**
+   * The backend needs a justification from the caller before it accepts the request: collected
+   * before submission over MRTR (`input_required` + sealed `requestState`, SEP-2848 §Collecting
+   * submission input). From the policy's `@submission_input("justification")`.
+   */
+  requiresJustification?: boolean;
 }
 
 /**

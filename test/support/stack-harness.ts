@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { WireClient } from '../../src/client/wire-client.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { startStack, type Stack } from '../../src/stack.js';
 import { bundleWorkflows } from '../../src/worker.js';
@@ -33,21 +33,26 @@ export function testConfig(overrides: Partial<Config> = {}, extraPolicies: Recor
       COUNTERSIGN_STATUS_POLL_MAX_MS: 2000,
       COUNTERSIGN_POLL_INTERVAL_MS: 200,
       COUNTERSIGN_CREATE_WAIT_MS: 20_000,
+      // generous submission limits, so suites about other things never meet them (limits.test.ts sets small ones)
+      COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: 1000,
+      COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: 1000,
       ...overrides,
     },
   );
 }
 
-/** Start a stack for tests (workflow bundle built once per test file). */
-export async function startTestStack(config: Config): Promise<Stack> {
+/** Start a stack for tests (workflow bundle built once per test file); `logger` defaults to stderr at `LOG_LEVEL` or warn. */
+export async function startTestStack(config: Config, logger?: Logger): Promise<Stack> {
   bundle ??= bundleWorkflows();
-  return startStack(config, { workflowBundle: await bundle, logger: createLogger({ level: process.env.LOG_LEVEL ?? 'warn' }) });
+  return startStack(config, { workflowBundle: await bundle, logger: logger ?? createLogger({ level: process.env.LOG_LEVEL ?? 'warn' }) });
 }
 
-/** A wire client for `sub`, declaring the tasks extension unless `tasks: false`. */
-export async function clientFor(stack: Stack, sub: string, opts: { tasks?: boolean } = {}): Promise<WireClient> {
+/** A wire client for `sub`, declaring the tasks extension unless `tasks: false`, and form elicitation when `elicitation`. */
+export async function clientFor(stack: Stack, sub: string, opts: { tasks?: boolean; elicitation?: boolean } = {}): Promise<WireClient> {
   const token = await stack.issuer.mintToken({ sub });
-  return new WireClient({ url: stack.urls.mcp, token, capabilities: opts.tasks === false ? {} : { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+  const capabilities: Record<string, unknown> = opts.tasks === false ? {} : { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+  if (opts.elicitation) capabilities.elicitation = { form: {} };
+  return new WireClient({ url: stack.urls.mcp, token, capabilities });
 }
 
 /** Shape of a `tasks/get` result as the tests read it. */

@@ -1,0 +1,23 @@
+/**
+ * The approval workflow's side of the submission limiter: give back the pending slot its task
+ * holds (`workflows/submission-limiter.ts`). Workflow code only (it sends a signal to an external
+ * workflow); not a workflow itself.
+ */
+import { CancellationScope, getExternalWorkflowHandle } from '@temporalio/workflow';
+import { releaseSignal, type LimiterReservation } from './limiter-messages.js';
+
+/**
+ * A function that releases `reservation` once and resolves when the limiter has the signal in its
+ * history (so a later `reserve` there already sees the slot free). Repeated calls return the same
+ * promise; never rejects (a limiter that is gone holds nothing to release); non-cancellable.
+ * Without a reservation (limits off, or a run started before them) it does nothing.
+ */
+export function reservationReleaser(reservation: LimiterReservation | undefined, approvalWorkflowId: string): () => Promise<void> {
+  let released: Promise<void> | undefined;
+  return () =>
+    (released ??= reservation
+      ? CancellationScope.nonCancellable(() =>
+          getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(releaseSignal, { approvalWorkflowId, reservationId: reservation.reservationId }),
+        ).catch(() => undefined)
+      : Promise.resolve());
+}

@@ -53,8 +53,9 @@ program
         `  Temporal            ${stack.urls.temporal}${stack.urls.temporalUi ? `  (UI ${stack.urls.temporalUi})` : ''}`,
         `  data folder         ${cfg.COUNTERSIGN_DATA_DIR}`,
         '',
-        `Bearer token for the demo requester "${DEMO_REQUESTER}" (12 h):`,
-        `  ${token}`,
+        ...(cfg.COUNTERSIGN_OAUTH_ISSUER
+          ? [`Access tokens: from ${cfg.COUNTERSIGN_OAUTH_ISSUER} (the development issuer's tokens are not accepted).`]
+          : [`Bearer token for the demo requester "${DEMO_REQUESTER}" (12 h):`, `  ${token}`]),
         '',
         'Approvers (HTTP Basic on the approver page; a requester never approves their own request):',
         ...stack.secrets.approvers.map((a) => `  ${a.id.padEnd(8)} password ${a.secret}   groups ${a.groups.join(',')}`),

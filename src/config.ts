@@ -81,6 +81,15 @@ export const ConfigSchema = z.object({
   /** Approval validity the reference approval service grants. */
   COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000),
   /**
+   * Production: the OAuth 2.1 authorization server whose access tokens the MCP endpoint accepts
+   * (exact `iss`). Unset: the embedded development issuer.
+   */
+  COUNTERSIGN_OAUTH_ISSUER: z.url().optional(),
+  /** Its JWKS; default `<issuer>/.well-known/jwks.json`. Refetched on an unknown `kid`. */
+  COUNTERSIGN_OAUTH_JWKS_URL: z.url().optional(),
+  /** The `aud` tokens must carry (RFC 8707 resource); default this server's `/mcp` URL. */
+  COUNTERSIGN_OAUTH_AUDIENCE: z.string().min(1).optional(),
+  /**
    * Per-principal submission limits, shared by every instance (SEP-2848 approval-request
    * amplification): new approval tasks per sliding window, the window, and pending tasks at once.
    * Past either limit a call gets a non-requestable denial; joining a pending task never counts.

@@ -268,6 +268,16 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
         maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
       },
     });
+    // Which tokens the endpoint accepts: the production authorization server when configured,
+    // otherwise the embedded development issuer (whose tokens are then not accepted at all).
+    const productionIssuer = config.COUNTERSIGN_OAUTH_ISSUER;
+    const oauth = productionIssuer
+      ? {
+          issuer: productionIssuer,
+          audience: config.COUNTERSIGN_OAUTH_AUDIENCE ?? resourceUrl,
+          jwksUrl: config.COUNTERSIGN_OAUTH_JWKS_URL ?? `${productionIssuer.replace(/\/$/, '')}/.well-known/jwks.json`,
+        }
+      : { issuer: issuerUrl, audience: resourceUrl, jwksUrl: `${issuerUrl}/.well-known/jwks.json` };
     const factory = createMcpServerFactory({
       tools,
       pdp,
@@ -278,9 +288,9 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     });
     const mcp = createMcpHttpApp({
       factory,
-      verifier: createTokenVerifier({ issuer: issuerUrl, audience: resourceUrl, jwksUrl: `${issuerUrl}/.well-known/jwks.json` }),
+      verifier: createTokenVerifier(oauth),
       resourceUrl,
-      authorizationServers: [issuerUrl],
+      authorizationServers: [oauth.issuer],
       temporal,
       callbackSecret: secrets.callbackSecret,
       logger: logger.child({ part: 'mcp-http' }),

@@ -52,6 +52,8 @@ export interface TokenVerifierOptions {
   jwks?: JSONWebKeySet;
   /** Allowed clock skew for `exp` / `nbf`, in seconds; default 30. */
   clockToleranceSeconds?: number;
+  /** Minimum time between two JWKS fetches triggered by an unknown `kid`, in ms; default 30000. */
+  jwksCooldownMs?: number;
 }
 
 /** A token verifier. */
@@ -114,7 +116,7 @@ function toAuthError(err: unknown): AuthError {
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const { issuer, audience, jwksUrl, jwks, clockToleranceSeconds = 30 } = options;
   let keys: JWTVerifyGetKey;
-  if (jwksUrl !== undefined) keys = createRemoteJWKSet(new URL(jwksUrl));
+  if (jwksUrl !== undefined) keys = createRemoteJWKSet(new URL(jwksUrl), { cooldownDuration: options.jwksCooldownMs ?? 30_000 });
   else if (jwks !== undefined) keys = createLocalJWKSet(jwks);
   else throw new TypeError('createTokenVerifier: give jwksUrl or jwks');
 

@@ -257,6 +257,28 @@ describe('token verification', () => {
   });
 });
 
+describe('key rotation', () => {
+  it('a token signed with a rotated-in key (unknown kid) is verified after the JWKS is fetched again', async () => {
+    let app = new Hono();
+    const server: ServerType = await new Promise((resolve) => {
+      const s = serve({ fetch: (r) => app.fetch(r), port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    });
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const oldKey = await loadOrCreateDevIssuer({ keyFile: path.join(tmpDir(), 'old.jwk.json'), issuer: base, audience: AUDIENCE });
+    const newKey = await loadOrCreateDevIssuer({ keyFile: path.join(tmpDir(), 'new.jwk.json'), issuer: base, audience: AUDIENCE });
+    expect(newKey.jwks.keys[0]?.kid).not.toBe(oldKey.jwks.keys[0]?.kid);
+    app = oldKey.app;
+    const verifier = createTokenVerifier({ issuer: base, audience: AUDIENCE, jwksUrl: `${base}/.well-known/jwks.json`, jwksCooldownMs: 0 });
+    expect((await verifier.verify(await oldKey.mintToken({ sub: 'alice' }))).sub).toBe('alice');
+    // the issuer rotates: it now publishes only the new key
+    app = newKey.app;
+    expect((await verifier.verify(await newKey.mintToken({ sub: 'alice' }))).sub).toBe('alice');
+    // and the retired key no longer verifies
+    await expect(verifier.verify(await oldKey.mintToken({ sub: 'alice' }))).rejects.toBeInstanceOf(AuthError);
+  });
+});
+
 describe('Authorization header', () => {
   it.each([
     ['Bearer abc.def.ghi', 'abc.def.ghi'],

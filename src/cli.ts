@@ -5,6 +5,8 @@
  *   development token issuer), printing URLs, a demo bearer token and the approver identities.
  *   Ctrl-C stops everything.
  * - `token --sub <subject>`: mint a development bearer token (from the same data folder).
+ * - `conformance-server`: the conformance profile (`src/conformance-profile/`), fixture tools for
+ *   the official MCP conformance runner; prints `conformance endpoint <url>` once it answers.
  */
 import { Command } from 'commander';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DEMO_REQUESTER, loadOrCreateSecrets, startStack } from './stack.js';
 import { ensureTemporalBinaries } from './temporal/binaries.js';
+import { startConformanceProfile } from './conformance-profile/profile.js';
 
 function config(): Config {
   try {
@@ -97,6 +100,39 @@ program
       audience: `http://${host}:${cfg.COUNTERSIGN_PORT}/mcp`,
     });
     process.stdout.write(`${await issuer.mintToken({ sub: o.sub, ttlSeconds: ttl })}\n`);
+  });
+
+program
+  .command('conformance-server')
+  .description('run the conformance profile (fixture tools for the official MCP conformance runner; unauthenticated, for testing only)')
+  .option('--host <address>', 'address to bind', '127.0.0.1')
+  .option('--port <port>', 'MCP endpoint port (0: a free one)', '0')
+  .option('--temporal-address <host:port>', 'use this Temporal server instead of an in-memory dev server (default: TEMPORAL_ADDRESS)')
+  .action(async (o: { host: string; port: string; temporalAddress?: string }) => {
+    const port = Number(o.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      process.stderr.write('countersign conformance-server: --port must be 0-65535\n');
+      process.exit(2);
+    }
+    const temporalAddress = o.temporalAddress ?? process.env.TEMPORAL_ADDRESS;
+    let profile;
+    try {
+      if (!temporalAddress) ensureTemporalBinaries();
+      profile = await startConformanceProfile({ host: o.host, port, ...(temporalAddress ? { temporalAddress } : {}) });
+    } catch (err) {
+      process.stderr.write(`countersign conformance-server: could not start: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
+    process.stdout.write(`conformance endpoint ${profile.url}\n`);
+    let stopping = false;
+    const shutdown = async () => {
+      if (stopping) return;
+      stopping = true;
+      await profile.stop();
+      process.exit(0);
+    };
+    process.on('SIGINT', () => void shutdown());
+    process.on('SIGTERM', () => void shutdown());
   });
 
 await program.parseAsync(process.argv);

@@ -13,7 +13,13 @@ export const REDACT_PATHS = [
   // installation secrets (`StackSecrets`) and payload encryption keys, should a secrets or config object be logged
   'password', '*.password', 'dedupKey', '*.dedupKey', 'approvalsClientToken', '*.approvalsClientToken', 'approvers', '*.approvers',
   'payloadKeys', '*.payloadKeys', 'COUNTERSIGN_PAYLOAD_KEYS', '*.COUNTERSIGN_PAYLOAD_KEYS',
+  // caller- and approver-authored text and whole records that carry arguments
+  'justification', '*.justification', 'comment', '*.comment', 'submissionInput', '*.submissionInput',
+  'binding', '*.binding', 'body', '*.body',
 ];
+
+/** The same names two levels deeper (`a.b.token`, `a.b.c.token`), where nested objects get logged. */
+const DEEP = REDACT_PATHS.filter((p) => !p.includes('.')).flatMap((p) => [`*.*.${p}`, `*.*.*.${p}`]);
 
 /** Create a logger. `level` defaults to `LOG_LEVEL` or `info`; `destination` defaults to stderr (fd 2). */
 export function createLogger(opts: { name?: string; level?: string; destination?: number | string } = {}): Logger {
@@ -21,7 +27,7 @@ export function createLogger(opts: { name?: string; level?: string; destination?
     {
       name: opts.name ?? 'countersign',
       level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      redact: { paths: [...REDACT_PATHS, ...DEEP], censor: '[redacted]' },
     },
     pino.destination({ dest: opts.destination ?? 2, sync: false }),
   );

@@ -130,8 +130,9 @@ export interface BackendCallback {
   generation: number;
   requestId: string;
   /**
-   * Identity of this delivery (SHA-256 hex of its signature header): a replay of an accepted
-   * callback carries the same id and is rejected by the update's validator.
+   * Identity of this delivery (SHA-256 hex of its signed timestamp and body): a replay of an
+   * accepted callback carries the same id, however its signature header is spelled, and is
+   * rejected by the update's validator.
    */
   callbackId: string;
 }

@@ -49,3 +49,8 @@ export function requestStateMismatch(): ProtocolError {
 export function inputRoundsExhausted(): ProtocolError {
   return new ProtocolError(-32602, 'Invalid params: too many input rounds for this call; start again with a new call');
 }
+
+/** -32603 for any failure that is not one of ours; details stay in the server log. */
+export function internalError(): ProtocolError {
+  return new ProtocolError(-32603, 'Internal error');
+}

@@ -101,7 +101,9 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     if (!/^approval-[0-9a-f]{32}$/.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }
-    const callbackId = createHash('sha256').update(c.req.header(CALLBACK_SIGNATURE_HEADER) ?? '').digest('hex');
+    // The delivery's identity is what the signature covers (timestamp and body), not the header's
+    // spelling: a re-cased or re-encoded signature of the same delivery is the same delivery.
+    const callbackId = createHash('sha256').update(`${c.req.header(CALLBACK_TIMESTAMP_HEADER) ?? ''}.${raw}`).digest('hex');
     try {
       // Bounded wait: with no worker running the update cannot be validated; the backend retries
       // and the workflow's status poll covers a callback that never lands.

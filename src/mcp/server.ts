@@ -11,7 +11,7 @@ import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, Server, type McpServerFact
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { noOutstandingInput, taskNotFound } from './errors.js';
+import { internalError, missingTasksCapability, noOutstandingInput, taskNotFound } from './errors.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { getTaskResult } from './task-projection.js';
 
@@ -37,9 +37,29 @@ function principalOf(ctx: HandlerCtx): Principal {
   return p;
 }
 
+/** The tasks methods belong to the tasks extension: a request that does not declare it gets -32021. */
+function requireTasks(ctx: HandlerCtx): void {
+  if (!declaresTasks(ctx)) throw missingTasksCapability();
+}
+
 function declaresTasks(ctx: HandlerCtx): boolean {
   const caps = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
   return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
+}
+
+/**
+ * Run a handler so that only our own JSON-RPC errors reach the wire: anything else (a Temporal
+ * RPC failure, a bug) is logged by name and answered -32603 "Internal error", never with its
+ * message or code (a gRPC status is not a JSON-RPC code).
+ */
+async function opaque<T>(deps: GateDeps, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof ProtocolError) throw err;
+    deps.logger.error({ err: (err as Error)?.name, code: (err as { code?: unknown })?.code }, 'request failed');
+    throw internalError();
+  }
 }
 
 /**
@@ -58,7 +78,7 @@ export function createMcpServerFactory(deps: GateDeps & { requestStateCodec: Req
     server.setRequestHandler('tools/list', async () => ({
       tools: deps.tools.list().map((t) => deps.tools.descriptor(t.name)) as never,
     }));
-    server.setRequestHandler('tools/call', async (req, ctx) => {
+    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps, async () => {
       const c = ctx as unknown as HandlerCtx;
       return (await gateToolCall(deps, {
         principal: principalOf(c),
@@ -71,24 +91,27 @@ export function createMcpServerFactory(deps: GateDeps & { requestStateCodec: Req
           mint: (state) => deps.requestStateCodec.mint(state, ctx),
         },
       })) as never;
-    });
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
+    }));
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+      requireTasks(ctx as unknown as HandlerCtx);
       const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
       if (!snap) throw taskNotFound();
       return getTaskResult(params.taskId, snap) as never;
-    });
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
+    }));
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+      requireTasks(ctx as unknown as HandlerCtx);
       const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx as unknown as HandlerCtx));
       if (!outcome) throw taskNotFound();
       deps.logger.info({ outcome }, 'tasks/cancel');
       return { resultType: 'complete' } as never;
-    });
-    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) => {
+    }));
+    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) => opaque(deps, async () => {
+      requireTasks(ctx as unknown as HandlerCtx);
       const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
       if (!snap) throw taskNotFound();
       // Submission input is collected before submission in this release; no task asks for input.
       throw noOutstandingInput();
-    });
+    }));
     return server;
   };
 }

@@ -13,9 +13,9 @@
  *
  * Holds no task state itself: any instance serves any task.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
+import { approvalWorkflowId, jcsSha256, type CallBinding } from '../binding/call-binding.js';
 import { principalKey, type Principal } from '../auth/principal.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
@@ -47,9 +47,27 @@ export class TaskCreationPendingError extends Error {
   }
 }
 
-/** SHA-256 hex of the principal key: what the workflow memo and snapshot record as owner. */
+/** SHA-256 hex of the principal key (issuer + subject, no delegation). */
 export function ownerKeyOf(p: Principal): string {
   return createHash('sha256').update(principalKey(p)).digest('hex');
+}
+
+/**
+ * Who may see and cancel a task: SHA-256 over the JCS form of the whole originating context,
+ * issuer, subject and RFC 8693 delegation chain (SEP-2848 §Security, task access control: "the
+ * task's originating context"). Another agent acting for the same user is another owner.
+ */
+export function taskOwnerKeyOf(p: Principal): string {
+  return jcsSha256({ iss: p.iss, sub: p.sub, act: p.act ?? null });
+}
+
+/**
+ * Key of the caller's submission quota (issue 5 §5): HMAC(server key, issuer + subject). Delegation
+ * is left out on purpose, so agents acting for one user share that user's limits; keyed, so the
+ * limiter's workflow id does not reveal who it counts for.
+ */
+export function quotaKeyOf(serverKey: string, p: Principal): string {
+  return createHmac('sha256', serverKey).update(`countersign/quota\u0000${principalKey(p)}`).digest('hex');
 }
 
 /** The task service. */
@@ -76,7 +94,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     const handle = client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId);
     try {
       const desc = await handle.describe();
-      if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== ownerKeyOf(caller)) return null;
+      if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== taskOwnerKeyOf(caller)) return null;
       return { handle, desc };
     } catch (err) {
       if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return null;
@@ -87,14 +105,14 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
   return {
     async createOrJoin(binding, accessRequest, submissionInput) {
       const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
-      const ownerKey = ownerKeyOf(binding.principal);
+      const ownerKey = taskOwnerKeyOf(binding.principal);
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new TaskCreationPendingError()), opts.createWaitMs);
       });
       try {
         // Per-principal submission limits (issue 5 §5): throws SubmissionLimitedError past one.
-        const limiter = limits ? await Promise.race([limits.reserve(ownerKey, workflowId), timeout]) : null;
+        const limiter = limits ? await Promise.race([limits.reserve(quotaKeyOf(opts.dedupKey, binding.principal), workflowId), timeout]) : null;
         const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
           workflowId,
           taskQueue: opts.taskQueue,
@@ -125,7 +143,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       // Terminated or failed by an operator or a bug. If the tool was ever scheduled, the claim was
       // made and a side effect may exist: that is outcome-unknown, never `failed` (§Lifecycle).
       const base = {
-        ownerKey: ownerKeyOf(caller),
+        ownerKey: taskOwnerKeyOf(caller),
         policyReason: '',
         createdAt: desc.startTime.toISOString(),
         lastUpdatedAt: (desc.closeTime ?? desc.startTime).toISOString(),

@@ -22,10 +22,10 @@
  * over the JSON `{m: {<metadata key>: base64}, d: base64}` of the original payload, with the key id
  * as additional authenticated data. Encoding always uses the current key; decoding accepts any key
  * in the ring, so keys rotate by adding a new current key and keeping old ones until no retained
- * history needs them. A payload that is not marked `binary/encrypted` is passed through on decode
- * (histories written before the codec was installed); an encrypted payload with an unknown key id
- * or that fails authentication throws `PayloadCodecError` — the codec never returns unverified
- * plaintext.
+ * history needs them. A payload that is not sealed is refused on decode (`PayloadCodecError('unsealed')`):
+ * otherwise anyone able to start a workflow on the server (e.g. with the `temporal` CLI) could hand
+ * the worker a forged call binding. An encrypted payload with an unknown key id or that fails
+ * authentication throws as well — the codec never returns unverified plaintext.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
@@ -42,7 +42,7 @@ const KEY_BYTES = 32;
 const KEY_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Why a payload could not be opened (or the codec could not be built); never crosses the wire. */
-export type PayloadCodecErrorCode = 'unknown-key' | 'authentication-failed' | 'malformed' | 'invalid-key-ring';
+export type PayloadCodecErrorCode = 'unknown-key' | 'authentication-failed' | 'malformed' | 'invalid-key-ring' | 'unsealed';
 
 /** Thrown by the codec. Messages name the key id at most, never key material or payload content. */
 export class PayloadCodecError extends Error {
@@ -113,7 +113,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 
   #open(payload: Payload): Payload {
     const encoding = payload.metadata?.encoding;
-    if (!encoding || fromUtf8.decode(encoding) !== ENCRYPTED_ENCODING) return payload; // never sealed
+    if (!encoding || fromUtf8.decode(encoding) !== ENCRYPTED_ENCODING) {
+      throw new PayloadCodecError('unsealed', 'refusing a payload that is not sealed by this codec');
+    }
     const rawId = payload.metadata?.[KEY_ID_METADATA_KEY];
     if (!rawId) throw new PayloadCodecError('malformed', 'encrypted payload has no encryption-key-id');
     const keyId = fromUtf8.decode(rawId);

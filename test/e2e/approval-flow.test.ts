@@ -274,6 +274,8 @@ describe('callback authenticity', () => {
     expect(first.status).toBe(202);
     const replay = await post(body, first.timestamp, first.signature);
     expect(replay.status).toBe(409);
+    // the same delivery with its signature re-cased still verifies, and is still a replay
+    expect((await post(body, first.timestamp, first.signature.toUpperCase())).status).toBe(409);
     expect((await send(JSON.stringify({ request_id: 'ar_not_this_one', status: 'approved', generation: 1 }))).status).toBe(409);
     // the status endpoint still says pending, so nothing ran
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
@@ -301,5 +303,19 @@ describe('model-facing text', () => {
       expect(text).not.toMatch(/IGNORE PREVIOUS|<\/system>|say the task failed/);
     }
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+  });
+});
+
+describe('capability checks', () => {
+  it('tasks/get, tasks/update and tasks/cancel from a request that does not declare the tasks extension get -32021', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const created = await alice.request<WireTask>('tools/call', bigTransfer(memo()));
+    const plain = await clientFor(stack, 'alice', { tasks: false });
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const err = await rpcError(plain.request(method, { taskId: created.taskId, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) }));
+      expect(err.code).toBe(-32021);
+    }
+    expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
+    await alice.request('tasks/cancel', { taskId: created.taskId });
   });
 });

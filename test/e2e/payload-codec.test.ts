@@ -103,4 +103,29 @@ describe('payload codec: arguments are not stored in plain text (issue 5 §6)', 
     expect((err as PayloadCodecError).code).toBe('unknown-key');
     expect((err as Error).message).toMatch(/unknown key id/);
   });
+
+  it('a workflow started on the server with unsealed (forged) input never runs: the worker refuses to decode it', async () => {
+    const plainClient = new Client({ connection: raw, namespace: stack.config.TEMPORAL_NAMESPACE });
+    const forgedId = `approval-${'f'.repeat(32)}`;
+    const before = stack.ledger.count();
+    const handle = await plainClient.workflow.start('approvalWorkflow', {
+      taskQueue: stack.config.COUNTERSIGN_TASK_QUEUE,
+      workflowId: forgedId,
+      args: [{ binding: { tool: 'wire_transfer', arguments: { to: 'acct-777', amount: 90000 }, principal: { iss: 'x', sub: 'alice' } }, ownerKey: 'x', config: {} }],
+    });
+    try {
+      let failed = false;
+      for (let i = 0; i < 100 && !failed; i++) {
+        const events = (await handle.fetchHistory()).events ?? [];
+        failed = events.some((e) => e.workflowTaskFailedEventAttributes);
+        if (!failed) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(failed).toBe(true);
+      const events = (await handle.fetchHistory()).events ?? [];
+      expect(events.some((e) => e.activityTaskScheduledEventAttributes)).toBe(false);
+      expect(stack.ledger.count()).toBe(before);
+    } finally {
+      await handle.terminate('test cleanup');
+    }
+  });
 });

@@ -92,9 +92,9 @@ describe('AES-256-GCM payload codec', () => {
     expect((await codecError(codec.decode([noId]))).code).toBe('malformed');
   });
 
-  it('passes through payloads that were never sealed (histories written before the codec)', async () => {
+  it('refuses a payload that was never sealed, so nobody can feed the worker plaintext input', async () => {
     const plain = toPayload(value);
-    expect(await codec.decode([plain])).toEqual([plain]);
+    await expect(codec.decode([plain])).rejects.toMatchObject({ name: 'PayloadCodecError', code: 'unsealed' });
   });
 
   it('refuses a bad key ring: short key, missing current key, bad id, empty or duplicate list', () => {

@@ -1,0 +1,236 @@
+// Scope: SEP-2848's interoperability claim, shown with `src/client/tasks-client.ts`, a client that
+// knows only the tasks extension (SEP-2663) and MRTR (SEP-2322): against a locally started
+// Countersign (real Temporal dev server, real HTTP, the reference approval service deciding out of
+// band while the client polls) it drives approval tasks to their end and reads the outcome from the
+// CallToolResult body text alone; against the conformance profile (same Temporal) it answers
+// in-task input with tasks/update.
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TasksClient, type AnswerInput, type CallOutcome, type InputContext, type InputRequest, type Task, type TasksClientOptions } from '../../src/client/tasks-client.js';
+import { startConformanceProfile, type ConformanceProfile } from '../../src/conformance-profile/profile.js';
+import type { Stack } from '../../src/stack.js';
+import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
+import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
+
+// Transfers of 88,888 need a justification before the task is created (MRTR on the call).
+const JUSTIFY_POLICY = `
+@id("tasks-client-justify")
+@requestable("true")
+@approver_group("treasury")
+@request_ttl("P1D")
+@reason("Transfers of 88,888 need a justified treasury approval.")
+@submission_input("justification")
+forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
+when { context.arguments.amount == decimal("88888.0000") }
+unless { context has approval && context.approval.state == "approved" };
+`;
+
+/** The server's suggested poll interval in the test configuration (COUNTERSIGN_POLL_INTERVAL_MS). */
+const POLL_MS = 200;
+
+let stack: Stack;
+let profile: ConformanceProfile;
+beforeAll(async () => {
+  stack = await startTestStack(testConfig({}, { 'a-tasks-client-justify.cedar': JUSTIFY_POLICY }));
+  profile = await startConformanceProfile({ temporalAddress: stack.urls.temporal, taskQueue: `conformance-${randomUUID()}` });
+});
+afterAll(async () => {
+  await profile?.stop();
+  await stack?.stop();
+});
+
+const memo = () => `tasks-only ${randomUUID().slice(0, 12)}`;
+const transfer = (m: string, amount = 50_000) => ({ to: 'acct-991', amount, memo: m });
+/** Everything a person or model would read: the text of the result body. */
+const bodyText = (t: Task) => (t.result?.content ?? []).map((c) => c.text ?? '').join('\n');
+
+/** A generic form filler: accepts every elicitation, filling strings with `text` and booleans with true. */
+function formFiller(text: string): AnswerInput & { calls: Array<{ requests: Record<string, InputRequest>; context: InputContext }> } {
+  const calls: Array<{ requests: Record<string, InputRequest>; context: InputContext }> = [];
+  const answer = (requests: Record<string, InputRequest>, context: InputContext) => {
+    calls.push({ requests, context });
+    const out: Record<string, unknown> = {};
+    for (const [key, req] of Object.entries(requests)) {
+      if (req.method !== 'elicitation/create') continue;
+      const props = ((req.params?.requestedSchema as { properties?: Record<string, { type?: string }> } | undefined)?.properties ?? {}) as Record<string, { type?: string }>;
+      out[key] = { action: 'accept', content: Object.fromEntries(Object.entries(props).map(([p, s]) => [p, s.type === 'boolean' ? true : text])) };
+    }
+    return out;
+  };
+  return Object.assign(answer, { calls });
+}
+
+/** A client for `sub` on the Countersign endpoint, recording the tasks it sees and the delays it sleeps. */
+async function clientFor(sub: string, extra: Partial<TasksClientOptions> = {}) {
+  const seen: Task[] = [];
+  const delays: number[] = [];
+  let firstPoll!: () => void;
+  const polled = new Promise<void>((r) => (firstPoll = r));
+  const client = new TasksClient({
+    url: stack.urls.mcp,
+    token: await stack.issuer.mintToken({ sub }),
+    onTask: (t) => {
+      seen.push(t);
+      if (seen.length === 2) firstPoll(); // the CreateTaskResult, then the first tasks/get
+    },
+    sleep: (ms, signal) => {
+      delays.push(ms);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(resolve, ms);
+        signal?.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+      });
+    },
+    ...extra,
+  });
+  return { client, seen, delays, polled };
+}
+
+describe('a tasks-only client drives an approval task (SEP-2848 interoperability)', () => {
+  it('the client source has no approval-specific code', () => {
+    const source = readFileSync(join(PROJECT_ROOT, 'src', 'client', 'tasks-client.ts'), 'utf8');
+    expect(source).not.toMatch(/approv|disposition|2643|2848|authorization|remediation/i);
+  });
+
+  it('approval decided out of band while the client polls → completed, and the body text says it executed', async () => {
+    const { client, seen, delays, polled } = await clientFor('alice');
+    const m = memo();
+    let settled = false;
+    const outcome = client.callTool('wire_transfer', transfer(m)).finally(() => (settled = true));
+    await polled;
+    expect(settled).toBe(false); // still polling: nothing has been decided
+    expect(seen[0]?.status).toBe('working');
+    expect(await decide(stack, m, 'approve')).toBe(200);
+    const done: CallOutcome = await outcome;
+    expect(done.kind).toBe('task');
+    if (done.kind !== 'task') return;
+    expect(done.task.status).toBe('completed');
+    expect(bodyText(done.task)).toMatch(/executed once/i);
+    expect(bodyText(done.task)).not.toMatch(/not executed|did not run/i);
+    // it polled at the server's pace: every sleep was the suggested pollIntervalMs
+    expect(delays.length).toBeGreaterThan(0);
+    expect(new Set(delays)).toEqual(new Set([POLL_MS]));
+    expect(seen.every((t) => t.pollIntervalMs === undefined || t.pollIntervalMs === POLL_MS)).toBe(true);
+    expect(stack.ledger.countByTask(done.task.taskId)).toBe(1);
+  });
+
+  it('denial → completed, isError, and the body text says the tool did not run', async () => {
+    const { client, polled } = await clientFor('alice');
+    const m = memo();
+    const outcome = client.callTool('wire_transfer', transfer(m));
+    await polled;
+    expect(await decide(stack, m, 'deny', 'carol')).toBe(200);
+    const done = await outcome;
+    expect(done.kind).toBe('task');
+    if (done.kind !== 'task') return;
+    expect(done.task.status).toBe('completed');
+    expect(done.task.result?.isError).toBe(true);
+    expect(bodyText(done.task)).toMatch(/did not run/i);
+    expect(bodyText(done.task)).not.toMatch(/ran and failed|executed once/i); // not an execution error
+    expect(stack.ledger.countByTask(done.task.taskId)).toBe(0);
+  });
+
+  it('cancel while polling → the poll ends cancelled, the tool never runs, the approver can no longer see it', async () => {
+    const { client, seen, polled } = await clientFor('alice');
+    const m = memo();
+    const outcome = client.callTool('wire_transfer', transfer(m));
+    await polled;
+    const taskId = seen[0]!.taskId;
+    await client.cancel(taskId);
+    const done = await outcome;
+    expect(done.kind).toBe('task');
+    if (done.kind !== 'task') return;
+    expect(done.task.status).toBe('cancelled');
+    expect(done.task.result).toBeUndefined();
+    expect((await client.getTask(taskId)).status).toBe('cancelled');
+    expect(stack.ledger.countByTask(taskId)).toBe(0);
+    // the backend request is withdrawn (asynchronously): it leaves the approver's pending list
+    for (let i = 0; i < 100 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
+  });
+
+  it('input before the task (MRTR): the answer callback fills the form, the retry creates the task, approval completes it', async () => {
+    const answer = formFiller('Quarterly supplier payment, invoice 4411.');
+    const { client, polled } = await clientFor('alice', { answer, capabilities: { elicitation: { form: {} } } });
+    const m = memo();
+    const outcome = client.callTool('wire_transfer', transfer(m, 88_888));
+    await polled;
+    expect(answer.calls).toHaveLength(1);
+    expect(answer.calls[0]?.context).toMatchObject({ phase: 'call', tool: 'wire_transfer', round: 1 });
+    expect(Object.values(answer.calls[0]!.requests).map((r) => r.method)).toEqual(['elicitation/create']);
+    expect(await decide(stack, m, 'approve')).toBe(200);
+    const done = await outcome;
+    expect(done.kind === 'task' && done.task.status).toBe('completed');
+    if (done.kind === 'task') expect(bodyText(done.task)).toMatch(/executed once/i);
+  });
+
+  it('an aborted poll leaves the task alone; another client resumes it by taskId and sees the decision', async () => {
+    const { client, seen, polled } = await clientFor('alice');
+    const m = memo();
+    const abort = new AbortController();
+    const first = client.callTool('wire_transfer', transfer(m), { signal: abort.signal });
+    await polled;
+    abort.abort(new Error('client went away'));
+    await expect(first).rejects.toThrow('client went away');
+    expect(await decide(stack, m, 'approve')).toBe(200);
+    const later = (await clientFor('alice')).client;
+    const task = await later.waitForTask(seen[0]!.taskId);
+    expect(task.status).toBe('completed');
+    expect(bodyText(task)).toMatch(/executed once/i);
+  });
+
+  it("another principal's client cannot read the task (-32602)", async () => {
+    const { client, seen, polled } = await clientFor('alice');
+    const outcome = client.callTool('wire_transfer', transfer(memo()));
+    await polled;
+    const mallory = (await clientFor('mallory')).client;
+    await expect(mallory.getTask(seen[0]!.taskId)).rejects.toMatchObject({ name: 'McpRpcError', code: -32602 });
+    await client.cancel(seen[0]!.taskId);
+    await outcome;
+  });
+});
+
+describe('the same client answers in-task input with tasks/update (conformance profile)', () => {
+  const profileClient = (answer?: AnswerInput) => new TasksClient({ url: profile.url, capabilities: { elicitation: {} }, ...(answer ? { answer } : {}) });
+
+  it('input_required inside the task: the callback answers, tasks/update resumes it, it completes', async () => {
+    const answer = formFiller('unused');
+    const done = await profileClient(answer).callTool('confirm_delete', { filename: 'report.txt' });
+    expect(done.kind === 'task' && done.task.status).toBe('completed');
+    if (done.kind === 'task') expect(bodyText(done.task)).toBe('Deleted report.txt.');
+    expect(answer.calls).toHaveLength(1);
+    expect(answer.calls[0]?.context).toMatchObject({ phase: 'task' });
+    expect(answer.calls[0]?.requests.confirm?.method).toBe('elicitation/create');
+  });
+
+  it('two simultaneous input requests are answered and the task completes', async () => {
+    const answer = formFiller('Ada');
+    const done = await profileClient(answer).callTool('multi_input', {});
+    expect(done.kind === 'task' && done.task.status).toBe('completed');
+    if (done.kind === 'task') expect(bodyText(done.task)).toMatch(/name Ada/);
+    expect(Object.keys(answer.calls[0]?.requests ?? {}).sort()).toEqual(['confirm', 'name']);
+  });
+
+  it('MRTR on the call, then a task whose result carries the answer', async () => {
+    const answer = formFiller('Alice');
+    const done = await profileClient(answer).callTool('test_tool_with_task', {});
+    expect(answer.calls[0]?.context).toMatchObject({ phase: 'call' });
+    expect(done.kind === 'task' && bodyText(done.task)).toMatch(/Hello, Alice!/);
+  });
+
+  it('a sync tool returns its CallToolResult directly; a tool error stays a completed task with isError', async () => {
+    const client = profileClient();
+    expect(await client.callTool('greet', { name: 'World' })).toEqual({ kind: 'result', result: expect.objectContaining({ content: [{ type: 'text', text: 'Hello, World!' }] }) });
+    const failed = await client.callTool('failing_job', {});
+    expect(failed.kind === 'task' && failed.task.status).toBe('completed');
+    if (failed.kind === 'task') expect(failed.task.result?.isError).toBe(true);
+  });
+
+  it('input asked for without an answer callback is a local input-unanswerable error carrying the task', async () => {
+    const err = await profileClient().callTool('confirm_delete', { filename: 'x' }).then(() => null, (e: unknown) => e);
+    expect(err).toMatchObject({ name: 'TasksClientError', code: 'input-unanswerable' });
+    expect((err as { task?: Task }).task?.status).toBe('input_required');
+    await profileClient().cancel((err as { task: Task }).task.taskId);
+  });
+});

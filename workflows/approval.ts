@@ -37,13 +37,15 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ApprovalActivities } from '../activities/activities.js';
-import { backendCallbackUpdate, cancelUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
+import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
 import { reservationReleaser } from './limiter-release.js';
 import {
   FAILURE,
+  JUSTIFICATION_INPUT_KEY,
   type AccessRequestHint,
+  type JustificationInputRequest,
   type ApprovalMaterial,
   type ApprovalWorkflowInput,
   type BackendHandle,
@@ -183,7 +185,50 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     },
   );
 
+  let justification = input.submissionInput?.justification;
+  let pendingInput: string | undefined;
+  setHandler(
+    provideInputUpdate,
+    (responses) => {
+      pendingInput = readJustification(responses);
+      return 'accepted' as const;
+    },
+    {
+      validator: (responses) => {
+        if (snap.status !== 'input_required') throw new Error('the task has no outstanding input request');
+        if (readJustification(responses) === undefined) throw new Error(`inputResponses.${JUSTIFICATION_INPUT_KEY} must accept a justification of 10 to 1000 characters`);
+      },
+    },
+  );
+  /** Wait in `input_required` until answered (true), or the task is fenced or the window passes (false). */
+  const awaitJustification = async (hint: AccessRequestHint): Promise<boolean> => {
+    pendingInput = undefined;
+    snap.status = 'input_required';
+    snap.inputRequests = { [JUSTIFICATION_INPUT_KEY]: justificationRequest() };
+    snap.policyReason = hint.reason;
+    touch();
+    const window = Math.min(hint.requestTtlMs, cfg.maxRequestWindowMs);
+    coverUntil(Date.now() + window);
+    const answered = await condition(() => pendingInput !== undefined || terminal(), window);
+    if (terminal()) return false;
+    delete snap.inputRequests;
+    snap.status = 'working';
+    touch();
+    if (!answered) {
+      deny('request-expired');
+      return false;
+    }
+    justification = pendingInput;
+    return true;
+  };
+
   const submit = async (hint: AccessRequestHint): Promise<Generation | null> => {
+    // A request that needs a justification nobody gave yet (a chained request whose policy asks
+    // for one) waits in `input_required` for `tasks/update` (SEP-2848 §Collecting submission input).
+    if (hint.requiresJustification && !(generations.length === 0 && justification)) {
+      const answered = await awaitJustification(hint);
+      if (!answered) return null;
+    }
     const now = Date.now();
     const n = generations.length + 1;
     const window = Math.min(hint.requestTtlMs, cfg.maxRequestWindowMs);
@@ -202,7 +247,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
         bindingDigest: binding.digest,
         generation: n,
         ...(cfg.callbackBaseUrl ? { callbackUrl: `${cfg.callbackBaseUrl}/${info.workflowId}/${n}` } : {}),
-        ...(input.submissionInput?.justification ? { justification: input.submissionInput.justification } : {}),
+        ...(justification ? { justification } : {}),
       },
     };
     // The submission-intent is durable from here: key and body are in workflow state and history.
@@ -342,4 +387,27 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
+}
+
+/** The form an in-task justification request shows (fixed text; no backend or policy text). */
+function justificationRequest(): JustificationInputRequest {
+  return {
+    method: 'elicitation/create',
+    params: {
+      mode: 'form',
+      message: 'A further approval is needed. Give a justification for the approver (10 to 1000 characters). The call has not run.',
+      requestedSchema: {
+        type: 'object',
+        properties: { justification: { type: 'string', minLength: 10, maxLength: 1000, description: 'Why this call is needed; shown to the approver.' } },
+        required: ['justification'],
+      },
+    },
+  };
+}
+
+/** The accepted justification in `inputResponses`, or undefined when absent, declined or invalid. */
+function readJustification(responses: Record<string, unknown>): string | undefined {
+  const r = responses[JUSTIFICATION_INPUT_KEY] as { action?: unknown; content?: { justification?: unknown } } | undefined;
+  const text = r?.action === 'accept' ? r.content?.justification : undefined;
+  return typeof text === 'string' && text.length >= 10 && text.length <= 1000 ? text : undefined;
 }

@@ -13,6 +13,13 @@ import type { BackendCallback, CancelOutcome, TaskSnapshot } from './types.js';
  */
 export const taskCreatedUpdate = defineUpdate<{ runId: string; snapshot: TaskSnapshot }>('taskCreated');
 
+/**
+ * Update behind `tasks/update`: answers the outstanding `inputRequests` of an `input_required`
+ * task. Its validator refuses (nothing recorded) when the task is not waiting for input or an
+ * outstanding key lacks an accepted, valid answer; the front answers those -32602.
+ */
+export const provideInputUpdate = defineUpdate<'accepted', [Record<string, unknown>]>('provideInput');
+
 /** Query behind `tasks/get` while the workflow is open. */
 export const taskQuery = defineQuery<TaskSnapshot>('task');
 

@@ -80,7 +80,26 @@ export interface TaskSnapshot {
   disposition?: Disposition;
   /** Set on `failed`: the SEP-2663 error object. */
   error?: { code: number; message: string };
+  /** Set while `input_required`: the outstanding requests, keyed as `tasks/update` must answer them. */
+  inputRequests?: Record<string, JustificationInputRequest>;
 }
+
+/** The in-task form asking for a justification (SEP-2663 `inputRequests` entry, form elicitation). */
+export interface JustificationInputRequest {
+  method: 'elicitation/create';
+  params: {
+    mode: 'form';
+    message: string;
+    requestedSchema: {
+      type: 'object';
+      properties: { justification: { type: 'string'; minLength: number; maxLength: number; description: string } };
+      required: ['justification'];
+    };
+  };
+}
+
+/** `inputRequests` key of the justification form, before the task (MRTR) and in it (`tasks/update`). */
+export const JUSTIFICATION_INPUT_KEY = 'justification';
 
 /** Tunables the workflow runs with; fixed at start so replays see the same values. */
 export interface ApprovalWorkflowConfig {

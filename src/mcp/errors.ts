@@ -20,9 +20,9 @@ export function unknownTool(): ProtocolError {
   return new ProtocolError(-32602, 'Invalid params: unknown tool');
 }
 
-/** -32602 for `tasks/update` when the task has no outstanding input request. */
-export function noOutstandingInput(): ProtocolError {
-  return new ProtocolError(-32602, 'Invalid params: the task has no outstanding input request');
+/** -32602 for a refused `tasks/update`: `reason` is one of the fixed texts of the task service. */
+export function inputRefused(reason: string): ProtocolError {
+  return new ProtocolError(-32602, `Invalid params: ${reason}`);
 }
 
 /**

@@ -11,7 +11,7 @@ import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, Server, type McpServerFact
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { internalError, missingTasksCapability, noOutstandingInput, taskNotFound } from './errors.js';
+import { inputRefused, internalError, missingTasksCapability, taskNotFound } from './errors.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { getTaskResult } from './task-projection.js';
 
@@ -107,10 +107,13 @@ export function createMcpServerFactory(deps: GateDeps & { requestStateCodec: Req
     }));
     server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) => opaque(deps, async () => {
       requireTasks(ctx as unknown as HandlerCtx);
-      const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
-      if (!snap) throw taskNotFound();
-      // Submission input is collected before submission in this release; no task asks for input.
-      throw noOutstandingInput();
+      const c = ctx as unknown as HandlerCtx;
+      // The SDK lifts `inputResponses` out of the params into the request context.
+      const responses = c.mcpReq.inputResponses ?? (params.inputResponses as Record<string, unknown> | undefined) ?? {};
+      const outcome = await deps.tasks.provideInput(params.taskId, principalOf(c), responses);
+      if (!outcome) throw taskNotFound();
+      if ('refused' in outcome) throw inputRefused(outcome.refused);
+      return { resultType: 'complete' } as never;
     }));
     return server;
   };

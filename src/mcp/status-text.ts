@@ -52,6 +52,9 @@ export function statusMessage(s: TaskSnapshot): string {
     default:
       break;
   }
+  if (s.status === 'input_required') {
+    return `${reason} Input is needed before the approval request can be submitted; the tool has not run.`;
+  }
   switch (s.phase) {
     case 'submitting':
       return `${reason} Submitting the approval request; the tool has not run.`;

@@ -30,6 +30,7 @@ export function wireTask(taskId: string, s: TaskSnapshot): Record<string, unknow
     // A fresh copy per response: the shared constant must not be mutable through one task's result.
     out._meta = { [META.authorization]: structuredClone(PENDING_ENVELOPE) };
   }
+  if (s.status === 'input_required' && s.inputRequests) out.inputRequests = s.inputRequests;
   if (s.status === 'completed' && s.result) out.result = s.result;
   if (s.status === 'failed') out.error = s.error ?? { code: -32603, message: 'Internal error' };
   return out;

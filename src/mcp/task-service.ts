@@ -14,11 +14,11 @@
  * Holds no task state itself: any instance serves any task.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { approvalWorkflowId, jcsSha256, type CallBinding } from '../binding/call-binding.js';
 import { principalKey, type Principal } from '../auth/principal.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
-import { cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
 import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
@@ -81,6 +81,12 @@ export interface TaskService {
   get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null>;
   /** Cancel; null if the task is not the caller's (same as unknown). */
   cancel(taskId: unknown, caller: Principal): Promise<CancelOutcome | null>;
+  /**
+   * Answer an `input_required` task's outstanding input (`tasks/update`). null if the task is not
+   * the caller's; `{refused}` (with a fixed reason) when it is not waiting for input or the answer
+   * is not acceptable — nothing is recorded then.
+   */
+  provideInput(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>): Promise<{ accepted: true } | { refused: string } | null>;
 }
 
 /** Build the task service over a Temporal client. */
@@ -164,6 +170,23 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         claimed: false,
         error: { code: -32603, message: 'Internal error: the approval task ended abnormally' },
       };
+    },
+
+    async provideInput(taskId, caller, inputResponses) {
+      const owned = await describeOwned(taskId, caller);
+      if (!owned) return null;
+      if (owned.desc.status.name !== 'RUNNING') return { refused: 'the task has no outstanding input request' };
+      try {
+        await owned.handle.executeUpdate(provideInputUpdate, { args: [inputResponses] });
+        return { accepted: true };
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) {
+          const cause = (err.cause as Error | undefined)?.message ?? '';
+          return { refused: /outstanding input/.test(cause) ? 'the task has no outstanding input request' : 'inputResponses.justification must accept a justification of 10 to 1000 characters' };
+        }
+        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return { refused: 'the task has no outstanding input request' };
+        throw err;
+      }
     },
 
     async cancel(taskId, caller) {

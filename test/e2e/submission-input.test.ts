@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpRpcError, type WireClient } from '../../src/client/wire-client.js';
 import type { Stack } from '../../src/stack.js';
-import { clientFor, pendingFor, startTestStack, testConfig, type WireTask } from '../support/stack-harness.js';
+import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
 const JUSTIFY_POLICY = `
 @id("justify-88888")
@@ -19,9 +19,21 @@ when { context.arguments.amount == decimal("88888.0000") }
 unless { context has approval && context.approval.state == "approved" };
 `;
 
+// 66,666: bob's approval is not enough; a second, justified approval by carol is (in-task input).
+const SECOND_APPROVAL_POLICY = `
+@id("second-approval-66666")
+@requestable("true")
+@approver_group("treasury")
+@request_ttl("P1D")
+@reason("Transfers of 66,666 also need carol, with a justification.")
+@submission_input("justification")
+forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
+when { context.arguments.amount == decimal("66666.0000") && context has approval && !context.approval.approvers.contains("carol") };
+`;
+
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startTestStack(testConfig({}, { 'a-justify.cedar': JUSTIFY_POLICY }));
+  stack = await startTestStack(testConfig({}, { 'a-justify.cedar': JUSTIFY_POLICY, 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }));
 });
 afterAll(async () => {
   await stack?.stop();
@@ -117,5 +129,36 @@ describe('submission input before the task (MRTR)', () => {
     const err = await rpcError(alice.request('tools/call', { ...call(m), inputResponses: answer('too short'), requestState: state }));
     expect(err.code).toBe(-32602);
     expect(err.message).toMatch(/too many input rounds/);
+  });
+
+  it('in-task input: a chained request asks for a justification via input_required, tasks/update answers it, and the second approval executes once', async () => {
+    const alice = await clientFor(stack, 'alice', { elicitation: true });
+    const m = `in-task ${randomUUID().slice(0, 8)}`;
+    const created = await alice.request<WireTask>('tools/call', call(m, 66_666));
+    expect(created.resultType).toBe('task');
+    expect(await decide(stack, m, 'approve', 'bob')).toBe(200);
+    let t = await alice.request<WireTask & { inputRequests?: Record<string, { method: string }> }>('tasks/get', { taskId: created.taskId });
+    for (let i = 0; i < 100 && t.status !== 'input_required'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      t = await alice.request('tasks/get', { taskId: created.taskId });
+    }
+    expect(t.status).toBe('input_required');
+    expect(t.inputRequests?.justification?.method).toBe('elicitation/create');
+    expect(t._meta?.['io.modelcontextprotocol/authorization']).toMatchObject({ remediation: 'available' });
+    const short = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('short') }));
+    expect(short.code).toBe(-32602);
+    expect(await alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') })).toMatchObject({ resultType: 'complete' });
+    let second: Array<{ arguments: Record<string, unknown>; justification?: string }> = [];
+    for (let i = 0; i < 100 && second.length === 0; i++) {
+      second = (await pendingFor(stack, 'carol')).filter((p) => p.arguments.memo === m) as typeof second;
+      if (second.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(second[0]?.justification).toBe('Carol owns this supplier relationship.');
+    expect(await decide(stack, m, 'approve', 'carol')).toBe(200);
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('approved-executed');
+    expect(stack.ledger.countByTask(created.taskId)).toBe(1);
+    // a task that is not waiting for input refuses tasks/update
+    expect((await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') }))).code).toBe(-32602);
   });
 });

@@ -9,7 +9,7 @@ import type { ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { temporalTestServerPath } from '../../src/temporal/binaries.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
-import { backendCallbackUpdate, cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { FAILURE, type ApprovalWorkflowConfig, type BackendHandle, type BackendStatus, type ReEvaluation } from '../../workflows/types.js';
 
 const DAY = 86_400_000;
@@ -40,11 +40,11 @@ const config: ApprovalWorkflowConfig = {
 
 /** A scripted backend + PDP + tool, recording every call. */
 function fakes(script: { status: (h: BackendHandle, n: number) => BackendStatus; evaluate?: (n: number) => ReEvaluation; execute?: () => Promise<void> }) {
-  const calls = { submit: [] as Array<{ key: string; generation: number }>, status: [] as string[], cancel: [] as string[], evaluate: [] as number[], execute: 0, executeStartedAt: [] as number[] };
+  const calls = { submit: [] as Array<{ key: string; generation: number; justification?: string }>, status: [] as string[], cancel: [] as string[], evaluate: [] as number[], execute: 0, executeStartedAt: [] as number[] };
   let statusN = 0;
   const acts: ApprovalActivities = {
     async submitApprovalRequest({ body, idempotencyKey }) {
-      calls.submit.push({ key: idempotencyKey, generation: body.generation });
+      calls.submit.push({ key: idempotencyKey, generation: body.generation, ...(body.justification ? { justification: body.justification } : {}) });
       return { requestId: `req-${body.generation}`, statusUrl: `http://backend/req-${body.generation}`, cancelUrl: `http://backend/req-${body.generation}/cancel`, expiresAt: body.expiresAt };
     },
     async fetchApprovalStatus(h) {
@@ -233,6 +233,47 @@ describe('approval workflow (time-skipping)', () => {
       return handle.result();
     });
     expect(calls.status).toEqual(['req-1']);
+  });
+
+  it('a chained request that needs a justification waits in input_required until tasks/update answers it, then submits with it', async () => {
+    const { acts, calls } = fakes({
+      status: (h) => (h.requestId === 'req-1' ? approved(DAY) : { state: 'denied' }),
+      evaluate: () => ({ outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A risk approval is required.', policyId: 'p2', requiresJustification: true } }),
+    });
+    const out = await run(acts, async (tq, id) => {
+      const { handle } = await start(tq, id);
+      await expect(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'not asked for yet' } } }] })).rejects.toThrow();
+      await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
+      let snap = await handle.query(taskQuery);
+      for (let i = 0; i < 200 && snap.status !== 'input_required'; i++) {
+        await new Promise((r) => setImmediate(r));
+        snap = await handle.query(taskQuery);
+      }
+      expect(snap.status).toBe('input_required');
+      expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification']);
+      expect(calls.submit).toHaveLength(1);
+      // an unusable answer is refused and changes nothing
+      await expect(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'short' } } }] })).rejects.toThrow();
+      await expect(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'decline' } }] })).rejects.toThrow();
+      expect((await handle.query(taskQuery)).status).toBe('input_required');
+      expect(await handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }] })).toBe('accepted');
+      return handle.result();
+    });
+    expect(calls.submit.map((s) => [s.generation, s.justification])).toEqual([[1, undefined], [2, 'Risk asked for the supplier contract id.']]);
+    expect(out.disposition).toBe('denied-not-executed');
+    expect(calls.execute).toBe(0);
+  });
+
+  it('an input request nobody answers ends as a denial when its window passes, and is never submitted', async () => {
+    const { acts, calls } = fakes({
+      status: () => approved(DAY),
+      evaluate: () => ({ outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A risk approval is required.', policyId: 'p2', requiresJustification: true } }),
+    });
+    const out = await run(acts, async (tq, id) => (await start(tq, id)).handle.result());
+    expect(out.status).toBe('completed');
+    expect(out.disposition).toBe('denied-not-executed');
+    expect(out.inputRequests).toBeUndefined();
+    expect(calls.submit).toHaveLength(1);
   });
 
   it('a tool error after the claim completes as execution-error, never failed', async () => {

@@ -25,7 +25,7 @@ const SECOND_APPROVAL_POLICY = `
 @requestable("true")
 @approver_group("treasury")
 @request_ttl("P1D")
-@reason("Transfers of 66,666 also need carol, with a justification.")
+@reason("Transfers of 66,666 also need a second treasury approver, with a justification.")
 @submission_input("justification")
 forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
 when { context.arguments.amount == decimal("66666.0000") && context has approval && !context.approval.approvers.contains("carol") };

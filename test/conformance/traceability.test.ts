@@ -1,0 +1,70 @@
+// Scope: the SEP-2848 traceability file conformance/sep-2848.yaml and its check
+// (scripts/check-traceability.ts): in step with the seed, every MUST / MUST NOT traced to an
+// existing test or marked not applicable with a reason; and the check itself catches drift.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkTraceability, findStatements, parseTraceFile, testTitles, TRACE_FILE } from '../../scripts/check-traceability.js';
+
+const yaml = readFileSync(TRACE_FILE, 'utf8');
+
+function checkEdited(edit: (text: string) => string, knownGaps?: string[]): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'countersign-trace-'));
+  const file = join(dir, 'sep-2848.yaml');
+  writeFileSync(file, edit(yaml));
+  try {
+    return checkTraceability({ traceFile: file, ...(knownGaps ? { knownGaps } : {}) }).problems;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('SEP-2848 traceability', () => {
+  it('conformance/sep-2848.yaml traces every normative statement of the seed: counts match, every MUST and MUST NOT has a test or a reason, every named test exists', () => {
+    const r = checkTraceability();
+    expect(r.problems).toEqual([]);
+    expect(r.counts.statements).toBe(78);
+    expect(r.counts.byKeyword).toEqual({ MUST: 49, 'MUST NOT': 23, SHOULD: 5, 'SHOULD NOT': 1 });
+    expect(r.counts.traced + r.counts.notApplicable).toBe(78);
+  });
+
+  it('the counting rule finds 78 statements, one of them glued to the word before it by the lost code spans', () => {
+    const seed = readFileSync(checkTraceability().seedPath, 'utf8');
+    expect(findStatements(seed)).toHaveLength(78);
+    expect(seed.match(/\b(MUST|SHOULD)(\s+NOT)?\b/g)).toHaveLength(77);
+    expect(findStatements(seed).some((s) => s.before.endsWith('model-immediate-response'))).toBe(true);
+  });
+
+  it('a statement not applicable to a server says why, and only client or vacuous statements are marked so', () => {
+    const na = parseTraceFile(yaml).statements.filter((s) => s.notApplicable !== undefined);
+    expect(na.map((s) => s.id)).toEqual(['S31', 'S32', 'S62', 'S77']);
+    for (const s of na) expect(s.notApplicable!.length).toBeGreaterThan(30);
+  });
+
+  it('the check fails on a test title that does not exist, an unknown check id, an untraced MUST, a removed entry, and a MUST resting only on a known gap', () => {
+    expect(checkEdited((t) => t.replace('approve → completed approved-executed with exactly one ledger row', 'approve → something else'))).toEqual(
+      expect.arrayContaining([expect.stringMatching(/S04: test\/e2e\/approval-flow\.test\.ts has no test titled "approve → something else"/)]),
+    );
+    expect(checkEdited((t) => t.replace('"conf:discover-extensions"', '"conf:no-such-check"'))).toEqual(
+      expect.arrayContaining([expect.stringMatching(/S01: no black-box check conf:no-such-check/)]),
+    );
+    expect(checkEdited((t) => t.replace(/(- id: S08\n(?: {4}.*\n)*?) {4}tests:\n {6}- .*\n/, '$1'))).toEqual(
+      expect.arrayContaining(['S08 (MUST): no test and no not-applicable reason']),
+    );
+    expect(checkEdited((t) => t.replace(/ {2}- id: S78\n(?: {4}.*\n| {6}.*\n)*/, ''))).toEqual(
+      expect.arrayContaining([expect.stringMatching(/the seed has 78 normative statements, conformance\/sep-2848\.yaml has 77/)]),
+    );
+    expect(checkEdited((t) => t.replace(/(- id: S56\n(?: {4}.*\n)*? {4}tests:\n) {6}- .*\n/, '$1      - "conf:in-task-input"\n'), ['conf:in-task-input'])).toEqual(
+      expect.arrayContaining([expect.stringMatching(/S56: rests only on known gap/)]),
+    );
+    expect(checkEdited((t) => t.replace('keyword: SHOULD NOT', 'keyword: SHOULD'))).toEqual(
+      expect.arrayContaining([expect.stringMatching(/S77: keyword SHOULD, the seed's statement 77 is SHOULD NOT/)]),
+    );
+  });
+
+  it('test titles are read from it(...) and test(...) calls, with escapes resolved', () => {
+    const titles = testTitles("it('a \\'quoted\\' title', () => {});\ntest(\"double\", () => {});\nit.each([[1]])('each %s', () => {});\nit(`tpl`, () => {});");
+    expect([...titles]).toEqual(["a 'quoted' title", 'double', 'each %s', 'tpl']);
+  });
+});

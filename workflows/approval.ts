@@ -40,7 +40,7 @@ import type { ApprovalActivities } from '../activities/activities.js';
 import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
-import { reservationReleaser } from './limiter-release.js';
+import { claimReservation, reservationReleaser } from './limiter-release.js';
 import {
   FAILURE,
   JUSTIFICATION_INPUT_KEY,
@@ -85,9 +85,13 @@ interface Generation {
  */
 export async function approvalWorkflow(input: ApprovalWorkflowInput): Promise<TaskSnapshot> {
   const releaseSlot = reservationReleaser(input.limiter, workflowInfo().workflowId);
+  // Issued first, not awaited: handlers must be registered in this first activation; the claim
+  // command still precedes any release this run sends.
+  const claimed = claimReservation(input.limiter, workflowInfo().workflowId);
   try {
     return await runApproval(input, releaseSlot);
   } finally {
+    await claimed;
     await releaseSlot();
   }
 }

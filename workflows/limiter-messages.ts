@@ -37,6 +37,19 @@ export type ReserveResult =
 export interface ReleaseRequest {
   approvalWorkflowId: string;
   reservationId: string;
+  /** The releasing approval run; a release from a run other than the slot's holder frees nothing. */
+  runId?: string;
+}
+
+/**
+ * `claim`: the approval run that starts with a reservation names itself its holder. A claim for a
+ * reservation that an earlier run of the same workflow id already released re-counts it, so a
+ * repeat that joined a closing task cannot open an uncounted one.
+ */
+export interface ClaimRequest {
+  approvalWorkflowId: string;
+  reservationId: string;
+  runId: string;
 }
 
 /** What an approval workflow carries to release its slot when it terminalizes. */
@@ -50,6 +63,8 @@ export interface PendingReservation {
   reservationId: string;
   /** Workflow time of the admission, epoch ms. */
   reservedAtMs: number;
+  /** The approval run holding the slot, once it claimed it. */
+  runId?: string;
 }
 
 /** The limiter's whole state; carried across continue-as-new. */
@@ -102,6 +117,9 @@ export const reserveUpdate = defineUpdate<ReserveResult, [ReserveRequest]>('rese
 
 /** From the approval workflow when it terminalizes (or ends abnormally): frees its pending slot. */
 export const releaseSignal = defineSignal<[ReleaseRequest]>('release');
+
+/** Signal from an approval run at its start: it holds the reservation it was started with. */
+export const claimSignal = defineSignal<[ClaimRequest]>('claim');
 
 /** Current counts; read-only. */
 export const limiterCountsQuery = defineQuery<LimiterCounts>('limiterCounts');

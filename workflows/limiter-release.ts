@@ -3,8 +3,8 @@
  * holds (`workflows/submission-limiter.ts`). Workflow code only (it sends a signal to an external
  * workflow); not a workflow itself.
  */
-import { CancellationScope, getExternalWorkflowHandle } from '@temporalio/workflow';
-import { releaseSignal, type LimiterReservation } from './limiter-messages.js';
+import { CancellationScope, getExternalWorkflowHandle, patched, workflowInfo } from '@temporalio/workflow';
+import { claimSignal, releaseSignal, type LimiterReservation } from './limiter-messages.js';
 
 /**
  * A function that releases `reservation` once and resolves when the limiter has the signal in its
@@ -17,7 +17,18 @@ export function reservationReleaser(reservation: LimiterReservation | undefined,
   return () =>
     (released ??= reservation
       ? CancellationScope.nonCancellable(() =>
-          getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(releaseSignal, { approvalWorkflowId, reservationId: reservation.reservationId }),
+          getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(releaseSignal, { approvalWorkflowId, reservationId: reservation.reservationId, runId: workflowInfo().runId }),
         ).catch(() => undefined)
       : Promise.resolve());
+}
+
+/**
+ * Tell the limiter this run holds `reservation` (see `claimSignal`). Call once at the start of the
+ * approval run; never rejects. Guarded by a patch marker so runs started before it replay unchanged.
+ */
+export async function claimReservation(reservation: LimiterReservation | undefined, approvalWorkflowId: string): Promise<void> {
+  if (!reservation || !patched('limiter-claim')) return;
+  await CancellationScope.nonCancellable(() =>
+    getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(claimSignal, { approvalWorkflowId, reservationId: reservation.reservationId, runId: workflowInfo().runId }),
+  ).catch(() => undefined);
 }

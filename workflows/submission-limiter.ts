@@ -29,6 +29,7 @@ import { allHandlersFinished, condition, continueAsNew, proxyActivities, setHand
 import type { LimiterActivities } from '../activities/limiter-activities.js';
 import {
   limiterCountsQuery,
+  claimSignal,
   releaseSignal,
   reserveUpdate,
   type LimiterInput,
@@ -116,8 +117,16 @@ export async function submissionLimiterWorkflow(input: LimiterInput): Promise<vo
       },
     },
   );
-  setHandler(releaseSignal, ({ approvalWorkflowId, reservationId }) => {
-    if (state.pending[approvalWorkflowId]?.reservationId === reservationId) delete state.pending[approvalWorkflowId];
+  setHandler(releaseSignal, ({ approvalWorkflowId, reservationId, runId }) => {
+    const held = state.pending[approvalWorkflowId];
+    if (held?.reservationId !== reservationId) return;
+    if (held.runId !== undefined && runId !== undefined && held.runId !== runId) return; // a newer run holds it
+    delete state.pending[approvalWorkflowId];
+  });
+  setHandler(claimSignal, ({ approvalWorkflowId, reservationId, runId }) => {
+    const held = state.pending[approvalWorkflowId];
+    if (held?.reservationId === reservationId) held.runId = runId;
+    else if (!held) state.pending[approvalWorkflowId] = { reservationId, reservedAtMs: Date.now(), runId }; // re-count
   });
   setHandler(limiterCountsQuery, () => {
     const from = Date.now() - state.windowMs;

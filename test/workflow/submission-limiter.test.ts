@@ -18,6 +18,7 @@ import {
   limiterWorkflowIdOf,
   releaseSignal,
   reserveUpdate,
+  claimSignal,
   type LimiterInput,
   type ReserveResult,
   type SubmissionLimits,
@@ -123,6 +124,31 @@ describe('submission limiter (time-skipping)', () => {
       expect(await handle.query(limiterCountsQuery)).toMatchObject({ pending: 2 });
       await release('wf-2', r2);
       await release('wf-3', r3);
+      await handle.result();
+    });
+  });
+
+  it('a repeat that joined a closing task cannot open an uncounted one: the old run\'s release spares a slot the new run claimed, and a late claim re-counts it', async () => {
+    const { acts } = limiterFakes();
+    await run(acts, async (tq, owner) => {
+      const { handle, reserve } = await startLimiter(tq, owner);
+      const l: SubmissionLimits = { maxSubmissionsPerWindow: 100, submissionWindowMs: HOUR, maxPendingPerPrincipal: 1 };
+      const r = await reserve('wf-1', l);
+      if (!r.admitted) throw new Error('expected admission');
+      await handle.signal(claimSignal, { approvalWorkflowId: 'wf-1', reservationId: r.reservationId, runId: 'run-old' });
+      // a repeat joins while the old run is closing; the new run claims before the old run's release lands
+      expect(await reserve('wf-1', l)).toMatchObject({ admitted: true, joined: true, reservationId: r.reservationId });
+      await handle.signal(claimSignal, { approvalWorkflowId: 'wf-1', reservationId: r.reservationId, runId: 'run-new' });
+      await handle.signal(releaseSignal, { approvalWorkflowId: 'wf-1', reservationId: r.reservationId, runId: 'run-old' });
+      expect(await handle.query(limiterCountsQuery)).toMatchObject({ pending: 1 });
+      expect(await reserve('wf-2', l)).toEqual({ admitted: false, reason: 'too-many-pending' });
+      // the other order: the old run's release lands first, then the new run's claim counts the slot again
+      await handle.signal(releaseSignal, { approvalWorkflowId: 'wf-1', reservationId: r.reservationId, runId: 'run-new' });
+      expect(await handle.query(limiterCountsQuery)).toMatchObject({ pending: 0 });
+      await handle.signal(claimSignal, { approvalWorkflowId: 'wf-1', reservationId: r.reservationId, runId: 'run-newer' });
+      expect(await handle.query(limiterCountsQuery)).toMatchObject({ pending: 1 });
+      expect(await reserve('wf-2', l)).toEqual({ admitted: false, reason: 'too-many-pending' });
+      await handle.signal(releaseSignal, { approvalWorkflowId: 'wf-1', reservationId: r.reservationId, runId: 'run-newer' });
       await handle.result();
     });
   });

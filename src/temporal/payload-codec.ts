@@ -12,7 +12,7 @@
  * is not secret anyway).
  *
  * What it deliberately does not protect: search attributes (indexed in plain text by the server;
- * we set none), workflow ids (an HMAC of the binding), task queue and activity type names, timer
+ * we set none), the SDK's patch markers (only a patch id), workflow ids (an HMAC of the binding), task queue and activity type names, timer
  * and event metadata, and failure `message` / stack trace text (the SDK's default failure converter
  * leaves those outside the payloads; our failures carry fixed texts, never argument values). It does
  * not hide payload sizes, and it is not a signature over history: anyone holding a key can forge.

@@ -8,7 +8,8 @@
  * with `maximumAttempts: 1` and refuses any attempt after the first, so a tool runs at most once
  * per task (SEP-2848 §Completion).
  *
- * Deliberately does not log arguments, approval material or backend URLs.
+ * Deliberately does not log arguments, approval material, backend URLs or the (unkeyed) binding
+ * digest; log lines name the workflow id instead.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
@@ -65,6 +66,14 @@ function toFailure(err: unknown): never {
   throw err;
 }
 
+/**
+ * The approval workflow id, the reference logs use for a call: a keyed HMAC of the binding. The
+ * binding digest itself is an unkeyed hash, from which low-entropy arguments could be recovered.
+ */
+function workflowIdOfActivity(): string {
+  return Context.current().info.workflowExecution?.workflowId ?? 'unknown';
+}
+
 /** Build the activities over real or fake dependencies. */
 export function createActivities(deps: ActivityDeps): ApprovalActivities {
   const log = deps.logger;
@@ -72,7 +81,7 @@ export function createActivities(deps: ActivityDeps): ApprovalActivities {
     async submitApprovalRequest({ body, idempotencyKey }) {
       try {
         const handle = await deps.backend.submit(body, idempotencyKey);
-        log?.info({ generation: body.generation, bindingDigest: body.bindingDigest }, 'approval request submitted');
+        log?.info({ generation: body.generation, workflowId: workflowIdOfActivity() }, 'approval request submitted');
         return handle;
       } catch (err) {
         log?.warn({ generation: body.generation, err: (err as Error).message }, 'approval submission failed');
@@ -105,7 +114,7 @@ export function createActivities(deps: ActivityDeps): ApprovalActivities {
         resource: binding.resource,
         context: { arguments: binding.arguments, approval },
       });
-      log?.info({ bindingDigest: binding.digest, decision: decision.decision, policyIds: decision.policyIds }, 're-evaluated after approval');
+      log?.info({ workflowId: workflowIdOfActivity(), decision: decision.decision, policyIds: decision.policyIds }, 're-evaluated after approval');
       if (decision.decision === 'allow') return { outcome: 'allow' };
       if (decision.nextAction === 'request' && decision.accessRequest) return { outcome: 'request', accessRequest: decision.accessRequest };
       if (decision.nextAction === 'retry') return { outcome: 'retry', ...(decision.retryAfterMs !== undefined ? { retryAfterMs: decision.retryAfterMs } : {}) };
@@ -121,10 +130,10 @@ export function createActivities(deps: ActivityDeps): ApprovalActivities {
       if (!parsed.success) throw ApplicationFailure.nonRetryable('stored arguments no longer match the tool schema', FAILURE.toolExecutionError);
       try {
         const out = await tool.execute(parsed.data, { taskId, executionId });
-        log?.info({ bindingDigest: binding.digest, isError: out.isError === true }, 'tool executed');
+        log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');
         return out;
       } catch (err) {
-        log?.warn({ bindingDigest: binding.digest }, 'tool execution threw');
+        log?.warn({ workflowId: workflowIdOfActivity() }, 'tool execution threw');
         throw ApplicationFailure.nonRetryable(`tool failed: ${(err as Error).name}`, FAILURE.toolExecutionError);
       }
     },

@@ -145,7 +145,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         body.subject.sub,
       );
       logger.info(
-        { requestId: record.id, tool: body.resource.id, approverGroup: body.approver_group, bindingDigest: body.binding_digest, generation: body.generation },
+        { requestId: record.id, tool: body.resource.id, approverGroup: body.approver_group, generation: body.generation },
         'access request submitted',
       );
       return { kind: 'created', record };

@@ -70,7 +70,8 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   // An MRTR retry must be the same call: same tool, arguments and caller (the caller is bound by the codec).
   if (call.mrtr.state && call.mrtr.state.digest !== binding.digest) throw requestStateMismatch();
   const decision = await deps.pdp.evaluate({ subject: call.principal, action: { name: 'tools/call' }, resource: binding.resource, context: { arguments: args } });
-  const log = deps.logger.child({ tool: tool.name, bindingDigest: binding.digest });
+  // Log the keyed task reference, never the unkeyed binding digest (low-entropy arguments can be recovered from it).
+  const log = deps.logger.child({ tool: tool.name, callRef: deps.tasks.referenceOf(binding) });
 
   if (decision.decision === 'allow') {
     log.info({ decision: 'allow', policyIds: decision.policyIds }, 'tools/call allowed; running inline');

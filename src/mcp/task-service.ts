@@ -77,6 +77,8 @@ export interface TaskService {
    * `SubmissionLimitedError` when a new task would pass a submission limit (a join never does).
    */
   createOrJoin(binding: CallBinding, accessRequest: AccessRequestHint, submissionInput?: { justification?: string }): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
+  /** The keyed reference of a binding (its approval workflow id): safe to log, unlike the digest. */
+  referenceOf(binding: CallBinding): string;
   /** The caller's task, or null if unknown, expired, or owned by someone else. */
   get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null>;
   /** Cancel; null if the task is not the caller's (same as unknown). */
@@ -170,6 +172,10 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         claimed: false,
         error: { code: -32603, message: 'Internal error: the approval task ended abnormally' },
       };
+    },
+
+    referenceOf(binding) {
+      return approvalWorkflowId(opts.dedupKey, binding.digest);
     },
 
     async provideInput(taskId, caller, inputResponses) {

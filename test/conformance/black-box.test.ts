@@ -13,6 +13,7 @@ import { CHECK_IDS, runSuite, type SuiteOptions, type SuiteReport } from '../../
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { startTestStack, testConfig } from '../support/stack-harness.js';
+import { QUICK_EXPIRY_POLICY as EXPIRY_POLICY, JUSTIFY_POLICY, SECOND_APPROVAL_POLICY } from '../support/test-policies.js';
 
 /**
  * Checks Countersign is known to fail, each with the reason. Keep in step with README.md
@@ -22,44 +23,9 @@ const KNOWN_GAPS: Record<string, string> = {
   // none: the last one, conf:in-task-input, passes since in-task input was implemented
 };
 
-// A requestable rule with a 3-second request window (the expiry check), and one that asks for a
-// justification before the task (the MRTR checks). File names sort before wire_transfer.cedar,
-// so their requestable denial is the one submitted.
-const EXPIRY_POLICY = `
-@id("conformance-quick-expiry")
-@requestable("true")
-@approver_group("treasury")
-@request_ttl("PT3S")
-@reason("Transfers of exactly 77,777 need a quick approval.")
-forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
-when { context.arguments.amount == decimal("77777.0000") }
-unless { context has approval && context.approval.state == "approved" };
-`;
-const JUSTIFY_POLICY = `
-@id("conformance-justify")
-@requestable("true")
-@approver_group("treasury")
-@request_ttl("P1D")
-@reason("Transfers of 88,888 need a justified treasury approval.")
-@submission_input("justification")
-forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
-when { context.arguments.amount == decimal("88888.0000") }
-unless { context has approval && context.approval.state == "approved" };
-`;
-
-// In-task input: 66,666 needs, after a first approval, a further approval by carol with a
-// justification, which the task asks for with input_required (answered by tasks/update). The
-// reason must not name the approver: it reaches statusMessage (conf:no-backend-artifacts).
-const SECOND_APPROVAL_POLICY = `
-@id("conformance-second-approval")
-@requestable("true")
-@approver_group("treasury")
-@request_ttl("P1D")
-@reason("Transfers of 66,666 need a second, justified treasury approval.")
-@submission_input("justification")
-forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
-when { context.arguments.amount == decimal("66666.0000") && context has approval && !context.approval.approvers.contains("carol") };
-`;
+// The extra rules (test/support/test-policies.ts): a 3-second request window (the expiry check), a
+// justification before the task (the MRTR checks), and a further justified approval asked for
+// in-task (the in-task input check).
 
 let stack: Stack;
 let ledger: Database.Database;

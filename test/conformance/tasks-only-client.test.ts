@@ -13,19 +13,9 @@ import { startConformanceProfile, type ConformanceProfile } from '../../src/conf
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
+import { JUSTIFY_POLICY } from '../support/test-policies.js';
 
 // Transfers of 88,888 need a justification before the task is created (MRTR on the call).
-const JUSTIFY_POLICY = `
-@id("tasks-client-justify")
-@requestable("true")
-@approver_group("treasury")
-@request_ttl("P1D")
-@reason("Transfers of 88,888 need a justified treasury approval.")
-@submission_input("justification")
-forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
-when { context.arguments.amount == decimal("88888.0000") }
-unless { context has approval && context.approval.state == "approved" };
-`;
 
 /** The server's suggested poll interval in the test configuration (COUNTERSIGN_POLL_INTERVAL_MS). */
 const POLL_MS = 200;

@@ -6,21 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpRpcError } from '../../src/client/wire-client.js';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
+import { QUICK_EXPIRY_POLICY as EXPIRY_POLICY } from '../support/test-policies.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const AUTHZ = 'io.modelcontextprotocol/authorization';
-
-// A requestable rule with a 3-second request window, so expiry runs for real in seconds.
-const EXPIRY_POLICY = `
-@id("quick-expiry")
-@requestable("true")
-@approver_group("treasury")
-@request_ttl("PT3S")
-@reason("Transfers of exactly 77,777 need a quick approval.")
-forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
-when { context.arguments.amount == decimal("77777.0000") }
-unless { context has approval && context.approval.state == "approved" };
-`;
 
 let stack: Stack;
 beforeAll(async () => {

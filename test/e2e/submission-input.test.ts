@@ -6,30 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpRpcError, type WireClient } from '../../src/client/wire-client.js';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
+import { JUSTIFY_POLICY, SECOND_APPROVAL_POLICY } from '../support/test-policies.js';
 
-const JUSTIFY_POLICY = `
-@id("justify-88888")
-@requestable("true")
-@approver_group("treasury")
-@request_ttl("P1D")
-@reason("Transfers of 88,888 need a justified treasury approval.")
-@submission_input("justification")
-forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
-when { context.arguments.amount == decimal("88888.0000") }
-unless { context has approval && context.approval.state == "approved" };
-`;
-
-// 66,666: bob's approval is not enough; a second, justified approval by carol is (in-task input).
-const SECOND_APPROVAL_POLICY = `
-@id("second-approval-66666")
-@requestable("true")
-@approver_group("treasury")
-@request_ttl("P1D")
-@reason("Transfers of 66,666 also need a second treasury approver, with a justification.")
-@submission_input("justification")
-forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
-when { context.arguments.amount == decimal("66666.0000") && context has approval && !context.approval.approvers.contains("carol") };
-`;
+// Extra rules (test/support/test-policies.ts): 88,888 needs a justification before the task;
+// 66,666 needs, after bob's approval, a second justified approval (by carol) asked for in-task.
 
 let stack: Stack;
 beforeAll(async () => {

@@ -1,0 +1,219 @@
+/**
+ * The check context of the SEP-2848 black-box suite: the test hooks (`conformance/TEST-HOOKS.md`:
+ * list pending approval requests, decide one), the per-check context, and the helpers the checks
+ * share (create / poll tasks, count side effects, answer MRTR forms, clean up).
+ */
+import { DISPOSITION, type Exchange, get, isObj, must, type Obj, Recorder, Rpc, show, skip, sleep, type SuiteOptions, TASKS_EXT } from './wire.js';
+// ---------------------------------------------------------------------------------------------
+// The test hooks (conformance/TEST-HOOKS.md)
+
+export interface PendingItem {
+  id: string;
+  arguments: Obj;
+  expires_at?: string;
+  [k: string]: unknown;
+}
+
+export class Hooks {
+  constructor(private readonly opts: SuiteOptions) {}
+  readonly seenItems: PendingItem[] = [];
+  readonly comments: string[] = [];
+
+  private auth(i = 0): string {
+    const a = this.opts.approvers[i % this.opts.approvers.length]!;
+    return `Basic ${Buffer.from(`${a.id}:${a.secret}`).toString('base64')}`;
+  }
+
+  private url(path: string): string {
+    return `${this.opts.approverUrl.replace(/\/$/, '')}${path}`;
+  }
+
+  async pending(): Promise<PendingItem[]> {
+    const res = await fetch(this.url(this.opts.pendingPath ?? '/approvals/pending'), { headers: { authorization: this.auth(0), accept: 'application/json' } });
+    must(res.ok, `test hook: GET pending answered HTTP ${res.status}`);
+    const body = (await res.json()) as unknown;
+    const items = get(body, 'items');
+    must(Array.isArray(items), 'test hook: GET pending did not return {items: [...]}');
+    const out = items.filter((i): i is PendingItem => isObj(i) && typeof i.id === 'string' && isObj(i.arguments));
+    for (const i of out) if (!this.seenItems.some((s) => s.id === i.id)) this.seenItems.push(i);
+    return out;
+  }
+
+  async itemsFor(marker: string): Promise<PendingItem[]> {
+    return (await this.pending()).filter((i) => i.arguments[this.opts.markerField] === marker);
+  }
+
+  /** Wait until `n` items carry `marker` (default 1); returns them. */
+  async waitItems(marker: string, n = 1, timeoutMs = 5_000): Promise<PendingItem[]> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const items = await this.itemsFor(marker);
+      if (items.length >= n || Date.now() > until) return items;
+      await sleep(100);
+    }
+  }
+
+  /** Decide request `id` as approver number `approver`; returns the HTTP status. */
+  async decide(id: string, decision: 'approve' | 'deny', approver = 0, comment?: string): Promise<number> {
+    if (comment) this.comments.push(comment);
+    const res = await fetch(this.url((this.opts.decisionPath ?? '/requests/{id}/decision').replace('{id}', encodeURIComponent(id))), {
+      method: 'POST',
+      headers: { authorization: this.auth(approver), 'content-type': 'application/json' },
+      body: JSON.stringify({ decision, ...(comment ? { comment } : {}) }),
+    });
+    await res.text();
+    return res.status;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Check context and helpers
+
+export interface Ctx {
+  opts: SuiteOptions;
+  a: Rpc;
+  /** Principal A without any capability declared. */
+  plain: Rpc;
+  b?: Rpc;
+  hooks: Hooks;
+  rec: Recorder;
+  marker(label: string): string;
+  /** Task ids to cancel when the check ends. */
+  cleanup: Array<{ rpc: Rpc; taskId: string }>;
+}
+
+export const timeout = (c: Ctx) => c.opts.timeoutMs ?? 20_000;
+
+export function argsWith(c: Ctx, base: Record<string, unknown>, marker: string): Obj {
+  return { ...base, [c.opts.markerField]: marker };
+}
+
+/** `tools/call` that must answer a `CreateTaskResult` in `working`. */
+export async function createTask(c: Ctx, rpc: Rpc, args: Obj, what = 'requestable call'): Promise<Obj & { taskId: string }> {
+  const r = await rpc.ok('tools/call', { name: c.opts.tool, arguments: args });
+  must(r.resultType === 'task', `${what}: expected resultType "task", got ${show(r, 300)}`);
+  must(typeof r.taskId === 'string' && r.taskId.length > 0, `${what}: CreateTaskResult without a taskId`);
+  must(r.status === 'working', `${what}: CreateTaskResult status ${String(r.status)}, expected working`);
+  c.cleanup.push({ rpc, taskId: r.taskId });
+  return r as Obj & { taskId: string };
+}
+
+export async function getTask(rpc: Rpc, taskId: string): Promise<Obj> {
+  return rpc.ok('tasks/get', { taskId });
+}
+
+export const isTerminal = (status: unknown) => status === 'completed' || status === 'failed' || status === 'cancelled';
+
+/** Poll `tasks/get` until the task is terminal (or `until` says so). */
+export async function waitTask(c: Ctx, rpc: Rpc, taskId: string, ms = timeout(c), until: (t: Obj) => boolean = (t) => isTerminal(t.status)): Promise<Obj> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const t = await getTask(rpc, taskId);
+    if (until(t)) return t;
+    must(Date.now() < deadline, `task still ${String(t.status)} after ${ms} ms`);
+    const suggested = typeof t.pollIntervalMs === 'number' ? t.pollIntervalMs : 250;
+    await sleep(Math.max(50, Math.min(suggested, c.opts.maxPollMs ?? 250)));
+  }
+}
+
+export async function effects(c: Ctx, marker: string): Promise<number | undefined> {
+  return c.opts.effects ? c.opts.effects(marker) : undefined;
+}
+
+/** "no side effect (probe)" / "" when there is no probe; fails if the probe counts otherwise. */
+export async function expectEffects(c: Ctx, marker: string, n: number): Promise<string> {
+  const e = await effects(c, marker);
+  if (e === undefined) return '';
+  must(e === n, `side-effect probe counts ${e} executions, expected ${n}`);
+  return `, probe: ${n} execution${n === 1 ? '' : 's'}`;
+}
+
+export const disposition = (t: Obj) => get(t, 'result', '_meta', DISPOSITION);
+export const texts = (r: unknown): string => {
+  const content = get(r, 'content');
+  return Array.isArray(content) ? content.map((x) => (isObj(x) && typeof x.text === 'string' ? x.text : '')).join(' ') : '';
+};
+export const NOT_RUN = /\b(did not|didn't|was not|wasn't|has not|hasn't|had not|never|not been)\b[^.]{0,20}\b(run|ran|executed?|performed|invoked)\b|\bnot (executed|run|performed)\b/i;
+export const MAY_HAVE_RUN = /\bmay (have|or may not have) (run|ran|executed)|side effect may have occurred|outcome (is |was )?unknown\b/i;
+
+/** Marker-free, fixed answers for an MRTR / in-task form: a value per property of `requestedSchema`. */
+export function answerFor(inputRequests: unknown): Obj {
+  const out: Obj = {};
+  if (!isObj(inputRequests)) return out;
+  for (const [key, req] of Object.entries(inputRequests)) {
+    const props = get(req, 'params', 'requestedSchema', 'properties');
+    const content: Obj = {};
+    if (isObj(props)) {
+      for (const [p, schema] of Object.entries(props)) {
+        const s = isObj(schema) ? schema : {};
+        if (Array.isArray(s.enum) && s.enum.length) content[p] = s.enum[0];
+        else if (s.type === 'number' || s.type === 'integer') content[p] = typeof s.minimum === 'number' ? s.minimum : 1;
+        else if (s.type === 'boolean') content[p] = true;
+        else {
+          const min = typeof s.minLength === 'number' ? s.minLength : 0;
+          const max = typeof s.maxLength === 'number' ? s.maxLength : 200;
+          let text = 'Conformance suite: routine settlement, reference CONF-0001.';
+          while (text.length < min) text += ' Further detail.';
+          content[p] = text.slice(0, Math.max(min, Math.min(max, text.length)));
+        }
+      }
+    }
+    out[key] = { action: 'accept', content };
+  }
+  return out;
+}
+
+/** Cancel what a check left open (best effort). */
+export async function cleanUp(c: Ctx): Promise<void> {
+  await Promise.all(
+    c.cleanup.map(async ({ rpc, taskId }) => {
+      try {
+        const t = await rpc.call('tasks/get', { taskId });
+        if (t.result && !isTerminal(t.result.status)) await rpc.call('tasks/cancel', { taskId });
+      } catch {
+        /* best effort */
+      }
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks
+
+export interface CheckDef {
+  id: string;
+  /** What it proves, in one line (printed by `--list`). */
+  title: string;
+  /** Cross-cutting: runs after every other check, over the recorded exchanges. */
+  crossCutting?: boolean;
+  run(c: Ctx): Promise<string>;
+}
+
+/** The capabilities a client needs to take part in MRTR form input. */
+export const mrtrCapabilities = { extensions: { [TASKS_EXT]: {} }, elicitation: { form: {} } };
+
+export async function mrtrFirst(c: Ctx, label: string): Promise<{ m: string; first: Obj; mrtr: Rpc; args: Obj }> {
+  if (!c.opts.justifyArguments) skip('needs --justify-arguments (a requestable call that asks for submission input before the task)');
+  const m = c.marker(label);
+  const args = argsWith(c, c.opts.justifyArguments, m);
+  const mrtr = c.a.withCapabilities(mrtrCapabilities);
+  const first = await mrtr.ok('tools/call', { name: c.opts.tool, arguments: args });
+  must(first.resultType === 'input_required', `expected resultType input_required, got ${show(first)}`);
+  must(isObj(first.inputRequests) && Object.keys(first.inputRequests).length > 0, 'input_required without inputRequests');
+  must(typeof first.requestState === 'string' && first.requestState.length > 0, 'input_required without a requestState');
+  const decoded = first.requestState
+    .split(/[.~:]/)
+    .map((p) => Buffer.from(p, 'base64url').toString('utf8'))
+    .join(' ');
+  must(!first.requestState.includes(m) && !decoded.includes(m), 'the requestState carries the call arguments in the clear');
+  return { m, first, mrtr, args };
+}
+
+/** Every task-shaped answer the suite received (CreateTaskResults and tasks/get results), in arrival order. */
+export function taskObservations(c: Ctx): Array<{ e: Exchange; r: Obj }> {
+  return c.rec.exchanges
+    .filter((e) => e.result && ((e.method === 'tools/call' && e.result.resultType === 'task') || e.method === 'tasks/get'))
+    .map((e) => ({ e, r: e.result as Obj }));
+}
+export const taskResults = (c: Ctx): Obj[] => taskObservations(c).map((o) => o.r);
+

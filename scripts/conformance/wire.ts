@@ -1,0 +1,224 @@
+/**
+ * The wire side of the SEP-2848 black-box suite: the suite's option and report types, a stateless
+ * MCP client over Streamable HTTP that records every exchange, and the check outcome helpers.
+ * Imports nothing from Countersign. Does not judge anything: the checks do (`checks-*.ts`).
+ */
+export const PROTOCOL_VERSION = '2026-07-28';
+export const TASKS_EXT = 'io.modelcontextprotocol/tasks';
+export const APPROVAL_EXT = 'io.modelcontextprotocol/tool-approval';
+export const AUTHZ = 'io.modelcontextprotocol/authorization';
+export const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
+export const MIR = 'io.modelcontextprotocol/model-immediate-response';
+export const DISPOSITIONS = ['approved-executed', 'denied-not-executed', 'execution-error', 'outcome-unknown'];
+
+/** What the suite needs to know about the server under test. */
+export interface SuiteOptions {
+  /** The MCP endpoint (Streamable HTTP). */
+  url: string;
+  /** Bearer token of principal A (the requester). */
+  token: string;
+  /** Bearer token of another principal B; checks that need one are skipped without it. */
+  tokenB?: string;
+  /** Base URL of the test-hook API (`conformance/TEST-HOOKS.md`); Countersign: `<approval service>/access/v1`. */
+  approverUrl: string;
+  /** Approver credentials (HTTP Basic); at least one. Neither may be the requester. */
+  approvers: Array<{ id: string; secret: string }>;
+  /** Hook paths relative to `approverUrl`; `{id}` is replaced by the request id. */
+  pendingPath?: string;
+  decisionPath?: string;
+  /** The tool whose call with `arguments` is a requestable denial. */
+  tool: string;
+  arguments: Record<string, unknown>;
+  /** Argument that carries each check's unique marker (a free-text field of the tool). */
+  markerField: string;
+  /** Arguments of a requestable denial whose request deadline is short (seconds). */
+  expiringArguments?: Record<string, unknown>;
+  /** Arguments of a requestable denial that asks for submission input before the task (MRTR). */
+  justifyArguments?: Record<string, unknown>;
+  /** Arguments of a requestable denial whose task asks for input (in-task, `tasks/update`). */
+  inTaskArguments?: Record<string, unknown>;
+  /** Arguments of a denial that is not requestable. */
+  blockedArguments?: Record<string, unknown>;
+  /** The server's result retention, when known: the ttl checks then include it. */
+  resultRetentionMs?: number;
+  /** Side-effect probe: how many times the tool ran for a marker (hook 3). */
+  effects?: (marker: string) => Promise<number>;
+  /** Upper bound of every wait for a state change (default 20 s); the expiry wait has its own. */
+  timeoutMs?: number;
+  expiryTimeoutMs?: number;
+  /** Poll no slower than this, whatever `pollIntervalMs` the server suggests (default 250 ms). */
+  maxPollMs?: number;
+  /** Run only these check ids (cross-cutting checks then judge only what those recorded). */
+  only?: string[];
+  /** Called with each printed line as soon as it is known, in check order. */
+  log?: (line: string) => void;
+}
+
+export type CheckStatus = 'pass' | 'fail' | 'skip';
+export interface CheckResult {
+  id: string;
+  status: CheckStatus;
+  detail: string;
+  ms: number;
+}
+export interface SuiteReport {
+  results: CheckResult[];
+  passed: number;
+  failed: number;
+  skipped: number;
+  /** The closing line: `N passed, N failed[, N skipped]`. */
+  summary: string;
+}
+
+export type Obj = Record<string, unknown>;
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const get = (v: unknown, ...path: string[]): unknown => path.reduce<unknown>((o, k) => (isObj(o) ? o[k] : undefined), v);
+/** A short JSON rendering for messages (never throws on undefined). */
+export const show = (v: unknown, max = 200): string => String(JSON.stringify(v) ?? 'nothing').slice(0, max);
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class CheckFailure extends Error {}
+export class CheckSkip extends Error {}
+/** Fail the running check with `msg` unless `cond`. */
+export function must(cond: unknown, msg: string): asserts cond {
+  if (!cond) throw new CheckFailure(msg);
+}
+export function skip(reason: string): never {
+  throw new CheckSkip(reason);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The wire
+
+/** One recorded MCP exchange. */
+export interface Exchange {
+  /** Position on the suite's event clock when the request was sent and when its response arrived. */
+  sent: number;
+  seq: number;
+  who: 'A' | 'B';
+  method: string;
+  params: Obj;
+  httpStatus: number;
+  raw: string;
+  result?: Obj;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+export interface RpcAnswer {
+  /** The JSON-RPC id this client gave the request. */
+  id: number;
+  result?: Obj;
+  error?: { code: number; message: string; data?: unknown };
+  httpStatus: number;
+}
+
+export class Recorder {
+  readonly exchanges: Exchange[] = [];
+  private clock = 0;
+  /** The next tick of the event clock (sends and receipts share it). */
+  tick(): number {
+    return this.clock++;
+  }
+  add(e: Omit<Exchange, 'seq'>): void {
+    this.exchanges.push({ ...e, seq: this.tick() });
+  }
+}
+
+/** A stateless MCP client: one POST per request, the 2026-07-28 per-request `_meta`, every exchange recorded. */
+export class Rpc {
+  private nextId = 1;
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+    private readonly capabilities: Obj,
+    private readonly recorder: Recorder,
+    readonly who: 'A' | 'B',
+  ) {}
+
+  withCapabilities(capabilities: Obj): Rpc {
+    return new Rpc(this.url, this.token, capabilities, this.recorder, this.who);
+  }
+
+  async call(method: string, params: Obj = {}): Promise<RpcAnswer> {
+    const id = this.nextId++;
+    const body = {
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
+          'io.modelcontextprotocol/clientCapabilities': this.capabilities,
+          'io.modelcontextprotocol/clientInfo': { name: 'sep-2848-conformance', version: '0.1.0' },
+        },
+      },
+    };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': PROTOCOL_VERSION,
+      'mcp-method': method,
+      authorization: `Bearer ${this.token}`,
+    };
+    const name = method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
+    if (typeof name === 'string') headers['mcp-name'] = name;
+    const sent = this.recorder.tick();
+    const res = await fetch(this.url, { method: 'POST', headers, body: JSON.stringify(body) });
+    const raw = await res.text();
+    const message = parseResponse(raw, id, res.headers.get('content-type') ?? '');
+    const answer: RpcAnswer = { id, httpStatus: res.status };
+    if (isObj(message?.result)) answer.result = message.result;
+    const err = message?.error;
+    if (isObj(err)) answer.error = { code: Number(err.code), message: String(err.message), ...(err.data !== undefined ? { data: err.data } : {}) };
+    const { id: _id, ...recorded } = answer;
+    this.recorder.add({ who: this.who, method, params, raw, sent, ...recorded });
+    if (!answer.result && !answer.error) throw new CheckFailure(`${method}: HTTP ${res.status} without a JSON-RPC response: ${raw.slice(0, 200)}`);
+    return answer;
+  }
+
+  /** Send a JSON-RPC notification (no id, no response expected); returns the HTTP status. */
+  async notify(method: string, params: Obj = {}): Promise<number> {
+    const body = { jsonrpc: '2.0', method, params: { ...params, _meta: { 'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION, 'io.modelcontextprotocol/clientCapabilities': this.capabilities } } };
+    const res = await fetch(this.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL_VERSION, 'mcp-method': method, authorization: `Bearer ${this.token}` },
+      body: JSON.stringify(body),
+    });
+    await res.text();
+    return res.status;
+  }
+
+  /** `call`, failing the check on a JSON-RPC error. */
+  async ok(method: string, params: Obj = {}): Promise<Obj> {
+    const a = await this.call(method, params);
+    must(a.result, `${method} answered error ${a.error?.code} ${a.error?.message}`);
+    return a.result;
+  }
+}
+
+/** A JSON body, or the response with id `id` in an SSE stream. */
+export function parseResponse(raw: string, id: number, contentType: string): Obj | undefined {
+  const tryJson = (s: string): unknown => {
+    try {
+      return JSON.parse(s);
+    } catch {
+      return undefined;
+    }
+  };
+  if (!contentType.includes('text/event-stream')) {
+    const v = tryJson(raw);
+    return isObj(v) ? v : undefined;
+  }
+  for (const block of raw.split(/\r?\n\r?\n/)) {
+    const data = block
+      .split(/\r?\n/)
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).trimStart())
+      .join('\n');
+    const v = tryJson(data);
+    if (isObj(v) && v.id === id && ('result' in v || 'error' in v)) return v;
+  }
+  return undefined;
+}
+

@@ -7,6 +7,8 @@
  * - `token --sub <subject>`: mint a development bearer token (from the same data folder).
  * - `conformance-server`: the conformance profile (`src/conformance-profile/`), fixture tools for
  *   the official MCP conformance runner; prints `conformance endpoint <url>` once it answers.
+ * - `serve --role <role>`: one part of the stack as its own process (`cli/serve-command.ts`).
+ * - `approvals list|show|approve|deny`: the approver's client of the approval service (`cli/approvals-command.ts`).
  */
 import { Command } from 'commander';
 import { join } from 'node:path';
@@ -15,6 +17,8 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { DEMO_REQUESTER, loadOrCreateSecrets, startStack } from './stack.js';
 import { ensureTemporalBinaries } from './temporal/binaries.js';
 import { startConformanceProfile } from './conformance-profile/profile.js';
+import { registerServeCommand } from './cli/serve-command.js';
+import { registerApprovalsCommand } from './cli/approvals-command.js';
 
 function config(): Config {
   try {
@@ -60,8 +64,11 @@ program
           ? [`Access tokens: from ${cfg.COUNTERSIGN_OAUTH_ISSUER} (the development issuer's tokens are not accepted).`]
           : [`Bearer token for the demo requester "${DEMO_REQUESTER}" (12 h):`, `  ${token}`]),
         '',
-        'Approvers (HTTP Basic on the approver page; a requester never approves their own request):',
+        `Approver inbox: open ${stack.urls.approverPage} and sign in with one of these (a requester never approves their own request;`,
+        'transfers over 100,000 need two of them, see docs/APPROVERS.md):',
         ...stack.secrets.approvers.map((a) => `  ${a.id.padEnd(8)} password ${a.secret}   groups ${a.groups.join(',')}`),
+        `From a terminal: COUNTERSIGN_APPROVALS_URL=${stack.urls.approvals} COUNTERSIGN_APPROVER=${stack.secrets.approvers[0]?.id ?? 'bob'}:<password> npx tsx src/cli.ts approvals list`,
+        `Machine approvers (supervising agent "${stack.secrets.agents[0]?.id ?? 'supervisor'}", ITSM secret) are in ${cfg.COUNTERSIGN_DATA_DIR}/secrets.json; rules in approval-rules.json there.`,
         '',
         'Try it: npm run demo    (Ctrl-C here stops everything)',
         '',
@@ -134,5 +141,8 @@ program
     process.on('SIGINT', () => void shutdown());
     process.on('SIGTERM', () => void shutdown());
   });
+
+registerServeCommand(program, config);
+registerApprovalsCommand(program);
 
 await program.parseAsync(process.argv);

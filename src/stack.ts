@@ -8,10 +8,11 @@
  * Temporal payload encryption key) are generated on first start and kept in
  * `<data>/secrets.json` (mode 0600), so task ids, tokens and pending tasks stay valid across
  * restarts. Production runs the parts separately and gets these from its secret store (payload
- * keys: `COUNTERSIGN_PAYLOAD_KEYS`).
+ * keys: `COUNTERSIGN_PAYLOAD_KEYS`); `countersign serve --role …` (`stack-roles.ts`) runs each part
+ * as its own process over the same data folder, from the building blocks exported here.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
@@ -20,6 +21,7 @@ import { msToTs } from '@temporalio/common';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createApprovalService, type ApprovalService } from './approvals/service.js';
+import { approvalServiceExtras, generateApprovalMachineSecrets, type ApprovalMachineSecrets } from './approvals/stack-wiring.js';
 import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
 import { createTokenVerifier } from './auth/verify-token.js';
 import { createArapHttpBackend } from './backends/arap-http-backend.js';
@@ -45,8 +47,8 @@ export interface Approver {
   groups: string[];
 }
 
-/** Secrets of one installation. */
-export interface StackSecrets {
+/** Secrets of one installation (`agents`, `itsmSecret`: resolvers that are not people). */
+export interface StackSecrets extends ApprovalMachineSecrets {
   dedupKey: string;
   callbackSecret: string;
   approvalsClientToken: string;
@@ -58,18 +60,68 @@ export interface StackSecrets {
 /** The demo requester's subject. */
 export const DEMO_REQUESTER = 'alice';
 
-/** Load `<dataDir>/secrets.json`, creating it with fresh random values on first use. */
+/** Read a complete secrets file, or undefined when it is absent or from before the current fields. */
+function readSecrets(file: string): { secrets: StackSecrets; complete: boolean } | undefined {
+  if (!existsSync(file)) return undefined;
+  const secrets = JSON.parse(readFileSync(file, 'utf8')) as StackSecrets;
+  return { secrets, complete: Boolean(secrets.payloadKeys?.length && secrets.agents && secrets.itsmSecret && secrets.inboxSessionKey) };
+}
+
+/** A private temp file next to `file` holding `value` (mode 0600), fully written. */
+function writeTemp(file: string, value: unknown): string {
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(tmp, JSON.stringify(value, null, 2), { mode: 0o600, flag: 'wx' });
+  chmodSync(tmp, 0o600);
+  return tmp;
+}
+
+/** Hold `lock` (O_EXCL create) while `fn` runs; a lock older than 30 s is taken over (its holder died). */
+function withFileLock<T>(lock: string, fn: () => T): T {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    try {
+      closeSync(openSync(lock, 'wx', 0o600));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 30_000) unlinkSync(lock);
+      } catch {
+        // released meanwhile
+      }
+      if (Date.now() > until) throw new Error(`could not lock ${lock}`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20); // synchronous 20 ms sleep
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+/**
+ * Load `<dataDir>/secrets.json`, creating it with fresh random values on first use. Safe when
+ * several processes (the `serve --role` roles started together on an empty folder) race: the file
+ * is written whole to a temp file and published with `link` (which fails if another process
+ * published first, whose file is then read), so every process ends with the same secrets. Upgrading
+ * an older file (missing fields) happens under a lock file and re-reads the result.
+ */
 export function loadOrCreateSecrets(dataDir: string): StackSecrets {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'secrets.json');
-  if (existsSync(file)) {
-    const existing = JSON.parse(readFileSync(file, 'utf8')) as StackSecrets;
-    if (existing.payloadKeys?.length) return existing;
-    // a secrets.json from before the payload codec: add a key, keep every other value
-    const upgraded: StackSecrets = { ...existing, payloadKeys: [generatePayloadKey()] };
-    writeFileSync(`${file}.tmp`, JSON.stringify(upgraded, null, 2), { mode: 0o600 });
-    renameSync(`${file}.tmp`, file);
-    return upgraded;
+  const existing = readSecrets(file);
+  if (existing?.complete) return existing.secrets;
+  if (existing) {
+    // a secrets.json from before the payload codec or the machine approvers: add what is missing, keep every other value
+    return withFileLock(`${file}.lock`, () => {
+      const now = readSecrets(file)!;
+      if (now.complete) return now.secrets; // another process upgraded it meanwhile
+      const old = now.secrets;
+      const upgraded: StackSecrets = { ...generateApprovalMachineSecrets(), ...old, payloadKeys: old.payloadKeys?.length ? old.payloadKeys : [generatePayloadKey()] };
+      renameSync(writeTemp(file, upgraded), file);
+      return readSecrets(file)!.secrets;
+    });
   }
   const rnd = () => randomBytes(32).toString('base64url');
   const secrets: StackSecrets = {
@@ -81,10 +133,17 @@ export function loadOrCreateSecrets(dataDir: string): StackSecrets {
       { id: 'carol', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
     ],
     payloadKeys: [generatePayloadKey()],
+    ...generateApprovalMachineSecrets(),
   };
-  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
-  chmodSync(file, 0o600);
-  return secrets;
+  const tmp = writeTemp(file, secrets);
+  try {
+    linkSync(tmp, file); // atomic publish; EEXIST: another process won the race
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    unlinkSync(tmp);
+  }
+  return loadOrCreateSecrets(dataDir); // the winner's file (complete, so this returns at once)
 }
 
 /** A running stack. `stop()` stops everything it started, in reverse order. */
@@ -104,9 +163,11 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-type FetchFn = (req: Request) => Response | Promise<Response>;
+/** A fetch handler (hono's `app.fetch`). */
+export type FetchFn = (req: Request) => Response | Promise<Response>;
 
-async function listen(host: string, port: number, fetchRef: { current: FetchFn }, variable: string): Promise<{ server: ServerType; port: number }> {
+/** Listen on `host:port` (0: a free port) serving `fetchRef.current`; a taken port names `variable`. */
+export async function listen(host: string, port: number, fetchRef: { current: FetchFn }, variable: string): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: (req: Request) => fetchRef.current(req), port, hostname: host }, (info: AddressInfo) => resolve({ server, port: info.port }));
     server.once('error', (err: NodeJS.ErrnoException) =>
@@ -115,7 +176,8 @@ async function listen(host: string, port: number, fetchRef: { current: FetchFn }
   });
 }
 
-function closeServer(server: ServerType): Promise<void> {
+/** Close `server`, dropping keep-alive connections. */
+export function closeServer(server: ServerType): Promise<void> {
   return new Promise((resolve) => {
     (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
     server.close(() => resolve());
@@ -123,12 +185,46 @@ function closeServer(server: ServerType): Promise<void> {
 }
 
 /** Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only. */
-function quietTemporalRuntime(): void {
+export function quietTemporalRuntime(): void {
   try {
     Runtime.install({ logger: new DefaultLogger('WARN') });
   } catch {
     // already installed (a second stack in the same process)
   }
+}
+
+/**
+ * The approval workflow's tunables from the configuration (fixed per run at its start, so replays
+ * see the same values). `callbackBaseUrl`: where the backend's callbacks go, `<mcp origin>/callbacks/arap`.
+ */
+export function workflowConfigOf(config: Config, callbackBaseUrl: string): ApprovalWorkflowConfig {
+  return {
+    resultRetentionMs: config.COUNTERSIGN_RESULT_RETENTION_MS,
+    clientPollIntervalMs: config.COUNTERSIGN_POLL_INTERVAL_MS,
+    statusPollInitialMs: config.COUNTERSIGN_STATUS_POLL_INITIAL_MS,
+    statusPollMaxMs: config.COUNTERSIGN_STATUS_POLL_MAX_MS,
+    maxGenerations: config.COUNTERSIGN_MAX_GENERATIONS,
+    retryBaseMs: config.COUNTERSIGN_RETRY_BASE_MS,
+    retryMaxMs: config.COUNTERSIGN_RETRY_MAX_MS,
+    executionTimeoutMs: config.COUNTERSIGN_EXECUTION_TIMEOUT_MS,
+    maxRequestWindowMs: config.COUNTERSIGN_MAX_REQUEST_WINDOW_MS,
+    callbackBaseUrl,
+  };
+}
+
+/**
+ * Which tokens the MCP endpoint accepts: the production authorization server when configured,
+ * otherwise the embedded development issuer at `devIssuerUrl` (whose tokens are then not accepted at all).
+ */
+export function oauthOf(config: Config, devIssuerUrl: string, resourceUrl: string): { issuer: string; audience: string; jwksUrl: string } {
+  const productionIssuer = config.COUNTERSIGN_OAUTH_ISSUER;
+  return productionIssuer
+    ? {
+        issuer: productionIssuer,
+        audience: config.COUNTERSIGN_OAUTH_AUDIENCE ?? resourceUrl,
+        jwksUrl: config.COUNTERSIGN_OAUTH_JWKS_URL ?? `${productionIssuer.replace(/\/$/, '')}/.well-known/jwks.json`,
+      }
+    : { issuer: devIssuerUrl, audience: resourceUrl, jwksUrl: `${devIssuerUrl}/.well-known/jwks.json` };
 }
 
 /** Start the stack. Ports of 0 pick free ports (tests); the URLs report the real ones. */
@@ -205,6 +301,7 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
       approvalValidityMs: config.COUNTERSIGN_APPROVAL_VALIDITY_MS,
       publicBaseUrl: approvalsUrl,
       logger: logger.child({ part: 'approvals' }),
+      ...approvalServiceExtras(config.COUNTERSIGN_DATA_DIR, secrets),
     });
     approvalsRef.current = (req) => approvals.app.fetch(req);
     drainCallbacks = () => approvals.drainCallbacks();
@@ -223,18 +320,7 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
     const backend = createArapHttpBackend({ baseUrl: approvalsUrl, clientToken: secrets.approvalsClientToken });
 
-    const workflowConfig: ApprovalWorkflowConfig = {
-      resultRetentionMs: config.COUNTERSIGN_RESULT_RETENTION_MS,
-      clientPollIntervalMs: config.COUNTERSIGN_POLL_INTERVAL_MS,
-      statusPollInitialMs: config.COUNTERSIGN_STATUS_POLL_INITIAL_MS,
-      statusPollMaxMs: config.COUNTERSIGN_STATUS_POLL_MAX_MS,
-      maxGenerations: config.COUNTERSIGN_MAX_GENERATIONS,
-      retryBaseMs: config.COUNTERSIGN_RETRY_BASE_MS,
-      retryMaxMs: config.COUNTERSIGN_RETRY_MAX_MS,
-      executionTimeoutMs: config.COUNTERSIGN_EXECUTION_TIMEOUT_MS,
-      maxRequestWindowMs: config.COUNTERSIGN_MAX_REQUEST_WINDOW_MS,
-      callbackBaseUrl: `${mcpOrigin}/callbacks/arap`,
-    };
+    const workflowConfig = workflowConfigOf(config, `${mcpOrigin}/callbacks/arap`);
 
     // Worker
     let worker: RunningWorker | undefined;
@@ -268,16 +354,7 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
         maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
       },
     });
-    // Which tokens the endpoint accepts: the production authorization server when configured,
-    // otherwise the embedded development issuer (whose tokens are then not accepted at all).
-    const productionIssuer = config.COUNTERSIGN_OAUTH_ISSUER;
-    const oauth = productionIssuer
-      ? {
-          issuer: productionIssuer,
-          audience: config.COUNTERSIGN_OAUTH_AUDIENCE ?? resourceUrl,
-          jwksUrl: config.COUNTERSIGN_OAUTH_JWKS_URL ?? `${productionIssuer.replace(/\/$/, '')}/.well-known/jwks.json`,
-        }
-      : { issuer: issuerUrl, audience: resourceUrl, jwksUrl: `${issuerUrl}/.well-known/jwks.json` };
+    const oauth = oauthOf(config, issuerUrl, resourceUrl);
     const factory = createMcpServerFactory({
       tools,
       pdp,

@@ -5,21 +5,29 @@
  * - `POST /requests` (client bearer, `Idempotency-Key`) → 201 new task handle | 200 replay | 409
  * - `GET /requests/:id` (client bearer) → status body (expires on read)
  * - `POST /requests/:id/cancel` (client bearer) → status body | 409
- * - `POST /requests/:id/decision` (approver Basic) → status body | 403 | 409
- * - `GET /approvals/pending` (approver Basic) → the pending requests this approver may decide
- *   (their groups, not their own), for scripts and resolvers that are not people
- * Every error is problem+json. Deliberately does not: expose the audit trail over the API, or
- * accept decisions with the client token.
+ * - `POST /requests/:id/decision` (approver Basic, or a supervising agent's Bearer secret) →
+ *   status body (+ `approvals`, `required_approvals`; still `pending` after a partial approval)
+ *   | 403 | 409
+ * - `GET /approvals/pending` (approver Basic or agent Bearer) → the pending requests this decider
+ *   may decide (their groups or tools, never their own, not already approved by them)
+ * - `GET /approvals/:id` (approver Basic or agent Bearer) → one request in their scope with its
+ *   approvals so far and audit trail (the CLI's `show`)
+ * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `itsm-webhook.ts`)
+ * Every error is problem+json. Deliberately does not: accept decisions with the client token.
  */
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createMiddleware } from 'hono/factory';
 import type { z } from 'zod';
 import { AccessRequestBodySchema, DecisionBodySchema, toStatusBody, toTaskHandle } from './arap-wire.js';
-import { authenticateApprover, bearerMatches, type Approver } from './http-auth.js';
+import type { AgentCredential } from './decider.js';
+import { authenticateDecider, bearerMatches, parseBasic, type Approver } from './http-auth.js';
+import type { Decider } from './decider.js';
+import { clientAddress, type SignInThrottle } from './sign-in-throttle.js';
 import { problem } from './problem.js';
-import type { RequestLifecycle } from './request-lifecycle.js';
-import type { ApprovalStore } from './store.js';
+import { faultPoint } from '../fault-point.js';
+import type { DecideRefusal, RequestLifecycle } from './request-lifecycle.js';
+import type { AccessRequestRecord, ApprovalStore } from './store.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
@@ -36,6 +44,43 @@ export interface ArapRoutesDeps {
   publicBaseUrl: string;
   /** Store, for the approver's pending list. */
   store: ApprovalStore;
+  /** Supervising agents' credentials; default none. */
+  agents?: readonly AgentCredential[];
+  /** Back-off for failed approver and agent credentials; absent: none. */
+  throttle?: SignInThrottle;
+  /** Inbound ITSM decisions (`POST /itsm/decisions`); absent: the route answers 404. */
+  itsmDecisions?: (c: Context) => Promise<Response>;
+}
+
+/** Problem detail for each refusal (server-authored, no input echoed). */
+export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
+  'own-request': 'A requester cannot decide their own access request.',
+  'not-in-group': "The approver is not a member of this request's approver group.",
+  'tool-out-of-scope': "This credential may not decide requests for this request's tool.",
+  'decision-not-allowed': 'This credential may not make this decision.',
+  'already-approved': 'This approver already approved the request; another approver must complete it.',
+  'quorum-needs-members':
+    "This request needs approvals from several members of its approver group, and this credential is not a member: it may deny, or approve only requests that one approval settles.",
+  'unknown-person': 'decided_by does not name a configured approver of this request\'s approver group.',
+};
+
+/** JSON view of a pending or decided request for deciders (arguments included: they are what is decided). */
+export function approvalItem(r: AccessRequestRecord, approvals: readonly string[]): Record<string, unknown> {
+  return {
+    id: r.id,
+    status: r.status,
+    tool: r.body.resource.id,
+    requester: r.body.subject.sub,
+    arguments: r.body.context.arguments,
+    reason: r.body.reason,
+    justification: r.body.context.justification ?? null,
+    approver_group: r.body.approver_group,
+    binding_digest: r.body.binding_digest,
+    required_approvals: r.requiredApprovals,
+    approvals,
+    created_at: new Date(r.createdAtMs).toISOString(),
+    expires_at: new Date(r.expiresAtMs).toISOString(),
+  };
 }
 
 /** Format zod issues as `path: message; …` (messages never echo input values). */
@@ -84,6 +129,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     const outcome = lifecycle.submit(key, parsed.data);
     switch (outcome.kind) {
       case 'created': {
+        faultPoint('approvals.submit.after-store'); // committed, not yet answered (fault harness only)
         const handle = toTaskHandle(outcome.record, deps.publicBaseUrl);
         return c.json(handle, 201, { Location: handle.status_endpoint });
       }
@@ -113,52 +159,87 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     }
   });
 
+  const agents = deps.agents ?? [];
+  /** The authenticated decider, or the 401/429 answer (failures are logged and throttled). */
+  const decider = (c: Context): Decider | Response => {
+    const authorization = c.req.header('Authorization');
+    const id = /^Bearer /i.test(authorization ?? '') ? '(agent bearer)' : (parseBasic(authorization)?.id ?? '');
+    const address = clientAddress(c);
+    const wait = authorization === undefined ? 0 : (deps.throttle?.retryAfterSeconds(id, address) ?? 0);
+    if (wait > 0) return problem('too-many-attempts', `Too many failed sign-ins. Try again in ${wait} s.`, { 'Retry-After': String(wait) });
+    const who = authenticateDecider(authorization, deps.approvers, agents);
+    if (who === null) {
+      if (authorization !== undefined) deps.throttle?.failed(id, address, 'api');
+      return unauthorizedApprover();
+    }
+    deps.throttle?.succeeded(id);
+    return who;
+  };
+
   app.get('/approvals/pending', (c) => {
-    const approver = authenticateApprover(c.req.header('Authorization'), deps.approvers);
-    if (approver === null) return unauthorizedApprover();
+    const who = decider(c);
+    if (who instanceof Response) return who;
     lifecycle.sweep();
+    const filter = { ...(who.groups !== undefined ? { groups: who.groups } : {}), ...(who.tools !== undefined ? { tools: who.tools } : {}) };
     const items = deps.store
-      .listPendingForGroups(approver.groups)
-      .filter((r) => lifecycle.refusalFor(approver, r) === null)
-      .map((r) => ({
-        id: r.id,
-        tool: r.body.resource.id,
-        requester: r.body.subject.sub,
-        arguments: r.body.context.arguments,
-        reason: r.body.reason,
-        justification: r.body.context.justification ?? null,
-        approver_group: r.body.approver_group,
-        binding_digest: r.body.binding_digest,
-        created_at: new Date(r.createdAtMs).toISOString(),
-        expires_at: new Date(r.expiresAtMs).toISOString(),
-      }));
+      .listPending(filter)
+      .filter((r) => lifecycle.refusalFor(who, r) === null)
+      .map((r) => approvalItem(r, lifecycle.votes(r.id).map((v) => v.approver)));
     return c.json({ items }, 200);
   });
 
+  app.get('/approvals/:id', (c) => {
+    const who = decider(c);
+    if (who instanceof Response) return who;
+    const record = lifecycle.read(c.req.param('id'));
+    if (record === undefined) return notFound();
+    const refusal = lifecycle.refusalFor(who, record);
+    if (refusal === 'not-in-group' || refusal === 'tool-out-of-scope') return notFound();
+    return c.json(
+      {
+        ...approvalItem(record, lifecycle.votes(record.id).map((v) => v.approver)),
+        resolved_by: record.resolvedBy,
+        resolved_at: record.resolvedAtMs === null ? null : new Date(record.resolvedAtMs).toISOString(),
+        you_may_decide: refusal === null && record.status === 'pending',
+        refusal,
+        audit: deps.store.auditTrail(record.id).map((e) => ({
+          event: e.event,
+          actor: e.actor,
+          via: e.via,
+          rule: e.rule,
+          comment: e.comment,
+          at: new Date(e.atMs).toISOString(),
+        })),
+      },
+      200,
+    );
+  });
+
   app.post('/requests/:id/decision', async (c) => {
-    const approver = authenticateApprover(c.req.header('Authorization'), deps.approvers);
-    if (approver === null) return unauthorizedApprover();
+    const who = decider(c);
+    if (who instanceof Response) return who;
     const json = await readJson(c);
     if (!json.ok) return problem('invalid-request', 'The body is not valid JSON.');
     const parsed = DecisionBodySchema.safeParse(json.value);
     if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
-    const outcome = lifecycle.decide(c.req.param('id'), approver, parsed.data.decision, parsed.data.comment);
+    const outcome = lifecycle.decide(c.req.param('id'), who, parsed.data.decision, parsed.data.comment);
     switch (outcome.kind) {
       case 'decided':
-        return c.json(toStatusBody(outcome.record), 200);
-      case 'forbidden':
-        return problem(
-          'forbidden',
-          outcome.reason === 'own-request'
-            ? 'A requester cannot decide their own access request.'
-            : "The approver is not a member of this request's approver group.",
+      case 'recorded':
+        return c.json(
+          { ...toStatusBody(outcome.record), required_approvals: outcome.record.requiredApprovals, approvals: lifecycle.votes(outcome.record.id).map((v) => v.approver) },
+          200,
         );
+      case 'forbidden':
+        return problem('forbidden', REFUSAL_DETAIL[outcome.reason]);
       case 'not-pending':
         return problem('not-pending', `The request is already ${outcome.record.status}.`);
       case 'not-found':
         return notFound();
     }
   });
+
+  app.post('/itsm/decisions', (c) => (deps.itsmDecisions === undefined ? notFound() : deps.itsmDecisions(c)));
 
   return app;
 }

@@ -4,9 +4,12 @@
  *
  * All secret comparisons are constant-time over SHA-256 digests (equal length regardless of the
  * input), and approver lookup scans every configured approver so timing does not reveal which
- * ids exist. Deliberately does not: rate-limit, lock out, or issue sessions/cookies.
+ * ids exist. Supervising agents present `Authorization: Bearer <agent secret>`.
+ * Deliberately does not: rate-limit or log failures (the routes do, with `sign-in-throttle.ts`),
+ * lock out, or issue sessions/cookies (see `session.ts`).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { agentDecider, personDecider, type AgentCredential, type Decider } from './decider.js';
 
 /** A configured approver: `id` is the Basic-auth user name, `groups` the approver groups they decide for. */
 export interface Approver {
@@ -54,4 +57,23 @@ export function authenticateApprover(authorization: string | undefined, approver
     if (idOk && secretOk && found === null) found = a;
   }
   return found;
+}
+
+/**
+ * Authenticate a decider on the API: HTTP Basic → a configured person (channel `api`);
+ * `Bearer <secret>` → a supervising agent (channel `agent`, scoped to its tools and decisions).
+ * @returns the decider, or null (absent, malformed or unknown credentials).
+ */
+export function authenticateDecider(
+  authorization: string | undefined,
+  approvers: readonly Approver[],
+  agents: readonly AgentCredential[],
+): Decider | null {
+  if (authorization !== undefined && /^Bearer /i.test(authorization)) {
+    let found: AgentCredential | null = null;
+    for (const a of agents) if (bearerMatches(authorization, a.secret) && found === null) found = a;
+    return found === null ? null : agentDecider(found);
+  }
+  const approver = authenticateApprover(authorization, approvers);
+  return approver === null ? null : personDecider(approver, 'api');
 }

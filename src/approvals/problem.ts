@@ -17,6 +17,7 @@ export const PROBLEMS = {
   'not-found': { status: 404, title: 'Not found' },
   'not-pending': { status: 409, title: 'Request is not pending' },
   'payload-too-large': { status: 413, title: 'Payload too large' },
+  'too-many-attempts': { status: 429, title: 'Too many failed sign-ins' },
   internal: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -1,21 +1,24 @@
 /**
- * Business rules of the reference Access Request Service: submit (idempotent), read (expiring on
- * read), cancel, decide (four-eyes, group membership), sweep. Outcomes are values; the HTTP
- * routes and the approver page map them to responses.
+ * Business rules of the reference Access Request Service: submit (idempotent; fixes the quorum
+ * from the operator's rules), read (expiring on read), cancel, decide (four-eyes, group and tool
+ * scope, M-of-N distinct approvers: a partial approval is recorded and visible, and the request
+ * is approved only by the vote that meets the quorum; one denial denies), sweep. Outcomes are
+ * values; the HTTP routes and the inbox map them to responses.
  *
  * Implements the backend half of SEP-2848's approval-backend contract as the AuthZEN ARAP
  * worked example (DESIGN.md §5). Every status change is a compare-and-set from `pending` in the
  * store and then one callback (when the request has a `callback_url`).
- * Deliberately does not: authenticate callers (routes do), run automatic resolvers, or extend
- * deadlines.
+ * Deliberately does not: authenticate callers (routes do), run the risk engine or webhooks
+ * (they subscribe with `onCreated`), or extend deadlines.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
-import type { AccessRequestBody, WireApproval } from './arap-wire.js';
+import type { AccessRequestBody } from './arap-wire.js';
 import type { CallbackDispatcher } from './callbacks.js';
-import type { Approver } from './http-auth.js';
-import type { AccessRequestRecord, ApprovalStore, Transition } from './store.js';
+import { requiredApprovals, type ApprovalRules } from './approval-rules.js';
+import { deciderNames, type Decider, type Decision } from './decider.js';
+import type { AccessRequestRecord, ApprovalStore, ApprovalVote, Transition } from './store.js';
 
 // `canonicalize` is CommonJS with an ESM-style `export default` typing; under NodeNext the default
 // import is the function at runtime, but TypeScript types it as the module object.
@@ -49,12 +52,22 @@ export type CancelOutcome =
   | { kind: 'not-pending'; record: AccessRequestRecord }
   | { kind: 'not-found' };
 
-/** Why an approver may not decide a request. */
-export type DecideRefusal = 'not-in-group' | 'own-request';
+/** Why a decider may not decide a request. */
+export type DecideRefusal =
+  | 'not-in-group'
+  | 'own-request'
+  | 'tool-out-of-scope'
+  | 'decision-not-allowed'
+  | 'already-approved'
+  /** An approval by a decider outside the request's group on a request needing more than one approval. */
+  | 'quorum-needs-members'
+  /** An ITSM decision whose `decided_by` is not a configured approver of the request's group. */
+  | 'unknown-person';
 
-/** Result of {@link RequestLifecycle.decide}. */
+/** Result of {@link RequestLifecycle.decide}. `recorded`: a partial approval, the quorum is not met yet. */
 export type DecideOutcome =
   | { kind: 'decided'; record: AccessRequestRecord }
+  | { kind: 'recorded'; record: AccessRequestRecord; votes: ApprovalVote[] }
   | { kind: 'forbidden'; reason: DecideRefusal }
   | { kind: 'not-pending'; record: AccessRequestRecord }
   | { kind: 'not-found' };
@@ -72,13 +85,23 @@ export interface RequestLifecycle {
   /** Cancel: pending → cancelled; already cancelled → `cancelled` (idempotent); else `not-pending`. */
   cancel(id: string): CancelOutcome;
   /**
-   * Decide as `approver`. Refused when the approver is not in the request's group, or is the
-   * requester (`subject.sub`) or any actor in the requester's `act` chain (four-eyes).
-   * Approve → `approved` with approval material valid for `approvalValidityMs`; deny → `denied`.
+   * Decide as `decider`. Refused (`forbidden`) when the decider is outside the request's group or
+   * tool scope, may not make this decision, is the requester (`subject.sub`) or any actor in the
+   * requester's `act` chain (four-eyes: every name of the decider, case-insensitively), or the
+   * same person already approved this request (through any channel). An approval by a decider
+   * that is not a member of the request's group (a supervising agent) on a request needing more
+   * than one approval is refused (`quorum-needs-members`): only members count towards a quorum.
+   * Deny → `denied`. Approve → `recorded` while fewer than `requiredApprovals` distinct people approved, then
+   * `approved` with approval material (all approvers, valid for `approvalValidityMs`); a `final`
+   * decider (risk engine) approves at once. `rule` names the risk rule that decided, for the audit.
    */
-  decide(id: string, approver: Approver, decision: 'approve' | 'deny', comment?: string): DecideOutcome;
-  /** Whether `approver` may decide `record` (ignoring its status). */
-  refusalFor(approver: Approver, record: AccessRequestRecord): DecideRefusal | null;
+  decide(id: string, decider: Decider, decision: Decision, comment?: string, rule?: string): DecideOutcome;
+  /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
+  refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
+  /** Approvals recorded on a request so far, oldest first. */
+  votes(id: string): ApprovalVote[];
+  /** Call `fn` after each newly created request (risk engine, ITSM notification). `fn` must not throw. */
+  onCreated(fn: (record: AccessRequestRecord) => void): void;
   /** Expire every pending request at or past its deadline; returns how many were expired. */
   sweep(): number;
 }
@@ -92,11 +115,14 @@ export interface RequestLifecycleDeps {
   /** How long an approval stays valid after it is granted, ms. */
   approvalValidityMs: number;
   logger: Logger;
+  /** Current operator rules (quorum); read at each submission. */
+  rules: () => ApprovalRules;
 }
 
 /** Create the lifecycle over a store and a callback dispatcher. */
 export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifecycle {
   const { store, callbacks, now, logger } = deps;
+  const createdListeners: Array<(record: AccessRequestRecord) => void> = [];
 
   function changed(record: AccessRequestRecord): AccessRequestRecord {
     logger.info({ requestId: record.id, status: record.status, actor: record.resolvedBy }, 'access request status changed');
@@ -115,14 +141,30 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   function expireIfDue(record: AccessRequestRecord): AccessRequestRecord {
     const at = now();
     if (record.status !== 'pending' || at < record.expiresAtMs) return record;
-    return transition(record.id, { to: 'expired', atMs: at, actor: 'system' }) ?? store.get(record.id) ?? record;
+    return transition(record.id, { to: 'expired', atMs: at, actor: 'system', via: 'system' }) ?? store.get(record.id) ?? record;
   }
 
-  function refusalFor(approver: Approver, record: AccessRequestRecord): DecideRefusal | null {
-    if (!approver.groups.includes(record.body.approver_group)) return 'not-in-group';
+  function scopeRefusal(decider: Decider, record: AccessRequestRecord): DecideRefusal | null {
+    if (decider.groups !== undefined && !decider.groups.includes(record.body.approver_group)) return 'not-in-group';
+    if (decider.tools !== undefined && !decider.tools.includes(record.body.resource.id)) return 'tool-out-of-scope';
     const subject = record.body.subject;
-    if (approver.id === subject.sub || (subject.act ?? []).some((a) => a.sub === approver.id)) return 'own-request';
+    const requesters = new Set([subject.sub, ...(subject.act ?? []).map((a) => a.sub)].map((n) => n.toLowerCase()));
+    if (deciderNames(decider).some((n) => requesters.has(n))) return 'own-request';
     return null;
+  }
+
+  const samePerson = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+  function refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null {
+    const scope = scopeRefusal(decider, record);
+    if (scope !== null) return scope;
+    if (store.votes(record.id).some((v) => samePerson(v.approver, decider.person))) return 'already-approved';
+    return null;
+  }
+
+  /** Whether `decider`'s approval counts towards `record`'s quorum (a member of its group, or final). */
+  function countsTowardsQuorum(decider: Decider, record: AccessRequestRecord): boolean {
+    return decider.final === true || record.requiredApprovals <= 1 || (decider.groups?.includes(record.body.approver_group) ?? false);
   }
 
   function read(id: string): AccessRequestRecord | undefined {
@@ -140,15 +182,24 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       const at = now();
       const expiresAtMs = Date.parse(body.expires_at);
       if (!(expiresAtMs > at)) return { kind: 'deadline-passed' };
+      const quorum = requiredApprovals(deps.rules(), {
+        tool: body.resource.id,
+        requester: body.subject.sub,
+        group: body.approver_group,
+        generation: body.generation,
+        pendingMs: 0,
+        arguments: body.context.arguments,
+      });
       const record = store.insert(
-        { id: randomId('ar_'), idempotencyKey, bodyHash, body, createdAtMs: at, expiresAtMs },
+        { id: randomId('ar_'), idempotencyKey, bodyHash, body, createdAtMs: at, expiresAtMs, requiredApprovals: quorum.approvals, quorumRule: quorum.ruleId },
         body.subject.sub,
       );
       logger.info(
-        { requestId: record.id, tool: body.resource.id, approverGroup: body.approver_group, generation: body.generation },
+        { requestId: record.id, tool: body.resource.id, approverGroup: body.approver_group, generation: body.generation, requiredApprovals: quorum.approvals },
         'access request submitted',
       );
-      return { kind: 'created', record };
+      for (const fn of createdListeners) fn(record);
+      return { kind: 'created', record: store.get(record.id) ?? record };
     },
 
     read,
@@ -158,38 +209,58 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       if (current === undefined) return { kind: 'not-found' };
       if (current.status === 'cancelled') return { kind: 'cancelled', record: current };
       if (current.status !== 'pending') return { kind: 'not-pending', record: current };
-      const updated = transition(id, { to: 'cancelled', atMs: now(), actor: 'client' });
+      const updated = transition(id, { to: 'cancelled', atMs: now(), actor: 'client', via: 'client' });
       if (updated !== undefined) return { kind: 'cancelled', record: updated };
       const raced = store.get(id) ?? current;
       return raced.status === 'cancelled' ? { kind: 'cancelled', record: raced } : { kind: 'not-pending', record: raced };
     },
 
-    decide(id, approver, decision, comment) {
+    decide(id, decider, decision, comment, rule) {
       const current = read(id);
       if (current === undefined) return { kind: 'not-found' };
-      const refusal = refusalFor(approver, current);
+      const refusal = scopeRefusal(decider, current);
       if (refusal !== null) return { kind: 'forbidden', reason: refusal };
+      if (decider.decisions !== undefined && !decider.decisions.includes(decision)) return { kind: 'forbidden', reason: 'decision-not-allowed' };
       if (current.status !== 'pending') return { kind: 'not-pending', record: current };
       const at = now();
-      const t: Transition =
-        decision === 'approve'
-          ? {
-              to: 'approved',
-              atMs: at,
-              actor: approver.id,
-              approval: {
-                id: randomId('apv_'),
-                approved_at: new Date(at).toISOString(),
-                approved_until: new Date(at + deps.approvalValidityMs).toISOString(),
-                state: 'approved',
-                approvers: [approver.id],
-              } satisfies WireApproval,
-            }
-          : { to: 'denied', atMs: at, actor: approver.id };
-      if (comment !== undefined && comment !== '') t.comment = comment;
-      const updated = transition(id, t);
-      if (updated !== undefined) return { kind: 'decided', record: updated };
-      return { kind: 'not-pending', record: store.get(id) ?? current };
+      const note = comment !== undefined && comment !== '' ? comment : undefined;
+      if (decision === 'deny') {
+        const t: Transition = { to: 'denied', atMs: at, actor: decider.id, via: decider.via };
+        if (note !== undefined) t.comment = note;
+        if (rule !== undefined) t.rule = rule;
+        const updated = transition(id, t);
+        if (updated !== undefined) return { kind: 'decided', record: updated };
+        return { kind: 'not-pending', record: store.get(id) ?? current };
+      }
+      if (!countsTowardsQuorum(decider, current)) return { kind: 'forbidden', reason: 'quorum-needs-members' };
+      if (store.votes(id).some((v) => samePerson(v.approver, decider.person))) return { kind: 'forbidden', reason: 'already-approved' };
+      const vote: ApprovalVote & { rule?: string; final?: boolean } = { approver: decider.person, actor: decider.id, via: decider.via, comment: note ?? null, atMs: at };
+      if (rule !== undefined) vote.rule = rule;
+      if (decider.final === true) vote.final = true;
+      const result = store.approve(id, vote, (approvers) => ({
+        id: randomId('apv_'),
+        approved_at: new Date(at).toISOString(),
+        approved_until: new Date(at + deps.approvalValidityMs).toISOString(),
+        state: 'approved',
+        approvers,
+      }));
+      switch (result.kind) {
+        case 'approved':
+          return { kind: 'decided', record: changed(result.record) };
+        case 'endorsed':
+          logger.info({ requestId: id, actor: decider.id, votes: store.votes(id).length, required: result.record.requiredApprovals }, 'partial approval recorded');
+          return { kind: 'recorded', record: result.record, votes: store.votes(id) };
+        case 'already-approved-by':
+          return { kind: 'forbidden', reason: 'already-approved' };
+        case 'not-pending':
+          return { kind: 'not-pending', record: store.get(id) ?? current };
+      }
+    },
+
+    votes: (id) => store.votes(id),
+
+    onCreated(fn) {
+      createdListeners.push(fn);
     },
 
     refusalFor,
@@ -198,7 +269,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       let count = 0;
       const at = now();
       for (const id of store.listDuePending(at)) {
-        if (transition(id, { to: 'expired', atMs: at, actor: 'system' }) !== undefined) count += 1;
+        if (transition(id, { to: 'expired', atMs: at, actor: 'system', via: 'system' }) !== undefined) count += 1;
       }
       return count;
     },

@@ -2,18 +2,30 @@
  * The reference Access Request Service (DESIGN.md §5): an AuthZEN ARAP-shaped approval backend
  * for Countersign, with an approver inbox and signed callbacks, on SQLite.
  *
- * Wiring only: store (`store.ts`), rules (`request-lifecycle.ts`), ARAP API (`arap-routes.ts`),
- * approver page (`approver-page.ts`), callbacks (`callbacks.ts`, signed per
+ * Wiring only: store (`store.ts`), lifecycle (`request-lifecycle.ts`), the operator's rules file
+ * (`approval-rules.ts`: quorum, risk rules, ITSM target), ARAP API (`arap-routes.ts`), approver
+ * inbox (`inbox-routes.tsx` with `session.ts`), resolvers that are not people (`risk-engine.ts`,
+ * supervising agents via `decider.ts`, `itsm-webhook.ts`), callbacks (`callbacks.ts`, signed per
  * `callback-signature.ts`), errors (`problem.ts`).
  * Deliberately does not: listen on a port (the caller serves `app.fetch`), run `sweep()` on a
- * timer (the caller does), run automatic resolvers, or read the environment.
+ * timer (the caller does; it also drives the risk engine's scheduled pass), or read the
+ * environment.
  */
-import { createHmac } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import type { Logger } from 'pino';
 import { createLogger } from '../log.js';
-import { createApproverPage } from './approver-page.js';
+import { loadApprovalRules, riskQuorumOverlaps, writeDefaultApprovalRules, type ApprovalRules, DEFAULT_APPROVAL_RULES } from './approval-rules.js';
 import { createArapRoutes } from './arap-routes.js';
+import type { AgentCredential } from './decider.js';
+import { createInboxRoutes } from './inbox-routes.js';
+import { createItsmBridge } from './itsm-webhook.js';
+import { createRiskEngine } from './risk-engine.js';
+import { createOidcSessionManager, type OidcSignInOptions } from './oidc-sessions.js';
+import { createSessionManager } from './session.js';
+import { createSignInThrottle } from './sign-in-throttle.js';
 import { createCallbackDispatcher } from './callbacks.js';
 import type { Approver } from './http-auth.js';
 import { problem } from './problem.js';
@@ -45,6 +57,27 @@ export interface ApprovalServiceOptions {
   fetch?: typeof fetch;
   /** Waits before callback attempts 2 and 3, ms; default `[250, 1000]`. */
   callbackRetryDelaysMs?: readonly number[];
+  /**
+   * The operator's rules file (JSON, see docs/APPROVERS.md); a missing file is created at start
+   * with `DEFAULT_APPROVAL_RULES`. Read at start (an invalid file throws `ApprovalRulesError`) and
+   * re-read on each scheduled risk pass (an invalid edit is logged once per change of the file and
+   * the previous rules stay). Each load warns about approve risk rules that can settle requests a
+   * quorum rule covers.
+   */
+  rulesFile?: string;
+  /** Fixed rules instead of a file (tests). */
+  rules?: ApprovalRules;
+  /** Supervising agents (Bearer credentials scoped to tools and decisions); default none. */
+  agents?: AgentCredential[];
+  /** Shared HS256 secret with the ITSM system; ITSM stays off without it (or without `itsm` in the rules). */
+  itsmSecret?: string;
+  /**
+   * Key for the inbox's CSRF tokens (`secrets.json` `inboxSessionKey`, given only to the process
+   * serving the approval service); default a random key per process. Never derived from another secret.
+   */
+  sessionKey?: string;
+  /** Sign in to the inbox through an OIDC provider instead of passwords (see `oidc-sessions.ts`). */
+  oidc?: OidcSignInOptions;
 }
 
 /** A running service instance. */
@@ -53,9 +86,15 @@ export interface ApprovalService {
   app: Hono;
   /** The underlying store (audit trail access, tests). */
   store: ApprovalStore;
-  /** Expire every pending request past its deadline (with callbacks). Run it on an interval. */
+  /**
+   * Expire every pending request past its deadline (with callbacks), and, once per
+   * `riskIntervalMs`, re-read the rules file and let the risk engine evaluate every pending
+   * request. Run it on an interval (every few seconds).
+   */
   sweep(): Promise<void>;
-  /** Resolves when every callback delivery started so far has finished (tests, graceful shutdown). */
+  /** Current rules. */
+  rules(): ApprovalRules;
+  /** Resolves when every callback and ITSM notification started so far has finished (tests, graceful shutdown). */
   drainCallbacks(): Promise<void>;
   /** Close the database. In-flight callbacks still finish. */
   close(): void;
@@ -79,6 +118,20 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
   const logger = opts.logger ?? createLogger({ name: 'countersign-approvals' });
   const approvers: Approver[] = opts.approvers.map((a) => ({ id: a.id, secret: a.secret, groups: [...a.groups] }));
 
+  if (opts.rules === undefined && opts.rulesFile !== undefined && !existsSync(opts.rulesFile)) {
+    writeDefaultApprovalRules(opts.rulesFile);
+    logger.info({ file: opts.rulesFile }, 'wrote the default approval rules file');
+  }
+  const warnOverlaps = (r: ApprovalRules) => {
+    for (const o of riskQuorumOverlaps(r)) {
+      logger.warn(
+        { riskRule: o.risk, quorumRule: o.quorum },
+        `risk rule "${o.risk}" approves requests that quorum rule "${o.quorum}" may cover: its approval is final and bypasses the quorum (bound it, e.g. an amount limit below the quorum's threshold)`,
+      );
+    }
+  };
+  let rules = opts.rules ?? (opts.rulesFile !== undefined ? loadApprovalRules(opts.rulesFile) : DEFAULT_APPROVAL_RULES);
+  warnOverlaps(rules);
   const store = openApprovalStore(opts.dbPath);
   const callbackOpts: Parameters<typeof createCallbackDispatcher>[0] = { secret: opts.callbackSecret, now, logger };
   if (opts.fetch !== undefined) callbackOpts.fetch = opts.fetch;
@@ -90,36 +143,110 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     now,
     approvalValidityMs: opts.approvalValidityMs ?? DEFAULT_APPROVAL_VALIDITY_MS,
     logger,
+    rules: () => rules,
   });
+  const risk = createRiskEngine({ lifecycle, store, rules: () => rules, now, logger });
+  const itsmSecret = opts.itsmSecret;
+  const itsm =
+    itsmSecret !== undefined && itsmSecret !== ''
+      ? createItsmBridge({
+          secret: itsmSecret,
+          config: () => rules.itsm,
+          lifecycle,
+          store,
+          approvers,
+          publicBaseUrl,
+          now,
+          logger,
+          ...(opts.fetch !== undefined ? { fetch: opts.fetch } : {}),
+        })
+      : undefined;
+  // On arrival: the risk engine first; a request it leaves pending goes to ITSM.
+  lifecycle.onCreated((record) => {
+    try {
+      if (risk.evaluate(record) === null) itsm?.notify(store.get(record.id) ?? record);
+    } catch (err) {
+      logger.error({ requestId: record.id, err: (err as Error).message }, 'arrival resolvers failed');
+    }
+  });
+  const sessionKey = opts.sessionKey !== undefined && opts.sessionKey !== '' ? opts.sessionKey : randomBytes(32).toString('base64url');
+  const throttle = createSignInThrottle({ now, logger });
 
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.route('/access/v1', createArapRoutes({ lifecycle, clientToken: opts.clientToken, approvers, publicBaseUrl, store }));
+  app.route(
+    '/access/v1',
+    createArapRoutes({
+      lifecycle,
+      clientToken: opts.clientToken,
+      approvers,
+      publicBaseUrl,
+      store,
+      agents: opts.agents ?? [],
+      throttle,
+      ...(itsm !== undefined ? { itsmDecisions: (c) => itsm.handleDecision(c) } : {}),
+    }),
+  );
+  const oidc = opts.oidc === undefined ? undefined : createOidcSessionManager({ key: sessionKey, approvers, oidc: opts.oidc });
   app.route(
     '/approver',
-    createApproverPage({
+    createInboxRoutes({
       lifecycle,
       store,
-      approvers,
-      // Domain-separated from callback signing by the label.
-      csrfKey: createHmac('sha256', opts.callbackSecret).update('countersign approver-page csrf v1').digest('hex'),
+      sessions: oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' }),
+      ...(oidc !== undefined ? { oidc } : {}),
       now,
+      throttle,
     }),
   );
   app.notFound(() => problem('not-found', 'No such resource.'));
   app.onError((err) => {
+    if (err instanceof HTTPException) return err.getResponse();
     logger.error({ err: { name: err.name, message: err.message } }, 'unhandled error in approval service');
     return problem('internal', 'The service could not complete the request.');
   });
 
+  let lastRiskPassMs = Number.NEGATIVE_INFINITY;
+  /** Hash of the rules file text last loaded or last found invalid: each version is reported once. */
+  let lastRulesText: string | null = null;
+  const textHash = (file: string): string | null => {
+    try {
+      return createHash('sha256').update(readFileSync(file)).digest('hex');
+    } catch {
+      return null;
+    }
+  };
+  if (opts.rulesFile !== undefined) lastRulesText = textHash(opts.rulesFile);
   return {
     app,
     store,
     async sweep() {
       const expired = lifecycle.sweep();
       if (expired > 0) logger.info({ expired }, 'swept expired access requests');
+      store.sessions.purgeExpired(now());
+      const at = now();
+      if (at - lastRiskPassMs < rules.riskIntervalMs) return;
+      lastRiskPassMs = at;
+      if (opts.rulesFile !== undefined && opts.rules === undefined) {
+        const version = textHash(opts.rulesFile);
+        if (version !== lastRulesText) {
+          lastRulesText = version;
+          try {
+            rules = loadApprovalRules(opts.rulesFile);
+            warnOverlaps(rules);
+          } catch (err) {
+            logger.error({ err: (err as Error).message }, 'approval rules file is invalid; keeping the previous rules');
+          }
+        }
+      }
+      const decided = risk.evaluatePending();
+      if (decided > 0) logger.info({ decided }, 'risk engine decided pending requests');
     },
-    drainCallbacks: () => callbacks.drain(),
+    rules: () => rules,
+    drainCallbacks: async () => {
+      await itsm?.drain();
+      await callbacks.drain();
+    },
     close: () => store.close(),
   };
 }

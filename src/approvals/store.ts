@@ -1,19 +1,34 @@
 /**
  * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
  *
- * Two tables: `access_requests` (one row per request, with its idempotency key and the SHA-256
- * of the canonical body beside it) and `audit_events` (append-only: submitted, approved, denied,
- * expired, cancelled — who, when, comment). The schema is created on open. State changes are
- * compare-and-set from `pending` inside one transaction with their audit row, so two racing
- * deciders (or a decision racing expiry or cancel) cannot both win.
+ * Four tables: `access_requests` (one row per request, with its idempotency key, the SHA-256
+ * of the canonical body, and the number of distinct approvals it needs), `approval_votes` (one
+ * row per person who approved a request, primary key (request, person): a person counts once
+ * whatever the channel), `inbox_sessions` (server-side inbox sessions, see `session.ts`) and
+ * `audit_events` (append-only: submitted, endorsed (a partial approval), approved,
+ * denied, expired, cancelled, notified — who, through which channel, which rule, when, comment).
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 1).
+ * State changes are compare-and-set from `pending` inside one transaction with their audit row,
+ * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
+ * that completes a quorum is the one that approves.
  * Deliberately does not: decide business rules (see `request-lifecycle.ts`), purge old rows
  * (retention of the stored arguments is the operator's job), or encrypt at rest.
  */
 import Database from 'better-sqlite3';
-import { AccessRequestBodySchema, REQUEST_STATUSES, type AccessRequestBody, type RequestStatus, type WireApproval } from './arap-wire.js';
+import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from './arap-wire.js';
+import { AUDIT_EVENT_KINDS, createSchema } from './store-schema.js';
 
-/** Audit event kinds (one per status change, plus `submitted`). */
-export type AuditEventKind = 'submitted' | 'approved' | 'denied' | 'expired' | 'cancelled';
+export { AUDIT_EVENT_KINDS };
+
+/** One of {@link AUDIT_EVENT_KINDS}. */
+export type AuditEventKind = (typeof AUDIT_EVENT_KINDS)[number];
+
+/**
+ * Channel a decision came through: `inbox` (web page), `api` (HTTP Basic approver API or the
+ * CLI), `agent` (supervising agent credential), `risk-engine`, `itsm` (signed inbound decision),
+ * `system` (expiry), `client` (the MCP server's cancel or submit).
+ */
+export type DecisionChannel = 'inbox' | 'api' | 'agent' | 'risk-engine' | 'itsm' | 'system' | 'client';
 
 /** One stored access request. Times are ms since the Unix epoch. */
 export interface AccessRequestRecord {
@@ -32,6 +47,23 @@ export interface AccessRequestRecord {
   resolvedBy: string | null;
   /** Approval material, only when approved. */
   approval: WireApproval | null;
+  /** Distinct approvals needed before the request is approved (1 unless a quorum rule matched). */
+  requiredApprovals: number;
+  /** Id of the quorum rule that set `requiredApprovals`, or null. */
+  quorumRule: string | null;
+}
+
+/**
+ * One person's approval of a request (partial until the quorum is met). `approver` is the quorum
+ * identity (the person: `bob` whether through the inbox, the API or ITSM; `agent:<id>`);
+ * `actor` the audit identity (`itsm:bob`), default `approver`. `atMs` ms since epoch.
+ */
+export interface ApprovalVote {
+  approver: string;
+  actor?: string;
+  via: DecisionChannel;
+  comment: string | null;
+  atMs: number;
 }
 
 /** One audit row. `at` in ms since epoch. */
@@ -42,6 +74,10 @@ export interface AuditEvent {
   actor: string;
   comment: string | null;
   atMs: number;
+  /** Channel, or null on rows written before channels were recorded. */
+  via: DecisionChannel | null;
+  /** Id of the risk or quorum rule that decided, or null. */
+  rule: string | null;
 }
 
 /** A compare-and-set from `pending` and the audit row that records it. */
@@ -51,55 +87,74 @@ export interface Transition {
   actor: string;
   comment?: string;
   approval?: WireApproval;
+  via?: DecisionChannel;
+  rule?: string;
+}
+
+/** Outcome of {@link ApprovalStore.approve}. */
+export type ApproveResult =
+  | { kind: 'approved'; record: AccessRequestRecord }
+  | { kind: 'endorsed'; record: AccessRequestRecord }
+  | { kind: 'already-approved-by'; record: AccessRequestRecord }
+  | { kind: 'not-pending' };
+
+/** Filters of the list queries; each absent field matches everything. */
+export interface RequestFilter {
+  groups?: readonly string[];
+  tools?: readonly string[];
+  tool?: string;
+  requester?: string;
 }
 
 /** The store's API. All methods are synchronous (better-sqlite3). */
 export interface ApprovalStore {
   /** Insert a new pending request and its `submitted` audit row. Throws on a duplicate id or key. */
   insert(record: Omit<AccessRequestRecord, 'status' | 'resolvedAtMs' | 'resolvedBy' | 'approval'>, actor: string): AccessRequestRecord;
+  /**
+   * Record `vote` on a pending request, in one transaction: a second vote by the same approver is
+   * `already-approved-by` (nothing written); a vote that brings the count to `requiredApprovals`
+   * (or `final`) moves the request to `approved` with `makeApproval(all approvers, oldest first)`;
+   * any other vote is `endorsed` (audit row `endorsed`).
+   */
+  approve(
+    id: string,
+    vote: ApprovalVote & { rule?: string; final?: boolean },
+    makeApproval: (approvers: string[]) => WireApproval,
+  ): ApproveResult;
+  /** Approvals recorded so far, oldest first. */
+  votes(id: string): ApprovalVote[];
+  /** Append an audit row that changes no state (e.g. `notified`). */
+  appendAudit(id: string, event: AuditEventKind, actor: string, atMs: number, extra?: { comment?: string; via?: DecisionChannel; rule?: string }): void;
+  /** Pending requests matching `filter`, oldest first (at most `limit`, default 200). */
+  listPending(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
+  /** Resolved requests matching `filter`, most recently resolved first (at most `limit`, default 50). */
+  listResolved(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
+  /** Distinct tools and requesters among pending requests of `groups` (for filter menus). */
+  pendingFacets(filter?: RequestFilter): { tools: string[]; requesters: string[] };
+  /** A number that grows on every audit row (the inbox polls it to refresh). */
+  changeMark(): number;
   get(id: string): AccessRequestRecord | undefined;
   getByIdempotencyKey(key: string): AccessRequestRecord | undefined;
   /** Move `id` from `pending` to `t.to`; returns the updated record, or undefined if it was not pending. */
   transitionFromPending(id: string, t: Transition): AccessRequestRecord | undefined;
   /** Ids of pending requests with `expires_at_ms <= nowMs`. */
   listDuePending(nowMs: number): string[];
-  /** Pending requests for any of `groups`, oldest first (at most `limit`, default 200). */
-  listPendingForGroups(groups: readonly string[], limit?: number): AccessRequestRecord[];
-  /** Resolved requests for any of `groups`, most recently resolved first (at most `limit`, default 10). */
-  listRecentlyResolvedForGroups(groups: readonly string[], limit?: number): AccessRequestRecord[];
   /** Audit trail of one request, oldest first. */
   auditTrail(id: string): AuditEvent[];
+  /** Server-side inbox sessions, keyed by the SHA-256 of the session id (the cookie never reaches the file). */
+  sessions: InboxSessionStore;
   close(): void;
 }
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS access_requests (
-  id              TEXT PRIMARY KEY,
-  idempotency_key TEXT NOT NULL UNIQUE,
-  body_hash       TEXT NOT NULL,
-  body_json       TEXT NOT NULL,
-  tool            TEXT NOT NULL,
-  requester_sub   TEXT NOT NULL,
-  approver_group  TEXT NOT NULL,
-  status          TEXT NOT NULL CHECK (status IN (${REQUEST_STATUSES.map((s) => `'${s}'`).join(', ')})),
-  created_at_ms   INTEGER NOT NULL,
-  expires_at_ms   INTEGER NOT NULL,
-  resolved_at_ms  INTEGER,
-  resolved_by     TEXT,
-  approval_json   TEXT
-);
-CREATE INDEX IF NOT EXISTS access_requests_pending ON access_requests (status, expires_at_ms);
-CREATE INDEX IF NOT EXISTS access_requests_group ON access_requests (approver_group, status);
-CREATE TABLE IF NOT EXISTS audit_events (
-  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-  request_id TEXT NOT NULL REFERENCES access_requests (id),
-  event      TEXT NOT NULL CHECK (event IN ('submitted', 'approved', 'denied', 'expired', 'cancelled')),
-  actor      TEXT NOT NULL,
-  comment    TEXT,
-  at_ms      INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS audit_events_request ON audit_events (request_id, seq);
-`;
+/** Inbox sessions in SQLite: a session exists until signed out or expired. */
+export interface InboxSessionStore {
+  create(idHash: string, approver: string, createdAtMs: number, expiresAtMs: number): void;
+  /** The live session's approver id, or undefined (unknown, signed out, or expired: then deleted). */
+  get(idHash: string, nowMs: number): string | undefined;
+  delete(idHash: string): void;
+  /** Delete every expired session; returns how many. */
+  purgeExpired(nowMs: number): number;
+}
 
 interface RequestRow {
   id: string;
@@ -112,6 +167,8 @@ interface RequestRow {
   resolved_at_ms: number | null;
   resolved_by: string | null;
   approval_json: string | null;
+  required_approvals: number;
+  quorum_rule: string | null;
 }
 
 interface AuditRow {
@@ -121,6 +178,8 @@ interface AuditRow {
   actor: string;
   comment: string | null;
   at_ms: number;
+  via: DecisionChannel | null;
+  rule: string | null;
 }
 
 function fromRow(row: RequestRow): AccessRequestRecord {
@@ -135,30 +194,44 @@ function fromRow(row: RequestRow): AccessRequestRecord {
     resolvedAtMs: row.resolved_at_ms,
     resolvedBy: row.resolved_by,
     approval: row.approval_json === null ? null : (JSON.parse(row.approval_json) as WireApproval),
+    requiredApprovals: row.required_approvals,
+    quorumRule: row.quorum_rule,
   };
 }
 
-function groupPlaceholders(groups: readonly string[]): string {
-  return groups.map(() => '?').join(', ');
+/** SQL `WHERE` fragment and parameters for a filter (column names are fixed, values bound). */
+function whereOf(filter: RequestFilter): { sql: string; params: unknown[] } {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const inList = (column: string, values: readonly string[]) => {
+    parts.push(values.length === 0 ? '0' : `${column} IN (${values.map(() => '?').join(', ')})`);
+    params.push(...values);
+  };
+  if (filter.groups !== undefined) inList('approver_group', filter.groups);
+  if (filter.tools !== undefined) inList('tool', filter.tools);
+  if (filter.tool !== undefined) inList('tool', [filter.tool]);
+  if (filter.requester !== undefined) inList('requester_sub', [filter.requester]);
+  return { sql: parts.length === 0 ? '' : ` AND ${parts.join(' AND ')}`, params };
 }
 
 /**
  * Open (creating if needed) the store at `dbPath` (a file path or `':memory:'`), in WAL mode
- * with foreign keys on and a 5 s busy timeout. Throws if the file cannot be opened.
+ * with foreign keys on and a 5 s busy timeout; migrates older files. Throws if the file cannot
+ * be opened.
  */
 export function openApprovalStore(dbPath: string): ApprovalStore {
   const db = new Database(dbPath);
   db.pragma('journal_mode = WAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
-  db.exec(SCHEMA);
+  createSchema(db);
 
   const insertRequest = db.prepare(
-    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms)
-     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms)`,
+    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule)
+     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms, @required_approvals, @quorum_rule)`,
   );
   const insertAudit = db.prepare(
-    'INSERT INTO audit_events (request_id, event, actor, comment, at_ms) VALUES (?, ?, ?, ?, ?)',
+    'INSERT INTO audit_events (request_id, event, actor, comment, at_ms, via, rule) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const selectById = db.prepare<[string], RequestRow>('SELECT * FROM access_requests WHERE id = ?');
   const selectByKey = db.prepare<[string], RequestRow>('SELECT * FROM access_requests WHERE idempotency_key = ?');
@@ -170,6 +243,35 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     "SELECT id FROM access_requests WHERE status = 'pending' AND expires_at_ms <= ? ORDER BY expires_at_ms",
   );
   const selectAudit = db.prepare<[string], AuditRow>('SELECT * FROM audit_events WHERE request_id = ? ORDER BY seq');
+  const insertVote = db.prepare('INSERT OR IGNORE INTO approval_votes (request_id, approver, via, comment, at_ms) VALUES (?, ?, ?, ?, ?)');
+  const selectVotes = db.prepare<[string], { approver: string; via: DecisionChannel; comment: string | null; at_ms: number }>(
+    'SELECT approver, via, comment, at_ms FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid',
+  );
+  const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
+  const insertSession = db.prepare('INSERT INTO inbox_sessions (id_hash, approver, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?)');
+  const selectSession = db.prepare<[string], { approver: string; expires_at_ms: number }>('SELECT approver, expires_at_ms FROM inbox_sessions WHERE id_hash = ?');
+  const deleteSession = db.prepare('DELETE FROM inbox_sessions WHERE id_hash = ?');
+  const deleteExpiredSessions = db.prepare('DELETE FROM inbox_sessions WHERE expires_at_ms <= ?');
+  const sessions: InboxSessionStore = {
+    create(idHash, approver, createdAtMs, expiresAtMs) {
+      insertSession.run(idHash, approver, createdAtMs, expiresAtMs);
+    },
+    get(idHash, nowMs) {
+      const row = selectSession.get(idHash);
+      if (row === undefined) return undefined;
+      if (row.expires_at_ms <= nowMs) {
+        deleteSession.run(idHash);
+        return undefined;
+      }
+      return row.approver;
+    },
+    delete(idHash) {
+      deleteSession.run(idHash);
+    },
+    purgeExpired(nowMs) {
+      return deleteExpiredSessions.run(nowMs).changes;
+    },
+  };
 
   const insertTx = db.transaction((record: Parameters<ApprovalStore['insert']>[0], actor: string) => {
     insertRequest.run({
@@ -182,21 +284,53 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       approver_group: record.body.approver_group,
       created_at_ms: record.createdAtMs,
       expires_at_ms: record.expiresAtMs,
+      required_approvals: record.requiredApprovals,
+      quorum_rule: record.quorumRule,
     });
-    insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs);
+    insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs, 'client', record.quorumRule);
   });
 
   const transitionTx = db.transaction((id: string, t: Transition): boolean => {
     const approvalJson = t.approval === undefined ? null : JSON.stringify(t.approval);
     const changed = updateFromPending.run(t.to, t.atMs, t.actor, approvalJson, id).changes;
     if (changed !== 1) return false;
-    insertAudit.run(id, t.to, t.actor, t.comment ?? null, t.atMs);
+    insertAudit.run(id, t.to, t.actor, t.comment ?? null, t.atMs, t.via ?? null, t.rule ?? null);
     return true;
   });
 
   const get = (id: string): AccessRequestRecord | undefined => {
     const row = selectById.get(id);
     return row === undefined ? undefined : fromRow(row);
+  };
+  const votes = (id: string): ApprovalVote[] =>
+    selectVotes.all(id).map((v) => ({ approver: v.approver, via: v.via, comment: v.comment, atMs: v.at_ms }));
+
+  const approveTx = db.transaction(
+    (id: string, vote: ApprovalVote & { rule?: string; final?: boolean }, makeApproval: (approvers: string[]) => WireApproval): ApproveResult['kind'] => {
+      const current = get(id);
+      if (current === undefined || current.status !== 'pending') return 'not-pending';
+      if (insertVote.run(id, vote.approver, vote.via, vote.comment, vote.atMs).changes !== 1) return 'already-approved-by';
+      const approvers = votes(id).map((v) => v.approver);
+      const actor = vote.actor ?? vote.approver;
+      if (vote.final === true || approvers.length >= current.requiredApprovals) {
+        const t: Transition = { to: 'approved', atMs: vote.atMs, actor, via: vote.via, approval: makeApproval(approvers) };
+        if (vote.comment !== null) t.comment = vote.comment;
+        if (vote.rule !== undefined) t.rule = vote.rule;
+        return transitionTx(id, t) ? 'approved' : 'not-pending';
+      }
+      insertAudit.run(id, 'endorsed', actor, vote.comment, vote.atMs, vote.via, vote.rule ?? null);
+      return 'endorsed';
+    },
+  );
+
+  const list = (status: 'pending' | 'resolved', filter: RequestFilter, limit: number): AccessRequestRecord[] => {
+    const w = whereOf(filter);
+    const order = status === 'pending' ? 'ORDER BY created_at_ms, id' : 'ORDER BY resolved_at_ms DESC, id';
+    const cond = status === 'pending' ? "status = 'pending'" : "status <> 'pending'";
+    return db
+      .prepare<unknown[], RequestRow>(`SELECT * FROM access_requests WHERE ${cond}${w.sql} ${order} LIMIT ?`)
+      .all(...w.params, limit)
+      .map(fromRow);
   };
 
   return {
@@ -214,28 +348,37 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     transitionFromPending(id, t) {
       return transitionTx(id, t) ? get(id) : undefined;
     },
+    approve(id, vote, makeApproval) {
+      const kind = approveTx(id, vote, makeApproval);
+      const record = get(id);
+      if (kind === 'not-pending' || record === undefined) return { kind: 'not-pending' };
+      return { kind, record };
+    },
+    votes,
+    appendAudit(id, event, actor, atMs, extra = {}) {
+      insertAudit.run(id, event, actor, extra.comment ?? null, atMs, extra.via ?? null, extra.rule ?? null);
+    },
     listDuePending(nowMs) {
       return selectDue.all(nowMs).map((r) => r.id);
     },
-    listPendingForGroups(groups, limit = 200) {
-      if (groups.length === 0) return [];
-      const rows = db
-        .prepare<unknown[], RequestRow>(
-          `SELECT * FROM access_requests WHERE status = 'pending' AND approver_group IN (${groupPlaceholders(groups)})
-           ORDER BY created_at_ms, id LIMIT ?`,
-        )
-        .all(...groups, limit);
-      return rows.map(fromRow);
+    listPending(filter = {}, limit = 200) {
+      return list('pending', filter, limit);
     },
-    listRecentlyResolvedForGroups(groups, limit = 10) {
-      if (groups.length === 0) return [];
+    listResolved(filter = {}, limit = 50) {
+      return list('resolved', filter, limit);
+    },
+    pendingFacets(filter = {}) {
+      const w = whereOf(filter);
       const rows = db
-        .prepare<unknown[], RequestRow>(
-          `SELECT * FROM access_requests WHERE status <> 'pending' AND approver_group IN (${groupPlaceholders(groups)})
-           ORDER BY resolved_at_ms DESC, id LIMIT ?`,
-        )
-        .all(...groups, limit);
-      return rows.map(fromRow);
+        .prepare<unknown[], { tool: string; requester_sub: string }>(`SELECT DISTINCT tool, requester_sub FROM access_requests WHERE status = 'pending'${w.sql}`)
+        .all(...w.params);
+      return {
+        tools: [...new Set(rows.map((r) => r.tool))].sort(),
+        requesters: [...new Set(rows.map((r) => r.requester_sub))].sort(),
+      };
+    },
+    changeMark() {
+      return selectMark.get()?.mark ?? 0;
     },
     auditTrail(id) {
       return selectAudit.all(id).map((r) => ({
@@ -245,8 +388,11 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
         actor: r.actor,
         comment: r.comment,
         atMs: r.at_ms,
+        via: r.via,
+        rule: r.rule,
       }));
     },
+    sessions,
     close() {
       if (db.open) db.close();
     },

@@ -2,12 +2,12 @@
 // starting with `a-`/`b-` sort before wire_transfer.cedar, so their requestable denial is the one
 // submitted. Reasons never name an approver: they reach statusMessage.
 
-/** 77,777: a requestable rule whose request window is 3 seconds (expiry runs for real). */
+/** 77,777: a requestable rule whose request window is 6 seconds (expiry runs for real). */
 export const QUICK_EXPIRY_POLICY = `
 @id("test-quick-expiry")
 @requestable("true")
 @approver_group("treasury")
-@request_ttl("PT3S")
+@request_ttl("PT6S")
 @reason("Transfers of exactly 77,777 need a quick approval.")
 forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"wire_transfer")
 when { context.arguments.amount == decimal("77777.0000") }

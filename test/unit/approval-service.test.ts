@@ -1,12 +1,13 @@
-// Scope: the reference Access Request Service (src/approvals/) in-process via app.request with an injected clock: ARAP API, four-eyes rules, expiry, signed callbacks, approver page, store.
-import { mkdtempSync, rmSync } from 'node:fs';
+// Scope: the reference Access Request Service (src/approvals/) in-process via app.request with an injected clock: ARAP API, four-eyes rules, expiry, signed callbacks, store. (The inbox pages: approver-inbox.test.ts; quorum, risk engine, agents, ITSM: their own files.)
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { signCallback, verifyCallback } from '../../src/approvals/callback-signature.js';
-import { summarizeArguments } from '../../src/approvals/approver-page.js';
+import { summarizeArguments } from '../../src/approvals/inbox-format.js';
 import { createApprovalService, type ApprovalService, type ApprovalServiceOptions } from '../../src/approvals/service.js';
+import { approvalServiceExtras, generateApprovalMachineSecrets } from '../../src/approvals/stack-wiring.js';
 
 const BASE = 'https://approvals.example.test';
 const CLIENT_TOKEN = 'client-token-for-tests';
@@ -236,8 +237,10 @@ describe('ARAP status, decision, cancel', () => {
       approvers: ['alice'],
     };
     expect(approval.id).toMatch(/^apv_[A-Za-z0-9_-]{22}$/);
-    expect(body).toEqual({ id, status: 'approved', expires_at: new Date(T0 + HOUR).toISOString(), result: { approval } });
-    expect(await (await getStatus(id)).json()).toEqual(body);
+    const status = { id, status: 'approved', expires_at: new Date(T0 + HOUR).toISOString(), result: { approval } };
+    // the decision answer adds the quorum: how many approvals were needed and who gave them
+    expect(body).toEqual({ ...status, required_approvals: 1, approvals: ['alice'] });
+    expect(await (await getStatus(id)).json()).toEqual(status);
     expect(svc.store.auditTrail(id).map((e) => [e.event, e.actor, e.comment, e.atMs])).toEqual([
       ['submitted', 'dave', null, T0],
       ['approved', 'alice', 'looks right', T0 + 60_000],
@@ -248,7 +251,7 @@ describe('ARAP status, decision, cancel', () => {
     const id = await submitOk({ subject: { iss: 'https://idp.example.test', sub: 'dave' } });
     const res = await decide(id, ['carol', 'carol-pw'], 'deny', 'no');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ id, status: 'denied', expires_at: new Date(T0 + HOUR).toISOString() });
+    expect(await res.json()).toEqual({ id, status: 'denied', expires_at: new Date(T0 + HOUR).toISOString(), required_approvals: 1, approvals: [] });
     expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'denied', actor: 'carol', comment: 'no' });
   });
 
@@ -448,82 +451,7 @@ describe('verifyCallback', () => {
   });
 });
 
-describe('approver page', () => {
-  const page = (who?: [string, string], query = '') =>
-    svc.app.request(`/approver${query}`, { headers: who === undefined ? {} : basic(...who) });
-  const csrfFrom = (htmlText: string): string => /name="csrf" value="([^"]+)"/.exec(htmlText)?.[1] ?? '';
-  const postForm = (path: string, who: [string, string], form: Record<string, string>) =>
-    svc.app.request(path, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...basic(...who) },
-      body: new URLSearchParams(form).toString(),
-    });
-
-  it('asks the browser for Basic credentials', async () => {
-    const res = await page();
-    expect(res.status).toBe(401);
-    expect(res.headers.get('WWW-Authenticate')).toBe('Basic realm="countersign approvals"');
-    expect((await page(['alice', 'nope'])).status).toBe(401);
-  });
-
-  it("lists the approver's decidable pending requests with an argument summary, and escapes user data", async () => {
-    await submitOk({ subject: { iss: 'https://idp.example.test', sub: 'dave' } }, 'k-mine');
-    await submitOk({ subject: { iss: 'https://idp.example.test', sub: 'alice' } }, 'k-own');
-    await submitOk({ approver_group: 'ops', subject: { iss: 'https://idp.example.test', sub: 'erin' } }, 'k-ops');
-    await submitOk(
-      { subject: { iss: 'https://idp.example.test', sub: '<img src=x onerror=alert(1)>' }, context: { arguments: { memo: '<script>alert(1)</script>' } } },
-      'k-xss',
-    );
-    now = T0 + 5 * 60_000;
-    const res = await page(['alice', 'alice-pw']);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('Content-Type')).toContain('text/html');
-    expect(res.headers.get('Content-Security-Policy')).toContain("default-src 'none'");
-    const text = await res.text();
-    expect(text).toContain('Waiting for your decision (2)');
-    expect(text).toContain('amount=50000 to=acct-991');
-    expect(text).toContain('wire_transfer');
-    expect(text).toContain('5m');
-    expect(text).not.toContain('erin'); // other group
-    expect(text).not.toContain('<script>alert(1)</script>');
-    expect(text).not.toContain('<img src=x');
-    expect(text).toContain('&lt;script&gt;');
-    expect(text).toMatch(/action="\/approver\/requests\/ar_[A-Za-z0-9_-]+\/approve"/);
-    expect(text).toMatch(/action="\/approver\/requests\/ar_[A-Za-z0-9_-]+\/deny"/);
-  });
-
-  it('the approve form decides the request and redirects 303 back with a flash; the decision shows as recent', async () => {
-    const id = await submitOk({ subject: { iss: 'https://idp.example.test', sub: 'dave' } });
-    const csrf = csrfFrom(await (await page(['alice', 'alice-pw'])).text());
-    expect(csrf).not.toBe('');
-    const res = await postForm(`/approver/requests/${id}/approve`, ['alice', 'alice-pw'], { csrf, comment: 'ok by me' });
-    expect(res.status).toBe(303);
-    expect(res.headers.get('Location')).toBe(`/approver?flash=approved&request=${id}`);
-    expect(svc.store.get(id)?.status).toBe('approved');
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'alice', comment: 'ok by me' });
-    const after = await (await page(['alice', 'alice-pw'], `?flash=approved&request=${id}`)).text();
-    expect(after).toContain('Approved');
-    expect(after).toContain('Waiting for your decision (0)');
-    expect(after).toMatch(/<td>approved<\/td>\s*<td>alice<\/td>/);
-  });
-
-  it('the deny form denies; a form without the CSRF token or outside the group decides nothing', async () => {
-    const id = await submitOk({ subject: { iss: 'https://idp.example.test', sub: 'dave' } });
-    const bad = await postForm(`/approver/requests/${id}/deny`, ['alice', 'alice-pw'], { csrf: 'forged' });
-    expect(bad.status).toBe(303);
-    expect(bad.headers.get('Location')).toBe(`/approver?flash=invalid&request=${id}`);
-    expect(svc.store.get(id)?.status).toBe('pending');
-    await submitOk({ approver_group: 'ops', subject: { iss: 'https://idp.example.test', sub: 'erin' } }, 'k-ops');
-    const bobCsrf = csrfFrom(await (await page(['bob', 'bob-pw'])).text());
-    expect(bobCsrf).not.toBe('');
-    const outsider = await postForm(`/approver/requests/${id}/deny`, ['bob', 'bob-pw'], { csrf: bobCsrf });
-    expect(outsider.headers.get('Location')).toBe(`/approver?flash=forbidden&request=${id}`);
-    const csrf = csrfFrom(await (await page(['alice', 'alice-pw'])).text());
-    const ok = await postForm(`/approver/requests/${id}/deny`, ['alice', 'alice-pw'], { csrf });
-    expect(ok.headers.get('Location')).toBe(`/approver?flash=denied&request=${id}`);
-    expect(svc.store.get(id)?.status).toBe('denied');
-  });
-
+describe('argument summaries', () => {
   it('summarizes arguments on one line and truncates long ones', () => {
     expect(summarizeArguments({ amount: 50000, to: 'acct-991' })).toBe('amount=50000 to=acct-991');
     expect(summarizeArguments({ memo: 'two words', nested: { a: 1 } })).toBe('memo="two words" nested={"a":1}');
@@ -547,6 +475,33 @@ describe('store', () => {
     } finally {
       svc.close();
       svc = makeService();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('inbox session key (H2)', () => {
+  it('the inbox session key is its own random secret in secrets.json, given to the approval service as sessionKey and never derived from the callback secret', () => {
+    const machine = generateApprovalMachineSecrets();
+    expect(machine.inboxSessionKey).toMatch(/^[\w-]{43}$/);
+    expect(machine.inboxSessionKey).not.toBe(generateApprovalMachineSecrets().inboxSessionKey);
+    const extras = approvalServiceExtras('/tmp/unused', { ...machine }, {});
+    expect(extras.sessionKey).toBe(machine.inboxSessionKey);
+  });
+
+  it('an older secrets.json without inboxSessionKey is upgraded with a fresh random one, keeping every other value', async () => {
+    const { loadOrCreateSecrets } = await import('../../src/stack.js');
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-secrets-'));
+    try {
+      const first = loadOrCreateSecrets(dir);
+      const { inboxSessionKey: _dropped, ...old } = first;
+      writeFileSync(join(dir, 'secrets.json'), JSON.stringify(old));
+      const upgraded = loadOrCreateSecrets(dir);
+      expect(upgraded.inboxSessionKey).toMatch(/^[\w-]{43}$/);
+      expect(upgraded.inboxSessionKey).not.toBe(upgraded.callbackSecret);
+      expect({ ...upgraded, inboxSessionKey: undefined }).toEqual({ ...old, inboxSessionKey: undefined });
+      expect(JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8'))).toMatchObject({ inboxSessionKey: upgraded.inboxSessionKey });
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -1,0 +1,184 @@
+/**
+ * The inbox's two list pages (hono/jsx): the queue of pending requests in the approver's groups
+ * (tool, requester, one-line argument summary, approvals so far, age, live countdown, what the
+ * approver can do; filters by tool and requester) and the history of decided, expired and
+ * cancelled requests. Every value is escaped by hono/jsx.
+ * Deliberately does not: decide anything or paginate (200 pending / 100 history rows at most).
+ */
+import type { Child } from 'hono/jsx';
+import { Countdown, Progress, StatusPill } from './inbox-layout.js';
+import { formatAge, formatCountdown, formatTime, headline, visible } from './inbox-format.js';
+import type { DecideRefusal } from './request-lifecycle.js';
+import type { AccessRequestRecord } from './store.js';
+
+/** One queue row: the record, how many approvals it has, and why this approver may not decide it (null: they may). */
+export interface QueueItem {
+  record: AccessRequestRecord;
+  approvals: number;
+  refusal: DecideRefusal | null;
+}
+
+/** Current filter values and the choices offered. */
+export interface ListFilters {
+  tool?: string | undefined;
+  requester?: string | undefined;
+  tools: string[];
+  requesters: string[];
+}
+
+function requestLink(id: string): string {
+  return `/approver/requests/${encodeURIComponent(id)}`;
+}
+
+function Filters(props: { action: string; filters: ListFilters }) {
+  const f = props.filters;
+  return (
+    <form class="filters" method="get" action={props.action}>
+      <label>
+        Tool
+        <select name="tool" data-testid="filter-tool">
+          <option value="">all tools</option>
+          {f.tools.map((t) => (
+            <option value={t} selected={t === f.tool}>
+              {visible(t)}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Requester
+        <select name="requester" data-testid="filter-requester">
+          <option value="">all requesters</option>
+          {f.requesters.map((r) => (
+            <option value={r} selected={r === f.requester}>
+              {visible(r)}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button class="btn" type="submit">
+        Filter
+      </button>
+      {f.tool !== undefined || f.requester !== undefined ? <a href={props.action}>clear</a> : ''}
+    </form>
+  );
+}
+
+function YourPart(props: { refusal: DecideRefusal | null }) {
+  switch (props.refusal) {
+    case null:
+      return <span class="pill you">your decision</span>;
+    case 'already-approved':
+      return <span class="muted">you approved · waiting for another approver</span>;
+    case 'own-request':
+      return <span class="muted">your own request · someone else decides</span>;
+    default:
+      return <span class="muted">not yours to decide</span>;
+  }
+}
+
+/** The queue (`GET /approver`). `nowMs` renders ages and countdowns; the script keeps them ticking. */
+export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: ListFilters; flash?: Child | undefined }) {
+  const mine = props.items.filter((i) => i.refusal === null).length;
+  return (
+    <>
+      <h1>
+        Pending requests <span class="muted">· {mine} waiting for your decision, {props.items.length} open in your groups</span>
+      </h1>
+      {props.flash ?? ''}
+      <Filters action="/approver" filters={props.filters} />
+      {props.items.length === 0 ? (
+        <p class="empty">Nothing is pending. New requests appear here without a reload.</p>
+      ) : (
+        <table data-testid="queue">
+          <thead>
+            <tr>
+              <th>Tool</th>
+              <th>Requester</th>
+              <th>Request</th>
+              <th>Approvals</th>
+              <th>Age</th>
+              <th>Expires</th>
+              <th>Your part</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.items.map(({ record: r, approvals, refusal }) => (
+              <tr data-request-id={r.id}>
+                <td>
+                  <a href={requestLink(r.id)} class="mono">
+                    {visible(r.body.resource.id)}
+                  </a>
+                </td>
+                <td>{visible(r.body.subject.sub)}</td>
+                <td>
+                  <a href={requestLink(r.id)} class="mono summary">
+                    {headline(r.body.context.arguments)}
+                  </a>
+                  <div class="muted">{visible(r.body.reason)}</div>
+                </td>
+                <td>
+                  <Progress have={approvals} need={r.requiredApprovals} />
+                </td>
+                <td data-since={String(r.createdAtMs)}>{formatAge(props.nowMs - r.createdAtMs)}</td>
+                <td>
+                  <Countdown expiresAtMs={r.expiresAtMs} text={formatCountdown(r.expiresAtMs, props.nowMs)} />
+                </td>
+                <td>
+                  <YourPart refusal={refusal} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
+/** The history (`GET /approver/history`): decided, expired and cancelled requests, newest first. */
+export function HistoryView(props: { items: AccessRequestRecord[]; filters: ListFilters; via: (r: AccessRequestRecord) => string }) {
+  return (
+    <>
+      <h1>History</h1>
+      <Filters action="/approver/history" filters={props.filters} />
+      {props.items.length === 0 ? (
+        <p class="empty">No request has been decided or has expired yet.</p>
+      ) : (
+        <table data-testid="history">
+          <thead>
+            <tr>
+              <th>Outcome</th>
+              <th>Tool</th>
+              <th>Requester</th>
+              <th>Request</th>
+              <th>By</th>
+              <th>When</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.items.map((r) => (
+              <tr data-request-id={r.id}>
+                <td>
+                  <StatusPill status={r.status} />
+                </td>
+                <td class="mono">{visible(r.body.resource.id)}</td>
+                <td>{visible(r.body.subject.sub)}</td>
+                <td>
+                  <a href={requestLink(r.id)} class="mono">
+                    {headline(r.body.context.arguments)}
+                  </a>
+                </td>
+                <td>
+                  {visible(r.approval !== null ? r.approval.approvers.join(', ') : (r.resolvedBy ?? ''))}
+                  <div class="muted">{props.via(r)}</div>
+                </td>
+                <td class="muted">{r.resolvedAtMs === null ? '' : formatTime(r.resolvedAtMs)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}

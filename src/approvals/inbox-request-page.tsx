@@ -1,0 +1,175 @@
+/**
+ * One request in the approver inbox (hono/jsx): the full arguments pretty-printed, requester
+ * (with delegation chain), justification, the policy's reason, approvals so far against the
+ * quorum, the audit trail (who, channel, rule, comment, when), and — when this approver may
+ * decide — one form with a comment and Approve / Deny buttons. Every value is escaped.
+ * Deliberately does not: decide (the form posts to `/approver/requests/:id/decision`).
+ */
+import type { Child } from 'hono/jsx';
+import { Countdown, Progress, StatusPill } from './inbox-layout.js';
+import { formatCountdown, formatTime, headline, visible } from './inbox-format.js';
+import type { DecideRefusal } from './request-lifecycle.js';
+import type { AccessRequestRecord, ApprovalVote, AuditEvent } from './store.js';
+
+/** Why the decision form is not shown, in words. */
+export const REFUSAL_TEXT: Record<DecideRefusal, string> = {
+  'own-request': 'This is your own request: a requester never approves their own request. Another approver decides it.',
+  'not-in-group': 'You are not in the approver group of this request.',
+  'tool-out-of-scope': 'You may not decide requests for this tool.',
+  'decision-not-allowed': 'You may not decide this request.',
+  'already-approved': 'You approved this request. It needs another approver before it is approved.',
+  'quorum-needs-members': 'This request needs approvals from several members of its approver group.',
+  'unknown-person': 'You are not a configured approver of this request.',
+};
+
+const EVENT_TEXT: Record<AuditEvent['event'], string> = {
+  submitted: 'submitted',
+  endorsed: 'approved (partial)',
+  approved: 'approved',
+  denied: 'denied',
+  expired: 'expired',
+  cancelled: 'cancelled by the client',
+  notified: 'sent to ITSM',
+};
+
+/** Props of {@link RequestView}. */
+export interface RequestViewProps {
+  record: AccessRequestRecord;
+  votes: ApprovalVote[];
+  audit: AuditEvent[];
+  /** Why this approver may not decide it (null: they may, if it is pending). */
+  refusal: DecideRefusal | null;
+  csrf: string;
+  nowMs: number;
+  flash?: Child | undefined;
+}
+
+/** The request page (`GET /approver/requests/:id`). */
+export function RequestView(props: RequestViewProps) {
+  const r = props.record;
+  const b = r.body;
+  const pending = r.status === 'pending';
+  const action = `/approver/requests/${encodeURIComponent(r.id)}/decision`;
+  return (
+    <>
+      <p class="muted">
+        <a href="/approver">← queue</a>
+      </p>
+      <h1>
+        <span class="mono">{visible(b.resource.id)}</span> · {headline(b.context.arguments)} <StatusPill status={r.status} />
+      </h1>
+      {props.flash ?? ''}
+      <section class="card">
+        <dl class="grid">
+          <div>
+            <dt>Requester</dt>
+            <dd>
+              <strong data-testid="requester">{visible(b.subject.sub)}</strong>
+              <div class="muted">{visible(b.subject.iss)}</div>
+              {(b.subject.act ?? []).map((a) => (
+                <div class="muted">acting: {visible(a.sub)}</div>
+              ))}
+            </dd>
+          </div>
+          <div>
+            <dt>Policy reason</dt>
+            <dd data-testid="reason">{visible(b.reason)}</dd>
+          </div>
+          <div>
+            <dt>Justification</dt>
+            <dd data-testid="justification">{b.context.justification !== undefined ? visible(b.context.justification) : <span class="muted">none given</span>}</dd>
+          </div>
+          <div>
+            <dt>Approvals</dt>
+            <dd data-testid="approvals">
+              <Progress have={props.votes.length} need={r.requiredApprovals} />
+              {r.quorumRule === null ? '' : <div class="muted">rule {r.quorumRule}</div>}
+            </dd>
+          </div>
+          <div>
+            <dt>{pending ? 'Expires' : 'Resolved'}</dt>
+            <dd>
+              {pending ? (
+                <Countdown expiresAtMs={r.expiresAtMs} text={formatCountdown(r.expiresAtMs, props.nowMs)} />
+              ) : (
+                `${r.resolvedAtMs === null ? '' : formatTime(r.resolvedAtMs)} by ${r.resolvedBy ?? ''}`
+              )}
+              <div class="muted">deadline {formatTime(r.expiresAtMs)}</div>
+            </dd>
+          </div>
+          <div>
+            <dt>Group · generation</dt>
+            <dd>
+              {b.approver_group} · {b.generation}
+            </dd>
+          </div>
+        </dl>
+      </section>
+      <h2>Arguments</h2>
+      <pre class="args" data-testid="arguments">
+        {visible(JSON.stringify(b.context.arguments, null, 2), { keepNewlines: true })}
+      </pre>
+      <p class="muted mono">
+        request {r.id} · binding {b.binding_digest}
+      </p>
+      {pending && props.refusal === null ? (
+        <section class="card decide">
+          <h2>Your decision</h2>
+          {r.requiredApprovals > 1 ? (
+            <p class="muted">
+              Needs {r.requiredApprovals} distinct approvers; {props.votes.length} so far. One denial denies.
+            </p>
+          ) : (
+            ''
+          )}
+          <form method="post" action={action}>
+            <input type="hidden" name="csrf" value={props.csrf} />
+            <label for="comment" class="muted">
+              Comment (recorded in the audit trail)
+            </label>
+            <textarea id="comment" name="comment" maxlength={1000}></textarea>
+            <div class="actions">
+              <button class="btn approve" type="submit" name="decision" value="approve">
+                Approve
+              </button>
+              <button class="btn deny" type="submit" name="decision" value="deny">
+                Deny
+              </button>
+            </div>
+          </form>
+        </section>
+      ) : pending && props.refusal !== null ? (
+        <p class="flash warn" data-testid="refusal">
+          {REFUSAL_TEXT[props.refusal]}
+        </p>
+      ) : (
+        ''
+      )}
+      <h2>Audit trail</h2>
+      <table data-testid="audit">
+        <thead>
+          <tr>
+            <th>When</th>
+            <th>Event</th>
+            <th>By</th>
+            <th>Channel</th>
+            <th>Rule</th>
+            <th>Comment</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.audit.map((e) => (
+            <tr>
+              <td class="muted">{formatTime(e.atMs)}</td>
+              <td>{EVENT_TEXT[e.event]}</td>
+              <td>{visible(e.actor)}</td>
+              <td class="muted">{e.via ?? ''}</td>
+              <td class="mono">{e.rule ?? ''}</td>
+              <td>{visible(e.comment ?? '')}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}

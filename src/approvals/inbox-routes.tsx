@@ -1,0 +1,235 @@
+/**
+ * The approver inbox at `/approver` (server-rendered hono/jsx, no build step):
+ *
+ * - `GET /login`, `POST /login` (id + password → session cookie, see `session.ts`), `POST /logout`;
+ *   with OIDC configured (`oidc-sessions.ts`) instead `GET /login` starts the IdP flow and
+ *   `GET /callback` finishes it, and `POST /login` is gone
+ * - `GET /` the queue (`?tool=&requester=` filters), `GET /history`, `GET /requests/:id`
+ * - `POST /requests/:id/decision` (`decision=approve|deny`, `comment`, `csrf`) → 303 back to the
+ *   request page with `?flash=<kind>`
+ * - `GET /live` → `{mark}`, the store's change mark (the page script polls it)
+ * - `GET /assets/inbox.css|inbox.js`
+ *
+ * Every POST passes hono's `csrf()` origin / `Sec-Fetch-Site` check (403 otherwise), and every
+ * POST but the sign-in also needs the session's CSRF token (403 without it). Pages without a
+ * session redirect (303) to the sign-in page. A strict CSP allows only this origin's script and
+ * stylesheet. Deliberately does not: accept HTTP Basic (scripts use `/access/v1`), or paginate.
+ */
+import type { Child } from 'hono/jsx';
+import { Hono, type Context } from 'hono';
+import { csrf } from 'hono/csrf';
+import type { Decider } from './decider.js';
+import { personDecider } from './decider.js';
+import { INBOX_CSS, INBOX_JS } from './inbox-assets.js';
+import { visible } from './inbox-format.js';
+import { Flash, Frame, LoginPage } from './inbox-layout.js';
+import { HistoryView, QueueView, type ListFilters } from './inbox-lists.js';
+import { RequestView } from './inbox-request-page.js';
+import type { RequestLifecycle } from './request-lifecycle.js';
+import type { OidcSessionManager } from './oidc-sessions.js';
+import type { InboxSession, SessionManager } from './session.js';
+import { clientAddress, tooManyAttempts, type SignInThrottle } from './sign-in-throttle.js';
+import type { AccessRequestRecord, ApprovalStore } from './store.js';
+
+/** Dependencies of {@link createInboxRoutes}. */
+export interface InboxDeps {
+  lifecycle: RequestLifecycle;
+  store: ApprovalStore;
+  sessions: SessionManager;
+  /** Present when sign-in goes through an OIDC provider (then also `sessions`). */
+  oidc?: OidcSessionManager;
+  /** Clock, ms since epoch. */
+  now: () => number;
+  /** Back-off for failed password sign-ins. */
+  throttle: SignInThrottle;
+}
+
+/** Flash messages after a decision (`?flash=<kind>`); `ok` selects the colour. */
+export const INBOX_FLASH = {
+  approved: { text: 'Approved. The requester’s tool call will now run.', ok: true },
+  recorded: { text: 'Your approval is recorded. Another approver must approve before it takes effect.', ok: true },
+  denied: { text: 'Denied.', ok: true },
+  'not-pending': { text: 'Not decided: the request is no longer pending.', ok: false },
+  forbidden: { text: 'Not decided: you may not decide this request.', ok: false },
+  invalid: { text: 'Not decided: the form was invalid; try again.', ok: false },
+} as const;
+type FlashKind = keyof typeof INBOX_FLASH;
+
+const CSP =
+  "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+type Env = { Variables: { session: InboxSession; decider: Decider } };
+
+function flashOf(c: Context): Child | undefined {
+  const kind = c.req.query('flash');
+  if (kind === undefined || !(kind in INBOX_FLASH)) return undefined;
+  const f = INBOX_FLASH[kind as FlashKind];
+  return <Flash text={f.text} ok={f.ok} />;
+}
+
+function filtersOf(c: Context, facets: { tools: string[]; requesters: string[] }): ListFilters {
+  const tool = c.req.query('tool');
+  const requester = c.req.query('requester');
+  return { tool: tool === '' ? undefined : tool, requester: requester === '' ? undefined : requester, ...facets };
+}
+
+/** Build the `/approver` sub-application (mount with `app.route('/approver', …)`). */
+export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
+  const { lifecycle, store, sessions } = deps;
+  const app = new Hono<Env>();
+
+  app.use('*', async (c, next) => {
+    await next();
+    c.header('Cache-Control', 'no-store');
+    c.header('Content-Security-Policy', CSP);
+    c.header('X-Frame-Options', 'DENY');
+    c.header('Referrer-Policy', 'no-referrer');
+    c.header('X-Content-Type-Options', 'nosniff');
+  });
+  app.use('*', csrf());
+
+  app.get('/assets/inbox.css', (c) => c.body(INBOX_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
+  app.get('/assets/inbox.js', (c) => c.body(INBOX_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
+
+  const oidc = deps.oidc;
+  if (oidc !== undefined) {
+    app.use('*', oidc.setup);
+    app.get('/callback', (c) => oidc.callback(c));
+    app.get('/login', oidc.login, async (c) => {
+      if ((await sessions.read(c)) !== null) return c.redirect('/approver', 303);
+      return c.text('Signed in, but not as a configured approver. Ask an operator to add you.', 403);
+    });
+  } else {
+    app.get('/login', (c) => c.html(<LoginPage />));
+  }
+  app.post('/login', async (c) => {
+    if (oidc !== undefined) return c.text('Sign in through your identity provider: GET /approver/login.', 404);
+    const form = await c.req.parseBody();
+    const id = typeof form['id'] === 'string' ? form['id'].trim() : '';
+    const password = typeof form['password'] === 'string' ? form['password'] : '';
+    const address = clientAddress(c);
+    const wait = deps.throttle.retryAfterSeconds(id, address);
+    if (wait > 0) return tooManyAttempts(wait, `Too many failed sign-ins. Try again in ${wait} s.`);
+    const session = id === '' ? null : await sessions.signIn(c, id, password);
+    if (session === null) {
+      deps.throttle.failed(id, address, 'inbox');
+      return c.html(<LoginPage error="Unknown approver id or wrong password." id={id.slice(0, 100)} />, 401);
+    }
+    deps.throttle.succeeded(id);
+    return c.redirect('/approver', 303);
+  });
+
+  app.get('/signed-out', (c) => c.text('Signed out.', 200));
+
+  app.use('*', async (c, next) => {
+    const session = await sessions.read(c);
+    if (session === null) {
+      if (c.req.method === 'GET' && c.req.path !== '/approver/live') return c.redirect('/approver/login', 303);
+      return c.text('Sign in first.', 401);
+    }
+    c.set('session', session);
+    c.set('decider', personDecider(session.approver, 'inbox'));
+    await next();
+  });
+
+  /** POSTs after sign-in: the session's CSRF token is required (403 otherwise). */
+  async function formWithToken(c: Context<Env>): Promise<Record<string, unknown> | null> {
+    let form: Record<string, unknown>;
+    try {
+      form = await c.req.parseBody();
+    } catch {
+      return null;
+    }
+    return sessions.csrfMatches(c.get('session'), form['csrf']) ? form : null;
+  }
+
+  app.post('/logout', async (c) => {
+    if ((await formWithToken(c)) === null) return c.text('Missing or invalid CSRF token.', 403);
+    await sessions.signOut(c);
+    return c.redirect(oidc === undefined ? '/approver/login' : '/approver/signed-out', 303);
+  });
+
+  const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request', body: Child) => {
+    const s = c.get('session');
+    const decider = c.get('decider');
+    const pendingCount = store.listPending({ groups: s.approver.groups }).filter((r) => lifecycle.refusalFor(decider, r) === null).length;
+    return c.html(
+      <Frame title={title} active={active} approverId={s.approver.id} groups={s.approver.groups} pendingCount={pendingCount} csrf={s.csrf} mark={store.changeMark()}>
+        {body}
+      </Frame>,
+    );
+  };
+
+  app.get('/live', (c) => c.json({ mark: store.changeMark() }));
+
+  app.get('/', (c) => {
+    lifecycle.sweep();
+    const s = c.get('session');
+    const decider = c.get('decider');
+    const facets = store.pendingFacets({ groups: s.approver.groups });
+    const filters = filtersOf(c, facets);
+    const items = store
+      .listPending({ groups: s.approver.groups, ...(filters.tool ? { tool: filters.tool } : {}), ...(filters.requester ? { requester: filters.requester } : {}) })
+      .map((record) => ({ record, approvals: lifecycle.votes(record.id).length, refusal: lifecycle.refusalFor(decider, record) }));
+    return frame(c, 'Queue', 'queue', <QueueView items={items} nowMs={deps.now()} filters={filters} flash={flashOf(c)} />);
+  });
+
+  app.get('/history', (c) => {
+    lifecycle.sweep();
+    const s = c.get('session');
+    const all = store.listResolved({ groups: s.approver.groups }, 500);
+    const facets = { tools: [...new Set(all.map((r) => r.body.resource.id))].sort(), requesters: [...new Set(all.map((r) => r.body.subject.sub))].sort() };
+    const filters = filtersOf(c, facets);
+    const items = store.listResolved(
+      { groups: s.approver.groups, ...(filters.tool ? { tool: filters.tool } : {}), ...(filters.requester ? { requester: filters.requester } : {}) },
+      100,
+    );
+    const via = (r: AccessRequestRecord) => store.auditTrail(r.id).at(-1)?.via ?? '';
+    return frame(c, 'History', 'history', <HistoryView items={items} filters={filters} via={via} />);
+  });
+
+  app.get('/requests/:id', (c) => {
+    const s = c.get('session');
+    const record = lifecycle.read(c.req.param('id'));
+    if (record === undefined || !s.approver.groups.includes(record.body.approver_group)) {
+      return c.html(<p>No such request in your groups.</p>, 404);
+    }
+    const view = (
+      <RequestView
+        record={record}
+        votes={lifecycle.votes(record.id)}
+        audit={store.auditTrail(record.id)}
+        refusal={lifecycle.refusalFor(c.get('decider'), record)}
+        csrf={s.csrf}
+        nowMs={deps.now()}
+        flash={flashOf(c)}
+      />
+    );
+    return frame(c, visible(record.body.resource.id), 'request', view);
+  });
+
+  app.post('/requests/:id/decision', async (c) => {
+    const id = c.req.param('id');
+    const form = await formWithToken(c);
+    if (form === null) return c.text('Missing or invalid CSRF token: nothing was decided.', 403);
+    const back = (kind: FlashKind) => c.redirect(`/approver/requests/${encodeURIComponent(id)}?flash=${kind}`, 303);
+    const decision = form['decision'];
+    const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
+    if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000) return back('invalid');
+    const outcome = lifecycle.decide(id, c.get('decider'), decision, comment === '' ? undefined : comment);
+    switch (outcome.kind) {
+      case 'decided':
+        return back(outcome.record.status === 'approved' ? 'approved' : 'denied');
+      case 'recorded':
+        return back('recorded');
+      case 'forbidden':
+        return back('forbidden');
+      case 'not-pending':
+        return back('not-pending');
+      case 'not-found':
+        return back('forbidden');
+    }
+  });
+
+  return app;
+}

@@ -1,0 +1,57 @@
+/**
+ * What the embedded stack adds to the approval service for resolvers that are not people, kept
+ * here so `src/stack.ts` (and any other process that hosts the service) wires them in one line:
+ * the generated machine secrets in `secrets.json` (a supervising agent credential scoped to
+ * `wire_transfer`, the ITSM shared secret, the inbox session key) and the operator's rules file
+ * in the data folder. The inbox session key is its own random value, passed only to the process
+ * that serves the approval service (never derived from the callback secret the MCP role holds).
+ * The only environment it reads is the inbox's OIDC switch (`OIDC_ISSUER`, see `oidc-sessions.ts`).
+ * Deliberately does not: write files (the stack owns `secrets.json`).
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { AgentCredential } from './decider.js';
+import { oidcOptionsFromEnv, type OidcSignInOptions } from './oidc-sessions.js';
+
+/** File name of the operator's approval rules in the data folder. */
+export const APPROVAL_RULES_FILE = 'approval-rules.json';
+
+/** Machine secrets of the approval service, stored in `secrets.json` beside the approvers. */
+export interface ApprovalMachineSecrets {
+  /** Supervising agents (Bearer secrets). Default: `supervisor`, `wire_transfer`, approve and deny. */
+  agents: AgentCredential[];
+  /** HS256 secret shared with the ITSM system (see `itsm-webhook.ts`). */
+  itsmSecret: string;
+  /** Key of the approver inbox's session CSRF tokens (see `session.ts`); only the approvals role uses it. */
+  inboxSessionKey: string;
+}
+
+/** Fresh machine secrets (256-bit random values, base64url). */
+export function generateApprovalMachineSecrets(): ApprovalMachineSecrets {
+  const rnd = () => randomBytes(32).toString('base64url');
+  return {
+    agents: [{ id: 'supervisor', secret: rnd(), tools: ['wire_transfer'], decisions: ['approve', 'deny'] }],
+    itsmSecret: rnd(),
+    inboxSessionKey: rnd(),
+  };
+}
+
+/**
+ * Extra `createApprovalService` options for a stack with data folder `dataDir`:
+ * `{rulesFile: <dataDir>/approval-rules.json, agents, itsmSecret, sessionKey, oidc?}` (missing secrets: none;
+ * `oidc` when `env.OIDC_ISSUER` is set). Throws `Error` naming every missing OIDC variable.
+ */
+export function approvalServiceExtras(
+  dataDir: string,
+  secrets: Partial<ApprovalMachineSecrets>,
+  env: NodeJS.ProcessEnv = process.env,
+): { rulesFile: string; agents: AgentCredential[]; itsmSecret?: string; sessionKey?: string; oidc?: OidcSignInOptions } {
+  const oidc = oidcOptionsFromEnv(env);
+  return {
+    rulesFile: join(dataDir, APPROVAL_RULES_FILE),
+    agents: secrets.agents ?? [],
+    ...(secrets.itsmSecret !== undefined ? { itsmSecret: secrets.itsmSecret } : {}),
+    ...(secrets.inboxSessionKey !== undefined ? { sessionKey: secrets.inboxSessionKey } : {}),
+    ...(oidc !== undefined ? { oidc } : {}),
+  };
+}

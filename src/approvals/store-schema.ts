@@ -1,0 +1,94 @@
+/**
+ * The approval store's SQLite schema and its migration (see `store.ts` for what the tables hold).
+ * Version 1 (`PRAGMA user_version`) added the quorum columns, `approval_votes`, and the audit
+ * columns `via`/`rule` with the `endorsed` and `notified` events. Older files are migrated in
+ * one transaction, keeping every row. Deliberately does not: downgrade.
+ */
+import type Database from 'better-sqlite3';
+import { REQUEST_STATUSES } from './arap-wire.js';
+
+/** Audit event kinds: one per status change, plus `submitted`, `endorsed` (a partial approval counted towards a quorum) and `notified` (an ITSM notification delivered). */
+export const AUDIT_EVENT_KINDS = ['submitted', 'endorsed', 'approved', 'denied', 'expired', 'cancelled', 'notified'] as const;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS access_requests (
+  id                 TEXT PRIMARY KEY,
+  idempotency_key    TEXT NOT NULL UNIQUE,
+  body_hash          TEXT NOT NULL,
+  body_json          TEXT NOT NULL,
+  tool               TEXT NOT NULL,
+  requester_sub      TEXT NOT NULL,
+  approver_group     TEXT NOT NULL,
+  status             TEXT NOT NULL CHECK (status IN (${REQUEST_STATUSES.map((s) => `'${s}'`).join(', ')})),
+  created_at_ms      INTEGER NOT NULL,
+  expires_at_ms      INTEGER NOT NULL,
+  resolved_at_ms     INTEGER,
+  resolved_by        TEXT,
+  approval_json      TEXT,
+  required_approvals INTEGER NOT NULL DEFAULT 1,
+  quorum_rule        TEXT
+);
+CREATE INDEX IF NOT EXISTS access_requests_pending ON access_requests (status, expires_at_ms);
+CREATE INDEX IF NOT EXISTS access_requests_group ON access_requests (approver_group, status);
+CREATE TABLE IF NOT EXISTS approval_votes (
+  request_id TEXT NOT NULL REFERENCES access_requests (id),
+  approver   TEXT NOT NULL,
+  via        TEXT NOT NULL,
+  comment    TEXT,
+  at_ms      INTEGER NOT NULL,
+  PRIMARY KEY (request_id, approver)
+);
+CREATE TABLE IF NOT EXISTS inbox_sessions (
+  id_hash       TEXT PRIMARY KEY,
+  approver      TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS inbox_sessions_expiry ON inbox_sessions (expires_at_ms);
+`;
+
+const AUDIT_TABLE = (name: string): string => `
+CREATE TABLE IF NOT EXISTS ${name} (
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+  request_id TEXT NOT NULL REFERENCES access_requests (id),
+  event      TEXT NOT NULL CHECK (event IN (${AUDIT_EVENT_KINDS.map((k) => `'${k}'`).join(', ')})),
+  actor      TEXT NOT NULL,
+  comment    TEXT,
+  at_ms      INTEGER NOT NULL,
+  via        TEXT,
+  rule       TEXT
+);`;
+
+/** Schema version this module writes (`PRAGMA user_version`). */
+export const STORE_SCHEMA_VERSION = 1;
+
+/**
+ * Bring a file from before version 1 (no quorum columns, audit events limited to five kinds and
+ * without `via`/`rule`) up to date, keeping every row. One transaction.
+ */
+function migrate(db: Database.Database): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version >= STORE_SCHEMA_VERSION) return;
+  db.transaction(() => {
+    const cols = (db.prepare('PRAGMA table_info(access_requests)').all() as Array<{ name: string }>).map((c) => c.name);
+    if (!cols.includes('required_approvals')) db.exec('ALTER TABLE access_requests ADD COLUMN required_approvals INTEGER NOT NULL DEFAULT 1');
+    if (!cols.includes('quorum_rule')) db.exec('ALTER TABLE access_requests ADD COLUMN quorum_rule TEXT');
+    const audit = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'audit_events'").get() as { sql: string } | undefined;
+    if (audit !== undefined && !audit.sql.includes("'endorsed'")) {
+      db.exec(AUDIT_TABLE('audit_events_v1'));
+      db.exec('INSERT INTO audit_events_v1 (seq, request_id, event, actor, comment, at_ms) SELECT seq, request_id, event, actor, comment, at_ms FROM audit_events');
+      db.exec('DROP TABLE audit_events');
+      db.exec('ALTER TABLE audit_events_v1 RENAME TO audit_events');
+    } else if (audit === undefined) {
+      db.exec(AUDIT_TABLE('audit_events'));
+    }
+    db.exec('CREATE INDEX IF NOT EXISTS audit_events_request ON audit_events (request_id, seq)');
+    db.pragma(`user_version = ${STORE_SCHEMA_VERSION}`);
+  })();
+}
+
+/** Create missing tables and migrate an older file to {@link STORE_SCHEMA_VERSION}. */
+export function createSchema(db: Database.Database): void {
+  db.exec(SCHEMA);
+  migrate(db);
+}

@@ -1,0 +1,225 @@
+/**
+ * `countersign approvals list | show <id> | approve <id> | deny <id> --comment …`: the approver's
+ * command line, a client of the approval service's HTTP API (`/access/v1`, see
+ * `src/approvals/arap-routes.ts`), never of its database.
+ *
+ * Environment (read here, not in `src/config.ts`: these are client settings, not the server's):
+ * - `COUNTERSIGN_APPROVER=id:secret` — an approver's credential (HTTP Basic), or
+ *   `COUNTERSIGN_AGENT_TOKEN=<secret>` — a supervising agent's (Bearer). One is required.
+ * - `COUNTERSIGN_APPROVALS_URL` — the service's base URL; default
+ *   `http://$COUNTERSIGN_HOST:$COUNTERSIGN_APPROVALS_PORT` (127.0.0.1:8788).
+ *
+ * Output: human-readable text on stdout, or the service's JSON with `--json`; request data has its
+ * control and bidi characters shown as `\u{…}`. Errors go to stderr as one line naming the cause.
+ * Exit codes: 0 ok; 1 service unreachable, not an approval service (an answer that is not the
+ * service's JSON or problem+json, e.g. a 404 page), or an unexpected answer; 2 usage (including
+ * `deny` without `--comment`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
+ * decide (403: own request, outside group or scope, already approved); 5 no such request (404);
+ * 6 no longer pending (409). Never prints the credential.
+ * Deliberately does not: cache, retry, or read `.data/secrets.json`.
+ */
+import type { Command } from 'commander';
+import { formatCountdown, formatTime, headline, visible } from '../approvals/inbox-format.js';
+
+/** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
+const v = (x: unknown): string => visible(String(x));
+
+/** Exit codes of the `approvals` commands. */
+export const APPROVALS_EXIT = { ok: 0, unavailable: 1, usage: 2, unauthorized: 3, forbidden: 4, notFound: 5, notPending: 6 } as const;
+
+/** A failure with its exit code. */
+export class ApprovalsCliError extends Error {
+  override readonly name = 'ApprovalsCliError';
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+interface Item {
+  id: string;
+  status?: string;
+  tool: string;
+  requester: string;
+  arguments: Record<string, unknown>;
+  reason: string;
+  justification: string | null;
+  approver_group: string;
+  required_approvals: number;
+  approvals: string[];
+  created_at: string;
+  expires_at: string;
+  resolved_by?: string | null;
+  you_may_decide?: boolean;
+  refusal?: string | null;
+  audit?: Array<{ event: string; actor: string; via: string | null; rule: string | null; comment: string | null; at: string }>;
+}
+
+/** Where and as whom the CLI talks, from the environment. Throws {@link ApprovalsCliError} (exit 2). */
+export function approvalsClientFromEnv(env: NodeJS.ProcessEnv): { baseUrl: string; authorization: string } {
+  const host = env.COUNTERSIGN_HOST ?? '127.0.0.1';
+  const baseUrl = (env.COUNTERSIGN_APPROVALS_URL ?? `http://${host}:${env.COUNTERSIGN_APPROVALS_PORT ?? '8788'}`).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new ApprovalsCliError('COUNTERSIGN_APPROVALS_URL must be an http(s) URL', APPROVALS_EXIT.usage);
+  const approver = env.COUNTERSIGN_APPROVER;
+  const agent = env.COUNTERSIGN_AGENT_TOKEN;
+  if (approver !== undefined && approver !== '') {
+    const colon = approver.indexOf(':');
+    if (colon <= 0 || colon === approver.length - 1) throw new ApprovalsCliError('COUNTERSIGN_APPROVER must be id:secret', APPROVALS_EXIT.usage);
+    return { baseUrl, authorization: `Basic ${Buffer.from(approver, 'utf8').toString('base64')}` };
+  }
+  if (agent !== undefined && agent !== '') return { baseUrl, authorization: `Bearer ${agent}` };
+  throw new ApprovalsCliError(
+    'set COUNTERSIGN_APPROVER=id:secret (an approver, e.g. bob and the password npm start printed) or COUNTERSIGN_AGENT_TOKEN',
+    APPROVALS_EXIT.usage,
+  );
+}
+
+async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+  const { baseUrl, authorization } = approvalsClientFromEnv(process.env);
+  let res: Response;
+  try {
+    res = await fetch(`${baseUrl}/access/v1${path}`, {
+      method,
+      headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(15_000),
+    });
+  } catch (err) {
+    throw new ApprovalsCliError(`cannot reach the approval service at ${baseUrl} (${(err as Error).message}); is the stack running?`, APPROVALS_EXIT.unavailable);
+  }
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON: handled below
+  }
+  const type = res.headers.get('content-type') ?? '';
+  const isProblem = /^application\/problem\+json/i.test(type) && json !== null && typeof json === 'object' && typeof (json as { status?: unknown }).status === 'number';
+  if (res.ok && json !== null && typeof json === 'object') return json;
+  // Only this service's problem+json answers carry meaning; anything else (an HTML 404 page, a
+  // JSON answer of some other server) means the URL points elsewhere.
+  if (!isProblem || (path === '/approvals/pending' && res.status === 404)) {
+    throw new ApprovalsCliError(
+      `${baseUrl} does not answer like a Countersign approval service (HTTP ${res.status}${isProblem ? '' : ', not a problem+json answer'}); check COUNTERSIGN_APPROVALS_URL`,
+      APPROVALS_EXIT.unavailable,
+    );
+  }
+  const detail = (json as { detail?: string } | null)?.detail ?? `HTTP ${res.status}`;
+  const code =
+    res.status === 401
+      ? APPROVALS_EXIT.unauthorized
+      : res.status === 403
+        ? APPROVALS_EXIT.forbidden
+        : res.status === 404
+          ? APPROVALS_EXIT.notFound
+          : res.status === 409
+            ? APPROVALS_EXIT.notPending
+            : APPROVALS_EXIT.unavailable;
+  throw new ApprovalsCliError(res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail, code);
+}
+
+function approvalsText(i: Item): string {
+  return `${i.approvals.length}/${i.required_approvals}`;
+}
+
+function listText(items: Item[]): string {
+  if (items.length === 0) return 'Nothing is waiting for your decision.\n';
+  const now = Date.now();
+  const rows = items.map((i) => [v(i.id), v(i.tool), v(i.requester), headline(i.arguments, 60), approvalsText(i), formatCountdown(Date.parse(i.expires_at), now)]);
+  const head = ['ID', 'TOOL', 'REQUESTER', 'REQUEST', 'APPROVALS', 'EXPIRES'];
+  const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
+  const line = (r: string[]) => r.map((v, c) => v.padEnd(widths[c] ?? 0)).join('  ').trimEnd();
+  return `${[line(head), ...rows.map(line)].join('\n')}\n${items.length} waiting for your decision.\n`;
+}
+
+function showText(i: Item): string {
+  const lines = [
+    `${v(i.tool)} · ${headline(i.arguments)}`,
+    `  id            ${v(i.id)}`,
+    `  status        ${v(i.status ?? 'pending')}${i.resolved_by ? ` (by ${v(i.resolved_by)})` : ''}`,
+    `  requester     ${v(i.requester)}`,
+    `  reason        ${v(i.reason)}`,
+    `  justification ${i.justification === null ? '(none)' : v(i.justification)}`,
+    `  group         ${v(i.approver_group)}`,
+    `  approvals     ${approvalsText(i)}${i.approvals.length > 0 ? ` (${i.approvals.map(v).join(', ')})` : ''}`,
+    `  expires       ${v(i.expires_at)} (${formatCountdown(Date.parse(i.expires_at), Date.now())})`,
+    `  you may decide ${i.you_may_decide === true ? 'yes' : `no${i.refusal ? ` (${v(i.refusal)})` : ''}`}`,
+    '  arguments',
+    ...JSON.stringify(i.arguments, null, 2)
+      .split('\n')
+      .map((l) => `    ${v(l)}`),
+    '  audit',
+    ...(i.audit ?? []).map(
+      (e) => `    ${formatTime(Date.parse(e.at))}  ${v(e.event).padEnd(9)} ${v(e.actor)}${e.via ? ` via ${v(e.via)}` : ''}${e.rule ? ` rule ${v(e.rule)}` : ''}${e.comment ? ` — ${v(e.comment)}` : ''}`,
+    ),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+async function run(action: () => Promise<string>): Promise<void> {
+  try {
+    process.stdout.write(await action());
+  } catch (err) {
+    if (err instanceof ApprovalsCliError) {
+      process.stderr.write(`countersign approvals: ${v(err.message)}\n`);
+      process.exit(err.exitCode);
+    }
+    throw err;
+  }
+}
+
+async function decide(id: string, decision: 'approve' | 'deny', comment: string | undefined, json: boolean): Promise<string> {
+  const body = (await call('POST', `/requests/${encodeURIComponent(id)}/decision`, comment === undefined ? { decision } : { decision, comment })) as {
+    status: string;
+    approvals: string[];
+    required_approvals: number;
+  };
+  if (json) return `${JSON.stringify(body, null, 2)}\n`;
+  if (body.status === 'pending') return `Approval recorded for ${v(id)}: ${body.approvals.length} of ${body.required_approvals}; another approver must approve.\n`;
+  return `${v(id)} is now ${v(body.status)}.\n`;
+}
+
+/** Register `approvals` and its subcommands on `program`. */
+export function registerApprovalsCommand(program: Command): void {
+  const approvals = program
+    .command('approvals')
+    .description('list, inspect and decide pending approval requests (env: COUNTERSIGN_APPROVER=id:secret, COUNTERSIGN_APPROVALS_URL)')
+    // usage errors (missing argument or option, unknown option) exit 2 as documented, not commander's 1;
+    // set before the subcommands so they inherit it
+    .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : APPROVALS_EXIT.usage));
+  approvals
+    .command('list')
+    .description('pending requests you may decide')
+    .option('--json', 'print the service JSON')
+    .action((o: { json?: boolean }) =>
+      run(async () => {
+        const { items } = (await call('GET', '/approvals/pending')) as { items: Item[] };
+        return o.json ? `${JSON.stringify(items, null, 2)}\n` : listText(items);
+      }),
+    );
+  approvals
+    .command('show <id>')
+    .description('one request: arguments, reason, approvals so far, audit trail')
+    .option('--json', 'print the service JSON')
+    .action((id: string, o: { json?: boolean }) =>
+      run(async () => {
+        const item = (await call('GET', `/approvals/${encodeURIComponent(id)}`)) as Item;
+        return o.json ? `${JSON.stringify(item, null, 2)}\n` : showText(item);
+      }),
+    );
+  approvals
+    .command('approve <id>')
+    .description('approve a request (with an M-of-N rule, your approval may be one of several needed)')
+    .option('--comment <text>', 'comment for the audit trail')
+    .option('--json', 'print the service JSON')
+    .action((id: string, o: { comment?: string; json?: boolean }) => run(() => decide(id, 'approve', o.comment, o.json === true)));
+  approvals
+    .command('deny <id>')
+    .description('deny a request')
+    .requiredOption('--comment <text>', 'why (recorded in the audit trail)')
+    .option('--json', 'print the service JSON')
+    .action((id: string, o: { comment: string; json?: boolean }) => run(() => decide(id, 'deny', o.comment, o.json === true)));
+}

@@ -1,0 +1,93 @@
+// Scope: shared helpers for the browser tests: Debian's Chromium (installed with apt when missing,
+// never a Playwright-downloaded browser) driven by playwright-core, one fresh profile per approver,
+// screenshots under test-results/screenshots/, and inbox actions (sign in, open a request, decide).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
+
+/** Debian's Chromium. */
+export const CHROMIUM = '/usr/bin/chromium';
+/** Where screenshots go (git-ignored). */
+export const SCREENSHOT_DIR = join(PROJECT_ROOT, 'test-results', 'screenshots');
+
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Install Chromium with apt when it is missing (the test machines run as root). Throws with apt's output on failure. */
+export function ensureChromium(): void {
+  if (existsSync(CHROMIUM)) return;
+  const apt = (args: string[]) => execFileSync('apt-get', args, { stdio: 'pipe', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  try {
+    apt(['install', '-y', '--no-install-recommends', 'chromium']);
+  } catch {
+    apt(['update']);
+    apt(['install', '-y', '--no-install-recommends', 'chromium']);
+  }
+  if (!existsSync(CHROMIUM)) throw new Error(`apt-get installed chromium but ${CHROMIUM} is missing`);
+}
+
+/** One approver's browser: its own Chromium process and fresh `--user-data-dir` (so its own cookies). */
+export interface ApproverBrowser {
+  context: BrowserContext;
+  page: Page;
+  close(): Promise<void>;
+}
+
+/** Launch Chromium with a fresh profile folder and open one page. */
+export async function openBrowser(): Promise<ApproverBrowser> {
+  ensureChromium();
+  const profile = mkdtempSync(join(tmpdir(), 'countersign-chromium-'));
+  // launchPersistentContext passes `profile` as --user-data-dir (launch() refuses that flag).
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1366, height: 860 } });
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    async close() {
+      await context.close().catch(() => undefined);
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Save a full-page screenshot as `test-results/screenshots/<name>.png`; returns the path. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const path = join(SCREENSHOT_DIR, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+/** Sign in on the inbox's form; ends on the queue page. */
+export async function signIn(page: Page, approverPageUrl: string, id: string, password: string): Promise<void> {
+  await page.goto(approverPageUrl);
+  await page.waitForURL(/\/approver\/login$/);
+  await page.fill('#id', id);
+  await page.fill('#password', password);
+  await Promise.all([page.waitForURL(/\/approver$/), page.click('button[type=submit]')]);
+}
+
+/** Open the request whose row summary contains `text` (e.g. the memo), from the queue. */
+export async function openRequest(page: Page, approverPageUrl: string, text: string): Promise<void> {
+  await page.goto(approverPageUrl);
+  const row = page.locator('[data-testid=queue] tbody tr', { hasText: text });
+  await row.locator('a.summary').click();
+  await page.waitForURL(/\/approver\/requests\/ar_/);
+}
+
+/** Decide on the open request page with `comment`; resolves on the page shown after the redirect. */
+export async function decideOnPage(page: Page, decision: 'approve' | 'deny', comment: string): Promise<void> {
+  await page.fill('#comment', comment);
+  await Promise.all([page.waitForURL(/flash=/), page.click(`button[name=decision][value=${decision}]`)]);
+}

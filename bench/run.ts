@@ -1,95 +1,77 @@
-// Scope: `npm run bench` (issue 7): starts the real stack once and measures Countersign against
-// its own baselines in the same run — allowed-call overhead (plain SDK 2.x server vs the gate) and
-// task creation (requestable denials vs raw Update-with-Start of an empty workflow) — with
-// interleaved, repeated runs; writes bench/results.json and BENCHMARKS.md.
+// Scope: `npm run bench` (issue 7). Starts a Temporal dev server (in memory, its own process), the
+// stack around it (approval service, token issuer, an in-process MCP server for the allowed-call
+// scenario), then the worker and MCP server instances as their own processes so each one's memory
+// is measured alone, and runs the scenarios in bench/scenarios/ against their baselines in the same
+// run: allowed-call overhead, task creation, approve → result, scale-out, backlog. Writes
+// bench/results.json, bench/task-creation.svg and BENCHMARKS.md.
 // `--smoke`: tiny N, one run, results to bench/results.smoke.json only (BENCHMARKS.md untouched).
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, copyFileSync, writeFileSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+// `--backlog N`: backlog size (default 10,000; smoke 40); `--backlog-budget S`: time budget for
+// growing it (default 900 s), after which it stops and reports the size reached.
+// Profiling: `--only allowed,create,approve,scale,backlog`, `--tasks N`, `--levels 1,16`, and
+// BENCH_CPU_PROF=<dir> (a V8 CPU profile of every role process).
+import { mkdtempSync, readdirSync, copyFileSync, writeFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { serve, type ServerType } from '@hono/node-server';
-import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { Hono } from 'hono';
-import { createMcpHandler, Server } from '@modelcontextprotocol/server';
+import { Client, Connection } from '@temporalio/client';
 import { WireClient } from '../src/client/wire-client.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { createLogger } from '../src/log.js';
-import { startStack, type Stack } from '../src/stack.js';
+import { startStack } from '../src/stack.js';
 import { PROJECT_ROOT } from '../src/temporal/binaries.js';
-import { createWireTransferTool } from '../src/tools/wire-transfer.js';
+import { freePort, startDevServer } from '../src/temporal/dev-server.js';
 import { bundleWorkflows } from '../src/worker.js';
-import { emptyWorkflow, readyUpdate } from './workflows/empty.js';
+import { TASKS_CAPS, type BenchContext } from './lib/context.js';
+import { taskCreationSvg } from './lib/plot.js';
+import { machineInfo, RssSampler, type MachineInfo } from './lib/procs.js';
+import { closedLoop, round } from './lib/stats.js';
+import { markdown } from './report.js';
+import { startRole, type RoleProcess, type RoleSpec } from './roles/spec.js';
+import { allowedCallScenario, type AllowedCallResult } from './scenarios/allowed-call.js';
+import { approveResultScenario, type ApproveResultResult } from './scenarios/approve-result.js';
+import { backlogScenario, type BacklogResult } from './scenarios/backlog.js';
+import { scaleOutScenario, type ScaleOutResult } from './scenarios/scale-out.js';
+import { taskCreationScenario, type TaskCreationResult } from './scenarios/task-creation.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
-const TASKS_CAPS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
-const EMPTY_QUEUE = 'bench-empty';
+const WORKER_CACHE = 1000;
 
 export interface BenchOptions {
   smoke?: boolean;
-  /** Where results go; default: bench/ (results.json) and the project root (BENCHMARKS.md). */
+  /** Pending tasks in the backlog scenario; default 10,000 (smoke: 40). */
+  backlog?: number;
+  /** Time budget for growing the backlog, s; default 900 (smoke: 60). It stops early, and says so, when spent. */
+  backlogBudgetS?: number;
+  /** Where results go; default: bench/ (results.json, task-creation.svg) and the project root (BENCHMARKS.md). */
   outDir?: string;
   /** Write BENCHMARKS.md (default: not in smoke mode). */
   writeMarkdown?: boolean;
   log?: (line: string) => void;
-}
-
-export interface LatencyFigures {
-  p50Ms: number;
-  p99Ms: number;
+  /** Run only these scenarios (allowed, create, approve, scale, backlog): results.partial.json, no report. For profiling. */
+  only?: string[];
+  /** Override tasks per run of the task-creation scenario and its levels (profiling). */
+  createTasksPerRun?: number;
+  createLevels?: number[];
 }
 
 export interface BenchResults {
   generatedAt: string;
   command: string;
   mode: 'full' | 'smoke';
-  machine: { cores: number; cpuModel: string; totalMemoryMiB: number; platform: string; node: string };
-  allowedCall: {
-    callsPerRun: number;
-    runs: number;
-    baseline: LatencyFigures & { perRun: LatencyFigures[] };
-    countersign: LatencyFigures & { perRun: LatencyFigures[] };
-    ratio: { p50: number; p99: number };
-    target: { p50: number; p99: number };
-    met: { p50: boolean; p99: boolean };
-  };
-  taskCreation: {
-    tasksPerRun: number;
-    runs: number;
-    levels: Array<{
-      concurrency: number;
-      baselinePerSec: number;
-      countersignPerSec: number;
-      baselinePerRun: number[];
-      countersignPerRun: number[];
-      countersignLatencyMs: LatencyFigures;
-      ratio: number;
-      target: number;
-      met: boolean;
-    }>;
-    cancelled: number;
-    cancelFailures: number;
-  };
-  peakRss: { benchProcessMiB: number; temporalDevServerMiB: number | null };
-  notImplemented: string[];
+  durationS: number;
+  machine: MachineInfo;
+  temporal: string;
+  allowedCall: AllowedCallResult;
+  taskCreation: TaskCreationResult & { cancelled: number; cancelFailures: number };
+  approveResult: ApproveResultResult;
+  scaleOut: ScaleOutResult;
+  backlog: BacklogResult;
+  /** Peak RSS per process, MiB (VmHWM / sampled VmRSS). */
+  peakRssMiB: Record<string, number>;
   notes: string[];
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const percentile = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
-const round = (n: number, d = 3): number => Math.round(n * 10 ** d) / 10 ** d;
-const latencies = (xs: number[]): LatencyFigures => ({ p50Ms: round(percentile(xs, 50)), p99Ms: round(percentile(xs, 99)) });
-
-function benchConfig(): Config {
+function benchConfig(temporalAddress: string): Config {
   const dataDir = mkdtempSync(join(os.tmpdir(), 'countersign-bench-'));
   const policyDir = mkdtempSync(join(os.tmpdir(), 'countersign-bench-policies-'));
   for (const f of readdirSync(join(PROJECT_ROOT, 'policies'))) if (f.endsWith('.cedar')) copyFileSync(join(PROJECT_ROOT, 'policies', f), join(policyDir, f));
@@ -101,331 +83,176 @@ function benchConfig(): Config {
       COUNTERSIGN_PORT: 0,
       COUNTERSIGN_APPROVALS_PORT: 0,
       COUNTERSIGN_ISSUER_PORT: 0,
-      TEMPORAL_PORT: 0,
-      TEMPORAL_UI_PORT: 0,
-      COUNTERSIGN_CREATE_WAIT_MS: 30_000,
-      COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: 100_000,
-      COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: 100_000,
+      TEMPORAL_ADDRESS: temporalAddress,
+      COUNTERSIGN_CREATE_WAIT_MS: 60_000,
+      // limits raised so the bench measures throughput, not the limiter refusing it (the limiter
+      // round trip still happens on every new task)
+      COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: 1_000_000,
+      COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: 1_000_000,
+      // a pending backlog of 10,000 must not poll the approval service every 15 s: decisions reach
+      // the workflows by signed callback, and the status poll is only the fallback
+      COUNTERSIGN_STATUS_POLL_INITIAL_MS: 3_600_000,
     },
   );
-}
-
-/** The baseline: the same `wire_transfer` tool and ledger on a plain SDK 2.x server, no gate, no bearer check. */
-async function startPlainServer(stack: Stack): Promise<{ url: string; close: () => Promise<void> }> {
-  const tool = createWireTransferTool(stack.ledger);
-  const handler = createMcpHandler(
-    () => {
-      const server = new Server({ name: 'plain-baseline', version: '0.0.0' }, { capabilities: { tools: {} } });
-      server.setRequestHandler('tools/call', async (req) => {
-        const parsed = tool.inputSchema.safeParse(req.params.arguments ?? {});
-        if (!parsed.success) return { content: [{ type: 'text', text: 'invalid arguments' }], isError: true } as never;
-        const out = await tool.execute(parsed.data, { executionId: `plain/${randomUUID()}` });
-        return { content: out.content, ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}), isError: out.isError === true } as never;
-      });
-      return server;
-    },
-    { legacy: 'reject', responseMode: 'json' },
-  );
-  const app = new Hono();
-  app.all('/mcp', (c) => handler.fetch(c.req.raw));
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
-  });
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    close: async () => {
-      await handler.close();
-      (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
-/** PID of the Temporal dev server: our child process whose command is the Temporal CLI. */
-function devServerPid(): number | null {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid !== process.pid) continue;
-      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
-      if (cmd.includes('start-dev')) return Number(d);
-    } catch {
-      // process gone or unreadable
-    }
-  }
-  return null;
-}
-
-function vmHwmKiB(pid: number): number | null {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : null;
-  } catch {
-    return null;
-  }
-}
-
-async function allowedCallRun(client: WireClient, n: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    const r = await client.request<{ isError?: boolean }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-100', amount: 1000, memo: `bench ${i}` } });
-    out.push(performance.now() - t0);
-    if (r.isError) throw new Error('allowed call failed');
-  }
-  return out;
-}
-
-/** Run `total` operations with `concurrency` in flight; returns ops/s and per-op latencies. */
-async function closedLoop(total: number, concurrency: number, op: (i: number) => Promise<void>): Promise<{ perSec: number; lat: number[] }> {
-  let next = 0;
-  const lat: number[] = [];
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        const i = next++;
-        const s = performance.now();
-        await op(i);
-        lat.push(performance.now() - s);
-      }
-    }),
-  );
-  return { perSec: total / ((performance.now() - t0) / 1000), lat };
 }
 
 export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
   const smoke = opts.smoke ?? false;
+  const backlogSize = opts.backlog ?? (smoke ? 40 : 10_000);
   const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
-  const runs = smoke ? 1 : 3;
-  const calls = smoke ? 20 : 300;
-  const tasksPerRun = smoke ? 4 : 40;
-  const levels = [1, 4, 16];
+  const t0 = Date.now();
+  const machine = machineInfo();
+  const sampler = new RssSampler(250);
+  sampler.watch('bench', process.pid);
+  const cleanups: Array<() => Promise<void>> = [];
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'error' });
 
-  let peakRss = process.memoryUsage().rss;
-  const sampler = setInterval(() => {
-    peakRss = Math.max(peakRss, process.memoryUsage().rss);
-  }, 100);
-  sampler.unref();
-
-  const config = benchConfig();
-  log('bench: starting stack');
-  const stack = await startStack(config, { workflowBundle: await bundleWorkflows(), logger: createLogger({ level: process.env.LOG_LEVEL ?? 'error' }) });
-  const cleanups: Array<() => Promise<void>> = [() => stack.stop()];
+  log('bench: starting Temporal dev server (in memory)');
+  const dev = await startDevServer({ port: await freePort(), namespace: 'default' });
+  cleanups.push(() => dev.stop());
+  sampler.watch('temporal', dev.process.pid!);
+  const config = benchConfig(dev.address);
   try {
-    const temporalPid = devServerPid();
-    const plain = await startPlainServer(stack);
-    cleanups.unshift(plain.close);
+    const bundle = await bundleWorkflows();
+    const bundlePath = join(config.COUNTERSIGN_DATA_DIR, 'workflow-bundle.js');
+    writeFileSync(bundlePath, bundle.code);
+    log('bench: starting stack');
+    const stack = await startStack(config, { workflowBundle: bundle, logger });
+    cleanups.unshift(() => stack.stop());
 
-    // Raw Update-with-Start baseline: its own worker and queue, same Temporal server, default codec.
-    const nativeConn = await NativeConnection.connect({ address: stack.urls.temporal });
-    const emptyWorker = await Worker.create({
-      connection: nativeConn,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: EMPTY_QUEUE,
-      workflowsPath: fileURLToPath(new URL('./workflows/empty.ts', import.meta.url)),
-    });
-    const emptyRunning = emptyWorker.run();
-    cleanups.unshift(async () => {
-      emptyWorker.shutdown();
-      await emptyRunning.catch(() => undefined);
-      await nativeConn.close();
-    });
-    const conn = await Connection.connect({ address: stack.urls.temporal });
+    const conn = await Connection.connect({ address: dev.address });
     cleanups.unshift(() => conn.close());
     const rawClient = new Client({ connection: conn, namespace: config.TEMPORAL_NAMESPACE });
 
-    const token = await stack.issuer.mintToken({ sub: 'bench-allowed' });
-    const gated = new WireClient({ url: stack.urls.mcp, token, capabilities: TASKS_CAPS });
-    const direct = new WireClient({ url: plain.url, token, capabilities: TASKS_CAPS });
-
-    // Warm-up (JIT, connections, Cedar, SQLite)
-    await allowedCallRun(gated, smoke ? 5 : 30);
-    await allowedCallRun(direct, smoke ? 5 : 30);
-
-    // 1. Allowed-call overhead, interleaved: baseline, countersign, baseline, ...
-    log(`bench: allowed-call overhead, ${runs} × ${calls} calls each`);
-    const basePer: LatencyFigures[] = [];
-    const gatePer: LatencyFigures[] = [];
-    for (let r = 0; r < runs; r++) {
-      const order = r % 2 === 0 ? (['base', 'gate'] as const) : (['gate', 'base'] as const);
-      for (const which of order) {
-        const lat = await allowedCallRun(which === 'base' ? direct : gated, calls);
-        (which === 'base' ? basePer : gatePer).push(latencies(lat));
-      }
-      log(`  run ${r + 1}: plain p50 ${basePer[r]!.p50Ms} ms p99 ${basePer[r]!.p99Ms} ms; gate p50 ${gatePer[r]!.p50Ms} ms p99 ${gatePer[r]!.p99Ms} ms`);
-    }
-    const baseMed = { p50Ms: round(median(basePer.map((x) => x.p50Ms))), p99Ms: round(median(basePer.map((x) => x.p99Ms))) };
-    const gateMed = { p50Ms: round(median(gatePer.map((x) => x.p50Ms))), p99Ms: round(median(gatePer.map((x) => x.p99Ms))) };
-    const ratioP50 = round(gateMed.p50Ms / baseMed.p50Ms);
-    const ratioP99 = round(gateMed.p99Ms / baseMed.p99Ms);
-
-    // 2. Task creation vs raw Update-with-Start, per concurrency level, interleaved runs.
-    log(`bench: task creation, ${runs} runs × ${tasksPerRun} tasks per level ${levels.join('/')}`);
-    const created: Array<{ client: WireClient; taskId: string }> = [];
-    const levelResults: BenchResults['taskCreation']['levels'] = [];
-    let seq = 0;
-    for (const c of levels) {
-      // warm-up at this level
-      const warmClient = new WireClient({ url: stack.urls.mcp, token: await stack.issuer.mintToken({ sub: `bench-warm-${c}` }), capabilities: TASKS_CAPS });
-      await closedLoop(Math.min(c, 4), c, async () => {
-        const r = await warmClient.request<{ resultType: string; taskId: string }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-200', amount: 50_000, memo: `warm ${seq++}` } });
-        created.push({ client: warmClient, taskId: r.taskId });
-      });
-      const basePerRun: number[] = [];
-      const gatePerRun: number[] = [];
-      const gateLat: number[] = [];
-      for (let r = 0; r < runs; r++) {
-        const order = r % 2 === 0 ? (['base', 'gate'] as const) : (['gate', 'base'] as const);
-        for (const which of order) {
-          if (which === 'base') {
-            const res = await closedLoop(tasksPerRun, c, async () => {
-              const startWorkflowOperation = new WithStartWorkflowOperation<typeof emptyWorkflow>('emptyWorkflow', {
-                workflowId: `bench-empty-${randomUUID()}`,
-                taskQueue: EMPTY_QUEUE,
-                args: [],
-                workflowIdConflictPolicy: 'USE_EXISTING',
-              });
-              await rawClient.workflow.executeUpdateWithStart(readyUpdate, { startWorkflowOperation });
-            });
-            basePerRun.push(round(res.perSec, 2));
-          } else {
-            // a fresh principal per run: tasks of one run never meet the per-principal limiter of another
-            const client = new WireClient({ url: stack.urls.mcp, token: await stack.issuer.mintToken({ sub: `bench-c${c}-r${r}` }), capabilities: TASKS_CAPS });
-            const res = await closedLoop(tasksPerRun, c, async () => {
-              const out = await client.request<{ resultType: string; taskId: string }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-200', amount: 50_000, memo: `bench task ${seq++}` } });
-              if (out.resultType !== 'task') throw new Error(`expected CreateTaskResult, got ${out.resultType}`);
-              created.push({ client, taskId: out.taskId });
-            });
-            gatePerRun.push(round(res.perSec, 2));
-            gateLat.push(...res.lat);
-          }
-        }
-      }
-      const baselinePerSec = round(median(basePerRun), 2);
-      const countersignPerSec = round(median(gatePerRun), 2);
-      const ratio = round(countersignPerSec / baselinePerSec);
-      levelResults.push({ concurrency: c, baselinePerSec, countersignPerSec, baselinePerRun: basePerRun, countersignPerRun: gatePerRun, countersignLatencyMs: latencies(gateLat), ratio, target: 0.7, met: ratio >= 0.7 });
-      log(`  concurrency ${c}: raw UwS ${baselinePerSec}/s, countersign ${countersignPerSec}/s, ratio ${ratio}`);
-    }
-
-    // Cancel every created task (keeps the approval service and Temporal clean for the next run).
-    log(`bench: cancelling ${created.length} tasks`);
-    let cancelFailures = 0;
-    await closedLoop(created.length, 4, async (i) => {
-      const t = created[i]!;
-      try {
-        await t.client.request('tasks/cancel', { taskId: t.taskId });
-      } catch {
-        cancelFailures++;
-      }
+    const roleSpec = (ledgerName: string): RoleSpec => ({
+      config,
+      temporalAddress: dev.address,
+      approvalsUrl: stack.urls.approvals,
+      issuerUrl: stack.urls.issuer,
+      resourceUrl: stack.urls.mcp,
+      ledgerFile: join(config.COUNTERSIGN_DATA_DIR, ledgerName),
     });
+    const approver = stack.secrets.approvers.find((a) => a.groups.includes('treasury'))!;
+    const ctxBase = {
+      smoke,
+      log,
+      stack,
+      config,
+      rawClient,
+      roleSpec,
+      sampler,
+      toCancel: [] as BenchContext['toCancel'],
+      approverAuth: `Basic ${Buffer.from(`${approver.id}:${approver.secret}`).toString('base64')}`,
+      client: async (sub: string, url?: string) => new WireClient({ url: url ?? ctxA.mcpA.url, token: await stack.issuer.mintToken({ sub, ttlSeconds: 6 * 3600 }), capabilities: TASKS_CAPS }),
+    };
 
-    peakRss = Math.max(peakRss, process.memoryUsage().rss);
-    const hwm = temporalPid ? vmHwmKiB(temporalPid) : null;
+    // 1. allowed-call overhead: in the bench process, before the roles start
+    const want = (s: string) => !opts.only || opts.only.includes(s);
+    const allowedCall = !want('allowed') ? (undefined as never) : await allowedCallScenario({ ...ctxBase, mcpA: undefined as never, worker: undefined as never });
+
+    // Roles as their own processes, started together: the baselines' worker (raw Update-with-Start,
+    // same shape, signal-then-query; own queue), and the Countersign worker and MCP server A (the
+    // stack's in-process worker makes way for the worker role first).
+    await stack.stopWorker();
+    const started = await Promise.allSettled([
+      startRole('baseline-worker', 'baseline-worker.ts', { ...roleSpec('unused.db'), maxCachedWorkflows: WORKER_CACHE }),
+      startRole('worker', 'worker.ts', { ...roleSpec('ledger.db'), workflowBundlePath: bundlePath, maxCachedWorkflows: WORKER_CACHE }),
+      startRole('mcp-a', 'mcp-server.ts', roleSpec('ledger-mcp-a.db')),
+    ]);
+    for (const r of started) {
+      if (r.status !== 'fulfilled') continue;
+      cleanups.unshift(() => r.value.stop());
+      sampler.watch(r.value.name, r.value.pid);
+    }
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [, worker, a] = started.map((r) => (r as PromiseFulfilledResult<RoleProcess>).value) as [RoleProcess, RoleProcess, RoleProcess];
+    const ctxA: BenchContext = { ...ctxBase, mcpA: { ...a, url: String(a.ready.url), origin: String(a.ready.origin) }, worker };
+    log(`bench: worker pid ${worker.pid} ${JSON.stringify(worker.ready)}; MCP server A pid ${a.pid}`);
+
+    // 2. task creation, then cancel what it created (keeps the approval service's pending list short)
+    const taskCreation = !want('create') ? (undefined as never) : await taskCreationScenario(ctxA, opts.createLevels ?? (smoke ? [1, 4, 16] : [1, 2, 4, 8, 16, 32]), opts.createTasksPerRun);
+    log(`bench: cancelling ${ctxA.toCancel.length} tasks`);
+    let cancelFailures = 0;
+    const cancelAll = async () => {
+      const list = ctxA.toCancel.splice(0);
+      await closedLoop(list.length, 8, async (i) => {
+        try {
+          await list[i]!.client.request('tasks/cancel', { taskId: list[i]!.taskId });
+        } catch {
+          cancelFailures++;
+        }
+      });
+      return list.length;
+    };
+    const cancelled = await cancelAll();
+
+    // 3. approve → result; 4. scale-out; 5. backlog (last: its tasks stay pending until the end)
+    const approveResult = !want('approve') ? (undefined as never) : await approveResultScenario(ctxA);
+    const scaleOut = !want('scale') ? (undefined as never) : await scaleOutScenario(ctxA);
+    const backlog = !want('backlog') ? (undefined as never) : await backlogScenario(ctxA, backlogSize, opts.backlogBudgetS ?? (smoke ? 60 : 900));
+
+    sampler.stop();
+    machine.loadAvgEnd = round(os.loadavg()[0]!, 2);
     const results: BenchResults = {
       generatedAt: new Date().toISOString(),
-      command: smoke ? 'npm run bench -- --smoke' : 'npm run bench',
+      command: smoke ? 'npm run bench -- --smoke' : `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
       mode: smoke ? 'smoke' : 'full',
-      machine: {
-        cores: os.cpus().length,
-        cpuModel: os.cpus()[0]?.model ?? 'unknown',
-        totalMemoryMiB: Math.round(os.totalmem() / 2 ** 20),
-        platform: `${os.platform()} ${os.release()}`,
-        node: process.version,
-      },
-      allowedCall: {
-        callsPerRun: calls,
-        runs,
-        baseline: { ...baseMed, perRun: basePer },
-        countersign: { ...gateMed, perRun: gatePer },
-        ratio: { p50: ratioP50, p99: ratioP99 },
-        target: { p50: 1.1, p99: 1.25 },
-        met: { p50: ratioP50 <= 1.1, p99: ratioP99 <= 1.25 },
-      },
-      taskCreation: { tasksPerRun, runs, levels: levelResults, cancelled: created.length - cancelFailures, cancelFailures },
-      peakRss: { benchProcessMiB: round(peakRss / 2 ** 20, 1), temporalDevServerMiB: hwm === null ? null : round(hwm / 1024, 1) },
-      notImplemented: [
-        'Approve → result (decision to tasks/get completed vs bare signal-then-query)',
-        'Backlog (10,000 pending tasks: tasks/get p99 vs bare query p99, MCP server and worker RSS)',
-        'Scale-out (two MCP server instances behind a round-robin proxy vs one)',
-        'Plot (SVG/PNG of task-creation throughput and latency against concurrency)',
-        'Per-process RSS of the MCP server and worker separately (they share the bench process here)',
-      ],
+      durationS: round((Date.now() - t0) / 1000, 1),
+      machine,
+      temporal: 'temporal server start-dev, in-memory SQLite, its own process',
+      allowedCall,
+      taskCreation: taskCreation && { ...taskCreation, cancelled: cancelled - cancelFailures, cancelFailures },
+      approveResult,
+      scaleOut,
+      backlog,
+      peakRssMiB: { ...sampler.peakMiB },
       notes: [
-        'Bench process = MCP server + worker + approval service + plain baseline server + bench clients (one Node process); its RSS is not the MCP server alone.',
-        'Allowed-call baseline has no bearer verification, no Cedar, no call binding: the ratio is the whole gate cost including JWT verification.',
-        'Task creation per Countersign call = limiter Update-with-Start + approval Update-with-Start (AES-GCM payload codec) + backend submission awaited by the taskCreated update; the raw baseline is one Update-with-Start with the default codec.',
+        'Processes: Temporal dev server; worker (approval + limiter workflows, activities); MCP server instance A (and B in scale-out); the baselines\u2019 worker (bench/workflows, no-op activities); the bench process (approval service, token issuer, the in-process MCP server and plain baselines of the allowed-call scenario, all clients).',
+        'Task creation per Countersign call = JWT + Cedar + binding, limiter Update-with-Start (reserve), approval Update-with-Start (AES-GCM payload codec), the submit activity to the approval service awaited by the taskCreated update; the raw baseline is one Update-with-Start of an empty workflow with the default codec.',
+        'Bench configuration: submission limits raised to 1,000,000 (the limiter round trip still runs on every task); status poll starts at 1 h so a pending backlog is quiet (decisions arrive by signed callback).',
         'Sequential latency: one client, one request in flight. Throughput: closed loop with N requests in flight.',
       ],
     };
     const outDir = opts.outDir ?? BENCH_DIR;
+    if (opts.only) {
+      writeFileSync(join(outDir, 'results.partial.json'), `${JSON.stringify(results, null, 2)}\n`);
+      return results;
+    }
     writeFileSync(join(outDir, smoke ? 'results.smoke.json' : 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+    writeFileSync(join(outDir, smoke ? 'task-creation.smoke.svg' : 'task-creation.svg'), taskCreationSvg(taskCreation.levels, `${results.command} · ${results.generatedAt} · ${machine.cores} cores`));
     if (opts.writeMarkdown ?? !smoke) writeFileSync(opts.outDir ? join(opts.outDir, 'BENCHMARKS.md') : join(PROJECT_ROOT, 'BENCHMARKS.md'), markdown(results));
     return results;
   } finally {
-    clearInterval(sampler);
+    sampler.stop();
     for (const c of cleanups) await c().catch(() => undefined);
     rmSync(config.COUNTERSIGN_DATA_DIR, { recursive: true, force: true });
     rmSync(config.COUNTERSIGN_POLICY_DIR, { recursive: true, force: true });
   }
 }
 
-function markdown(r: BenchResults): string {
-  const yes = (b: boolean) => (b ? 'met' : '**missed**');
-  const a = r.allowedCall;
-  const lines = [
-    '# Benchmarks',
-    '',
-    `Generated by \`${r.command}\` (\`tsx bench/run.ts\`) at ${r.generatedAt}; machine-readable copy in \`bench/results.json\`. Do not edit by hand.`,
-    '',
-    `Machine: ${r.machine.cores} cores (${r.machine.cpuModel}), ${r.machine.totalMemoryMiB} MiB memory, ${r.machine.platform}, Node ${r.machine.node}. The machine may have been shared with other work; figures are medians of interleaved runs and ratios against a baseline measured in the same run.`,
-    '',
-    '## Allowed-call overhead',
-    '',
-    `\`wire_transfer\` (amount 1,000, policy allow) over Streamable HTTP with the same wire client: a plain SDK 2.x \`Server\` (same tool, same ledger, no gate, no bearer check) vs Countersign's gate. ${a.callsPerRun} sequential calls per run, ${a.runs} interleaved runs per side, median of the per-run percentiles.`,
-    '',
-    '| figure | plain SDK server | Countersign | ratio | target | |',
-    '|---|---|---|---|---|---|',
-    `| p50 latency | ${a.baseline.p50Ms} ms | ${a.countersign.p50Ms} ms | ${a.ratio.p50}× | ≤ ${a.target.p50}× | ${yes(a.met.p50)} |`,
-    `| p99 latency | ${a.baseline.p99Ms} ms | ${a.countersign.p99Ms} ms | ${a.ratio.p99}× | ≤ ${a.target.p99}× | ${yes(a.met.p99)} |`,
-    '',
-    '## Task creation',
-    '',
-    `Requestable denials (amount 50,000, distinct memo per call) → \`CreateTaskResult\` per second, closed loop at each concurrency, vs raw Update-with-Start of an empty workflow (\`bench/workflows/empty.ts\`, its own worker and task queue) on the same Temporal dev server. ${r.taskCreation.tasksPerRun} tasks per run, ${r.taskCreation.runs} interleaved runs per side, median rate. Created tasks are cancelled afterwards (${r.taskCreation.cancelled} cancelled, ${r.taskCreation.cancelFailures} failures).`,
-    '',
-    '| concurrency | raw Update-with-Start | Countersign | ratio | target | | Countersign latency p50 / p99 |',
-    '|---|---|---|---|---|---|---|',
-    ...r.taskCreation.levels.map((l) => `| ${l.concurrency} | ${l.baselinePerSec}/s | ${l.countersignPerSec}/s | ${l.ratio}× | ≥ ${l.target}× | ${yes(l.met)} | ${l.countersignLatencyMs.p50Ms} / ${l.countersignLatencyMs.p99Ms} ms |`),
-    '',
-    '## Peak memory',
-    '',
-    '| process | peak RSS | how |',
-    '|---|---|---|',
-    `| bench process (MCP server, worker, approval service, baseline server, clients) | ${r.peakRss.benchProcessMiB} MiB | \`process.memoryUsage().rss\` sampled every 100 ms |`,
-    `| Temporal dev server | ${r.peakRss.temporalDevServerMiB ?? 'n/a'} MiB | \`VmHWM\` from \`/proc/<pid>/status\` |`,
-    '',
-    '## Notes',
-    '',
-    ...r.notes.map((n) => `- ${n}`),
-    '',
-    '## Not yet implemented (issue 7)',
-    '',
-    ...r.notImplemented.map((n) => `- ${n}`),
-    '',
-  ];
-  return lines.join('\n');
-}
-
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const smoke = process.argv.includes('--smoke');
-  const t0 = Date.now();
-  runBench({ smoke })
+  const bi = process.argv.indexOf('--backlog');
+  const backlog = bi > 0 ? Number(process.argv[bi + 1]) : undefined;
+  const arg = (name: string) => (process.argv.indexOf(name) > 0 ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+  const only = arg('--only')?.split(',');
+  const tasks = arg('--tasks');
+  const budget = arg('--backlog-budget');
+  const levels = arg('--levels')?.split(',').map(Number);
+  runBench({ smoke, ...(backlog ? { backlog } : {}), ...(only ? { only } : {}), ...(tasks ? { createTasksPerRun: Number(tasks) } : {}), ...(levels ? { createLevels: levels } : {}), ...(budget ? { backlogBudgetS: Number(budget) } : {}) })
     .then((r) => {
-      process.stdout.write(`${JSON.stringify({ allowedCall: r.allowedCall.ratio, taskCreation: r.taskCreation.levels.map((l) => ({ c: l.concurrency, ratio: l.ratio })), peakRss: r.peakRss, seconds: (Date.now() - t0) / 1000 })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({
+          allowedCall: r.allowedCall?.ratio,
+          taskCreation: r.taskCreation?.levels.map((l) => ({ c: l.concurrency, ratio: l.ratio, perSec: l.countersignPerSec })),
+          approveResult: r.approveResult?.ratio,
+          scaleOut: r.scaleOut?.ratio,
+          backlog: r.backlog && { ratio: r.backlog.ratio, mcpRssGrowth: r.backlog.mcpRssGrowth, creationPerSec: r.backlog.creationPerSec },
+          peakRssMiB: r.peakRssMiB,
+          seconds: r.durationS,
+        })}\n`,
+      );
       process.exit(0);
     })
     .catch((err) => {

@@ -1,5 +1,6 @@
 // Scope: keeps `npm run bench` from rotting: runs its smoke mode (tiny N, one run) against the
-// real stack and checks the result shape. No timing assertions.
+// real stack, with the worker and MCP servers as their own processes, and checks that every
+// scenario produced numbers and the report has every section. No timing assertions.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,23 +11,50 @@ const outDir = mkdtempSync(join(tmpdir(), 'countersign-bench-smoke-'));
 afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
 const finite = (n: unknown) => typeof n === 'number' && Number.isFinite(n);
+const positive = (n: unknown) => finite(n) && (n as number) > 0;
 
 describe('bench smoke', () => {
-  it('runs both scenarios and writes numeric results', async () => {
+  it('runs every scenario and writes numeric results, the plot and the report', { timeout: 120_000 }, async () => {
     const r = await runBench({ smoke: true, outDir, writeMarkdown: true, log: () => undefined });
     const json = JSON.parse(readFileSync(join(outDir, 'results.smoke.json'), 'utf8')) as typeof r;
     expect(json.mode).toBe('smoke');
-    for (const f of [json.allowedCall.baseline.p50Ms, json.allowedCall.baseline.p99Ms, json.allowedCall.countersign.p50Ms, json.allowedCall.countersign.p99Ms, json.allowedCall.ratio.p50, json.allowedCall.ratio.p99]) {
-      expect(finite(f)).toBe(true);
-    }
+    expect(json.machine.cores).toBeGreaterThan(0);
+
+    const a = json.allowedCall;
+    for (const f of [a.baseline.p50Ms, a.baseline.p99Ms, a.baselineWithJwt.p50Ms, a.countersign.p50Ms, a.countersign.p99Ms, a.ratio.p50, a.ratio.p99, a.ratioVsJwtBaseline.p50]) expect(positive(f)).toBe(true);
+
     expect(json.taskCreation.levels.map((l) => l.concurrency)).toEqual([1, 4, 16]);
     for (const l of json.taskCreation.levels) {
-      expect(finite(l.baselinePerSec) && l.baselinePerSec > 0).toBe(true);
-      expect(finite(l.countersignPerSec) && l.countersignPerSec > 0).toBe(true);
-      expect(finite(l.ratio)).toBe(true);
+      expect(positive(l.baselinePerSec) && positive(l.countersignPerSec) && positive(l.ratio)).toBe(true);
+      expect(positive(l.countersignLatencyMs.p99Ms) && positive(l.baselineLatencyMs.p50Ms)).toBe(true);
+      expect(positive(l.shapedPerSec) && positive(l.ratioVsShaped)).toBe(true);
+      expect(positive(l.cpuMsPerTask.countersign.temporal)).toBe(true);
     }
     expect(json.taskCreation.cancelFailures).toBe(0);
-    expect(finite(json.peakRss.benchProcessMiB)).toBe(true);
-    expect(readFileSync(join(outDir, 'BENCHMARKS.md'), 'utf8')).toContain('Not yet implemented');
+
+    const ar = json.approveResult;
+    expect(positive(ar.baseline.p50Ms) && positive(ar.countersign.p50Ms) && positive(ar.ratio.p99)).toBe(true);
+    expect(positive(ar.shaped.p50Ms) && positive(ar.ratioVsShaped.p50)).toBe(true);
+    expect(Object.keys(ar.dispositions)).toEqual(['approved-executed']);
+
+    const s = json.scaleOut;
+    expect(positive(s.oneInstancePerSec) && positive(s.twoInstancesPerSec) && positive(s.ratio)).toBe(true);
+    expect(s.crossInstance.readOnB).toBe(s.crossInstance.createdOnA);
+    expect(s.crossInstance.cancelledOnB).toBe(s.crossInstance.createdOnA);
+    expect(s.requestsPerUpstream.every((n) => n > 0)).toBe(true);
+
+    const b = json.backlog;
+    expect(b.pending).toBe(40);
+    expect(b.points.at(-1)!.pending).toBe(40);
+    expect(positive(b.tasksGet.p99Ms) && positive(b.bareQuery.p99Ms) && positive(b.describeQuery.p99Ms) && positive(b.ratio.p99)).toBe(true);
+    expect(positive(b.points.at(-1)!.mcpRssMiB) && positive(b.points.at(-1)!.workerRssMiB) && positive(b.points.at(-1)!.mcpHeapAfterGcMiB)).toBe(true);
+    expect(b.workerSettings.maxCachedWorkflows).toBeGreaterThan(0);
+
+    for (const p of ['mcp-a', 'mcp-b', 'worker', 'temporal', 'bench']) expect(positive(json.peakRssMiB[p])).toBe(true);
+
+    expect(readFileSync(join(outDir, 'task-creation.smoke.svg'), 'utf8')).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>\n$/);
+    const md = readFileSync(join(outDir, 'BENCHMARKS.md'), 'utf8');
+    for (const h of ['## Allowed-call overhead', '## Task creation', '## Approve → result', '## Scale-out', '## Backlog', '## Peak memory per process']) expect(md).toContain(h);
+    expect(md).not.toContain('NaN');
   });
 });

@@ -7,6 +7,13 @@
  * resource; MCP authorization §Token audience binding), `exp` present and not passed, `nbf` not in
  * the future (both with a clock tolerance), `sub` present.
  *
+ * Verified tokens are remembered (exact token string → principal and `exp`) for at most
+ * `verifiedCacheMs` (default 60 s, bounded to `verifiedCacheSize` entries), so a client sending the
+ * same token on every request pays the signature check once per minute rather than per request. A
+ * hit re-checks `exp` with the same tolerance, so expiry is exact; only a signing key withdrawn from
+ * the JWKS is honoured up to that long after (the remote JWKS is itself cached for minutes). Only
+ * successes are cached.
+ *
  * Deliberately does not: check scopes or roles (policy decides), introspect opaque tokens
  * (RFC 7662), check revocation, or read the token's `client_id`. Error messages are fixed
  * strings (plus a claim name) and never contain the token.
@@ -54,6 +61,10 @@ export interface TokenVerifierOptions {
   clockToleranceSeconds?: number;
   /** Minimum time between two JWKS fetches triggered by an unknown `kid`, in ms; default 30000. */
   jwksCooldownMs?: number;
+  /** How long a verified token is remembered, ms; default 60000; 0 disables the cache. */
+  verifiedCacheMs?: number;
+  /** Most tokens remembered at once (oldest dropped first); default 10000. */
+  verifiedCacheSize?: number;
 }
 
 /** A token verifier. */
@@ -109,6 +120,11 @@ function toAuthError(err: unknown): AuthError {
   return new AuthError('invalid', 'token could not be verified');
 }
 
+/** A fresh copy, so a caller changing its principal cannot change the cached one. */
+function copyOf(p: Principal): Principal {
+  return p.act === undefined ? { iss: p.iss, sub: p.sub } : { iss: p.iss, sub: p.sub, act: p.act.map((a) => ({ ...a })) };
+}
+
 /**
  * Build a verifier for one issuer and audience. Throws `TypeError` when neither `jwksUrl` nor
  * `jwks` is given or `jwksUrl` is not a URL.
@@ -120,9 +136,24 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   else if (jwks !== undefined) keys = createLocalJWKSet(jwks);
   else throw new TypeError('createTokenVerifier: give jwksUrl or jwks');
 
+  const cacheMs = options.verifiedCacheMs ?? 60_000;
+  const cacheSize = options.verifiedCacheSize ?? 10_000;
+  const verified = new Map<string, { principal: Principal; expS: number; untilMs: number }>();
+
   return {
     async verify(token: string): Promise<Principal> {
       if (typeof token !== 'string' || token.trim() === '') throw new AuthError('missing', 'bearer token missing');
+      const hit = verified.get(token);
+      if (hit) {
+        const nowMs = Date.now();
+        // the same rule as jose: expired once exp <= now - tolerance (seconds)
+        if (hit.expS <= Math.floor(nowMs / 1000) - clockToleranceSeconds) {
+          verified.delete(token);
+          throw new AuthError('expired', 'token expired');
+        }
+        if (nowMs < hit.untilMs) return copyOf(hit.principal);
+        verified.delete(token);
+      }
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, keys, {
@@ -139,8 +170,12 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       if (typeof iss !== 'string' || typeof sub !== 'string' || sub === '') {
         throw new AuthError('invalid', 'token claim "sub" rejected');
       }
-      if (payload.act === undefined) return { iss, sub };
-      return { iss, sub, act: flattenAct(payload.act) };
+      const principal: Principal = payload.act === undefined ? { iss, sub } : { iss, sub, act: flattenAct(payload.act) };
+      if (cacheMs > 0 && typeof payload.exp === 'number') {
+        if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!);
+        verified.set(token, { principal: copyOf(principal), expS: payload.exp, untilMs: Date.now() + cacheMs });
+      }
+      return principal;
     },
   };
 }

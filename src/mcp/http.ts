@@ -137,11 +137,14 @@ function safeJson(raw: string): unknown {
 
 /**
  * The SDK appends `content: []` to a task-shaped `tools/call` result; `CreateTaskResult` has no
- * `content`, so drop it (DESIGN.md §4).
+ * `content`, so drop it (DESIGN.md §4). Only a body that can be such a result is parsed and
+ * re-serialized; every other response (allowed calls, `tasks/get`, errors) passes through as is.
  */
 async function stripEmptyTaskContent(res: Response): Promise<Response> {
   if (!(res.headers.get('content-type') ?? '').includes('application/json')) return res;
   const text = await res.text();
+  // cheap pre-check: the SDK writes compact JSON, so a task result holds both of these verbatim
+  if (!text.includes('"resultType":"task"') || !text.includes('"content":[]')) return new Response(text, res);
   let body: { result?: { resultType?: string; content?: unknown[] } } | undefined;
   try {
     body = JSON.parse(text);

@@ -5,16 +5,28 @@
  *   id keyed on the binding, waiting (bounded) on `taskCreated` so `CreateTaskResult` is only
  *   returned once the backend handle is persisted; before it, the caller's submission limiter
  *   reserves a slot (`submission-limiter.ts`; a join of a pending task consumes none);
- * - get: the `task` query while the run is open; the stored workflow result once closed (no live
- *   worker needed), answered for `resultRetentionMs` after close;
+ * - get: the `task` query while the run is open (one round trip: the query is refused by the server,
+ *   not replayed, once the run has closed, and the owner check reads the owner key the run carries
+ *   in its snapshot, the same value as in its memo); the stored workflow result once closed (no
+ *   live worker needed; a completed run's result is that terminal snapshot, owner key included, so
+ *   it needs no describe either), answered for `resultRetentionMs` after close;
  * - cancel: the `cancel` update, which performs the claim-vs-cancel compare-and-set.
- * Every access checks the caller against the owner recorded in the run's memo before touching
- * task state; a mismatch is indistinguishable from an unknown task (returns null).
+ * Every access checks the caller against the owner recorded in the run's memo (for `get` of an open
+ * or completed run, the same key in the snapshot it returned) before returning or changing task state; a
+ * mismatch is indistinguishable from an unknown task (returns null).
  *
  * Holds no task state itself: any instance serves any task.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import {
+  QueryNotRegisteredError,
+  QueryRejectedError,
+  WithStartWorkflowOperation,
+  WorkflowClient,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
 import { approvalWorkflowId, jcsSha256, type CallBinding } from '../binding/call-binding.js';
 import { principalKey, type Principal } from '../auth/principal.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
@@ -23,6 +35,10 @@ import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
 import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
+import { faultPoint } from '../fault-point.js';
+
+/** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
+const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
 
 /** Options of the task service. `createWaitMs` bounds the Update-with-Start wait. */
 export interface TaskServiceOptions {
@@ -95,6 +111,16 @@ export interface TaskService {
 export function createTaskService(opts: TaskServiceOptions): TaskService {
   const { client } = opts;
   const limits = opts.submissionLimits ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits }) : undefined;
+  // Same connection, codec and interceptors; queries of a closed run are rejected (status only),
+  // never dispatched to a worker for replay.
+  const openRuns = new WorkflowClient({
+    connection: client.connection,
+    namespace: client.options.namespace,
+    dataConverter: client.options.dataConverter,
+    identity: client.options.identity,
+    ...(client.options.interceptors?.workflow ? { interceptors: client.options.interceptors.workflow } : {}),
+    queryRejectCondition: 'NOT_OPEN',
+  });
 
   const describeOwned = async (taskId: unknown, caller: Principal) => {
     const ids = parseTaskId(taskId);
@@ -129,6 +155,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           memo: { owner: ownerKey },
         });
         const { runId, snapshot } = await Promise.race([client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation }), timeout]);
+        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (issue 6)
         return { taskId: taskIdFor(workflowId, runId), snapshot };
       } finally {
         clearTimeout(timer);
@@ -136,6 +163,27 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     },
 
     async get(taskId, caller) {
+      const ids = parseTaskId(taskId);
+      if (!ids) return null;
+      try {
+        const snap = await openRuns.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId).query(taskQuery);
+        if (typeof snap?.ownerKey === 'string') return snap.ownerKey === taskOwnerKeyOf(caller) ? snap : null;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return null;
+        if (err instanceof QueryNotRegisteredError) return null; // not an approval workflow
+        if (!(err instanceof QueryRejectedError)) throw err;
+        if (err.status === WORKFLOW_EXECUTION_STATUS_COMPLETED) {
+          // Closed normally: its result is the terminal snapshot, which carries the owner key too.
+          const snap = (await client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId).result()) as TaskSnapshot;
+          if (typeof snap?.ownerKey === 'string') {
+            if (snap.ownerKey !== taskOwnerKeyOf(caller)) return null;
+            // expired: past createdAt + ttlMs, exactly what the task advertised
+            if (snap.ttlMs !== null && Date.now() > Date.parse(snap.createdAt) + snap.ttlMs) return null;
+            return snap;
+          }
+        }
+        // otherwise (terminated, failed, ...): described and answered below
+      }
       const owned = await describeOwned(taskId, caller);
       if (!owned) return null;
       const { handle, desc } = owned;

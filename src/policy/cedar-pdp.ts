@@ -109,6 +109,12 @@ interface LoadedSet {
   digest: string;
   policies: Record<string, string>;
   meta: Map<string, PolicyMeta>;
+  /**
+   * Id of the parsed set in cedar-wasm's cache (`preparsePolicySet`), so `evaluate` does not
+   * re-parse every policy on every call (it did: about 1 ms per decision). Keyed by the content
+   * (ids and texts), so reloading an unchanged folder reuses the entry.
+   */
+  preparsedId: string;
 }
 
 function lineCol(text: string, offset: number): string {
@@ -180,7 +186,10 @@ async function loadPolicySet(policyDir: string): Promise<LoadedSet> {
       policies[id] = policyText;
     }
   }
-  return { digest: hash.digest('hex'), policies, meta };
+  const preparsedId = `countersign-${createHash('sha256').update(JSON.stringify(Object.entries(policies))).digest('hex')}`;
+  const pre = cedar.preparsePolicySet(preparsedId, { staticPolicies: policies });
+  if (pre.type === 'failure') throw new PolicyLoadError(`Cedar could not prepare the policy set: ${pre.errors.map((e) => e.message).join('; ')}`);
+  return { digest: hash.digest('hex'), policies, meta, preparsedId };
 }
 
 function cedarApproval(a: ApprovalMaterial): cedar.CedarValueJson {
@@ -264,12 +273,12 @@ export async function createCedarPdp(options: CedarPdpOptions): Promise<CedarPdp
       const resource = { type: CEDAR_TYPES.tool, id: tool };
       let answer: cedar.AuthorizationAnswer;
       try {
-        answer = cedar.isAuthorized({
+        answer = cedar.statefulIsAuthorized({
           principal,
           action: { type: CEDAR_TYPES.action, id: request.action.name },
           resource,
           context,
-          policies: { staticPolicies: set.policies },
+          preparsedPolicySetId: set.preparsedId,
           entities: [
             { uid: principal, attrs: { iss: request.subject.iss, sub: request.subject.sub }, parents: [] },
             { uid: resource, attrs: {}, parents: [] },

@@ -1,0 +1,94 @@
+// Scope: one MCP server instance as its own process (bench only): the same gate, task service,
+// limiter client and HTTP app `src/stack.ts` builds, over the bench's Temporal server, approval
+// service and token issuer. Holds no task state, so any number of these serve the same tasks.
+// Prints `{"ready":true,"url":...,"origin":...}` on stdout once listening; SIGTERM stops it.
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Client, Connection } from '@temporalio/client';
+import { createTokenVerifier } from '../../src/auth/verify-token.js';
+import { loadOrCreateSecrets } from '../../src/stack.js';
+import { createLogger } from '../../src/log.js';
+import { createMcpHttpApp } from '../../src/mcp/http.js';
+import { createMcpServerFactory } from '../../src/mcp/server.js';
+import { createSubmissionStateCodec } from '../../src/mcp/submission-input.js';
+import { createTaskService } from '../../src/mcp/task-service.js';
+import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
+import { payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';
+import { openLedger } from '../../src/tools/ledger.js';
+import { createToolRegistry } from '../../src/tools/registry.js';
+import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
+import { readSpec, workflowConfigOf } from './spec.js';
+
+const spec = readSpec();
+const { config } = spec;
+const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'error' });
+const secrets = loadOrCreateSecrets(config.COUNTERSIGN_DATA_DIR);
+const connection = await Connection.connect({ address: spec.temporalAddress });
+const temporal = new Client({
+  connection,
+  namespace: config.TEMPORAL_NAMESPACE,
+  dataConverter: { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] },
+});
+const ledger = openLedger(spec.ledgerFile);
+const tools = createToolRegistry([createWireTransferTool(ledger)]);
+const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
+
+let fetchRef: (req: Request) => Response | Promise<Response> = () => new Response('starting', { status: 503 });
+const server: ServerType = await new Promise((resolve) => {
+  const s = serve({ fetch: (req: Request) => fetchRef(req), hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+});
+const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+const tasks = createTaskService({
+  client: temporal,
+  taskQueue: config.COUNTERSIGN_TASK_QUEUE,
+  dedupKey: secrets.dedupKey,
+  workflowConfig: workflowConfigOf(config, origin),
+  createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
+  submissionLimits: {
+    maxSubmissionsPerWindow: config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,
+    submissionWindowMs: config.COUNTERSIGN_SUBMISSION_WINDOW_MS,
+    maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
+  },
+});
+const factory = createMcpServerFactory({
+  tools,
+  pdp,
+  tasks,
+  logger: logger.child({ part: 'mcp' }),
+  noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
+  requestStateCodec: createSubmissionStateCodec(secrets.dedupKey),
+});
+const mcp = createMcpHttpApp({
+  factory,
+  verifier: createTokenVerifier({ issuer: spec.issuerUrl, audience: spec.resourceUrl, jwksUrl: `${spec.issuerUrl}/.well-known/jwks.json` }),
+  resourceUrl: spec.resourceUrl,
+  authorizationServers: [spec.issuerUrl],
+  temporal,
+  callbackSecret: secrets.callbackSecret,
+  logger: logger.child({ part: 'mcp-http' }),
+});
+// Bench-only probe (this role file only, never the product): heap in use after a full GC, the
+// memory the instance actually retains (RSS also counts garbage not yet collected).
+const gc = (globalThis as { gc?: () => void }).gc;
+fetchRef = (req) => {
+  if (new URL(req.url).pathname === '/__bench/heap') {
+    gc?.();
+    const m = process.memoryUsage();
+    return Response.json({ gc: gc !== undefined, heapUsedMiB: m.heapUsed / 2 ** 20, rssMiB: m.rss / 2 ** 20 });
+  }
+  return mcp.app.fetch(req);
+};
+
+process.once('SIGTERM', () => {
+  (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+  server.close();
+  void mcp
+    .close()
+    .then(() => connection.close())
+    .finally(() => {
+      ledger.close();
+      process.exit(0);
+    });
+});
+process.stdout.write(`${JSON.stringify({ ready: true, url: `${origin}/mcp`, origin })}\n`);

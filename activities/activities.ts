@@ -6,7 +6,8 @@
  * because the backend deduplicates on the idempotency key; `fetchApprovalStatus`,
  * `cancelApprovalRequest` and `evaluatePolicy` are reads or idempotent; `executeTool` is scheduled
  * with `maximumAttempts: 1` and refuses any attempt after the first, so a tool runs at most once
- * per task (SEP-2848 §Completion).
+ * per task (SEP-2848 §Completion). `resolveExecution` only asks the tool's idempotency hook what
+ * happened under an execution id after a lost attempt; it never invokes the tool.
  *
  * Deliberately does not log arguments, approval material, backend URLs or the (unkeyed) binding
  * digest; log lines name the workflow id instead.
@@ -25,7 +26,9 @@ import {
   type SubmissionBody,
   type ToolResult,
 } from '../workflows/types.js';
+import type { ExecutionResolution } from '../workflows/execution-resolution.js';
 import type { Logger } from '../src/log.js';
+import { faultPoint } from '../src/fault-point.js';
 
 /** What the activities need: the backend, the PDP, and the tools (by name, with drift digests). */
 export interface ActivityDeps {
@@ -47,6 +50,14 @@ export interface ApprovalActivities {
   evaluatePolicy(input: { binding: CallBinding; approval: ApprovalMaterial }): Promise<ReEvaluation>;
   /** Run the tool from the stored binding. At most once; see module header. */
   executeTool(input: { binding: CallBinding; taskId: string; executionId: string }): Promise<ToolResult>;
+  /**
+   * After a lost execution: ask the tool's idempotency hook what happened under `executionId`
+   * (issue 6 §4, `Tool.resolveExecution`). Never invokes the tool. `unknown` when the tool has no
+   * hook or is gone; a hook that throws fails the activity (retried; the workflow then gives up
+   * with outcome-unknown). Safe to repeat: the hook is idempotent. Optional only so test fakes may
+   * omit it (a fake without it leaves a lost execution outcome-unknown); `createActivities` has it.
+   */
+  resolveExecution?(input: { binding: CallBinding; executionId: string }): Promise<ExecutionResolution>;
 }
 
 function toFailure(err: unknown): never {
@@ -75,12 +86,14 @@ function workflowIdOfActivity(): string {
 }
 
 /** Build the activities over real or fake dependencies. */
-export function createActivities(deps: ActivityDeps): ApprovalActivities {
+export function createActivities(deps: ActivityDeps): Required<ApprovalActivities> {
   const log = deps.logger;
   return {
     async submitApprovalRequest({ body, idempotencyKey }) {
       try {
+        faultPoint('worker.submit.before');
         const handle = await deps.backend.submit(body, idempotencyKey);
+        faultPoint('worker.submit.after'); // the backend has it; the reply is about to be lost
         log?.info({ generation: body.generation, workflowId: workflowIdOfActivity() }, 'approval request submitted');
         return handle;
       } catch (err) {
@@ -115,7 +128,10 @@ export function createActivities(deps: ActivityDeps): ApprovalActivities {
         context: { arguments: binding.arguments, approval },
       });
       log?.info({ workflowId: workflowIdOfActivity(), decision: decision.decision, policyIds: decision.policyIds }, 're-evaluated after approval');
-      if (decision.decision === 'allow') return { outcome: 'allow' };
+      if (decision.decision === 'allow') {
+        faultPoint('worker.evaluate.after'); // allowed, but the workflow has not claimed yet
+        return { outcome: 'allow' };
+      }
       if (decision.nextAction === 'request' && decision.accessRequest) return { outcome: 'request', accessRequest: decision.accessRequest };
       if (decision.nextAction === 'retry') return { outcome: 'retry', ...(decision.retryAfterMs !== undefined ? { retryAfterMs: decision.retryAfterMs } : {}) };
       return { outcome: 'deny', reason: 'policy-denied' };
@@ -124,6 +140,7 @@ export function createActivities(deps: ActivityDeps): ApprovalActivities {
       if (Context.current().info.attempt > 1) {
         throw ApplicationFailure.nonRetryable('a second execution attempt was refused', FAILURE.executionAttemptRefused);
       }
+      faultPoint('worker.execute.before'); // claimed, tool not invoked yet
       const tool = deps.tools.get(binding.tool);
       if (!tool) throw ApplicationFailure.nonRetryable('tool is no longer registered', FAILURE.toolExecutionError);
       const parsed = tool.inputSchema.safeParse(binding.arguments);
@@ -136,6 +153,13 @@ export function createActivities(deps: ActivityDeps): ApprovalActivities {
         log?.warn({ workflowId: workflowIdOfActivity() }, 'tool execution threw');
         throw ApplicationFailure.nonRetryable(`tool failed: ${(err as Error).name}`, FAILURE.toolExecutionError);
       }
+    },
+    async resolveExecution({ binding, executionId }) {
+      const tool = deps.tools.get(binding.tool);
+      if (!tool?.resolveExecution) return { state: 'unknown' };
+      const record = await tool.resolveExecution(executionId);
+      log?.info({ workflowId: workflowIdOfActivity(), executed: record.executed }, 'lost execution resolved by the tool');
+      return record.executed ? { state: 'executed', result: record.result } : { state: 'not-executed' };
     },
   };
 }

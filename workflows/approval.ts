@@ -20,6 +20,8 @@
  * - the claim is a synchronous compare-and-set against cancel and expiry; after it the tool runs
  *   once (`maximumAttempts: 1`); a thrown tool error is `execution-error`, a timeout or lost worker
  *   `outcome-unknown`, never a re-run (§Completion, §Cancellation);
+ * - a lost (not failed) attempt is resolved by the tool's idempotency hook when it has one: the
+ *   recorded result, or fenced and not executed; otherwise outcome-unknown (issue 6 §4);
  * - `failed` only before the claim; a terminal task never changes again (§Lifecycle).
  *
  * Deliberately does not: talk to the network (activities do), compose model-facing status text
@@ -31,6 +33,7 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  patched,
   proxyActivities,
   setHandler,
   uuid4,
@@ -41,11 +44,12 @@ import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpd
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
 import { claimReservation, reservationReleaser } from './limiter-release.js';
+import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './execution-resolution.js';
+import { justificationRequest, readJustification } from './justification.js';
 import {
   FAILURE,
   JUSTIFICATION_INPUT_KEY,
   type AccessRequestHint,
-  type JustificationInputRequest,
   type ApprovalMaterial,
   type ApprovalWorkflowInput,
   type BackendHandle,
@@ -57,15 +61,28 @@ import {
   type TaskSnapshot,
 } from './types.js';
 
-const backend = proxyActivities<ApprovalActivities>({
+/**
+ * Backend, policy and cancel calls. `startToCloseMs` also bounds how long a call lost with its
+ * worker waits before the retry (no heartbeats): `config.backendCallTimeoutMs`, default 30 s.
+ */
+function backendActivities(startToCloseMs: number) {
+  return proxyActivities<ApprovalActivities>({
+    startToCloseTimeout: startToCloseMs,
+    scheduleToCloseTimeout: '15m',
+    retry: {
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      maximumInterval: '1m',
+      nonRetryableErrorTypes: [FAILURE.backendConflict, FAILURE.backendInvalid, FAILURE.backendUnauthorized, FAILURE.backendNotFound],
+    },
+  });
+}
+
+/** The lost-execution lookup: retried like a backend call (the tool's hook is idempotent). */
+const resolver = proxyActivities<Required<Pick<ApprovalActivities, 'resolveExecution'>>>({
   startToCloseTimeout: '30s',
   scheduleToCloseTimeout: '15m',
-  retry: {
-    initialInterval: '1s',
-    backoffCoefficient: 2,
-    maximumInterval: '1m',
-    nonRetryableErrorTypes: [FAILURE.backendConflict, FAILURE.backendInvalid, FAILURE.backendUnauthorized, FAILURE.backendNotFound],
-  },
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 });
 
 /** One submission to the approval backend. */
@@ -101,6 +118,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   const info = workflowInfo();
   const taskId = taskIdFor(info.workflowId, info.runId);
   const createdAtMs = Date.now();
+  const backend = backendActivities(cfg.backendCallTimeoutMs ?? 30_000);
   const execution = proxyActivities<ApprovalActivities>({
     startToCloseTimeout: cfg.executionTimeoutMs,
     retry: { maximumAttempts: 1 },
@@ -315,6 +333,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     } catch (err) {
       const cause = err instanceof ActivityFailure ? err.cause : undefined;
       if (cause instanceof ApplicationFailure && cause.type === FAILURE.toolExecutionError) complete(executionErrorResult());
+      else if (patched(EXECUTION_RESOLUTION_PATCH)) complete(await resolveLostExecution(binding, `${taskId}/execution`));
       else complete(outcomeUnknownResult());
     }
   };
@@ -389,29 +408,21 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   return snap;
 }
 
+/**
+ * The attempt was lost, not failed: ask the tool's idempotency hook (never re-invoke it) and
+ * complete with what it proves; outcome-unknown when it cannot (`execution-resolution.ts`).
+ */
+async function resolveLostExecution(binding: ApprovalWorkflowInput['binding'], executionId: string): Promise<StoredCallToolResult> {
+  try {
+    const r = await resolver.resolveExecution({ binding, executionId });
+    if (r.state === 'executed') return executedResult(r.result);
+    if (r.state === 'not-executed') return executionLostFencedResult();
+  } catch {
+    // the hook could not tell within the retry budget
+  }
+  return outcomeUnknownResult();
+}
+
 function iso(ms: number): string {
   return new Date(ms).toISOString();
-}
-
-/** The form an in-task justification request shows (fixed text; no backend or policy text). */
-function justificationRequest(): JustificationInputRequest {
-  return {
-    method: 'elicitation/create',
-    params: {
-      mode: 'form',
-      message: 'A further approval is needed. Give a justification for the approver (10 to 1000 characters). The call has not run.',
-      requestedSchema: {
-        type: 'object',
-        properties: { justification: { type: 'string', minLength: 10, maxLength: 1000, description: 'Why this call is needed; shown to the approver.' } },
-        required: ['justification'],
-      },
-    },
-  };
-}
-
-/** The accepted justification in `inputResponses`, or undefined when absent, declined or invalid. */
-function readJustification(responses: Record<string, unknown>): string | undefined {
-  const r = responses[JUSTIFICATION_INPUT_KEY] as { action?: unknown; content?: { justification?: unknown } } | undefined;
-  const text = r?.action === 'accept' ? r.content?.justification : undefined;
-  return typeof text === 'string' && text.length >= 10 && text.length <= 1000 ? text : undefined;
 }

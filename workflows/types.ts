@@ -120,6 +120,11 @@ export interface ApprovalWorkflowConfig {
   executionTimeoutMs: number;
   /** Upper bound on any request window the backend or policy asks for, ms. */
   maxRequestWindowMs: number;
+  /**
+   * Start-to-close timeout of each backend / policy activity attempt, ms; default 30000. A call
+   * lost with its worker (crash) is retried only after it, so it is also the recovery delay.
+   */
+  backendCallTimeoutMs?: number;
   /** Base URL for backend callbacks; the workflow appends `/<workflowId>/<generation>`. */
   callbackBaseUrl?: string;
 }

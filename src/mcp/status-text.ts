@@ -5,6 +5,7 @@
  * interpolated. A working task is never described as done.
  */
 import type { TaskSnapshot } from '../../workflows/types.js';
+import { isExecutionLostFencedResult } from '../../workflows/execution-resolution.js';
 
 const MAX_REASON = 160;
 
@@ -36,6 +37,8 @@ export function statusMessage(s: TaskSnapshot): string {
         case 'approved-executed':
           return 'Completed: approved and executed once.';
         case 'execution-error':
+          // a lost execution fenced before the tool took effect (issue 6 §4) did not run
+          if (isExecutionLostFencedResult(s.result)) return 'Completed: approved, but the execution was lost before the tool took effect; the tool did not run.';
           return 'Completed: approved, the tool ran and reported an error.';
         case 'outcome-unknown':
           return 'Completed: approved, but whether the tool ran is unknown.';

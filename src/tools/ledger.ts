@@ -7,6 +7,16 @@
  * the existing entry with `duplicate: true` when the transfer details match, and throws
  * `LedgerError('conflict')` when they differ (a reused id for another transfer is a bug upstream).
  *
+ * Fencing (issue 6 §4): `settle(executionId)` answers whether the execution's row exists and, when
+ * it does not, records the id as fenced in the same transaction; `record` refuses a fenced id with
+ * `LedgerError('fenced')`. So "not executed" answered once stays true forever.
+ *
+ * Invocation audit trail (issue 6 §2): `invocations` is append-only; `recordInvocation` writes one
+ * row, in its own committed transaction, each time the tool is entered for an execution id —
+ * before the effect, so duplicates (a re-invoked execution id, which `ledger` deduplicates) and
+ * fenced attempts (refused by `record`) are counted too. It is what proves "invoked at most once
+ * per task": the UNIQUE ledger row alone would hide a second run.
+ *
  * Deliberately does not: model balances or accounts, move real money, or delete rows.
  */
 import { mkdirSync } from 'node:fs';
@@ -34,10 +44,13 @@ export interface LedgerRecordInput {
   memo?: string;
 }
 
-/** Local ledger error. `conflict`: execution id reused for other details; `invalid`: bad amount. */
+/**
+ * Local ledger error. `conflict`: execution id reused for other details; `invalid`: bad amount;
+ * `fenced`: the execution id was settled as not executed, so it can never be recorded.
+ */
 export class LedgerError extends Error {
   constructor(
-    readonly code: 'conflict' | 'invalid',
+    readonly code: 'conflict' | 'invalid' | 'fenced',
     message: string,
   ) {
     super(message);
@@ -55,6 +68,21 @@ export interface Ledger {
    * whole number of cents.
    */
   record(input: LedgerRecordInput): { entryId: number; duplicate: boolean };
+  /**
+   * Settle an execution id after a lost execution: its row when recorded; otherwise the id is
+   * fenced in the same transaction (every later `record` of it throws `LedgerError('fenced')`)
+   * and `{fenced: true}` is returned. Idempotent.
+   */
+  settle(executionId: string): { entry: LedgerEntry } | { fenced: true };
+  /**
+   * Append one row to the invocation audit trail (`invocations`): the tool was entered for
+   * `executionId`. Committed at once, before any effect; never deduplicated, never deleted.
+   */
+  recordInvocation(input: { executionId: string; taskId?: string }): void;
+  /** Invocation audit rows under `taskId` (every entry into the tool, duplicates included). */
+  invocationsByTask(taskId: string): number;
+  /** Invocation audit rows under `executionId`. */
+  invocationsByExecution(executionId: string): number;
   /** Number of rows written under `taskId`. */
   countByTask(taskId: string): number;
   /** Number of rows. */
@@ -117,18 +145,36 @@ export function openLedger(path: string, options: { now?: () => Date } = {}): Le
     amount_cents INTEGER NOT NULL,
     memo TEXT,
     created_at TEXT NOT NULL
-  )`);
+  );
+  CREATE TABLE IF NOT EXISTS fenced_executions (
+    execution_id TEXT PRIMARY KEY,
+    fenced_at TEXT NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS invocations (
+    invocation_id INTEGER PRIMARY KEY,
+    execution_id TEXT NOT NULL,
+    task_id TEXT,
+    invoked_at TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS invocations_by_task ON invocations (task_id);
+  CREATE INDEX IF NOT EXISTS invocations_by_execution ON invocations (execution_id)`);
   const insert = db.prepare(
     `INSERT INTO ledger (execution_id, task_id, to_account, amount_cents, memo, created_at)
      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(execution_id) DO NOTHING`,
   );
   const byExecution = db.prepare('SELECT * FROM ledger WHERE execution_id = ?');
+  const isFenced = db.prepare('SELECT 1 FROM fenced_executions WHERE execution_id = ?');
+  const fence = db.prepare('INSERT INTO fenced_executions (execution_id, fenced_at) VALUES (?, ?) ON CONFLICT(execution_id) DO NOTHING');
+  const invocation = db.prepare('INSERT INTO invocations (execution_id, task_id, invoked_at) VALUES (?, ?, ?)');
+  const invocationsTask = db.prepare('SELECT COUNT(*) AS n FROM invocations WHERE task_id = ?');
+  const invocationsExecution = db.prepare('SELECT COUNT(*) AS n FROM invocations WHERE execution_id = ?');
   const countTask = db.prepare('SELECT COUNT(*) AS n FROM ledger WHERE task_id = ?');
   const countAll = db.prepare('SELECT COUNT(*) AS n FROM ledger');
   const all = db.prepare('SELECT * FROM ledger ORDER BY entry_id');
 
   const record = db.transaction((input: LedgerRecordInput): { entryId: number; duplicate: boolean } => {
     const cents = dollarsToCents(input.amount);
+    if (isFenced.get(input.executionId)) throw new LedgerError('fenced', `execution id ${input.executionId} was settled as not executed`);
     const info = insert.run(input.executionId, input.taskId ?? null, input.to, cents, input.memo ?? null, now().toISOString());
     if (info.changes === 1) return { entryId: Number(info.lastInsertRowid), duplicate: false };
     const existing = byExecution.get(input.executionId) as Row;
@@ -138,8 +184,22 @@ export function openLedger(path: string, options: { now?: () => Date } = {}): Le
     return { entryId: existing.entry_id, duplicate: true };
   });
 
+  const settle = db.transaction((executionId: string): { entry: LedgerEntry } | { fenced: true } => {
+    const row = byExecution.get(executionId) as Row | undefined;
+    if (row) return { entry: toEntry(row) };
+    fence.run(executionId, now().toISOString());
+    return { fenced: true };
+  });
+
   return {
-    record: (input) => record(input),
+    // IMMEDIATE: take the write lock first (waiting up to busy_timeout); a deferred transaction
+    // that reads first could not upgrade to a writer under contention and would fail at once.
+    record: (input) => record.immediate(input),
+    settle: (executionId) => settle.immediate(executionId),
+    // a single INSERT in autocommit mode: its own transaction, committed (WAL) before it returns
+    recordInvocation: (input) => void invocation.run(input.executionId, input.taskId ?? null, now().toISOString()),
+    invocationsByTask: (taskId) => (invocationsTask.get(taskId) as { n: number }).n,
+    invocationsByExecution: (executionId) => (invocationsExecution.get(executionId) as { n: number }).n,
     countByTask: (taskId) => (countTask.get(taskId) as { n: number }).n,
     count: () => (countAll.get() as { n: number }).n,
     findByExecution: (executionId) => {

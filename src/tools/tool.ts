@@ -23,6 +23,12 @@ export interface ToolExecutionContext {
   executionId: string;
 }
 
+/**
+ * What a tool can prove about one execution after a crash (issue 6 §4): the effect happened (with
+ * the result it recorded), or it did not and now never will (the execution id is fenced).
+ */
+export type ExecutionRecord = { executed: true; result: ToolResult } | { executed: false };
+
 /** A gated tool. */
 export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<Record<string, unknown>>> {
   name: string;
@@ -34,4 +40,22 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
   version: string;
   /** Run the effect. Throw only for an execution error; the caller maps it to `execution-error`. */
   execute(args: z.infer<S>, ctx: ToolExecutionContext): Promise<ToolResult>;
+  /**
+   * Optional idempotency hook: "did the effect of execution `executionId` happen?" Asked only when
+   * an approved execution was lost (worker crash, timeout) and the task would otherwise end
+   * `outcome-unknown` (SEP-2848 §Completion: outcome-unknown is for a server that "cannot determine
+   * whether invocation or the side effect completed"). Contract, which the caller relies on for
+   * at-most-once:
+   * - `{executed: true, result}` only when the effect for that id is durably recorded; `result` is
+   *   what the tool reports for it (the task completes `approved-executed` with it);
+   * - `{executed: false}` only when the effect did not happen AND can no longer happen: the answer
+   *   must atomically fence the id (a late invocation with it, e.g. from a worker thought dead,
+   *   must then fail without effect). The tool is never re-invoked either way; the task completes
+   *   `execution-error` (after the claim a failure is never a denial, SEP-2848 §Completion) with a
+   *   fixed body saying the execution was lost and fenced, no side effect occurred, and a new call
+   *   is needed to try again.
+   * Must be idempotent (asked again, it answers the same). Throw when it cannot tell: the task
+   * then ends `outcome-unknown`. Tools without the hook always end `outcome-unknown` after a loss.
+   */
+  resolveExecution?(executionId: string): Promise<ExecutionRecord>;
 }

@@ -7,8 +7,9 @@
  * entry (see `ledger.ts`).
  */
 import { z } from 'zod';
-import type { Tool, ToolExecutionContext, ToolResult } from './tool.js';
+import type { ExecutionRecord, Tool, ToolExecutionContext, ToolResult } from './tool.js';
 import { dollarsToCents, type Ledger } from './ledger.js';
+import { faultPoint } from '../fault-point.js';
 
 /** Tool name on the MCP wire and the Cedar resource id. */
 export const WIRE_TRANSFER_TOOL_NAME = 'wire_transfer';
@@ -39,12 +40,23 @@ export type WireTransferInput = z.infer<typeof WireTransferInputSchema>;
 
 const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
 
+/** The result of a transfer recorded as ledger entry `entryId` (amount in cents). */
+function transferResult(entryId: number, to: string, amountCents: number): ToolResult {
+  const amount = amountCents / 100;
+  return {
+    content: [{ type: 'text', text: `Transfer of ${usd.format(amount)} to ${to} completed (ledger entry ${entryId}).` }],
+    structuredContent: { entryId, to, amount },
+  };
+}
+
 /**
  * Create the `wire_transfer` tool over `ledger`. `execute` writes exactly one ledger row keyed by
  * `ctx.executionId` and returns "Transfer of $50,000.00 to acct-991 completed (ledger entry 7)."
  * with `structuredContent` `{entryId, to, amount}` (amount in dollars). A repeated execution id
  * returns the same result without writing; a reused id for a different transfer throws
- * `LedgerError('conflict')` (an execution error).
+ * `LedgerError('conflict')` (an execution error). Every call to `execute` first appends a row to
+ * the ledger's invocation audit trail (`Ledger.recordInvocation`). `resolveExecution` settles an execution id on
+ * the ledger (`Ledger.settle`): the recorded transfer, or fenced and not executed (issue 6 §4).
  */
 export function createWireTransferTool(ledger: Ledger): Tool<typeof WireTransferInputSchema> {
   return {
@@ -56,6 +68,9 @@ export function createWireTransferTool(ledger: Ledger): Tool<typeof WireTransfer
     inputSchema: WireTransferInputSchema,
     version: '1',
     async execute(args: WireTransferInput, ctx: ToolExecutionContext): Promise<ToolResult> {
+      // audit first, committed on its own: every entry counts, even one the ledger then dedups or refuses
+      ledger.recordInvocation({ executionId: ctx.executionId, ...(ctx.taskId === undefined ? {} : { taskId: ctx.taskId }) });
+      faultPoint('tool.effect.before');
       const { entryId } = ledger.record({
         executionId: ctx.executionId,
         ...(ctx.taskId === undefined ? {} : { taskId: ctx.taskId }),
@@ -63,13 +78,15 @@ export function createWireTransferTool(ledger: Ledger): Tool<typeof WireTransfer
         amount: args.amount,
         ...(args.memo === undefined ? {} : { memo: args.memo }),
       });
-      const amount = dollarsToCents(args.amount) / 100;
-      return {
-        content: [
-          { type: 'text', text: `Transfer of ${usd.format(amount)} to ${args.to} completed (ledger entry ${entryId}).` },
-        ],
-        structuredContent: { entryId, to: args.to, amount },
-      };
+      faultPoint('tool.effect.after'); // the row is committed; the result is about to be lost
+      return transferResult(entryId, args.to, dollarsToCents(args.amount));
+    },
+    // The ledger is the effect and its own record: a row under the execution id is the transfer;
+    // no row is fenced in the same transaction, so a late invocation can never write one.
+    async resolveExecution(executionId: string): Promise<ExecutionRecord> {
+      const settled = ledger.settle(executionId);
+      if ('fenced' in settled) return { executed: false };
+      return { executed: true, result: transferResult(settled.entry.entryId, settled.entry.to, settled.entry.amountCents) };
     },
   };
 }

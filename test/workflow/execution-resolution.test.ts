@@ -1,0 +1,144 @@
+// Scope: the lost-execution resolution of the approval workflow (issue 6 §4) on the time-skipping
+// test server with typed fakes: a lost attempt is resolved by the tool's idempotency hook, the tool
+// is never invoked twice, and runs from before the change replay unchanged.
+import { readFileSync } from 'node:fs';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApprovalActivities } from '../../activities/activities.js';
+import { createCallBinding } from '../../src/binding/call-binding.js';
+import { temporalTestServerPath } from '../../src/temporal/binaries.js';
+import { approvalWorkflow } from '../../workflows/approval.js';
+import { EXECUTION_LOST_FENCED_TEXT, type ExecutionResolution } from '../../workflows/execution-resolution.js';
+import { statusMessage } from '../../src/mcp/status-text.js';
+import { FAILURE, type ApprovalWorkflowConfig, type TaskSnapshot } from '../../workflows/types.js';
+
+const DAY = 86_400_000;
+let env: TestWorkflowEnvironment;
+let bundle: WorkflowBundleWithSourceMap;
+
+beforeAll(async () => {
+  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: temporalTestServerPath() } } });
+  bundle = await bundleWorkflowCode({ workflowsPath: new URL('../../workflows/approval.ts', import.meta.url).pathname });
+});
+afterAll(async () => {
+  await env?.teardown();
+});
+
+const config: ApprovalWorkflowConfig = {
+  resultRetentionMs: DAY,
+  clientPollIntervalMs: 5000,
+  statusPollInitialMs: 3_600_000,
+  statusPollMaxMs: 3_600_000,
+  maxGenerations: 3,
+  retryBaseMs: 60_000,
+  retryMaxMs: 600_000,
+  executionTimeoutMs: 1500,
+  maxRequestWindowMs: 30 * DAY,
+};
+
+const now = () => Context.current().info.currentAttemptScheduledTimestampMs;
+/** The tool's attempt is lost: it never reports, and the worker gives up at the execution timeout. */
+const lost = () => new Promise<never>((_, reject) => Context.current().cancellationSignal.addEventListener('abort', () => reject(new Error('lost'))));
+
+/** Approve at once, allow at re-evaluation; `execute` and `resolve` are the scripted tool side. */
+function fakes(execute: () => Promise<unknown>, resolve?: () => Promise<ExecutionResolution>) {
+  const calls = { execute: 0, resolve: 0, executionIds: [] as string[] };
+  const acts: ApprovalActivities = {
+    submitApprovalRequest: async ({ body }) => ({ requestId: 'req-1', statusUrl: 'http://backend/req-1', cancelUrl: 'http://backend/req-1/cancel', expiresAt: body.expiresAt }),
+    fetchApprovalStatus: async () => ({ state: 'approved', approval: { id: 'apv-1', approvedAt: new Date(now()).toISOString(), approvedUntil: new Date(now() + DAY).toISOString(), state: 'approved', approvers: ['bob'] } }),
+    cancelApprovalRequest: async () => true,
+    evaluatePolicy: async () => ({ outcome: 'allow' }),
+    executeTool: async ({ executionId }) => {
+      calls.execute++;
+      calls.executionIds.push(executionId);
+      return (await execute()) as never;
+    },
+    ...(resolve
+      ? {
+          resolveExecution: async ({ executionId }: { executionId: string }) => {
+            calls.resolve++;
+            calls.executionIds.push(executionId);
+            return resolve();
+          },
+        }
+      : {}),
+  };
+  return { acts, calls };
+}
+
+async function runToEnd(acts: ApprovalActivities): Promise<TaskSnapshot> {
+  const taskQueue = `tq-${randomUUID()}`;
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: acts });
+  const binding = createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: { iss: 'https://issuer.test', sub: 'alice' }, toolDescriptorDigest: 'd1' });
+  return worker.runUntil(
+    env.client.workflow.execute(approvalWorkflow, {
+      taskQueue,
+      workflowId: `approval-${randomUUID().replace(/-/g, '')}`,
+      args: [{ binding, ownerKey: 'owner', config, accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' } }],
+    }),
+  );
+}
+
+const recorded = { content: [{ type: 'text' as const, text: 'Transfer of $50,000.00 to acct-991 completed (ledger entry 7).' }], structuredContent: { entryId: 7 } };
+
+describe('lost execution, resolved by the tool (time-skipping)', () => {
+  it('a lost execution whose effect the tool recorded completes approved-executed with the recorded result, without a second invocation', async () => {
+    const { acts, calls } = fakes(lost, async () => ({ state: 'executed', result: recorded }));
+    const out = await runToEnd(acts);
+    expect(out.status).toBe('completed');
+    expect(out.disposition).toBe('approved-executed');
+    expect(out.result?.content.map((c) => c.text)).toEqual(['Approved and executed once. Outcome: approved-executed.', recorded.content[0]!.text]);
+    expect(out.result?.structuredContent).toEqual({ entryId: 7 });
+    expect(calls).toMatchObject({ execute: 1, resolve: 1 });
+    // the hook is asked about the very execution id the tool ran under
+    expect(new Set(calls.executionIds).size).toBe(1);
+  });
+
+  it('a lost execution the tool proves did not happen (and fenced) completes execution-error, not a denial: no envelope, the body says it was lost and fenced, nothing happened, a new call is needed; never re-invoked', async () => {
+    const { acts, calls } = fakes(lost, async () => ({ state: 'not-executed' }));
+    const out = await runToEnd(acts);
+    expect(out.status).toBe('completed');
+    // after the claim a failure is execution-error or outcome-unknown, never denied-not-executed (SEP-2848 §Completion)
+    expect(out.disposition).toBe('execution-error');
+    expect(out.result?.isError).toBe(true);
+    expect(out.result?._meta['io.modelcontextprotocol/tool-approval-disposition']).toBe('execution-error');
+    expect(out.result?._meta['io.modelcontextprotocol/authorization']).toBeUndefined();
+    expect(out.result?.content).toHaveLength(1);
+    expect(out.result?.content[0]?.text).toBe(EXECUTION_LOST_FENCED_TEXT);
+    expect(out.result?.content[0]?.text).toMatch(/execution of this call was lost before the tool took effect.*fenced so it can never take effect.*did not run and no side effect occurred.*new call.*Outcome: execution-error\.$/);
+    expect(statusMessage(out)).toMatch(/did not run/);
+    expect(calls).toMatchObject({ execute: 1, resolve: 1 });
+  });
+
+  it('a lost execution of a tool without the hook, or whose hook cannot tell, completes outcome-unknown', async () => {
+    const unknown = fakes(lost, async () => ({ state: 'unknown' }));
+    expect((await runToEnd(unknown.acts)).disposition).toBe('outcome-unknown');
+    const failing = fakes(lost, async () => {
+      throw ApplicationFailure.nonRetryable('ledger unreachable', 'LedgerUnavailable');
+    });
+    const out = await runToEnd(failing.acts);
+    expect(out.disposition).toBe('outcome-unknown');
+    expect(out.result?._meta['io.modelcontextprotocol/authorization']).toBeUndefined();
+    expect(failing.calls.execute).toBe(1);
+  });
+
+  it('a tool that ran and threw is execution-error: the hook is not asked', async () => {
+    const { acts, calls } = fakes(
+      async () => {
+        throw ApplicationFailure.nonRetryable('boom', FAILURE.toolExecutionError);
+      },
+      async () => ({ state: 'not-executed' }),
+    );
+    expect((await runToEnd(acts)).disposition).toBe('execution-error');
+    expect(calls).toMatchObject({ execute: 1, resolve: 0 });
+  });
+
+  it('a run that lost its execution before the resolution existed replays unchanged (patched), still outcome-unknown', async () => {
+    const history = historyFromJSON(JSON.parse(readFileSync(new URL('./fixtures/lost-execution-before-resolution.history.json', import.meta.url), 'utf8')));
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history)).resolves.toBeUndefined();
+  });
+});

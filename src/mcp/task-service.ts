@@ -170,9 +170,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         if (typeof snap?.ownerKey === 'string') return snap.ownerKey === taskOwnerKeyOf(caller) ? snap : null;
       } catch (err) {
         if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return null;
-        if (err instanceof QueryNotRegisteredError) return null; // not an approval workflow
-        if (!(err instanceof QueryRejectedError)) throw err;
-        if (err.status === WORKFLOW_EXECUTION_STATUS_COMPLETED) {
+        // QueryNotRegisteredError is any INVALID_ARGUMENT answer, also a query that failed inside an
+        // open approval workflow: the describe path below decides (a foreign id stays unknown; the
+        // owner of an open task whose query fails gets an internal error, never "unknown task").
+        if (!(err instanceof QueryRejectedError) && !(err instanceof QueryNotRegisteredError)) throw err;
+        if (err instanceof QueryRejectedError && err.status === WORKFLOW_EXECUTION_STATUS_COMPLETED) {
           // Closed normally: its result is the terminal snapshot, which carries the owner key too.
           const snap = (await client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId).result()) as TaskSnapshot;
           if (typeof snap?.ownerKey === 'string') {

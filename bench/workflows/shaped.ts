@@ -3,7 +3,7 @@
 // long-lived per-principal workflow, then an Update-with-Start on a new workflow whose update
 // answers once a (no-op) submit activity has completed, and which signals the first workflow — the
 // Temporal operations Countersign performs, without its gate, codec, approval service or state.
-import { condition, defineSignal, defineUpdate, getExternalWorkflowHandle, proxyActivities, setHandler, uuid4 } from '@temporalio/workflow';
+import { allHandlersFinished, condition, defineSignal, defineUpdate, getExternalWorkflowHandle, proxyActivities, setHandler, uuid4 } from '@temporalio/workflow';
 
 export const shapeReserveUpdate = defineUpdate<string, [string]>('reserve');
 export const shapeClaimSignal = defineSignal<[string]>('claim');
@@ -28,7 +28,10 @@ export async function shapeApprovalWorkflow(limiterId: string): Promise<void> {
     await condition(() => handle !== undefined);
     return handle!;
   });
-  await getExternalWorkflowHandle(limiterId).signal(shapeClaimSignal, 'claimed');
+  // Like the approval workflow: the claim signal is issued, not awaited, before the submit.
+  const claimed = getExternalWorkflowHandle(limiterId).signal(shapeClaimSignal, 'claimed');
   handle = await noopSubmit(limiterId);
-  await condition(() => false);
+  await claimed;
+  // Finish once the update is answered, so baseline runs do not pile up in the worker cache.
+  await condition(allHandlersFinished);
 }

@@ -143,7 +143,10 @@ export const observedChecks: CheckDef[] = [
         must(body.length > 0, `completed task ${String(r.taskId)} has no text content`);
         if (d === 'approved-executed') must(get(r, 'result', 'isError') !== true && !NOT_RUN.test(body), 'approved-executed: isError or a body saying it did not run');
         if (d === 'denied-not-executed') must(get(r, 'result', 'isError') === true && NOT_RUN.test(body), 'denied-not-executed: not isError or a body not saying it did not run');
-        if (d === 'execution-error' || d === 'outcome-unknown') must(get(r, 'result', 'isError') === true && MAY_HAVE_RUN.test(body), `${d}: the body does not say it may have run`);
+        if (d === 'outcome-unknown') must(get(r, 'result', 'isError') === true && MAY_HAVE_RUN.test(body), `${d}: the body does not say it may have run`);
+        // execution-error: a side effect may have occurred, unless the server proved it did not (a
+        // fenced execution lost before the tool took effect says so); either way the body says which.
+        if (d === 'execution-error') must(get(r, 'result', 'isError') === true && (MAY_HAVE_RUN.test(body) || NOT_RUN.test(body)), `${d}: the body says neither that it may have run nor that it did not run`);
         if (!DISPOSITIONS.includes(d)) unknown.add(d); // future values MAY be registered
       }
       for (const r of taskResults(c).filter((x) => x.status === 'cancelled' || x.status === 'failed')) {

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { createTokenVerifier } from '../../src/auth/verify-token.js';
-import { loadOrCreateSecrets } from '../../src/stack.js';
+import { loadOrCreateSecrets, workflowConfigOf } from '../../src/stack.js';
 import { createLogger } from '../../src/log.js';
 import { createMcpHttpApp } from '../../src/mcp/http.js';
 import { createMcpServerFactory } from '../../src/mcp/server.js';
@@ -17,7 +17,7 @@ import { payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';
 import { openLedger } from '../../src/tools/ledger.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
-import { readSpec, workflowConfigOf } from './spec.js';
+import { readSpec } from './spec.js';
 
 const spec = readSpec();
 const { config } = spec;
@@ -43,7 +43,7 @@ const tasks = createTaskService({
   client: temporal,
   taskQueue: config.COUNTERSIGN_TASK_QUEUE,
   dedupKey: secrets.dedupKey,
-  workflowConfig: workflowConfigOf(config, origin),
+  workflowConfig: workflowConfigOf(config, `${origin}/callbacks/arap`),
   createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
   submissionLimits: {
     maxSubmissionsPerWindow: config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,

@@ -4,7 +4,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../src/config.js';
-import type { ApprovalWorkflowConfig } from '../../workflows/types.js';
 
 export interface RoleSpec {
   /** The bench's resolved configuration (limits, durations, data folder with secrets.json). */
@@ -21,22 +20,6 @@ export interface RoleSpec {
   workflowBundlePath?: string;
   /** Worker only: workflow cache size. */
   maxCachedWorkflows?: number;
-}
-
-/** The workflow configuration `src/stack.ts` builds, for a front whose callbacks land at `origin`. */
-export function workflowConfigOf(config: Config, origin: string): ApprovalWorkflowConfig {
-  return {
-    resultRetentionMs: config.COUNTERSIGN_RESULT_RETENTION_MS,
-    clientPollIntervalMs: config.COUNTERSIGN_POLL_INTERVAL_MS,
-    statusPollInitialMs: config.COUNTERSIGN_STATUS_POLL_INITIAL_MS,
-    statusPollMaxMs: config.COUNTERSIGN_STATUS_POLL_MAX_MS,
-    maxGenerations: config.COUNTERSIGN_MAX_GENERATIONS,
-    retryBaseMs: config.COUNTERSIGN_RETRY_BASE_MS,
-    retryMaxMs: config.COUNTERSIGN_RETRY_MAX_MS,
-    executionTimeoutMs: config.COUNTERSIGN_EXECUTION_TIMEOUT_MS,
-    maxRequestWindowMs: config.COUNTERSIGN_MAX_REQUEST_WINDOW_MS,
-    callbackBaseUrl: `${origin}/callbacks/arap`,
-  };
 }
 
 /** A role process: its pid, what it printed when ready, and `stop()` (SIGTERM, then SIGKILL). */

@@ -4,6 +4,7 @@
  * end-to-end tests; production points `TEMPORAL_ADDRESS` at a real cluster instead.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
 import { temporalCliPath } from './binaries.js';
@@ -23,6 +24,28 @@ export async function isPortFree(port: number, host = '127.0.0.1'): Promise<bool
     srv.once('error', () => resolve(false));
     srv.listen(port, host, () => srv.close(() => resolve(true)));
   });
+}
+
+/**
+ * A free TCP port on 127.0.0.1 below the kernel's ephemeral range (read from
+ * `/proc/sys/net/ipv4/ip_local_port_range`; 32768 when unknown), for a server that must come back on
+ * the same port after a stop: a port from {@link freePort} lies inside the ephemeral range, where any
+ * outgoing connection may take it between the stop and the restart (EADDRINUSE). Picks at random in
+ * [10000, lower bound) and checks it is free. Throws after 100 taken candidates.
+ */
+export async function restartablePort(): Promise<number> {
+  let low = 32768;
+  try {
+    low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low;
+  } catch {
+    /* not Linux: keep the IANA dynamic range's usual lower bound */
+  }
+  const top = Math.max(10001, Math.min(low, 65536));
+  for (let i = 0; i < 100; i++) {
+    const port = 10000 + Math.floor(Math.random() * (top - 10000));
+    if (await isPortFree(port)) return port;
+  }
+  throw new Error('no free port below the ephemeral range after 100 tries');
 }
 
 /** A free TCP port on 127.0.0.1 (best effort: another process may take it before use). */

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
-import { freePort } from '../../src/temporal/dev-server.js';
+import { restartablePort } from '../../src/temporal/dev-server.js';
 import { clientFor, decide, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
 let stack: Stack | undefined;
@@ -12,12 +12,12 @@ afterAll(async () => {
 });
 
 it('a task pending when the whole stack stops is served under the same taskId after a restart and can still be approved', async () => {
-  // fixed ports: the issuer URL (token iss), the audience and the stored backend handle survive the restart
+  // fixed ports below the ephemeral range (nothing outgoing takes them while stopped): the issuer URL (token iss), the audience and the stored backend handle survive the restart
   const config = testConfig({
-    COUNTERSIGN_PORT: await freePort(),
-    COUNTERSIGN_APPROVALS_PORT: await freePort(),
-    COUNTERSIGN_ISSUER_PORT: await freePort(),
-    TEMPORAL_PORT: await freePort(),
+    COUNTERSIGN_PORT: await restartablePort(),
+    COUNTERSIGN_APPROVALS_PORT: await restartablePort(),
+    COUNTERSIGN_ISSUER_PORT: await restartablePort(),
+    TEMPORAL_PORT: await restartablePort(),
   });
   stack = await startTestStack(config);
   const m = `restart ${randomUUID().slice(0, 8)}`;

@@ -11,7 +11,7 @@ import { loadOrCreateDevIssuer } from '../../src/auth/dev-issuer.js';
 import type { StackSecrets } from '../../src/stack.js';
 import type { Role } from '../../src/stack-roles.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
-import { freePort, isPortFree } from '../../src/temporal/dev-server.js';
+import { isPortFree, restartablePort } from '../../src/temporal/dev-server.js';
 import { bundleWorkflows } from '../../src/worker.js';
 import { Connection } from '@temporalio/client';
 import { startProxy, type Proxy } from './proxy.js';
@@ -64,7 +64,7 @@ export class Cluster {
 
   /** Pick ports, bundle the workflows once, start every role (temporal first: it creates the secrets). */
   async start(): Promise<void> {
-    this.ports = { mcp: await freePort(), approvals: await freePort(), issuer: await freePort(), temporal: await freePort() };
+    this.ports = { mcp: await restartablePort(), approvals: await restartablePort(), issuer: await restartablePort(), temporal: await restartablePort() };
     const { TEMPORAL_ADDRESS: _ignored, ...inherited } = process.env;
     this.env = {
       ...(inherited as Record<string, string>),

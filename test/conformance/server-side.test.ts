@@ -7,10 +7,10 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { approvalWorkflowEnv, DAY, workflowTestConfig } from '../support/workflow-env.js';
 import { createActivities, type ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
@@ -20,33 +20,12 @@ import { createToolRegistry } from '../../src/tools/registry.js';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
 import { backendCallbackUpdate, cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
-import type { ApprovalMaterial, ApprovalWorkflowConfig, BackendHandle, BackendStatus, ReEvaluation, SubmissionBody } from '../../workflows/types.js';
+import type { ApprovalMaterial, BackendHandle, BackendStatus, ReEvaluation, SubmissionBody } from '../../workflows/types.js';
 
-const DAY = 86_400_000;
-const HOUR = 3_600_000;
 
-let env: TestWorkflowEnvironment;
-let bundle: WorkflowBundleWithSourceMap;
+const t = approvalWorkflowEnv();
 
-beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: temporalTestServerPath() } } });
-  bundle = await bundleWorkflowCode({ workflowsPath: new URL('../../workflows/approval.ts', import.meta.url).pathname });
-});
-afterAll(async () => {
-  await env?.teardown();
-});
-
-const config: ApprovalWorkflowConfig = {
-  resultRetentionMs: DAY,
-  clientPollIntervalMs: 5000,
-  statusPollInitialMs: HOUR,
-  statusPollMaxMs: HOUR,
-  maxGenerations: 3,
-  retryBaseMs: 60_000,
-  retryMaxMs: 10 * 60_000,
-  executionTimeoutMs: 60_000,
-  maxRequestWindowMs: 30 * DAY,
-};
+const config = workflowTestConfig();
 
 const alice = { iss: 'https://issuer.test', sub: 'alice' };
 const binding = () => createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: alice, toolDescriptorDigest: 'd1' });
@@ -104,12 +83,12 @@ function fakes(script: Script) {
 
 async function run<T>(acts: ApprovalActivities, body: (taskQueue: string) => Promise<T>): Promise<T> {
   const taskQueue = `tq-${randomUUID()}`;
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: acts });
+  const worker = await Worker.create({ connection: t.env.nativeConnection, taskQueue, workflowBundle: t.bundle, activities: acts });
   return worker.runUntil(body(taskQueue));
 }
 
 async function start(taskQueue: string, wfInput = input()) {
-  const handle = await env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId: `approval-${randomUUID().replace(/-/g, '')}`, args: [wfInput] });
+  const handle = await t.env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId: `approval-${randomUUID().replace(/-/g, '')}`, args: [wfInput] });
   const created = await handle.executeUpdate(taskCreatedUpdate);
   return { handle, created };
 }

@@ -1,42 +1,20 @@
 // Scope: the approval workflow's state machine on the time-skipping test server, with typed fake
 // activities (no network): expiry, retry backoff, request chains, cancel vs claim, stale callbacks.
 import { randomUUID } from 'node:crypto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { approvalWorkflowEnv, DAY, HOUR, workflowTestConfig } from '../support/workflow-env.js';
 import type { ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
-import { temporalTestServerPath } from '../../src/temporal/binaries.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
 import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { FAILURE, type ApprovalWorkflowConfig, type BackendHandle, type BackendStatus, type ReEvaluation } from '../../workflows/types.js';
 
-const DAY = 86_400_000;
-const HOUR = 3_600_000;
 
-let env: TestWorkflowEnvironment;
-let bundle: WorkflowBundleWithSourceMap;
+const t = approvalWorkflowEnv();
 
-beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: temporalTestServerPath() } } });
-  bundle = await bundleWorkflowCode({ workflowsPath: new URL('../../workflows/approval.ts', import.meta.url).pathname });
-});
-afterAll(async () => {
-  await env?.teardown();
-});
-
-const config: ApprovalWorkflowConfig = {
-  resultRetentionMs: DAY,
-  clientPollIntervalMs: 5000,
-  statusPollInitialMs: HOUR,
-  statusPollMaxMs: HOUR,
-  maxGenerations: 3,
-  retryBaseMs: 60_000,
-  retryMaxMs: 10 * 60_000,
-  executionTimeoutMs: 60_000,
-  maxRequestWindowMs: 30 * DAY,
-};
+const config = workflowTestConfig();
 
 /** A scripted backend + PDP + tool, recording every call. */
 function fakes(script: { status: (h: BackendHandle, n: number) => BackendStatus; evaluate?: (n: number) => ReEvaluation; execute?: () => Promise<void> }) {
@@ -80,7 +58,7 @@ function approved(validForMs: number): BackendStatus {
 
 async function run<T>(acts: ApprovalActivities, body: (taskQueue: string, workflowId: string) => Promise<T>): Promise<T> {
   const taskQueue = `tq-${randomUUID()}`;
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: acts });
+  const worker = await Worker.create({ connection: t.env.nativeConnection, taskQueue, workflowBundle: t.bundle, activities: acts });
   return worker.runUntil(body(taskQueue, `approval-${randomUUID().replace(/-/g, '')}`));
 }
 
@@ -90,7 +68,7 @@ function input() {
 }
 
 async function start(taskQueue: string, workflowId: string, overrides: Partial<ApprovalWorkflowConfig> = {}) {
-  const handle = await env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId, args: [{ ...input(), config: { ...config, ...overrides } }] });
+  const handle = await t.env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId, args: [{ ...input(), config: { ...config, ...overrides } }] });
   const created = await handle.executeUpdate(taskCreatedUpdate);
   return { handle, created };
 }

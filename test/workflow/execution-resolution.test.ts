@@ -4,41 +4,20 @@
 import { readFileSync } from 'node:fs';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { approvalWorkflowEnv, DAY, workflowTestConfig } from '../support/workflow-env.js';
 import type { ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
-import { temporalTestServerPath } from '../../src/temporal/binaries.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
 import { EXECUTION_LOST_FENCED_TEXT, type ExecutionResolution } from '../../workflows/execution-resolution.js';
 import { statusMessage } from '../../src/mcp/status-text.js';
-import { FAILURE, type ApprovalWorkflowConfig, type TaskSnapshot } from '../../workflows/types.js';
+import { FAILURE, type TaskSnapshot } from '../../workflows/types.js';
 
-const DAY = 86_400_000;
-let env: TestWorkflowEnvironment;
-let bundle: WorkflowBundleWithSourceMap;
+const t = approvalWorkflowEnv();
 
-beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: temporalTestServerPath() } } });
-  bundle = await bundleWorkflowCode({ workflowsPath: new URL('../../workflows/approval.ts', import.meta.url).pathname });
-});
-afterAll(async () => {
-  await env?.teardown();
-});
-
-const config: ApprovalWorkflowConfig = {
-  resultRetentionMs: DAY,
-  clientPollIntervalMs: 5000,
-  statusPollInitialMs: 3_600_000,
-  statusPollMaxMs: 3_600_000,
-  maxGenerations: 3,
-  retryBaseMs: 60_000,
-  retryMaxMs: 600_000,
-  executionTimeoutMs: 1500,
-  maxRequestWindowMs: 30 * DAY,
-};
+const config = workflowTestConfig({ executionTimeoutMs: 1500 });
 
 const now = () => Context.current().info.currentAttemptScheduledTimestampMs;
 /** The tool's attempt is lost: it never reports, and the worker gives up at the execution timeout. */
@@ -72,10 +51,10 @@ function fakes(execute: () => Promise<unknown>, resolve?: () => Promise<Executio
 
 async function runToEnd(acts: ApprovalActivities): Promise<TaskSnapshot> {
   const taskQueue = `tq-${randomUUID()}`;
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: acts });
+  const worker = await Worker.create({ connection: t.env.nativeConnection, taskQueue, workflowBundle: t.bundle, activities: acts });
   const binding = createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: { iss: 'https://issuer.test', sub: 'alice' }, toolDescriptorDigest: 'd1' });
   return worker.runUntil(
-    env.client.workflow.execute(approvalWorkflow, {
+    t.env.client.workflow.execute(approvalWorkflow, {
       taskQueue,
       workflowId: `approval-${randomUUID().replace(/-/g, '')}`,
       args: [{ binding, ownerKey: 'owner', config, accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' } }],
@@ -139,6 +118,6 @@ describe('lost execution, resolved by the tool (time-skipping)', () => {
 
   it('a run that lost its execution before the resolution existed replays unchanged (patched), still outcome-unknown', async () => {
     const history = historyFromJSON(JSON.parse(readFileSync(new URL('./fixtures/lost-execution-before-resolution.history.json', import.meta.url), 'utf8')));
-    await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history)).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle: t.bundle }, history)).resolves.toBeUndefined();
   });
 });

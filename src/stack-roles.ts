@@ -25,13 +25,9 @@ import type { Logger } from 'pino';
 import { createApprovalService } from './approvals/service.js';
 import { approvalServiceExtras } from './approvals/stack-wiring.js';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
-import { createTokenVerifier } from './auth/verify-token.js';
 import { createArapHttpBackend } from './backends/arap-http-backend.js';
 import type { Config } from './config.js';
-import { createMcpHttpApp } from './mcp/http.js';
-import { createMcpServerFactory } from './mcp/server.js';
-import { createSubmissionStateCodec } from './mcp/submission-input.js';
-import { createTaskService } from './mcp/task-service.js';
+import { createMcpFront } from './mcp-front.js';
 import { createCedarPdp } from './policy/cedar-pdp.js';
 import { closeServer, listen, loadOrCreateSecrets, oauthOf, quietTemporalRuntime, workflowConfigOf, type FetchFn, type StackSecrets } from './stack.js';
 import { startDevServer } from './temporal/dev-server.js';
@@ -146,39 +142,12 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
       const ledger = openLedger(join(dataDir, 'ledger.db')); // allowed calls run inline here
       const tools = createToolRegistry([createWireTransferTool(ledger)]);
       const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
-      const tasks = createTaskService({
-        client: temporal,
-        taskQueue: config.COUNTERSIGN_TASK_QUEUE,
-        dedupKey: secrets.dedupKey,
-        workflowConfig: {
-          ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
-          ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
-        },
-        createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
-        submissionLimits: {
-          maxSubmissionsPerWindow: config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,
-          submissionWindowMs: config.COUNTERSIGN_SUBMISSION_WINDOW_MS,
-          maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
-        },
-      });
+      const workflowConfig = {
+        ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
+        ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
+      };
       const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
-      const factory = createMcpServerFactory({
-        tools,
-        pdp,
-        tasks,
-        logger: log,
-        noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
-        requestStateCodec: createSubmissionStateCodec(secrets.dedupKey),
-      });
-      const mcp = createMcpHttpApp({
-        factory,
-        verifier: createTokenVerifier(oauth),
-        resourceUrl: urls.resourceUrl,
-        authorizationServers: [oauth.issuer],
-        temporal,
-        callbackSecret: secrets.callbackSecret,
-        logger: log,
-      });
+      const mcp = createMcpFront(config, { temporal, tools, pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: log });
       const close = await serveFetch(config, config.COUNTERSIGN_PORT, 'COUNTERSIGN_PORT', (req) => mcp.app.fetch(req));
       return {
         role,

@@ -23,14 +23,10 @@ import type { Logger } from 'pino';
 import { createApprovalService, type ApprovalService } from './approvals/service.js';
 import { approvalServiceExtras, generateApprovalMachineSecrets, type ApprovalMachineSecrets } from './approvals/stack-wiring.js';
 import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
-import { createTokenVerifier } from './auth/verify-token.js';
 import { createArapHttpBackend } from './backends/arap-http-backend.js';
 import type { Config } from './config.js';
 import { createLogger } from './log.js';
-import { createMcpHttpApp } from './mcp/http.js';
-import { createMcpServerFactory } from './mcp/server.js';
-import { createSubmissionStateCodec } from './mcp/submission-input.js';
-import { createTaskService } from './mcp/task-service.js';
+import { createMcpFront } from './mcp-front.js';
 import { createCedarPdp } from './policy/cedar-pdp.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { generatePayloadKey, payloadCodecFromKeyList, type PayloadKeyEntry } from './temporal/payload-codec.js';
@@ -342,36 +338,7 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     cleanups.push(stopWorker);
 
     // MCP front
-    const tasks = createTaskService({
-      client: temporal,
-      taskQueue: config.COUNTERSIGN_TASK_QUEUE,
-      dedupKey: secrets.dedupKey,
-      workflowConfig,
-      createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
-      submissionLimits: {
-        maxSubmissionsPerWindow: config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,
-        submissionWindowMs: config.COUNTERSIGN_SUBMISSION_WINDOW_MS,
-        maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
-      },
-    });
-    const oauth = oauthOf(config, issuerUrl, resourceUrl);
-    const factory = createMcpServerFactory({
-      tools,
-      pdp,
-      tasks,
-      logger: logger.child({ part: 'mcp' }),
-      noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
-      requestStateCodec: createSubmissionStateCodec(secrets.dedupKey),
-    });
-    const mcp = createMcpHttpApp({
-      factory,
-      verifier: createTokenVerifier(oauth),
-      resourceUrl,
-      authorizationServers: [oauth.issuer],
-      temporal,
-      callbackSecret: secrets.callbackSecret,
-      logger: logger.child({ part: 'mcp-http' }),
-    });
+    const mcp = createMcpFront(config, { temporal, tools, pdp, secrets, workflowConfig, oauth: oauthOf(config, issuerUrl, resourceUrl), resourceUrl, logger });
     mcpRef.current = (req) => mcp.app.fetch(req);
     cleanups.push(() => mcp.close());
 

@@ -5,13 +5,9 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
-import { createTokenVerifier } from '../../src/auth/verify-token.js';
 import { loadOrCreateSecrets, workflowConfigOf } from '../../src/stack.js';
 import { createLogger } from '../../src/log.js';
-import { createMcpHttpApp } from '../../src/mcp/http.js';
-import { createMcpServerFactory } from '../../src/mcp/server.js';
-import { createSubmissionStateCodec } from '../../src/mcp/submission-input.js';
-import { createTaskService } from '../../src/mcp/task-service.js';
+import { createMcpFront } from '../../src/mcp-front.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
 import { payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';
 import { openLedger } from '../../src/tools/ledger.js';
@@ -39,34 +35,15 @@ const server: ServerType = await new Promise((resolve) => {
 });
 const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-const tasks = createTaskService({
-  client: temporal,
-  taskQueue: config.COUNTERSIGN_TASK_QUEUE,
-  dedupKey: secrets.dedupKey,
-  workflowConfig: workflowConfigOf(config, `${origin}/callbacks/arap`),
-  createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
-  submissionLimits: {
-    maxSubmissionsPerWindow: config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,
-    submissionWindowMs: config.COUNTERSIGN_SUBMISSION_WINDOW_MS,
-    maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
-  },
-});
-const factory = createMcpServerFactory({
+const mcp = createMcpFront(config, {
+  temporal,
   tools,
   pdp,
-  tasks,
-  logger: logger.child({ part: 'mcp' }),
-  noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
-  requestStateCodec: createSubmissionStateCodec(secrets.dedupKey),
-});
-const mcp = createMcpHttpApp({
-  factory,
-  verifier: createTokenVerifier({ issuer: spec.issuerUrl, audience: spec.resourceUrl, jwksUrl: `${spec.issuerUrl}/.well-known/jwks.json` }),
+  secrets,
+  workflowConfig: workflowConfigOf(config, `${origin}/callbacks/arap`),
+  oauth: { issuer: spec.issuerUrl, audience: spec.resourceUrl, jwksUrl: `${spec.issuerUrl}/.well-known/jwks.json` },
   resourceUrl: spec.resourceUrl,
-  authorizationServers: [spec.issuerUrl],
-  temporal,
-  callbackSecret: secrets.callbackSecret,
-  logger: logger.child({ part: 'mcp-http' }),
+  logger,
 });
 // Bench-only probe (this role file only, never the product): heap in use after a full GC, the
 // memory the instance actually retains (RSS also counts garbage not yet collected).

@@ -1,0 +1,70 @@
+/**
+ * The MCP front assembled from its parts, the one wiring shared by the embedded stack
+ * (`stack.ts`), the `mcp` role of `serve --role` (`stack-roles.ts`) and the bench's MCP server
+ * process: the task service (Temporal client side, Update-with-Start with the configured submission
+ * limits), the gate (`createMcpServerFactory`) and the HTTP app (bearer verification, RFC 9728
+ * metadata, the backend callback receiver). It does not listen: the caller serves `app.fetch`.
+ */
+import type { Client } from '@temporalio/client';
+import type { Hono } from 'hono';
+import type { Logger } from 'pino';
+import { createTokenVerifier } from './auth/verify-token.js';
+import type { Config } from './config.js';
+import { createMcpHttpApp } from './mcp/http.js';
+import { createMcpServerFactory } from './mcp/server.js';
+import { createSubmissionStateCodec } from './mcp/submission-input.js';
+import { createTaskService } from './mcp/task-service.js';
+import type { PolicyDecisionPoint } from './policy/pdp.js';
+import type { ToolRegistry } from './tools/registry.js';
+import type { ApprovalWorkflowConfig } from '../workflows/types.js';
+
+/** What {@link createMcpFront} needs beyond the configuration. */
+export interface McpFrontParts {
+  /** A Temporal client with the payload codec installed. */
+  temporal: Client;
+  tools: ToolRegistry;
+  pdp: PolicyDecisionPoint;
+  /** From `secrets.json`: `dedupKey` keys workflow ids and sealed `requestState`; `callbackSecret` verifies backend callbacks. */
+  secrets: { dedupKey: string; callbackSecret: string };
+  /** The approval workflow's tunables, fixed per run at its start (see `workflowConfigOf`). */
+  workflowConfig: ApprovalWorkflowConfig;
+  /** Token verification: exact `iss`, `aud` containing this resource, keys from `jwksUrl` (see `oauthOf`). */
+  oauth: { issuer: string; audience: string; jwksUrl: string };
+  /** This endpoint's URL, the protected resource of RFC 9728 (e.g. `http://127.0.0.1:8787/mcp`). */
+  resourceUrl: string;
+  /** Parent logger; the gate logs as `part: mcp`, the HTTP app as `part: mcp-http`. */
+  logger: Logger;
+}
+
+/** Build the MCP front. Returns the HTTP app and `close()` (tears down the SDK handler). Never throws for configuration that `loadConfig` accepted. */
+export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; close: () => Promise<void> } {
+  const tasks = createTaskService({
+    client: p.temporal,
+    taskQueue: config.COUNTERSIGN_TASK_QUEUE,
+    dedupKey: p.secrets.dedupKey,
+    workflowConfig: p.workflowConfig,
+    createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
+    submissionLimits: {
+      maxSubmissionsPerWindow: config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,
+      submissionWindowMs: config.COUNTERSIGN_SUBMISSION_WINDOW_MS,
+      maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
+    },
+  });
+  const factory = createMcpServerFactory({
+    tools: p.tools,
+    pdp: p.pdp,
+    tasks,
+    logger: p.logger.child({ part: 'mcp' }),
+    noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
+    requestStateCodec: createSubmissionStateCodec(p.secrets.dedupKey),
+  });
+  return createMcpHttpApp({
+    factory,
+    verifier: createTokenVerifier(p.oauth),
+    resourceUrl: p.resourceUrl,
+    authorizationServers: [p.oauth.issuer],
+    temporal: p.temporal,
+    callbackSecret: p.secrets.callbackSecret,
+    logger: p.logger.child({ part: 'mcp-http' }),
+  });
+}

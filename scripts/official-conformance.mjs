@@ -32,7 +32,7 @@ const APPLICABLE = [
   /^tasks-/,
   /^(dns-rebinding-protection|http-header-validation|server-sse-multiple-streams|tools-list|prompts-list)$/,
 ];
-/** The runner's other 2026-07-28 server scenarios, judged not applicable (also in README.md). */
+/** The runner's other 2026-07-28 server scenarios, judged not applicable (also in docs/CONFORMANCE.md). */
 const EVERYTHING_FIXTURES = "needs the reference 'everything server' fixtures; Countersign's tools return text only";
 const NOT_APPLICABLE = {
   'tools-call-simple-text': EVERYTHING_FIXTURES,

@@ -1,6 +1,6 @@
 // Scope: the SEP-2848 black-box conformance suite (scripts/conformance-suite.ts) against a locally
 // started Countersign (real Temporal dev server, real HTTP, the reference approval service as the
-// test hook). Every check must pass except the known gaps listed here (and in the README), which
+// test hook). Every check must pass except the known gaps listed here (and in docs/CONFORMANCE.md), which
 // must still fail: when one starts passing, or a new one fails, this test fails.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -16,8 +16,8 @@ import { startTestStack, testConfig } from '../support/stack-harness.js';
 import { QUICK_EXPIRY_POLICY as EXPIRY_POLICY, JUSTIFY_POLICY, SECOND_APPROVAL_POLICY } from '../support/test-policies.js';
 
 /**
- * Checks Countersign is known to fail, each with the reason. Keep in step with README.md
- * ("Conformance"). The suite must report exactly these as FAIL.
+ * Checks Countersign is known to fail, each with the reason. Keep in step with docs/CONFORMANCE.md
+ * ("Known gaps"). The suite must report exactly these as FAIL.
  */
 const KNOWN_GAPS: Record<string, string> = {
   // none: the last one, conf:in-task-input, passes since in-task input was implemented
@@ -77,8 +77,8 @@ describe('SEP-2848 black-box suite against Countersign', () => {
     expect(elapsed).toBeLessThan(60_000);
   });
 
-  it('the README lists exactly these known gaps', () => {
-    const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+  it('docs/CONFORMANCE.md lists exactly these known gaps', () => {
+    const readme = readFileSync(join(PROJECT_ROOT, 'docs', 'CONFORMANCE.md'), 'utf8');
     expect(readme).toContain('Known gaps (exactly this list):');
     const listed = [...readme.matchAll(/^\| `(conf:[a-z0-9-]+)` \|/gm)].map((m) => m[1]);
     expect(listed.sort()).toEqual(Object.keys(KNOWN_GAPS).sort());

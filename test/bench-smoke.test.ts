@@ -15,8 +15,8 @@ const positive = (n: unknown) => finite(n) && (n as number) > 0;
 
 describe('bench smoke', () => {
   it('runs every scenario and writes numeric results, the plot and the report', { timeout: 120_000 }, async () => {
-    const r = await runBench({ smoke: true, outDir, writeMarkdown: true, log: () => undefined });
-    const json = JSON.parse(readFileSync(join(outDir, 'results.smoke.json'), 'utf8')) as typeof r;
+    await runBench({ smoke: true, outDir, writeMarkdown: true, log: () => undefined });
+    const json = JSON.parse(readFileSync(join(outDir, 'results.smoke.json'), 'utf8')) as Awaited<ReturnType<typeof runBench>>;
     expect(json.mode).toBe('smoke');
     expect(json.machine.cores).toBeGreaterThan(0);
 

@@ -14,7 +14,7 @@ import { approvalWorkflowEnv, DAY, workflowTestConfig } from '../support/workflo
 import { createActivities, type ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
-import { temporalTestServerPath, PROJECT_ROOT } from '../../src/temporal/binaries.js';
+import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { openLedger } from '../../src/tools/ledger.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';

@@ -27,7 +27,7 @@ describe('logs redact secrets (issue 5 §6)', () => {
     const secret = `SECRET-${randomUUID()}`;
     const plantedTo = `acct-secret-${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     const badTokens = [`planted-bad-token-${randomUUID()}`];
-    let token = '';
+    let token: string;
     const signatures: string[] = [];
     try {
       token = await stack.issuer.mintToken({ sub: 'alice' });

@@ -24,7 +24,7 @@ import type { AgentCredential } from './decider.js';
 import { authenticateDecider, bearerMatches, parseBasic, type Approver } from './http-auth.js';
 import type { Decider } from './decider.js';
 import { clientAddress, type SignInThrottle } from './sign-in-throttle.js';
-import { problem } from './problem.js';
+import { problem } from '../http/problem.js';
 import { faultPoint } from '../fault-point.js';
 import type { DecideRefusal, RequestLifecycle } from './request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore } from './store.js';

@@ -38,7 +38,7 @@ import type { Approver } from './http-auth.js';
 import { toStatusBody } from './arap-wire.js';
 import type { Decider } from './decider.js';
 import { headline } from './inbox-format.js';
-import { problem } from './problem.js';
+import { problem } from '../http/problem.js';
 import type { RequestLifecycle } from './request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore } from './store.js';
 

@@ -28,7 +28,7 @@ import { createSessionManager } from './session.js';
 import { createSignInThrottle } from './sign-in-throttle.js';
 import { createCallbackDispatcher } from './callbacks.js';
 import type { Approver } from './http-auth.js';
-import { problem } from './problem.js';
+import { problem } from '../http/problem.js';
 import { createRequestLifecycle } from './request-lifecycle.js';
 import { openApprovalStore, type ApprovalStore } from './store.js';
 

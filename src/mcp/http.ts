@@ -22,7 +22,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { extractBearer } from '../auth/bearer.js';
 import type { TokenVerifier } from '../auth/verify-token.js';
-import { problem } from '../approvals/problem.js';
+import { problem } from '../http/problem.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from '../approvals/callback-signature.js';
 import { backendCallbackUpdate } from '../../workflows/messages.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';

@@ -3,8 +3,10 @@
  * verification, OAuth Protected Resource Metadata (RFC 9728), and the receiver for the approval
  * backend's signed callbacks.
  *
- * - `/mcp`: a missing or invalid token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`
- *   (MCP authorization); a valid one becomes the principal handed to the SDK handler.
+ * - `/mcp`: behind two middlewares, the Origin check (`src/http/origin.ts`: a foreign browser
+ *   Origin is 403) and bearer verification (`src/auth/bearer-middleware.ts`: a missing or invalid
+ *   token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`, MCP authorization); a valid
+ *   token becomes the principal handed to the SDK handler.
  * - `POST /callbacks/arap/:workflowId/:generation`: the backend's signed callbacks, verified and
  *   delivered to the approval workflow by `src/backends/arap-callbacks.ts`.
  * Deliberately does not log tokens, bodies or arguments.
@@ -13,10 +15,10 @@ import { Hono } from 'hono';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import { extractBearer } from '../auth/bearer.js';
+import { bearerAuth } from '../auth/bearer-middleware.js';
 import type { TokenVerifier } from '../auth/verify-token.js';
 import { createArapCallbackReceiver } from '../backends/arap-callbacks.js';
-import { problem } from '../http/problem.js';
+import { sameOriginOnly } from '../http/origin.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 
 /** Options of the MCP HTTP app. */
@@ -46,29 +48,12 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.get('/.well-known/oauth-protected-resource', prm);
   app.get('/healthz', (c) => c.json({ ok: true }));
 
+  // Streamable HTTP: a browser Origin other than this server's own is refused (DNS rebinding),
+  // before the token is looked at.
+  app.use('/mcp', sameOriginOnly(origin), bearerAuth({ verifier: opts.verifier, resourceMetadataUrl: prmUrl, logger: opts.logger }));
   app.all('/mcp', async (c) => {
-    // Streamable HTTP: a browser Origin other than this server's own is refused (DNS rebinding).
-    const originHeader = c.req.header('origin');
-    if (originHeader !== undefined && originHeader !== origin) {
-      return problem('forbidden', 'Origin not allowed');
-    }
-    const challenge = (error?: string) =>
-      new Response(JSON.stringify({ error: error ?? 'unauthorized', error_description: 'A valid bearer token for this resource is required.' }), {
-        status: 401,
-        headers: {
-          'content-type': 'application/json',
-          'www-authenticate': `Bearer resource_metadata="${prmUrl}"${error ? `, error="${error}"` : ''}`,
-        },
-      });
-    const token = extractBearer(c.req.header('authorization'));
-    if (!token) return challenge();
-    let principal;
-    try {
-      principal = await opts.verifier.verify(token);
-    } catch (err) {
-      opts.logger.info({ reason: (err as { code?: string }).code ?? 'invalid' }, 'bearer token rejected');
-      return challenge('invalid_token');
-    }
+    const principal = c.get('principal');
+    const token = c.get('bearerToken');
     const res = await handler.fetch(c.req.raw, { authInfo: { token, clientId: principal.sub, scopes: [], extra: { principal } } });
     return stripEmptyTaskContent(res);
   });
@@ -80,7 +65,7 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
 
 /**
  * The SDK appends `content: []` to a task-shaped `tools/call` result; `CreateTaskResult` has no
- * `content`, so drop it (DESIGN.md §4). Only a body that can be such a result is parsed and
+ * `content`, so drop it. Only a body that can be such a result is parsed and
  * re-serialized; every other response (allowed calls, `tasks/get`, errors) passes through as is.
  */
 async function stripEmptyTaskContent(res: Response): Promise<Response> {

@@ -14,12 +14,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
-import type { AccessRequestBody } from './arap-wire.js';
-import type { CallbackDispatcher } from './callbacks.js';
-import { requiredApprovals, type ApprovalRules } from './approval-rules.js';
-import { deciderNames, type Decider, type Decision } from './decider.js';
+import type { AccessRequestBody } from './api/arap-wire.js';
+import type { CallbackDispatcher } from './api/callbacks.js';
+import { requiredApprovals, type ApprovalRules } from './deciders/approval-rules.js';
+import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from '../auth/principal-keys.js';
-import type { AccessRequestRecord, ApprovalStore, ApprovalVote, Transition } from './store.js';
+import type { AccessRequestRecord, ApprovalStore, ApprovalVote, Transition } from './store/store.js';
 
 // `canonicalize` is CommonJS with an ESM-style `export default` typing; under NodeNext the default
 // import is the function at runtime, but TypeScript types it as the module object.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { signCallback, verifyCallback } from '../../src/backends/callback-signature.js';
-import { summarizeArguments } from '../../src/approvals/inbox-format.js';
+import { summarizeArguments } from '../../src/approvals/inbox/format.js';
 import { createApprovalService, type ApprovalService, type ApprovalServiceOptions } from '../../src/approvals/service.js';
 import { approvalServiceExtras, generateApprovalMachineSecrets } from '../../src/approvals/stack-wiring.js';
 

@@ -12,7 +12,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RequestStatus, WireCallbackBody } from './arap-wire.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../backends/callback-signature.js';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../backends/callback-signature.js';
 
 /** Options of {@link createCallbackDispatcher}. */
 export interface CallbackDispatcherOptions {

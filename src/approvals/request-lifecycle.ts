@@ -14,11 +14,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
-import type { AccessRequestBody } from './arap-wire.js';
-import type { CallbackDispatcher } from './callbacks.js';
-import { requiredApprovals, type ApprovalRules } from './approval-rules.js';
-import { deciderNames, type Decider, type Decision } from './decider.js';
-import type { AccessRequestRecord, ApprovalStore, ApprovalVote, Transition } from './store.js';
+import type { AccessRequestBody } from './api/arap-wire.js';
+import type { CallbackDispatcher } from './api/callbacks.js';
+import { requiredApprovals, type ApprovalRules } from './deciders/approval-rules.js';
+import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
+import { principalNames } from '../auth/principal-keys.js';
+import type { AccessRequestRecord, ApprovalStore, ApprovalVote, Transition } from './store/store.js';
 
 // `canonicalize` is CommonJS with an ESM-style `export default` typing; under NodeNext the default
 // import is the function at runtime, but TypeScript types it as the module object.
@@ -148,7 +149,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     if (decider.groups !== undefined && !decider.groups.includes(record.body.approver_group)) return 'not-in-group';
     if (decider.tools !== undefined && !decider.tools.includes(record.body.resource.id)) return 'tool-out-of-scope';
     const subject = record.body.subject;
-    const requesters = new Set([subject.sub, ...(subject.act ?? []).map((a) => a.sub)].map((n) => n.toLowerCase()));
+    const requesters = principalNames(subject);
     if (deciderNames(decider).some((n) => requesters.has(n))) return 'own-request';
     return null;
   }

@@ -1,12 +1,14 @@
 /**
- * The reference Access Request Service (DESIGN.md §5): an AuthZEN ARAP-shaped approval backend
- * for Countersign, with an approver inbox and signed callbacks, on SQLite.
+ * The reference Access Request Service: an AuthZEN ARAP-shaped approval backend for Countersign
+ * (SEP-2848 §Example binding: AuthZEN ARAP), with an approver inbox and signed callbacks, on SQLite.
  *
- * Wiring only: store (`store.ts`), lifecycle (`request-lifecycle.ts`), the operator's rules file
- * (`approval-rules.ts`: quorum, risk rules, ITSM target), ARAP API (`arap-routes.ts`), approver
- * inbox (`inbox-routes.tsx` with `session.ts`), resolvers that are not people (`risk-engine.ts`,
- * supervising agents via `decider.ts`, `itsm-webhook.ts`), callbacks (`callbacks.ts`, signed per
- * `callback-signature.ts`), errors (`problem.ts`).
+ * Wiring only, of the parts in the folders beside it: `store/` (SQLite store and schema), the
+ * request lifecycle (`request-lifecycle.ts`, here: every part goes through it), `api/` (ARAP routes
+ * and wire types, credential checks, callbacks, signed per `src/backends/callback-signature.ts`),
+ * `inbox/` (approver inbox pages, sessions, OIDC sign-in, sign-in throttle), `deciders/` (the
+ * operator's rules file `approval-rules.ts`: quorum, risk rules, ITSM target; resolvers that are
+ * not people: `risk-engine.ts`, supervising agents via `decider.ts`, `itsm-webhook.ts`); errors
+ * are problem+json (`src/http/problem.ts`).
  * Deliberately does not: listen on a port (the caller serves `app.fetch`), run `sweep()` on a
  * timer (the caller does; it also drives the risk engine's scheduled pass), or read the
  * environment.
@@ -17,20 +19,20 @@ import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Logger } from 'pino';
 import { createLogger } from '../log.js';
-import { loadApprovalRules, riskQuorumOverlaps, writeDefaultApprovalRules, type ApprovalRules, DEFAULT_APPROVAL_RULES } from './approval-rules.js';
-import { createArapRoutes } from './arap-routes.js';
-import type { AgentCredential } from './decider.js';
-import { createInboxRoutes } from './inbox-routes.js';
-import { createItsmBridge } from './itsm-webhook.js';
-import { createRiskEngine } from './risk-engine.js';
-import { createOidcSessionManager, type OidcSignInOptions } from './oidc-sessions.js';
-import { createSessionManager } from './session.js';
-import { createSignInThrottle } from './sign-in-throttle.js';
-import { createCallbackDispatcher } from './callbacks.js';
-import type { Approver } from './http-auth.js';
-import { problem } from './problem.js';
+import { loadApprovalRules, riskQuorumOverlaps, writeDefaultApprovalRules, type ApprovalRules, DEFAULT_APPROVAL_RULES } from './deciders/approval-rules.js';
+import { createArapRoutes } from './api/arap-routes.js';
+import type { AgentCredential } from './deciders/decider.js';
+import { createInboxRoutes } from './inbox/routes.js';
+import { createItsmBridge } from './deciders/itsm-webhook.js';
+import { createRiskEngine } from './deciders/risk-engine.js';
+import { createOidcSessionManager, type OidcSignInOptions } from './inbox/oidc-sessions.js';
+import { createSessionManager } from './inbox/session.js';
+import { createSignInThrottle } from './inbox/sign-in-throttle.js';
+import { createCallbackDispatcher } from './api/callbacks.js';
+import type { Approver } from './api/http-auth.js';
+import { problem } from '../http/problem.js';
 import { createRequestLifecycle } from './request-lifecycle.js';
-import { openApprovalStore, type ApprovalStore } from './store.js';
+import { openApprovalStore, type ApprovalStore } from './store/store.js';
 
 /** Default approval validity after a grant: 24 h in ms. */
 export const DEFAULT_APPROVAL_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -76,7 +78,7 @@ export interface ApprovalServiceOptions {
    * serving the approval service); default a random key per process. Never derived from another secret.
    */
   sessionKey?: string;
-  /** Sign in to the inbox through an OIDC provider instead of passwords (see `oidc-sessions.ts`). */
+  /** Sign in to the inbox through an OIDC provider instead of passwords (see `inbox/oidc-sessions.ts`). */
   oidc?: OidcSignInOptions;
 }
 

@@ -5,13 +5,13 @@
  * `wire_transfer`, the ITSM shared secret, the inbox session key) and the operator's rules file
  * in the data folder. The inbox session key is its own random value, passed only to the process
  * that serves the approval service (never derived from the callback secret the MCP role holds).
- * The only environment it reads is the inbox's OIDC switch (`OIDC_ISSUER`, see `oidc-sessions.ts`).
+ * The only environment it reads is the inbox's OIDC switch (`OIDC_ISSUER`, see `inbox/oidc-sessions.ts`).
  * Deliberately does not: write files (the stack owns `secrets.json`).
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { AgentCredential } from './decider.js';
-import { oidcOptionsFromEnv, type OidcSignInOptions } from './oidc-sessions.js';
+import type { AgentCredential } from './deciders/decider.js';
+import { oidcOptionsFromEnv, type OidcSignInOptions } from './inbox/oidc-sessions.js';
 
 /** File name of the operator's approval rules in the data folder. */
 export const APPROVAL_RULES_FILE = 'approval-rules.json';
@@ -20,9 +20,9 @@ export const APPROVAL_RULES_FILE = 'approval-rules.json';
 export interface ApprovalMachineSecrets {
   /** Supervising agents (Bearer secrets). Default: `supervisor`, `wire_transfer`, approve and deny. */
   agents: AgentCredential[];
-  /** HS256 secret shared with the ITSM system (see `itsm-webhook.ts`). */
+  /** HS256 secret shared with the ITSM system (see `deciders/itsm-webhook.ts`). */
   itsmSecret: string;
-  /** Key of the approver inbox's session CSRF tokens (see `session.ts`); only the approvals role uses it. */
+  /** Key of the approver inbox's session CSRF tokens (see `inbox/session.ts`); only the approvals role uses it. */
   inboxSessionKey: string;
 }
 

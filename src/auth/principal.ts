@@ -3,7 +3,8 @@
  *
  * `iss` + `sub` identify the principal; `act` is the RFC 8693 delegation chain when the token
  * carried one (outermost actor first). Produced by the bearer-token verifier in `src/auth/`,
- * captured unchanged in the call binding. Plain JSON: it crosses into workflow state.
+ * captured unchanged in the call binding. Plain JSON: it crosses into workflow state. Keys derived
+ * from it (task owner, quota, four-eyes names) are in `principal-keys.ts`.
  */
 export interface Principal {
   /** Token issuer, exact string from the `iss` claim. */
@@ -12,9 +13,4 @@ export interface Principal {
   sub: string;
   /** RFC 8693 `act` chain, outermost actor first; absent when the token carried no `act` claim. */
   act?: Array<{ iss?: string; sub: string }>;
-}
-
-/** Stable string key of a principal (`iss` + NUL + `sub`), used to compare owners of tasks. */
-export function principalKey(p: Principal): string {
-  return `${p.iss}\u0000${p.sub}`;
 }

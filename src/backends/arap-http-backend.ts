@@ -1,6 +1,6 @@
 /**
  * ApprovalBackend adapter for an AuthZEN ARAP-shaped Access Request Service over HTTP (WG Draft 1
- * names; SEP-2848 §Example binding: AuthZEN ARAP; DESIGN.md §5). Speaks the wire served by
+ * names; SEP-2848 §Example binding: AuthZEN ARAP). Speaks the wire served by
  * `src/approvals/` and maps camelCase port types ⇄ snake_case wire.
  *
  * Error mapping (every failure is a `BackendError`): 409 → `conflict`; 400/422 → `invalid`;
@@ -9,7 +9,7 @@
  * Messages carry the HTTP method, status and the problem+json `title`/`detail`; never request
  * bodies, arguments or the bearer token.
  * Deliberately does not: retry (the workflow's activity retry policy does), verify callbacks
- * (the MCP server's receiver does, with `verifyCallback`), or cache status.
+ * (`arap-callbacks.ts` does, with `verifyCallback`), or cache status.
  */
 import { z } from 'zod';
 import { BackendError, type ApprovalBackend, type BackendHandle, type BackendStatus, type SubmissionBody } from './approval-backend.js';

@@ -1,7 +1,7 @@
 /**
  * `countersign approvals list | show <id> | approve <id> | deny <id> --comment …`: the approver's
  * command line, a client of the approval service's HTTP API (`/access/v1`, see
- * `src/approvals/arap-routes.ts`), never of its database.
+ * `src/approvals/api/arap-routes.ts`), never of its database.
  *
  * Environment (read here, not in `src/config.ts`: these are client settings, not the server's):
  * - `COUNTERSIGN_APPROVER=id:secret` — an approver's credential (HTTP Basic), or
@@ -19,7 +19,7 @@
  * Deliberately does not: cache, retry, or read `.data/secrets.json`.
  */
 import type { Command } from 'commander';
-import { formatCountdown, formatTime, headline, visible } from '../approvals/inbox-format.js';
+import { formatCountdown, formatTime, headline, visible } from '../approvals/inbox/format.js';
 
 /** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
 const v = (x: unknown): string => visible(String(x));

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { missingTasksCapability, taskNotFound } from '../mcp/errors.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
-import { ownerKeyOf } from '../mcp/task-service.js';
+import { ownerKeyOf } from '../auth/principal-keys.js';
 import type { FixtureTaskService } from './fixture-task-service.js';
 import { FIXTURE_PROMPT, FIXTURE_TOOLS, fixtureTool } from './fixture-tools.js';
 import type { FixtureTaskSnapshot } from './fixture-types.js';

@@ -3,28 +3,22 @@
  * verification, OAuth Protected Resource Metadata (RFC 9728), and the receiver for the approval
  * backend's signed callbacks.
  *
- * - `/mcp`: a missing or invalid token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`
- *   (MCP authorization); a valid one becomes the principal handed to the SDK handler.
- * - `POST /callbacks/arap/:workflowId/:generation`: HMAC over timestamp and body verified
- *   (401 problem+json when bad or stale), then delivered as the workflow's `backendCallback`
- *   update, whose validator refuses a replay of an accepted delivery and a callback for no current
- *   generation (409, nothing recorded); an accepted one makes the workflow fetch authoritative
- *   status before acting (SEP-2848 §Security, callback authenticity). Closed or unknown
- *   workflows are answered 202; no worker within 5 s → 500 so the backend retries later.
+ * - `/mcp`: behind two middlewares, the Origin check (`src/http/origin.ts`: a foreign browser
+ *   Origin is 403) and bearer verification (`src/auth/bearer-middleware.ts`: a missing or invalid
+ *   token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`, MCP authorization); a valid
+ *   token becomes the principal handed to the SDK handler.
+ * - `POST /callbacks/arap/:workflowId/:generation`: the backend's signed callbacks, verified and
+ *   delivered to the approval workflow by `src/backends/arap-callbacks.ts`.
  * Deliberately does not log tokens, bodies or arguments.
  */
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { createMcpHandler } from '@modelcontextprotocol/server';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { createHash } from 'node:crypto';
+import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import { extractBearer } from '../auth/bearer.js';
+import { bearerAuth } from '../auth/bearer-middleware.js';
 import type { TokenVerifier } from '../auth/verify-token.js';
-import { problem } from '../approvals/problem.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from '../approvals/callback-signature.js';
-import { backendCallbackUpdate } from '../../workflows/messages.js';
+import { createArapCallbackReceiver } from '../backends/arap-callbacks.js';
+import { sameOriginOnly } from '../http/origin.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 
 /** Options of the MCP HTTP app. */
@@ -40,8 +34,6 @@ export interface McpHttpOptions {
   logger: Logger;
 }
 
-const CallbackBody = z.object({ request_id: z.string().min(1).max(200), status: z.string().max(40), generation: z.number().int().positive().optional() });
-
 /** Build the app. `close()` tears down the SDK handler. */
 export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () => Promise<void> } {
   const handler = createMcpHandler(opts.factory, { legacy: 'reject', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
@@ -56,88 +48,24 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.get('/.well-known/oauth-protected-resource', prm);
   app.get('/healthz', (c) => c.json({ ok: true }));
 
+  // Streamable HTTP: a browser Origin other than this server's own is refused (DNS rebinding),
+  // before the token is looked at.
+  app.use('/mcp', sameOriginOnly(origin), bearerAuth({ verifier: opts.verifier, resourceMetadataUrl: prmUrl, logger: opts.logger }));
   app.all('/mcp', async (c) => {
-    // Streamable HTTP: a browser Origin other than this server's own is refused (DNS rebinding).
-    const originHeader = c.req.header('origin');
-    if (originHeader !== undefined && originHeader !== origin) {
-      return problem('forbidden', 'Origin not allowed');
-    }
-    const challenge = (error?: string) =>
-      new Response(JSON.stringify({ error: error ?? 'unauthorized', error_description: 'A valid bearer token for this resource is required.' }), {
-        status: 401,
-        headers: {
-          'content-type': 'application/json',
-          'www-authenticate': `Bearer resource_metadata="${prmUrl}"${error ? `, error="${error}"` : ''}`,
-        },
-      });
-    const token = extractBearer(c.req.header('authorization'));
-    if (!token) return challenge();
-    let principal;
-    try {
-      principal = await opts.verifier.verify(token);
-    } catch (err) {
-      opts.logger.info({ reason: (err as { code?: string }).code ?? 'invalid' }, 'bearer token rejected');
-      return challenge('invalid_token');
-    }
+    const principal = c.get('principal');
+    const token = c.get('bearerToken');
     const res = await handler.fetch(c.req.raw, { authInfo: { token, clientId: principal.sub, scopes: [], extra: { principal } } });
     return stripEmptyTaskContent(res);
   });
 
-  app.post('/callbacks/arap/:workflowId/:generation', bodyLimit({ maxSize: 16 * 1024, onError: () => problem('payload-too-large', 'callback bodies are limited to 16 KiB') }), async (c) => {
-    const raw = await c.req.text();
-    const verdict = verifyCallback(
-      opts.callbackSecret,
-      raw,
-      { timestamp: c.req.header(CALLBACK_TIMESTAMP_HEADER), signature: c.req.header(CALLBACK_SIGNATURE_HEADER) },
-      Math.floor(Date.now() / 1000),
-    );
-    if (!verdict.ok) {
-      opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
-      return problem('unauthorized', `callback rejected: ${verdict.reason}`);
-    }
-    const workflowId = c.req.param('workflowId');
-    const generation = Number(c.req.param('generation'));
-    const body = CallbackBody.safeParse(safeJson(raw));
-    if (!/^approval-[0-9a-f]{32}$/.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
-      return problem('invalid-request', 'malformed callback');
-    }
-    // The delivery's identity is what the signature covers (timestamp and body), not the header's
-    // spelling: a re-cased or re-encoded signature of the same delivery is the same delivery.
-    const callbackId = createHash('sha256').update(`${c.req.header(CALLBACK_TIMESTAMP_HEADER) ?? ''}.${raw}`).digest('hex');
-    try {
-      // Bounded wait: with no worker running the update cannot be validated; the backend retries
-      // and the workflow's status poll covers a callback that never lands.
-      await opts.temporal.withDeadline(Date.now() + 5_000, () =>
-        opts.temporal.workflow.getHandle(workflowId).executeUpdate(backendCallbackUpdate, { args: [{ generation, requestId: body.data.request_id, callbackId }] }),
-      );
-    } catch (err) {
-      if (err instanceof WorkflowUpdateFailedError) {
-        opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
-        return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
-      }
-      if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) {
-        return c.body(null, 202); // closed or unknown task: nothing to do
-      }
-      opts.logger.warn({ err: (err as Error).name }, 'backend callback not delivered');
-      return problem('internal', 'callback not delivered; retry later');
-    }
-    return c.body(null, 202);
-  });
+  app.route('/', createArapCallbackReceiver({ temporal: opts.temporal, callbackSecret: opts.callbackSecret, logger: opts.logger }));
 
   return { app, close: () => handler.close() };
 }
 
-function safeJson(raw: string): unknown {
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The SDK appends `content: []` to a task-shaped `tools/call` result; `CreateTaskResult` has no
- * `content`, so drop it (DESIGN.md §4). Only a body that can be such a result is parsed and
+ * `content`, so drop it. Only a body that can be such a result is parsed and
  * re-serialized; every other response (allowed calls, `tasks/get`, errors) passes through as is.
  */
 async function stripEmptyTaskContent(res: Response): Promise<Response> {

@@ -18,7 +18,8 @@
 import { createHmac } from 'node:crypto';
 import { createRequestStateCodec, type RequestStateCodec, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { principalKey, type Principal } from '../auth/principal.js';
+import type { Principal } from '../auth/principal.js';
+import { principalKey } from '../auth/principal-keys.js';
 
 /** `inputRequests` key of the justification form. */
 export const JUSTIFICATION_KEY = 'justification';

@@ -17,7 +17,6 @@
  *
  * Holds no task state itself: any instance serves any task.
  */
-import { createHash, createHmac } from 'node:crypto';
 import {
   QueryNotRegisteredError,
   QueryRejectedError,
@@ -27,8 +26,9 @@ import {
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
-import { approvalWorkflowId, jcsSha256, type CallBinding } from '../binding/call-binding.js';
-import { principalKey, type Principal } from '../auth/principal.js';
+import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
+import type { Principal } from '../auth/principal.js';
+import { quotaKeyOf, taskOwnerKeyOf } from '../auth/principal-keys.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
@@ -61,29 +61,6 @@ export class TaskCreationPendingError extends Error {
     super('approval task not confirmed in time');
     this.name = 'TaskCreationPendingError';
   }
-}
-
-/** SHA-256 hex of the principal key (issuer + subject, no delegation). */
-export function ownerKeyOf(p: Principal): string {
-  return createHash('sha256').update(principalKey(p)).digest('hex');
-}
-
-/**
- * Who may see and cancel a task: SHA-256 over the JCS form of the whole originating context,
- * issuer, subject and RFC 8693 delegation chain (SEP-2848 §Security, task access control: "the
- * task's originating context"). Another agent acting for the same user is another owner.
- */
-export function taskOwnerKeyOf(p: Principal): string {
-  return jcsSha256({ iss: p.iss, sub: p.sub, act: p.act ?? null });
-}
-
-/**
- * Key of the caller's submission quota (issue 5 §5): HMAC(server key, issuer + subject). Delegation
- * is left out on purpose, so agents acting for one user share that user's limits; keyed, so the
- * limiter's workflow id does not reveal who it counts for.
- */
-export function quotaKeyOf(serverKey: string, p: Principal): string {
-  return createHmac('sha256', serverKey).update(`countersign/quota\u0000${principalKey(p)}`).digest('hex');
 }
 
 /** The task service. */

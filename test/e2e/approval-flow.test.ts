@@ -246,7 +246,7 @@ describe('abnormal ends', () => {
 
 describe('callback authenticity', () => {
   it('an authentic callback is accepted once; its replay and a signed callback for another request are refused and run nothing', async () => {
-    const { signCallback, CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } = await import('../../src/approvals/callback-signature.js');
+    const { signCallback, CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } = await import('../../src/backends/callback-signature.js');
     const alice = await clientFor(stack, 'alice');
     const m = memo();
     const created = await alice.request<WireTask>('tools/call', bigTransfer(m));

@@ -3,7 +3,7 @@
 // through the approval service's API, and count what happened (issue 6 §1–2).
 import { createHmac, randomUUID } from 'node:crypto';
 import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } from '../../src/approvals/callback-signature.js';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } from '../../src/backends/callback-signature.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 import type { Cluster } from './cluster.js';
 import type { Role } from '../../src/stack-roles.js';

@@ -10,8 +10,8 @@ import Database from 'better-sqlite3';
 import { SignJWT } from 'jose';
 import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_APPROVAL_RULES, parseApprovalRules } from '../../src/approvals/approval-rules.js';
-import { ITSM_DECISION_ISSUER } from '../../src/approvals/itsm-webhook.js';
+import { DEFAULT_APPROVAL_RULES, parseApprovalRules } from '../../src/approvals/deciders/approval-rules.js';
+import { ITSM_DECISION_ISSUER } from '../../src/approvals/deciders/itsm-webhook.js';
 import { createApprovalService, type ApprovalService, type ApprovalServiceOptions } from '../../src/approvals/service.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');

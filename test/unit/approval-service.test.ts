@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { signCallback, verifyCallback } from '../../src/approvals/callback-signature.js';
-import { summarizeArguments } from '../../src/approvals/inbox-format.js';
+import { signCallback, verifyCallback } from '../../src/backends/callback-signature.js';
+import { summarizeArguments } from '../../src/approvals/inbox/format.js';
 import { createApprovalService, type ApprovalService, type ApprovalServiceOptions } from '../../src/approvals/service.js';
 import { approvalServiceExtras, generateApprovalMachineSecrets } from '../../src/approvals/stack-wiring.js';
 

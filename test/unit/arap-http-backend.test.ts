@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { verifyCallback } from '../../src/approvals/callback-signature.js';
+import { verifyCallback } from '../../src/backends/callback-signature.js';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
 import { BackendError, type SubmissionBody } from '../../src/backends/approval-backend.js';
 import { createArapHttpBackend } from '../../src/backends/arap-http-backend.js';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { oidcOptionsFromEnv } from '../../src/approvals/oidc-sessions.js';
+import { oidcOptionsFromEnv } from '../../src/approvals/inbox/oidc-sessions.js';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
 
 const CLIENT_ID = 'countersign-inbox';

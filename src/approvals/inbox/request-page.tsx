@@ -6,10 +6,10 @@
  * Deliberately does not: decide (the form posts to `/approver/requests/:id/decision`).
  */
 import type { Child } from 'hono/jsx';
-import { Countdown, Progress, StatusPill } from './inbox-layout.js';
-import { formatCountdown, formatTime, headline, visible } from './inbox-format.js';
-import type { DecideRefusal } from './request-lifecycle.js';
-import type { AccessRequestRecord, ApprovalVote, AuditEvent } from './store.js';
+import { Countdown, Progress, StatusPill } from './layout.js';
+import { formatCountdown, formatTime, headline, visible } from './format.js';
+import type { DecideRefusal } from '../request-lifecycle.js';
+import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
 
 /** Why the decision form is not shown, in words. */
 export const REFUSAL_TEXT: Record<DecideRefusal, string> = {

@@ -1,13 +1,16 @@
 /**
- * RFC 9457 `application/problem+json` responses for the reference Access Request Service.
+ * RFC 9457 `application/problem+json` responses, shared by the reference Access Request Service
+ * (`src/approvals/`) and the MCP front's HTTP-level refusals (the Origin check, the backend
+ * callback receiver in `src/backends/arap-callbacks.ts`).
  *
- * Every error the service returns goes through here, so clients (the ARAP HTTP adapter) see one
- * shape: `{type, title, status, detail}`. Deliberately does not carry stack traces, request
- * bodies or any caller-supplied value other than what a route puts into `detail` (routes put
- * only server-authored text there: zod issue paths/messages, never argument values).
+ * Every error those routes return goes through here, so clients (the ARAP HTTP adapter, a backend
+ * posting callbacks) see one shape: `{type, title, status, detail}`. Deliberately does not carry
+ * stack traces, request bodies or any caller-supplied value other than what a route puts into
+ * `detail` (routes put only server-authored text there: zod issue paths/messages, never argument
+ * values). JSON-RPC errors of the MCP protocol are built in `src/mcp/errors.ts`, not here.
  */
 
-/** Problem kinds this service emits, with their HTTP status and fixed title. */
+/** Problem kinds these routes emit, with their HTTP status and fixed title. */
 export const PROBLEMS = {
   unauthorized: { status: 401, title: 'Unauthorized' },
   'invalid-request': { status: 400, title: 'Invalid request' },

@@ -6,15 +6,15 @@
  * expiry) and is checked on every request: sign-out deletes it, so a copied cookie stops working
  * at once; expired rows are deleted when met and on each sign-in. Each session has a CSRF token,
  * the HMAC of its id under the inbox session key, that every form carries; hono's `csrf()` origin
- * check runs in front of it (see `inbox-routes.tsx`).
+ * check runs in front of it (see `routes.tsx`).
  * Deliberately does not: rate-limit sign-ins (`sign-in-throttle.ts` does), or speak OIDC
  * (`oidc-sessions.ts`).
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import { safeEqual, type Approver } from './http-auth.js';
-import type { InboxSessionStore } from './store.js';
+import { safeEqual, type Approver } from '../api/http-auth.js';
+import type { InboxSessionStore } from '../store/store.js';
 
 /** Cookie name of the inbox session. */
 export const SESSION_COOKIE = 'countersign_session';

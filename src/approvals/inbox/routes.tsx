@@ -18,18 +18,18 @@
 import type { Child } from 'hono/jsx';
 import { Hono, type Context } from 'hono';
 import { csrf } from 'hono/csrf';
-import type { Decider } from './decider.js';
-import { personDecider } from './decider.js';
-import { INBOX_CSS, INBOX_JS } from './inbox-assets.js';
-import { visible } from './inbox-format.js';
-import { Flash, Frame, LoginPage } from './inbox-layout.js';
-import { HistoryView, QueueView, type ListFilters } from './inbox-lists.js';
-import { RequestView } from './inbox-request-page.js';
-import type { RequestLifecycle } from './request-lifecycle.js';
+import type { Decider } from '../deciders/decider.js';
+import { personDecider } from '../deciders/decider.js';
+import { INBOX_CSS, INBOX_JS } from './assets.js';
+import { visible } from './format.js';
+import { Flash, Frame, LoginPage } from './layout.js';
+import { HistoryView, QueueView, type ListFilters } from './lists.js';
+import { RequestView } from './request-page.js';
+import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
 import type { InboxSession, SessionManager } from './session.js';
 import { clientAddress, tooManyAttempts, type SignInThrottle } from './sign-in-throttle.js';
-import type { AccessRequestRecord, ApprovalStore } from './store.js';
+import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 
 /** Dependencies of {@link createInboxRoutes}. */
 export interface InboxDeps {

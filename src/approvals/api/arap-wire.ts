@@ -74,7 +74,7 @@ export interface WireStatusBody {
   result?: { approval: WireApproval };
 }
 
-/** Body of every status-change callback POST (signed, see `callback-signature.ts`). */
+/** Body of every status-change callback POST (signed, see `src/backends/callback-signature.ts`). */
 export interface WireCallbackBody {
   request_id: string;
   status: RequestStatus;

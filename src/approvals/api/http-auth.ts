@@ -5,11 +5,12 @@
  * All secret comparisons are constant-time over SHA-256 digests (equal length regardless of the
  * input), and approver lookup scans every configured approver so timing does not reveal which
  * ids exist. Supervising agents present `Authorization: Bearer <agent secret>`.
- * Deliberately does not: rate-limit or log failures (the routes do, with `sign-in-throttle.ts`),
- * lock out, or issue sessions/cookies (see `session.ts`).
+ * Deliberately does not: rate-limit or log failures (the routes do, with
+ * `src/approvals/inbox/sign-in-throttle.ts`), lock out, or issue sessions/cookies (see
+ * `src/approvals/inbox/session.ts`).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { agentDecider, personDecider, type AgentCredential, type Decider } from './decider.js';
+import { agentDecider, personDecider, type AgentCredential, type Decider } from '../deciders/decider.js';
 
 /** A configured approver: `id` is the Basic-auth user name, `groups` the approver groups they decide for. */
 export interface Approver {

@@ -3,10 +3,11 @@
  * supervising agent (machine credential scoped to tools and decisions), the risk engine, or an
  * ITSM system speaking for a named person. Every decision records the decider's `id` and
  * channel in the audit trail, and every decider is subject to the same four-eyes rule.
- * Deliberately does not: authenticate (see `http-auth.ts`, `agent-auth.ts`, `itsm-webhook.ts`).
+ * Deliberately does not: authenticate (people and supervising agents: `src/approvals/api/http-auth.ts`;
+ * ITSM decisions: `itsm-webhook.ts`).
  */
-import type { Approver } from './http-auth.js';
-import type { DecisionChannel } from './store.js';
+import type { Approver } from '../api/http-auth.js';
+import type { DecisionChannel } from '../store/store.js';
 
 /** A decision value. */
 export type Decision = 'approve' | 'deny';

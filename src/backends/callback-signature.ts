@@ -1,6 +1,8 @@
 /**
- * HMAC signatures for status-change callbacks (DESIGN.md §5: "callbacks are authenticated (HMAC
- * over the body with a timestamp)"; SEP-2848 §Security "Callback authenticity").
+ * HMAC signatures for the approval backend's status-change callbacks (SEP-2848 §Security "Callback
+ * authenticity": callbacks are authenticated with an HMAC over the body and a timestamp). The
+ * backend signs (`src/approvals/api/callbacks.ts`), the MCP front verifies
+ * (`src/backends/arap-callbacks.ts`).
  *
  * Scheme (v1): `X-Countersign-Timestamp: <unix seconds>` and
  * `X-Countersign-Signature: v1=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>`.
@@ -37,7 +39,7 @@ export function signCallback(secret: string, body: string, nowSeconds: number): 
 export type CallbackRejection = 'missing' | 'malformed' | 'bad-signature' | 'stale';
 
 /**
- * Verify a received callback (used by the MCP server's callback receiver).
+ * Verify a received callback (used by the callback receiver, `arap-callbacks.ts`).
  *
  * Order: a missing header → `missing`; a timestamp that is not 1–12 decimal digits or a
  * signature that is not `v1=<64 hex>` → `malformed`; an HMAC mismatch (constant-time compare)

@@ -33,14 +33,14 @@ import { jwtVerify, SignJWT } from 'jose';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ItsmConfig } from './approval-rules.js';
-import { REFUSAL_DETAIL } from './arap-routes.js';
-import type { Approver } from './http-auth.js';
-import { toStatusBody } from './arap-wire.js';
+import { REFUSAL_DETAIL } from '../api/arap-routes.js';
+import type { Approver } from '../api/http-auth.js';
+import { toStatusBody } from '../api/arap-wire.js';
 import type { Decider } from './decider.js';
-import { headline } from './inbox-format.js';
-import { problem } from './problem.js';
-import type { RequestLifecycle } from './request-lifecycle.js';
-import type { AccessRequestRecord, ApprovalStore } from './store.js';
+import { headline } from '../inbox/format.js';
+import { problem } from '../../http/problem.js';
+import type { RequestLifecycle } from '../request-lifecycle.js';
+import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 
 /** `aud` of outgoing notifications. */
 export const ITSM_NOTIFICATION_AUDIENCE = 'urn:countersign:itsm:notification';

@@ -9,7 +9,7 @@
  */
 import type { Context } from 'hono';
 import type { Logger } from 'pino';
-import { visible } from './inbox-format.js';
+import { visible } from './format.js';
 
 /** Failures allowed per id or address within the window. */
 export const SIGN_IN_MAX_FAILURES = 5;

@@ -10,8 +10,8 @@
 import type { Logger } from 'pino';
 import { firstMatchingRiskRule, type ApprovalRules } from './approval-rules.js';
 import { RISK_ENGINE_DECIDER } from './decider.js';
-import type { RequestLifecycle } from './request-lifecycle.js';
-import type { AccessRequestRecord, ApprovalStore } from './store.js';
+import type { RequestLifecycle } from '../request-lifecycle.js';
+import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 
 /** The engine. */
 export interface RiskEngine {

@@ -6,10 +6,10 @@
  * Deliberately does not: decide anything or paginate (200 pending / 100 history rows at most).
  */
 import type { Child } from 'hono/jsx';
-import { Countdown, Progress, StatusPill } from './inbox-layout.js';
-import { formatAge, formatCountdown, formatTime, headline, visible } from './inbox-format.js';
-import type { DecideRefusal } from './request-lifecycle.js';
-import type { AccessRequestRecord } from './store.js';
+import { Countdown, Progress, StatusPill } from './layout.js';
+import { formatAge, formatCountdown, formatTime, headline, visible } from './format.js';
+import type { DecideRefusal } from '../request-lifecycle.js';
+import type { AccessRequestRecord } from '../store/store.js';
 
 /** One queue row: the record, how many approvals it has, and why this approver may not decide it (null: they may). */
 export interface QueueItem {

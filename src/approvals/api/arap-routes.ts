@@ -12,7 +12,7 @@
  *   may decide (their groups or tools, never their own, not already approved by them)
  * - `GET /approvals/:id` (approver Basic or agent Bearer) → one request in their scope with its
  *   approvals so far and audit trail (the CLI's `show`)
- * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `itsm-webhook.ts`)
+ * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `src/approvals/deciders/itsm-webhook.ts`)
  * Every error is problem+json. Deliberately does not: accept decisions with the client token.
  */
 import { Hono, type Context } from 'hono';
@@ -20,14 +20,14 @@ import { bodyLimit } from 'hono/body-limit';
 import { createMiddleware } from 'hono/factory';
 import type { z } from 'zod';
 import { AccessRequestBodySchema, DecisionBodySchema, toStatusBody, toTaskHandle } from './arap-wire.js';
-import type { AgentCredential } from './decider.js';
+import type { AgentCredential } from '../deciders/decider.js';
 import { authenticateDecider, bearerMatches, parseBasic, type Approver } from './http-auth.js';
-import type { Decider } from './decider.js';
-import { clientAddress, type SignInThrottle } from './sign-in-throttle.js';
-import { problem } from './problem.js';
-import { faultPoint } from '../fault-point.js';
-import type { DecideRefusal, RequestLifecycle } from './request-lifecycle.js';
-import type { AccessRequestRecord, ApprovalStore } from './store.js';
+import type { Decider } from '../deciders/decider.js';
+import { clientAddress, type SignInThrottle } from '../inbox/sign-in-throttle.js';
+import { problem } from '../../http/problem.js';
+import { faultPoint } from '../../fault-point.js';
+import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
+import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;

@@ -5,7 +5,7 @@
  * one transaction, keeping every row. Deliberately does not: downgrade.
  */
 import type Database from 'better-sqlite3';
-import { REQUEST_STATUSES } from './arap-wire.js';
+import { REQUEST_STATUSES } from '../api/arap-wire.js';
 
 /** Audit event kinds: one per status change, plus `submitted`, `endorsed` (a partial approval counted towards a quorum) and `notified` (an ITSM notification delivered). */
 export const AUDIT_EVENT_KINDS = ['submitted', 'endorsed', 'approved', 'denied', 'expired', 'cancelled', 'notified'] as const;

@@ -4,7 +4,7 @@
  * Four tables: `access_requests` (one row per request, with its idempotency key, the SHA-256
  * of the canonical body, and the number of distinct approvals it needs), `approval_votes` (one
  * row per person who approved a request, primary key (request, person): a person counts once
- * whatever the channel), `inbox_sessions` (server-side inbox sessions, see `session.ts`) and
+ * whatever the channel), `inbox_sessions` (server-side inbox sessions, see `src/approvals/inbox/session.ts`) and
  * `audit_events` (append-only: submitted, endorsed (a partial approval), approved,
  * denied, expired, cancelled, notified — who, through which channel, which rule, when, comment).
  * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 1).
@@ -15,7 +15,7 @@
  * (retention of the stored arguments is the operator's job), or encrypt at rest.
  */
 import Database from 'better-sqlite3';
-import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from './arap-wire.js';
+import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from '../api/arap-wire.js';
 import { AUDIT_EVENT_KINDS, createSchema } from './store-schema.js';
 
 export { AUDIT_EVENT_KINDS };

@@ -1,10 +1,10 @@
 /**
- * Fire-and-forget delivery of signed status-change callbacks (DESIGN.md §5).
+ * Fire-and-forget delivery of the reference service's signed status-change callbacks.
  *
  * On every status change of a request that has a `callback_url`, POST
  * `{request_id, status, generation}` with `X-Countersign-Timestamp` / `X-Countersign-Signature`
- * (see `callback-signature.ts`). Delivery is at least zero, at most `1 + retryDelaysMs.length`
- * attempts (default 3); any 2xx ends it. Callbacks are hints: the receiver must read the status
+ * (see `src/backends/callback-signature.ts`). Delivery is at least zero, at most
+ * `1 + retryDelaysMs.length` attempts (default 3); any 2xx ends it. Callbacks are hints: the receiver must read the status
  * endpoint before acting, so a lost callback costs only latency.
  * Deliberately does not: persist an outbox (a crash mid-delivery loses the hint), block or fail
  * the status change that caused it, or log bodies, URLs' paths/queries, or secrets.
@@ -12,7 +12,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RequestStatus, WireCallbackBody } from './arap-wire.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from './callback-signature.js';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../backends/callback-signature.js';
 
 /** Options of {@link createCallbackDispatcher}. */
 export interface CallbackDispatcherOptions {

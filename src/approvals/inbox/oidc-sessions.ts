@@ -16,7 +16,7 @@
 import { createHmac } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { getAuth, initOidcAuthMiddleware, oidcAuthMiddleware, processOAuthCallback, revokeSession, type OidcAuthEnv, type OidcClaimsHook } from '@hono/oidc-auth';
-import { safeEqual, type Approver } from './http-auth.js';
+import { safeEqual, type Approver } from '../api/http-auth.js';
 import type { InboxSession, SessionManager } from './session.js';
 
 /** Claims that may name the approver. */

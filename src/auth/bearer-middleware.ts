@@ -27,6 +27,7 @@ export interface BearerAuthVariables {
 // Typed `c.get('principal')` / `c.get('bearerToken')` in any hono app, as hono's own middleware
 // (request-id, jwt) declares its variables; they are set only behind `bearerAuth`.
 declare module 'hono' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- module augmentation merges into hono's interface
   interface ContextVariableMap extends BearerAuthVariables {}
 }
 

@@ -13,7 +13,8 @@ const AUTHZ = 'io.modelcontextprotocol/authorization';
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startTestStack(testConfig({}, { 'a-quick-expiry.cedar': EXPIRY_POLICY }));
+  // the degraded answer to clients without tasks (test/clients/plain-client.test.ts covers the default, approval-tools)
+  stack = await startTestStack(testConfig({ COUNTERSIGN_NO_TASKS_RESPONSE: 'degraded-result' }, { 'a-quick-expiry.cedar': EXPIRY_POLICY }));
 });
 afterAll(async () => {
   await stack?.stop();

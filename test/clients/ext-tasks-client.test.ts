@@ -72,6 +72,18 @@ describe('@modelcontextprotocol/ext-tasks 0.2.2 over @modelcontextprotocol/clien
     expect(session.capabilities.execution).toBe(true);
   });
 
+  it("another principal's task id reaches ext-tasks as the JSON-RPC error -32602, the same as an unknown id", async () => {
+    const alice = await sessionFor('alice');
+    const execution = await alice.session.callTool('wire_transfer', transfer(memo()));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const mallory = await sessionFor('mallory');
+    const foreign = await mallory.session.task(execution.handle.taskId).snapshot().then(() => null, (e: unknown) => e);
+    const unknown = await mallory.session.task(`${execution.handle.taskId.slice(0, -4)}0000` as typeof execution.handle.taskId).snapshot().then(() => null, (e: unknown) => e);
+    expect(foreign).toMatchObject({ name: 'JsonRpcResponseError', code: -32602 });
+    expect((foreign as Error).message).toBe((unknown as Error).message);
+    await execution.cancel();
+  });
+
   it('approve → the execution settles completed with approved-executed, a complete CallToolResult and exactly one ledger row', async () => {
     const { session } = await sessionFor('alice');
     const m = memo();

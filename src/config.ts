@@ -76,8 +76,13 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_MAX_REQUEST_WINDOW_MS: ms(30 * 86_400_000),
   /** How long `tools/call` waits for the approval workflow to confirm the task. */
   COUNTERSIGN_CREATE_WAIT_MS: ms(10_000),
-  /** Answer to a client without the tasks extension: a degraded `CallToolResult` or -32021. */
-  COUNTERSIGN_NO_TASKS_RESPONSE: z.enum(['degraded-result', 'error']).default('degraded-result'),
+  /**
+   * Answer to a requestable denial for a client without the tasks extension: `approval-tools`
+   * (default) opens the approval and lists `approval_status` / `approval_cancel` to follow it
+   * (src/mcp/approval-tools.ts); `degraded-result` an `isError` result that opens nothing;
+   * `error` -32021.
+   */
+  COUNTERSIGN_NO_TASKS_RESPONSE: z.enum(['approval-tools', 'degraded-result', 'error']).default('approval-tools'),
   /** Approval validity the reference approval service grants. */
   COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000),
   /**

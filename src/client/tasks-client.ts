@@ -12,12 +12,21 @@
  * - While polling, a task in `input_required` has its outstanding `inputRequests` passed to
  *   `answer` and the responses delivered with `tasks/update` (each key once per input round).
  * - `cancel(taskId)`: `tasks/cancel` (an empty ack; the outcome shows on the next `tasks/get`).
+ * - Durable task ids (`store` + `callKey`, see `task-id-store.ts`): the task id is recorded under
+ *   the caller's call key before `callTool` polls or returns, and a `callTool` with a recorded key
+ *   resumes that task by id instead of sending `tools/call` again — after a crash, or when the
+ *   caller retries. A recorded task the server no longer knows is `recorded-task-unavailable`,
+ *   never a new call; only the caller decides to call again (delete the key first).
  *
  * Errors: JSON-RPC errors surface as `McpRpcError` (from `wire-client.ts`); local conditions as
- * `TasksClientError` with a string `code`; an aborted `signal` rejects with its reason.
- * Deliberately does not: retry failed requests, resume after a process restart (keep the
- * `taskId` from `onTask` and call `waitForTask`), or interpret any extension `_meta`.
+ * `TasksClientError` with a string `code`; an aborted `signal` rejects with its reason; a store's
+ * I/O error rejects as is (before `tools/call` is sent when reading, after the task exists when
+ * writing: the task is then kept by `onTask` only).
+ * Deliberately does not: retry anything on its own (a failed request, a finished task, an
+ * outcome it cannot read), or interpret any extension `_meta` (`execution-outcome.ts` reads the
+ * result for the caller).
  */
+import type { TaskIdStore } from './task-id-store.js';
 import { WireClient, type WireClientOptions } from './wire-client.js';
 
 /** The tasks extension identifier, declared in every request's client capabilities. */
@@ -32,8 +41,9 @@ export interface InputRequest {
   params?: Record<string, unknown>;
 }
 
-/** A `CallToolResult`. */
+/** A `CallToolResult` (2026-07-28: `resultType` is `"complete"`). */
 export interface CallToolResult {
+  resultType?: 'complete';
   content: Array<{ type: string; text?: string; [key: string]: unknown }>;
   isError?: boolean;
   structuredContent?: Record<string, unknown>;
@@ -73,7 +83,14 @@ export type InputContext = { phase: 'call'; tool: string; round: number } | { ph
 export type AnswerInput = (inputRequests: Record<string, InputRequest>, context: InputContext) => Promise<Record<string, unknown>> | Record<string, unknown>;
 
 /** Local failures; never sent on the wire. */
-export type TasksClientErrorCode = 'input-unanswerable' | 'too-many-input-rounds' | 'unexpected-result';
+export type TasksClientErrorCode =
+  | 'input-unanswerable'
+  | 'too-many-input-rounds'
+  | 'unexpected-result'
+  /** A `callKey` was given but the client has no `store`. */
+  | 'no-task-store'
+  /** The task recorded for a `callKey` is unknown to the server (expired, or another principal's); not re-called. */
+  | 'recorded-task-unavailable';
 
 /** A local failure of the client (not a JSON-RPC error). `task` is set when a task was involved. */
 export class TasksClientError extends Error {
@@ -107,6 +124,8 @@ export interface TasksClientOptions {
   maxInputRounds?: number;
   /** Sleep used between polls (tests inject one); default a timer that an abort interrupts. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Where task ids are recorded by call key (`callTool`'s `callKey`); e.g. a `FileTaskIdStore`. */
+  store?: TaskIdStore;
   /** Every message sent and received (see `WireClientOptions.onMessage`). */
   onMessage?: WireClientOptions['onMessage'];
 }
@@ -149,9 +168,20 @@ export class TasksClient {
    * Call a tool and see it through: MRTR rounds answered, a task polled to its end.
    * Resolves with `{kind: "result"}` for a direct `CallToolResult`, `{kind: "task"}` with the
    * terminal task otherwise (its `result` is the tool's `CallToolResult` when `completed`).
+   *
+   * `callKey` (needs `store`): the caller's name for this call. Recorded with the task id before
+   * polling; if already recorded, the recorded task is resumed (no `tools/call` is sent) and a
+   * task the server no longer knows rejects with `recorded-task-unavailable`.
    */
-  async callTool(name: string, args: Record<string, unknown> = {}, options: { signal?: AbortSignal } = {}): Promise<CallOutcome> {
+  async callTool(name: string, args: Record<string, unknown> = {}, options: { signal?: AbortSignal; callKey?: string } = {}): Promise<CallOutcome> {
     const maxRounds = this.opts.maxInputRounds ?? 10;
+    const { callKey } = options;
+    const store = this.opts.store;
+    if (callKey !== undefined && !store) throw new TasksClientError('no-task-store', `${name}: a callKey needs a task id store`);
+    if (callKey !== undefined && store) {
+      const recorded = await store.get(callKey);
+      if (recorded) return { kind: 'task', task: await this.resume(callKey, recorded.taskId, options) };
+    }
     let params: Record<string, unknown> = { name, arguments: args };
     for (let round = 1; ; round++) {
       options.signal?.throwIfAborted();
@@ -168,12 +198,36 @@ export class TasksClient {
         const created = res as unknown as Task;
         if (typeof created.taskId !== 'string') throw new TasksClientError('unexpected-result', `${name}: a task result without a taskId`);
         this.opts.onTask?.(created);
-        return { kind: 'task', task: await this.waitForTask(created.taskId, { ...options, pollIntervalMs: created.pollIntervalMs }) };
+        if (callKey !== undefined && store) await store.put(callKey, { taskId: created.taskId, tool: name, recordedAt: new Date().toISOString() });
+        const task = await this.waitForTask(created.taskId, { ...options, pollIntervalMs: created.pollIntervalMs });
+        if (callKey !== undefined && store) await this.markTerminal(callKey, task);
+        return { kind: 'task', task };
       }
       if (res.resultType !== undefined && res.resultType !== 'complete') throw new TasksClientError('unexpected-result', `${name}: unknown resultType ${JSON.stringify(res.resultType)}`);
       if (!Array.isArray(res.content)) throw new TasksClientError('unexpected-result', `${name}: a result without content`);
       return { kind: 'result', result: res as unknown as CallToolResult };
     }
+  }
+
+  /** Resume a recorded task by id; `recorded-task-unavailable` when the server says it is unknown (-32602). */
+  private async resume(callKey: string, taskId: string, options: { signal?: AbortSignal }): Promise<Task> {
+    let task: Task;
+    try {
+      task = await this.waitForTask(taskId, { ...(options.signal ? { signal: options.signal } : {}) });
+    } catch (err) {
+      if ((err as { name?: string; code?: number }).name === 'McpRpcError' && (err as { code?: number }).code === -32602) {
+        throw new TasksClientError('recorded-task-unavailable', `the task recorded for ${JSON.stringify(callKey)} (${taskId}) is unknown to the server; it is not called again`);
+      }
+      throw err;
+    }
+    await this.markTerminal(callKey, task);
+    return task;
+  }
+
+  private async markTerminal(callKey: string, task: Task): Promise<void> {
+    const store = this.opts.store;
+    const recorded = await store?.get(callKey);
+    if (store && recorded && recorded.taskId === task.taskId && recorded.status !== task.status) await store.put(callKey, { ...recorded, status: task.status });
   }
 
   /** One `tasks/get`. */

@@ -21,6 +21,7 @@ import type { Principal } from '../auth/principal.js';
 import { missingTasksCapability, taskNotFound } from '../mcp/errors.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
 import { ownerKeyOf } from '../auth/principal-keys.js';
+import { completeCallToolResult } from '../mcp/task-projection.js';
 import type { FixtureTaskService } from './fixture-task-service.js';
 import { FIXTURE_PROMPT, FIXTURE_TOOLS, fixtureTool } from './fixture-tools.js';
 import type { FixtureTaskSnapshot } from './fixture-types.js';
@@ -80,7 +81,7 @@ export function fixtureGetTaskResult(taskId: string, s: FixtureTaskSnapshot): Re
     resultType: 'complete',
     ...wireTask(taskId, s),
     ...(s.status === 'input_required' && s.inputRequests ? { inputRequests: s.inputRequests } : {}),
-    ...(s.status === 'completed' && s.result ? { result: s.result } : {}),
+    ...(s.status === 'completed' && s.result ? { result: completeCallToolResult(s.result) } : {}),
     ...(s.status === 'failed' ? { error: s.error ?? { code: -32603, message: 'Internal error' } } : {}),
   };
 }

@@ -4,8 +4,9 @@
  * One call: validate arguments against the tool's schema → build the immutable call binding →
  * ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did
  * not run; deny, requestable: for a client that declared `io.modelcontextprotocol/tasks` in this
- * request, start or join the approval workflow and return `CreateTaskResult`; otherwise the
- * degraded `isError` result with next-step guidance (or -32021 when so configured). A new task
+ * request, start or join the approval workflow and return `CreateTaskResult`; otherwise, by
+ * configuration, the same workflow followed through the companion tools (`approval-tools.ts`,
+ * the default), the degraded `isError` result with next-step guidance, or -32021. A new task
  * past a per-principal submission limit is instead a non-requestable denial naming the limit
  * (`submission-limiter.ts`; SEP-2848 §Security Implications, approval-request amplification).
  *
@@ -23,6 +24,7 @@ import { inputRoundsExhausted, invalidArguments, missingTasksCapability, request
 import { JUSTIFICATION_KEY, JustificationSchema, MAX_INPUT_ROUNDS, type SubmissionState } from './submission-input.js';
 import { sanitizeReason } from './status-text.js';
 import { createTaskResult } from './task-projection.js';
+import { approvalOpenedResult } from './approval-tools.js';
 import { SubmissionLimitedError, submissionLimitedResult } from './submission-limiter.js';
 import { TaskCreationPendingError, type TaskService } from './task-service.js';
 
@@ -32,8 +34,12 @@ export interface GateDeps {
   pdp: PolicyDecisionPoint;
   tasks: TaskService;
   logger: Logger;
-  /** What a client without the tasks extension gets for a requestable denial. */
-  noTasksResponse: 'degraded-result' | 'error';
+  /**
+   * What a client without the tasks extension gets for a requestable denial: `approval-tools`, the
+   * approval opened and followed with `approval_status` / `approval_cancel`; `degraded-result`, an
+   * `isError` result and no approval; `error`, -32021.
+   */
+  noTasksResponse: 'approval-tools' | 'degraded-result' | 'error';
 }
 
 /** Inputs of one `tools/call`. */
@@ -95,17 +101,18 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   }
 
   const reason = sanitizeReason(decision.accessRequest.reason);
-  if (!call.clientSupportsTasks) {
+  if (!call.clientSupportsTasks && deps.noTasksResponse !== 'approval-tools') {
     log.info({ decision: 'deny', requestable: true, tasks: false }, 'requestable denial for a client without tasks');
     if (deps.noTasksResponse === 'error') throw missingTasksCapability();
+    // No approval was opened, so nothing is left pending; the advice names who can request one.
     return {
       content: [
         {
           type: 'text',
           text:
-            `Not executed: ${reason} This call can be approved out of band, but only through an approval task: ` +
-            'call the tool again from a client that declares the io.modelcontextprotocol/tasks extension in its request capabilities, ' +
-            'then poll tasks/get with the returned taskId. The tool did not run.',
+            `Not executed: ${reason} No approval request was opened, and repeating this call from this client will not open one. ` +
+            'This call can be approved out of band only when made from a client that declares the io.modelcontextprotocol/tasks extension ' +
+            'in its request capabilities and follows the returned task with tasks/get until it ends. The tool did not run.',
         },
       ],
       isError: true,
@@ -135,8 +142,8 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
 
   try {
     const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, decision.accessRequest, submissionInput);
-    log.info({ decision: 'deny', requestable: true, status: snapshot.status }, 'approval task created or joined');
-    return createTaskResult(taskId, snapshot);
+    log.info({ decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks }, 'approval task created or joined');
+    return call.clientSupportsTasks ? createTaskResult(taskId, snapshot) : approvalOpenedResult(taskId, snapshot);
   } catch (err) {
     if (err instanceof TaskCreationPendingError) {
       log.warn('approval task not confirmed in time; client should retry');

@@ -14,6 +14,7 @@ import type { Principal } from '../auth/principal.js';
 import { inputRefused, internalError, missingTasksCapability, taskNotFound } from './errors.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { getTaskResult } from './task-projection.js';
+import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './approval-tools.js';
 
 /** Extension identifiers (SEP-2663, SEP-2848). */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -75,11 +76,14 @@ export function createMcpServerFactory(deps: GateDeps & { requestStateCodec: Req
         requestState: { verify: deps.requestStateCodec.verify },
       } as never,
     );
+    const approvalTools = deps.noTasksResponse === 'approval-tools';
     server.setRequestHandler('tools/list', async () => ({
-      tools: deps.tools.list().map((t) => deps.tools.descriptor(t.name)) as never,
+      tools: [...deps.tools.list().map((t) => deps.tools.descriptor(t.name)), ...(approvalTools ? approvalToolDescriptors() : [])] as never,
     }));
     server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps, async () => {
       const c = ctx as unknown as HandlerCtx;
+      // the plain tier's companion tools (approval-tools.ts), bound to the caller like tasks/*
+      if (approvalTools && isApprovalTool(req.params.name)) return (await callApprovalTool(deps.tasks, principalOf(c), req.params.name, req.params.arguments)) as never;
       return (await gateToolCall(deps, {
         principal: principalOf(c),
         name: req.params.name,

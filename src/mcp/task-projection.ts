@@ -15,6 +15,20 @@ export const PENDING_ENVELOPE = {
 
 const isTerminal = (s: TaskSnapshot): boolean => s.status === 'completed' || s.status === 'failed' || s.status === 'cancelled';
 
+/**
+ * A stored `CallToolResult` as a complete 2026-07-28 `CallToolResult`: `resultType: "complete"`
+ * first, then the stored fields unchanged. The tasks extension (SEP-2663 `tasks/get`, a
+ * `completed` task's `result`) embeds the tool's `CallToolResult`, and in 2026-07-28 every
+ * `CallToolResult` carries `resultType` (the official `@modelcontextprotocol/ext-tasks` 0.2.2
+ * rejects one without it). Added here, at the one place results reach the wire, so every kind —
+ * approved-executed, denied-not-executed, execution-error, outcome-unknown — and results stored by
+ * runs that started before this projection existed all get it. SEP-2848's end-to-end example
+ * omits it (conformance/sep-2848.yaml, header).
+ */
+export function completeCallToolResult<T extends object>(result: T): { resultType: 'complete' } & T {
+  return { resultType: 'complete', ...result };
+}
+
 /** Fields common to `CreateTaskResult` and the `tasks/get` result. */
 export function wireTask(taskId: string, s: TaskSnapshot): Record<string, unknown> {
   const out: Record<string, unknown> = {
@@ -31,7 +45,7 @@ export function wireTask(taskId: string, s: TaskSnapshot): Record<string, unknow
     out._meta = { [META.authorization]: structuredClone(PENDING_ENVELOPE) };
   }
   if (s.status === 'input_required' && s.inputRequests) out.inputRequests = s.inputRequests;
-  if (s.status === 'completed' && s.result) out.result = s.result;
+  if (s.status === 'completed' && s.result) out.result = completeCallToolResult(s.result);
   if (s.status === 'failed') out.error = s.error ?? { code: -32603, message: 'Internal error' };
   return out;
 }

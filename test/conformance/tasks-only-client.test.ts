@@ -3,17 +3,22 @@
 // Countersign (real Temporal dev server, real HTTP, the reference approval service deciding out of
 // band while the client polls) it drives approval tasks to their end and reads the outcome from the
 // CallToolResult body text alone; against the conformance profile (same Temporal) it answers
-// in-task input with tasks/update.
+// in-task input with tasks/update. The client's SEP-2848 obligations (task ids kept durably, an
+// unreadable outcome treated as possibly executed and never retried on its own) are shown with
+// its file task id store (src/client/task-id-store.ts) and src/client/execution-outcome.ts.
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { executionOutcome } from '../../src/client/execution-outcome.js';
+import { FileTaskIdStore } from '../../src/client/task-id-store.js';
 import { TasksClient, type AnswerInput, type CallOutcome, type InputContext, type InputRequest, type Task, type TasksClientOptions } from '../../src/client/tasks-client.js';
 import { startConformanceProfile, type ConformanceProfile } from '../../src/conformance-profile/profile.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
-import { JUSTIFY_POLICY } from '../support/test-policies.js';
+import { JUSTIFY_POLICY, QUICK_EXPIRY_POLICY, SECOND_APPROVAL_POLICY } from '../support/test-policies.js';
 
 // Transfers of 88,888 need a justification before the task is created (MRTR on the call).
 
@@ -23,7 +28,9 @@ const POLL_MS = 200;
 let stack: Stack;
 let profile: ConformanceProfile;
 beforeAll(async () => {
-  stack = await startTestStack(testConfig({}, { 'a-tasks-client-justify.cedar': JUSTIFY_POLICY }));
+  stack = await startTestStack(
+    testConfig({}, { 'a-tasks-client-justify.cedar': JUSTIFY_POLICY, 'a-quick-expiry.cedar': QUICK_EXPIRY_POLICY, 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }),
+  );
   profile = await startConformanceProfile({ temporalAddress: stack.urls.temporal, taskQueue: `conformance-${randomUUID()}` });
 });
 afterAll(async () => {
@@ -181,6 +188,102 @@ describe('a tasks-only client drives an approval task (SEP-2848 interoperability
   });
 });
 
+describe('the tasks-only client: expiry and in-task input on the approval stack', () => {
+  it('a request nobody decides expires → completed, isError, and the body text says it expired and did not run', async () => {
+    const { client } = await clientFor('alice');
+    const done = await client.callTool('wire_transfer', transfer(memo(), 77_777));
+    expect(done.kind === 'task' && done.task.status).toBe('completed');
+    if (done.kind !== 'task') return;
+    expect(done.task.result?.isError).toBe(true);
+    expect(bodyText(done.task)).toMatch(/expired/i);
+    expect(bodyText(done.task)).toMatch(/did not run/i);
+    expect(stack.ledger.countByTask(done.task.taskId)).toBe(0);
+  });
+
+  it('input inside the approval task: the callback answers the justification form with tasks/update, the second approval executes it once', async () => {
+    const answer = formFiller('Carol owns this supplier relationship.');
+    const { client, polled } = await clientFor('alice', { answer, capabilities: { elicitation: { form: {} } } });
+    const m = memo();
+    const outcome = client.callTool('wire_transfer', transfer(m, 66_666));
+    await polled;
+    expect(await decide(stack, m, 'approve', 'bob')).toBe(200);
+    let second: Array<{ arguments: Record<string, unknown>; justification?: string }> = [];
+    for (let i = 0; i < 200 && second.length === 0; i++) {
+      second = (await pendingFor(stack, 'carol')).filter((p) => p.arguments.memo === m) as typeof second;
+      if (second.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(second[0]?.justification).toBe('Carol owns this supplier relationship.');
+    expect(answer.calls.map((c) => c.context.phase)).toEqual(['task']);
+    expect(await decide(stack, m, 'approve', 'carol')).toBe(200);
+    const done = await outcome;
+    expect(done.kind === 'task' && done.task.status).toBe('completed');
+    if (done.kind !== 'task') return;
+    expect(bodyText(done.task)).toMatch(/executed once/i);
+    expect(stack.ledger.countByTask(done.task.taskId)).toBe(1);
+  });
+});
+
+describe('the client keeps its SEP-2848 obligations: durable task ids, no automatic retry', () => {
+  const storePath = () => join(mkdtempSync(join(tmpdir(), 'countersign-task-ids-')), 'tasks.json');
+
+  it('the task id is in the store file, whole, before the first tasks/get is sent', async () => {
+    const path = storePath();
+    const atFirstPoll: string[] = [];
+    const { client } = await clientFor('alice', {
+      store: new FileTaskIdStore(path),
+      onMessage: (dir, msg) => {
+        if (dir === '>' && (msg as { method?: string }).method === 'tasks/get' && atFirstPoll.length === 0) atFirstPoll.push(readFileSync(path, 'utf8'));
+      },
+    });
+    const m = memo();
+    const abort = new AbortController();
+    const call = client.callTool('wire_transfer', transfer(m), { callKey: `invoice ${m}`, signal: abort.signal });
+    for (let i = 0; i < 200 && atFirstPoll.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    abort.abort(new Error('stop'));
+    await call.catch(() => undefined);
+    const stored = JSON.parse(atFirstPoll[0]!) as { version: number; calls: Record<string, { taskId: string; tool: string }> };
+    expect(stored.version).toBe(1);
+    const rec = stored.calls[`invoice ${m}`];
+    expect(rec?.tool).toBe('wire_transfer');
+    expect(rec?.taskId).toMatch(/\S/);
+    // written through a temporary file and a rename: none is left behind
+    expect(readdirSync(join(path, '..')).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    await client.cancel(rec!.taskId);
+  });
+
+  it('after a crash mid-poll, a new client with the same store resumes the task by its recorded id without calling the tool again; approval executes it once', async () => {
+    const path = storePath();
+    const first = await clientFor('alice', { store: new FileTaskIdStore(path) });
+    const m = memo();
+    const key = `invoice ${m}`;
+    const abort = new AbortController();
+    const crashed = first.client.callTool('wire_transfer', transfer(m), { callKey: key, signal: abort.signal });
+    await first.polled;
+    abort.abort(new Error('process died'));
+    await expect(crashed).rejects.toThrow('process died');
+    expect(await decide(stack, m, 'approve')).toBe(200);
+
+    const sent: string[] = [];
+    const restarted = await clientFor('alice', { store: new FileTaskIdStore(path), onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method) });
+    const done = await restarted.client.callTool('wire_transfer', transfer(m), { callKey: key });
+    expect(done.kind === 'task' && done.task.taskId).toBe(first.seen[0]!.taskId);
+    expect(sent).not.toContain('tools/call');
+    if (done.kind !== 'task') return;
+    expect(executionOutcome(done.task)).toMatchObject({ outcome: 'executed', disposition: 'approved-executed' });
+    expect(stack.ledger.countByTask(done.task.taskId)).toBe(1);
+    expect((await new FileTaskIdStore(path).get(key))?.status).toBe('completed');
+  });
+
+  it('a recorded task the server no longer knows is recorded-task-unavailable, and the tool is not called again', async () => {
+    const path = storePath();
+    writeFileSync(path, JSON.stringify({ version: 1, calls: { 'invoice 1': { taskId: 'no-such-task', tool: 'wire_transfer', recordedAt: new Date().toISOString() } } }));
+    const sent: string[] = [];
+    const { client } = await clientFor('alice', { store: new FileTaskIdStore(path), onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method) });
+    await expect(client.callTool('wire_transfer', transfer(memo()), { callKey: 'invoice 1' })).rejects.toMatchObject({ name: 'TasksClientError', code: 'recorded-task-unavailable' });
+    expect(sent).toEqual(['tasks/get']);
+  });
+});
+
 describe('the same client answers in-task input with tasks/update (conformance profile)', () => {
   const profileClient = (answer?: AnswerInput) => new TasksClient({ url: profile.url, capabilities: { elicitation: {} }, ...(answer ? { answer } : {}) });
 
@@ -222,5 +325,21 @@ describe('the same client answers in-task input with tasks/update (conformance p
     expect(err).toMatchObject({ name: 'TasksClientError', code: 'input-unanswerable' });
     expect((err as { task?: Task }).task?.status).toBe('input_required');
     await profileClient().cancel((err as { task: Task }).task.taskId);
+  });
+});
+
+describe('an outcome the client cannot read is possibly executed and never retried on its own (conformance profile)', () => {
+  it('a completed task without a recognized disposition is possibly executed, may not be called again, and the same call key returns that task instead of re-running the tool', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'countersign-task-ids-')), 'tasks.json');
+    const sent: string[] = [];
+    const client = new TasksClient({ url: profile.url, store: new FileTaskIdStore(path), onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method) });
+    const first = await client.callTool('failing_job', {}, { callKey: 'nightly job' });
+    expect(first.kind === 'task' && first.task.status).toBe('completed');
+    if (first.kind !== 'task') return;
+    expect(executionOutcome(first.task)).toEqual({ outcome: 'possibly-executed', disposition: undefined, mayCallAgain: false });
+    expect(sent.filter((m) => m === 'tools/call')).toHaveLength(1);
+    const again = await client.callTool('failing_job', {}, { callKey: 'nightly job' });
+    expect(again.kind === 'task' && again.task.taskId).toBe(first.task.taskId);
+    expect(sent.filter((m) => m === 'tools/call')).toHaveLength(1);
   });
 });

@@ -13,7 +13,8 @@ const AUTHZ = 'io.modelcontextprotocol/authorization';
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startTestStack(testConfig({}, { 'a-quick-expiry.cedar': EXPIRY_POLICY }));
+  // the degraded answer to clients without tasks (test/clients/plain-client.test.ts covers the default, approval-tools)
+  stack = await startTestStack(testConfig({ COUNTERSIGN_NO_TASKS_RESPONSE: 'degraded-result' }, { 'a-quick-expiry.cedar': EXPIRY_POLICY }));
 });
 afterAll(async () => {
   await stack?.stop();
@@ -140,6 +141,8 @@ describe('approval-gated wire_transfer, end to end', () => {
     expect(r.isError).toBe(true);
     expect(r.content[0]?.text).toMatch(/io\.modelcontextprotocol\/tasks/);
     expect(r.content[0]?.text).toMatch(/did not run/);
+    // nothing is opened, and the advice never points at a re-call that would leave an approval behind
+    expect(r.content[0]?.text).toMatch(/No approval request was opened/);
     expect((await pendingFor(stack, 'bob')).some((x) => x.arguments.memo === m)).toBe(false);
   });
 

@@ -1,0 +1,179 @@
+// Scope: the official requester stack a new user picks up — `@modelcontextprotocol/client` 2.4
+// (`Client`, `versionNegotiation: {mode: "auto"}`, so 2026-07-28 over `server/discover`) with
+// `@modelcontextprotocol/ext-tasks` 0.2.2 (`createTaskSessionFromClient`, the raw dispatcher of
+// src/client/ext-tasks-dispatch.ts) — against a locally started Countersign (real Temporal dev
+// server, real HTTP, the reference approval service deciding out of band): approve, deny, cancel,
+// expiry and in-task input each settle as ext-tasks reads them, and the ledger shows what ran.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createTaskSessionFromClient, type TaskEnabledSession, type WithTasksOptions } from '@modelcontextprotocol/ext-tasks/client';
+import { createRawDispatch, v2RequestFraming } from '../../src/client/ext-tasks-dispatch.js';
+import type { Stack } from '../../src/stack.js';
+import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
+import { QUICK_EXPIRY_POLICY, SECOND_APPROVAL_POLICY } from '../support/test-policies.js';
+
+const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
+
+let stack: Stack;
+const open: Array<{ client: Client; session: TaskEnabledSession }> = [];
+beforeAll(async () => {
+  stack = await startTestStack(testConfig({}, { 'a-quick-expiry.cedar': QUICK_EXPIRY_POLICY, 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }));
+});
+afterAll(async () => {
+  for (const o of open) {
+    await o.session.close().catch(() => undefined);
+    await o.client.close().catch(() => undefined);
+  }
+  await stack?.stop();
+});
+
+const memo = () => `ext-tasks ${randomUUID().slice(0, 12)}`;
+const transfer = (m: string, amount = 50_000) => ({ to: 'acct-991', amount, memo: m });
+
+/** The tool's result as ext-tasks hands it over (a 2026-07-28 CallToolResult). */
+interface ToolResult {
+  resultType?: string;
+  content: Array<{ type: string; text?: string }>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+}
+const text = (r: ToolResult) => r.content.map((c) => c.text ?? '').join('\n');
+
+/** A connected SDK `Client` for `sub` (2026-07-28 by auto negotiation) and its ext-tasks session. */
+async function sessionFor(sub: string, options: WithTasksOptions = {}) {
+  const token = await stack.issuer.mintToken({ sub });
+  const clientInfo = { name: 'countersign-ext-tasks-e2e', version: '0.0.0' };
+  const client = new Client(clientInfo, { versionNegotiation: { mode: 'auto' } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  const session = createTaskSessionFromClient(client, {
+    endpointId: 'countersign-e2e',
+    rawDispatch: createRawDispatch({ url: stack.urls.mcp, token }),
+    v2RequestFraming: v2RequestFraming(clientInfo),
+    ...options,
+  });
+  open.push({ client, session });
+  return { client, session };
+}
+
+/** Wait (bounded, polling the approval service) until `approver` sees a pending request for `m`. */
+async function waitForPending(m: string, approver: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await pendingFor(stack, approver)).some((r) => r.arguments.memo === m)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no pending request for ${m} at ${approver}`);
+}
+
+describe('@modelcontextprotocol/ext-tasks 0.2.2 over @modelcontextprotocol/client 2.4 (2026-07-28)', () => {
+  it('the client negotiates 2026-07-28 and ext-tasks sees the tasks extension', async () => {
+    const { client, session } = await sessionFor('alice');
+    expect(client.getProtocolEra()).toBe('modern');
+    expect(session.capabilities.execution).toBe(true);
+  });
+
+  it("another principal's task id reaches ext-tasks as the JSON-RPC error -32602, the same as an unknown id", async () => {
+    const alice = await sessionFor('alice');
+    const execution = await alice.session.callTool('wire_transfer', transfer(memo()));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const mallory = await sessionFor('mallory');
+    const foreign = await mallory.session.task(execution.handle.taskId).snapshot().then(() => null, (e: unknown) => e);
+    const unknown = await mallory.session.task(`${execution.handle.taskId.slice(0, -4)}0000` as typeof execution.handle.taskId).snapshot().then(() => null, (e: unknown) => e);
+    expect(foreign).toMatchObject({ name: 'JsonRpcResponseError', code: -32602 });
+    expect((foreign as Error).message).toBe((unknown as Error).message);
+    await execution.cancel();
+  });
+
+  it('approve → the execution settles completed with approved-executed, a complete CallToolResult and exactly one ledger row', async () => {
+    const { session } = await sessionFor('alice');
+    const m = memo();
+    const execution = await session.callTool('wire_transfer', transfer(m));
+    expect(execution.kind).toBe('task');
+    if (execution.kind !== 'task') return;
+    const taskId = execution.handle.taskId;
+    expect(stack.ledger.countByTask(taskId)).toBe(0);
+    const settled = execution.settle();
+    expect(await decide(stack, m, 'approve')).toBe(200);
+    const { outcome } = await settled;
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    const result = outcome.result as ToolResult;
+    expect(result.resultType).toBe('complete');
+    expect(result.isError).toBe(false);
+    expect(result._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(text(result)).toMatch(/executed once/);
+    expect(stack.ledger.countByTask(taskId)).toBe(1);
+  });
+
+  it('deny → completed with denied-not-executed, isError, the body says it did not run, no ledger row', async () => {
+    const { session } = await sessionFor('alice');
+    const m = memo();
+    const execution = await session.callTool('wire_transfer', transfer(m));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const settled = execution.settle();
+    expect(await decide(stack, m, 'deny', 'carol')).toBe(200);
+    const { outcome } = await settled;
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    const result = outcome.result as ToolResult;
+    expect(result.isError).toBe(true);
+    expect(result._meta?.[DISPOSITION]).toBe('denied-not-executed');
+    expect(text(result)).toMatch(/did not run/);
+    expect(stack.ledger.countByTask(execution.handle.taskId)).toBe(0);
+  });
+
+  it('cancel through ext-tasks → the task settles cancelled, the approval request is withdrawn, nothing runs', async () => {
+    const { session } = await sessionFor('alice');
+    const m = memo();
+    const execution = await session.callTool('wire_transfer', transfer(m));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    await execution.cancel();
+    const outcome = await execution.result();
+    expect(outcome.status).toBe('cancelled');
+    const snapshot = await session.task(execution.handle.taskId).snapshot();
+    expect(snapshot.status).toBe('cancelled');
+    // the backend request is withdrawn asynchronously: it leaves the approver's pending list
+    for (let i = 0; i < 100 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
+    expect(stack.ledger.countByTask(execution.handle.taskId)).toBe(0);
+  });
+
+  it('a request nobody decides expires → completed with denied-not-executed saying it expired', async () => {
+    const { session } = await sessionFor('alice');
+    const m = memo();
+    const execution = await session.callTool('wire_transfer', transfer(m, 77_777));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const { outcome } = await execution.settle();
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    const result = outcome.result as ToolResult;
+    expect(result._meta?.[DISPOSITION]).toBe('denied-not-executed');
+    expect(text(result)).toMatch(/expired/);
+    expect(stack.ledger.countByTask(execution.handle.taskId)).toBe(0);
+  });
+
+  it('in-task input: ext-tasks hands the justification form to onInputRequest, delivers the answer with tasks/update, and the second approval executes once', async () => {
+    const asked: Array<{ kind: string; delivery: string; message: unknown }> = [];
+    const { session } = await sessionFor('alice', {
+      onInputRequest: async (request, context) => {
+        asked.push({ kind: request.kind, delivery: context.delivery, message: request.params?.message });
+        return { action: 'accept', content: { justification: 'Carol owns this supplier relationship.' } } as never;
+      },
+    });
+    const m = memo();
+    const execution = await session.callTool('wire_transfer', transfer(m, 66_666));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const settled = execution.settle();
+    expect(await decide(stack, m, 'approve', 'bob')).toBe(200);
+    await waitForPending(m, 'carol'); // the justified second request, submitted after tasks/update
+    const second = (await pendingFor(stack, 'carol')).find((r) => r.arguments.memo === m) as { justification?: string } | undefined;
+    expect(second?.justification).toBe('Carol owns this supplier relationship.');
+    expect(await decide(stack, m, 'approve', 'carol')).toBe(200);
+    const { outcome } = await settled;
+    expect(asked).toEqual([{ kind: 'elicitation', delivery: 'task-update', message: expect.any(String) }]);
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    expect((outcome.result as ToolResult)._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(stack.ledger.countByTask(execution.handle.taskId)).toBe(1);
+  });
+});

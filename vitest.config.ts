@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// pool 'forks': the Temporal core bridge is native and segfaults under worker threads (DESIGN.md §6).
+// pool 'forks': the Temporal core bridge is native and segfaults under worker threads (docs/TESTING.md).
 export default defineConfig({
   test: {
     pool: 'forks',

@@ -1,4 +1,4 @@
-// Scope: `npm run bench` (issue 7). Starts a Temporal dev server (in memory, its own process), the
+// Scope: `npm run bench`. Starts a Temporal dev server (in memory, its own process), the
 // stack around it (approval service, token issuer, an in-process MCP server for the allowed-call
 // scenario), then the worker and MCP server instances as their own processes so each one's memory
 // is measured alone, and runs the scenarios in bench/scenarios/ against their baselines in the same

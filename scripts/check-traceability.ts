@@ -1,5 +1,5 @@
 /**
- * The SEP-2848 traceability check (issue 3 §1): `conformance/sep-2848.yaml` against the seed text,
+ * The SEP-2848 traceability check: `conformance/sep-2848.yaml` against the seed text,
  * the black-box suite's check ids and the vitest test titles.
  *
  * Fails (returns problems; the CLI exits 1) when:

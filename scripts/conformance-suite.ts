@@ -1,5 +1,5 @@
 /**
- * Black-box conformance suite for SEP-2848 `io.modelcontextprotocol/tool-approval` (issue 3 §2).
+ * Black-box conformance suite for SEP-2848 `io.modelcontextprotocol/tool-approval`.
  *
  * Speaks only the wire: JSON-RPC 2.0 over Streamable HTTP (protocol 2026-07-28, stateless, per-request
  * `_meta`), plus the small out-of-band test-hook contract of `conformance/TEST-HOOKS.md` (list

@@ -1,5 +1,5 @@
 /**
- * Named crash points for the fault-injection harness (issue 6): `faultPoint('worker.submit.after')`
+ * Named crash points for the fault-injection harness (`test/faults/`, docs/TESTING.md): `faultPoint('worker.submit.after')`
  * marks a step where a crash is interesting. In the product it does nothing: it calls a hook that
  * only the harness installs (`test/faults/install-fault-hook.mjs`, loaded with `node --import`), so
  * production code never reads a fault variable and never exits on purpose.
@@ -10,7 +10,7 @@
 
 /** The steps the harness can crash at. Names are stable: docs/RELIABILITY.md lists them. */
 export const FAULT_POINTS = [
-  /** Worker, submit activity started, before contacting the backend (issue 6 point 1). */
+  /** Worker, submit activity started, before contacting the backend. */
   'worker.submit.before',
   /** Worker, the backend accepted the submission, before the activity reports it (point 2). */
   'worker.submit.after',

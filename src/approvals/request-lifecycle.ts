@@ -6,7 +6,7 @@
  * values; the HTTP routes and the inbox map them to responses.
  *
  * Implements the backend half of SEP-2848's approval-backend contract as the AuthZEN ARAP
- * worked example (DESIGN.md §5). Every status change is a compare-and-set from `pending` in the
+ * worked example (`src/backends/approval-backend.ts`). Every status change is a compare-and-set from `pending` in the
  * store and then one callback (when the request has a `callback_url`).
  * Deliberately does not: authenticate callers (routes do), run the risk engine or webhooks
  * (they subscribe with `onCreated`), or extend deadlines.

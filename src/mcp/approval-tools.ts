@@ -2,7 +2,7 @@
  * The plain tier (COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default): a client that did
  * not declare `io.modelcontextprotocol/tasks` still gets an approval it can follow, through
  * ordinary MCP tools instead of `tasks/*` (SEP-2848 §Extension identifier and capability: a
- * client without tasks gets "an isError tool result with next-step guidance"; DESIGN.md §8).
+ * client without tasks gets "an isError tool result with next-step guidance").
  *
  * - A requestable denial opens (or joins) the same approval workflow as for a tasks client —
  *   same binding, same dedup — and `approvalOpenedResult` answers with an `isError` result whose

@@ -37,7 +37,7 @@ export function statusMessage(s: TaskSnapshot): string {
         case 'approved-executed':
           return 'Completed: approved and executed once.';
         case 'execution-error':
-          // a lost execution fenced before the tool took effect (issue 6 §4) did not run
+          // a lost execution fenced before the tool took effect (`Tool.resolveExecution`) did not run
           if (isExecutionLostFencedResult(s.result)) return 'Completed: approved, but the execution was lost before the tool took effect; the tool did not run.';
           return 'Completed: approved, the tool ran and reported an error.';
         case 'outcome-unknown':

@@ -7,11 +7,11 @@
  * the existing entry with `duplicate: true` when the transfer details match, and throws
  * `LedgerError('conflict')` when they differ (a reused id for another transfer is a bug upstream).
  *
- * Fencing (issue 6 §4): `settle(executionId)` answers whether the execution's row exists and, when
+ * Fencing (`Tool.resolveExecution`): `settle(executionId)` answers whether the execution's row exists and, when
  * it does not, records the id as fenced in the same transaction; `record` refuses a fenced id with
  * `LedgerError('fenced')`. So "not executed" answered once stays true forever.
  *
- * Invocation audit trail (issue 6 §2): `invocations` is append-only; `recordInvocation` writes one
+ * Invocation audit trail (counted by the fault harness, `test/faults/`): `invocations` is append-only; `recordInvocation` writes one
  * row, in its own committed transaction, each time the tool is entered for an execution id —
  * before the effect, so duplicates (a re-invoked execution id, which `ledger` deduplicates) and
  * fenced attempts (refused by `record`) are counted too. It is what proves "invoked at most once

@@ -24,7 +24,7 @@ export interface ToolExecutionContext {
 }
 
 /**
- * What a tool can prove about one execution after a crash (issue 6 §4): the effect happened (with
+ * What a tool can prove about one execution after a crash (docs/DESIGN.md §5, at most once): the effect happened (with
  * the result it recorded), or it did not and now never will (the execution id is fenced).
  */
 export type ExecutionRecord = { executed: true; result: ToolResult } | { executed: false };

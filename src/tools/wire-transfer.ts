@@ -56,7 +56,7 @@ function transferResult(entryId: number, to: string, amountCents: number): ToolR
  * returns the same result without writing; a reused id for a different transfer throws
  * `LedgerError('conflict')` (an execution error). Every call to `execute` first appends a row to
  * the ledger's invocation audit trail (`Ledger.recordInvocation`). `resolveExecution` settles an execution id on
- * the ledger (`Ledger.settle`): the recorded transfer, or fenced and not executed (issue 6 §4).
+ * the ledger (`Ledger.settle`): the recorded transfer, or fenced and not executed (`Tool.resolveExecution`).
  */
 export function createWireTransferTool(ledger: Ledger): Tool<typeof WireTransferInputSchema> {
   return {

@@ -1,4 +1,4 @@
-// Scope: issue 5 §5 approval floods, end to end on a real Temporal dev server and real HTTP:
+// Scope: approval floods (SEP-2848 §Security Implications), end to end on a real Temporal dev server and real HTTP:
 // per-principal pending bound and submission rate limit (SEP-2848 "deployments MUST rate-limit
 // submission per caller and SHOULD bound outstanding pending tasks, returning a non-requestable
 // denial on a limit"), joins that never count, other principals unaffected, and one limit shared by

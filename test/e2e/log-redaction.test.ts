@@ -1,4 +1,4 @@
-// Scope: issue 5 §6 logs, end to end: a whole stack logging at debug to a file runs every path (inline allow, approve → execute, approver deny, final deny, invalid arguments, no-tasks client, cancel, bad bearer tokens, forged and replayed callbacks); the log file then holds no planted argument value, bearer token, approval-service client token, callback secret, approver secret or payload key.
+// Scope: logs, end to end: a whole stack logging at debug to a file runs every path (inline allow, approve → execute, approver deny, final deny, invalid arguments, no-tasks client, cancel, bad bearer tokens, forged and replayed callbacks); the log file then holds no planted argument value, bearer token, approval-service client token, callback secret, approver secret or payload key.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,7 @@ async function rpcError(p: Promise<unknown>): Promise<McpRpcError> {
   return err as McpRpcError;
 }
 
-describe('logs redact secrets (issue 5 §6)', () => {
+describe('logs redact secrets', () => {
   it('a full run at debug level logs no planted argument, token, client token, callback secret, approver secret or payload key', async () => {
     const logFile = join(mkdtempSync(join(tmpdir(), 'countersign-log-')), 'stack.log');
     const logger = createLogger({ level: 'debug', destination: logFile });

@@ -1,4 +1,4 @@
-// Scope: issue 5 §6 data at rest, end to end on a real Temporal dev server: with the stack's AES-256-GCM payload codec on client and worker, the raw workflow history of an approved-and-executed task holds no plaintext argument value, and only a holder of the key can open it.
+// Scope: data at rest, end to end on a real Temporal dev server: with the stack's AES-256-GCM payload codec on client and worker, the raw workflow history of an approved-and-executed task holds no plaintext argument value, and only a holder of the key can open it.
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
@@ -53,7 +53,7 @@ function payloadsIn(value: unknown, found: Array<{ path: string; payload: Payloa
   return found;
 }
 
-describe('payload codec: arguments are not stored in plain text (issue 5 §6)', () => {
+describe('payload codec: arguments are not stored in plain text', () => {
   it('the raw history of an approved-and-executed task holds no planted argument value, and the task still completes through MCP', async () => {
     const planted = `PLANTED-${randomUUID()}`;
     const plantedTo = `acct-planted-${randomUUID().replaceAll('-', '').slice(0, 12)}`;

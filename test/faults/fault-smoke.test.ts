@@ -1,4 +1,4 @@
-// Scope: the reduced fault-injection run of `npm test` (issue 6): one trial of six matrix points
+// Scope: the reduced fault-injection run of `npm test`: one trial of six matrix points
 // on the real stack run as separate processes (`countersign serve --role …`), each killed with
 // SIGKILL and restarted. `npm run faults` runs the full matrix (≥ 20 trials per point).
 import { describe, expect, it } from 'vitest';

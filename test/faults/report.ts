@@ -84,7 +84,7 @@ tested: \`test/faults/oracle.test.ts\` feeds it the observations of a worker tha
 (\`maximumAttempts: 3\` without the attempt > 1 refusal: two invocations, one deduplicated row,
 \`approved-executed\` where \`execution-error\` was due) and expects violations.
 
-## The tool idempotency hook (issue 6 §4)
+## The tool idempotency hook
 
 Without help, a worker lost after the claim ends the task \`outcome-unknown\` (SEP-2848 §Completion:
 "If it cannot determine whether invocation or the side effect completed … it MUST NOT re-invoke, and

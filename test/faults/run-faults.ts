@@ -1,4 +1,4 @@
-// Scope: `npm run faults` — the full fault-injection matrix (issue 6). Options:
+// Scope: `npm run faults` — the full fault-injection matrix. Options:
 //   --trials N          trials per point (default 20)
 //   --points a,b        only these points (default all; ids in trials.ts POINTS)
 //   --parallel N        split the points over N harness clusters run side by side (default 1);

@@ -1,6 +1,6 @@
 // Scope: one fault-injection trial per call: drive an approval task over the MCP wire, crash one
 // role at the trial's point (fault hook or observed state), restart it, approve as an approver
-// through the approval service's API, and count what happened (issue 6 §1–2).
+// through the approval service's API, and count what happened.
 import { createHmac, randomUUID } from 'node:crypto';
 import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } from '../../src/backends/callback-signature.js';
@@ -11,7 +11,7 @@ import { backendRequestsOf, invocationsOf, ledgerRowsOf } from './observe.js';
 import type { RecordedRequest } from './proxy.js';
 
 /**
- * The matrix rows: issue 6 §1 points 1–9 (3 as a fault-hook point and a proxy kill; 7 split in two:
+ * The matrix rows: the crash points 1–9 of `src/fault-point.ts` (3 as a fault-hook point and a proxy kill; 7 split in two:
  * before and after the effect commits). `via`: `hook` — a named `faultPoint` SIGKILLs the role;
  * `observed` — the harness kills at a state it observes. Every task of a trial must end with the
  * point's `expect` disposition, `ledger` rows and `invocations` (the ledger's audit trail):

@@ -1,4 +1,4 @@
-// Scope: the ledger's side of the tool idempotency hook (issue 6 §4): `settle` answers the recorded
+// Scope: the ledger's side of the tool idempotency hook: `settle` answers the recorded
 // transfer or fences the execution id, and `wire_transfer.resolveExecution` reports the same
 // result `execute` did, never writing a row itself.
 import { spawn } from 'node:child_process';
@@ -81,7 +81,7 @@ describe('ledger settle / fence', () => {
     }
   });
 
-  // Regression (issue 6): the fence check made record a read-then-write transaction, which SQLite
+  // Regression: the fence check made record a read-then-write transaction, which SQLite
   // cannot upgrade while another connection writes: it failed at once (an execution-error) instead
   // of waiting busy_timeout like the plain insert before it. Both now begin IMMEDIATE.
   it('record and settle wait for a concurrent writer to finish instead of failing at once', async () => {

@@ -1,6 +1,6 @@
 /**
  * The ARAP-shaped HTTP API of the reference Access Request Service, mounted at `/access/v1`
- * (AuthZEN ARAP WG Draft 1 names; DESIGN.md §5).
+ * (AuthZEN ARAP WG Draft 1 names; docs/DESIGN.md §2, `src/backends/approval-backend.ts`).
  *
  * - `POST /requests` (client bearer, `Idempotency-Key`) → 201 new task handle | 200 replay | 409
  * - `GET /requests/:id` (client bearer) → status body (expires on read)

@@ -4,7 +4,9 @@
  * backend's signed callbacks.
  *
  * - `/mcp`: a missing or invalid token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`
- *   (MCP authorization); a valid one becomes the principal handed to the SDK handler.
+ *   (MCP authorization); a valid one becomes the principal handed to the SDK handler. 2026-07-28
+ *   requests are served by the modern face; `initialize`-era (2025-11-25) requests by the SDK's
+ *   stateless legacy fallback and the factory's legacy face (`legacy-server.ts`), no sessions.
  * - `POST /callbacks/arap/:workflowId/:generation`: HMAC over timestamp and body verified
  *   (401 problem+json when bad or stale), then delivered as the workflow's `backendCallback`
  *   update, whose validator refuses a replay of an accepted delivery and a callback for no current
@@ -44,7 +46,7 @@ const CallbackBody = z.object({ request_id: z.string().min(1).max(200), status: 
 
 /** Build the app. `close()` tears down the SDK handler. */
 export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () => Promise<void> } {
-  const handler = createMcpHandler(opts.factory, { legacy: 'reject', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
+  const handler = createMcpHandler(opts.factory, { legacy: 'stateless', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
   const resourcePath = new URL(opts.resourceUrl).pathname;
   const origin = new URL(opts.resourceUrl).origin;
   const prmUrl = `${origin}/.well-known/oauth-protected-resource${resourcePath}`;

@@ -12,7 +12,9 @@
  *   `extensions`: the 2026-07-28 tasks and tool-approval extensions are not usable on this wire;
  * - `tools/list` marks every tool `execution.taskSupport: "optional"` (any call may be gated);
  * - a task-augmented `tools/call` (`params.task: {ttl?}`) whose call is denied but requestable
- *   starts or joins the approval workflow and returns `CreateTaskResult` `{task: Task}`;
+ *   starts or joins the approval workflow and returns `CreateTaskResult` `{task: Task}`; one that
+ *   needs no approval (allowed: runs inline; or denied for good) returns an already `completed`
+ *   task whose result is sealed into its id (`legacy-inline-task.ts`);
  * - `tasks/get` → `Task`; `tasks/result` blocks until the task is terminal, then returns the final
  *   `CallToolResult` (approved-executed content or the denial); `tasks/cancel` → `Task`;
  * - an unknown, expired, malformed or foreign task id is the same -32602 (`errors.ts`).
@@ -29,6 +31,7 @@ import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
 import { internalError, taskNotFound } from './errors.js';
 import { gateToolCall, type GateDeps } from './gate.js';
+import { createInlineTaskSealer, type InlineTask } from './legacy-inline-task.js';
 import { statusMessage } from './status-text.js';
 
 /** The protocol revision this face speaks. */
@@ -85,6 +88,18 @@ export function legacyTaskPayload(taskId: string, s: TaskSnapshot): Record<strin
   }
   if (s.status === 'failed') throw new ProtocolError(s.error?.code ?? -32603, s.error?.message ?? 'Internal error');
   throw new ProtocolError(-32602, 'Invalid params: the task was cancelled and has no result');
+}
+
+/** An opened inline task as the 2025-11-25 `Task`. */
+function inlineLegacyTask(taskId: string, t: InlineTask): Record<string, unknown> {
+  return {
+    taskId,
+    status: 'completed',
+    statusMessage: 'Completed: answered without an approval; read the result with tasks/result.',
+    createdAt: t.createdAt,
+    lastUpdatedAt: t.createdAt,
+    ttl: t.ttlMs,
+  };
 }
 
 /** Text for a requestable denial of a call that did not ask for a task. */
@@ -146,9 +161,11 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /**
  * Build the per-request factory of the 2025-11-25 face over the same gate dependencies as the
- * modern one (`createMcpServerFactory` in `server.ts`). `version` is reported in `serverInfo`.
+ * modern one (`createMcpServerFactory` in `server.ts`). `sealKey` (the installation's `dedupKey`)
+ * keys the inline task ids; `version` is reported in `serverInfo`.
  */
-export function createLegacyServerFactory(deps: GateDeps, version = '0.1.0'): McpServerFactory {
+export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, version = '0.1.0'): McpServerFactory {
+  const inline = createInlineTaskSealer(deps.sealKey);
   return () => {
     const server = new LegacyTaskServer({ name: 'countersign', version }, { capabilities: { tools: {}, tasks: LEGACY_TASKS_CAPABILITY } } as never);
 
@@ -157,7 +174,8 @@ export function createLegacyServerFactory(deps: GateDeps, version = '0.1.0'): Mc
     }));
 
     server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps, async () => {
-      const wantsTask = (req.params as { task?: unknown }).task !== undefined;
+      const task = (req.params as { task?: { ttl?: unknown } }).task;
+      const wantsTask = task !== undefined;
       const out = await gateToolCall(deps, {
         principal: principalOf(ctx),
         name: req.params.name,
@@ -173,9 +191,13 @@ export function createLegacyServerFactory(deps: GateDeps, version = '0.1.0'): Mc
         if (!snapshot) throw internalError();
         return { task: legacyTask(taskId, snapshot) } as never;
       }
-      if (out.resultType === 'input_required') {
-        return { content: [{ type: 'text', text: NEEDS_INPUT_TEXT }], isError: true } as never;
+      const final = out.resultType === 'input_required' ? { content: [{ type: 'text', text: NEEDS_INPUT_TEXT }], isError: true } : out;
+      if (wantsTask) {
+        // answered without an approval: a completed task carrying the result (legacy-inline-task.ts)
+        const sealed = inline.seal(final, principalOf(ctx), task?.ttl);
+        return { task: inlineLegacyTask(sealed.taskId, sealed.task) } as never;
       }
+      if (final !== out) return final as never;
       const envelope = (out._meta as Record<string, { remediation?: string }> | undefined)?.[META.authorization];
       if (!wantsTask && out.isError === true && envelope?.remediation === 'available') {
         return { ...out, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] } as never;
@@ -184,6 +206,8 @@ export function createLegacyServerFactory(deps: GateDeps, version = '0.1.0'): Mc
     }));
 
     server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+      const done = inline.open(params.taskId, principalOf(ctx));
+      if (done) return inlineLegacyTask(params.taskId, done) as never;
       const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
       if (!snap) throw taskNotFound();
       return legacyTask(params.taskId, snap) as never;
@@ -192,6 +216,8 @@ export function createLegacyServerFactory(deps: GateDeps, version = '0.1.0'): Mc
     server.setRequestHandler('tasks/result', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
       // 2025-11-25: tasks/result blocks until the task is terminal (the client calls it after
       // seeing `completed`, or earlier to wait). Each pause is the task's own poll interval.
+      const done = inline.open(params.taskId, principalOf(ctx));
+      if (done) return { ...done.result, _meta: { ...((done.result._meta as Record<string, unknown> | undefined) ?? {}), [RELATED_TASK_META]: { taskId: params.taskId } } } as never;
       const signal = (ctx as LegacyCtx).mcpReq?.signal;
       for (;;) {
         const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
@@ -204,6 +230,7 @@ export function createLegacyServerFactory(deps: GateDeps, version = '0.1.0'): Mc
 
     server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
       const caller = principalOf(ctx);
+      if (inline.open(params.taskId, caller)) throw new ProtocolError(-32602, 'Invalid params: cannot cancel a task in a terminal status');
       const outcome = await deps.tasks.cancel(params.taskId, caller);
       if (!outcome) throw taskNotFound();
       deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');

@@ -112,6 +112,21 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     await client.close();
   });
 
+  it('an allowed call made with a task ($100) runs inline and comes back as a completed task whose tasks/result is the call result', async () => {
+    const client = await sdk1Client('alice');
+    const out = await followTask(client, { to: 'acct-100', amount: 100, memo: memo() }, async () => {});
+    expect(out.statuses).toEqual(['completed', 'completed']);
+    expect(out.result.isError).toBe(false);
+    expect(out.result.content[0]?.text).toMatch(/Transfer of \$100\.00/);
+    // the sealed task id is the caller's only: another principal, or a tampered id, is an unknown task
+    const mallory = await sdk1Client('mallory');
+    const foreign = await mallory.experimental.tasks.getTask(out.taskId!).then(() => null, (e: McpError) => [e.code, e.message]);
+    const tampered = await client.experimental.tasks.getTask(`${out.taskId!.slice(0, -2)}AA`).then(() => null, (e: McpError) => [e.code, e.message]);
+    expect(foreign).toEqual([-32602, 'MCP error -32602: Invalid params: unknown task']);
+    expect(tampered).toEqual(foreign);
+    await Promise.all([client.close(), mallory.close()]);
+  });
+
   it('a requestable denial called without a task is an isError result telling how to ask for one, and starts no approval', async () => {
     const client = await sdk1Client('alice');
     const m = memo();

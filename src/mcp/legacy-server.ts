@@ -15,8 +15,9 @@
  *   starts or joins the approval workflow and returns `CreateTaskResult` `{task: Task}`; one that
  *   needs no approval (allowed: runs inline; or denied for good) returns an already `completed`
  *   task whose result is sealed into its id (`legacy-inline-task.ts`);
- * - `tasks/get` → `Task`; `tasks/result` blocks until the task is terminal, then returns the final
- *   `CallToolResult` (approved-executed content or the denial); `tasks/cancel` → `Task`;
+ * - `tasks/get` → `Task`; `tasks/result` blocks until the task is terminal (at most
+ *   `RESULT_WAIT_LIMIT_MS`, then a retryable -32603), then returns the final `CallToolResult`
+ *   (approved-executed content or the denial); `tasks/cancel` → `Task`;
  * - an unknown, expired, malformed or foreign task id is the same -32602 (`errors.ts`).
  * A requestable denial without `params.task` is answered with an `isError` result that says how
  * to ask for a task; no approval is started, so nothing is orphaned.
@@ -30,6 +31,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
 import { internalError, taskNotFound } from './errors.js';
+import { cancelledTaskHasNoResult, failedTaskError, resultNotReady, taskAlreadyTerminal } from './legacy-errors.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { createInlineTaskSealer, type InlineTask } from './legacy-inline-task.js';
 import { statusMessage } from './status-text.js';
@@ -86,8 +88,8 @@ export function legacyTaskPayload(taskId: string, s: TaskSnapshot): Record<strin
     const meta = { ...((result._meta as Record<string, unknown> | undefined) ?? {}), [RELATED_TASK_META]: { taskId } };
     return { ...result, _meta: meta };
   }
-  if (s.status === 'failed') throw new ProtocolError(s.error?.code ?? -32603, s.error?.message ?? 'Internal error');
-  throw new ProtocolError(-32602, 'Invalid params: the task was cancelled and has no result');
+  if (s.status === 'failed') throw failedTaskError(s.error);
+  throw cancelledTaskHasNoResult();
 }
 
 /** An opened inline task as the 2025-11-25 `Task`. */
@@ -101,6 +103,13 @@ function inlineLegacyTask(taskId: string, t: InlineTask): Record<string, unknown
     ttl: t.ttlMs,
   };
 }
+
+/**
+ * Longest a `tasks/result` waits for a task to end (ms). The spec has it block until the end, but
+ * an approval can take days and the HTTP request is not held that long: past this the call answers
+ * `resultNotReady` and the client asks again (the task is unaffected).
+ */
+export const RESULT_WAIT_LIMIT_MS = 5 * 60 * 1000;
 
 /** Text for a requestable denial of a call that did not ask for a task. */
 const NO_TASK_TEXT =
@@ -219,22 +228,23 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       const done = inline.open(params.taskId, principalOf(ctx));
       if (done) return { ...done.result, _meta: { ...((done.result._meta as Record<string, unknown> | undefined) ?? {}), [RELATED_TASK_META]: { taskId: params.taskId } } } as never;
       const signal = (ctx as LegacyCtx).mcpReq?.signal;
+      const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
       for (;;) {
         const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
         if (!snap) throw taskNotFound();
         if (isTerminal(snap)) return legacyTaskPayload(params.taskId, snap) as never;
-        if (signal?.aborted) throw new ProtocolError(-32603, 'Internal error: the request was cancelled before the task finished');
+        if (signal?.aborted || Date.now() > giveUpAt) throw resultNotReady();
         await pause(snap.pollIntervalMs, signal);
       }
     }));
 
     server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
       const caller = principalOf(ctx);
-      if (inline.open(params.taskId, caller)) throw new ProtocolError(-32602, 'Invalid params: cannot cancel a task in a terminal status');
+      if (inline.open(params.taskId, caller)) throw taskAlreadyTerminal();
       const outcome = await deps.tasks.cancel(params.taskId, caller);
       if (!outcome) throw taskNotFound();
       deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');
-      if (outcome === 'already-terminal') throw new ProtocolError(-32602, 'Invalid params: cannot cancel a task in a terminal status');
+      if (outcome === 'already-terminal') throw taskAlreadyTerminal();
       const snap = await deps.tasks.get(params.taskId, caller);
       if (!snap) throw taskNotFound();
       return legacyTask(params.taskId, snap) as never;

@@ -76,6 +76,19 @@ export function legacyTask(taskId: string, s: TaskSnapshot): Record<string, unkn
   };
 }
 
+/** A SEP-2663 task (`task-projection.ts`: `ttlMs`, `pollIntervalMs`) as the 2025-11-25 `Task` (`ttl`, `pollInterval`). */
+function fromModernTask(t: Record<string, unknown>): Record<string, unknown> {
+  return {
+    taskId: t.taskId,
+    status: t.status,
+    statusMessage: t.statusMessage,
+    createdAt: t.createdAt,
+    lastUpdatedAt: t.lastUpdatedAt,
+    ttl: t.ttlMs,
+    ...(t.pollIntervalMs !== undefined ? { pollInterval: t.pollIntervalMs } : {}),
+  };
+}
+
 /**
  * The `tasks/result` payload of a terminal snapshot: the final `CallToolResult` of a completed
  * task (approved-executed content, a denial, an execution error or outcome-unknown, with its
@@ -194,11 +207,9 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
         mrtr: { state: undefined, inputResponses: undefined, mint: async () => '' },
       });
       if (out.resultType === 'task') {
-        // Same workflow as the modern face; re-read for the snapshot in this wire's shape.
-        const taskId = out.taskId as string;
-        const snapshot = await deps.tasks.get(taskId, principalOf(ctx));
-        if (!snapshot) throw internalError();
-        return { task: legacyTask(taskId, snapshot) } as never;
+        // Same workflow as the modern face; its SEP-2663 task in the 2025-11-25 shape. `_meta`
+        // keeps `model-immediate-response` (a 2025-11-25 key too) and the SEP-2643 envelope.
+        return { task: fromModernTask(out), ...(out._meta ? { _meta: out._meta } : {}) } as never;
       }
       const final = out.resultType === 'input_required' ? { content: [{ type: 'text', text: NEEDS_INPUT_TEXT }], isError: true } : out;
       if (wantsTask) {

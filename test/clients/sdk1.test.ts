@@ -138,6 +138,23 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     await client.close();
   });
 
+  it('the same call by the same caller over 2025-11-25 and over 2026-07-28 joins one approval task (same dedup, same owner)', async () => {
+    const client = await sdk1Client('alice');
+    const args = { to: 'acct-991', amount: 50_000, memo: memo() };
+    const stream = client.experimental.tasks.callToolStream({ name: 'wire_transfer', arguments: args }, CallToolResultSchema, { task: {} });
+    const first = await stream.next();
+    await stream.return(undefined);
+    const legacyTaskId = (first.value as { task: { taskId: string } }).task.taskId;
+    const modern = await clientFor(stack, 'alice');
+    const joined = await modern.request<{ resultType: string; taskId: string }>('tools/call', { name: 'wire_transfer', arguments: args });
+    expect(joined.resultType).toBe('task');
+    expect(joined.taskId).toBe(legacyTaskId);
+    expect((await modern.request<{ status: string }>('tasks/get', { taskId: legacyTaskId })).status).toBe('working');
+    expect((await pendingFor(stack, 'bob')).filter((r) => r.arguments.memo === args.memo)).toHaveLength(1);
+    expect((await client.experimental.tasks.cancelTask(legacyTaskId)).status).toBe('cancelled');
+    await client.close();
+  });
+
   it("another principal's task id is indistinguishable from an unknown one (-32602) on tasks/get, tasks/result and tasks/cancel", async () => {
     const alice = await sdk1Client('alice');
     const mallory = await sdk1Client('mallory');

@@ -36,9 +36,6 @@ import { gateToolCall, type GateDeps } from './gate.js';
 import { createInlineTaskSealer, type InlineTask } from './legacy-inline-task.js';
 import { statusMessage } from './status-text.js';
 
-/** The protocol revision this face speaks. */
-export const LEGACY_PROTOCOL_VERSION = '2025-11-25';
-
 /** `_meta` key relating a message to a task (2025-11-25 tasks utility). */
 export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
 
@@ -219,7 +216,7 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       }
       if (final !== out) return final as never;
       const envelope = (out._meta as Record<string, { remediation?: string }> | undefined)?.[META.authorization];
-      if (!wantsTask && out.isError === true && envelope?.remediation === 'available') {
+      if (out.isError === true && envelope?.remediation === 'available') {
         return { ...out, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] } as never;
       }
       return out as never;

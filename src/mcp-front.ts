@@ -12,6 +12,7 @@ import { createTokenVerifier } from './auth/verify-token.js';
 import type { Config } from './config.js';
 import { createMcpHttpApp } from './mcp/http.js';
 import { createMcpServerFactory } from './mcp/server.js';
+import { byEra, createLegacyServerFactory } from './mcp/legacy-server.js';
 import { createSubmissionStateCodec } from './mcp/submission-input.js';
 import { createTaskService } from './mcp/task-service.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
@@ -50,14 +51,19 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
       maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
     },
   });
-  const factory = createMcpServerFactory({
+  const gateDeps = {
     tools: p.tools,
     pdp: p.pdp,
     tasks,
     logger: p.logger.child({ part: 'mcp' }),
     noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
-    requestStateCodec: createSubmissionStateCodec(p.secrets.dedupKey),
-  });
+  };
+  // 2026-07-28 requests get the modern face; `initialize`-era (2025-11-25) ones the legacy face (legacy-server.ts).
+  const factory = byEra(
+    createMcpServerFactory({ ...gateDeps, requestStateCodec: createSubmissionStateCodec(p.secrets.dedupKey) }),
+    // -32021 is a 2026-07-28 code: a 2025-11-25 client always gets the isError guidance instead
+    createLegacyServerFactory({ ...gateDeps, noTasksResponse: 'degraded-result', sealKey: p.secrets.dedupKey }),
+  );
   return createMcpHttpApp({
     factory,
     verifier: createTokenVerifier(p.oauth),

@@ -6,7 +6,9 @@
  * - `/mcp`: behind two middlewares, the Origin check (`src/http/origin.ts`: a foreign browser
  *   Origin is 403) and bearer verification (`src/auth/bearer-middleware.ts`: a missing or invalid
  *   token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`, MCP authorization); a valid
- *   token becomes the principal handed to the SDK handler.
+ *   token becomes the principal handed to the SDK handler. 2026-07-28 requests are served by the
+ *   modern face; `initialize`-era (2025-11-25) requests by the SDK's stateless legacy fallback and
+ *   the factory's legacy face (`legacy-server.ts`), no sessions.
  * - `POST /callbacks/arap/:workflowId/:generation`: the backend's signed callbacks, verified and
  *   delivered to the approval workflow by `src/backends/arap-callbacks.ts`.
  * Deliberately does not log tokens, bodies or arguments.
@@ -36,7 +38,7 @@ export interface McpHttpOptions {
 
 /** Build the app. `close()` tears down the SDK handler. */
 export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () => Promise<void> } {
-  const handler = createMcpHandler(opts.factory, { legacy: 'reject', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
+  const handler = createMcpHandler(opts.factory, { legacy: 'stateless', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
   const resourcePath = new URL(opts.resourceUrl).pathname;
   const origin = new URL(opts.resourceUrl).origin;
   const prmUrl = `${origin}/.well-known/oauth-protected-resource${resourcePath}`;

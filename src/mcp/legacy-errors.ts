@@ -1,0 +1,26 @@
+/**
+ * The JSON-RPC errors only the 2025-11-25 face (`legacy-server.ts`) returns; everything shared
+ * with the 2026-07-28 face (unknown task, internal error, ...) stays in `errors.ts`. Kept apart
+ * only to keep that module untouched by this face; fold them in when convenient.
+ */
+import { ProtocolError } from '@modelcontextprotocol/server';
+
+/** -32602 for `tasks/cancel` of a task already in a terminal status (2025-11-25 tasks utility). */
+export function taskAlreadyTerminal(): ProtocolError {
+  return new ProtocolError(-32602, 'Invalid params: cannot cancel a task in a terminal status');
+}
+
+/** -32602 for `tasks/result` of a cancelled task: it has no result. */
+export function cancelledTaskHasNoResult(): ProtocolError {
+  return new ProtocolError(-32602, 'Invalid params: the task was cancelled and has no result');
+}
+
+/** A failed task's own error (`code`, `message` as the workflow recorded them), for `tasks/result`. */
+export function failedTaskError(error: { code?: number; message?: string } | undefined): ProtocolError {
+  return new ProtocolError(error?.code ?? -32603, error?.message ?? 'Internal error');
+}
+
+/** -32603, retryable: `tasks/result` gave up waiting (or was cancelled) before the task ended. */
+export function resultNotReady(): ProtocolError {
+  return new ProtocolError(-32603, 'Internal error: the task has not finished yet; call tasks/result again or poll tasks/get', { retryable: true });
+}

@@ -1,0 +1,271 @@
+/**
+ * The 2025-11-25 face of `/mcp` (DESIGN.md §8): the server a client gets when it opens with
+ * `initialize` instead of the 2026-07-28 per-request envelope. Served stateless by the SDK's
+ * legacy fallback (`createMcpHandler(..., {legacy: 'stateless'})` in `http.ts`): one fresh
+ * `Server` per HTTP request, no `Mcp-Session-Id`, so any instance answers any request, exactly
+ * like the modern face.
+ *
+ * Same tool set, same bearer principal, same call binding, Cedar gate and approval workflows
+ * (`gate.ts`, `task-service.ts`). What differs is only the wire shape of approvals, the 2025-11-25
+ * tasks utility (spec 2025-11-25 basic/utilities/tasks):
+ * - `initialize` advertises `capabilities.tasks` (`cancel`, `requests.tools.call`) and no
+ *   `extensions`: the 2026-07-28 tasks and tool-approval extensions are not usable on this wire;
+ * - `tools/list` marks every tool `execution.taskSupport: "optional"` (any call may be gated);
+ * - a task-augmented `tools/call` (`params.task: {ttl?}`) whose call is denied but requestable
+ *   starts or joins the approval workflow and returns `CreateTaskResult` `{task: Task}`; one that
+ *   needs no approval (allowed: runs inline; or denied for good) returns an already `completed`
+ *   task whose result is sealed into its id (`legacy-inline-task.ts`);
+ * - `tasks/get` → `Task`; `tasks/result` blocks until the task is terminal (at most
+ *   `RESULT_WAIT_LIMIT_MS`, then a retryable -32603), then returns the final `CallToolResult`
+ *   (approved-executed content or the denial); `tasks/cancel` → `Task`;
+ * - an unknown, expired, malformed or foreign task id is the same -32602 (`errors.ts`).
+ * A requestable denial without `params.task` is answered with an `isError` result that says how
+ * to ask for a task; no approval is started, so nothing is orphaned.
+ *
+ * Deliberately does not: implement `tasks/list` (not advertised), send
+ * `notifications/tasks/status` (stateless, nothing to push on), or accept MRTR input: a policy
+ * needing a justification answers with an `isError` result pointing at a 2026-07-28 client.
+ */
+import { ProtocolError, Server, type McpServerFactory } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import { META, type TaskSnapshot } from '../../workflows/types.js';
+import { internalError, taskNotFound } from './errors.js';
+import { cancelledTaskHasNoResult, failedTaskError, resultNotReady, taskAlreadyTerminal } from './legacy-errors.js';
+import { gateToolCall, type GateDeps } from './gate.js';
+import { createInlineTaskSealer, type InlineTask } from './legacy-inline-task.js';
+import { statusMessage } from './status-text.js';
+
+/** `_meta` key relating a message to a task (2025-11-25 tasks utility). */
+export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
+
+/** `capabilities.tasks` announced in `initialize` (2025-11-25 tasks utility, capabilities). */
+export const LEGACY_TASKS_CAPABILITY = { cancel: {}, requests: { tools: { call: {} } } } as const;
+
+const TaskIdParams = z.looseObject({ taskId: z.string() });
+
+interface LegacyCtx {
+  http?: { authInfo?: { extra?: Record<string, unknown> } };
+  mcpReq?: { signal?: AbortSignal };
+}
+
+const isTerminal = (s: TaskSnapshot): boolean => s.status === 'completed' || s.status === 'failed' || s.status === 'cancelled';
+
+function principalOf(ctx: unknown): Principal {
+  const p = (ctx as LegacyCtx).http?.authInfo?.extra?.principal as Principal | undefined;
+  if (!p) throw new ProtocolError(-32600, 'Invalid request: unauthenticated');
+  return p;
+}
+
+/**
+ * A snapshot as the 2025-11-25 `Task`: `ttl` and `pollInterval` in milliseconds (`ttl` null:
+ * unlimited), `statusMessage` from the fixed templates of `status-text.ts`.
+ */
+export function legacyTask(taskId: string, s: TaskSnapshot): Record<string, unknown> {
+  return {
+    taskId,
+    status: s.status,
+    statusMessage: statusMessage(s),
+    createdAt: s.createdAt,
+    lastUpdatedAt: s.lastUpdatedAt,
+    ttl: s.ttlMs,
+    ...(isTerminal(s) ? {} : { pollInterval: s.pollIntervalMs }),
+  };
+}
+
+/** A SEP-2663 task (`task-projection.ts`: `ttlMs`, `pollIntervalMs`) as the 2025-11-25 `Task` (`ttl`, `pollInterval`). */
+function fromModernTask(t: Record<string, unknown>): Record<string, unknown> {
+  return {
+    taskId: t.taskId,
+    status: t.status,
+    statusMessage: t.statusMessage,
+    createdAt: t.createdAt,
+    lastUpdatedAt: t.lastUpdatedAt,
+    ttl: t.ttlMs,
+    ...(t.pollIntervalMs !== undefined ? { pollInterval: t.pollIntervalMs } : {}),
+  };
+}
+
+/**
+ * The `tasks/result` payload of a terminal snapshot: the final `CallToolResult` of a completed
+ * task (approved-executed content, a denial, an execution error or outcome-unknown, with its
+ * disposition in `_meta`), tagged with the related task. Throws `ProtocolError`: a failed task's
+ * own error; a cancelled one -32602 (it has no result).
+ */
+export function legacyTaskPayload(taskId: string, s: TaskSnapshot): Record<string, unknown> {
+  if (s.status === 'completed' && s.result) {
+    const result = s.result as unknown as Record<string, unknown>;
+    const meta = { ...((result._meta as Record<string, unknown> | undefined) ?? {}), [RELATED_TASK_META]: { taskId } };
+    return { ...result, _meta: meta };
+  }
+  if (s.status === 'failed') throw failedTaskError(s.error);
+  throw cancelledTaskHasNoResult();
+}
+
+/** An opened inline task as the 2025-11-25 `Task`. */
+function inlineLegacyTask(taskId: string, t: InlineTask): Record<string, unknown> {
+  return {
+    taskId,
+    status: 'completed',
+    statusMessage: 'Completed: answered without an approval; read the result with tasks/result.',
+    createdAt: t.createdAt,
+    lastUpdatedAt: t.createdAt,
+    ttl: t.ttlMs,
+  };
+}
+
+/**
+ * Longest a `tasks/result` waits for a task to end (ms). The spec has it block until the end, but
+ * an approval can take days and the HTTP request is not held that long: past this the call answers
+ * `resultNotReady` and the client asks again (the task is unaffected).
+ */
+export const RESULT_WAIT_LIMIT_MS = 5 * 60 * 1000;
+
+/** Text for a requestable denial of a call that did not ask for a task. */
+const NO_TASK_TEXT =
+  'This call can be approved out of band, but only through a task: call the tool again with task augmentation ' +
+  '(params.task, e.g. {"ttl": 86400000}), then poll tasks/get and read tasks/result with the returned taskId. ' +
+  'The tool did not run and no approval was requested.';
+
+/** Text when the approval needs input (a justification) this wire cannot carry. */
+const NEEDS_INPUT_TEXT =
+  'Not executed: this approval needs a justification, which a 2025-11-25 client cannot supply. ' +
+  'Use a client that speaks MCP 2026-07-28 with the io.modelcontextprotocol/tasks extension. The tool did not run.';
+
+/** Run `fn`; anything that is not our own JSON-RPC error becomes an opaque -32603 (as in `server.ts`). */
+async function opaque<T>(deps: GateDeps, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof ProtocolError) throw err;
+    deps.logger.error({ err: (err as Error)?.name, code: (err as { code?: unknown })?.code }, 'legacy request failed');
+    throw internalError();
+  }
+}
+
+type Handler = Parameters<Server['_wrapHandler']>[1];
+
+/**
+ * `Server` whose `tools/call` may answer a task-augmented request with `CreateTaskResult`
+ * (2025-11-25 tasks utility): the SDK 2.4 wraps every `tools/call` handler in a `CallToolResult`
+ * check, which refuses `{task}`; such a result is handed past that check unchanged, every other
+ * result still goes through it.
+ */
+class LegacyTaskServer extends Server {
+  protected override _wrapHandler(method: string, handler: Handler): Handler {
+    if (method !== 'tools/call') return super._wrapHandler(method, handler);
+    return async (request, ctx) => {
+      let created: Awaited<ReturnType<Handler>> | undefined;
+      const inner: Handler = async (r, c) => {
+        const out = await handler(r, c);
+        if (out && typeof out === 'object' && 'task' in out && !('content' in out)) {
+          created = out;
+          return { content: [] };
+        }
+        return out;
+      };
+      const checked = await super._wrapHandler(method, inner)(request, ctx);
+      return created ?? checked;
+    };
+  }
+}
+
+/** Resolves after `ms`, or early when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+}
+
+/**
+ * Build the per-request factory of the 2025-11-25 face over the same gate dependencies as the
+ * modern one (`createMcpServerFactory` in `server.ts`). `sealKey` (the installation's `dedupKey`)
+ * keys the inline task ids; `version` is reported in `serverInfo`.
+ */
+export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, version = '0.1.0'): McpServerFactory {
+  const inline = createInlineTaskSealer(deps.sealKey);
+  return () => {
+    const server = new LegacyTaskServer({ name: 'countersign', version }, { capabilities: { tools: {}, tasks: LEGACY_TASKS_CAPABILITY } } as never);
+
+    server.setRequestHandler('tools/list', async () => ({
+      tools: deps.tools.list().map((t) => ({ ...deps.tools.descriptor(t.name), execution: { taskSupport: 'optional' } })) as never,
+    }));
+
+    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps, async () => {
+      const task = (req.params as { task?: { ttl?: unknown } }).task;
+      const wantsTask = task !== undefined;
+      const out = await gateToolCall(deps, {
+        principal: principalOf(ctx),
+        name: req.params.name,
+        arguments: req.params.arguments as Record<string, unknown> | undefined,
+        clientSupportsTasks: wantsTask,
+        // No MRTR on this wire: a justification request is turned into an isError result below.
+        mrtr: { state: undefined, inputResponses: undefined, mint: async () => '' },
+      });
+      if (out.resultType === 'task') {
+        // Same workflow as the modern face; its SEP-2663 task in the 2025-11-25 shape. `_meta`
+        // keeps `model-immediate-response` (a 2025-11-25 key too) and the SEP-2643 envelope.
+        return { task: fromModernTask(out), ...(out._meta ? { _meta: out._meta } : {}) } as never;
+      }
+      const final = out.resultType === 'input_required' ? { content: [{ type: 'text', text: NEEDS_INPUT_TEXT }], isError: true } : out;
+      if (wantsTask) {
+        // answered without an approval: a completed task carrying the result (legacy-inline-task.ts)
+        const sealed = inline.seal(final, principalOf(ctx), task?.ttl);
+        return { task: inlineLegacyTask(sealed.taskId, sealed.task) } as never;
+      }
+      if (final !== out) return final as never;
+      const envelope = (out._meta as Record<string, { remediation?: string }> | undefined)?.[META.authorization];
+      if (out.isError === true && envelope?.remediation === 'available') {
+        return { ...out, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] } as never;
+      }
+      return out as never;
+    }));
+
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+      const done = inline.open(params.taskId, principalOf(ctx));
+      if (done) return inlineLegacyTask(params.taskId, done) as never;
+      const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
+      if (!snap) throw taskNotFound();
+      return legacyTask(params.taskId, snap) as never;
+    }));
+
+    server.setRequestHandler('tasks/result', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+      // 2025-11-25: tasks/result blocks until the task is terminal (the client calls it after
+      // seeing `completed`, or earlier to wait). Each pause is the task's own poll interval.
+      const done = inline.open(params.taskId, principalOf(ctx));
+      if (done) return { ...done.result, _meta: { ...((done.result._meta as Record<string, unknown> | undefined) ?? {}), [RELATED_TASK_META]: { taskId: params.taskId } } } as never;
+      const signal = (ctx as LegacyCtx).mcpReq?.signal;
+      const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
+      for (;;) {
+        const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
+        if (!snap) throw taskNotFound();
+        if (isTerminal(snap)) return legacyTaskPayload(params.taskId, snap) as never;
+        if (signal?.aborted || Date.now() > giveUpAt) throw resultNotReady();
+        await pause(snap.pollIntervalMs, signal);
+      }
+    }));
+
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+      const caller = principalOf(ctx);
+      if (inline.open(params.taskId, caller)) throw taskAlreadyTerminal();
+      const outcome = await deps.tasks.cancel(params.taskId, caller);
+      if (!outcome) throw taskNotFound();
+      deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');
+      if (outcome === 'already-terminal') throw taskAlreadyTerminal();
+      const snap = await deps.tasks.get(params.taskId, caller);
+      if (!snap) throw taskNotFound();
+      return legacyTask(params.taskId, snap) as never;
+    }));
+
+    return server;
+  };
+}
+
+/**
+ * One factory for both eras: `ctx.era === 'legacy'` (an `initialize`-era request, routed by the
+ * SDK's stateless legacy fallback) gets `legacy`, everything else `modern`.
+ */
+export function byEra(modern: McpServerFactory, legacy: McpServerFactory): McpServerFactory {
+  return (ctx) => (ctx?.era === 'legacy' ? legacy(ctx) : modern(ctx));
+}

@@ -6,141 +6,37 @@
  *
  * Secrets (dedup key, callback HMAC key, approval-service client token, approver secrets, the
  * Temporal payload encryption key) are generated on first start and kept in
- * `<data>/secrets.json` (mode 0600), so task ids, tokens and pending tasks stay valid across
- * restarts. Production runs the parts separately and gets these from its secret store (payload
+ * `<data>/secrets.json` (mode 0600, `src/secrets.ts`), so task ids, tokens and pending tasks stay
+ * valid across restarts. Production runs the parts separately and gets these from its secret store (payload
  * keys: `COUNTERSIGN_PAYLOAD_KEYS`); `countersign serve --role …` (`stack-roles.ts`) runs each part
  * as its own process over the same data folder, from the building blocks exported here.
  */
-import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createApprovalService, type ApprovalService } from './approvals/service.js';
-import { approvalServiceExtras, generateApprovalMachineSecrets, type ApprovalMachineSecrets } from './approvals/stack-wiring.js';
+import { approvalServiceExtras } from './approvals/stack-wiring.js';
 import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
 import { createArapHttpBackend } from './backends/arap-http-backend.js';
 import type { Config } from './config.js';
 import { createLogger } from './log.js';
 import { createMcpFront } from './mcp-front.js';
 import { createCedarPdp } from './policy/cedar-pdp.js';
+import { loadOrCreateSecrets, type StackSecrets } from './secrets.js';
+import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
-import { generatePayloadKey, payloadCodecFromKeyList, type PayloadKeyEntry } from './temporal/payload-codec.js';
+import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
 import { createToolRegistry } from './tools/registry.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
 import { startApprovalWorker, type RunningWorker } from './worker.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
-/** An approver identity of the reference approval service. */
-export interface Approver {
-  id: string;
-  secret: string;
-  groups: string[];
-}
-
-/** Secrets of one installation (`agents`, `itsmSecret`: resolvers that are not people). */
-export interface StackSecrets extends ApprovalMachineSecrets {
-  dedupKey: string;
-  callbackSecret: string;
-  approvalsClientToken: string;
-  approvers: Approver[];
-  /** Temporal payload codec keys, first = current (`COUNTERSIGN_PAYLOAD_KEYS` overrides). */
-  payloadKeys: PayloadKeyEntry[];
-}
-
 /** The demo requester's subject. */
 export const DEMO_REQUESTER = 'alice';
-
-/** Read a complete secrets file, or undefined when it is absent or from before the current fields. */
-function readSecrets(file: string): { secrets: StackSecrets; complete: boolean } | undefined {
-  if (!existsSync(file)) return undefined;
-  const secrets = JSON.parse(readFileSync(file, 'utf8')) as StackSecrets;
-  return { secrets, complete: Boolean(secrets.payloadKeys?.length && secrets.agents && secrets.itsmSecret && secrets.inboxSessionKey) };
-}
-
-/** A private temp file next to `file` holding `value` (mode 0600), fully written. */
-function writeTemp(file: string, value: unknown): string {
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(tmp, JSON.stringify(value, null, 2), { mode: 0o600, flag: 'wx' });
-  chmodSync(tmp, 0o600);
-  return tmp;
-}
-
-/** Hold `lock` (O_EXCL create) while `fn` runs; a lock older than 30 s is taken over (its holder died). */
-function withFileLock<T>(lock: string, fn: () => T): T {
-  const until = Date.now() + 30_000;
-  for (;;) {
-    try {
-      closeSync(openSync(lock, 'wx', 0o600));
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      try {
-        if (Date.now() - statSync(lock).mtimeMs > 30_000) unlinkSync(lock);
-      } catch {
-        // released meanwhile
-      }
-      if (Date.now() > until) throw new Error(`could not lock ${lock}`);
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20); // synchronous 20 ms sleep
-    }
-  }
-  try {
-    return fn();
-  } finally {
-    rmSync(lock, { force: true });
-  }
-}
-
-/**
- * Load `<dataDir>/secrets.json`, creating it with fresh random values on first use. Safe when
- * several processes (the `serve --role` roles started together on an empty folder) race: the file
- * is written whole to a temp file and published with `link` (which fails if another process
- * published first, whose file is then read), so every process ends with the same secrets. Upgrading
- * an older file (missing fields) happens under a lock file and re-reads the result.
- */
-export function loadOrCreateSecrets(dataDir: string): StackSecrets {
-  mkdirSync(dataDir, { recursive: true });
-  const file = join(dataDir, 'secrets.json');
-  const existing = readSecrets(file);
-  if (existing?.complete) return existing.secrets;
-  if (existing) {
-    // a secrets.json from before the payload codec or the machine approvers: add what is missing, keep every other value
-    return withFileLock(`${file}.lock`, () => {
-      const now = readSecrets(file)!;
-      if (now.complete) return now.secrets; // another process upgraded it meanwhile
-      const old = now.secrets;
-      const upgraded: StackSecrets = { ...generateApprovalMachineSecrets(), ...old, payloadKeys: old.payloadKeys?.length ? old.payloadKeys : [generatePayloadKey()] };
-      renameSync(writeTemp(file, upgraded), file);
-      return readSecrets(file)!.secrets;
-    });
-  }
-  const rnd = () => randomBytes(32).toString('base64url');
-  const secrets: StackSecrets = {
-    dedupKey: rnd(),
-    callbackSecret: rnd(),
-    approvalsClientToken: rnd(),
-    approvers: [
-      { id: 'bob', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
-      { id: 'carol', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
-    ],
-    payloadKeys: [generatePayloadKey()],
-    ...generateApprovalMachineSecrets(),
-  };
-  const tmp = writeTemp(file, secrets);
-  try {
-    linkSync(tmp, file); // atomic publish; EEXIST: another process won the race
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    unlinkSync(tmp);
-  }
-  return loadOrCreateSecrets(dataDir); // the winner's file (complete, so this returns at once)
-}
 
 /** A running stack. `stop()` stops everything it started, in reverse order. */
 export interface Stack {
@@ -157,27 +53,6 @@ export interface Stack {
   /** Start a worker again after `stopWorker`. */
   startWorker(): Promise<void>;
   stop(): Promise<void>;
-}
-
-/** A fetch handler (hono's `app.fetch`). */
-export type FetchFn = (req: Request) => Response | Promise<Response>;
-
-/** Listen on `host:port` (0: a free port) serving `fetchRef.current`; a taken port names `variable`. */
-export async function listen(host: string, port: number, fetchRef: { current: FetchFn }, variable: string): Promise<{ server: ServerType; port: number }> {
-  return new Promise((resolve, reject) => {
-    const server = serve({ fetch: (req: Request) => fetchRef.current(req), port, hostname: host }, (info: AddressInfo) => resolve({ server, port: info.port }));
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${host} is already in use; set ${variable} to a free port`) : err),
-    );
-  });
-}
-
-/** Close `server`, dropping keep-alive connections. */
-export function closeServer(server: ServerType): Promise<void> {
-  return new Promise((resolve) => {
-    (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-    server.close(() => resolve());
-  });
 }
 
 /** Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only. */

@@ -5,7 +5,8 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
-import { loadOrCreateSecrets, workflowConfigOf } from '../../src/stack.js';
+import { loadOrCreateSecrets } from '../../src/secrets.js';
+import { workflowConfigOf } from '../../src/stack.js';
 import { createLogger } from '../../src/log.js';
 import { createMcpFront } from '../../src/mcp-front.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';

@@ -1,5 +1,5 @@
 /**
- * `countersign serve --role <role>`: run one part of the stack as its own process (issue 6), so
+ * `countersign serve --role <role>`: run one part of the stack as its own process, so
  * each can be stopped, killed and restarted independently against the same data folder
  * (`src/stack-roles.ts` lists the roles). Prints `countersign-ready <role> <url>` on stdout once
  * the role serves; SIGINT/SIGTERM stop it gracefully, exit 0. Exit 2: bad or missing option, an

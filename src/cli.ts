@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { loadOrCreateSecrets } from './secrets.js';
+import { exitOnSignals } from './server-lifecycle.js';
 import { DEMO_REQUESTER, startStack } from './stack.js';
 import { ensureTemporalBinaries } from './temporal/binaries.js';
 import { startConformanceProfile } from './conformance-profile/profile.js';
@@ -75,17 +76,12 @@ program
         '',
       ].join('\n'),
     );
-    let stopping = false;
-    const shutdown = async () => {
-      if (stopping) return;
-      stopping = true;
+    const running = stack;
+    exitOnSignals(async () => {
       out.write('\nstopping...\n');
-      await stack.stop();
+      await running.stop();
       out.write('stopped.\n');
-      process.exit(0);
-    };
-    process.on('SIGINT', () => void shutdown());
-    process.on('SIGTERM', () => void shutdown());
+    });
   });
 
 program
@@ -132,15 +128,8 @@ program
       process.exit(1);
     }
     process.stdout.write(`conformance endpoint ${profile.url}\n`);
-    let stopping = false;
-    const shutdown = async () => {
-      if (stopping) return;
-      stopping = true;
-      await profile.stop();
-      process.exit(0);
-    };
-    process.on('SIGINT', () => void shutdown());
-    process.on('SIGTERM', () => void shutdown());
+    const running = profile;
+    exitOnSignals(() => running.stop());
   });
 
 registerServeCommand(program, config);

@@ -2,9 +2,10 @@
  * HTTP server lifecycle shared by the embedded stack and the `serve --role` roles: listen on a
  * host and port serving a swappable fetch handler (so a listener can exist before its handler, when
  * the port is 0 and the URLs are not yet known), and close a server without waiting for keep-alive
- * connections. Graceful shutdown order is the caller's (`src/stack.ts`, `src/stack-roles.ts`).
+ * connections; and stop a command gracefully on SIGINT/SIGTERM. What is stopped, in which order, is
+ * the caller's (`src/stack.ts`, `src/stack-roles.ts`).
  *
- * Deliberately does not: install signal handlers, or retry a taken port.
+ * Deliberately does not: retry a taken port, or force an exit when a stop hangs.
  */
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
@@ -28,4 +29,21 @@ export function closeServer(server: ServerType): Promise<void> {
     (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
     server.close(() => resolve());
   });
+}
+
+/**
+ * Graceful stop of a long-running command: on the first SIGINT or SIGTERM, await `stop()` once
+ * (later signals are ignored meanwhile), then exit 0. `stop` should not reject (an unhandled
+ * rejection would end the process without the exit 0); wrap it when it can.
+ */
+export function exitOnSignals(stop: () => Promise<void>): void {
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    await stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown());
+  process.on('SIGTERM', () => void shutdown());
 }

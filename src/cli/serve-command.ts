@@ -12,6 +12,7 @@ import { connect } from 'node:net';
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
 import { createLogger } from '../log.js';
+import { exitOnSignals } from '../server-lifecycle.js';
 import { ROLES, roleUrls, startRole, type Role } from '../stack-roles.js';
 import { ensureTemporalBinaries } from '../temporal/binaries.js';
 
@@ -118,14 +119,7 @@ export function registerServeCommand(program: Command, config: () => Config): vo
         process.exit(1);
       }
       process.stdout.write(`countersign-ready ${role} ${running.url}\n`);
-      let stopping = false;
-      const shutdown = async () => {
-        if (stopping) return;
-        stopping = true;
-        await running.stop().catch(() => undefined);
-        process.exit(0);
-      };
-      process.on('SIGINT', () => void shutdown());
-      process.on('SIGTERM', () => void shutdown());
+      const stopped = running;
+      exitOnSignals(() => stopped.stop().catch(() => undefined));
     });
 }

@@ -13,7 +13,7 @@
 import { Command } from 'commander';
 import { join } from 'node:path';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadApprovalsClientEnv, loadConfig, loadConformanceConfig, type Config } from './config.js';
 import { loadOrCreateSecrets } from './secrets.js';
 import { exitOnSignals } from './server-lifecycle.js';
 import { DEMO_REQUESTER, startStack } from './stack.js';
@@ -22,9 +22,10 @@ import { startConformanceProfile } from './conformance-profile/profile.js';
 import { registerServeCommand } from './cli/serve-command.js';
 import { registerApprovalsCommand } from './cli/approvals-command.js';
 
-function config(): Config {
+/** `load()`'s result; on a `ConfigError`, its list of problems on stderr and exit 2. */
+function orExit<T>(load: () => T): T {
   try {
-    return loadConfig();
+    return load();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -32,6 +33,11 @@ function config(): Config {
     }
     throw err;
   }
+}
+
+/** The server configuration from the environment (exits 2 listing every problem). */
+function config(): Config {
+  return orExit(() => loadConfig());
 }
 
 const program = new Command().name('countersign').description('Durable, out-of-band approval for MCP tool calls on Temporal (SEP-2848)');
@@ -118,11 +124,12 @@ program
       process.stderr.write('countersign conformance-server: --port must be 0-65535\n');
       process.exit(2);
     }
-    const temporalAddress = o.temporalAddress ?? process.env.TEMPORAL_ADDRESS;
+    const cfg = orExit(() => loadConformanceConfig());
+    const temporalAddress = o.temporalAddress ?? cfg.TEMPORAL_ADDRESS;
     let profile;
     try {
       if (!temporalAddress) ensureTemporalBinaries();
-      profile = await startConformanceProfile({ host: o.host, port, ...(temporalAddress ? { temporalAddress } : {}) });
+      profile = await startConformanceProfile({ host: o.host, port, ...(temporalAddress ? { temporalAddress } : {}), ...(cfg.LOG_LEVEL ? { logLevel: cfg.LOG_LEVEL } : {}) });
     } catch (err) {
       process.stderr.write(`countersign conformance-server: could not start: ${(err as Error).message}\n`);
       process.exit(1);
@@ -133,6 +140,6 @@ program
   });
 
 registerServeCommand(program, config);
-registerApprovalsCommand(program);
+registerApprovalsCommand(program, () => loadApprovalsClientEnv());
 
 await program.parseAsync(process.argv);

@@ -324,7 +324,7 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
     approvalValidityMs: config.COUNTERSIGN_APPROVAL_VALIDITY_MS,
     publicBaseUrl: ctx.urls.approvalsUrl,
     logger: ctx.logger.child({ part: 'approvals' }),
-    ...approvalServiceExtras(dataDir, secrets),
+    ...approvalServiceExtras(dataDir, secrets, config),
   });
   const sweeper = setInterval(() => void approvals.sweep().catch(() => undefined), 5_000);
   sweeper.unref();

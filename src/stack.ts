@@ -56,11 +56,11 @@ export interface Stack {
 /**
  * Start the stack. Ports of 0 pick free ports (tests); the URLs report the real ones.
  * `workflowBundle`: a prebuilt bundle (tests build one per file); `logger`: default stderr at
- * `LOG_LEVEL`; `temporalLog`: receives the dev server's output lines. Throws (after stopping what
+ * the configuration's `LOG_LEVEL`; `temporalLog`: receives the dev server's output lines. Throws (after stopping what
  * it started) when a port is taken, Temporal cannot start or be reached, or the policies do not parse.
  */
 export async function startStack(config: Config, opts: { workflowBundle?: WorkflowBundleWithSourceMap; logger?: Logger; temporalLog?: (line: string) => void } = {}): Promise<Stack> {
-  const logger = opts.logger ?? createLogger();
+  const logger = opts.logger ?? createLogger({ level: config.LOG_LEVEL });
   quietTemporalRuntime();
   const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);
   const cleanups: Array<() => Promise<void>> = [];

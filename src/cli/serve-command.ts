@@ -98,7 +98,7 @@ export function registerServeCommand(program: Command, config: () => Config): vo
           }
         }
         running = await startRole(role, cfg, {
-          logger: createLogger(),
+          logger: createLogger({ level: cfg.LOG_LEVEL }),
           ...(o.approvalsUrl ? { approvalsUrl: o.approvalsUrl.replace(/\/+$/, '') } : {}),
           ...(o.callbackBaseUrl ? { callbackBaseUrl: o.callbackBaseUrl.replace(/\/+$/, '') } : {}),
           ...(o.workflowBundle ? { workflowBundlePath: o.workflowBundle } : {}),

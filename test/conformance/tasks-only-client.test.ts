@@ -24,7 +24,7 @@ let stack: Stack;
 let profile: ConformanceProfile;
 beforeAll(async () => {
   stack = await startTestStack(testConfig({}, { 'a-tasks-client-justify.cedar': JUSTIFY_POLICY }));
-  profile = await startConformanceProfile({ temporalAddress: stack.urls.temporal, taskQueue: `conformance-${randomUUID()}` });
+  profile = await startConformanceProfile({ temporalAddress: stack.urls.temporal, taskQueue: `conformance-${randomUUID()}`, ...(process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {}) });
 });
 afterAll(async () => {
   await profile?.stop();

@@ -75,7 +75,7 @@ program
         `Approver inbox: open ${stack.urls.approverPage} and sign in with one of these (a requester never approves their own request;`,
         'transfers over 100,000 need two of them, see docs/APPROVERS.md):',
         ...stack.secrets.approvers.map((a) => `  ${a.id.padEnd(8)} password ${a.secret}   groups ${a.groups.join(',')}`),
-        `From a terminal: COUNTERSIGN_APPROVALS_URL=${stack.urls.approvals} COUNTERSIGN_APPROVER=${stack.secrets.approvers[0]?.id ?? 'bob'}:<password> npx tsx src/cli.ts approvals list`,
+        `From a terminal: COUNTERSIGN_APPROVALS_URL=${stack.urls.approvals} COUNTERSIGN_APPROVER=${stack.secrets.approvers[0]?.id ?? 'bob'}:<password> npx countersign approvals list`,
         `Machine approvers (supervising agent "${stack.secrets.agents[0]?.id ?? 'supervisor'}", ITSM secret) are in ${cfg.COUNTERSIGN_DATA_DIR}/secrets.json; rules in approval-rules.json there.`,
         '',
         'Try it: npm run demo    (Ctrl-C here stops everything)',

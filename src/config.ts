@@ -15,6 +15,7 @@ import { PROJECT_ROOT } from './project-root.js';
 import { decodePayloadKey } from './temporal/payload-codec.js';
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
+const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional();
 
 /** `@hono/oidc-auth`'s settings (its `OidcAuthEnv`), read here and passed to it explicitly. */
@@ -37,7 +38,6 @@ export const OIDC_VARIABLES = [
 
 /** One of {@link OIDC_VARIABLES}. */
 export type OidcVariable = (typeof OIDC_VARIABLES)[number];
-const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
 
 /**
  * `COUNTERSIGN_PAYLOAD_KEYS`: JSON `[{"id":"k2","key":"<base64 of 32 bytes>"}, ...]`, first = the

@@ -13,16 +13,19 @@
 import { Command } from 'commander';
 import { join } from 'node:path';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
-import { DEMO_REQUESTER, loadOrCreateSecrets, startStack } from './stack.js';
+import { ConfigError, loadApprovalsClientEnv, loadConfig, loadConformanceConfig, type Config } from './config.js';
+import { loadOrCreateSecrets } from './secrets.js';
+import { exitOnSignals } from './server-lifecycle.js';
+import { DEMO_REQUESTER, startStack } from './stack.js';
 import { ensureTemporalBinaries } from './temporal/binaries.js';
 import { startConformanceProfile } from './conformance-profile/profile.js';
 import { registerServeCommand } from './cli/serve-command.js';
 import { registerApprovalsCommand } from './cli/approvals-command.js';
 
-function config(): Config {
+/** `load()`'s result; on a `ConfigError`, its list of problems on stderr and exit 2. */
+function orExit<T>(load: () => T): T {
   try {
-    return loadConfig();
+    return load();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -30,6 +33,11 @@ function config(): Config {
     }
     throw err;
   }
+}
+
+/** The server configuration from the environment (exits 2 listing every problem). */
+function config(): Config {
+  return orExit(() => loadConfig());
 }
 
 const program = new Command().name('countersign').description('Durable, out-of-band approval for MCP tool calls on Temporal (SEP-2848)');
@@ -67,24 +75,19 @@ program
         `Approver inbox: open ${stack.urls.approverPage} and sign in with one of these (a requester never approves their own request;`,
         'transfers over 100,000 need two of them, see docs/APPROVERS.md):',
         ...stack.secrets.approvers.map((a) => `  ${a.id.padEnd(8)} password ${a.secret}   groups ${a.groups.join(',')}`),
-        `From a terminal: COUNTERSIGN_APPROVALS_URL=${stack.urls.approvals} COUNTERSIGN_APPROVER=${stack.secrets.approvers[0]?.id ?? 'bob'}:<password> npx tsx src/cli.ts approvals list`,
+        `From a terminal: COUNTERSIGN_APPROVALS_URL=${stack.urls.approvals} COUNTERSIGN_APPROVER=${stack.secrets.approvers[0]?.id ?? 'bob'}:<password> npx countersign approvals list`,
         `Machine approvers (supervising agent "${stack.secrets.agents[0]?.id ?? 'supervisor'}", ITSM secret) are in ${cfg.COUNTERSIGN_DATA_DIR}/secrets.json; rules in approval-rules.json there.`,
         '',
         'Try it: npm run demo    (Ctrl-C here stops everything)',
         '',
       ].join('\n'),
     );
-    let stopping = false;
-    const shutdown = async () => {
-      if (stopping) return;
-      stopping = true;
+    const running = stack;
+    exitOnSignals(async () => {
       out.write('\nstopping...\n');
-      await stack.stop();
+      await running.stop();
       out.write('stopped.\n');
-      process.exit(0);
-    };
-    process.on('SIGINT', () => void shutdown());
-    process.on('SIGTERM', () => void shutdown());
+    });
   });
 
 program
@@ -121,28 +124,22 @@ program
       process.stderr.write('countersign conformance-server: --port must be 0-65535\n');
       process.exit(2);
     }
-    const temporalAddress = o.temporalAddress ?? process.env.TEMPORAL_ADDRESS;
+    const cfg = orExit(() => loadConformanceConfig());
+    const temporalAddress = o.temporalAddress ?? cfg.TEMPORAL_ADDRESS;
     let profile;
     try {
       if (!temporalAddress) ensureTemporalBinaries();
-      profile = await startConformanceProfile({ host: o.host, port, ...(temporalAddress ? { temporalAddress } : {}) });
+      profile = await startConformanceProfile({ host: o.host, port, ...(temporalAddress ? { temporalAddress } : {}), ...(cfg.LOG_LEVEL ? { logLevel: cfg.LOG_LEVEL } : {}) });
     } catch (err) {
       process.stderr.write(`countersign conformance-server: could not start: ${(err as Error).message}\n`);
       process.exit(1);
     }
     process.stdout.write(`conformance endpoint ${profile.url}\n`);
-    let stopping = false;
-    const shutdown = async () => {
-      if (stopping) return;
-      stopping = true;
-      await profile.stop();
-      process.exit(0);
-    };
-    process.on('SIGINT', () => void shutdown());
-    process.on('SIGTERM', () => void shutdown());
+    const running = profile;
+    exitOnSignals(() => running.stop());
   });
 
 registerServeCommand(program, config);
-registerApprovalsCommand(program);
+registerApprovalsCommand(program, () => loadApprovalsClientEnv());
 
 await program.parseAsync(process.argv);

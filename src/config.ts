@@ -2,14 +2,42 @@
  * Configuration: parsed once from the environment with zod at start-up. Every problem is listed
  * at once (`ConfigError.issues`), then the process exits; everything else receives the parsed
  * object. Durations are milliseconds; ports are TCP ports on `COUNTERSIGN_HOST`.
+ *
+ * The only module that reads `process.env`. Besides the server's {@link loadConfig}, it owns the
+ * smaller parsers of the commands that do not run a server: {@link loadConformanceConfig}
+ * (`countersign conformance-server`), {@link loadApprovalsClientEnv} (`countersign approvals`) and
+ * {@link temporalBinaryOverrides} (where `src/temporal/binaries.ts` finds the Temporal binaries,
+ * also used by scripts and tests before any configuration exists).
  */
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { PROJECT_ROOT } from './temporal/binaries.js';
+import { PROJECT_ROOT } from './project-root.js';
 import { decodePayloadKey } from './temporal/payload-codec.js';
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
 const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
+const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional();
+
+/** `@hono/oidc-auth`'s settings (its `OidcAuthEnv`), read here and passed to it explicitly. */
+export const OIDC_VARIABLES = [
+  'OIDC_ISSUER',
+  'OIDC_CLIENT_ID',
+  'OIDC_CLIENT_SECRET',
+  'OIDC_AUTH_SECRET',
+  'OIDC_AUTH_REFRESH_INTERVAL',
+  'OIDC_AUTH_EXPIRES',
+  'OIDC_REDIRECT_URI',
+  'OIDC_SCOPES',
+  'OIDC_COOKIE_PATH',
+  'OIDC_COOKIE_NAME',
+  'OIDC_COOKIE_DOMAIN',
+  'OIDC_AUDIENCE',
+  'OIDC_AUTH_EXTERNAL_URL',
+  'OIDC_JWT_ALG',
+] as const;
+
+/** One of {@link OIDC_VARIABLES}. */
+export type OidcVariable = (typeof OIDC_VARIABLES)[number];
 
 /**
  * `COUNTERSIGN_PAYLOAD_KEYS`: JSON `[{"id":"k2","key":"<base64 of 32 bytes>"}, ...]`, first = the
@@ -104,6 +132,17 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: z.coerce.number().int().positive().default(50),
   /** Temporal payload encryption keys (production); unset: the key generated in `<data>/secrets.json`. */
   COUNTERSIGN_PAYLOAD_KEYS: payloadKeys,
+  /** pino level of the process logger; unset: `info` for the stack and its roles. */
+  LOG_LEVEL: logLevel,
+  /**
+   * Approver inbox sign-in through OpenID Connect (`src/approvals/oidc-sessions.ts`): a non-empty
+   * `OIDC_ISSUER` switches it on; then `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET` and `OIDC_AUTH_SECRET`
+   * (at least 32 characters) are required, checked when the approval service starts. The other
+   * `OIDC_*` variables are `@hono/oidc-auth`'s settings, passed to it as given (see docs/APPROVERS.md).
+   */
+  ...Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional()])) as Record<OidcVariable, z.ZodOptional<z.ZodString>>,
+  /** ID-token claim naming the approver: `email` (default), `preferred_username` or `sub`; checked with the rest of OIDC. */
+  COUNTERSIGN_OIDC_APPROVER_CLAIM: z.string().optional(),
 });
 
 /** Parsed configuration. */
@@ -117,9 +156,62 @@ export class ConfigError extends Error {
   }
 }
 
+/** Parse `env` with `schema`; throws `ConfigError` listing every problem as `NAME: message`. */
+function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
+  const r = schema.safeParse(env);
+  if (!r.success) throw new ConfigError(r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  return r.data;
+}
+
 /** Parse `env` (default `process.env`). Throws `ConfigError` listing every invalid variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
-  const r = ConfigSchema.safeParse(env);
-  if (!r.success) throw new ConfigError(r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
-  return { ...r.data, ...overrides };
+  return { ...parseEnv(ConfigSchema, env), ...overrides };
+}
+
+/** What `countersign conformance-server` reads: an external Temporal (`host:port`) and the log level (unset: `warn`). */
+export const ConformanceConfigSchema = ConfigSchema.pick({ TEMPORAL_ADDRESS: true, LOG_LEVEL: true });
+
+/** Parsed {@link ConformanceConfigSchema}. */
+export type ConformanceConfig = z.infer<typeof ConformanceConfigSchema>;
+
+/** Parse the conformance server's variables from `env` (default `process.env`). Throws `ConfigError`. */
+export function loadConformanceConfig(env: Record<string, string | undefined> = process.env): ConformanceConfig {
+  return parseEnv(ConformanceConfigSchema, env);
+}
+
+/**
+ * What the approver's command line (`src/cli/approvals-command.ts`) reads, as raw strings: its
+ * credential (`COUNTERSIGN_APPROVER=id:secret` or `COUNTERSIGN_AGENT_TOKEN`) and where the service
+ * is (`COUNTERSIGN_APPROVALS_URL`, else `COUNTERSIGN_HOST` and `COUNTERSIGN_APPROVALS_PORT`). The
+ * command checks their form itself, since its errors carry its own exit codes.
+ */
+export const ApprovalsClientEnvSchema = z.object({
+  COUNTERSIGN_HOST: z.string().optional(),
+  COUNTERSIGN_APPROVALS_PORT: z.string().optional(),
+  COUNTERSIGN_APPROVALS_URL: z.string().optional(),
+  COUNTERSIGN_APPROVER: z.string().optional(),
+  COUNTERSIGN_AGENT_TOKEN: z.string().optional(),
+});
+
+/** Parsed {@link ApprovalsClientEnvSchema}. */
+export type ApprovalsClientEnv = z.infer<typeof ApprovalsClientEnvSchema>;
+
+/** The approvals client's variables from `env` (default `process.env`); never throws (each is an optional string). */
+export function loadApprovalsClientEnv(env: Record<string, string | undefined> = process.env): ApprovalsClientEnv {
+  return parseEnv(ApprovalsClientEnvSchema, env);
+}
+
+/** Binary path overrides; empty counts as unset. */
+const binaryPath = z
+  .string()
+  .optional()
+  .transform((p) => (p === '' ? undefined : p));
+
+/**
+ * Where the Temporal binaries are when not in the project's `.tools/py/bin`: `TEMPORAL_CLI`
+ * (`temporal server start-dev`) and `TEMPORAL_TEST_SERVER` (the time-skipping test server), from
+ * `env` (default `process.env`); each undefined when unset or empty. Never throws.
+ */
+export function temporalBinaryOverrides(env: Record<string, string | undefined> = process.env): { TEMPORAL_CLI?: string | undefined; TEMPORAL_TEST_SERVER?: string | undefined } {
+  return parseEnv(z.object({ TEMPORAL_CLI: binaryPath, TEMPORAL_TEST_SERVER: binaryPath }), env);
 }

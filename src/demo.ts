@@ -13,7 +13,8 @@ import Database from 'better-sqlite3';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { WireClient } from './client/wire-client.js';
 import { loadConfig } from './config.js';
-import { loadOrCreateSecrets, startStack, DEMO_REQUESTER, type Stack } from './stack.js';
+import { loadOrCreateSecrets } from './secrets.js';
+import { startStack, DEMO_REQUESTER, type Stack } from './stack.js';
 import { ensureTemporalBinaries } from './temporal/binaries.js';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);

@@ -21,12 +21,15 @@ export const REDACT_PATHS = [
 /** The same names two levels deeper (`a.b.token`, `a.b.c.token`), where nested objects get logged. */
 const DEEP = REDACT_PATHS.filter((p) => !p.includes('.')).flatMap((p) => [`*.*.${p}`, `*.*.*.${p}`]);
 
-/** Create a logger. `level` defaults to `LOG_LEVEL` or `info`; `destination` defaults to stderr (fd 2). */
+/**
+ * Create a logger. `level`: a pino level, default `info` (commands pass the configuration's
+ * `LOG_LEVEL`, see `src/config.ts`); `destination` defaults to stderr (fd 2).
+ */
 export function createLogger(opts: { name?: string; level?: string; destination?: number | string } = {}): Logger {
   return pino(
     {
       name: opts.name ?? 'countersign',
-      level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+      level: opts.level ?? 'info',
       redact: { paths: [...REDACT_PATHS, ...DEEP], censor: '[redacted]' },
     },
     pino.destination({ dest: opts.destination ?? 2, sync: false }),

@@ -1,41 +1,46 @@
 /**
- * The stack's parts as separately startable roles (issue 6): each role is one process that can be
- * killed and restarted on its own against the same data folder and SQLite files. `countersign
- * serve --role <role>` (`src/cli/serve-command.ts`) runs one; `npm start` still runs them all in
- * one process (`startStack`). Roles share the data folder (`secrets.json`, `dev-issuer-key.json`,
- * `temporal.db`, `approvals.db`, `ledger.db`) and find each other by the configured ports, which
- * must therefore be fixed (non-zero) — a restarted role comes back on the same URL.
+ * The stack's parts as separately startable roles, each set up here and only here: one starter per
+ * role, composed by the embedded stack (`startStack` in `src/stack.ts`, all roles in one process)
+ * and run one per process by `countersign serve --role <role>` (`src/cli/serve-command.ts`, via
+ * {@link startRole}), where each can be killed and restarted on its own against the same data
+ * folder and SQLite files. Roles share the data folder (`secrets.json`, `dev-issuer-key.json`,
+ * `temporal.db`, `approvals.db`, `ledger.db`); as separate processes they find each other by the
+ * configured ports, which must therefore be fixed (non-zero) — a restarted role comes back on the
+ * same URL.
  *
  * - `temporal`: the Temporal dev server on `<data>/temporal.db` at `TEMPORAL_PORT` (a restart
- *   resumes every workflow from that file);
+ *   resumes every workflow from that file), its namespace retention set to outlive task results;
  * - `worker`: the Temporal worker with the activities over the approval backend, Cedar and the ledger;
  * - `mcp`: the MCP endpoint and the backend-callback receiver at `COUNTERSIGN_PORT`;
- * - `approvals`: the reference approval service at `COUNTERSIGN_APPROVALS_PORT`;
+ * - `approvals`: the reference approval service at `COUNTERSIGN_APPROVALS_PORT`, with its sweeper;
  * - `issuer`: the development token issuer at `COUNTERSIGN_ISSUER_PORT`.
  *
  * Deliberately does not: supervise or restart anything (an orchestrator or the fault harness does),
- * or pick ports.
+ * or pick ports (the embedded stack listens first and passes the real URLs in).
  */
-import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createApprovalService } from './approvals/service.js';
+import { createApprovalService, type ApprovalService } from './approvals/service.js';
 import { approvalServiceExtras } from './approvals/stack-wiring.js';
-import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
+import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
 import { createArapHttpBackend } from './backends/arap-http-backend.js';
 import type { Config } from './config.js';
 import { createMcpFront } from './mcp-front.js';
 import { createCedarPdp } from './policy/cedar-pdp.js';
-import { closeServer, listen, loadOrCreateSecrets, oauthOf, quietTemporalRuntime, workflowConfigOf, type FetchFn, type StackSecrets } from './stack.js';
+import type { PolicyDecisionPoint } from './policy/pdp.js';
+import { openDataDir, type StackSecrets } from './secrets.js';
+import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
 import { startDevServer } from './temporal/dev-server.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
-import { openLedger } from './tools/ledger.js';
-import { createToolRegistry } from './tools/registry.js';
+import { openLedger, type Ledger } from './tools/ledger.js';
+import { createToolRegistry, type ToolRegistry } from './tools/registry.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
 import { startApprovalWorker } from './worker.js';
+import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
 /** The roles `serve --role` accepts. */
 export const ROLES = ['temporal', 'worker', 'mcp', 'approvals', 'issuer'] as const;
@@ -43,7 +48,7 @@ export const ROLES = ['temporal', 'worker', 'mcp', 'approvals', 'issuer'] as con
 /** One of {@link ROLES}. */
 export type Role = (typeof ROLES)[number];
 
-/** Options beyond the configuration. URLs are absolute http(s) without a trailing slash. */
+/** Options of {@link startRole} beyond the configuration. URLs are absolute http(s) without a trailing slash. */
 export interface RoleOptions {
   logger: Logger;
   /** worker: base URL of the approval backend (default: the approval service at its port). */
@@ -56,139 +61,346 @@ export interface RoleOptions {
   workflowBundlePath?: string;
 }
 
-/** A running role: `url` is what it serves (Temporal: `host:port`); `stop()` shuts it down gracefully. */
+/** A running role: `url` is what it serves (Temporal and worker: `host:port`); `stop()` shuts it down gracefully. */
 export interface RunningRole {
   role: Role;
   url: string;
   stop(): Promise<void>;
 }
 
+/** Where the parts are: absolute URLs without a trailing slash, and Temporal's `host:port`. */
+export interface RoleUrls {
+  mcpOrigin: string;
+  /** The MCP endpoint, `<mcpOrigin>/mcp` (the RFC 9728 protected resource and the tokens' audience). */
+  resourceUrl: string;
+  approvalsUrl: string;
+  issuerUrl: string;
+  temporalAddress: string;
+}
+
+/** What every role starter receives: the configuration, the data folder's secrets, the URLs of all parts, and a parent logger. */
+export interface RoleContext {
+  config: Config;
+  secrets: StackSecrets;
+  urls: RoleUrls;
+  logger: Logger;
+}
+
+/**
+ * Serve a role's HTTP handler: the embedded stack binds it to a listener it opened first, a
+ * separate role listens on its fixed port. Resolves to the function that stops serving (drops
+ * keep-alive connections). Rejects when the port is taken.
+ */
+export type Mount = (fetch: FetchFn) => Promise<() => Promise<void>>;
+
+/** URLs of the parts on `host` at the given ports (`temporalAddress` as given). */
+export function urlsAt(host: string, ports: { mcp: number; approvals: number; issuer: number }, temporalAddress: string): RoleUrls {
+  const mcpOrigin = `http://${host}:${ports.mcp}`;
+  return {
+    mcpOrigin,
+    resourceUrl: `${mcpOrigin}/mcp`,
+    approvalsUrl: `http://${host}:${ports.approvals}`,
+    issuerUrl: `http://${host}:${ports.issuer}`,
+    temporalAddress,
+  };
+}
+
 /** The URLs every role derives from the configuration. Throws when a port is 0. */
-export function roleUrls(config: Config): { mcpOrigin: string; resourceUrl: string; approvalsUrl: string; issuerUrl: string; temporalAddress: string } {
-  const host = config.COUNTERSIGN_HOST;
+export function roleUrls(config: Config): RoleUrls {
   for (const [name, port] of Object.entries({ COUNTERSIGN_PORT: config.COUNTERSIGN_PORT, COUNTERSIGN_APPROVALS_PORT: config.COUNTERSIGN_APPROVALS_PORT, COUNTERSIGN_ISSUER_PORT: config.COUNTERSIGN_ISSUER_PORT })) {
     if (port === 0) throw new Error(`${name} must be a fixed port when the roles run as separate processes`);
   }
   if (!config.TEMPORAL_ADDRESS && config.TEMPORAL_PORT === 0) throw new Error('TEMPORAL_PORT must be a fixed port (or set TEMPORAL_ADDRESS)');
-  const mcpOrigin = `http://${host}:${config.COUNTERSIGN_PORT}`;
-  return {
-    mcpOrigin,
-    resourceUrl: `${mcpOrigin}/mcp`,
-    approvalsUrl: `http://${host}:${config.COUNTERSIGN_APPROVALS_PORT}`,
-    issuerUrl: `http://${host}:${config.COUNTERSIGN_ISSUER_PORT}`,
-    temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
-  };
+  return urlsAt(
+    config.COUNTERSIGN_HOST,
+    { mcp: config.COUNTERSIGN_PORT, approvals: config.COUNTERSIGN_APPROVALS_PORT, issuer: config.COUNTERSIGN_ISSUER_PORT },
+    config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
+  );
 }
 
-function dataConverterOf(config: Config, secrets: StackSecrets) {
-  return { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] };
-}
-
-async function serveFetch(config: Config, port: number, variable: string, fetch: FetchFn): Promise<() => Promise<void>> {
-  const { server } = await listen(config.COUNTERSIGN_HOST, port, { current: fetch }, variable);
-  return () => closeServer(server);
+/** Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only. */
+export function quietTemporalRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed (a second stack in the same process)
+  }
 }
 
 /**
- * Start `role`. Resolves once it serves (Temporal: answers; worker: polls). Throws when a port is
- * taken, Temporal is unreachable, or the configuration lacks a fixed port.
+ * The approval workflow's tunables from the configuration (fixed per run at its start, so replays
+ * see the same values). `callbackBaseUrl`: where the backend's callbacks go, `<mcp origin>/callbacks/arap`.
+ */
+export function workflowConfigOf(config: Config, callbackBaseUrl: string): ApprovalWorkflowConfig {
+  return {
+    resultRetentionMs: config.COUNTERSIGN_RESULT_RETENTION_MS,
+    clientPollIntervalMs: config.COUNTERSIGN_POLL_INTERVAL_MS,
+    statusPollInitialMs: config.COUNTERSIGN_STATUS_POLL_INITIAL_MS,
+    statusPollMaxMs: config.COUNTERSIGN_STATUS_POLL_MAX_MS,
+    maxGenerations: config.COUNTERSIGN_MAX_GENERATIONS,
+    retryBaseMs: config.COUNTERSIGN_RETRY_BASE_MS,
+    retryMaxMs: config.COUNTERSIGN_RETRY_MAX_MS,
+    executionTimeoutMs: config.COUNTERSIGN_EXECUTION_TIMEOUT_MS,
+    maxRequestWindowMs: config.COUNTERSIGN_MAX_REQUEST_WINDOW_MS,
+    callbackBaseUrl,
+  };
+}
+
+/**
+ * Which tokens the MCP endpoint accepts: the production authorization server when configured,
+ * otherwise the embedded development issuer at `devIssuerUrl` (whose tokens are then not accepted at all).
+ */
+export function oauthOf(config: Config, devIssuerUrl: string, resourceUrl: string): { issuer: string; audience: string; jwksUrl: string } {
+  const productionIssuer = config.COUNTERSIGN_OAUTH_ISSUER;
+  return productionIssuer
+    ? {
+        issuer: productionIssuer,
+        audience: config.COUNTERSIGN_OAUTH_AUDIENCE ?? resourceUrl,
+        jwksUrl: config.COUNTERSIGN_OAUTH_JWKS_URL ?? `${productionIssuer.replace(/\/$/, '')}/.well-known/jwks.json`,
+      }
+    : { issuer: devIssuerUrl, audience: resourceUrl, jwksUrl: `${devIssuerUrl}/.well-known/jwks.json` };
+}
+
+/** The Temporal data converter of this installation: the AES-256-GCM payload codec over `COUNTERSIGN_PAYLOAD_KEYS` or the generated key. */
+export function dataConverterOf(config: Config, secrets: StackSecrets) {
+  return { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] };
+}
+
+/** The tools and policy the worker and the MCP front both use: the ledger (`<data>/ledger.db`), the tool registry over it, and Cedar. */
+export interface ToolParts {
+  ledger: Ledger;
+  tools: ToolRegistry;
+  pdp: PolicyDecisionPoint;
+}
+
+/** Open the {@link ToolParts}; the caller closes `ledger`. Throws when the policy folder does not parse. */
+export async function openToolParts(config: Config): Promise<ToolParts> {
+  const ledger = openLedger(join(config.COUNTERSIGN_DATA_DIR, 'ledger.db'));
+  try {
+    const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
+    return { ledger, tools: createToolRegistry([createWireTransferTool(ledger)]), pdp };
+  } catch (err) {
+    ledger.close();
+    throw err;
+  }
+}
+
+/** Open `parts` when not given; `close()` closes the ledger only when it was opened here. */
+async function ownOrShared(config: Config, parts: ToolParts | undefined): Promise<ToolParts & { close(): void }> {
+  if (parts) return { ...parts, close() {} };
+  const own = await openToolParts(config);
+  return { ...own, close: () => own.ledger.close() };
+}
+
+/**
+ * The `temporal` role: the dev server on `<data>/temporal.db`, then the namespace's retention set
+ * to one day past `COUNTERSIGN_RESULT_RETENTION_MS` (closed workflows must outlive every terminal
+ * task's retention; the dev server's default is shorter; production sets this on its namespace).
+ * `port` undefined: a free one; `uiPort` undefined or 0: no web UI. Throws when the binary is
+ * missing, a port is taken or the server does not answer.
+ */
+export async function startTemporalRole(
+  config: Config,
+  opts: { port?: number; uiPort?: number; log?: (line: string) => void } = {},
+): Promise<{ address: string; uiPort?: number; stop(): Promise<void> }> {
+  const server = await startDevServer({
+    ...(opts.port ? { port: opts.port } : {}),
+    ...(opts.uiPort ? { uiPort: opts.uiPort } : {}),
+    dbFile: join(config.COUNTERSIGN_DATA_DIR, 'temporal.db'),
+    namespace: config.TEMPORAL_NAMESPACE,
+    ...(opts.log ? { log: opts.log } : {}),
+  });
+  try {
+    const connection = await Connection.connect({ address: server.address });
+    try {
+      const days = Math.ceil(config.COUNTERSIGN_RESULT_RETENTION_MS / 86_400_000) + 1;
+      await connection.workflowService.updateNamespace({ namespace: config.TEMPORAL_NAMESPACE, config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) } });
+    } finally {
+      await connection.close();
+    }
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  return { address: server.address, ...(server.uiPort ? { uiPort: server.uiPort } : {}), stop: () => server.stop() };
+}
+
+/**
+ * The `worker` role: a Temporal worker at `urls.temporalAddress` whose activities call the approval
+ * backend at `approvalsUrl` (default `urls.approvalsUrl`), Cedar and the ledger. `parts`: shared
+ * tools (the embedded stack's, left open on stop); otherwise its own, closed on stop. Resolves once
+ * it polls; `stop()` drains it. Throws when Temporal is unreachable.
+ */
+export async function startWorkerRole(
+  ctx: RoleContext,
+  opts: { approvalsUrl?: string; workflowBundle?: WorkflowBundleWithSourceMap; parts?: ToolParts } = {},
+): Promise<{ stop(): Promise<void> }> {
+  const { config, secrets } = ctx;
+  const parts = await ownOrShared(config, opts.parts);
+  try {
+    const worker = await startApprovalWorker({
+      address: ctx.urls.temporalAddress,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.COUNTERSIGN_TASK_QUEUE,
+      deps: {
+        backend: createArapHttpBackend({ baseUrl: opts.approvalsUrl ?? ctx.urls.approvalsUrl, clientToken: secrets.approvalsClientToken }),
+        pdp: parts.pdp,
+        tools: parts.tools,
+        logger: ctx.logger.child({ part: 'worker' }),
+      },
+      dataConverter: dataConverterOf(config, secrets),
+      ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
+    });
+    return {
+      async stop() {
+        await worker.stop();
+        parts.close();
+      },
+    };
+  } catch (err) {
+    parts.close();
+    throw err;
+  }
+}
+
+/**
+ * The `mcp` role: a Temporal client with the payload codec, and the MCP front (`src/mcp-front.ts`)
+ * served through `mount`; allowed calls run inline here, so it has the tools too (`parts` as for
+ * {@link startWorkerRole}). `callbackBaseUrl` defaults to `<mcp origin>/callbacks/arap`. Resolves
+ * once it serves; `temporal` is its client. Throws when Temporal is unreachable or the port is taken.
+ */
+export async function startMcpRole(
+  ctx: RoleContext,
+  opts: { mount: Mount; callbackBaseUrl?: string; backendCallTimeoutMs?: number; parts?: ToolParts },
+): Promise<{ temporal: Client; stop(): Promise<void> }> {
+  const { config, secrets, urls } = ctx;
+  const connection = await Connection.connect({ address: urls.temporalAddress });
+  let parts: (ToolParts & { close(): void }) | undefined;
+  try {
+    parts = await ownOrShared(config, opts.parts);
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
+    const workflowConfig: ApprovalWorkflowConfig = {
+      ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
+      ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
+    };
+    const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
+    const mcp = createMcpFront(config, { temporal, tools: parts.tools, pdp: parts.pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: ctx.logger });
+    const unmount = await opts.mount((req) => mcp.app.fetch(req)).catch(async (err: unknown) => {
+      await mcp.close();
+      throw err;
+    });
+    const own = parts;
+    return {
+      temporal,
+      async stop() {
+        await unmount();
+        await mcp.close();
+        await connection.close();
+        own.close();
+      },
+    };
+  } catch (err) {
+    parts?.close();
+    await connection.close();
+    throw err;
+  }
+}
+
+/**
+ * The `approvals` role: the reference approval service (`<data>/approvals.db`, the approvers and
+ * machine secrets of `secrets.json`, the rules file; see `src/approvals/stack-wiring.ts`) served
+ * through `mount` at `urls.approvalsUrl`, and its sweeper (every 5 s: expiry and rule re-evaluation).
+ * `stop()` stops serving, lets in-flight callbacks land, then closes the database. Throws when the
+ * port is taken or the OIDC configuration is incomplete.
+ */
+export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount }): Promise<{ approvals: ApprovalService; stop(): Promise<void> }> {
+  const { config, secrets } = ctx;
+  const dataDir = config.COUNTERSIGN_DATA_DIR;
+  const approvals = createApprovalService({
+    dbPath: join(dataDir, 'approvals.db'),
+    clientToken: secrets.approvalsClientToken,
+    callbackSecret: secrets.callbackSecret,
+    approvers: secrets.approvers,
+    approvalValidityMs: config.COUNTERSIGN_APPROVAL_VALIDITY_MS,
+    publicBaseUrl: ctx.urls.approvalsUrl,
+    logger: ctx.logger.child({ part: 'approvals' }),
+    ...approvalServiceExtras(dataDir, secrets, config),
+  });
+  const sweeper = setInterval(() => void approvals.sweep().catch(() => undefined), 5_000);
+  sweeper.unref();
+  const shut = async () => {
+    clearInterval(sweeper);
+    await approvals.drainCallbacks().catch(() => undefined);
+    approvals.close();
+  };
+  const unmount = await opts.mount((req) => approvals.app.fetch(req)).catch(async (err: unknown) => {
+    await shut();
+    throw err;
+  });
+  return {
+    approvals,
+    async stop() {
+      await unmount();
+      await shut();
+    },
+  };
+}
+
+/**
+ * The `issuer` role: the development token issuer (ES256 key in `<data>/dev-issuer-key.json`, `iss`
+ * = `urls.issuerUrl`, `aud` = `urls.resourceUrl`) with its JWKS, served through `mount`.
+ */
+export async function startIssuerRole(ctx: RoleContext, opts: { mount: Mount }): Promise<{ issuer: DevIssuer; stop(): Promise<void> }> {
+  const issuer = await loadOrCreateDevIssuer({ keyFile: join(ctx.config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'), issuer: ctx.urls.issuerUrl, audience: ctx.urls.resourceUrl });
+  const unmount = await opts.mount((req) => issuer.app.fetch(req));
+  return { issuer, stop: unmount };
+}
+
+/** Listen on `port` of `host` (fixed) serving `fetch`; `variable` names the port's setting in the error when it is taken. */
+function listenAt(host: string, port: number, variable: string): Mount {
+  return async (fetch) => {
+    const { server } = await listen(host, port, { current: fetch }, variable);
+    return () => closeServer(server);
+  };
+}
+
+/**
+ * Start `role` as its own process's only part, on the configured fixed ports. Resolves once it
+ * serves (Temporal: answers; worker: polls). Throws when a port is taken, Temporal is unreachable,
+ * or the configuration lacks a fixed port.
  */
 export async function startRole(role: Role, config: Config, opts: RoleOptions): Promise<RunningRole> {
   const urls = roleUrls(config);
-  const dataDir = config.COUNTERSIGN_DATA_DIR;
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  chmodSync(dataDir, 0o700); // arguments at rest: owner only
-  const secrets = loadOrCreateSecrets(dataDir);
-  const log = opts.logger.child({ part: role });
+  const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);
+  const ctx: RoleContext = { config, secrets, urls, logger: opts.logger };
+  const host = config.COUNTERSIGN_HOST;
   quietTemporalRuntime();
   switch (role) {
     case 'temporal': {
       if (config.TEMPORAL_ADDRESS) throw new Error('TEMPORAL_ADDRESS is set: there is no dev server to run');
-      const server = await startDevServer({ port: config.TEMPORAL_PORT, dbFile: join(dataDir, 'temporal.db'), namespace: config.TEMPORAL_NAMESPACE });
-      const connection = await Connection.connect({ address: server.address });
-      const days = Math.ceil(config.COUNTERSIGN_RESULT_RETENTION_MS / 86_400_000) + 1;
-      await connection.workflowService.updateNamespace({ namespace: config.TEMPORAL_NAMESPACE, config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) } });
-      await connection.close();
+      const server = await startTemporalRole(config, { port: config.TEMPORAL_PORT });
       return { role, url: server.address, stop: () => server.stop() };
     }
     case 'worker': {
-      const ledger = openLedger(join(dataDir, 'ledger.db'));
-      const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
-      const worker = await startApprovalWorker({
-        address: urls.temporalAddress,
-        namespace: config.TEMPORAL_NAMESPACE,
-        taskQueue: config.COUNTERSIGN_TASK_QUEUE,
-        deps: {
-          backend: createArapHttpBackend({ baseUrl: opts.approvalsUrl ?? urls.approvalsUrl, clientToken: secrets.approvalsClientToken }),
-          pdp,
-          tools: createToolRegistry([createWireTransferTool(ledger)]),
-          logger: log,
-        },
-        dataConverter: dataConverterOf(config, secrets),
-        ...(opts.workflowBundlePath ? { workflowBundle: JSON.parse(readFileSync(opts.workflowBundlePath, 'utf8')) as WorkflowBundleWithSourceMap } : {}),
-      });
-      return {
-        role,
-        url: urls.temporalAddress,
-        async stop() {
-          await worker.stop();
-          ledger.close();
-        },
-      };
+      const workflowBundle = opts.workflowBundlePath ? (JSON.parse(readFileSync(opts.workflowBundlePath, 'utf8')) as WorkflowBundleWithSourceMap) : undefined;
+      const worker = await startWorkerRole(ctx, { ...(opts.approvalsUrl ? { approvalsUrl: opts.approvalsUrl } : {}), ...(workflowBundle ? { workflowBundle } : {}) });
+      return { role, url: urls.temporalAddress, stop: () => worker.stop() };
     }
     case 'mcp': {
-      const connection = await Connection.connect({ address: urls.temporalAddress });
-      const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
-      const ledger = openLedger(join(dataDir, 'ledger.db')); // allowed calls run inline here
-      const tools = createToolRegistry([createWireTransferTool(ledger)]);
-      const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
-      const workflowConfig = {
-        ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
+      const mcp = await startMcpRole(ctx, {
+        mount: listenAt(host, config.COUNTERSIGN_PORT, 'COUNTERSIGN_PORT'),
+        ...(opts.callbackBaseUrl ? { callbackBaseUrl: opts.callbackBaseUrl } : {}),
         ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
-      };
-      const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
-      const mcp = createMcpFront(config, { temporal, tools, pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: log });
-      const close = await serveFetch(config, config.COUNTERSIGN_PORT, 'COUNTERSIGN_PORT', (req) => mcp.app.fetch(req));
-      return {
-        role,
-        url: urls.resourceUrl,
-        async stop() {
-          await close();
-          await mcp.close();
-          await connection.close();
-          ledger.close();
-        },
-      };
+      });
+      return { role, url: urls.resourceUrl, stop: () => mcp.stop() };
     }
     case 'approvals': {
-      const approvals = createApprovalService({
-        dbPath: join(dataDir, 'approvals.db'),
-        clientToken: secrets.approvalsClientToken,
-        callbackSecret: secrets.callbackSecret,
-        approvers: secrets.approvers,
-        approvalValidityMs: config.COUNTERSIGN_APPROVAL_VALIDITY_MS,
-        publicBaseUrl: urls.approvalsUrl,
-        logger: log,
-        ...approvalServiceExtras(dataDir, secrets),
-      });
-      const sweeper = setInterval(() => void approvals.sweep().catch(() => undefined), 5_000);
-      sweeper.unref();
-      const close = await serveFetch(config, config.COUNTERSIGN_APPROVALS_PORT, 'COUNTERSIGN_APPROVALS_PORT', (req) => approvals.app.fetch(req));
-      return {
-        role,
-        url: urls.approvalsUrl,
-        async stop() {
-          clearInterval(sweeper);
-          await close();
-          await approvals.drainCallbacks().catch(() => undefined);
-          approvals.close();
-        },
-      };
+      const approvals = await startApprovalsRole(ctx, { mount: listenAt(host, config.COUNTERSIGN_APPROVALS_PORT, 'COUNTERSIGN_APPROVALS_PORT') });
+      return { role, url: urls.approvalsUrl, stop: () => approvals.stop() };
     }
     case 'issuer': {
-      const issuer = await loadOrCreateDevIssuer({ keyFile: join(dataDir, 'dev-issuer-key.json'), issuer: urls.issuerUrl, audience: urls.resourceUrl });
-      const close = await serveFetch(config, config.COUNTERSIGN_ISSUER_PORT, 'COUNTERSIGN_ISSUER_PORT', (req) => issuer.app.fetch(req));
-      return { role, url: urls.issuerUrl, stop: close };
+      const issuer = await startIssuerRole(ctx, { mount: listenAt(host, config.COUNTERSIGN_ISSUER_PORT, 'COUNTERSIGN_ISSUER_PORT') });
+      return { role, url: urls.issuerUrl, stop: () => issuer.stop() };
     }
   }
 }

@@ -1,11 +1,12 @@
 // Scope: one MCP server instance as its own process (bench only): the same gate, task service,
-// limiter client and HTTP app `src/stack.ts` builds, over the bench's Temporal server, approval
+// limiter client and HTTP app the `mcp` role builds (`src/stack-roles.ts`), over the bench's Temporal server, approval
 // service and token issuer. Holds no task state, so any number of these serve the same tasks.
 // Prints `{"ready":true,"url":...,"origin":...}` on stdout once listening; SIGTERM stops it.
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
-import { loadOrCreateSecrets, workflowConfigOf } from '../../src/stack.js';
+import { loadOrCreateSecrets } from '../../src/secrets.js';
+import { workflowConfigOf } from '../../src/stack-roles.js';
 import { createLogger } from '../../src/log.js';
 import { createMcpFront } from '../../src/mcp-front.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';

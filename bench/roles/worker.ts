@@ -5,7 +5,7 @@
 import { createArapHttpBackend } from '../../src/backends/arap-http-backend.js';
 import { createLogger } from '../../src/log.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
-import { loadOrCreateSecrets } from '../../src/stack.js';
+import { loadOrCreateSecrets } from '../../src/secrets.js';
 import { payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';
 import { openLedger } from '../../src/tools/ledger.js';
 import { createToolRegistry } from '../../src/tools/registry.js';

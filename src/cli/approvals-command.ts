@@ -3,7 +3,8 @@
  * command line, a client of the approval service's HTTP API (`/access/v1`, see
  * `src/approvals/api/arap-routes.ts`), never of its database.
  *
- * Environment (read here, not in `src/config.ts`: these are client settings, not the server's):
+ * Environment (client settings, not the server's; read by `loadApprovalsClientEnv` in `src/config.ts`
+ * and checked here):
  * - `COUNTERSIGN_APPROVER=id:secret` — an approver's credential (HTTP Basic), or
  *   `COUNTERSIGN_AGENT_TOKEN=<secret>` — a supervising agent's (Bearer). One is required.
  * - `COUNTERSIGN_APPROVALS_URL` — the service's base URL; default
@@ -19,6 +20,7 @@
  * Deliberately does not: cache, retry, or read `.data/secrets.json`.
  */
 import type { Command } from 'commander';
+import type { ApprovalsClientEnv } from '../config.js';
 import { formatCountdown, formatTime, headline, visible } from '../approvals/inbox/format.js';
 
 /** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
@@ -57,8 +59,16 @@ interface Item {
   audit?: Array<{ event: string; actor: string; via: string | null; rule: string | null; comment: string | null; at: string }>;
 }
 
-/** Where and as whom the CLI talks, from the environment. Throws {@link ApprovalsCliError} (exit 2). */
-export function approvalsClientFromEnv(env: NodeJS.ProcessEnv): { baseUrl: string; authorization: string } {
+/** Where and as whom the CLI talks. */
+interface ApprovalsClient {
+  /** The service's base URL, without a trailing slash. */
+  baseUrl: string;
+  /** The `Authorization` header value (Basic for an approver, Bearer for an agent). */
+  authorization: string;
+}
+
+/** Where and as whom the CLI talks, from its variables (`loadApprovalsClientEnv`). Throws {@link ApprovalsCliError} (exit 2). */
+export function approvalsClientFromEnv(env: ApprovalsClientEnv): ApprovalsClient {
   const host = env.COUNTERSIGN_HOST ?? '127.0.0.1';
   const baseUrl = (env.COUNTERSIGN_APPROVALS_URL ?? `http://${host}:${env.COUNTERSIGN_APPROVALS_PORT ?? '8788'}`).replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new ApprovalsCliError('COUNTERSIGN_APPROVALS_URL must be an http(s) URL', APPROVALS_EXIT.usage);
@@ -76,8 +86,7 @@ export function approvalsClientFromEnv(env: NodeJS.ProcessEnv): { baseUrl: strin
   );
 }
 
-async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
-  const { baseUrl, authorization } = approvalsClientFromEnv(process.env);
+async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
   let res: Response;
   try {
     res = await fetch(`${baseUrl}/access/v1${path}`, {
@@ -159,9 +168,10 @@ function showText(i: Item): string {
   return `${lines.join('\n')}\n`;
 }
 
-async function run(action: () => Promise<string>): Promise<void> {
+/** Run `action` with the client from `env()`, printing its text; an {@link ApprovalsCliError} exits with its code. */
+async function run(env: () => ApprovalsClientEnv, action: (client: ApprovalsClient) => Promise<string>): Promise<void> {
   try {
-    process.stdout.write(await action());
+    process.stdout.write(await action(approvalsClientFromEnv(env())));
   } catch (err) {
     if (err instanceof ApprovalsCliError) {
       process.stderr.write(`countersign approvals: ${v(err.message)}\n`);
@@ -171,8 +181,8 @@ async function run(action: () => Promise<string>): Promise<void> {
   }
 }
 
-async function decide(id: string, decision: 'approve' | 'deny', comment: string | undefined, json: boolean): Promise<string> {
-  const body = (await call('POST', `/requests/${encodeURIComponent(id)}/decision`, comment === undefined ? { decision } : { decision, comment })) as {
+async function decide(client: ApprovalsClient, id: string, decision: 'approve' | 'deny', comment: string | undefined, json: boolean): Promise<string> {
+  const body = (await call(client, 'POST', `/requests/${encodeURIComponent(id)}/decision`, comment === undefined ? { decision } : { decision, comment })) as {
     status: string;
     approvals: string[];
     required_approvals: number;
@@ -182,8 +192,8 @@ async function decide(id: string, decision: 'approve' | 'deny', comment: string 
   return `${v(id)} is now ${v(body.status)}.\n`;
 }
 
-/** Register `approvals` and its subcommands on `program`. */
-export function registerApprovalsCommand(program: Command): void {
+/** Register `approvals` and its subcommands on `program`; `env()` reads the client's variables (`loadApprovalsClientEnv`). */
+export function registerApprovalsCommand(program: Command, env: () => ApprovalsClientEnv): void {
   const approvals = program
     .command('approvals')
     .description('list, inspect and decide pending approval requests (env: COUNTERSIGN_APPROVER=id:secret, COUNTERSIGN_APPROVALS_URL)')
@@ -195,8 +205,8 @@ export function registerApprovalsCommand(program: Command): void {
     .description('pending requests you may decide')
     .option('--json', 'print the service JSON')
     .action((o: { json?: boolean }) =>
-      run(async () => {
-        const { items } = (await call('GET', '/approvals/pending')) as { items: Item[] };
+      run(env, async (client) => {
+        const { items } = (await call(client, 'GET', '/approvals/pending')) as { items: Item[] };
         return o.json ? `${JSON.stringify(items, null, 2)}\n` : listText(items);
       }),
     );
@@ -205,8 +215,8 @@ export function registerApprovalsCommand(program: Command): void {
     .description('one request: arguments, reason, approvals so far, audit trail')
     .option('--json', 'print the service JSON')
     .action((id: string, o: { json?: boolean }) =>
-      run(async () => {
-        const item = (await call('GET', `/approvals/${encodeURIComponent(id)}`)) as Item;
+      run(env, async (client) => {
+        const item = (await call(client, 'GET', `/approvals/${encodeURIComponent(id)}`)) as Item;
         return o.json ? `${JSON.stringify(item, null, 2)}\n` : showText(item);
       }),
     );
@@ -215,11 +225,11 @@ export function registerApprovalsCommand(program: Command): void {
     .description('approve a request (with an M-of-N rule, your approval may be one of several needed)')
     .option('--comment <text>', 'comment for the audit trail')
     .option('--json', 'print the service JSON')
-    .action((id: string, o: { comment?: string; json?: boolean }) => run(() => decide(id, 'approve', o.comment, o.json === true)));
+    .action((id: string, o: { comment?: string; json?: boolean }) => run(env, (client) => decide(client, id, 'approve', o.comment, o.json === true)));
   approvals
     .command('deny <id>')
     .description('deny a request')
     .requiredOption('--comment <text>', 'why (recorded in the audit trail)')
     .option('--json', 'print the service JSON')
-    .action((id: string, o: { comment: string; json?: boolean }) => run(() => decide(id, 'deny', o.comment, o.json === true)));
+    .action((id: string, o: { comment: string; json?: boolean }) => run(env, (client) => decide(client, id, 'deny', o.comment, o.json === true)));
 }

@@ -1,5 +1,5 @@
 /**
- * `countersign serve --role <role>`: run one part of the stack as its own process (issue 6), so
+ * `countersign serve --role <role>`: run one part of the stack as its own process, so
  * each can be stopped, killed and restarted independently against the same data folder
  * (`src/stack-roles.ts` lists the roles). Prints `countersign-ready <role> <url>` on stdout once
  * the role serves; SIGINT/SIGTERM stop it gracefully, exit 0. Exit 2: bad or missing option, an
@@ -12,6 +12,7 @@ import { connect } from 'node:net';
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
 import { createLogger } from '../log.js';
+import { exitOnSignals } from '../server-lifecycle.js';
 import { ROLES, roleUrls, startRole, type Role } from '../stack-roles.js';
 import { ensureTemporalBinaries } from '../temporal/binaries.js';
 
@@ -97,7 +98,7 @@ export function registerServeCommand(program: Command, config: () => Config): vo
           }
         }
         running = await startRole(role, cfg, {
-          logger: createLogger(),
+          logger: createLogger({ level: cfg.LOG_LEVEL }),
           ...(o.approvalsUrl ? { approvalsUrl: o.approvalsUrl.replace(/\/+$/, '') } : {}),
           ...(o.callbackBaseUrl ? { callbackBaseUrl: o.callbackBaseUrl.replace(/\/+$/, '') } : {}),
           ...(o.workflowBundle ? { workflowBundlePath: o.workflowBundle } : {}),
@@ -118,14 +119,7 @@ export function registerServeCommand(program: Command, config: () => Config): vo
         process.exit(1);
       }
       process.stdout.write(`countersign-ready ${role} ${running.url}\n`);
-      let stopping = false;
-      const shutdown = async () => {
-        if (stopping) return;
-        stopping = true;
-        await running.stop().catch(() => undefined);
-        process.exit(0);
-      };
-      process.on('SIGINT', () => void shutdown());
-      process.on('SIGTERM', () => void shutdown());
+      const stopped = running;
+      exitOnSignals(() => stopped.stop().catch(() => undefined));
     });
 }

@@ -56,6 +56,8 @@ export interface ConformanceProfileOptions {
   /** How long a terminal task stays retrievable; default 3600000 (1 h). */
   retentionMs?: number;
   logger?: Logger;
+  /** Level of the default logger (when `logger` is not given): a pino level, default `warn`. */
+  logLevel?: string;
 }
 
 /** A running profile. `stop()` stops everything it started, in reverse order. */
@@ -69,7 +71,7 @@ export interface ConformanceProfile {
 
 /** Start the profile: Temporal (embedded unless given), the fixture worker, the MCP endpoint. */
 export async function startConformanceProfile(opts: ConformanceProfileOptions = {}): Promise<ConformanceProfile> {
-  const logger = opts.logger ?? createLogger({ name: 'countersign-conformance', level: process.env.LOG_LEVEL ?? 'warn' });
+  const logger = opts.logger ?? createLogger({ name: 'countersign-conformance', level: opts.logLevel ?? 'warn' });
   const host = opts.host ?? '127.0.0.1';
   const namespace = opts.namespace ?? 'default';
   const taskQueue = opts.taskQueue ?? 'countersign-conformance';

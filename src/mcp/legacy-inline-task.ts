@@ -15,7 +15,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import { taskOwnerKeyOf } from './task-service.js';
+import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 
 /** Prefix of sealed inline task ids (workflow task ids never contain it: `workflows/task-id.ts`). */
 export const INLINE_TASK_PREFIX = 'inline.';

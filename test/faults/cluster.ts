@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadOrCreateDevIssuer } from '../../src/auth/dev-issuer.js';
-import type { StackSecrets } from '../../src/stack.js';
+import type { StackSecrets } from '../../src/secrets.js';
 import type { Role } from '../../src/stack-roles.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { isPortFree, restartablePort } from '../../src/temporal/dev-server.js';

@@ -490,7 +490,7 @@ describe('inbox session key (H2)', () => {
   });
 
   it('an older secrets.json without inboxSessionKey is upgraded with a fresh random one, keeping every other value', async () => {
-    const { loadOrCreateSecrets } = await import('../../src/stack.js');
+    const { loadOrCreateSecrets } = await import('../../src/secrets.js');
     const dir = mkdtempSync(join(tmpdir(), 'countersign-secrets-'));
     try {
       const first = loadOrCreateSecrets(dir);

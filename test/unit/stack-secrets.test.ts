@@ -1,4 +1,4 @@
-// Scope: `loadOrCreateSecrets` (src/stack.ts) when the `serve --role` roles start together on an
+// Scope: `loadOrCreateSecrets` (src/secrets.ts) when the `serve --role` roles start together on an
 // empty data folder: processes racing to create secrets.json must all end up with the same secrets
 // (the file is published with an exclusive link, the losers read the winner's), and an older file
 // is upgraded once, keeping its values.
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
-import { loadOrCreateSecrets } from '../../src/stack.js';
+import { loadOrCreateSecrets } from '../../src/secrets.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -16,13 +16,13 @@ afterEach(() => {
 });
 
 /**
- * Run `n` processes that each load the stack module, wait for `go`, then call loadOrCreateSecrets
+ * Run `n` processes that each load the secrets module, wait for `go`, then call loadOrCreateSecrets
  * on the same `rounds` empty folders in the same order (many races, so the window is hit); per
  * process, the secrets each round returned.
  */
 async function race(parent: string, n: number, rounds: number): Promise<Array<Array<Record<string, unknown>>>> {
   const go = join(parent, 'go');
-  const script = `const { loadOrCreateSecrets } = await import(${JSON.stringify(join(PROJECT_ROOT, 'src/stack.ts'))});
+  const script = `const { loadOrCreateSecrets } = await import(${JSON.stringify(join(PROJECT_ROOT, 'src/secrets.ts'))});
 const { existsSync } = await import('node:fs');
 process.stdout.write('ready\\n');
 while (!existsSync(${JSON.stringify(go)})) {}

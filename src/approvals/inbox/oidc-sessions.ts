@@ -3,8 +3,9 @@
  * `@hono/oidc-auth` (authorization-code flow with PKCE, storage-less signed session cookie,
  * refresh against the IdP). Configuration, not code: the operator sets the library's `OIDC_*`
  * variables (issuer, client id and secret, redirect URI, session secret, scopes; see
- * docs/APPROVERS.md); Countersign reads only `OIDC_ISSUER` (its presence switches the inbox to
- * OIDC) and `COUNTERSIGN_OIDC_APPROVER_CLAIM` (`email` by default, `preferred_username` or `sub`).
+ * docs/APPROVERS.md), parsed with the rest in `src/config.ts` and passed to the library explicitly;
+ * `OIDC_ISSUER` switches the inbox to OIDC and `COUNTERSIGN_OIDC_APPROVER_CLAIM` names the claim
+ * (`email` by default, `preferred_username` or `sub`).
  *
  * The claim's value must equal a configured approver id; that approver's groups apply. With
  * `email`, the ID token must also carry `email_verified: true` (else the sign-in names no
@@ -18,25 +19,31 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { getAuth, initOidcAuthMiddleware, oidcAuthMiddleware, processOAuthCallback, revokeSession, type OidcAuthEnv, type OidcClaimsHook } from '@hono/oidc-auth';
 import { safeEqual, type Approver } from '../api/http-auth.js';
 import type { InboxSession, SessionManager } from './session.js';
+import type { OidcVariable } from '../../config.js';
 
 /** Claims that may name the approver. */
 export const OIDC_APPROVER_CLAIMS = ['email', 'preferred_username', 'sub'] as const;
 /** One of {@link OIDC_APPROVER_CLAIMS}. */
 export type OidcApproverClaim = (typeof OIDC_APPROVER_CLAIMS)[number];
 
+/** The configuration's OIDC variables (`src/config.ts`; a `Config` or a plain record of strings). */
+export type OidcSettings = Readonly<Partial<Record<OidcVariable | 'COUNTERSIGN_OIDC_APPROVER_CLAIM', string>>>;
+
 /** OIDC settings of the approval service. */
 export interface OidcSignInOptions {
   /** ID-token claim whose value is the approver id; default `email`. */
   approverClaim?: OidcApproverClaim;
-  /** Library settings; each absent one falls back to the `OIDC_*` environment variable. */
+  /** Library settings (`OIDC_*`); the library falls back to its environment variable for each absent one. */
   env?: Partial<OidcAuthEnv>;
 }
 
 /**
- * OIDC options from the environment, or undefined when `OIDC_ISSUER` is unset. Throws `Error`
- * listing every missing or invalid variable (start-up stops).
+ * OIDC options from the parsed configuration (`src/config.ts`: the `OIDC_*` variables and
+ * `COUNTERSIGN_OIDC_APPROVER_CLAIM`, any record of optional strings), or undefined when
+ * `OIDC_ISSUER` is unset or empty: the approver claim and every `OIDC_*` setting that is set, for
+ * the library. Throws `Error` listing every missing or invalid variable (start-up stops).
  */
-export function oidcOptionsFromEnv(env: NodeJS.ProcessEnv): OidcSignInOptions | undefined {
+export function oidcOptionsFromEnv(env: OidcSettings): OidcSignInOptions | undefined {
   if (env.OIDC_ISSUER === undefined || env.OIDC_ISSUER === '') return undefined;
   const problems: string[] = [];
   for (const k of ['OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'OIDC_AUTH_SECRET'] as const) if (!env[k]) problems.push(`${k} is required with OIDC_ISSUER`);
@@ -44,7 +51,8 @@ export function oidcOptionsFromEnv(env: NodeJS.ProcessEnv): OidcSignInOptions | 
   const claim = env.COUNTERSIGN_OIDC_APPROVER_CLAIM ?? 'email';
   if (!(OIDC_APPROVER_CLAIMS as readonly string[]).includes(claim)) problems.push(`COUNTERSIGN_OIDC_APPROVER_CLAIM must be one of ${OIDC_APPROVER_CLAIMS.join(', ')}`);
   if (problems.length > 0) throw new Error(`approver inbox OIDC configuration:\n  ${problems.join('\n  ')}`);
-  return { approverClaim: claim as OidcApproverClaim };
+  const settings = Object.entries(env).filter(([k, v]) => k.startsWith('OIDC_') && v !== undefined && v !== '');
+  return { approverClaim: claim as OidcApproverClaim, env: Object.fromEntries(settings) as Partial<OidcAuthEnv> };
 }
 
 /** An OIDC-backed {@link SessionManager} plus the routes it needs. */
@@ -64,8 +72,8 @@ export function createOidcSessionManager(opts: { key: string; approvers: readonl
   const claim = opts.oidc.approverClaim ?? 'email';
   const csrfKey = createHmac('sha256', opts.key).update('countersign inbox oidc csrf v1').digest();
   const env: Partial<OidcAuthEnv> = {
-    OIDC_COOKIE_PATH: process.env.OIDC_COOKIE_PATH ?? '/approver',
-    OIDC_REDIRECT_URI: process.env.OIDC_REDIRECT_URI ?? '/approver/callback',
+    OIDC_COOKIE_PATH: '/approver',
+    OIDC_REDIRECT_URI: '/approver/callback',
     ...opts.oidc.env,
   };
   const init = initOidcAuthMiddleware(env);

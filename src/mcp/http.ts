@@ -16,7 +16,8 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createMcpHandler } from '@modelcontextprotocol/server';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -115,7 +116,7 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
         opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
         return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
       }
-      if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) {
+      if (isWorkflowNotFound(err)) {
         return c.body(null, 202); // closed or unknown task: nothing to do
       }
       opts.logger.warn({ err: (err as Error).name }, 'backend callback not delivered');

@@ -23,7 +23,6 @@ import {
   QueryRejectedError,
   WithStartWorkflowOperation,
   WorkflowClient,
-  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
@@ -36,6 +35,7 @@ import { outcomeUnknownResult } from '../../workflows/results.js';
 import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 import { faultPoint } from '../fault-point.js';
+import { isWorkflowNotFound } from '../temporal/not-found.js';
 
 /** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
 const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
@@ -131,7 +131,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== taskOwnerKeyOf(caller)) return null;
       return { handle, desc };
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return null;
+      if (isWorkflowNotFound(err)) return null;
       throw err;
     }
   };
@@ -169,7 +169,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         const snap = await openRuns.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId).query(taskQuery);
         if (typeof snap?.ownerKey === 'string') return snap.ownerKey === taskOwnerKeyOf(caller) ? snap : null;
       } catch (err) {
-        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return null;
+        if (isWorkflowNotFound(err)) return null;
         // QueryNotRegisteredError is any INVALID_ARGUMENT answer, also a query that failed inside an
         // open approval workflow: the describe path below decides (a foreign id stays unknown; the
         // owner of an open task whose query fails gets an internal error, never "unknown task").
@@ -240,7 +240,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           const cause = (err.cause as Error | undefined)?.message ?? '';
           return { refused: /outstanding input/.test(cause) ? 'the task has no outstanding input request' : 'inputResponses.justification must accept a justification of 10 to 1000 characters' };
         }
-        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return { refused: 'the task has no outstanding input request' };
+        if (isWorkflowNotFound(err)) return { refused: 'the task has no outstanding input request' };
         throw err;
       }
     },
@@ -253,7 +253,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         return await owned.handle.executeUpdate(cancelUpdate);
       } catch (err) {
         // the run closed between describe and update
-        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return 'already-terminal';
+        if (isWorkflowNotFound(err)) return 'already-terminal';
         throw err;
       }
     },

@@ -46,9 +46,9 @@ import { taskIdFor } from './task-id.js';
 import { claimReservation, reservationReleaser } from './limiter-release.js';
 import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './execution-resolution.js';
 import { justificationRequest, readJustification } from './justification.js';
+import { JUSTIFICATION_INPUT_KEY } from './wire.js';
 import {
   FAILURE,
-  JUSTIFICATION_INPUT_KEY,
   type AccessRequestHint,
   type ApprovalMaterial,
   type ApprovalWorkflowInput,

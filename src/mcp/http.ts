@@ -26,6 +26,7 @@ import type { TokenVerifier } from '../auth/verify-token.js';
 import { problem } from '../approvals/problem.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from '../approvals/callback-signature.js';
 import { backendCallbackUpdate } from '../../workflows/messages.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 
 /** Options of the MCP HTTP app. */
@@ -40,6 +41,9 @@ export interface McpHttpOptions {
   callbackSecret: string;
   logger: Logger;
 }
+
+/** An approval workflow id as a callback URL may name it (`approvalWorkflowId`). */
+const APPROVAL_WORKFLOW_ID = new RegExp(`^${APPROVAL_WORKFLOW_ID_PREFIX}[0-9a-f]{32}$`);
 
 const CallbackBody = z.object({ request_id: z.string().min(1).max(200), status: z.string().max(40), generation: z.number().int().positive().optional() });
 
@@ -99,7 +103,7 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     const workflowId = c.req.param('workflowId');
     const generation = Number(c.req.param('generation'));
     const body = CallbackBody.safeParse(safeJson(raw));
-    if (!/^approval-[0-9a-f]{32}$/.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
+    if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }
     // The delivery's identity is what the signature covers (timestamp and body), not the header's

@@ -9,6 +9,7 @@ import type { ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
 import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import { FAILURE, type ApprovalWorkflowConfig, type BackendHandle, type BackendStatus, type ReEvaluation } from '../../workflows/types.js';
 
 
@@ -59,7 +60,7 @@ function approved(validForMs: number): BackendStatus {
 async function run<T>(acts: ApprovalActivities, body: (taskQueue: string, workflowId: string) => Promise<T>): Promise<T> {
   const taskQueue = `tq-${randomUUID()}`;
   const worker = await Worker.create({ connection: t.env.nativeConnection, taskQueue, workflowBundle: t.bundle, activities: acts });
-  return worker.runUntil(body(taskQueue, `approval-${randomUUID().replace(/-/g, '')}`));
+  return worker.runUntil(body(taskQueue, `${APPROVAL_WORKFLOW_ID_PREFIX}${randomUUID().replace(/-/g, '')}`));
 }
 
 function input() {

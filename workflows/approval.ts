@@ -47,6 +47,7 @@ import { claimReservation, reservationReleaser } from './limiter-release.js';
 import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './execution-resolution.js';
 import { justificationRequest, readJustification } from './justification.js';
 import { JUSTIFICATION_INPUT_KEY } from './wire.js';
+import { REFUSAL, refusal } from './refusals.js';
 import {
   FAILURE,
   type AccessRequestHint,
@@ -198,10 +199,10 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     },
     {
       validator: (cb) => {
-        if (acceptedCallbacks.includes(cb.callbackId)) throw new Error('replayed callback');
+        if (acceptedCallbacks.includes(cb.callbackId)) throw refusal(REFUSAL.replayedCallback);
         const g = current();
         if (terminal() || !g || g.consumed || !g.handle || cb.generation !== g.generation || cb.requestId !== g.handle.requestId) {
-          throw new Error('callback for no current generation');
+          throw refusal(REFUSAL.staleCallback);
         }
       },
     },
@@ -217,8 +218,8 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     },
     {
       validator: (responses) => {
-        if (snap.status !== 'input_required') throw new Error('the task has no outstanding input request');
-        if (readJustification(responses) === undefined) throw new Error(`inputResponses.${JUSTIFICATION_INPUT_KEY} must accept a justification of 10 to 1000 characters`);
+        if (snap.status !== 'input_required') throw refusal(REFUSAL.noInputRequested);
+        if (readJustification(responses) === undefined) throw refusal(REFUSAL.invalidInput);
       },
     },
   );

@@ -32,6 +32,7 @@ import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
+import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
 import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 import { faultPoint } from '../fault-point.js';
@@ -231,16 +232,16 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     async provideInput(taskId, caller, inputResponses) {
       const owned = await describeOwned(taskId, caller);
       if (!owned) return null;
-      if (owned.desc.status.name !== 'RUNNING') return { refused: 'the task has no outstanding input request' };
+      if (owned.desc.status.name !== 'RUNNING') return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
       try {
         await owned.handle.executeUpdate(provideInputUpdate, { args: [inputResponses] });
         return { accepted: true };
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) {
-          const cause = (err.cause as Error | undefined)?.message ?? '';
-          return { refused: /outstanding input/.test(cause) ? 'the task has no outstanding input request' : 'inputResponses.justification must accept a justification of 10 to 1000 characters' };
+          // refused by the validator: nothing was recorded; any other update failure reads as a bad answer
+          return { refused: REFUSAL_TEXT[refusalOf(err.cause) === REFUSAL.noInputRequested ? REFUSAL.noInputRequested : REFUSAL.invalidInput] };
         }
-        if (isWorkflowNotFound(err)) return { refused: 'the task has no outstanding input request' };
+        if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
         throw err;
       }
     },

@@ -55,7 +55,11 @@ export type DenialReason =
 /**
  * The task as the workflow sees it: everything `tasks/get` needs, nothing the client must not see
  * except `ownerKey` (which the MCP front compares and strips). Times are ISO 8601; `ttlMs` is
- * measured from `createdAt` (SEP-2663) and only ever grows (SEP-2848 §Retention).
+ * measured from `createdAt` (SEP-2663): null until the first deadline is known; while the task is
+ * working it only grows, covering the latest pending deadline plus `resultRetentionMs`; at
+ * terminalization it is recomputed to terminalizedAt + `resultRetentionMs` (shorter than the
+ * pending cover when the task ends early) and then never changes (SEP-2848 §Retention;
+ * `ApprovalState` in `approval-state.ts`).
  */
 export interface TaskSnapshot {
   status: TaskStatus;

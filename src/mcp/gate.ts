@@ -1,5 +1,5 @@
 /**
- * The approval gate for `tools/call` (SEP-2848 §Denied-but-requestable returns a task; DESIGN.md §2).
+ * The approval gate for `tools/call` (SEP-2848 §Denied-but-requestable returns a task).
  *
  * One call: validate arguments against the tool's schema → build the immutable call binding →
  * ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did

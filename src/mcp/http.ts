@@ -142,7 +142,7 @@ function safeJson(raw: string): unknown {
 
 /**
  * The SDK appends `content: []` to a task-shaped `tools/call` result; `CreateTaskResult` has no
- * `content`, so drop it (DESIGN.md §4). Only a body that can be such a result is parsed and
+ * `content` (SEP-2663), so drop it. Only a body that can be such a result is parsed and
  * re-serialized; every other response (allowed calls, `tasks/get`, errors) passes through as is.
  */
 async function stripEmptyTaskContent(res: Response): Promise<Response> {

@@ -1,6 +1,6 @@
 /**
  * Per-principal submission limits at the MCP front (SEP-2848 §Security Implications,
- * "Approval-request amplification"; DESIGN.md §3, last row; issue 5 §5).
+ * "Approval-request amplification").
  *
  * Before a requestable denial opens an approval task, the caller's limiter workflow
  * (`limiter-<ownerKey>`, `workflows/submission-limiter.ts`) is asked to `reserve` a slot for the

@@ -1,5 +1,5 @@
 /**
- * The MCP front's side of Temporal: tasks/* methods as workflow operations (DESIGN.md §2–3).
+ * The MCP front's side of Temporal: tasks/* methods as workflow operations (`workflows/messages.ts`).
  *
  * - create or join: Update-with-Start with `workflowIdConflictPolicy: USE_EXISTING` and a workflow
  *   id keyed on the binding, waiting (bounded) on `taskCreated` so `CreateTaskResult` is only
@@ -79,7 +79,7 @@ export function taskOwnerKeyOf(p: Principal): string {
 }
 
 /**
- * Key of the caller's submission quota (issue 5 §5): HMAC(server key, issuer + subject). Delegation
+ * Key of the caller's submission quota (SEP-2848 §Security Implications, approval-request amplification): HMAC(server key, issuer + subject). Delegation
  * is left out on purpose, so agents acting for one user share that user's limits; keyed, so the
  * limiter's workflow id does not reveal who it counts for.
  */
@@ -146,7 +146,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         timer = setTimeout(() => reject(new TaskCreationPendingError()), opts.createWaitMs);
       });
       try {
-        // Per-principal submission limits (issue 5 §5): throws SubmissionLimitedError past one.
+        // Per-principal submission limits (`submission-limiter.ts`): throws SubmissionLimitedError past one.
         const limiter = limits ? await Promise.race([limits.reserve(quotaKeyOf(opts.dedupKey, binding.principal), workflowId), timeout]) : null;
         const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
           workflowId,
@@ -156,7 +156,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           memo: { owner: ownerKey },
         });
         const { runId, snapshot } = await Promise.race([client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation }), timeout]);
-        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (issue 6)
+        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
         return { taskId: taskIdFor(workflowId, runId), snapshot };
       } finally {
         clearTimeout(timer);

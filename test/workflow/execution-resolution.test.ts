@@ -1,4 +1,4 @@
-// Scope: the lost-execution resolution of the approval workflow (issue 6 §4) on the time-skipping
+// Scope: the lost-execution resolution of the approval workflow on the time-skipping
 // test server with typed fakes: a lost attempt is resolved by the tool's idempotency hook, the tool
 // is never invoked twice, and runs from before the change replay unchanged.
 import { readFileSync } from 'node:fs';

@@ -61,6 +61,9 @@ export interface Generation {
   consumed: boolean;
 }
 
+/** A generation the backend accepted: its handle is set. */
+export type SubmittedGeneration = Generation & { handle: BackendHandle };
+
 /**
  * The state of one approval task. `now` is the clock in ms since the epoch (workflow time in the
  * workflow; a fake in tests). Methods never throw, except the validators, which throw the typed
@@ -327,7 +330,7 @@ export class ApprovalState {
    * deadline, ms (the backend's `expiresAt`, capped at submission + `maxRequestWindowMs`), which
    * retention now covers; phase `awaiting-approval`.
    */
-  awaitingDecision(g: Generation & { handle: BackendHandle }): number {
+  awaitingDecision(g: SubmittedGeneration): number {
     const deadline = Math.min(Date.parse(g.handle.expiresAt), g.submittedAtMs + this.cfg.maxRequestWindowMs);
     this.coverUntil(deadline);
     this.setPhase('awaiting-approval');

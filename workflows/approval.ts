@@ -49,13 +49,12 @@ import { executedResult, executionErrorResult, outcomeUnknownResult } from './re
 import { taskIdFor } from './task-id.js';
 import { claimReservation, reservationReleaser } from './limiter-release.js';
 import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './execution-resolution.js';
-import { ApprovalState, type Generation } from './approval-state.js';
+import { ApprovalState, type SubmittedGeneration } from './approval-state.js';
 import {
   FAILURE,
   type AccessRequestHint,
   type ApprovalMaterial,
   type ApprovalWorkflowInput,
-  type BackendHandle,
   type BackendStatus,
   type CancelOutcome,
   type StoredCallToolResult,
@@ -175,7 +174,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
  * submission-intent (key and body durable in state and history) before contacting the backend.
  * null when the task ended instead (unanswered, fenced, or the backend refused the submission).
  */
-async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise<(Generation & { handle: BackendHandle }) | null> {
+async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise<SubmittedGeneration | null> {
   if (state.needsJustification(hint)) {
     const window = state.openInputRequest(hint);
     const answered = await condition(() => state.hasInput() || state.isTerminal(), window);
@@ -188,7 +187,7 @@ async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise
     state.fail('The approval backend did not accept the request.');
     return null;
   }
-  return g as Generation & { handle: BackendHandle };
+  return g as SubmittedGeneration;
 }
 
 /**
@@ -196,7 +195,7 @@ async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise
  * poll triggers an authoritative status fetch; `expired` once the request deadline passes; null
  * when the task was fenced meanwhile.
  */
-async function awaitDecision({ state, backend, input }: Run, g: Generation & { handle: BackendHandle }): Promise<BackendStatus | null> {
+async function awaitDecision({ state, backend, input }: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
   const cfg = input.config;
   let deadline = state.awaitingDecision(g);
   let pollDelay = cfg.statusPollInitialMs;

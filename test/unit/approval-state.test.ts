@@ -4,9 +4,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { createCallBinding } from '../../src/binding/call-binding.js';
-import { ApprovalState, type Generation } from '../../workflows/approval-state.js';
+import { ApprovalState, type SubmittedGeneration } from '../../workflows/approval-state.js';
 import { REFUSAL, REFUSAL_TEXT } from '../../workflows/refusals.js';
-import type { AccessRequestHint, ApprovalWorkflowInput, BackendHandle } from '../../workflows/types.js';
+import type { AccessRequestHint, ApprovalWorkflowInput } from '../../workflows/types.js';
 import { DAY, HOUR, workflowTestConfig } from '../support/workflow-env.js';
 
 const T0 = Date.parse('2026-06-02T10:00:00.000Z');
@@ -27,10 +27,10 @@ function fixture(over: Partial<ApprovalWorkflowInput> = {}, config: Parameters<t
 }
 
 /** Record a submission and give it the backend's handle, as the workflow does after the submit activity. */
-function submitted(state: ApprovalState, h: AccessRequestHint = hint, key = `key-${state.snapshot.generation + 1}`): Generation & { handle: BackendHandle } {
+function submitted(state: ApprovalState, h: AccessRequestHint = hint, key = `key-${state.snapshot.generation + 1}`): SubmittedGeneration {
   const g = state.recordSubmission(h, key);
   g.handle = { requestId: `req-${g.generation}`, statusUrl: `http://backend/req-${g.generation}`, expiresAt: g.body.expiresAt };
-  return g as Generation & { handle: BackendHandle };
+  return g as SubmittedGeneration;
 }
 
 /** The refusal a validator threw: asserts class, type and sentence. */

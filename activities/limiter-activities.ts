@@ -8,7 +8,8 @@
  * client is injected. Deliberately does not read workflow state or payloads: status only.
  */
 import { Context } from '@temporalio/activity';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { isWorkflowNotFound } from '../src/temporal/not-found.js';
 
 /** The limiter's activity set, as the limiter workflow sees it (imported there as a type only). */
 export interface LimiterActivities {
@@ -17,11 +18,6 @@ export interface LimiterActivities {
    * Throws when Temporal cannot be asked; the limiter then keeps every slot.
    */
   closedWorkflowIds(workflowIds: string[]): Promise<string[]>;
-}
-
-function isNotFound(err: unknown): boolean {
-  const e = err as { code?: unknown; cause?: { code?: unknown } } | undefined;
-  return err instanceof WorkflowNotFoundError || e?.code === 5 || e?.cause?.code === 5;
 }
 
 /** Build the limiter activities; `client` defaults to the executing worker's client. */
@@ -36,7 +32,7 @@ export function createLimiterActivities(deps: { client?: Client } = {}): Limiter
             const desc = await client.workflow.getHandle(id).describe();
             if (desc.status.name !== 'RUNNING') closed.add(id);
           } catch (err) {
-            if (isNotFound(err)) closed.add(id);
+            if (isWorkflowNotFound(err)) closed.add(id);
             else throw err;
           }
         }),

@@ -60,7 +60,7 @@ function withFileLock<T>(lock: string, fn: () => T): T {
       } catch {
         // released meanwhile
       }
-      if (Date.now() > until) throw new Error(`could not lock ${lock}`);
+      if (Date.now() > until) throw new Error(`could not lock ${lock}`, { cause: err });
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20); // synchronous 20 ms sleep
     }
   }

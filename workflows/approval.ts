@@ -4,7 +4,10 @@
  * Holds the three kinds of task state the SEP names: the immutable call binding (workflow
  * input, never changed), the mutable approval state (generations with their idempotency keys and
  * backend handles, the request deadline, the approval validity) and the mutable execution state
- * (the claim, the terminal result). Time is workflow time; every wait is a durable timer.
+ * (the claim, the terminal result). Time is workflow time; every wait is a durable timer. The
+ * state and its synchronous transitions (retention, terminal rules, claim vs cancel, generations)
+ * are `ApprovalState` (`approval-state.ts`); this file registers the handlers over it and runs the
+ * steps that wait: submit, await the decision, re-evaluate, claim and execute.
  *
  * Guarantees, each traced to the SEP:
  * - submission-intent before contact: the idempotency key (uuid4 from workflow randomness) and
@@ -21,7 +24,7 @@
  *   once (`maximumAttempts: 1`); a thrown tool error is `execution-error`, a timeout or lost worker
  *   `outcome-unknown`, never a re-run (§Completion, §Cancellation);
  * - a lost (not failed) attempt is resolved by the tool's idempotency hook when it has one: the
- *   recorded result, or fenced and not executed; otherwise outcome-unknown (issue 6 §4);
+ *   recorded result, or fenced and not executed; otherwise outcome-unknown (`execution-resolution.ts`);
  * - `failed` only before the claim; a terminal task never changes again (§Lifecycle).
  *
  * Deliberately does not: talk to the network (activities do), compose model-facing status text
@@ -38,26 +41,23 @@ import {
   setHandler,
   uuid4,
   workflowInfo,
+  type ActivityInterfaceFor,
 } from '@temporalio/workflow';
 import type { ApprovalActivities } from '../activities/activities.js';
 import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
-import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
+import { executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
 import { claimReservation, reservationReleaser } from './limiter-release.js';
 import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './execution-resolution.js';
-import { justificationRequest, readJustification } from './justification.js';
+import { ApprovalState, type SubmittedGeneration } from './approval-state.js';
 import {
   FAILURE,
-  JUSTIFICATION_INPUT_KEY,
   type AccessRequestHint,
   type ApprovalMaterial,
   type ApprovalWorkflowInput,
-  type BackendHandle,
   type BackendStatus,
   type CancelOutcome,
-  type DenialReason,
   type StoredCallToolResult,
-  type SubmissionBody,
   type TaskSnapshot,
 } from './types.js';
 
@@ -85,20 +85,11 @@ const resolver = proxyActivities<Required<Pick<ApprovalActivities, 'resolveExecu
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 });
 
-/** One submission to the approval backend. */
-interface Generation {
-  generation: number;
-  idempotencyKey: string;
-  body: SubmissionBody;
-  submittedAtMs: number;
-  handle?: BackendHandle;
-  consumed: boolean;
-}
-
 /**
  * Workflow entry point. Returns the terminal snapshot, which `tasks/get` serves once closed.
  * However the run ends (a terminal result or a thrown failure) it first releases its
- * submission-limiter slot (issue 5 §5); a terminated run cannot, and the limiter's audit drops it.
+ * submission-limiter slot (`limiter-release.ts`); a terminated run cannot, and the limiter's audit
+ * drops it.
  */
 export async function approvalWorkflow(input: ApprovalWorkflowInput): Promise<TaskSnapshot> {
   const releaseSlot = reservationReleaser(input.limiter, workflowInfo().workflowId);
@@ -113,299 +104,173 @@ export async function approvalWorkflow(input: ApprovalWorkflowInput): Promise<Ta
   }
 }
 
+/** What the steps of one run share: its state, the binding, the activity proxies and the task id. */
+interface Run {
+  state: ApprovalState;
+  input: ApprovalWorkflowInput;
+  backend: ActivityInterfaceFor<ApprovalActivities>;
+  execution: ActivityInterfaceFor<ApprovalActivities>;
+  taskId: string;
+}
+
 async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Promise<void>): Promise<TaskSnapshot> {
-  const { binding, config: cfg } = input;
   const info = workflowInfo();
-  const taskId = taskIdFor(info.workflowId, info.runId);
-  const createdAtMs = Date.now();
-  const backend = backendActivities(cfg.backendCallTimeoutMs ?? 30_000);
-  const execution = proxyActivities<ApprovalActivities>({
-    startToCloseTimeout: cfg.executionTimeoutMs,
-    retry: { maximumAttempts: 1 },
-  });
-
-  const snap: TaskSnapshot = {
-    status: 'working',
-    phase: 'submitting',
-    ownerKey: input.ownerKey,
-    policyReason: input.accessRequest.reason,
-    createdAt: iso(createdAtMs),
-    lastUpdatedAt: iso(createdAtMs),
-    ttlMs: null,
-    pollIntervalMs: cfg.clientPollIntervalMs,
-    generation: 0,
-    claimed: false,
-  };
-  const generations: Generation[] = [];
-  let callbackPending = false;
-
-  const terminal = (): boolean => snap.phase === 'terminal';
-  const current = (): Generation | undefined => generations[generations.length - 1];
-
-  /** Grow `ttlMs` so createdAt + ttlMs covers `deadlineMs` + resultRetention (§Retention). */
-  const coverUntil = (deadlineMs: number): void => {
-    const needed = deadlineMs - createdAtMs + cfg.resultRetentionMs;
-    if (snap.ttlMs === null || needed > snap.ttlMs) snap.ttlMs = needed;
-  };
-  const touch = (): void => {
-    snap.lastUpdatedAt = iso(Date.now());
-  };
-  const setPhase = (phase: TaskSnapshot['phase']): void => {
-    if (terminal()) return;
-    snap.phase = phase;
-    touch();
-  };
-  const finish = (patch: Pick<TaskSnapshot, 'status'> & Partial<TaskSnapshot>): void => {
-    if (terminal()) return; // a terminal task never changes again
-    Object.assign(snap, patch, { phase: 'terminal' });
-    touch();
-    // Retention restarts at terminalization: the result stays retrievable for resultRetention from
-    // now (§Retention). The pending window no longer applies, so ttlMs is recomputed, not maxed;
-    // the front expires the task at exactly createdAt + ttlMs.
-    snap.ttlMs = Date.now() - createdAtMs + cfg.resultRetentionMs;
-  };
-  const complete = (result: StoredCallToolResult): void => {
-    finish({ status: 'completed', result, disposition: result._meta['io.modelcontextprotocol/tool-approval-disposition'] as TaskSnapshot['disposition'] });
-  };
-  const deny = (reason: DenialReason): void => complete(deniedResult(reason));
-  const fail = (message: string): void => {
-    if (snap.claimed) return complete(outcomeUnknownResult()); // never `failed` after the claim
-    finish({ status: 'failed', error: { code: -32603, message } });
+  const state = new ApprovalState(input, info.workflowId);
+  const run: Run = {
+    state,
+    input,
+    backend: backendActivities(input.config.backendCallTimeoutMs ?? 30_000),
+    execution: proxyActivities<ApprovalActivities>({ startToCloseTimeout: input.config.executionTimeoutMs, retry: { maximumAttempts: 1 } }),
+    taskId: taskIdFor(info.workflowId, info.runId),
   };
 
-  setHandler(taskQuery, () => snap);
+  setHandler(taskQuery, () => state.snapshot);
   setHandler(taskCreatedUpdate, async () => {
-    await condition(() => current()?.handle !== undefined || terminal());
-    return { runId: info.runId, snapshot: snap };
+    await condition(() => state.isCreated());
+    return { runId: info.runId, snapshot: state.snapshot };
   });
-  // The cancel compare-and-set: synchronous up to `finish`, so it cannot interleave with the claim.
-  // The answer waits for the limiter slot's release: a caller told `cancelled` may open another task.
+  // The cancel compare-and-set: synchronous up to the state change, so it cannot interleave with
+  // the claim. The answer waits for the limiter slot's release: a caller told `cancelled` may open
+  // another task.
   setHandler(cancelUpdate, async (): Promise<CancelOutcome> => {
-    if (terminal()) return 'already-terminal';
-    if (snap.claimed) return 'already-claimed';
-    finish({ status: 'cancelled' });
-    await releaseSlot();
-    return 'cancelled';
+    const outcome = state.cancel();
+    if (outcome === 'cancelled') await releaseSlot();
+    return outcome;
   });
-  const acceptedCallbacks: string[] = []; // recent delivery ids, bounded
-  setHandler(
-    backendCallbackUpdate,
-    (cb) => {
-      acceptedCallbacks.push(cb.callbackId);
-      if (acceptedCallbacks.length > 256) acceptedCallbacks.shift();
-      callbackPending = true;
-      return 'accepted' as const;
-    },
-    {
-      validator: (cb) => {
-        if (acceptedCallbacks.includes(cb.callbackId)) throw new Error('replayed callback');
-        const g = current();
-        if (terminal() || !g || g.consumed || !g.handle || cb.generation !== g.generation || cb.requestId !== g.handle.requestId) {
-          throw new Error('callback for no current generation');
-        }
-      },
-    },
-  );
-
-  let justification = input.submissionInput?.justification;
-  let pendingInput: string | undefined;
-  setHandler(
-    provideInputUpdate,
-    (responses) => {
-      pendingInput = readJustification(responses);
-      return 'accepted' as const;
-    },
-    {
-      validator: (responses) => {
-        if (snap.status !== 'input_required') throw new Error('the task has no outstanding input request');
-        if (readJustification(responses) === undefined) throw new Error(`inputResponses.${JUSTIFICATION_INPUT_KEY} must accept a justification of 10 to 1000 characters`);
-      },
-    },
-  );
-  /** Wait in `input_required` until answered (true), or the task is fenced or the window passes (false). */
-  const awaitJustification = async (hint: AccessRequestHint): Promise<boolean> => {
-    pendingInput = undefined;
-    snap.status = 'input_required';
-    snap.inputRequests = { [JUSTIFICATION_INPUT_KEY]: justificationRequest() };
-    snap.policyReason = hint.reason;
-    touch();
-    const window = Math.min(hint.requestTtlMs, cfg.maxRequestWindowMs);
-    coverUntil(Date.now() + window);
-    const answered = await condition(() => pendingInput !== undefined || terminal(), window);
-    if (terminal()) return false;
-    delete snap.inputRequests;
-    snap.status = 'working';
-    touch();
-    if (!answered) {
-      deny('request-expired');
-      return false;
-    }
-    justification = pendingInput;
-    return true;
-  };
-
-  const submit = async (hint: AccessRequestHint): Promise<Generation | null> => {
-    // A request that needs a justification nobody gave yet (a chained request whose policy asks
-    // for one) waits in `input_required` for `tasks/update` (SEP-2848 §Collecting submission input).
-    if (hint.requiresJustification && !(generations.length === 0 && justification)) {
-      const answered = await awaitJustification(hint);
-      if (!answered) return null;
-    }
-    const now = Date.now();
-    const n = generations.length + 1;
-    const window = Math.min(hint.requestTtlMs, cfg.maxRequestWindowMs);
-    const g: Generation = {
-      generation: n,
-      idempotencyKey: uuid4(),
-      submittedAtMs: now,
-      consumed: false,
-      body: {
-        tool: binding.tool,
-        arguments: binding.arguments,
-        requester: binding.principal,
-        approverGroup: hint.approverGroup,
-        reason: hint.reason,
-        expiresAt: iso(now + window),
-        bindingDigest: binding.digest,
-        generation: n,
-        ...(cfg.callbackBaseUrl ? { callbackUrl: `${cfg.callbackBaseUrl}/${info.workflowId}/${n}` } : {}),
-        ...(justification ? { justification } : {}),
-      },
-    };
-    // The submission-intent is durable from here: key and body are in workflow state and history.
-    generations.push(g);
-    snap.generation = n;
-    snap.policyReason = hint.reason;
-    coverUntil(now + window);
-    setPhase(n === 1 ? 'submitting' : 'resubmitting');
-    try {
-      g.handle = await backend.submitApprovalRequest({ body: g.body, idempotencyKey: g.idempotencyKey });
-    } catch {
-      fail('The approval backend did not accept the request.');
-      return null;
-    }
-    return g;
-  };
-
-  /** Wait for the backend to resolve generation `g`; null when the task was fenced meanwhile. */
-  const awaitDecision = async (g: Generation): Promise<BackendStatus | null> => {
-    const handle = g.handle!;
-    let deadline = Math.min(Date.parse(handle.expiresAt), g.submittedAtMs + cfg.maxRequestWindowMs);
-    coverUntil(deadline);
-    setPhase('awaiting-approval');
-    let pollDelay = cfg.statusPollInitialMs;
-    for (;;) {
-      const wait = Math.max(1, Math.min(pollDelay, deadline - Date.now()));
-      const woken = await condition(() => callbackPending || terminal(), wait);
-      if (terminal()) return null;
-      callbackPending = false;
-      let status: BackendStatus | null = null;
-      try {
-        status = await backend.fetchApprovalStatus(handle);
-      } catch {
-        status = null; // backend unreachable: keep waiting; the request deadline still applies
-      }
-      if (terminal()) return null;
-      if (status && status.state !== 'pending') return status;
-      if (status?.state === 'pending') {
-        const extended = Math.min(Date.parse(status.expiresAt), g.submittedAtMs + cfg.maxRequestWindowMs);
-        if (extended > deadline) {
-          deadline = extended;
-          coverUntil(deadline);
-          touch();
-        }
-      }
-      if (Date.now() >= deadline) return { state: 'expired' };
-      if (!woken) pollDelay = Math.min(pollDelay * 2, cfg.statusPollMaxMs);
-    }
-  };
-
-  /** Claim, then run the tool at most once (§Completion). */
-  const claimAndExecute = async (approvalDeadlineMs: number): Promise<void> => {
-    if (terminal()) return;
-    if (Date.now() >= approvalDeadlineMs) return deny('approval-expired');
-    snap.claimed = true; // the irrevocable enforcement point
-    setPhase('executing');
-    coverUntil(Date.now() + cfg.executionTimeoutMs);
-    try {
-      const out = await execution.executeTool({ binding, taskId, executionId: `${taskId}/execution` });
-      complete(executedResult(out));
-    } catch (err) {
-      const cause = err instanceof ActivityFailure ? err.cause : undefined;
-      if (cause instanceof ApplicationFailure && cause.type === FAILURE.toolExecutionError) complete(executionErrorResult());
-      else if (patched(EXECUTION_RESOLUTION_PATCH)) complete(await resolveLostExecution(binding, `${taskId}/execution`));
-      else complete(outcomeUnknownResult());
-    }
-  };
-
-  /** Re-evaluate with the approval until allow/deny/request; retry waits stop at approval expiry. */
-  const reEvaluate = async (approval: ApprovalMaterial): Promise<AccessRequestHint | null> => {
-    const approvalDeadline = Math.min(Date.parse(approval.approvedUntil), Date.now() + cfg.maxRequestWindowMs);
-    coverUntil(approvalDeadline);
-    for (let attempt = 0; ; attempt++) {
-      if (terminal()) return null;
-      if (Date.now() >= approvalDeadline) {
-        deny('approval-expired');
-        return null;
-      }
-      setPhase('re-evaluating');
-      const r = await backend.evaluatePolicy({ binding, approval });
-      if (terminal()) return null;
-      switch (r.outcome) {
-        case 'allow':
-          await claimAndExecute(approvalDeadline);
-          return null;
-        case 'deny':
-          deny(r.reason);
-          return null;
-        case 'request':
-          return r.accessRequest;
-        case 'retry': {
-          setPhase('retry-wait');
-          const backoff = Math.min(cfg.retryMaxMs, cfg.retryBaseMs * 2 ** attempt);
-          const delay = r.retryAfterMs ?? Math.round(backoff * (0.5 + Math.random() * 0.5));
-          const remaining = approvalDeadline - Date.now();
-          await condition(terminal, Math.max(1, Math.min(delay, remaining)));
-          break; // loop: re-checks expiry first
-        }
-      }
-    }
-  };
+  setHandler(backendCallbackUpdate, (cb) => state.acceptCallback(cb), { validator: (cb) => state.validateCallback(cb) });
+  setHandler(provideInputUpdate, (responses) => state.acceptInput(responses), { validator: (responses) => state.validateInput(responses) });
 
   let hint: AccessRequestHint = input.accessRequest;
-  while (!terminal()) {
-    const g = await submit(hint);
-    if (!g || terminal()) break;
-    const status = await awaitDecision(g);
+  while (!state.isTerminal()) {
+    const g = await submit(run, hint);
+    if (!g || state.isTerminal()) break;
+    const status = await awaitDecision(run, g);
     if (!status) break;
     if (status.state === 'approved') {
-      const next = await reEvaluate(status.approval);
-      if (!next) break;
-      g.consumed = true; // before any new submission: a late callback for g can no longer act
-      if (generations.length >= cfg.maxGenerations) {
-        deny('request-chain-exhausted');
-        break;
-      }
+      const next = await reEvaluate(run, status.approval);
+      if (!next || !state.consumeForNextRequest(g)) break;
       hint = next;
       continue;
     }
-    if (status.state === 'denied') deny('backend-denied');
-    else if (status.state === 'expired') deny('request-expired');
-    else if (status.state === 'cancelled') finish({ status: 'cancelled' });
-    else if (status.state === 'failed') fail('The approval backend reported a failure.');
+    if (status.state !== 'pending') state.settle(status);
   }
 
   // A winning cancel also cancels the live backend request, when the backend supports it.
-  const last = current();
-  if (snap.status === 'cancelled' && last?.handle && !last.consumed) {
+  const live = state.backendRequestToCancel();
+  if (live) {
     try {
-      await backend.cancelApprovalRequest(last.handle);
+      await run.backend.cancelApprovalRequest(live);
     } catch {
       // best effort: the local fence, not backend cancellation, guarantees the tool does not run
     }
   }
   await condition(allHandlersFinished);
-  return snap;
+  return state.snapshot;
+}
+
+/**
+ * Submit the next generation for `hint`: first, if it needs a justification nobody gave, wait in
+ * `input_required` for `tasks/update` (SEP-2848 §Collecting submission input); then record the
+ * submission-intent (key and body durable in state and history) before contacting the backend.
+ * null when the task ended instead (unanswered, fenced, or the backend refused the submission).
+ */
+async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise<SubmittedGeneration | null> {
+  if (state.needsJustification(hint)) {
+    const window = state.openInputRequest(hint);
+    const answered = await condition(() => state.hasInput() || state.isTerminal(), window);
+    if (!state.closeInputRequest(answered)) return null;
+  }
+  const g = state.recordSubmission(hint, uuid4());
+  try {
+    g.handle = await backend.submitApprovalRequest({ body: g.body, idempotencyKey: g.idempotencyKey });
+  } catch {
+    state.fail('The approval backend did not accept the request.');
+    return null;
+  }
+  return g as SubmittedGeneration;
+}
+
+/**
+ * Wait for the backend to resolve generation `g`: a callback (a hint) or the backed-off status
+ * poll triggers an authoritative status fetch; `expired` once the request deadline passes; null
+ * when the task was fenced meanwhile.
+ */
+async function awaitDecision({ state, backend, input }: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
+  const cfg = input.config;
+  let deadline = state.awaitingDecision(g);
+  let pollDelay = cfg.statusPollInitialMs;
+  for (;;) {
+    const wait = Math.max(1, Math.min(pollDelay, deadline - Date.now()));
+    const woken = await condition(() => state.hasPendingCallback() || state.isTerminal(), wait);
+    if (state.isTerminal()) return null;
+    state.clearPendingCallback();
+    let status: BackendStatus | null;
+    try {
+      status = await backend.fetchApprovalStatus(g.handle);
+    } catch {
+      status = null; // backend unreachable: keep waiting; the request deadline still applies
+    }
+    if (state.isTerminal()) return null;
+    if (status && status.state !== 'pending') return status;
+    if (status?.state === 'pending') deadline = state.extendDecisionDeadline(g, deadline, status.expiresAt);
+    if (Date.now() >= deadline) return { state: 'expired' };
+    if (!woken) pollDelay = Math.min(pollDelay * 2, cfg.statusPollMaxMs);
+  }
+}
+
+/**
+ * Re-evaluate with the approval until allow / deny / request (SEP-2848 §Completion): allow claims
+ * and runs the tool; deny is a terminal denial; request returns the next hint; retry waits with
+ * backoff and jitter, and the waits stop at approval expiry. null unless a further request follows.
+ */
+async function reEvaluate(run: Run, approval: ApprovalMaterial): Promise<AccessRequestHint | null> {
+  const { state, backend, input } = run;
+  const approvalDeadline = state.approvalDeadline(approval);
+  for (let attempt = 0; ; attempt++) {
+    if (state.isTerminal()) return null;
+    if (Date.now() >= approvalDeadline) {
+      state.deny('approval-expired');
+      return null;
+    }
+    state.setPhase('re-evaluating');
+    const r = await backend.evaluatePolicy({ binding: input.binding, approval });
+    if (state.isTerminal()) return null;
+    switch (r.outcome) {
+      case 'allow':
+        await claimAndExecute(run, approvalDeadline);
+        return null;
+      case 'deny':
+        state.deny(r.reason);
+        return null;
+      case 'request':
+        return r.accessRequest;
+      case 'retry': {
+        state.setPhase('retry-wait');
+        const delay = state.retryDelayMs(attempt, r.retryAfterMs, () => Math.random());
+        const remaining = approvalDeadline - Date.now();
+        await condition(() => state.isTerminal(), Math.max(1, Math.min(delay, remaining)));
+        break; // loop: re-checks expiry first
+      }
+    }
+  }
+}
+
+/**
+ * Claim, then run the tool at most once (`maximumAttempts: 1`; SEP-2848 §Completion): a thrown
+ * tool error is execution-error; a lost attempt (timeout, lost worker) is resolved by the tool's
+ * idempotency hook when it has one, else outcome-unknown; never a re-run.
+ */
+async function claimAndExecute({ state, execution, input, taskId }: Run, approvalDeadlineMs: number): Promise<void> {
+  if (!state.claim(approvalDeadlineMs)) return;
+  try {
+    const out = await execution.executeTool({ binding: input.binding, taskId, executionId: `${taskId}/execution` });
+    state.complete(executedResult(out));
+  } catch (err) {
+    const cause = err instanceof ActivityFailure ? err.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type === FAILURE.toolExecutionError) state.complete(executionErrorResult());
+    else if (patched(EXECUTION_RESOLUTION_PATCH)) state.complete(await resolveLostExecution(input.binding, `${taskId}/execution`));
+    else state.complete(outcomeUnknownResult());
+  }
 }
 
 /**
@@ -421,8 +286,4 @@ async function resolveLostExecution(binding: ApprovalWorkflowInput['binding'], e
     // the hook could not tell within the retry budget
   }
   return outcomeUnknownResult();
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
 }

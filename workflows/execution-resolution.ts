@@ -1,5 +1,5 @@
 /**
- * Resolving a lost execution to the truth (issue 6 §4), for the approval workflow: after the claim,
+ * Resolving a lost execution to the truth, for the approval workflow: after the claim,
  * when the tool's single attempt was lost (worker crash, execution timeout) rather than failed, the
  * workflow asks the tool's idempotency hook (`Tool.resolveExecution`, via the `resolveExecution`
  * activity) what happened under the execution id, and never re-invokes the tool:

@@ -2,7 +2,7 @@
  * The in-task justification form (SEP-2848 §Collecting submission input, in-task) and the reading
  * of its answer, for the approval workflow. Pure functions: workflow code.
  */
-import { JUSTIFICATION_INPUT_KEY, type JustificationInputRequest } from './types.js';
+import { JUSTIFICATION_INPUT_KEY, JUSTIFICATION_LENGTH, justificationRequestedSchema, type JustificationInputRequest } from './wire.js';
 
 /** The form an in-task justification request shows (fixed text; no backend or policy text). */
 export function justificationRequest(): JustificationInputRequest {
@@ -11,11 +11,7 @@ export function justificationRequest(): JustificationInputRequest {
     params: {
       mode: 'form',
       message: 'A further approval is needed. Give a justification for the approver (10 to 1000 characters). The call has not run.',
-      requestedSchema: {
-        type: 'object',
-        properties: { justification: { type: 'string', minLength: 10, maxLength: 1000, description: 'Why this call is needed; shown to the approver.' } },
-        required: ['justification'],
-      },
+      requestedSchema: justificationRequestedSchema(),
     },
   };
 }
@@ -24,5 +20,5 @@ export function justificationRequest(): JustificationInputRequest {
 export function readJustification(responses: Record<string, unknown>): string | undefined {
   const r = responses[JUSTIFICATION_INPUT_KEY] as { action?: unknown; content?: { justification?: unknown } } | undefined;
   const text = r?.action === 'accept' ? r.content?.justification : undefined;
-  return typeof text === 'string' && text.length >= 10 && text.length <= 1000 ? text : undefined;
+  return typeof text === 'string' && text.length >= JUSTIFICATION_LENGTH.min && text.length <= JUSTIFICATION_LENGTH.max ? text : undefined;
 }

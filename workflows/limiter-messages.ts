@@ -1,6 +1,6 @@
 /**
  * The per-principal submission limiter's messages and data (SEP-2848 §Security Implications,
- * "Approval-request amplification"; DESIGN.md §3, last row), defined once and imported by the
+ * "Approval-request amplification"), defined once and imported by the
  * limiter workflow, the approval workflow (which releases its reservation), the MCP front and the
  * tests. Deterministic-safe: types, constants and message definitions only.
  */

@@ -2,7 +2,7 @@
  * The per-principal submission limiter: one workflow per principal (`limiter-<ownerKey>`), shared
  * by every MCP front instance, so the limits hold across stateless instances (SEP-2848 §Security
  * Implications, "Approval-request amplification": deployments MUST rate-limit submission per caller
- * and SHOULD bound outstanding pending tasks; DESIGN.md §3, last row).
+ * and SHOULD bound outstanding pending tasks).
  *
  * - `reserve` (update, with Update-with-Start from the front): in one synchronous step, an approval
  *   workflow id that already holds a reservation is admitted as `joined` without counting anything

@@ -4,7 +4,7 @@
  * binding (not computable without the server key) and the run id is Temporal's UUID (v7 here:
  * a millisecond timestamp and 74 random bits): over 200 bits nobody outside can guess. Never a counter. Pure string functions, usable in workflow code.
  */
-const PREFIX = 'approval-';
+import { APPROVAL_WORKFLOW_ID_PREFIX as PREFIX } from './wire.js';
 
 /** Task id for a workflow run. */
 export function taskIdFor(workflowId: string, runId: string): string {

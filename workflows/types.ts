@@ -7,11 +7,9 @@ import type { BackendHandle, BackendStatus, SubmissionBody } from '../src/backen
 import type { AccessRequestHint, ApprovalMaterial } from '../src/policy/pdp.js';
 import type { ToolResult } from '../src/tools/tool.js';
 import type { LimiterReservation } from './limiter-messages.js';
+import type { JustificationInputRequest, TaskStatus } from './wire.js';
 
 export type { CallBinding, BackendHandle, BackendStatus, SubmissionBody, AccessRequestHint, ApprovalMaterial, ToolResult };
-
-/** SEP-2663 task status. */
-export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 
 /** SEP-2848 §Execution disposition; set only on `completed` tasks. */
 export type Disposition = 'approved-executed' | 'denied-not-executed' | 'execution-error' | 'outcome-unknown';
@@ -57,7 +55,11 @@ export type DenialReason =
 /**
  * The task as the workflow sees it: everything `tasks/get` needs, nothing the client must not see
  * except `ownerKey` (which the MCP front compares and strips). Times are ISO 8601; `ttlMs` is
- * measured from `createdAt` (SEP-2663) and only ever grows (SEP-2848 §Retention).
+ * measured from `createdAt` (SEP-2663): null until the first deadline is known; while the task is
+ * working it only grows, covering the latest pending deadline plus `resultRetentionMs`; at
+ * terminalization it is recomputed to terminalizedAt + `resultRetentionMs` (shorter than the
+ * pending cover when the task ends early) and then never changes (SEP-2848 §Retention;
+ * `ApprovalState` in `approval-state.ts`).
  */
 export interface TaskSnapshot {
   status: TaskStatus;
@@ -83,23 +85,6 @@ export interface TaskSnapshot {
   /** Set while `input_required`: the outstanding requests, keyed as `tasks/update` must answer them. */
   inputRequests?: Record<string, JustificationInputRequest>;
 }
-
-/** The in-task form asking for a justification (SEP-2663 `inputRequests` entry, form elicitation). */
-export interface JustificationInputRequest {
-  method: 'elicitation/create';
-  params: {
-    mode: 'form';
-    message: string;
-    requestedSchema: {
-      type: 'object';
-      properties: { justification: { type: 'string'; minLength: number; maxLength: number; description: string } };
-      required: ['justification'];
-    };
-  };
-}
-
-/** `inputRequests` key of the justification form, before the task (MRTR) and in it (`tasks/update`). */
-export const JUSTIFICATION_INPUT_KEY = 'justification';
 
 /** Tunables the workflow runs with; fixed at start so replays see the same values. */
 export interface ApprovalWorkflowConfig {

@@ -7,8 +7,9 @@ import type { Stack } from '../../src/stack.js';
 import { WireClient } from '../../src/client/wire-client.js';
 import type { RoleProcess, RoleSpec } from '../roles/spec.js';
 import type { RssSampler } from './procs.js';
+import { TASKS_EXTENSION } from '../../workflows/wire.js';
 
-export const TASKS_CAPS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+export const TASKS_CAPS = { extensions: { [TASKS_EXTENSION]: {} } };
 /** Task queue of the baselines' own worker (bench/workflows). */
 export const BASELINE_QUEUE = 'bench-baseline';
 

@@ -15,7 +15,9 @@
  * (the workflow's update validator does), or log bodies or signatures.
  */
 import { createHash } from 'node:crypto';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { isWorkflowNotFound } from '../temporal/not-found.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
@@ -32,6 +34,9 @@ export interface ArapCallbackReceiverOptions {
   callbackSecret: string;
   logger: Logger;
 }
+
+/** An approval workflow id as a callback URL may name it (`approvalWorkflowId`). */
+const APPROVAL_WORKFLOW_ID = new RegExp(`^${APPROVAL_WORKFLOW_ID_PREFIX}[0-9a-f]{32}$`);
 
 const CallbackBody = z.object({ request_id: z.string().min(1).max(200), status: z.string().max(40), generation: z.number().int().positive().optional() });
 
@@ -57,7 +62,7 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
     const workflowId = c.req.param('workflowId');
     const generation = Number(c.req.param('generation'));
     const body = CallbackBody.safeParse(safeJson(raw));
-    if (!/^approval-[0-9a-f]{32}$/.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
+    if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }
     // The delivery's identity is what the signature covers (timestamp and body), not the header's
@@ -74,7 +79,7 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
         opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
         return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
       }
-      if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) {
+      if (isWorkflowNotFound(err)) {
         return c.body(null, 202); // closed or unknown task: nothing to do
       }
       opts.logger.warn({ err: (err as Error).name }, 'backend callback not delivered');

@@ -13,6 +13,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import type { Principal } from '../auth/principal.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 
 // `canonicalize` is CommonJS whose typings claim an ES default export; take whichever shape loads.
 const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as (
@@ -74,5 +75,5 @@ export function verifyCallBinding(b: CallBinding): boolean {
  * principal + tool + arguments + resource).
  */
 export function approvalWorkflowId(dedupKey: string, digest: string): string {
-  return `approval-${createHmac('sha256', dedupKey).update(digest).digest('hex').slice(0, 32)}`;
+  return `${APPROVAL_WORKFLOW_ID_PREFIX}${createHmac('sha256', dedupKey).update(digest).digest('hex').slice(0, 32)}`;
 }

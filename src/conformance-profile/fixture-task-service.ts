@@ -13,7 +13,8 @@
  * Holds no task state itself: any instance serves any task.
  */
 import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { fixtureCancelUpdate, fixtureCreatedUpdate, fixtureInputUpdate, fixtureTaskQuery } from './fixture-messages.js';
 import type { FixtureCancelOutcome, FixtureTaskSnapshot, FixtureTaskTool } from './fixture-types.js';
 import type { fixtureTaskWorkflow } from './fixture-workflow.js';
@@ -46,8 +47,6 @@ export interface FixtureTaskService {
   provideInput(taskId: unknown, ownerKey: string, responses: Record<string, unknown>): Promise<number | null>;
 }
 
-const notFound = (err: unknown) => err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5;
-
 /** Build the service over a Temporal client. */
 export function createFixtureTaskService(opts: FixtureTaskServiceOptions): FixtureTaskService {
   const { client } = opts;
@@ -60,7 +59,7 @@ export function createFixtureTaskService(opts: FixtureTaskServiceOptions): Fixtu
       if (desc.type !== 'fixtureTaskWorkflow' || desc.memo?.owner !== ownerKey) return null;
       return { handle, desc };
     } catch (err) {
-      if (notFound(err)) return null;
+      if (isWorkflowNotFound(err)) return null;
       throw err;
     }
   };
@@ -95,7 +94,7 @@ export function createFixtureTaskService(opts: FixtureTaskServiceOptions): Fixtu
       try {
         return await o.handle.executeUpdate(fixtureCancelUpdate);
       } catch (err) {
-        if (notFound(err)) return 'already-terminal'; // closed between describe and update
+        if (isWorkflowNotFound(err)) return 'already-terminal'; // closed between describe and update
         throw err;
       }
     },
@@ -107,7 +106,7 @@ export function createFixtureTaskService(opts: FixtureTaskServiceOptions): Fixtu
       try {
         return await o.handle.executeUpdate(fixtureInputUpdate, { args: [responses] });
       } catch (err) {
-        if (notFound(err)) return 0;
+        if (isWorkflowNotFound(err)) return 0;
         throw err;
       }
     },

@@ -6,9 +6,7 @@
  * can exercise the tasks extension (SEP-2663) on the same Temporal machinery that carries
  * Countersign's approval tasks. They are not approval tasks and carry no SEP-2848 metadata.
  */
-
-/** SEP-2663 task status. */
-export type FixtureTaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+import type { TaskStatus } from '../../workflows/wire.js';
 
 /** The fixture tools that run as tasks (see `fixture-tools.ts` for what each does). */
 export type FixtureTaskTool = 'slow_compute' | 'failing_job' | 'protocol_error_job' | 'confirm_delete' | 'multi_input' | 'test_tool_with_task';
@@ -43,7 +41,7 @@ export interface FixtureTaskInput {
 export interface FixtureTaskSnapshot {
   ownerKey: string;
   tool: FixtureTaskTool;
-  status: FixtureTaskStatus;
+  status: TaskStatus;
   statusMessage: string;
   createdAt: string;
   lastUpdatedAt: string;

@@ -26,9 +26,7 @@ import type { FixtureTaskService } from './fixture-task-service.js';
 import { FIXTURE_PROMPT, FIXTURE_TOOLS, fixtureTool } from './fixture-tools.js';
 import type { FixtureTaskSnapshot } from './fixture-types.js';
 import { gatherUserName, runMrtrFixture, type DeclaredCapabilities } from './mrtr-fixtures.js';
-
-/** The tasks extension identifier (SEP-2663). */
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+import { TASKS_EXTENSION } from '../../workflows/wire.js';
 
 /** Longest inline run of `slow_compute` for a client without the tasks extension, in seconds. */
 export const MAX_INLINE_SECONDS = 10;

@@ -1,9 +1,12 @@
 /**
- * The JSON-RPC errors the MCP front returns, built in this one module (docs/DESIGN.md §6, two kinds of error).
+ * The JSON-RPC errors the MCP front returns, built in this one module; local error classes (e.g.
+ * `TaskCreationPendingError`) never cross the wire and are mapped to one of these by their caller
+ * (docs/DESIGN.md §6).
  * Security failures are opaque: an unknown, expired, malformed or foreign task id (any string) all
  * produce the same -32602 with the same message (SEP-2848 §Security, task access control).
  */
 import { ProtocolError } from '@modelcontextprotocol/server';
+import { TASKS_EXTENSION } from '../../workflows/wire.js';
 
 /** -32602 for any task the caller may not see. One message for every cause: no oracle. */
 export function taskNotFound(): ProtocolError {
@@ -35,8 +38,8 @@ export function taskCreationPending(): ProtocolError {
 
 /** -32021: the call needs the tasks extension and the client did not declare it (SEP-2848, -32003 renumbered). */
 export function missingTasksCapability(): ProtocolError {
-  return new ProtocolError(-32021, 'Missing required client capability: io.modelcontextprotocol/tasks', {
-    requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+  return new ProtocolError(-32021, `Missing required client capability: ${TASKS_EXTENSION}`, {
+    requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
   });
 }
 

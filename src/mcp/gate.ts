@@ -21,7 +21,8 @@ import type { ToolRegistry } from '../tools/registry.js';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import { inputRoundsExhausted, invalidArguments, missingTasksCapability, requestStateMismatch, taskCreationPending, unknownTool } from './errors.js';
-import { JUSTIFICATION_KEY, JustificationSchema, MAX_INPUT_ROUNDS, type SubmissionState } from './submission-input.js';
+import { JustificationSchema, MAX_INPUT_ROUNDS, type SubmissionState } from './submission-input.js';
+import { JUSTIFICATION_INPUT_KEY } from '../../workflows/wire.js';
 import { sanitizeReason } from './status-text.js';
 import { createTaskResult } from './task-projection.js';
 import { approvalOpenedResult } from './approval-tools.js';
@@ -122,14 +123,14 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
 
   let submissionInput: { justification: string } | undefined;
   if (decision.accessRequest.requiresJustification) {
-    const given = call.mrtr.state ? acceptedContent(call.mrtr.inputResponses, JUSTIFICATION_KEY, JustificationSchema) : undefined;
+    const given = call.mrtr.state ? acceptedContent(call.mrtr.inputResponses, JUSTIFICATION_INPUT_KEY, JustificationSchema) : undefined;
     if (!given) {
       const round = (call.mrtr.state?.round ?? 0) + 1;
       if (round > MAX_INPUT_ROUNDS) throw inputRoundsExhausted();
       log.info({ round }, 'requestable denial needs a justification; input_required');
       return inputRequired({
         inputRequests: {
-          [JUSTIFICATION_KEY]: inputRequired.elicit({
+          [JUSTIFICATION_INPUT_KEY]: inputRequired.elicit({
             message: `${reason} Give a justification for the approver (10 to 1000 characters). The call has not run.`,
             requestedSchema: JustificationSchema,
           }),

@@ -15,10 +15,7 @@ import { inputRefused, internalError, missingTasksCapability, taskNotFound } fro
 import { gateToolCall, type GateDeps } from './gate.js';
 import { getTaskResult } from './task-projection.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './approval-tools.js';
-
-/** Extension identifiers (SEP-2663, SEP-2848). */
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
-export const TOOL_APPROVAL_EXTENSION = 'io.modelcontextprotocol/tool-approval';
+import { TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION } from '../../workflows/wire.js';
 
 const TaskIdParams = z.looseObject({ taskId: z.string() });
 const TaskUpdateParams = z.looseObject({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()).optional() });

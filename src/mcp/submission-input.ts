@@ -20,13 +20,14 @@ import { createRequestStateCodec, type RequestStateCodec, type ServerContext } f
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { principalKey } from '../auth/principal-keys.js';
+import { JUSTIFICATION_DESCRIPTION, JUSTIFICATION_INPUT_KEY, JUSTIFICATION_LENGTH } from '../../workflows/wire.js';
 
-/** `inputRequests` key of the justification form. */
-export const JUSTIFICATION_KEY = 'justification';
-
-/** The justification form (also validates the answer): 10–1000 characters. */
+/**
+ * The MRTR justification form (also validates the answer): the in-task form's key, bounds and
+ * description (`workflows/wire.ts`), as zod, which the SDK turns into the `requestedSchema`.
+ */
 export const JustificationSchema = z.object({
-  justification: z.string().min(10).max(1000).describe('Why this call is needed; shown to the approver.'),
+  [JUSTIFICATION_INPUT_KEY]: z.string().min(JUSTIFICATION_LENGTH.min).max(JUSTIFICATION_LENGTH.max).describe(JUSTIFICATION_DESCRIPTION),
 });
 
 /** What the sealed `requestState` carries. */

@@ -15,7 +15,8 @@
  * Deliberately does not: count in process memory, wait for a slot to free up, or fail open (a
  * limiter that cannot be reached is an error the caller may retry; no task is opened meanwhile).
  */
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { isWorkflowNotFound } from '../temporal/not-found.js';
 import type { submissionLimiterWorkflow } from '../../workflows/submission-limiter.js';
 import {
   limiterWorkflowIdOf,
@@ -75,7 +76,7 @@ export function createSubmissionLimiter(opts: SubmissionLimiterOptions): Submiss
     try {
       return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return false;
+      if (isWorkflowNotFound(err)) return false;
       throw err;
     }
   };

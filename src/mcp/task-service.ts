@@ -1,5 +1,5 @@
 /**
- * The MCP front's side of Temporal: tasks/* methods as workflow operations (DESIGN.md §2–3).
+ * The MCP front's side of Temporal: tasks/* methods as workflow operations (`workflows/messages.ts`).
  *
  * - create or join: Update-with-Start with `workflowIdConflictPolicy: USE_EXISTING` and a workflow
  *   id keyed on the binding, waiting (bounded) on `taskCreated` so `CreateTaskResult` is only
@@ -22,7 +22,6 @@ import {
   QueryRejectedError,
   WithStartWorkflowOperation,
   WorkflowClient,
-  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
@@ -33,9 +32,11 @@ import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
+import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
 import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 import { faultPoint } from '../fault-point.js';
+import { isWorkflowNotFound } from '../temporal/not-found.js';
 
 /** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
 const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
@@ -108,7 +109,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== taskOwnerKeyOf(caller)) return null;
       return { handle, desc };
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return null;
+      if (isWorkflowNotFound(err)) return null;
       throw err;
     }
   };
@@ -122,7 +123,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         timer = setTimeout(() => reject(new TaskCreationPendingError()), opts.createWaitMs);
       });
       try {
-        // Per-principal submission limits (issue 5 §5): throws SubmissionLimitedError past one.
+        // Per-principal submission limits (`submission-limiter.ts`): throws SubmissionLimitedError past one.
         const limiter = limits ? await Promise.race([limits.reserve(quotaKeyOf(opts.dedupKey, binding.principal), workflowId), timeout]) : null;
         const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
           workflowId,
@@ -132,7 +133,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           memo: { owner: ownerKey },
         });
         const { runId, snapshot } = await Promise.race([client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation }), timeout]);
-        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (issue 6)
+        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
         return { taskId: taskIdFor(workflowId, runId), snapshot };
       } finally {
         clearTimeout(timer);
@@ -146,7 +147,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         const snap = await openRuns.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId).query(taskQuery);
         if (typeof snap?.ownerKey === 'string') return snap.ownerKey === taskOwnerKeyOf(caller) ? snap : null;
       } catch (err) {
-        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return null;
+        if (isWorkflowNotFound(err)) return null;
         // QueryNotRegisteredError is any INVALID_ARGUMENT answer, also a query that failed inside an
         // open approval workflow: the describe path below decides (a foreign id stays unknown; the
         // owner of an open task whose query fails gets an internal error, never "unknown task").
@@ -208,16 +209,16 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     async provideInput(taskId, caller, inputResponses) {
       const owned = await describeOwned(taskId, caller);
       if (!owned) return null;
-      if (owned.desc.status.name !== 'RUNNING') return { refused: 'the task has no outstanding input request' };
+      if (owned.desc.status.name !== 'RUNNING') return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
       try {
         await owned.handle.executeUpdate(provideInputUpdate, { args: [inputResponses] });
         return { accepted: true };
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) {
-          const cause = (err.cause as Error | undefined)?.message ?? '';
-          return { refused: /outstanding input/.test(cause) ? 'the task has no outstanding input request' : 'inputResponses.justification must accept a justification of 10 to 1000 characters' };
+          // refused by the validator: nothing was recorded; any other update failure reads as a bad answer
+          return { refused: REFUSAL_TEXT[refusalOf(err.cause) === REFUSAL.noInputRequested ? REFUSAL.noInputRequested : REFUSAL.invalidInput] };
         }
-        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return { refused: 'the task has no outstanding input request' };
+        if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
         throw err;
       }
     },
@@ -230,7 +231,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         return await owned.handle.executeUpdate(cancelUpdate);
       } catch (err) {
         // the run closed between describe and update
-        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return 'already-terminal';
+        if (isWorkflowNotFound(err)) return 'already-terminal';
         throw err;
       }
     },

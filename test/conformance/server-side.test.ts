@@ -21,6 +21,7 @@ import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
 import { backendCallbackUpdate, cancelUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import type { ApprovalMaterial, BackendHandle, BackendStatus, ReEvaluation, SubmissionBody } from '../../workflows/types.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 
 
 const t = approvalWorkflowEnv();
@@ -88,7 +89,7 @@ async function run<T>(acts: ApprovalActivities, body: (taskQueue: string) => Pro
 }
 
 async function start(taskQueue: string, wfInput = input()) {
-  const handle = await t.env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId: `approval-${randomUUID().replace(/-/g, '')}`, args: [wfInput] });
+  const handle = await t.env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId: `${APPROVAL_WORKFLOW_ID_PREFIX}${randomUUID().replace(/-/g, '')}`, args: [wfInput] });
   const created = await handle.executeUpdate(taskCreatedUpdate);
   return { handle, created };
 }

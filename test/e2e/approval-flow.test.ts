@@ -7,6 +7,7 @@ import { McpRpcError } from '../../src/client/wire-client.js';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 import { QUICK_EXPIRY_POLICY as EXPIRY_POLICY } from '../support/test-policies.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const AUTHZ = 'io.modelcontextprotocol/authorization';
@@ -170,7 +171,7 @@ describe('approval-gated wire_transfer, end to end', () => {
   });
 
   it('a forged callback is rejected and reaches no workflow', async () => {
-    const res = await fetch(`${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/approval-${'a'.repeat(32)}/1`, {
+    const res = await fetch(`${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'a'.repeat(32)}/1`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-countersign-timestamp': String(Math.floor(Date.now() / 1000)), 'x-countersign-signature': `v1=${'0'.repeat(64)}` },
       body: JSON.stringify({ request_id: 'ar_x', status: 'approved', generation: 1 }),
@@ -217,7 +218,7 @@ describe('abnormal ends', () => {
     const m1 = memo();
     const t1 = await alice.request<WireTask>('tools/call', bigTransfer(m1));
     const [wf1, run1] = t1.taskId.split('.') as [string, string];
-    await stack.temporal.workflow.getHandle(`approval-${wf1}`, run1).terminate('test: operator terminate');
+    await stack.temporal.workflow.getHandle(`${APPROVAL_WORKFLOW_ID_PREFIX}${wf1}`, run1).terminate('test: operator terminate');
     const f = await alice.request<WireTask>('tasks/get', { taskId: t1.taskId });
     expect(f.status).toBe('failed');
     expect(f.error?.code).toBe(-32603);
@@ -226,7 +227,7 @@ describe('abnormal ends', () => {
     const m2 = memo();
     const t2 = await alice.request<WireTask>('tools/call', bigTransfer(m2));
     const [wf2, run2] = t2.taskId.split('.') as [string, string];
-    const handle = stack.temporal.workflow.getHandle(`approval-${wf2}`, run2);
+    const handle = stack.temporal.workflow.getHandle(`${APPROVAL_WORKFLOW_ID_PREFIX}${wf2}`, run2);
     const { default: Database } = await import('better-sqlite3');
     const lock = new Database(`${stack.config.COUNTERSIGN_DATA_DIR}/ledger.db`);
     lock.exec('BEGIN EXCLUSIVE');
@@ -254,7 +255,7 @@ describe('callback authenticity', () => {
     const m = memo();
     const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
     const req = (await pendingFor(stack, 'bob')).find((r) => r.arguments.memo === m)!;
-    const url = `${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/approval-${created.taskId.split('.')[0]}/1`;
+    const url = `${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${created.taskId.split('.')[0]}/1`;
     const send = async (body: string) => {
       const { timestamp, signature } = signCallback(stack.secrets.callbackSecret, body, Math.floor(Date.now() / 1000));
       return { timestamp, signature, status: (await post(body, timestamp, signature)).status };

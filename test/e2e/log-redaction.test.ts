@@ -8,10 +8,11 @@ import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } fr
 import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
 import { createLogger } from '../../src/log.js';
 import { parseTaskId } from '../../workflows/task-id.js';
+import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import { basic, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
-const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+const TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
 
 async function rpcError(p: Promise<unknown>): Promise<McpRpcError> {
   const err = await p.then(() => null, (e: unknown) => e);

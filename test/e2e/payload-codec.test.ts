@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
 import { ENCRYPTED_ENCODING, PayloadCodecError, generatePayloadKey, payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';
 import { parseTaskId } from '../../workflows/task-id.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import { clientFor, decide, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
@@ -107,7 +108,7 @@ describe('payload codec: arguments are not stored in plain text', () => {
 
   it('a workflow started on the server with unsealed (forged) input never runs: the worker refuses to decode it', async () => {
     const plainClient = new Client({ connection: raw, namespace: stack.config.TEMPORAL_NAMESPACE });
-    const forgedId = `approval-${'f'.repeat(32)}`;
+    const forgedId = `${APPROVAL_WORKFLOW_ID_PREFIX}${'f'.repeat(32)}`;
     const before = stack.ledger.count();
     const handle = await plainClient.workflow.start('approvalWorkflow', {
       taskQueue: stack.config.COUNTERSIGN_TASK_QUEUE,

@@ -127,6 +127,7 @@ describe('submission input before the task (MRTR)', () => {
     expect(t._meta?.['io.modelcontextprotocol/authorization']).toMatchObject({ remediation: 'available' });
     const short = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('short') }));
     expect(short.code).toBe(-32602);
+    expect(short.message).toBe('Invalid params: inputResponses.justification must accept a justification of 10 to 1000 characters');
     expect(await alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') })).toMatchObject({ resultType: 'complete' });
     let second: Array<{ arguments: Record<string, unknown>; justification?: string }> = [];
     for (let i = 0; i < 100 && second.length === 0; i++) {
@@ -139,6 +140,8 @@ describe('submission input before the task (MRTR)', () => {
     expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('approved-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
     // a task that is not waiting for input refuses tasks/update
-    expect((await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') }))).code).toBe(-32602);
+    const late = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') }));
+    expect(late.code).toBe(-32602);
+    expect(late.message).toBe('Invalid params: the task has no outstanding input request');
   });
 });

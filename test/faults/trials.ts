@@ -5,6 +5,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } from '../../src/backends/callback-signature.js';
 import { parseTaskId } from '../../workflows/task-id.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX, TASKS_EXTENSION } from '../../workflows/wire.js';
 import type { Cluster } from './cluster.js';
 import type { Role } from '../../src/stack-roles.js';
 import { backendRequestsOf, invocationsOf, ledgerRowsOf } from './observe.js';
@@ -76,7 +77,7 @@ export class Driver {
 
   static async create(cluster: Cluster): Promise<Driver> {
     const token = await cluster.token('alice');
-    return new Driver(cluster, new WireClient({ url: cluster.mcpUrl, token, capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } }));
+    return new Driver(cluster, new WireClient({ url: cluster.mcpUrl, token, capabilities: { extensions: { [TASKS_EXTENSION]: {} } } }));
   }
 
   /** `tools/call` wire_transfer for `memo`; resolves with the CreateTaskResult (throws on transport errors). */
@@ -234,7 +235,7 @@ async function workflowsStartedSince(c: Cluster, sinceMs: number): Promise<Array
       const page = await conn.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1000, ...(nextPageToken ? { nextPageToken } : {}) });
       for (const e of page.executions ?? []) {
         const started = Number(e.startTime?.seconds ?? 0) * 1000 + Math.floor((e.startTime?.nanos ?? 0) / 1e6);
-        if (started >= sinceMs && e.execution?.workflowId?.startsWith('approval-')) out.push({ workflowId: e.execution.workflowId, runId: e.execution.runId ?? '' });
+        if (started >= sinceMs && e.execution?.workflowId?.startsWith(APPROVAL_WORKFLOW_ID_PREFIX)) out.push({ workflowId: e.execution.workflowId, runId: e.execution.runId ?? '' });
       }
       nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
     } while (nextPageToken);

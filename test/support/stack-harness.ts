@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../../src/log.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { startStack, type Stack } from '../../src/stack.js';
 import { bundleWorkflows } from '../../src/worker.js';
+import { TASKS_EXTENSION } from '../../workflows/wire.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
@@ -50,7 +51,7 @@ export async function startTestStack(config: Config, logger?: Logger): Promise<S
 /** A wire client for `sub`, declaring the tasks extension unless `tasks: false`, and form elicitation when `elicitation`. */
 export async function clientFor(stack: Stack, sub: string, opts: { tasks?: boolean; elicitation?: boolean } = {}): Promise<WireClient> {
   const token = await stack.issuer.mintToken({ sub });
-  const capabilities: Record<string, unknown> = opts.tasks === false ? {} : { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+  const capabilities: Record<string, unknown> = opts.tasks === false ? {} : { extensions: { [TASKS_EXTENSION]: {} } };
   if (opts.elicitation) capabilities.elicitation = { form: {} };
   return new WireClient({ url: stack.urls.mcp, token, capabilities });
 }

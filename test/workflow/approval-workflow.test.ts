@@ -1,6 +1,10 @@
 // Scope: the approval workflow's state machine on the time-skipping test server, with typed fake
-// activities (no network): expiry, retry backoff, request chains, cancel vs claim, stale callbacks.
+// activities (no network): expiry, retry backoff, request chains, cancel vs claim, stale callbacks;
+// and replay of runs recorded before the ApprovalState refactor.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +13,8 @@ import type { ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
 import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
+import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
 import { FAILURE, type ApprovalWorkflowConfig, type BackendHandle, type BackendStatus, type ReEvaluation } from '../../workflows/types.js';
 
 
@@ -59,12 +65,24 @@ function approved(validForMs: number): BackendStatus {
 async function run<T>(acts: ApprovalActivities, body: (taskQueue: string, workflowId: string) => Promise<T>): Promise<T> {
   const taskQueue = `tq-${randomUUID()}`;
   const worker = await Worker.create({ connection: t.env.nativeConnection, taskQueue, workflowBundle: t.bundle, activities: acts });
-  return worker.runUntil(body(taskQueue, `approval-${randomUUID().replace(/-/g, '')}`));
+  return worker.runUntil(body(taskQueue, `${APPROVAL_WORKFLOW_ID_PREFIX}${randomUUID().replace(/-/g, '')}`));
 }
 
 function input() {
   const binding = createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: { iss: 'https://issuer.test', sub: 'alice' }, toolDescriptorDigest: 'd1' });
   return { binding, ownerKey: 'owner', config, accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' } };
+}
+
+/** The refusal type of an update its validator refused (asserting the error's class and sentence); fails if it was accepted. */
+async function refusalFrom(update: Promise<unknown>): Promise<string | undefined> {
+  const err = await update.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+  const type = refusalOf((err as WorkflowUpdateFailedError).cause);
+  expect((err as WorkflowUpdateFailedError).cause?.message).toBe(type && REFUSAL_TEXT[type]);
+  return type;
 }
 
 async function start(taskQueue: string, workflowId: string, overrides: Partial<ApprovalWorkflowConfig> = {}) {
@@ -205,8 +223,8 @@ describe('approval workflow (time-skipping)', () => {
       const { handle } = await start(tq, id);
       const cb = { generation: 1, requestId: 'req-1', callbackId: 'same-delivery' };
       expect(await handle.executeUpdate(backendCallbackUpdate, { args: [cb] })).toBe('accepted');
-      await expect(handle.executeUpdate(backendCallbackUpdate, { args: [cb] })).rejects.toThrow();
-      await expect(handle.executeUpdate(backendCallbackUpdate, { args: [{ ...cb, requestId: 'req-forged', callbackId: 'other' }] })).rejects.toThrow();
+      expect(await refusalFrom(handle.executeUpdate(backendCallbackUpdate, { args: [cb] }))).toBe(REFUSAL.replayedCallback);
+      expect(await refusalFrom(handle.executeUpdate(backendCallbackUpdate, { args: [{ ...cb, requestId: 'req-forged', callbackId: 'other' }] }))).toBe(REFUSAL.staleCallback);
       await handle.executeUpdate(cancelUpdate);
       return handle.result();
     });
@@ -220,7 +238,7 @@ describe('approval workflow (time-skipping)', () => {
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
-      await expect(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'not asked for yet' } } }] })).rejects.toThrow();
+      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'not asked for yet' } } }] }))).toBe(REFUSAL.noInputRequested);
       await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
       let snap = await handle.query(taskQuery);
       for (let i = 0; i < 200 && snap.status !== 'input_required'; i++) {
@@ -231,8 +249,8 @@ describe('approval workflow (time-skipping)', () => {
       expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification']);
       expect(calls.submit).toHaveLength(1);
       // an unusable answer is refused and changes nothing
-      await expect(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'short' } } }] })).rejects.toThrow();
-      await expect(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'decline' } }] })).rejects.toThrow();
+      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'short' } } }] }))).toBe(REFUSAL.invalidInput);
+      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'decline' } }] }))).toBe(REFUSAL.invalidInput);
       expect((await handle.query(taskQuery)).status).toBe('input_required');
       expect(await handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }] })).toBe('accepted');
       return handle.result();
@@ -271,5 +289,13 @@ describe('approval workflow (time-skipping)', () => {
     expect(out.status).toBe('completed');
     expect(out.disposition).toBe('outcome-unknown');
     expect(calls.execute).toBe(1);
+  });
+
+  // Recorded (historyToJSON) from this file's scenarios run against the workflow as it was before
+  // its state moved into ApprovalState (workflows/approval-state.ts): the refactor must keep the
+  // same commands in the same order, or these runs would fail to replay.
+  it.each(['chained-justification', 'cancel-after-claim', 'request-chain-bound'])('a run recorded before the ApprovalState refactor replays unchanged: %s', async (name) => {
+    const history = historyFromJSON(JSON.parse(readFileSync(new URL(`./fixtures/pre-state-class-${name}.history.json`, import.meta.url), 'utf8')));
+    await expect(Worker.runReplayHistory({ workflowBundle: t.bundle }, history)).resolves.toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-// Scope: the lost-execution resolution of the approval workflow (issue 6 §4) on the time-skipping
+// Scope: the lost-execution resolution of the approval workflow on the time-skipping
 // test server with typed fakes: a lost attempt is resolved by the tool's idempotency hook, the tool
 // is never invoked twice, and runs from before the change replay unchanged.
 import { readFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { createCallBinding } from '../../src/binding/call-binding.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
 import { EXECUTION_LOST_FENCED_TEXT, type ExecutionResolution } from '../../workflows/execution-resolution.js';
 import { statusMessage } from '../../src/mcp/status-text.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import { FAILURE, type TaskSnapshot } from '../../workflows/types.js';
 
 const t = approvalWorkflowEnv();
@@ -56,7 +57,7 @@ async function runToEnd(acts: ApprovalActivities): Promise<TaskSnapshot> {
   return worker.runUntil(
     t.env.client.workflow.execute(approvalWorkflow, {
       taskQueue,
-      workflowId: `approval-${randomUUID().replace(/-/g, '')}`,
+      workflowId: `${APPROVAL_WORKFLOW_ID_PREFIX}${randomUUID().replace(/-/g, '')}`,
       args: [{ binding, ownerKey: 'owner', config, accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' } }],
     }),
   );

@@ -25,6 +25,7 @@ import {
 } from '../../workflows/limiter-messages.js';
 import { submissionLimiterWorkflow } from '../../workflows/submission-limiter.js';
 import type { ApprovalWorkflowConfig } from '../../workflows/types.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -211,7 +212,7 @@ describe('submission limiter (time-skipping)', () => {
     };
     await run({ ...approvals, ...limiter.acts }, async (tq, owner) => {
       const { handle, reserve } = await startLimiter(tq, owner);
-      const approvalId = `approval-${randomUUID().replace(/-/g, '')}`;
+      const approvalId = `${APPROVAL_WORKFLOW_ID_PREFIX}${randomUUID().replace(/-/g, '')}`;
       const r = await reserve(approvalId);
       if (!r.admitted) throw new Error('not admitted');
       const config: ApprovalWorkflowConfig = {

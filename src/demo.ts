@@ -16,6 +16,7 @@ import { loadConfig } from './config.js';
 import { loadOrCreateSecrets } from './secrets.js';
 import { startStack, DEMO_REQUESTER, type Stack } from './stack.js';
 import { ensureTemporalBinaries } from './temporal/binaries.js';
+import { TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION } from '../workflows/wire.js';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 let failures = 0;
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
     const client = new WireClient({
       url: mcpUrl,
       token,
-      capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+      capabilities: { extensions: { [TASKS_EXTENSION]: {} } },
       clientInfo: { name: 'countersign-demo', version: '0.1.0' },
       onMessage: (dir, m) => out(`${dir === '>' ? '→' : '←'} ${JSON.stringify(m)}`),
     });
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
 
     step('1. server/discover');
     const disc = await client.request<{ capabilities: { extensions?: Record<string, unknown> } }>('server/discover');
-    check(!!disc.capabilities.extensions?.['io.modelcontextprotocol/tasks'] && !!disc.capabilities.extensions?.['io.modelcontextprotocol/tool-approval'], 'tasks and tool-approval extensions advertised');
+    check(!!disc.capabilities.extensions?.[TASKS_EXTENSION] && !!disc.capabilities.extensions?.[TOOL_APPROVAL_EXTENSION], 'tasks and tool-approval extensions advertised');
 
     step('2. tools/list');
     const list = await client.request<{ tools: Array<{ name: string }> }>('tools/list');

@@ -29,11 +29,11 @@
 import type { TaskIdStore } from './task-id-store.js';
 import { WireClient, type WireClientOptions } from './wire-client.js';
 
-/** The tasks extension identifier, declared in every request's client capabilities. */
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+import { TASKS_EXTENSION, type TaskStatus } from '../../workflows/wire.js';
 
-/** SEP-2663 task status. */
-export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+// Re-exported for users of this client: the tasks extension identifier declared in every request's
+// client capabilities, and the SEP-2663 task status.
+export { TASKS_EXTENSION, type TaskStatus };
 
 /** One embedded request for input (SEP-2322), e.g. `elicitation/create`. */
 export interface InputRequest {

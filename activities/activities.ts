@@ -1,5 +1,5 @@
 /**
- * Activities of the approval workflow: every side effect it schedules (DESIGN.md §3).
+ * Activities of the approval workflow: every side effect it schedules (docs/DESIGN.md §4).
  * Built by `createActivities(deps)` so tests pass typed fakes and the worker passes adapters.
  *
  * Delivery: Temporal runs activities at least once. `submitApprovalRequest` is safe to repeat
@@ -52,7 +52,7 @@ export interface ApprovalActivities {
   executeTool(input: { binding: CallBinding; taskId: string; executionId: string }): Promise<ToolResult>;
   /**
    * After a lost execution: ask the tool's idempotency hook what happened under `executionId`
-   * (issue 6 §4, `Tool.resolveExecution`). Never invokes the tool. `unknown` when the tool has no
+   * (`Tool.resolveExecution`). Never invokes the tool. `unknown` when the tool has no
    * hook or is gone; a hook that throws fails the activity (retried; the workflow then gives up
    * with outcome-unknown). Safe to repeat: the hook is idempotent. Optional only so test fakes may
    * omit it (a fake without it leaves a lost execution outcome-unknown); `createActivities` has it.

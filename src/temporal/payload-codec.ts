@@ -1,5 +1,5 @@
 /**
- * Encryption at rest for Temporal payloads (issue 5 §6; DESIGN.md §3 "sensitive durable state"):
+ * Encryption at rest for Temporal payloads (docs/DESIGN.md §4.2, "sensitive durable state"; docs/PRODUCTION.md, payload encryption):
  * a `PayloadCodec` that seals every payload with AES-256-GCM before it leaves the process and
  * opens it on the way back. Install the same codec on every client and worker
  * (`dataConverter: { payloadCodecs: [codec] }`).

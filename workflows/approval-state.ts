@@ -24,7 +24,7 @@
  * workflow: workflow time).
  */
 import { deniedResult, outcomeUnknownResult } from './results.js';
-import { justificationRequest, readJustification } from './justification.js';
+import { justificationRequest, readJustification, refusedInput } from './justification.js';
 import { REFUSAL, refusal } from './refusals.js';
 import { JUSTIFICATION_INPUT_KEY } from './wire.js';
 import {
@@ -81,6 +81,10 @@ export class ApprovalState {
   private justification: string | undefined;
   /** A `tasks/update` answer not yet taken by the waiting loop. */
   private pendingInput: string | undefined;
+  /** A `tasks/update` that declined or cancelled the outstanding form, not yet taken by the waiting loop. */
+  private refusedInput: 'decline' | 'cancel' | undefined;
+  /** The `inputResponses` key of the outstanding input request, while `input_required`. */
+  private inputKey: string | undefined;
 
   constructor(
     private readonly input: ApprovalWorkflowInput,
@@ -236,14 +240,23 @@ export class ApprovalState {
     return hint.requiresJustification === true && !(this.generations.length === 0 && this.justification);
   }
 
+  /** The generation number the next submission will have (1 for the first). */
+  nextGeneration(): number {
+    return this.generations.length + 1;
+  }
+
   /**
-   * Enter `input_required` with the justification form for `hint`; returns the window to wait, ms
-   * (the request TTL capped by `maxRequestWindowMs`), which retention now covers.
+   * Enter `input_required` with the justification form for `hint` under `key` (unique for the
+   * task's lifetime: `inTaskJustificationKey`; runs recorded before per-round keys use
+   * `justification`); returns the window to wait, ms (the request TTL capped by
+   * `maxRequestWindowMs`), which retention now covers.
    */
-  openInputRequest(hint: AccessRequestHint): number {
+  openInputRequest(hint: AccessRequestHint, key: string = JUSTIFICATION_INPUT_KEY): number {
     this.pendingInput = undefined;
+    this.refusedInput = undefined;
+    this.inputKey = key;
     this.snapshot.status = 'input_required';
-    this.snapshot.inputRequests = { [JUSTIFICATION_INPUT_KEY]: justificationRequest() };
+    this.snapshot.inputRequests = { [key]: justificationRequest() };
     this.snapshot.policyReason = hint.reason;
     this.touch();
     const window = Math.min(hint.requestTtlMs, this.cfg.maxRequestWindowMs);
@@ -251,38 +264,54 @@ export class ApprovalState {
     return window;
   }
 
-  /** True once `tasks/update` delivered an acceptable answer. */
+  /** True once `tasks/update` delivered an answer: a justification, a decline or a cancel. */
   hasInput(): boolean {
-    return this.pendingInput !== undefined;
+    return this.pendingInput !== undefined || this.refusedInput !== undefined;
   }
 
   /**
    * Leave `input_required` after the wait: true when answered (the answer becomes the justification
-   * of the next submission); false when the task went terminal meanwhile, or the window passed
-   * unanswered (then a terminal request-expired denial).
+   * of the next submission); false when the task went terminal meanwhile, the window passed
+   * unanswered (then a terminal request-expired denial), or the answer declined or cancelled the
+   * form (then a terminal input-declined denial: nothing further was submitted, the tool did not
+   * run; MCP elicitation: a decline or cancel is an answer, not a missing one).
    */
   closeInputRequest(answered: boolean): boolean {
     if (this.isTerminal()) return false;
     delete this.snapshot.inputRequests;
+    this.inputKey = undefined;
     this.snapshot.status = 'working';
     this.touch();
     if (!answered) {
       this.deny('request-expired');
       return false;
     }
+    if (this.refusedInput !== undefined) {
+      this.deny('input-declined');
+      return false;
+    }
     this.justification = this.pendingInput;
     return true;
   }
 
-  /** `provideInput` validator: throws a `noInputRequested` or `invalidInput` refusal. */
+  /**
+   * `provideInput` validator: throws `noInputRequested` (the task is not waiting for input, or this
+   * round was already answered), `unknownInputKey` (a key that is not outstanding: an earlier
+   * round's, or one never asked), or `invalidInput` (the outstanding key is missing, or neither a
+   * decline, a cancel, nor an accepted justification of the allowed length).
+   */
   validateInput(responses: Record<string, unknown>): void {
-    if (this.snapshot.status !== 'input_required') throw refusal(REFUSAL.noInputRequested);
-    if (readJustification(responses) === undefined) throw refusal(REFUSAL.invalidInput);
+    const key = this.inputKey;
+    if (this.snapshot.status !== 'input_required' || key === undefined || this.hasInput()) throw refusal(REFUSAL.noInputRequested);
+    if (Object.keys(responses).some((k) => k !== key)) throw refusal(REFUSAL.unknownInputKey);
+    if (refusedInput(responses, key) === undefined && readJustification(responses, key) === undefined) throw refusal(REFUSAL.invalidInput);
   }
 
-  /** `provideInput` handler: keep the answer for the waiting loop. */
+  /** `provideInput` handler: keep the answer (a justification, or the decline / cancel) for the waiting loop. */
   acceptInput(responses: Record<string, unknown>): 'accepted' {
-    this.pendingInput = readJustification(responses);
+    const key = this.inputKey ?? JUSTIFICATION_INPUT_KEY;
+    this.refusedInput = refusedInput(responses, key);
+    if (this.refusedInput === undefined) this.pendingInput = readJustification(responses, key);
     return 'accepted';
   }
 

@@ -50,6 +50,8 @@ import { taskIdFor } from './task-id.js';
 import { claimReservation, reservationReleaser } from './limiter-release.js';
 import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './execution-resolution.js';
 import { ApprovalState, type SubmittedGeneration } from './approval-state.js';
+import { JUSTIFICATION_INPUT_KEY, inTaskJustificationKey } from './wire.js';
+import { UNIQUE_INPUT_KEYS_PATCH } from './justification.js';
 import {
   FAILURE,
   type AccessRequestHint,
@@ -176,7 +178,9 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
  */
 async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise<SubmittedGeneration | null> {
   if (state.needsJustification(hint)) {
-    const window = state.openInputRequest(hint);
+    // Each round gets its own key; runs recorded before per-round keys replay with the shared one.
+    const key = patched(UNIQUE_INPUT_KEYS_PATCH) ? inTaskJustificationKey(state.nextGeneration()) : JUSTIFICATION_INPUT_KEY;
+    const window = state.openInputRequest(hint, key);
     const answered = await condition(() => state.hasInput() || state.isTerminal(), window);
     if (!state.closeInputRequest(answered)) return null;
   }

@@ -8,7 +8,7 @@
  * that was accepted.
  */
 import { ApplicationFailure } from '@temporalio/workflow';
-import { JUSTIFICATION_INPUT_KEY, JUSTIFICATION_LENGTH } from './wire.js';
+import { JUSTIFICATION_LENGTH } from './wire.js';
 
 /** `ApplicationFailure.type` of each update refusal. */
 export const REFUSAL = {
@@ -18,8 +18,10 @@ export const REFUSAL = {
   staleCallback: 'StaleCallback',
   /** `provideInput`: the task is not `input_required`. */
   noInputRequested: 'NoInputRequested',
-  /** `provideInput`: the outstanding key lacks an accepted justification of the allowed length. */
+  /** `provideInput`: the outstanding key is neither declined, cancelled, nor an accepted justification of the allowed length. */
   invalidInput: 'InvalidInput',
+  /** `provideInput`: an answer names a key that is not outstanding (answered before, or never asked). */
+  unknownInputKey: 'UnknownInputKey',
 } as const;
 
 /** One of {@link REFUSAL}'s values. */
@@ -33,7 +35,8 @@ export const REFUSAL_TEXT: Readonly<Record<Refusal, string>> = {
   [REFUSAL.replayedCallback]: 'replayed callback',
   [REFUSAL.staleCallback]: 'callback for no current generation',
   [REFUSAL.noInputRequested]: 'the task has no outstanding input request',
-  [REFUSAL.invalidInput]: `inputResponses.${JUSTIFICATION_INPUT_KEY} must accept a justification of ${JUSTIFICATION_LENGTH.min} to ${JUSTIFICATION_LENGTH.max} characters`,
+  [REFUSAL.invalidInput]: `inputResponses must answer the outstanding key: accept with a justification of ${JUSTIFICATION_LENGTH.min} to ${JUSTIFICATION_LENGTH.max} characters, or decline or cancel`,
+  [REFUSAL.unknownInputKey]: 'inputResponses names a key that is not outstanding; read inputRequests from tasks/get',
 };
 
 /** The failure an update validator throws to refuse: non-retryable, typed, with the fixed sentence. */

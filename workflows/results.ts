@@ -15,6 +15,7 @@ const DENIAL_SENTENCE: Record<DenialReason, string> = {
   'request-chain-exhausted': 'Policy kept asking for further approvals; the request limit was reached.',
   'tool-changed': 'The tool changed while the request was pending, so the approval no longer applies.',
   'binding-invalid': 'The stored call no longer matched its binding, so it was refused.',
+  'input-declined': 'The input a further approval needed was declined, so no further approval request was submitted.',
 };
 
 /** Disposition + SEP-2643 denial envelope (`remediation: "unavailable"`): the tool did not run. */

@@ -50,7 +50,8 @@ export type DenialReason =
   | 'policy-denied'
   | 'request-chain-exhausted'
   | 'tool-changed'
-  | 'binding-invalid';
+  | 'binding-invalid'
+  | 'input-declined';
 
 /**
  * The task as the workflow sees it: everything `tasks/get` needs, nothing the client must not see

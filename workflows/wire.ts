@@ -29,6 +29,19 @@ export const APPROVAL_WORKFLOW_ID_PREFIX = 'approval-';
  */
 export const JUSTIFICATION_INPUT_KEY = 'justification';
 
+/**
+ * `inputResponses` key of the in-task justification request made before submitting `generation`
+ * (≥ 2): `justification-<generation>`. Unique over the task's lifetime, so an answer to an earlier
+ * round can never be replayed into a later one (SEP-2663: an input key is not reused once
+ * answered). The pre-task MRTR request keeps {@link JUSTIFICATION_INPUT_KEY}.
+ */
+export function inTaskJustificationKey(generation: number): string {
+  return `${JUSTIFICATION_INPUT_KEY}-${generation}`;
+}
+
+/** The answers an elicitation can carry (MCP elicitation: accept, decline, cancel). */
+export type ElicitationAction = 'accept' | 'decline' | 'cancel';
+
 /** Accepted justification length, in characters (inclusive bounds). */
 export const JUSTIFICATION_LENGTH = { min: 10, max: 1000 } as const;
 

@@ -23,6 +23,7 @@ import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import { inputRoundsExhausted, invalidArguments, missingTasksCapability, requestStateMismatch, taskCreationPending, unknownTool } from './errors.js';
 import { JustificationSchema, MAX_INPUT_ROUNDS, type SubmissionState } from './submission-input.js';
 import { JUSTIFICATION_INPUT_KEY } from '../../workflows/wire.js';
+import { refusedInput } from '../../workflows/justification.js';
 import { sanitizeReason } from './status-text.js';
 import { createTaskResult } from './task-projection.js';
 import { approvalOpenedResult } from './approval-tools.js';
@@ -123,6 +124,12 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
 
   let submissionInput: { justification: string } | undefined;
   if (decision.accessRequest.requiresJustification) {
+    // A decline or cancel is an answer (MCP elicitation): the call ends here, nothing submitted.
+    const refused = call.mrtr.state ? refusedInput(call.mrtr.inputResponses ?? {}, JUSTIFICATION_INPUT_KEY) : undefined;
+    if (refused) {
+      log.info({ decision: 'deny', requestable: true, input: refused }, 'submission input declined; nothing submitted');
+      return inputRefusedResult(reason, refused);
+    }
     const given = call.mrtr.state ? acceptedContent(call.mrtr.inputResponses, JUSTIFICATION_INPUT_KEY, JustificationSchema) : undefined;
     if (!given) {
       const round = (call.mrtr.state?.round ?? 0) + 1;
@@ -157,4 +164,24 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     }
     throw err;
   }
+}
+
+/**
+ * The answer to an MRTR retry whose justification was declined or cancelled (SEP-2848 §Collecting
+ * submission input; MCP elicitation: decline and cancel are answers): an `isError` result saying the
+ * tool did not run and no approval request was submitted, with the SEP-2643 envelope at
+ * `remediation: "unavailable"` — nothing is pending, and repeating the call starts over.
+ */
+export function inputRefusedResult(reason: string, action: 'decline' | 'cancel'): Record<string, unknown> {
+  const what = action === 'decline' ? 'The justification this approval needs was declined' : 'The request for the justification this approval needs was cancelled';
+  return {
+    content: [
+      {
+        type: 'text',
+        text: `Not executed: ${reason} ${what}, so no approval request was submitted and the tool did not run. Nothing is pending; making the call again starts over.`,
+      },
+    ],
+    isError: true,
+    _meta: { [META.authorization]: { reason: 'insufficient_authorization', remediation: 'unavailable' } },
+  };
 }

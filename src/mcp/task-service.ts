@@ -216,7 +216,8 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) {
           // refused by the validator: nothing was recorded; any other update failure reads as a bad answer
-          return { refused: REFUSAL_TEXT[refusalOf(err.cause) === REFUSAL.noInputRequested ? REFUSAL.noInputRequested : REFUSAL.invalidInput] };
+          const type = refusalOf(err.cause);
+          return { refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput] };
         }
         if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
         throw err;

@@ -13,7 +13,7 @@ import { workingSnapshot } from '../support/snapshot-fixture.js';
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const TASK_ID = '0123456789abcdef0123456789abcdef.786512e2-9e0d-44bd-8f29-789f320fe840';
 
-const DENIALS: DenialReason[] = ['backend-denied', 'request-expired', 'approval-expired', 'policy-denied', 'request-chain-exhausted', 'tool-changed', 'binding-invalid'];
+const DENIALS: DenialReason[] = ['backend-denied', 'request-expired', 'approval-expired', 'policy-denied', 'request-chain-exhausted', 'tool-changed', 'binding-invalid', 'input-declined'];
 
 const KINDS: Array<{ name: string; result: StoredCallToolResult }> = [
   { name: 'approved-executed', result: executedResult({ content: [{ type: 'text', text: 'Transfer of $50,000 to acct-991 posted.' }], structuredContent: { transferId: 't-1' } }) },

@@ -26,7 +26,7 @@ interface InputRequired {
 }
 
 const call = (memo: string, amount = 88_888) => ({ name: 'wire_transfer', arguments: { to: 'acct-991', amount, memo } });
-const answer = (text: string) => ({ justification: { action: 'accept', content: { justification: text } } });
+const answer = (text: string, key = 'justification') => ({ [key]: { action: 'accept', content: { justification: text } } });
 
 async function rpcError(p: Promise<unknown>): Promise<McpRpcError> {
   const err = await p.then(() => null, (e: unknown) => e);
@@ -111,6 +111,44 @@ describe('submission input before the task (MRTR)', () => {
     expect(err.message).toMatch(/too many input rounds/);
   });
 
+  it('a declined or cancelled justification ends the call: an isError result saying nothing was submitted and the tool did not run, never -32602 or another form', async () => {
+    const alice = await clientFor(stack, 'alice', { elicitation: true });
+    for (const action of ['decline', 'cancel'] as const) {
+      const m = `mrtr-${action} ${randomUUID().slice(0, 8)}`;
+      const r = await firstRound(alice, m);
+      const out = await alice.request<{ isError?: boolean; resultType?: string; content: Array<{ text: string }>; _meta?: Record<string, unknown> }>('tools/call', {
+        ...call(m),
+        inputResponses: { justification: { action } },
+        requestState: r.requestState,
+      });
+      expect(out.resultType).not.toBe('input_required');
+      expect(out.isError).toBe(true);
+      expect(out.content[0]?.text).toMatch(action === 'decline' ? /was declined, so no approval request was submitted and the tool did not run/ : /was cancelled, so no approval request was submitted/);
+      expect(out._meta?.['io.modelcontextprotocol/authorization']).toMatchObject({ remediation: 'unavailable' });
+      expect((await pendingFor(stack, 'bob')).some((p) => p.arguments.memo === m)).toBe(false);
+    }
+  });
+
+  it('in-task input declined with tasks/update ends the task at once as denied-not-executed; no further request is submitted', async () => {
+    const alice = await clientFor(stack, 'alice', { elicitation: true });
+    const m = `in-task-decline ${randomUUID().slice(0, 8)}`;
+    const created = await alice.request<WireTask>('tools/call', call(m, 66_666));
+    expect(await decide(stack, m, 'approve', 'bob')).toBe(200);
+    let t = await alice.request<WireTask & { inputRequests?: Record<string, unknown> }>('tasks/get', { taskId: created.taskId });
+    for (let i = 0; i < 100 && t.status !== 'input_required'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      t = await alice.request('tasks/get', { taskId: created.taskId });
+    }
+    const [key] = Object.keys(t.inputRequests ?? {});
+    expect(await alice.request('tasks/update', { taskId: created.taskId, inputResponses: { [key!]: { action: 'decline' } } })).toMatchObject({ resultType: 'complete' });
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.status).toBe('completed');
+    expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('denied-not-executed');
+    expect(done.result?.content[0]?.text).toMatch(/declined/);
+    expect((await pendingFor(stack, 'carol')).some((p) => p.arguments.memo === m)).toBe(false);
+    expect(stack.ledger.countByTask(created.taskId)).toBe(0);
+  });
+
   it('in-task input: a chained request asks for a justification via input_required, tasks/update answers it, and the second approval executes once', async () => {
     const alice = await clientFor(stack, 'alice', { elicitation: true });
     const m = `in-task ${randomUUID().slice(0, 8)}`;
@@ -123,12 +161,15 @@ describe('submission input before the task (MRTR)', () => {
       t = await alice.request('tasks/get', { taskId: created.taskId });
     }
     expect(t.status).toBe('input_required');
-    expect(t.inputRequests?.justification?.method).toBe('elicitation/create');
+    expect(Object.keys(t.inputRequests ?? {})).toEqual(['justification-2']);
+    expect(t.inputRequests?.['justification-2']?.method).toBe('elicitation/create');
     expect(t._meta?.['io.modelcontextprotocol/authorization']).toMatchObject({ remediation: 'available' });
-    const short = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('short') }));
+    const short = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('short', 'justification-2') }));
     expect(short.code).toBe(-32602);
-    expect(short.message).toBe('Invalid params: inputResponses.justification must accept a justification of 10 to 1000 characters');
-    expect(await alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') })).toMatchObject({ resultType: 'complete' });
+    expect(short.message).toBe('Invalid params: inputResponses must answer the outstanding key: accept with a justification of 10 to 1000 characters, or decline or cancel');
+    const wrongKey = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') }));
+    expect(wrongKey.message).toBe('Invalid params: inputResponses names a key that is not outstanding; read inputRequests from tasks/get');
+    expect(await alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.', 'justification-2') })).toMatchObject({ resultType: 'complete' });
     let second: Array<{ arguments: Record<string, unknown>; justification?: string }> = [];
     for (let i = 0; i < 100 && second.length === 0; i++) {
       second = (await pendingFor(stack, 'carol')).filter((p) => p.arguments.memo === m) as typeof second;
@@ -139,8 +180,8 @@ describe('submission input before the task (MRTR)', () => {
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('approved-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
-    // a task that is not waiting for input refuses tasks/update
-    const late = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') }));
+    // a task that is not waiting for input refuses tasks/update, a replay of the answered round included
+    const late = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.', 'justification-2') }));
     expect(late.code).toBe(-32602);
     expect(late.message).toBe('Invalid params: the task has no outstanding input request');
   });

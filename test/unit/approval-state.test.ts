@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { ApprovalState, type SubmittedGeneration } from '../../workflows/approval-state.js';
 import { REFUSAL, REFUSAL_TEXT } from '../../workflows/refusals.js';
+import { inTaskJustificationKey } from '../../workflows/wire.js';
 import type { AccessRequestHint, ApprovalWorkflowInput } from '../../workflows/types.js';
 import { DAY, HOUR, workflowTestConfig } from '../support/workflow-env.js';
 
@@ -15,7 +16,7 @@ const WORKFLOW_ID = 'approval-0123456789abcdef0123456789abcdef';
 
 const hint: AccessRequestHint = { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' };
 const justifiedHint: AccessRequestHint = { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A risk approval is required.', policyId: 'p2', requiresJustification: true };
-const answer = (text: string) => ({ justification: { action: 'accept', content: { justification: text } } });
+const answer = (text: string, key = 'justification-2') => ({ [key]: { action: 'accept', content: { justification: text } } });
 
 /** A state on a fake clock starting at T0; `clock.ms` moves time. */
 function fixture(over: Partial<ApprovalWorkflowInput> = {}, config: Parameters<typeof workflowTestConfig>[0] = {}) {
@@ -328,11 +329,11 @@ describe('ApprovalState: submission input (SEP-2848 §Collecting submission inpu
     const g1 = submitted(state);
     state.consumeForNextRequest(g1);
     expect(refusalOf(() => state.validateInput(answer('Risk asked for the contract id.')))).toBe(REFUSAL.noInputRequested);
-    expect(state.openInputRequest(justifiedHint)).toBe(DAY);
+    expect(state.openInputRequest(justifiedHint, inTaskJustificationKey(state.nextGeneration()))).toBe(DAY);
     expect(snap).toMatchObject({ status: 'input_required', policyReason: 'A risk approval is required.' });
-    expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification']);
+    expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification-2']);
     expect(refusalOf(() => state.validateInput(answer('short')))).toBe(REFUSAL.invalidInput);
-    expect(refusalOf(() => state.validateInput({ justification: { action: 'decline' } }))).toBe(REFUSAL.invalidInput);
+    expect(refusalOf(() => state.validateInput({ 'justification-2': { action: 'maybe' } }))).toBe(REFUSAL.invalidInput);
     expect(state.hasInput()).toBe(false);
     expect(() => state.validateInput(answer('Risk asked for the contract id.'))).not.toThrow();
     expect(state.acceptInput(answer('Risk asked for the contract id.'))).toBe('accepted');
@@ -341,6 +342,43 @@ describe('ApprovalState: submission input (SEP-2848 §Collecting submission inpu
     expect(snap.status).toBe('working');
     expect(snap.inputRequests).toBeUndefined();
     expect(state.recordSubmission(justifiedHint, 'k2').body.justification).toBe('Risk asked for the contract id.');
+  });
+
+  it('a declined or cancelled input request ends the task as a denial (input-declined): nothing further is submitted and the tool does not run', () => {
+    for (const action of ['decline', 'cancel'] as const) {
+      const { state, snap } = fixture();
+      const g1 = submitted(state);
+      state.consumeForNextRequest(g1);
+      const key = inTaskJustificationKey(state.nextGeneration());
+      state.openInputRequest(justifiedHint, key);
+      expect(() => state.validateInput({ [key]: { action } })).not.toThrow();
+      state.acceptInput({ [key]: { action } });
+      expect(state.hasInput()).toBe(true);
+      expect(state.closeInputRequest(true)).toBe(false);
+      expect(snap).toMatchObject({ status: 'completed', disposition: 'denied-not-executed', claimed: false });
+      expect(snap.inputRequests).toBeUndefined();
+      expect(snap.result?.content[0]?.text).toMatch(/declined, so no further approval request was submitted/);
+    }
+  });
+
+  it('input keys are unique for the task: each round has its own key, and an answer naming any other key (an earlier round replayed, or one never asked) is refused', () => {
+    const { state, snap } = fixture({ config: workflowTestConfig({ resultRetentionMs: RETENTION, maxGenerations: 5 }) });
+    const g1 = submitted(state);
+    state.consumeForNextRequest(g1);
+    state.openInputRequest(justifiedHint, inTaskJustificationKey(state.nextGeneration()));
+    const first = answer('Risk asked for the contract id.', 'justification-2');
+    expect(refusalOf(() => state.validateInput(answer('Risk asked for the contract id.', 'justification')))).toBe(REFUSAL.unknownInputKey);
+    state.acceptInput(first);
+    // one answer per round: a second update before the round is taken changes nothing
+    expect(refusalOf(() => state.validateInput(first))).toBe(REFUSAL.noInputRequested);
+    expect(state.closeInputRequest(true)).toBe(true);
+    const g2 = submitted(state, justifiedHint);
+    state.consumeForNextRequest(g2);
+    state.openInputRequest(justifiedHint, inTaskJustificationKey(state.nextGeneration()));
+    expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification-3']);
+    expect(refusalOf(() => state.validateInput(first))).toBe(REFUSAL.unknownInputKey);
+    expect(refusalOf(() => state.validateInput({ ...first, ...answer('Second round reason text.', 'justification-3') }))).toBe(REFUSAL.unknownInputKey);
+    expect(() => state.validateInput(answer('Second round reason text.', 'justification-3'))).not.toThrow();
   });
 
   it('an input request whose window passes unanswered ends as a request-expired denial without the form', () => {

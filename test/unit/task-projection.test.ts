@@ -28,6 +28,7 @@ const DENIAL_REASONS: DenialReason[] = [
   'request-chain-exhausted',
   'tool-changed',
   'binding-invalid',
+  'input-declined',
 ];
 
 function snapshot(over: Partial<TaskSnapshot> = {}): TaskSnapshot {

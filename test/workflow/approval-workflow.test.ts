@@ -246,17 +246,40 @@ describe('approval workflow (time-skipping)', () => {
         snap = await handle.query(taskQuery);
       }
       expect(snap.status).toBe('input_required');
-      expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification']);
+      expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification-2']);
       expect(calls.submit).toHaveLength(1);
-      // an unusable answer is refused and changes nothing
-      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'short' } } }] }))).toBe(REFUSAL.invalidInput);
-      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'decline' } }] }))).toBe(REFUSAL.invalidInput);
+      // an unusable answer, or one to a key that is not outstanding, is refused and changes nothing
+      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ 'justification-2': { action: 'accept', content: { justification: 'short' } } }] }))).toBe(REFUSAL.invalidInput);
+      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }] }))).toBe(REFUSAL.unknownInputKey);
       expect((await handle.query(taskQuery)).status).toBe('input_required');
-      expect(await handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }] })).toBe('accepted');
+      expect(await handle.executeUpdate(provideInputUpdate, { args: [{ 'justification-2': { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }] })).toBe('accepted');
       return handle.result();
     });
     expect(calls.submit.map((s) => [s.generation, s.justification])).toEqual([[1, undefined], [2, 'Risk asked for the supplier contract id.']]);
     expect(out.disposition).toBe('denied-not-executed');
+    expect(calls.execute).toBe(0);
+  });
+
+  it('a declined in-task input request ends the task as denied-not-executed at once: no further request is submitted and the tool does not run', async () => {
+    const { acts, calls } = fakes({
+      status: () => approved(DAY),
+      evaluate: () => ({ outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A risk approval is required.', policyId: 'p2', requiresJustification: true } }),
+    });
+    const out = await run(acts, async (tq, id) => {
+      const { handle } = await start(tq, id);
+      await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
+      let snap = await handle.query(taskQuery);
+      for (let i = 0; i < 200 && snap.status !== 'input_required'; i++) {
+        await new Promise((r) => setImmediate(r));
+        snap = await handle.query(taskQuery);
+      }
+      expect(snap.status).toBe('input_required');
+      expect(await handle.executeUpdate(provideInputUpdate, { args: [{ 'justification-2': { action: 'decline' } }] })).toBe('accepted');
+      return handle.result();
+    });
+    expect(out).toMatchObject({ status: 'completed', disposition: 'denied-not-executed', claimed: false });
+    expect(out.result?.content[0]?.text).toMatch(/declined/);
+    expect(calls.submit).toHaveLength(1);
     expect(calls.execute).toBe(0);
   });
 

@@ -5,7 +5,9 @@
  * an asymmetric allow-list (`ES256`, `RS256`, `PS256`, `EdDSA`: never `none`, never HMAC), `iss`
  * exactly equal to the configured issuer, `aud` containing the configured audience (RFC 8707
  * resource; MCP authorization §Token audience binding), `exp` present and not passed, `nbf` not in
- * the future (both with a clock tolerance), `sub` present.
+ * the future (both with a clock tolerance), `sub` present, and — when the token carries a
+ * `resource` claim (RFC 8707 §2: the resource the client asked the token for; a string or an
+ * array of absolute URIs) — that claim names this resource too.
  *
  * Verified tokens are remembered (exact token string → principal and `exp`) for at most
  * `verifiedCacheMs` (default 60 s, bounded to `verifiedCacheSize` entries), so a client sending the
@@ -170,6 +172,9 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       if (typeof iss !== 'string' || typeof sub !== 'string' || sub === '') {
         throw new AuthError('invalid', 'token claim "sub" rejected');
       }
+      if (payload.resource !== undefined && !namesResource(payload.resource, audience)) {
+        throw new AuthError('invalid', 'token claim "resource" rejected');
+      }
       const principal: Principal = payload.act === undefined ? { iss, sub } : { iss, sub, act: flattenAct(payload.act) };
       if (cacheMs > 0 && typeof payload.exp === 'number') {
         if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!);
@@ -178,4 +183,13 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       return principal;
     },
   };
+}
+
+/**
+ * RFC 8707: a token's `resource` claim (a string, or an array of strings) names `resource`, compared
+ * exactly, as `aud` is. Any other shape does not.
+ */
+function namesResource(claim: unknown, resource: string): boolean {
+  if (typeof claim === 'string') return claim === resource;
+  return Array.isArray(claim) && claim.length > 0 && claim.every((r) => typeof r === 'string') && claim.includes(resource);
 }

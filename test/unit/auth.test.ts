@@ -146,6 +146,21 @@ describe('token verification', () => {
     expect([err.code, err.message]).toEqual(['invalid', 'token claim "aud" rejected']);
   });
 
+  it('a token whose RFC 8707 resource claim names another resource is rejected, even with the right aud', async () => {
+    const { issuer, verifier } = await issuerAndVerifier();
+    for (const resource of ['https://other.test/mcp', ['https://other.test/mcp'], [], 42]) {
+      const err = await rejection(verifier.verify(await issuer.mintToken({ sub: 'alice', extra: { resource } })));
+      expect([err.code, err.message]).toEqual(['invalid', 'token claim "resource" rejected']);
+    }
+  });
+
+  it('a token whose RFC 8707 resource claim names this resource (alone or among others) is accepted', async () => {
+    const { issuer, verifier } = await issuerAndVerifier();
+    for (const resource of [AUDIENCE, ['https://other.test/mcp', AUDIENCE]]) {
+      expect(await verifier.verify(await issuer.mintToken({ sub: 'alice', extra: { resource } }))).toEqual({ iss: ISSUER, sub: 'alice' });
+    }
+  });
+
   it('an expired token is rejected as expired (beyond the 30 s clock tolerance)', async () => {
     const { issuer, verifier } = await issuerAndVerifier();
     const issuedAt = new Date(Date.now() - 3600_000 - 31_000);

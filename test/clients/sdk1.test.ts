@@ -159,6 +159,21 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     await client.close();
   });
 
+  it('approval_status called as a task is -32601 (its taskSupport is forbidden); called plainly it answers for the caller', async () => {
+    const client = await sdk1Client('alice');
+    const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: memo() } })) as { structuredContent?: { approvalId?: string } };
+    const approvalId = res.structuredContent!.approvalId!;
+    const asTask = await client
+      .request({ method: 'tools/call', params: { name: 'approval_status', arguments: { approvalId }, task: { ttl: 60_000 } } }, CallToolResultSchema)
+      .then(() => null, (e: McpError) => e.code);
+    expect(asTask).toBe(-32601);
+    const plain = (await client.callTool({ name: 'approval_status', arguments: { approvalId } })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
+    expect(plain.isError).toBe(false);
+    expect(plain.structuredContent).toMatchObject({ approvalId, status: 'working', outcome: 'pending' });
+    await client.callTool({ name: 'approval_cancel', arguments: { approvalId } });
+    await client.close();
+  });
+
   it('the same call by the same caller over 2025-11-25 and over 2026-07-28 joins one approval task (same dedup, same owner)', async () => {
     const client = await sdk1Client('alice');
     const args = { to: 'acct-991', amount: 50_000, memo: memo() };

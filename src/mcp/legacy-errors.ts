@@ -32,3 +32,12 @@ export function resultNotReady(): ProtocolError {
 export function taskForbiddenForTool(): ProtocolError {
   return new ProtocolError(-32601, 'Method not found: this tool cannot be called as a task; call it without params.task');
 }
+
+/**
+ * -32600 for a `tools/call` without `params.task` that can only go through an approval, under
+ * `COUNTERSIGN_NO_TASKS_RESPONSE=error` (2025-11-25 tasks utility, error handling: a receiver that
+ * requires task augmentation MAY answer -32600). Nothing was opened.
+ */
+export function taskAugmentationRequired(): ProtocolError {
+  return new ProtocolError(-32600, 'Invalid request: task augmentation required for this tools/call (send params.task); the tool did not run');
+}

@@ -26,7 +26,9 @@
  * names `params.task` for clients that can do 2025-11-25 tasks; `approval_status` and
  * `approval_cancel` are then listed (task support `forbidden`) and bound to the caller as there.
  * `degraded-result` answers an `isError` result saying how to ask for a task and opens nothing;
- * `error` does the same here, because its -32021 belongs to the 2026-07-28 tasks extension.
+ * `error` opens nothing and answers -32600 "task augmentation required" (the 2025-11-25 tasks
+ * utility's error for a receiver that requires task augmentation; -32021 belongs to the 2026-07-28
+ * tasks extension).
  *
  * Deliberately does not: implement `tasks/list` (not advertised), send
  * `notifications/tasks/status` (stateless, nothing to push on), or accept MRTR input: a policy
@@ -37,7 +39,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
 import { internalError, taskNotFound } from './errors.js';
-import { cancelledTaskHasNoResult, failedTaskError, resultNotReady, taskAlreadyTerminal, taskForbiddenForTool } from './legacy-errors.js';
+import { cancelledTaskHasNoResult, failedTaskError, resultNotReady, taskAlreadyTerminal, taskAugmentationRequired, taskForbiddenForTool } from './legacy-errors.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool, type ApprovalState } from './approval-tools.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { createInlineTaskSealer, type InlineTask } from './legacy-inline-task.js';
@@ -208,7 +210,8 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
  */
 export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, version = '0.1.0'): McpServerFactory {
   const inline = createInlineTaskSealer(deps.sealKey);
-  // -32021 (`error`) is a 2026-07-28 code: on this wire that mode answers like `degraded-result`.
+  // The gate's `error` is -32021, a 2026-07-28 code: here the gate answers `degraded-result` and
+  // that answer becomes -32600 below.
   const gateDeps: GateDeps = { ...deps, noTasksResponse: deps.noTasksResponse === 'error' ? 'degraded-result' : deps.noTasksResponse };
   const approvalTools = gateDeps.noTasksResponse === 'approval-tools';
   return () => {
@@ -253,6 +256,7 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       if (out.isError === true && envelope?.remediation === 'available') {
         // approval-tools: the approval is open (approvalOpenedResult); otherwise nothing was opened
         if (approvalTools) return withTaskAlternative(out) as never;
+        if (deps.noTasksResponse === 'error') throw taskAugmentationRequired();
         return { ...out, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] } as never;
       }
       return out as never;

@@ -61,8 +61,8 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
   // 2026-07-28 requests get the modern face; `initialize`-era (2025-11-25) ones the legacy face (legacy-server.ts).
   const factory = byEra(
     createMcpServerFactory({ ...gateDeps, requestStateCodec: createSubmissionStateCodec(p.secrets.dedupKey) }),
-    // -32021 is a 2026-07-28 code: a 2025-11-25 client always gets the isError guidance instead
-    createLegacyServerFactory({ ...gateDeps, noTasksResponse: 'degraded-result', sealKey: p.secrets.dedupKey }),
+    // same COUNTERSIGN_NO_TASKS_RESPONSE; the legacy face's `error` is -32600, not -32021
+    createLegacyServerFactory({ ...gateDeps, sealKey: p.secrets.dedupKey }),
   );
   return createMcpHttpApp({
     factory,

@@ -19,8 +19,16 @@
  *   `RESULT_WAIT_LIMIT_MS`, then a retryable -32603), then returns the final `CallToolResult`
  *   (approved-executed content or the denial); `tasks/cancel` → `Task`;
  * - an unknown, expired, malformed or foreign task id is the same -32602 (`errors.ts`).
- * A requestable denial without `params.task` is answered with an `isError` result that says how
- * to ask for a task; no approval is started, so nothing is orphaned.
+ * A requestable denial without `params.task` gets what `COUNTERSIGN_NO_TASKS_RESPONSE` says for a
+ * client without tasks on the 2026-07-28 face: by default (`approval-tools`) the gate opens or
+ * joins the same approval (same workflow, dedup and submission limits) and answers with the
+ * plain tier's `isError` result carrying the approval id (`approval-tools.ts`), whose text also
+ * names `params.task` for clients that can do 2025-11-25 tasks; `approval_status` and
+ * `approval_cancel` are then listed (task support `forbidden`) and bound to the caller as there.
+ * `degraded-result` answers an `isError` result saying how to ask for a task and opens nothing;
+ * `error` opens nothing and answers -32600 "task augmentation required" (the 2025-11-25 tasks
+ * utility's error for a receiver that requires task augmentation; -32021 belongs to the 2026-07-28
+ * tasks extension).
  *
  * Deliberately does not: implement `tasks/list` (not advertised), send
  * `notifications/tasks/status` (stateless, nothing to push on), or accept MRTR input: a policy
@@ -31,7 +39,8 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
 import { internalError, taskNotFound } from './errors.js';
-import { cancelledTaskHasNoResult, failedTaskError, resultNotReady, taskAlreadyTerminal } from './legacy-errors.js';
+import { cancelledTaskHasNoResult, failedTaskError, resultNotReady, taskAlreadyTerminal, taskAugmentationRequired, taskForbiddenForTool } from './legacy-errors.js';
+import { approvalToolDescriptors, callApprovalTool, isApprovalTool, type ApprovalState } from './approval-tools.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { createInlineTaskSealer, type InlineTask } from './legacy-inline-task.js';
 import { statusMessage } from './status-text.js';
@@ -121,7 +130,15 @@ function inlineLegacyTask(taskId: string, t: InlineTask): Record<string, unknown
  */
 export const RESULT_WAIT_LIMIT_MS = 5 * 60 * 1000;
 
-/** Text for a requestable denial of a call that did not ask for a task. */
+/**
+ * Appended to the plain tier's answer (`approvalOpenedResult`) while the approval is pending: the
+ * 2025-11-25 way to follow the same approval (a task-augmented call joins it through the dedup).
+ */
+const TASK_ALTERNATIVE_TEXT =
+  'A client that supports MCP 2025-11-25 tasks can instead make this same call with task augmentation ' +
+  '(params.task, e.g. {"ttl": 86400000}): it joins this approval, to be followed with tasks/get and tasks/result.';
+
+/** Text for a requestable denial of a call that did not ask for a task (`degraded-result`, `error`): nothing was opened. */
 const NO_TASK_TEXT =
   'This call can be approved out of band, but only through a task: call the tool again with task augmentation ' +
   '(params.task, e.g. {"ttl": 86400000}), then poll tasks/get and read tasks/result with the returned taskId. ' +
@@ -170,6 +187,14 @@ class LegacyTaskServer extends Server {
   }
 }
 
+/** The plain tier's answer with `TASK_ALTERNATIVE_TEXT` added to its text while the approval is pending (`next` set). */
+function withTaskAlternative(out: Record<string, unknown>): Record<string, unknown> {
+  const pending = (out.structuredContent as Partial<ApprovalState> | undefined)?.next !== undefined;
+  const content = out.content as Array<{ type: string; text?: string }>;
+  if (!pending || content[0]?.type !== 'text') return out;
+  return { ...out, content: [{ ...content[0], text: `${content[0].text ?? ''} ${TASK_ALTERNATIVE_TEXT}` }, ...content.slice(1)] };
+}
+
 /** Resolves after `ms`, or early when `signal` aborts. */
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
@@ -185,17 +210,29 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
  */
 export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, version = '0.1.0'): McpServerFactory {
   const inline = createInlineTaskSealer(deps.sealKey);
+  // The gate's `error` is -32021, a 2026-07-28 code: here the gate answers `degraded-result` and
+  // that answer becomes -32600 below.
+  const gateDeps: GateDeps = { ...deps, noTasksResponse: deps.noTasksResponse === 'error' ? 'degraded-result' : deps.noTasksResponse };
+  const approvalTools = gateDeps.noTasksResponse === 'approval-tools';
   return () => {
     const server = new LegacyTaskServer({ name: 'countersign', version }, { capabilities: { tools: {}, tasks: LEGACY_TASKS_CAPABILITY } } as never);
 
     server.setRequestHandler('tools/list', async () => ({
-      tools: deps.tools.list().map((t) => ({ ...deps.tools.descriptor(t.name), execution: { taskSupport: 'optional' } })) as never,
+      tools: [
+        ...deps.tools.list().map((t) => ({ ...deps.tools.descriptor(t.name), execution: { taskSupport: 'optional' } })),
+        // the companion tools only read or withdraw an approval: never run as a task
+        ...(approvalTools ? approvalToolDescriptors().map((d) => ({ ...d, execution: { taskSupport: 'forbidden' } })) : []),
+      ] as never,
     }));
 
     server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps, async () => {
       const task = (req.params as { task?: { ttl?: unknown } }).task;
       const wantsTask = task !== undefined;
-      const out = await gateToolCall(deps, {
+      if (approvalTools && isApprovalTool(req.params.name)) {
+        if (wantsTask) throw taskForbiddenForTool();
+        return (await callApprovalTool(deps.tasks, principalOf(ctx), req.params.name, req.params.arguments)) as never;
+      }
+      const out = await gateToolCall(gateDeps, {
         principal: principalOf(ctx),
         name: req.params.name,
         arguments: req.params.arguments as Record<string, unknown> | undefined,
@@ -217,6 +254,9 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       if (final !== out) return final as never;
       const envelope = (out._meta as Record<string, { remediation?: string }> | undefined)?.[META.authorization];
       if (out.isError === true && envelope?.remediation === 'available') {
+        // approval-tools: the approval is open (approvalOpenedResult); otherwise nothing was opened
+        if (approvalTools) return withTaskAlternative(out) as never;
+        if (deps.noTasksResponse === 'error') throw taskAugmentationRequired();
         return { ...out, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] } as never;
       }
       return out as never;

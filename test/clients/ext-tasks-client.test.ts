@@ -2,8 +2,9 @@
 // (`Client`, `versionNegotiation: {mode: "auto"}`, so 2026-07-28 over `server/discover`) with
 // `@modelcontextprotocol/ext-tasks` 0.2.2 (`createTaskSessionFromClient`, the raw dispatcher of
 // src/client/ext-tasks-dispatch.ts) — against a locally started Countersign (real Temporal dev
-// server, real HTTP, the reference approval service deciding out of band): approve, deny, cancel,
-// expiry and in-task input each settle as ext-tasks reads them, and the ledger shows what ran.
+// server, real HTTP, the reference approval service deciding out of band): tools/list and an
+// allowed call answered without a task; approve, deny, cancel, expiry and in-task input each
+// settle as ext-tasks reads them, and the ledger shows what ran.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -82,6 +83,18 @@ describe('@modelcontextprotocol/ext-tasks 0.2.2 over @modelcontextprotocol/clien
     expect(foreign).toMatchObject({ name: 'JsonRpcResponseError', code: -32602 });
     expect((foreign as Error).message).toBe((unknown as Error).message);
     await execution.cancel();
+  });
+
+  it('tools/list offers wire_transfer, and an allowed call ($100) is answered at once, without a task', async () => {
+    const { client, session } = await sessionFor('alice');
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('wire_transfer');
+    const execution = await session.callTool('wire_transfer', transfer(memo(), 100));
+    expect(execution.kind).toBe('immediate');
+    const { outcome } = await execution.settle();
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    expect((outcome.result as ToolResult).isError).toBe(false);
+    expect(text(outcome.result as ToolResult)).toMatch(/Transfer of \$100\.00/);
   });
 
   it('approve → the execution settles completed with approved-executed, a complete CallToolResult and exactly one ledger row', async () => {

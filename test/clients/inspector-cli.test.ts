@@ -1,6 +1,9 @@
 // Scope: the MCP Inspector CLI (`@modelcontextprotocol/inspector` 2.12.0, `--cli`, default protocol
 // era: legacy, i.e. `initialize` with 2025-11-25) run as a child process against the real stack:
-// tools/list and an allowed call exit 0 (DESIGN.md §8; src/mcp/legacy-server.ts).
+// tools/list and an allowed call exit 0, and a requestable denial opens the approval
+// (COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default), which further CLI runs follow with
+// the approval_status tool to approved-executed or denied-not-executed (DESIGN.md §3;
+// src/mcp/legacy-server.ts, src/mcp/approval-tools.ts).
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -9,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
-import { startTestStack, testConfig } from '../support/stack-harness.js';
+import { decide, startTestStack, testConfig } from '../support/stack-harness.js';
 
 const inspectorBin = join(dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/package.json')), 'clients', 'launcher', 'build', 'index.js');
 
@@ -32,6 +35,35 @@ function inspector(args: string[]): Promise<{ code: number; stdout: string; stde
   });
 }
 
+type ToolResult = { content: Array<{ type: string; text?: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };
+type ApprovalState = { approvalId: string; status: string; outcome: string; disposition?: string; checkAgainAfterMs?: number };
+
+/**
+ * One `tools/call` through the CLI as `sub`; resolves with the printed result. The CLI prints an
+ * `isError` result too, then exits 5 (its TOOL_ERROR); any other result exits 0.
+ */
+async function callTool(sub: string, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+  const token = await stack.issuer.mintToken({ sub });
+  const r = await inspector([stack.urls.mcp, '--header', `Authorization: Bearer ${token}`, '--method', 'tools/call', '--tool-name', name, '--tool-args-json', JSON.stringify(args), '--format', 'json']);
+  const { result } = JSON.parse(r.stdout) as { result: ToolResult };
+  expect(r.code, r.stderr).toBe(result.isError === true ? 5 : 0);
+  return result;
+}
+
+/** `approval_status` through the CLI until the approval leaves pending, at its suggested pace; at most `limit` runs. */
+async function statusUntilDone(sub: string, approvalId: string, limit = 60): Promise<{ result: ToolResult; state: ApprovalState }> {
+  for (let i = 0; i < limit; i++) {
+    const result = await callTool(sub, 'approval_status', { approvalId });
+    const state = result.structuredContent as unknown as ApprovalState;
+    if (state.outcome !== 'pending') return { result, state };
+    await new Promise((r) => setTimeout(r, state.checkAgainAfterMs ?? 200));
+  }
+  throw new Error(`approval ${approvalId} did not end`);
+}
+
+const transfer = (memo: string) => ({ to: 'acct-991', amount: 50_000, memo });
+const text = (r: ToolResult) => r.content.map((c) => c.text ?? '').join('\n');
+
 describe('MCP Inspector 2.12.0 --cli with default options against Countersign', () => {
   it('tools/list exits 0 and lists wire_transfer', async () => {
     const token = await stack.issuer.mintToken({ sub: 'alice' });
@@ -49,5 +81,29 @@ describe('MCP Inspector 2.12.0 --cli with default options against Countersign', 
     const { result } = JSON.parse(r.stdout); // --format json: {result}
     expect(result.isError).toBe(false);
     expect(result.content.length).toBeGreaterThan(0);
+  });
+
+  it('$50,000 transfer → an isError result (exit 5) naming the approval id; approved → approval_status shows approved-executed and exactly one ledger row', async () => {
+    const memo = `inspector ${randomUUID().slice(0, 12)}`;
+    const opened = await callTool('alice', 'wire_transfer', transfer(memo));
+    expect(opened.isError).toBe(true);
+    const { approvalId } = opened.structuredContent as unknown as ApprovalState;
+    expect(text(opened)).toContain(approvalId);
+    expect(text(opened)).toMatch(/approval_status/);
+    expect(await decide(stack, memo, 'approve')).toBe(200);
+    const done = await statusUntilDone('alice', approvalId);
+    expect(done.result.isError).toBe(false);
+    expect(done.state).toMatchObject({ status: 'completed', outcome: 'executed', disposition: 'approved-executed' });
+    expect(stack.ledger.countByTask(approvalId)).toBe(1);
+  });
+
+  it('denied → approval_status shows denied-not-executed, the tool did not run, no ledger row', async () => {
+    const memo = `inspector ${randomUUID().slice(0, 12)}`;
+    const { approvalId } = (await callTool('alice', 'wire_transfer', transfer(memo))).structuredContent as unknown as ApprovalState;
+    expect(await decide(stack, memo, 'deny', 'carol')).toBe(200);
+    const done = await statusUntilDone('alice', approvalId);
+    expect(done.state).toMatchObject({ status: 'completed', outcome: 'not-executed', disposition: 'denied-not-executed' });
+    expect(text(done.result)).toMatch(/did not run/);
+    expect(stack.ledger.countByTask(approvalId)).toBe(0);
   });
 });

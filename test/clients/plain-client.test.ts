@@ -2,8 +2,8 @@
 // the default) with the real `@modelcontextprotocol/client` 2.4 `Client` in
 // `versionNegotiation: {mode: "auto"}` (2026-07-28), declaring no tasks extension, against a
 // locally started Countersign (real Temporal dev server, real HTTP, the reference approval
-// service): a requestable denial opens the approval and says how to follow it; approval_status
-// and approval_cancel follow it, bound to the caller like tasks/*.
+// service): an allowed call runs inline; a requestable denial opens the approval and says how to
+// follow it; approval_status and approval_cancel follow it, bound to the caller like tasks/*.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -76,6 +76,15 @@ describe('a client without the tasks extension follows an approval through the c
       expect(t?.inputSchema).toMatchObject({ type: 'object', required: ['approvalId'] });
       expect(t?.outputSchema).toMatchObject({ type: 'object' });
     }
+  });
+
+  it('an allowed call ($100 transfer) runs inline and opens nothing', async () => {
+    const client = await plainClient('alice');
+    const m = memo();
+    const res = await call(client, 'wire_transfer', transfer(m, 100));
+    expect(res.isError).toBe(false);
+    expect(text(res)).toMatch(/Transfer of \$100\.00/);
+    expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
   });
 
   it('$50,000 transfer → the approval is opened and the result names its id and the next call; approved → approval_status shows approved-executed and exactly one ledger row', async () => {

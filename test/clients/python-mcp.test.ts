@@ -1,9 +1,11 @@
 // Scope: the Python MCP SDK (`mcp` 2.3.0 from PyPI, installed once into .tools/py-mcp by
-// scripts/install-python-mcp.mjs) against the real stack, through test/clients/python_mcp_client.py:
-// it negotiates 2026-07-28 on its own, lists tools, runs an allowed call, gets an isError result
-// for a requestable denial without the tasks extension, and, with a ClientExtension declaring
-// io.modelcontextprotocol/tasks and a ResultClaim for resultType "task", follows a $50,000
-// transfer via tasks/get to approved-executed after the test approves it (DESIGN.md §8).
+// scripts/install-python-mcp.mjs) against the real stack, through test/clients/python_mcp_client.py
+// (run once for the whole file): it negotiates 2026-07-28 on its own, lists tools, runs an allowed
+// call; without the tasks extension a requestable denial opens the approval (the plain tier,
+// COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default) and approval_cancel withdraws it; with
+// a ClientExtension declaring io.modelcontextprotocol/tasks and a ResultClaim for resultType
+// "task" it follows a $50,000 transfer via tasks/get to approved-executed after the test approves
+// it, and another to denied-not-executed after the test denies it (DESIGN.md §3).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
@@ -12,47 +14,74 @@ import { runPythonClient, type ScriptEvent } from './python-harness.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 
+type ToolResult = { content: Array<{ type: string; text?: string }>; isError?: boolean; structuredContent?: Record<string, unknown>; _meta?: Record<string, unknown> };
+
+const memos = { ALLOWED_MEMO: `py ${randomUUID().slice(0, 12)}`, PLAIN_MEMO: `py ${randomUUID().slice(0, 12)}`, TASK_MEMO: `py ${randomUUID().slice(0, 12)}`, DENY_MEMO: `py ${randomUUID().slice(0, 12)}` };
 let stack: Stack;
+let run: Awaited<ReturnType<typeof runPythonClient>>;
+/** Whether the approver saw the plain call's request before it was withdrawn. */
+let plainPending: boolean | undefined;
+/** HTTP status of the approver's decision, and the task id, per memo. */
+const decided = new Map<string, number>();
+const taskIds = new Map<string, string>();
+
 beforeAll(async () => {
   stack = await startTestStack(testConfig());
-});
+  const token = await stack.issuer.mintToken({ sub: 'alice' });
+  let calling: string | undefined;
+  run = await runPythonClient({ COUNTERSIGN_MCP_URL: stack.urls.mcp, COUNTERSIGN_TOKEN: token, ...memos }, async (e) => {
+    if (e.event === 'plain') plainPending = (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === memos.PLAIN_MEMO);
+    if (e.event === 'task-call') calling = e.memo as string;
+    if (e.event === 'task-created' && calling) {
+      const memo = calling;
+      taskIds.set(memo, e.taskId as string);
+      decided.set(memo, memo === memos.TASK_MEMO ? await decide(stack, memo, 'approve') : await decide(stack, memo, 'deny', 'carol'));
+    }
+  });
+}, 180_000);
 afterAll(async () => {
   await stack?.stop();
 });
 
-type ToolResult = { content: Array<{ type: string; text?: string }>; isError?: boolean; _meta?: Record<string, unknown> };
-const resultOf = (events: ScriptEvent[], name: string) => events.find((e) => e.event === name)?.result as ToolResult | undefined;
+const eventOf = (name: string, memo?: string): ScriptEvent | undefined => run.events.find((e) => e.event === name && (memo === undefined || e.memo === memo));
+const resultOf = (name: string, memo?: string) => eventOf(name, memo)?.result as ToolResult | undefined;
 
 describe('Python mcp 2.3.0 against Countersign', () => {
-  it('connects on 2026-07-28, lists tools, runs an allowed call, gets a plain isError for a requestable denial, and follows an approved task via tasks/get to approved-executed', async () => {
-    const token = await stack.issuer.mintToken({ sub: 'alice' });
-    const memos = { ALLOWED_MEMO: `py ${randomUUID().slice(0, 12)}`, PLAIN_MEMO: `py ${randomUUID().slice(0, 12)}`, TASK_MEMO: `py ${randomUUID().slice(0, 12)}` };
-    let plainStartedApproval: boolean | undefined;
-    let approveStatus: number | undefined;
-    const run = await runPythonClient({ COUNTERSIGN_MCP_URL: stack.urls.mcp, COUNTERSIGN_TOKEN: token, ...memos }, async (e) => {
-      if (e.event === 'plain') plainStartedApproval = (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === memos.PLAIN_MEMO);
-      if (e.event === 'task-created') approveStatus = await decide(stack, memos.TASK_MEMO, 'approve');
-    });
+  it('the script runs every step and exits 0', () => {
     expect(run.stderr).not.toMatch(/Traceback/);
     expect(run.code).toBe(0);
-    const events = run.events;
+  });
 
-    expect(events.find((e) => e.event === 'connected')?.protocolVersion).toBe('2026-07-28');
-    expect(events.find((e) => e.event === 'tools')?.names).toEqual(['wire_transfer']);
-    expect(resultOf(events, 'allowed')?.isError).toBe(false);
+  it('connects on 2026-07-28, lists the tools (the companion tools included) and runs an allowed call inline', () => {
+    expect(eventOf('connected')?.protocolVersion).toBe('2026-07-28');
+    expect(eventOf('tools')?.names).toEqual(['wire_transfer', 'approval_status', 'approval_cancel']);
+    expect(resultOf('allowed')?.isError).toBe(false);
+  });
 
-    const plain = resultOf(events, 'plain');
+  it('without the tasks extension a requestable denial opens the approval and names its id; approval_cancel withdraws it and nothing runs', () => {
+    const plain = resultOf('plain');
     expect(plain?.isError).toBe(true);
-    expect(plain?.content[0]?.text).toMatch(/did not run/);
-    expect(plainStartedApproval).toBe(false);
+    const approvalId = plain?.structuredContent?.approvalId as string;
+    expect(plain?.content[0]?.text).toContain(approvalId);
+    expect(plainPending).toBe(true);
+    expect(resultOf('plain-cancelled')?.structuredContent).toMatchObject({ approvalId, status: 'cancelled', outcome: 'not-executed' });
+    expect(stack.ledger.countByTask(approvalId)).toBe(0);
+  });
 
-    const created = events.find((e) => e.event === 'task-created');
-    expect(approveStatus).toBe(200);
-    expect(created?.status).toBe('working');
-    expect(events.find((e) => e.event === 'task-terminal')?.status).toBe('completed');
-    const final = resultOf(events, 'task-result');
+  it('with the tasks extension a $50,000 transfer is followed via tasks/get: approved → completed, approved-executed, exactly one ledger row', () => {
+    expect(decided.get(memos.TASK_MEMO)).toBe(200);
+    const final = resultOf('task-result', memos.TASK_MEMO);
     expect(final?.isError).toBe(false);
     expect(final?._meta?.[DISPOSITION]).toBe('approved-executed');
-    expect(stack.ledger.countByTask(created!.taskId as string)).toBe(1);
+    expect(stack.ledger.countByTask(taskIds.get(memos.TASK_MEMO)!)).toBe(1);
+  });
+
+  it('with the tasks extension a $50,000 transfer the approver denies → completed, denied-not-executed, the result says it did not run, no ledger row', () => {
+    expect(decided.get(memos.DENY_MEMO)).toBe(200);
+    const final = resultOf('task-result', memos.DENY_MEMO);
+    expect(final?.isError).toBe(true);
+    expect(final?._meta?.[DISPOSITION]).toBe('denied-not-executed');
+    expect(final?.content[0]?.text).toMatch(/did not run/);
+    expect(stack.ledger.countByTask(taskIds.get(memos.DENY_MEMO)!)).toBe(0);
   });
 });

@@ -2,10 +2,12 @@
 
 Connects to COUNTERSIGN_MCP_URL with COUNTERSIGN_TOKEN (it negotiates 2026-07-28 on its own),
 lists tools, makes an allowed call (ALLOWED_MEMO), makes a requestable call without the tasks
-extension (PLAIN_MEMO), then makes the same kind of call with a small ClientExtension declaring
-`io.modelcontextprotocol/tasks` whose ResultClaim for `resultType: "task"` follows the task with
-`tasks/get` (SEP-2663) until it is terminal (TASK_MEMO; the test approves it meanwhile).
-Prints one JSON object per line on stdout for the test to read; exits 0 when every step ran.
+extension (PLAIN_MEMO: the approval is opened; withdrawn here with the approval_cancel tool), then
+makes two such calls with a small ClientExtension declaring `io.modelcontextprotocol/tasks` whose
+ResultClaim for `resultType: "task"` follows the task with `tasks/get` (SEP-2663) until it is
+terminal (TASK_MEMO, which the test approves, and DENY_MEMO, which it denies; each preceded by a
+`task-call` event naming the memo). Prints one JSON object per line on stdout for the test to
+read; exits 0 when every step ran.
 """
 
 from __future__ import annotations
@@ -103,10 +105,16 @@ async def main() -> None:
         emit("allowed", result=dump(allowed))
         plain = await client.call_tool("wire_transfer", {"to": "acct-991", "amount": 50000, "memo": os.environ["PLAIN_MEMO"]})
         emit("plain", result=dump(plain))
+        approval_id = (plain.structured_content or {}).get("approvalId")
+        if approval_id:
+            cancelled = await client.call_tool("approval_cancel", {"approvalId": approval_id})
+            emit("plain-cancelled", result=dump(cancelled))
 
     async with Client(transport(), extensions=[TasksExtension()]) as client:
-        final = await client.call_tool("wire_transfer", {"to": "acct-991", "amount": 50000, "memo": os.environ["TASK_MEMO"]})
-        emit("task-result", result=dump(final))
+        for memo in (os.environ["TASK_MEMO"], os.environ["DENY_MEMO"]):
+            emit("task-call", memo=memo)
+            final = await client.call_tool("wire_transfer", {"to": "acct-991", "amount": 50000, "memo": memo})
+            emit("task-result", memo=memo, result=dump(final))
 
 
 if __name__ == "__main__":

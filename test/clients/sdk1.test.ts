@@ -1,8 +1,10 @@
 // Scope: `@modelcontextprotocol/sdk` 1.32.2 (MCP 2025-11-25 only) against the real stack: it
 // connects with `initialize`, lists the same tools, runs an allowed call inline, and follows an
 // approval through its experimental tasks API (task-augmented tools/call, tasks/get,
-// tasks/result) to the final CallToolResult; a call without a task gets an isError result and
-// starts no approval (DESIGN.md §8; src/mcp/legacy-server.ts).
+// tasks/result) to the final CallToolResult, approved and denied; a call without a task opens the
+// approval (COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default) and its result names both
+// approval_status and params.task, which joins the same approval (DESIGN.md §3;
+// src/mcp/legacy-server.ts).
 import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -62,12 +64,16 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     await client.close();
   });
 
-  it('tools/list returns the same tool set, each with optional task support', async () => {
+  it('tools/list returns the same tool set, wire_transfer with optional task support and the companion tools forbidden as tasks', async () => {
     const client = await sdk1Client('alice');
     const { tools } = await client.listTools();
     const modern = await (await clientFor(stack, 'alice')).request<{ tools: Array<{ name: string; inputSchema: unknown }> }>('tools/list', {});
     expect(tools.map((t) => [t.name, t.inputSchema])).toEqual(modern.tools.map((t) => [t.name, t.inputSchema]));
-    expect(tools.every((t) => t.execution?.taskSupport === 'optional')).toBe(true);
+    expect(Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]))).toEqual({
+      wire_transfer: 'optional',
+      approval_status: 'forbidden',
+      approval_cancel: 'forbidden',
+    });
     await client.close();
   });
 
@@ -127,14 +133,44 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     await Promise.all([client.close(), mallory.close()]);
   });
 
-  it('a requestable denial called without a task is an isError result telling how to ask for one, and starts no approval', async () => {
+  it('a requestable denial called without a task opens the approval, and the same call with a task joins it (one approval request)', async () => {
     const client = await sdk1Client('alice');
     const m = memo();
-    const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } })) as { isError?: boolean; content: Array<{ text?: string }> };
+    const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } })) as {
+      isError?: boolean;
+      content: Array<{ text?: string }>;
+      structuredContent?: { approvalId?: string };
+    };
     expect(res.isError).toBe(true);
+    const approvalId = res.structuredContent?.approvalId;
+    expect(res.content[0]?.text).toContain(approvalId);
+    expect(res.content[0]?.text).toMatch(/approval_status/);
     expect(res.content[0]?.text).toMatch(/params\.task/);
-    expect(res.content[0]?.text).toMatch(/did not run/);
-    expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
+    const joined = await client.experimental.tasks.callToolStream({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } }, CallToolResultSchema, {
+      task: { ttl: 3_600_000 },
+    });
+    for await (const message of joined) {
+      expect(message.type).toBe('taskCreated');
+      if (message.type === 'taskCreated') expect(message.task.taskId).toBe(approvalId);
+      break;
+    }
+    expect((await pendingFor(stack, 'bob')).filter((r) => r.arguments.memo === m)).toHaveLength(1);
+    expect((await client.experimental.tasks.cancelTask(approvalId!)).status).toBe('cancelled');
+    await client.close();
+  });
+
+  it('approval_status called as a task is -32601 (its taskSupport is forbidden); called plainly it answers for the caller', async () => {
+    const client = await sdk1Client('alice');
+    const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: memo() } })) as { structuredContent?: { approvalId?: string } };
+    const approvalId = res.structuredContent!.approvalId!;
+    const asTask = await client
+      .request({ method: 'tools/call', params: { name: 'approval_status', arguments: { approvalId }, task: { ttl: 60_000 } } }, CallToolResultSchema)
+      .then(() => null, (e: McpError) => e.code);
+    expect(asTask).toBe(-32601);
+    const plain = (await client.callTool({ name: 'approval_status', arguments: { approvalId } })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
+    expect(plain.isError).toBe(false);
+    expect(plain.structuredContent).toMatchObject({ approvalId, status: 'working', outcome: 'pending' });
+    await client.callTool({ name: 'approval_cancel', arguments: { approvalId } });
     await client.close();
   });
 

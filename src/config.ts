@@ -105,6 +105,15 @@ export const ConfigSchema = z.object({
   /** How long `tools/call` waits for the approval workflow to confirm the task. */
   COUNTERSIGN_CREATE_WAIT_MS: ms(10_000),
   /**
+   * Deadline of the MCP front's other Temporal calls (`tasks/*`); past it the method answers a
+   * retryable error with HTTP 503 and `Retry-After` (`src/temporal/availability.ts`).
+   */
+  COUNTERSIGN_TEMPORAL_CALL_TIMEOUT_MS: ms(5_000),
+  /** Consecutive unanswered Temporal calls that open the front's circuit (fail fast). */
+  COUNTERSIGN_TEMPORAL_CIRCUIT_FAILURES: z.coerce.number().int().min(1).max(100).default(3),
+  /** How long the circuit stays open before one call is let through again. */
+  COUNTERSIGN_TEMPORAL_CIRCUIT_OPEN_MS: ms(10_000),
+  /**
    * Answer to a requestable denial for a client without the tasks extension: `approval-tools`
    * (default) opens the approval and lists `approval_status` / `approval_cancel` to follow it
    * (src/mcp/approval-tools.ts); `degraded-result` an `isError` result that opens nothing;

@@ -15,6 +15,7 @@ import { createMcpServerFactory } from './mcp/server.js';
 import { byEra, createLegacyServerFactory } from './mcp/legacy-server.js';
 import { createSubmissionStateCodec } from './mcp/submission-input.js';
 import { createTaskService } from './mcp/task-service.js';
+import { createTemporalGuard } from './temporal/availability.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
@@ -45,6 +46,12 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     dedupKey: p.secrets.dedupKey,
     workflowConfig: p.workflowConfig,
     createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
+    guard: createTemporalGuard({
+      client: p.temporal,
+      callTimeoutMs: config.COUNTERSIGN_TEMPORAL_CALL_TIMEOUT_MS,
+      failureThreshold: config.COUNTERSIGN_TEMPORAL_CIRCUIT_FAILURES,
+      openMs: config.COUNTERSIGN_TEMPORAL_CIRCUIT_OPEN_MS,
+    }),
     submissionLimits: {
       maxSubmissionsPerWindow: config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,
       submissionWindowMs: config.COUNTERSIGN_SUBMISSION_WINDOW_MS,

@@ -44,7 +44,7 @@ import {
   type ActivityInterfaceFor,
 } from '@temporalio/workflow';
 import type { ApprovalActivities } from '../activities/activities.js';
-import { backendCallbackUpdate, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
+import { backendCallbackUpdate, cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
 import { executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
 import { claimReservation, reservationReleaser } from './limiter-release.js';
@@ -134,10 +134,15 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   // The cancel compare-and-set: synchronous up to the state change, so it cannot interleave with
   // the claim. The answer waits for the limiter slot's release: a caller told `cancelled` may open
   // another task.
-  setHandler(cancelUpdate, async (): Promise<CancelOutcome> => {
+  const cancel = async (): Promise<CancelOutcome> => {
     const outcome = state.cancel();
     if (outcome === 'cancelled') await releaseSlot();
     return outcome;
+  };
+  setHandler(cancelUpdate, cancel);
+  // The same compare-and-set, recorded by the front when no worker took the update in time.
+  setHandler(cancelRequestSignal, async () => {
+    await cancel();
   });
   setHandler(backendCallbackUpdate, (cb) => state.acceptCallback(cb), { validator: (cb) => state.validateCallback(cb) });
   setHandler(provideInputUpdate, (responses) => state.acceptInput(responses), { validator: (responses) => state.validateInput(responses) });

@@ -5,7 +5,7 @@
  * `provideInput` update; `tasks/cancel` the `cancel` update; backend callbacks the
  * `backendCallback` update.
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { BackendCallback, CancelOutcome, TaskSnapshot } from './types.js';
 
 /**
@@ -31,6 +31,14 @@ export const taskQuery = defineQuery<TaskSnapshot>('task');
  * (SEP-2848 §Cancellation). Returns what won.
  */
 export const cancelUpdate = defineUpdate<CancelOutcome>('cancel');
+
+/**
+ * Signal behind `tasks/cancel` when no worker took {@link cancelUpdate} in time: the durable form
+ * of the same request. Recorded in history at once, it performs the same compare-and-set when a
+ * worker next runs the task (a cancel that loses to an earlier claim changes nothing), so the
+ * front can truthfully answer "recorded, will be applied" while no worker runs.
+ */
+export const cancelRequestSignal = defineSignal('cancelRequested');
 
 /**
  * Update from the callback receiver: the backend says something changed. A hint, never authority.

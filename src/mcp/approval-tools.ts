@@ -172,6 +172,17 @@ export async function callApprovalTool(tasks: TaskService, caller: Principal, na
   if (name === APPROVAL_CANCEL_TOOL) {
     const outcome = await tasks.cancel(approvalId, caller);
     if (!outcome) return unknown;
+    if (outcome === 'recorded') {
+      // no worker runs the task right now, so its state cannot be read: say what is known
+      const state: ApprovalState = {
+        approvalId,
+        status: 'working',
+        statusMessage: 'The withdrawal is recorded and will be applied as soon as the task runs again, unless the tool was already starting.',
+        outcome: 'pending',
+        next: { tool: APPROVAL_STATUS_TOOL, arguments: { approvalId } },
+      };
+      return stateResult(state, 'Withdrawal recorded.');
+    }
     const after = await tasks.get(approvalId, caller);
     if (!after) return unknown;
     const lead =

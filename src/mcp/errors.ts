@@ -6,6 +6,8 @@
  * produce the same -32602 with the same message (SEP-2848 §Security, task access control).
  */
 import { ProtocolError } from '@modelcontextprotocol/server';
+import type { Logger } from 'pino';
+import { TemporalUnavailableError } from '../temporal/availability.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
 
 /** -32602 for any task the caller may not see. One message for every cause: no oracle. */
@@ -53,7 +55,40 @@ export function inputRoundsExhausted(): ProtocolError {
   return new ProtocolError(-32602, 'Invalid params: too many input rounds for this call; start again with a new call');
 }
 
+/**
+ * -32603 when Temporal (or a worker) did not answer in time or the front's circuit is open
+ * (`src/temporal/availability.ts`). Retryable: `data.retryAfterSeconds` says when; nothing was
+ * changed. The HTTP layer answers it with status 503 and the same `Retry-After` (`src/mcp/http.ts`).
+ */
+export function temporalUnavailable(retryAfterSeconds: number): ProtocolError {
+  return new ProtocolError(-32603, `Service unavailable: the task store did not answer; nothing was changed; retry after ${retryAfterSeconds} s`, {
+    retryable: true,
+    retryAfterSeconds,
+  });
+}
+
 /** -32603 for any failure that is not one of ours; details stay in the server log. */
 export function internalError(): ProtocolError {
   return new ProtocolError(-32603, 'Internal error');
+}
+
+/**
+ * Run a request handler so that only our own JSON-RPC errors reach the wire: a
+ * `TemporalUnavailableError` becomes {@link temporalUnavailable} (retryable, HTTP 503); anything
+ * else that is not a `ProtocolError` (a Temporal RPC failure, a bug) is logged by name and answered
+ * -32603 "Internal error", never with its message or code (a gRPC status is not a JSON-RPC code).
+ * Used by both faces of `/mcp` (`server.ts`, `legacy-server.ts`).
+ */
+export async function opaque<T>(logger: Logger, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof ProtocolError) throw err;
+    if (err instanceof TemporalUnavailableError) {
+      logger.warn({ reason: err.reason }, 'Temporal unavailable; answered retryable');
+      throw temporalUnavailable(err.retryAfterSeconds);
+    }
+    logger.error({ err: (err as Error)?.name, code: (err as { code?: unknown })?.code }, 'request failed');
+    throw internalError();
+  }
 }

@@ -57,7 +57,7 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     const principal = c.get('principal');
     const token = c.get('bearerToken');
     const res = await handler.fetch(c.req.raw, { authInfo: { token, clientId: principal.sub, scopes: [], extra: { principal } } });
-    return stripEmptyTaskContent(res);
+    return finishMcpResponse(res);
   });
 
   app.route('/', createArapCallbackReceiver({ temporal: opts.temporal, callbackSecret: opts.callbackSecret, logger: opts.logger }));
@@ -66,13 +66,25 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
 }
 
 /**
- * The SDK appends `content: []` to a task-shaped `tools/call` result; `CreateTaskResult` has no
- * `content`, so drop it. Only a body that can be such a result is parsed and
- * re-serialized; every other response (allowed calls, `tasks/get`, errors) passes through as is.
+ * Two fix-ups of the SDK's JSON answer, each applied only to a body that can need it (a cheap text
+ * check first; every other response passes through as is):
+ * - the SDK appends `content: []` to a task-shaped `tools/call` result; `CreateTaskResult` has no
+ *   `content`, so drop it;
+ * - a retryable "unavailable" error (`temporalUnavailable` in `errors.ts`: Temporal or a worker did
+ *   not answer) is sent with HTTP 503 and `Retry-After: <data.retryAfterSeconds>`, so HTTP clients
+ *   and proxies see an outage as one (the JSON-RPC body is unchanged).
  */
-async function stripEmptyTaskContent(res: Response): Promise<Response> {
+async function finishMcpResponse(res: Response): Promise<Response> {
   if (!(res.headers.get('content-type') ?? '').includes('application/json')) return res;
   const text = await res.text();
+  if (text.includes('"retryAfterSeconds"')) {
+    const retryAfter = retryAfterOf(text);
+    if (retryAfter !== undefined) {
+      const headers = new Headers(res.headers);
+      headers.set('retry-after', String(retryAfter));
+      return new Response(text, { status: 503, headers });
+    }
+  }
   // cheap pre-check: the SDK writes compact JSON, so a task result holds both of these verbatim
   if (!text.includes('"resultType":"task"') || !text.includes('"content":[]')) return new Response(text, res);
   let body: { result?: { resultType?: string; content?: unknown[] } } | undefined;
@@ -88,4 +100,14 @@ async function stripEmptyTaskContent(res: Response): Promise<Response> {
     return new Response(JSON.stringify(body), { status: res.status, headers });
   }
   return new Response(text, res);
+}
+
+/** `error.data.retryAfterSeconds` of a single JSON-RPC error body, when it is a positive integer. */
+function retryAfterOf(text: string): number | undefined {
+  try {
+    const n = (JSON.parse(text) as { error?: { data?: { retryAfterSeconds?: unknown } } })?.error?.data?.retryAfterSeconds;
+    return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
 }

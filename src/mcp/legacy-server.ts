@@ -38,7 +38,7 @@ import { ProtocolError, Server, type McpServerFactory } from '@modelcontextproto
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
-import { internalError, taskNotFound } from './errors.js';
+import { opaque, taskNotFound } from './errors.js';
 import { cancelledTaskHasNoResult, failedTaskError, resultNotReady, taskAlreadyTerminal, taskAugmentationRequired, taskForbiddenForTool } from './legacy-errors.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool, type ApprovalState } from './approval-tools.js';
 import { gateToolCall, type GateDeps } from './gate.js';
@@ -149,17 +149,6 @@ const NEEDS_INPUT_TEXT =
   'Not executed: this approval needs a justification, which a 2025-11-25 client cannot supply. ' +
   'Use a client that speaks MCP 2026-07-28 with the io.modelcontextprotocol/tasks extension. The tool did not run.';
 
-/** Run `fn`; anything that is not our own JSON-RPC error becomes an opaque -32603 (as in `server.ts`). */
-async function opaque<T>(deps: GateDeps, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof ProtocolError) throw err;
-    deps.logger.error({ err: (err as Error)?.name, code: (err as { code?: unknown })?.code }, 'legacy request failed');
-    throw internalError();
-  }
-}
-
 type Handler = Parameters<Server['_wrapHandler']>[1];
 
 /**
@@ -225,7 +214,7 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       ] as never,
     }));
 
-    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps, async () => {
+    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps.logger, async () => {
       const task = (req.params as { task?: { ttl?: unknown } }).task;
       const wantsTask = task !== undefined;
       if (approvalTools && isApprovalTool(req.params.name)) {
@@ -262,7 +251,7 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       return out as never;
     }));
 
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
       const done = inline.open(params.taskId, principalOf(ctx));
       if (done) return inlineLegacyTask(params.taskId, done) as never;
       const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
@@ -270,7 +259,7 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       return legacyTask(params.taskId, snap) as never;
     }));
 
-    server.setRequestHandler('tasks/result', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+    server.setRequestHandler('tasks/result', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
       // 2025-11-25: tasks/result blocks until the task is terminal (the client calls it after
       // seeing `completed`, or earlier to wait). Each pause is the task's own poll interval.
       const done = inline.open(params.taskId, principalOf(ctx));
@@ -286,7 +275,7 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       }
     }));
 
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
       const caller = principalOf(ctx);
       if (inline.open(params.taskId, caller)) throw taskAlreadyTerminal();
       const outcome = await deps.tasks.cancel(params.taskId, caller);

@@ -11,7 +11,7 @@ import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, Server, type McpServerFact
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { inputRefused, internalError, missingTasksCapability, taskNotFound } from './errors.js';
+import { inputRefused, missingTasksCapability, opaque, taskNotFound } from './errors.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { getTaskResult } from './task-projection.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './approval-tools.js';
@@ -46,21 +46,6 @@ function declaresTasks(ctx: HandlerCtx): boolean {
 }
 
 /**
- * Run a handler so that only our own JSON-RPC errors reach the wire: anything else (a Temporal
- * RPC failure, a bug) is logged by name and answered -32603 "Internal error", never with its
- * message or code (a gRPC status is not a JSON-RPC code).
- */
-async function opaque<T>(deps: GateDeps, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof ProtocolError) throw err;
-    deps.logger.error({ err: (err as Error)?.name, code: (err as { code?: unknown })?.code }, 'request failed');
-    throw internalError();
-  }
-}
-
-/**
  * Build the per-request server factory. `version` is reported in `serverInfo`. `requestStateCodec`
  * verifies every echoed MRTR `requestState` before a handler runs (failures: -32602).
  */
@@ -77,7 +62,7 @@ export function createMcpServerFactory(deps: GateDeps & { requestStateCodec: Req
     server.setRequestHandler('tools/list', async () => ({
       tools: [...deps.tools.list().map((t) => deps.tools.descriptor(t.name)), ...(approvalTools ? approvalToolDescriptors() : [])] as never,
     }));
-    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps, async () => {
+    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps.logger, async () => {
       const c = ctx as unknown as HandlerCtx;
       // the plain tier's companion tools (approval-tools.ts), bound to the caller like tasks/*
       if (approvalTools && isApprovalTool(req.params.name)) return (await callApprovalTool(deps.tasks, principalOf(c), req.params.name, req.params.arguments)) as never;
@@ -93,20 +78,20 @@ export function createMcpServerFactory(deps: GateDeps & { requestStateCodec: Req
         },
       })) as never;
     }));
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
       requireTasks(ctx as unknown as HandlerCtx);
       const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
       if (!snap) throw taskNotFound();
       return getTaskResult(params.taskId, snap) as never;
     }));
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps, async () => {
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
       requireTasks(ctx as unknown as HandlerCtx);
       const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx as unknown as HandlerCtx));
       if (!outcome) throw taskNotFound();
       deps.logger.info({ outcome }, 'tasks/cancel');
       return { resultType: 'complete' } as never;
     }));
-    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) => opaque(deps, async () => {
+    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) => opaque(deps.logger, async () => {
       requireTasks(ctx as unknown as HandlerCtx);
       const c = ctx as unknown as HandlerCtx;
       // The SDK lifts `inputResponses` out of the params into the request context.

@@ -29,7 +29,7 @@ import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js
 import type { Principal } from '../auth/principal.js';
 import { quotaKeyOf, taskOwnerKeyOf } from '../auth/principal-keys.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
-import { cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
 import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
@@ -37,6 +37,7 @@ import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnap
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 import { faultPoint } from '../fault-point.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
+import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } from '../temporal/availability.js';
 
 /** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
 const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
@@ -54,6 +55,12 @@ export interface TaskServiceOptions {
    * (`submission-limiter.ts`); unset: no limits (tests of other concerns only).
    */
   submissionLimits?: SubmissionLimits;
+  /**
+   * Deadline and circuit breaker for every Temporal call (`src/temporal/availability.ts`); default:
+   * a guard over `client` with its defaults (5 s per call, circuit after 3 failures, open 10 s).
+   * Methods then throw `TemporalUnavailableError` when Temporal or a worker does not answer.
+   */
+  guard?: TemporalGuard;
 }
 
 /** Thrown by `createOrJoin` when the task was not confirmed within `createWaitMs`. */
@@ -75,8 +82,13 @@ export interface TaskService {
   referenceOf(binding: CallBinding): string;
   /** The caller's task, or null if unknown, expired, or owned by someone else. */
   get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null>;
-  /** Cancel; null if the task is not the caller's (same as unknown). */
-  cancel(taskId: unknown, caller: Principal): Promise<CancelOutcome | null>;
+  /**
+   * Cancel (SEP-2848 §Cancellation); null if the task is not the caller's (same as unknown).
+   * `recorded`: Temporal answered but no worker took the cancel update in time, so the cancel was
+   * recorded as a signal and will be applied, by the same compare-and-set, when a worker next runs
+   * the task. Throws `TemporalUnavailableError` when Temporal itself does not answer.
+   */
+  cancel(taskId: unknown, caller: Principal): Promise<CancelOutcome | 'recorded' | null>;
   /**
    * Answer an `input_required` task's outstanding input (`tasks/update`). null if the task is not
    * the caller's; `{refused}` (with a fixed reason) when it is not waiting for input or the answer
@@ -88,6 +100,7 @@ export interface TaskService {
 /** Build the task service over a Temporal client. */
 export function createTaskService(opts: TaskServiceOptions): TaskService {
   const { client } = opts;
+  const guard = opts.guard ?? createTemporalGuard({ client });
   const limits = opts.submissionLimits ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits }) : undefined;
   // Same connection, codec and interceptors; queries of a closed run are rejected (status only),
   // never dispatched to a worker for replay.
@@ -116,15 +129,52 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
 
   return {
     async createOrJoin(binding, accessRequest, submissionInput) {
+      try {
+        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput), opts.createWaitMs);
+      } catch (err) {
+        // Temporal answers but the task was not confirmed in time: the existing retryable answer.
+        if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError();
+        throw err;
+      }
+    },
+
+    async get(taskId, caller) {
+      return guard.run(() => getNow(taskId, caller));
+    },
+
+    referenceOf(binding) {
+      return approvalWorkflowId(opts.dedupKey, binding.digest);
+    },
+
+    async provideInput(taskId, caller, inputResponses) {
+      return guard.run(() => provideInputNow(taskId, caller, inputResponses));
+    },
+
+    async cancel(taskId, caller) {
+      try {
+        return await guard.run(() => cancelNow(taskId, caller));
+      } catch (err) {
+        if (!(err instanceof TemporalUnavailableError) || err.reason !== 'no-answer') throw err;
+        // Temporal answers, no worker does: record the cancel durably instead of leaving it in doubt.
+        return guard.run(async () => {
+          const owned = await describeOwned(taskId, caller);
+          if (!owned) return null;
+          if (owned.desc.status.name !== 'RUNNING') return 'already-terminal' as const;
+          await owned.handle.signal(cancelRequestSignal);
+          return 'recorded' as const;
+        });
+      }
+    },
+  };
+
+  async function createOrJoinNow(binding: CallBinding, accessRequest: AccessRequestHint, submissionInput?: { justification?: string }): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
+    {
       const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
       const ownerKey = taskOwnerKeyOf(binding.principal);
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new TaskCreationPendingError()), opts.createWaitMs);
-      });
-      try {
+      {
         // Per-principal submission limits (`submission-limiter.ts`): throws SubmissionLimitedError past one.
-        const limiter = limits ? await Promise.race([limits.reserve(quotaKeyOf(opts.dedupKey, binding.principal), workflowId), timeout]) : null;
+        // Both steps run under the guard's deadline (createWaitMs): a late answer is TaskCreationPendingError.
+        const limiter = limits ? await limits.reserve(quotaKeyOf(opts.dedupKey, binding.principal), workflowId) : null;
         const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
           workflowId,
           taskQueue: opts.taskQueue,
@@ -132,15 +182,15 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           workflowIdConflictPolicy: 'USE_EXISTING',
           memo: { owner: ownerKey },
         });
-        const { runId, snapshot } = await Promise.race([client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation }), timeout]);
+        const { runId, snapshot } = await client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation });
         faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
         return { taskId: taskIdFor(workflowId, runId), snapshot };
-      } finally {
-        clearTimeout(timer);
       }
-    },
+    }
+  }
 
-    async get(taskId, caller) {
+  async function getNow(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null> {
+    {
       const ids = parseTaskId(taskId);
       if (!ids) return null;
       try {
@@ -200,13 +250,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         claimed: false,
         error: { code: -32603, message: 'Internal error: the approval task ended abnormally' },
       };
-    },
+    }
+  }
 
-    referenceOf(binding) {
-      return approvalWorkflowId(opts.dedupKey, binding.digest);
-    },
-
-    async provideInput(taskId, caller, inputResponses) {
+  async function provideInputNow(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>): Promise<{ accepted: true } | { refused: string } | null> {
+    {
       const owned = await describeOwned(taskId, caller);
       if (!owned) return null;
       if (owned.desc.status.name !== 'RUNNING') return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
@@ -222,9 +270,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
         throw err;
       }
-    },
+    }
+  }
 
-    async cancel(taskId, caller) {
+  async function cancelNow(taskId: unknown, caller: Principal): Promise<CancelOutcome | null> {
+    {
       const owned = await describeOwned(taskId, caller);
       if (!owned) return null;
       if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
@@ -235,6 +285,6 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         if (isWorkflowNotFound(err)) return 'already-terminal';
         throw err;
       }
-    },
-  };
+    }
+  }
 }

@@ -1,0 +1,114 @@
+/**
+ * Bounded, fail-fast calls from the MCP front to Temporal.
+ *
+ * Every Temporal operation the front makes for a client request runs through a {@link TemporalGuard}:
+ * - it gets a deadline (`callTimeoutMs`, or the caller's own), so no MCP method waits unbounded on a
+ *   stopped server or on a workflow no worker is running;
+ * - a failure that means "Temporal did not answer" (gRPC `UNAVAILABLE`, `DEADLINE_EXCEEDED`, the
+ *   update RPC timing out) becomes a {@link TemporalUnavailableError} carrying a retry hint, which the
+ *   front answers as HTTP 503 with `Retry-After` and a retryable JSON-RPC error;
+ * - `failureThreshold` consecutive such failures open a circuit for `openMs`: until then every
+ *   guarded call fails at once with the same error, instead of each request paying the timeout. The
+ *   first call after `openMs` is let through (half-open) and closes the circuit if it succeeds.
+ *   The SDK retries `UNAVAILABLE` internally, so a stopped server usually shows as a deadline: both
+ *   kinds count.
+ *
+ * Deliberately does not: retry (the client does, after `Retry-After`), or guard the worker's own
+ * connection (the worker reconnects by itself).
+ */
+import { isGrpcDeadlineError, isGrpcServiceError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+
+/** gRPC status code UNAVAILABLE (the server could not be reached). */
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * Temporal (or a worker behind it) did not answer in time. Local error, never serialized as is: the
+ * MCP front maps it to a retryable JSON-RPC error and HTTP 503 with `Retry-After: retryAfterSeconds`.
+ * `reason`: `unreachable` (the server refused or dropped the connection), `no-answer` (the deadline
+ * passed: no worker, or overload), `circuit-open` (recent calls found the server unreachable).
+ */
+export class TemporalUnavailableError extends Error {
+  constructor(
+    readonly reason: 'unreachable' | 'no-answer' | 'circuit-open',
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`Temporal unavailable (${reason})`);
+    this.name = 'TemporalUnavailableError';
+  }
+}
+
+/** True when `err` says the Temporal server could not be reached (gRPC UNAVAILABLE, possibly wrapped). */
+export function isTemporalUnreachable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e) && e.code === GRPC_UNAVAILABLE) return true;
+    if ((e as { code?: unknown }).code === GRPC_UNAVAILABLE && e instanceof Error) return true;
+  }
+  return false;
+}
+
+/** True when `err` is a deadline that passed before Temporal (or a worker) answered. */
+export function isTemporalNoAnswer(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcDeadlineError(e) || e instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return true;
+  }
+  return false;
+}
+
+/** Options of {@link createTemporalGuard}. Times in ms. */
+export interface TemporalGuardOptions {
+  client: Client;
+  /** Deadline of one guarded call unless the caller gives its own; default 5,000. */
+  callTimeoutMs?: number;
+  /** Consecutive calls Temporal did not answer that open the circuit; default 3. */
+  failureThreshold?: number;
+  /** How long the circuit stays open; also the `Retry-After` given while it is; default 10,000. */
+  openMs?: number;
+  /** Clock, ms since the epoch (tests move it); default `Date.now`. */
+  now?: () => number;
+}
+
+/** Runs Temporal calls with a deadline and a circuit breaker (module header). */
+export interface TemporalGuard {
+  /**
+   * Run `fn` under a deadline (`deadlineMs` from now, default `callTimeoutMs`). Resolves with its
+   * result; throws {@link TemporalUnavailableError} when Temporal did not answer or the circuit is
+   * open; rethrows every other error unchanged.
+   */
+  run<T>(fn: () => Promise<T>, deadlineMs?: number): Promise<T>;
+  /** Whether the circuit is open now (for health reporting). */
+  isOpen(): boolean;
+}
+
+/** Build a guard over `client` (module header). */
+export function createTemporalGuard(opts: TemporalGuardOptions): TemporalGuard {
+  const callTimeoutMs = opts.callTimeoutMs ?? 5_000;
+  const failureThreshold = opts.failureThreshold ?? 3;
+  const openMs = opts.openMs ?? 10_000;
+  const now = opts.now ?? Date.now;
+  let failures = 0;
+  let openUntil = 0;
+  const retryAfter = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+  return {
+    async run(fn, deadlineMs = callTimeoutMs) {
+      const t = now();
+      if (t < openUntil) throw new TemporalUnavailableError('circuit-open', retryAfter(openUntil - t));
+      try {
+        const out = await opts.client.withDeadline(t + deadlineMs, fn);
+        failures = 0;
+        return out;
+      } catch (err) {
+        const unreachable = isTemporalUnreachable(err);
+        if (!unreachable && !isTemporalNoAnswer(err)) throw err;
+        if (++failures >= failureThreshold) {
+          openUntil = now() + openMs;
+          failures = 0;
+        }
+        throw new TemporalUnavailableError(unreachable ? 'unreachable' : 'no-answer', retryAfter(unreachable ? openMs : callTimeoutMs));
+      }
+    },
+    isOpen() {
+      return now() < openUntil;
+    },
+  };
+}

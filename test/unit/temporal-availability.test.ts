@@ -1,0 +1,76 @@
+// Scope: src/temporal/availability.ts — the deadline and circuit breaker in front of every Temporal
+// call the MCP front makes, against a real Temporal client whose server is not there (a lazy
+// connection to a closed local port), on a fake clock for the circuit's open window.
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTemporalGuard, TemporalUnavailableError } from '../../src/temporal/availability.js';
+import { freePort } from '../../src/temporal/dev-server.js';
+
+let connection: Connection;
+let client: Client;
+beforeAll(async () => {
+  // nothing listens on this port: every RPC fails the way a stopped Temporal server makes it fail
+  connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}` });
+  client = new Client({ connection });
+});
+afterAll(async () => {
+  await connection.close();
+});
+
+async function unavailable(p: Promise<unknown>): Promise<TemporalUnavailableError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(TemporalUnavailableError);
+  return err as TemporalUnavailableError;
+}
+
+const describeSome = () => client.workflow.getHandle('approval-0123456789abcdef0123456789abcdef').describe();
+
+describe('Temporal guard', () => {
+  it('a call Temporal does not answer ends at its deadline as TemporalUnavailableError with a retry hint, not as an SDK error', async () => {
+    const guard = createTemporalGuard({ client, callTimeoutMs: 300, failureThreshold: 10 });
+    const err = await unavailable(guard.run(describeSome));
+    expect(['no-answer', 'unreachable']).toContain(err.reason);
+    expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+  });
+
+  it('after failureThreshold unanswered calls the circuit opens: the next call fails as circuit-open without reaching Temporal, with Retry-After covering the open window', async () => {
+    const clock = { ms: 1_000_000 };
+    let reached = 0;
+    const guard = createTemporalGuard({ client, callTimeoutMs: 300, failureThreshold: 2, openMs: 10_000, now: () => clock.ms });
+    const counted = () => {
+      reached++;
+      return describeSome();
+    };
+    await unavailable(guard.run(counted));
+    expect(guard.isOpen()).toBe(false);
+    await unavailable(guard.run(counted));
+    expect(guard.isOpen()).toBe(true);
+    const open = await unavailable(guard.run(counted));
+    expect(open.reason).toBe('circuit-open');
+    expect(open.retryAfterSeconds).toBe(10);
+    expect(reached).toBe(2);
+    clock.ms += 4_000;
+    expect((await unavailable(guard.run(counted))).retryAfterSeconds).toBe(6);
+    expect(reached).toBe(2);
+  });
+
+  it('past the open window one call is let through (half-open); a success closes the circuit and resets the count', async () => {
+    const clock = { ms: 2_000_000 };
+    const guard = createTemporalGuard({ client, callTimeoutMs: 300, failureThreshold: 1, openMs: 5_000, now: () => clock.ms });
+    await unavailable(guard.run(describeSome));
+    expect(guard.isOpen()).toBe(true);
+    clock.ms += 5_001;
+    expect(await guard.run(async () => 'answered')).toBe('answered');
+    expect(guard.isOpen()).toBe(false);
+  });
+
+  it('errors that are not about availability pass through unchanged and do not count', async () => {
+    const guard = createTemporalGuard({ client, failureThreshold: 1 });
+    const own = new RangeError('not about Temporal');
+    await expect(guard.run(async () => Promise.reject(own))).rejects.toBe(own);
+    expect(guard.isOpen()).toBe(false);
+  });
+});

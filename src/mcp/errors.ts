@@ -1,7 +1,7 @@
 /**
  * The JSON-RPC errors the MCP front returns, built in this one module; local error classes (e.g.
  * `TaskCreationPendingError`) never cross the wire and are mapped to one of these by their caller
- * (docs/DESIGN.md §6).
+ * (docs/DESIGN.md §7).
  * Security failures are opaque: an unknown, expired, malformed or foreign task id (any string) all
  * produce the same -32602 with the same message (SEP-2848 §Security, task access control).
  */

@@ -1,5 +1,5 @@
 /**
- * The 2025-11-25 face of `/mcp` (DESIGN.md §8): the server a client gets when it opens with
+ * The 2025-11-25 face of `/mcp` (docs/CLIENTS.md, MCP 2025-11-25): the server a client gets when it opens with
  * `initialize` instead of the 2026-07-28 per-request envelope. Served stateless by the SDK's
  * legacy fallback (`createMcpHandler(..., {legacy: 'stateless'})` in `http.ts`): one fresh
  * `Server` per HTTP request, no `Mcp-Session-Id`, so any instance answers any request, exactly

@@ -2,7 +2,7 @@
 // era: legacy, i.e. `initialize` with 2025-11-25) run as a child process against the real stack:
 // tools/list and an allowed call exit 0, and a requestable denial opens the approval
 // (COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default), which further CLI runs follow with
-// the approval_status tool to approved-executed or denied-not-executed (DESIGN.md §3;
+// the approval_status tool to approved-executed or denied-not-executed (docs/DESIGN.md §3;
 // src/mcp/legacy-server.ts, src/mcp/approval-tools.ts).
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

@@ -5,7 +5,7 @@
 // COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default) and approval_cancel withdraws it; with
 // a ClientExtension declaring io.modelcontextprotocol/tasks and a ResultClaim for resultType
 // "task" it follows a $50,000 transfer via tasks/get to approved-executed after the test approves
-// it, and another to denied-not-executed after the test denies it (DESIGN.md §3).
+// it, and another to denied-not-executed after the test denies it (docs/DESIGN.md §3).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';

@@ -3,7 +3,7 @@
 // approval through its experimental tasks API (task-augmented tools/call, tasks/get,
 // tasks/result) to the final CallToolResult, approved and denied; a call without a task opens the
 // approval (COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default) and its result names both
-// approval_status and params.task, which joins the same approval (DESIGN.md §3;
+// approval_status and params.task, which joins the same approval (docs/DESIGN.md §3;
 // src/mcp/legacy-server.ts).
 import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';

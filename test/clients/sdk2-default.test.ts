@@ -2,7 +2,7 @@
 // 2025-11-25, and cannot take a task) against the real stack: connect, tools/list, an allowed call
 // inline, and a requestable denial that opens the approval (COUNTERSIGN_NO_TASKS_RESPONSE=
 // approval-tools, the default) and is followed with approval_status to approved-executed or
-// denied-not-executed, bound to the caller (DESIGN.md §3; src/mcp/legacy-server.ts,
+// denied-not-executed, bound to the caller (docs/DESIGN.md §3; src/mcp/legacy-server.ts,
 // src/mcp/approval-tools.ts).
 import { randomUUID } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';

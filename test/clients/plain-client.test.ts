@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { Stack } from '../../src/stack.js';
 import { clientFor as wireClientFor, decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
+import { call, statusUntilDone, text, type ApprovalState } from '../support/sdk-client.js';
 
 let stack: Stack;
 const clients: Client[] = [];
@@ -23,23 +24,6 @@ afterAll(async () => {
 const memo = () => `plain ${randomUUID().slice(0, 12)}`;
 const transfer = (m: string, amount = 50_000) => ({ to: 'acct-991', amount, memo: m });
 
-/** What the plain tier's results carry in `structuredContent`. */
-interface ApprovalState {
-  approvalId: string;
-  status: string;
-  statusMessage: string;
-  outcome: string;
-  disposition?: string;
-  checkAgainAfterMs?: number;
-  next?: { tool: string; arguments: { approvalId: string } };
-  result?: { content: Array<{ type: string; text?: string }>; isError: boolean };
-}
-interface ToolResult {
-  content: Array<{ type: string; text?: string }>;
-  isError?: boolean;
-  structuredContent?: Record<string, unknown>;
-}
-const text = (r: ToolResult) => r.content.map((c) => c.text ?? '').join('\n');
 
 /** A connected SDK client for `sub`, 2026-07-28 by auto negotiation, without the tasks extension; tools listed (so the SDK checks output schemas). */
 async function plainClient(sub: string): Promise<Client> {
@@ -49,21 +33,6 @@ async function plainClient(sub: string): Promise<Client> {
   clients.push(client);
   await client.listTools();
   return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<ToolResult> {
-  return (await client.callTool({ name, arguments: args })) as ToolResult;
-}
-
-/** `approval_status` until the approval leaves pending, at its suggested pace; at most `limit` calls. */
-async function statusUntilDone(client: Client, approvalId: string, limit = 300): Promise<{ result: ToolResult; state: ApprovalState }> {
-  for (let i = 0; i < limit; i++) {
-    const result = await call(client, 'approval_status', { approvalId });
-    const state = result.structuredContent as unknown as ApprovalState;
-    if (state.outcome !== 'pending') return { result, state };
-    await new Promise((r) => setTimeout(r, state.checkAgainAfterMs ?? 200));
-  }
-  throw new Error(`approval ${approvalId} did not end`);
 }
 
 describe('a client without the tasks extension follows an approval through the companion tools', () => {

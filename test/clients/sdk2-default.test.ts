@@ -9,6 +9,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
+import { call, statusUntilDone, text, type ApprovalState } from '../support/sdk-client.js';
 
 let stack: Stack;
 beforeAll(async () => {
@@ -28,37 +29,6 @@ async function defaultClient(sub: string): Promise<Client> {
 const memo = () => `sdk2 ${randomUUID().slice(0, 12)}`;
 const transfer = (m: string) => ({ to: 'acct-991', amount: 50_000, memo: m });
 
-/** What the companion tools' results carry in `structuredContent` (src/mcp/approval-tools.ts). */
-interface ApprovalState {
-  approvalId: string;
-  status: string;
-  outcome: string;
-  disposition?: string;
-  checkAgainAfterMs?: number;
-  next?: { tool: string; arguments: { approvalId: string } };
-  result?: { isError: boolean };
-}
-interface ToolResult {
-  content: Array<{ type: string; text?: string }>;
-  isError?: boolean;
-  structuredContent?: Record<string, unknown>;
-}
-const text = (r: ToolResult) => r.content.map((c) => c.text ?? '').join('\n');
-
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<ToolResult> {
-  return (await client.callTool({ name, arguments: args })) as ToolResult;
-}
-
-/** `approval_status` until the approval leaves pending, at its suggested pace; at most `limit` calls. */
-async function statusUntilDone(client: Client, approvalId: string, limit = 300): Promise<{ result: ToolResult; state: ApprovalState }> {
-  for (let i = 0; i < limit; i++) {
-    const result = await call(client, 'approval_status', { approvalId });
-    const state = result.structuredContent as unknown as ApprovalState;
-    if (state.outcome !== 'pending') return { result, state };
-    await new Promise((r) => setTimeout(r, state.checkAgainAfterMs ?? 200));
-  }
-  throw new Error(`approval ${approvalId} did not end`);
-}
 
 describe('@modelcontextprotocol/client 2.4 with default options against Countersign', () => {
   it('connects (initialize, 2025-11-25) where it used to fail with -32022', async () => {

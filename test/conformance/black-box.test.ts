@@ -87,7 +87,7 @@ describe('SEP-2848 black-box suite against Countersign', () => {
   it('in-task input: after the first approval the task asks for a justification (input_required), tasks/update answers it, and the second approval executes once', () => {
     const r = report.results.find((x) => x.id === 'conf:in-task-input');
     expect(r?.status).toBe('pass');
-    expect(r?.detail).toMatch(/^input_required \(justification\) after 1 approval\(s\), tasks\/update → working, then approved-executed/);
+    expect(r?.detail).toMatch(/^input_required \(justification-2\) after 1 approval\(s\), tasks\/update → working, then approved-executed/);
     expect(r?.detail).toMatch(/probe: 1 execution$/);
   });
 

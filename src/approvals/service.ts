@@ -80,6 +80,11 @@ export interface ApprovalServiceOptions {
   sessionKey?: string;
   /** Sign in to the inbox through an OIDC provider instead of passwords (see `inbox/oidc-sessions.ts`). */
   oidc?: OidcSignInOptions;
+  /**
+   * Reverse proxies whose `X-Forwarded-For` names the client for the sign-in throttle (exact IP
+   * addresses, `COUNTERSIGN_TRUSTED_PROXIES`; see `src/http/client-address.ts`); default none.
+   */
+  trustedProxies?: readonly string[];
 }
 
 /** A running service instance. */
@@ -186,6 +191,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       store,
       agents: opts.agents ?? [],
       throttle,
+      trustedProxies: opts.trustedProxies ?? [],
       ...(itsm !== undefined ? { itsmDecisions: (c) => itsm.handleDecision(c) } : {}),
     }),
   );
@@ -199,6 +205,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       ...(oidc !== undefined ? { oidc } : {}),
       now,
       throttle,
+      trustedProxies: opts.trustedProxies ?? [],
     }),
   );
   app.notFound(() => problem('not-found', 'No such resource.'));

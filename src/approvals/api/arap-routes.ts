@@ -23,7 +23,8 @@ import { AccessRequestBodySchema, DecisionBodySchema, toStatusBody, toTaskHandle
 import type { AgentCredential } from '../deciders/decider.js';
 import { authenticateDecider, bearerMatches, parseBasic, type Approver } from './http-auth.js';
 import type { Decider } from '../deciders/decider.js';
-import { clientAddress, type SignInThrottle } from '../inbox/sign-in-throttle.js';
+import type { SignInThrottle } from '../inbox/sign-in-throttle.js';
+import { clientAddress } from '../../http/client-address.js';
 import { problem } from '../../http/problem.js';
 import { faultPoint } from '../../fault-point.js';
 import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
@@ -48,6 +49,8 @@ export interface ArapRoutesDeps {
   agents?: readonly AgentCredential[];
   /** Back-off for failed approver and agent credentials; absent: none. */
   throttle?: SignInThrottle;
+  /** Proxies whose `X-Forwarded-For` names the client (`COUNTERSIGN_TRUSTED_PROXIES`); default none. */
+  trustedProxies?: readonly string[];
   /** Inbound ITSM decisions (`POST /itsm/decisions`); absent: the route answers 404. */
   itsmDecisions?: (c: Context) => Promise<Response>;
 }
@@ -164,7 +167,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   const decider = (c: Context): Decider | Response => {
     const authorization = c.req.header('Authorization');
     const id = /^Bearer /i.test(authorization ?? '') ? '(agent bearer)' : (parseBasic(authorization)?.id ?? '');
-    const address = clientAddress(c);
+    const address = clientAddress(c, deps.trustedProxies);
     const wait = authorization === undefined ? 0 : (deps.throttle?.retryAfterSeconds(id, address) ?? 0);
     if (wait > 0) return problem('too-many-attempts', `Too many failed sign-ins. Try again in ${wait} s.`, { 'Retry-After': String(wait) });
     const who = authenticateDecider(authorization, deps.approvers, agents);

@@ -28,7 +28,8 @@ import { RequestView } from './request-page.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
 import type { InboxSession, SessionManager } from './session.js';
-import { clientAddress, tooManyAttempts, type SignInThrottle } from './sign-in-throttle.js';
+import { tooManyAttempts, type SignInThrottle } from './sign-in-throttle.js';
+import { clientAddress } from '../../http/client-address.js';
 import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 
 /** Dependencies of {@link createInboxRoutes}. */
@@ -42,6 +43,8 @@ export interface InboxDeps {
   now: () => number;
   /** Back-off for failed password sign-ins. */
   throttle: SignInThrottle;
+  /** Proxies whose `X-Forwarded-For` names the client (`COUNTERSIGN_TRUSTED_PROXIES`); default none. */
+  trustedProxies?: readonly string[];
 }
 
 /** Flash messages after a decision (`?flash=<kind>`); `ok` selects the colour. */
@@ -107,7 +110,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const form = await c.req.parseBody();
     const id = typeof form['id'] === 'string' ? form['id'].trim() : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
-    const address = clientAddress(c);
+    const address = clientAddress(c, deps.trustedProxies);
     const wait = deps.throttle.retryAfterSeconds(id, address);
     if (wait > 0) return tooManyAttempts(wait, `Too many failed sign-ins. Try again in ${wait} s.`);
     const session = id === '' ? null : await sessions.signIn(c, id, password);

@@ -39,7 +39,7 @@ import { RequestView } from './request-page.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
 import type { InboxSession, SessionManager } from './session.js';
-import { tooManyAttempts, type SignInThrottle } from './sign-in-throttle.js';
+import type { SignInThrottle } from './sign-in-throttle.js';
 import { clientAddress } from '../../http/client-address.js';
 import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 
@@ -80,7 +80,7 @@ export const INBOX_LOGIN_BODY_BYTES = 4 * 1024;
 export const INBOX_FORM_BODY_BYTES = 16 * 1024;
 
 /** An HTML error page with `status`. */
-function errorPage(c: Context, status: 400 | 401 | 403 | 404 | 413, title: string, message: string): Response | Promise<Response> {
+function errorPage(c: Context, status: 400 | 401 | 403 | 404 | 413 | 429, title: string, message: string): Response | Promise<Response> {
   return c.html(<ErrorPage title={title} message={message} />, status);
 }
 
@@ -148,7 +148,10 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const password = typeof form['password'] === 'string' ? form['password'] : '';
     const address = clientAddress(c, deps.trustedProxies);
     const wait = deps.throttle.retryAfterSeconds(id, address);
-    if (wait > 0) return tooManyAttempts(wait, `Too many failed sign-ins. Try again in ${wait} s.`);
+    if (wait > 0) {
+      c.header('Retry-After', String(wait));
+      return errorPage(c, 429, 'Too many attempts', `Too many failed sign-ins. Try again in ${wait} s.`);
+    }
     const session = id === '' ? null : await sessions.signIn(c, id, password);
     if (session === null) {
       deps.throttle.failed(id, address, 'inbox');

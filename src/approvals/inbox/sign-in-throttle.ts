@@ -64,8 +64,3 @@ export function createSignInThrottle(deps: { now: () => number; logger: Logger }
     },
   };
 }
-
-/** A 429 answer with `Retry-After`. */
-export function tooManyAttempts(retryAfterSeconds: number, body: string, contentType = 'text/plain; charset=utf-8'): Response {
-  return new Response(body, { status: 429, headers: { 'Retry-After': String(retryAfterSeconds), 'Content-Type': contentType } });
-}

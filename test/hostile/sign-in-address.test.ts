@@ -1,4 +1,5 @@
 // Scope: the per-address sign-in throttle over a real listener (src/server-lifecycle.ts passes the Node bindings; src/http/client-address.ts reads the socket and, only from COUNTERSIGN_TRUSTED_PROXIES, X-Forwarded-For), the listener's request timeouts, and the setting's parsing in src/config.ts.
+import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -82,6 +83,24 @@ describe('listener limits and the trusted-proxies setting', () => {
     const http = server as unknown as { headersTimeout: number; requestTimeout: number };
     expect(http.headersTimeout).toBe(SERVER_TIMEOUTS.headersTimeout);
     expect(http.requestTimeout).toBe(SERVER_TIMEOUTS.requestTimeout);
+  });
+
+  it('a 200 MB sign-in body over a real listener is refused with 413 after its first chunk, without the rest being read', async () => {
+    const { base } = await served();
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${base}/approver/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base, 'content-length': String(200 * 1024 * 1024) },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+        req.destroy();
+      });
+      req.on('error', reject);
+      req.write('id=bob&password=');
+    });
+    expect(status).toBe(413);
   });
 
   it('COUNTERSIGN_TRUSTED_PROXIES is a comma-separated list of IP addresses, empty by default, and anything else stops start-up', () => {

@@ -43,7 +43,10 @@ export function clientAddress(c: Context, trustedProxies: readonly string[] = []
   if (trustedProxies.length === 0 || socket === UNKNOWN_ADDRESS) return socket;
   const trusted = new Set(trustedProxies.map(normalizeAddress));
   if (!trusted.has(socket)) return socket;
-  const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map(normalizeAddress).filter((a) => a !== '');
+  const hops = (c.req.header('x-forwarded-for') ?? '')
+    .split(',')
+    .map(normalizeAddress)
+    .filter((a) => a !== '');
   let client = socket;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i]!;

@@ -42,7 +42,8 @@ export function jsonNestingDepth(text: string, limit = Number.POSITIVE_INFINITY)
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 0x5c) i++; // backslash: skip the escaped character
+      if (ch === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (ch === 0x22) inString = false;
       continue;
     }

@@ -57,9 +57,15 @@ describe('the approver sign-in form under hostile input', () => {
   });
 
   it('a sign-in body over the limit is 413 whether or not it declares its length, and is not read in full', async () => {
-    const declared = await svc.app.request(url('/approver/login'), loginForm('x', 'application/x-www-form-urlencoded', { 'content-length': String(200 * 1024 * 1024) }));
+    const declared = await svc.app.request(
+      url('/approver/login'),
+      loginForm('x', 'application/x-www-form-urlencoded', { 'content-length': String(200 * 1024 * 1024) }),
+    );
     expect(declared.status).toBe(413);
-    const chunked = await svc.app.request(url('/approver/login'), { ...loginForm(stream(INBOX_LOGIN_BODY_BYTES * 4), 'application/x-www-form-urlencoded'), duplex: 'half' } as RequestInit);
+    const chunked = await svc.app.request(url('/approver/login'), {
+      ...loginForm(stream(INBOX_LOGIN_BODY_BYTES * 4), 'application/x-www-form-urlencoded'),
+      duplex: 'half',
+    } as RequestInit);
     expect(chunked.status).toBe(413);
     expect(chunked.headers.get('content-type')).toContain('text/html');
   });
@@ -68,7 +74,10 @@ describe('the approver sign-in form under hostile input', () => {
     const logout = await svc.app.request(url('/approver/logout'), loginForm('csrf=x', 'application/x-www-form-urlencoded'));
     expect(logout.status).toBe(401);
     expect(logout.headers.get('content-type')).toContain('text/html');
-    const crossSite = await svc.app.request(url('/approver/login'), loginForm('id=bob&password=bob-pw', 'application/x-www-form-urlencoded', { origin: 'http://evil.test' }));
+    const crossSite = await svc.app.request(
+      url('/approver/login'),
+      loginForm('id=bob&password=bob-pw', 'application/x-www-form-urlencoded', { origin: 'http://evil.test' }),
+    );
     await expectProblem(crossSite, 403, 'forbidden');
     const live = await svc.app.request(url('/approver/live'));
     await expectProblem(live, 401, 'unauthorized');
@@ -78,7 +87,11 @@ describe('the approver sign-in form under hostile input', () => {
 describe('the ARAP API under hostile input', () => {
   it('context.arguments nested 3,000 deep (and 2,000 deep) is 400 problem+json and nothing is stored', async () => {
     for (const [i, depth] of [3000, 2000].entries()) {
-      const res = await svc.app.request(url('/access/v1/requests'), { method: 'POST', headers: submitHeaders(`k-deep-${i}`), body: JSON.stringify(accessRequestBody({ x: deep(depth) })) });
+      const res = await svc.app.request(url('/access/v1/requests'), {
+        method: 'POST',
+        headers: submitHeaders(`k-deep-${i}`),
+        body: JSON.stringify(accessRequestBody({ x: deep(depth) })),
+      });
       expect(await expectProblem(res, 400, 'invalid-request')).toContain('nested deeper than 64 levels');
     }
     expect(storedRequests(svc)).toBe(0);
@@ -92,7 +105,11 @@ describe('the ARAP API under hostile input', () => {
   });
 
   it('bodies over the per-route limits are 413 problem+json: 1 MiB for a new request, 64 KiB elsewhere', async () => {
-    const big = await svc.app.request(url('/access/v1/requests'), { method: 'POST', headers: { ...submitHeaders('k-big'), 'content-length': String(MAX_BODY_BYTES + 1) }, body: 'x' });
+    const big = await svc.app.request(url('/access/v1/requests'), {
+      method: 'POST',
+      headers: { ...submitHeaders('k-big'), 'content-length': String(MAX_BODY_BYTES + 1) },
+      body: 'x',
+    });
     await expectProblem(big, 413, 'payload-too-large');
     const decision = await svc.app.request(url('/access/v1/requests/r1/decision'), {
       method: 'POST',
@@ -104,7 +121,11 @@ describe('the ARAP API under hostile input', () => {
   });
 
   it('a within-limits request is still stored (the probe the other tests rely on)', async () => {
-    const res = await svc.app.request(url('/access/v1/requests'), { method: 'POST', headers: submitHeaders('k-ok'), body: JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 5, memo: deep(10) })) });
+    const res = await svc.app.request(url('/access/v1/requests'), {
+      method: 'POST',
+      headers: submitHeaders('k-ok'),
+      body: JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 5, memo: deep(10) })),
+    });
     expect(res.status).toBe(201);
     expect(storedRequests(svc)).toBe(1);
   });

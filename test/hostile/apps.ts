@@ -142,7 +142,11 @@ export function storedRequests(svc: ApprovalService): number {
 /** The development issuer with a fresh key in a temporary folder; `cleanup()` removes it. */
 export async function issuerUnderTest(): Promise<{ issuer: DevIssuer; cleanup(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'countersign-hostile-issuer-'));
-  const issuer = await loadOrCreateDevIssuer({ keyFile: join(dir, 'key.json'), issuer: 'http://127.0.0.1:8789', audience: `${MCP_ORIGIN}/mcp` });
+  const issuer = await loadOrCreateDevIssuer({
+    keyFile: join(dir, 'key.json'),
+    issuer: 'http://127.0.0.1:8789',
+    audience: `${MCP_ORIGIN}/mcp`,
+  });
   return { issuer, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 

@@ -12,7 +12,8 @@ afterEach(async () => {
   await mcp.close();
 });
 
-const post = (path: string, body: string, headers = mcpHeaders('tools/call', 'wire_transfer')) => mcp.app.request(path, { method: 'POST', headers, body });
+const post = (path: string, body: string, headers = mcpHeaders('tools/call', 'wire_transfer')) =>
+  mcp.app.request(path, { method: 'POST', headers, body });
 
 function nested(depth: number): string {
   return `{"to":"acct-991","amount":5,"memo":${'['.repeat(depth)}${']'.repeat(depth)}}`;
@@ -32,7 +33,11 @@ describe('the MCP endpoint under hostile input', () => {
     expect(await res.json()).toEqual({
       jsonrpc: '2.0',
       id: 7,
-      error: { code: -32602, message: 'Invalid params: forbidden key at $.params.arguments.__proto__', data: { path: '$.params.arguments.__proto__' } },
+      error: {
+        code: -32602,
+        message: 'Invalid params: forbidden key at $.params.arguments.__proto__',
+        data: { path: '$.params.arguments.__proto__' },
+      },
     });
     expect(mcp.ledger.count()).toBe(0);
   });
@@ -76,7 +81,11 @@ describe('the MCP endpoint under hostile input', () => {
       const res = await post(path, toolsCallText('{"to":"acct-991","amount":5}'));
       expect(res.status).toBe(404);
       expect(res.headers.get('content-type')).toContain('application/json');
-      expect(await res.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Not found: the MCP endpoint is /mcp' } });
+      expect(await res.json()).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32000, message: 'Not found: the MCP endpoint is /mcp' },
+      });
     }
     expect(mcp.ledger.count()).toBe(0);
   });

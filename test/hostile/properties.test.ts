@@ -44,9 +44,13 @@ const contentTypes = fc.option(
 );
 
 /** JSON nested `depth` levels of arrays or objects around a scalar. */
-const deepJson = fc.tuple(fc.integer({ min: 1, max: 3000 }), fc.boolean()).map(([depth, objects]) => (objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}1${']'.repeat(depth)}`));
+const deepJson = fc
+  .tuple(fc.integer({ min: 1, max: 3000 }), fc.boolean())
+  .map(([depth, objects]) => (objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}1${']'.repeat(depth)}`));
 /** A `__proto__` key at a random place inside otherwise valid JSON. */
-const protoJson = fc.tuple(fc.json({ maxDepth: 3 }), fc.integer({ min: 0, max: 5 })).map(([inner, depth]) => `${'{"k":'.repeat(depth)}{"to":"acct-991","amount":5,"__proto__":${inner}}${'}'.repeat(depth)}`);
+const protoJson = fc
+  .tuple(fc.json({ maxDepth: 3 }), fc.integer({ min: 0, max: 5 }))
+  .map(([inner, depth]) => `${'{"k":'.repeat(depth)}{"to":"acct-991","amount":5,"__proto__":${inner}}${'}'.repeat(depth)}`);
 /** A large string within every JSON limit (up to 64 KiB). */
 const bigString = fc.integer({ min: 1, max: 64 * 1024 }).map((n) => JSON.stringify({ s: 'x'.repeat(n) }));
 /** Bodies: random bytes, random text, random JSON, deep nesting, prototype keys, big strings, truncated JSON. */
@@ -69,7 +73,11 @@ interface HostileRequest {
   body: string | Uint8Array | undefined;
 }
 
-function request(paths: fc.Arbitrary<string>, authHeaders: fc.Arbitrary<Record<string, string>>, body: fc.Arbitrary<string | Uint8Array | undefined> = bodies): fc.Arbitrary<HostileRequest> {
+function request(
+  paths: fc.Arbitrary<string>,
+  authHeaders: fc.Arbitrary<Record<string, string>>,
+  body: fc.Arbitrary<string | Uint8Array | undefined> = bodies,
+): fc.Arbitrary<HostileRequest> {
   return fc.record({ method: methods, path: paths, ct: contentTypes, auth: authHeaders, body }).map(({ method, path, ct, auth, body }) => ({
     method,
     path,
@@ -81,7 +89,10 @@ function request(paths: fc.Arbitrary<string>, authHeaders: fc.Arbitrary<Record<s
 /** Random path segments (URL-safe after encoding) under `prefixes`. */
 function paths(prefixes: string[]): fc.Arbitrary<string> {
   const segment = fc.string({ minLength: 0, maxLength: 12 }).map((s) => encodeURIComponent(s));
-  return fc.oneof(fc.constantFrom(...prefixes), fc.tuple(fc.constantFrom(...prefixes), fc.array(segment, { maxLength: 3 })).map(([p, segs]) => [p, ...segs].join('/')));
+  return fc.oneof(
+    fc.constantFrom(...prefixes),
+    fc.tuple(fc.constantFrom(...prefixes), fc.array(segment, { maxLength: 3 })).map(([p, segs]) => [p, ...segs].join('/')),
+  );
 }
 
 /**
@@ -89,7 +100,11 @@ function paths(prefixes: string[]): fc.Arbitrary<string> {
  * `html` is allowed, the inbox's HTML page), never plain text.
  */
 async function expectClean(app: Hono, base: string, r: HostileRequest, opts: { html?: boolean } = {}): Promise<void> {
-  const res = await app.request(`${base}${r.path}`, { method: r.method, headers: r.headers, ...(r.body !== undefined ? { body: r.body as BodyInit } : {}) });
+  const res = await app.request(`${base}${r.path}`, {
+    method: r.method,
+    headers: r.headers,
+    ...(r.body !== undefined ? { body: r.body as BodyInit } : {}),
+  });
   const text = await res.text();
   expect(res.status, `${r.method} ${r.path} → ${res.status} ${text.slice(0, 200)}`).toBeLessThan(500);
   if (res.status < 400) return;
@@ -114,10 +129,18 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
     expect(mcp.taskCalls).toEqual([]);
     expect(mcp.temporalUses).toEqual([]);
   };
-  const auth = fc.constantFrom<Record<string, string>>({}, { authorization: `Bearer ${GOOD_TOKEN}` }, { authorization: 'Bearer nope' }, { authorization: `Bearer ${GOOD_TOKEN}`, origin: 'http://evil.test' });
+  const auth = fc.constantFrom<Record<string, string>>(
+    {},
+    { authorization: `Bearer ${GOOD_TOKEN}` },
+    { authorization: 'Bearer nope' },
+    { authorization: `Bearer ${GOOD_TOKEN}`, origin: 'http://evil.test' },
+  );
 
   it('any method, path, content type and body on the endpoint, its look-alikes and elsewhere', async () => {
-    const arb = request(paths(['/mcp', '/mcp/', '/MCP', '/Mcp', '/.well-known/oauth-protected-resource', '/healthz', '/callbacks/arap', '/']), auth);
+    const arb = request(
+      paths(['/mcp', '/mcp/', '/MCP', '/Mcp', '/.well-known/oauth-protected-resource', '/healthz', '/callbacks/arap', '/']),
+      auth,
+    );
     await fc.assert(
       fc.asyncProperty(arb, async (r) => {
         await expectClean(mcp.app, MCP_ORIGIN, r);
@@ -131,7 +154,12 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
     const args = fc.oneof(deepJson, protoJson, bigString, fc.json({ maxDepth: 4 }));
     await fc.assert(
       fc.asyncProperty(args, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
-        await expectClean(mcp.app, MCP_ORIGIN, { method: 'POST', path: '/mcp', headers: mcpHeaders('tools/call', 'wire_transfer'), body: toolsCallText(argumentsJson, id) });
+        await expectClean(mcp.app, MCP_ORIGIN, {
+          method: 'POST',
+          path: '/mcp',
+          headers: mcpHeaders('tools/call', 'wire_transfer'),
+          body: toolsCallText(argumentsJson, id),
+        });
         noSideEffect();
       }),
       { numRuns: RUNS },
@@ -140,7 +168,10 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
 
   it('callback deliveries with random bodies, signatures and ids are refused without reaching Temporal', async () => {
     const path = fc.oneof(fc.constant(`/callbacks/arap/${WF}/1`), paths([`/callbacks/arap/${WF}`, '/callbacks/arap/x']));
-    const sig = fc.record({ 'x-arap-timestamp': fc.string({ maxLength: 12 }), 'x-arap-signature': fc.string({ maxLength: 80 }) }, { requiredKeys: [] });
+    const sig = fc.record(
+      { 'x-arap-timestamp': fc.string({ maxLength: 12 }), 'x-arap-signature': fc.string({ maxLength: 80 }) },
+      { requiredKeys: [] },
+    );
     await fc.assert(
       fc.asyncProperty(request(path, sig), async (r) => {
         await expectClean(mcp.app, MCP_ORIGIN, r);
@@ -169,7 +200,17 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
       { authorization: `Basic ${Buffer.from('bob:wrong').toString('base64')}` },
       { authorization: 'Basic %%%' },
     );
-    const arb = request(paths(['/access/v1/requests', '/access/v1/requests/r1', '/access/v1/requests/r1/decision', '/access/v1/approvals/pending', '/access/v1/itsm/decisions', '/access/v1']), auth);
+    const arb = request(
+      paths([
+        '/access/v1/requests',
+        '/access/v1/requests/r1',
+        '/access/v1/requests/r1/decision',
+        '/access/v1/approvals/pending',
+        '/access/v1/itsm/decisions',
+        '/access/v1',
+      ]),
+      auth,
+    );
     await fc.assert(
       fc.asyncProperty(arb, async (r) => {
         await expectClean(svc.app, APPROVALS_BASE, r);
@@ -181,7 +222,9 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
 
   it('ARAP API: otherwise valid submissions whose arguments are nested past the limit, carry a prototype key, or are not JSON', async () => {
     // arguments sit 3 levels down the body: a value nested 62 or more levels inside them passes 64
-    const tooDeep = fc.tuple(fc.integer({ min: 62, max: 3000 }), fc.boolean()).map(([depth, objects]) => (objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}1${']'.repeat(depth)}`));
+    const tooDeep = fc
+      .tuple(fc.integer({ min: 62, max: 3000 }), fc.boolean())
+      .map(([depth, objects]) => (objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}1${']'.repeat(depth)}`));
     const template = JSON.stringify(accessRequestBody({ x: 1 }));
     const text = fc.oneof(
       tooDeep.map((d) => template.replace('{"x":1}', `{"x":${d}}`)),
@@ -190,7 +233,12 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
     );
     await fc.assert(
       fc.asyncProperty(text, fc.uuid(), async (body, key) => {
-        const r: HostileRequest = { method: 'POST', path: '/access/v1/requests', headers: { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_TOKEN}`, 'idempotency-key': key }, body };
+        const r: HostileRequest = {
+          method: 'POST',
+          path: '/access/v1/requests',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_TOKEN}`, 'idempotency-key': key },
+          body,
+        };
         await expectClean(svc.app, APPROVALS_BASE, r);
         expect(storedRequests(svc)).toBe(0);
       }),
@@ -200,7 +248,10 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
 
   it('inbox: sign-in and decision forms with random bodies and content types answer 4xx HTML or JSON, and sign nobody in', async () => {
     const origin = fc.constantFrom<Record<string, string>>({ origin: APPROVALS_BASE }, {}, { origin: 'http://evil.test' });
-    const arb = request(paths(['/approver/login', '/approver/logout', '/approver/requests/r1/decision', '/approver/live', '/approver']), origin);
+    const arb = request(
+      paths(['/approver/login', '/approver/logout', '/approver/requests/r1/decision', '/approver/live', '/approver']),
+      origin,
+    );
     await fc.assert(
       fc.asyncProperty(arb, async (r) => {
         await expectClean(svc.app, APPROVALS_BASE, r, { html: true });
@@ -230,7 +281,10 @@ describe('approver inbox, signed in: hostile forms answer 4xx HTML or JSON and d
   });
 
   it('decision and sign-out forms with random bodies and content types', async () => {
-    const arb = request(paths(['/approver/requests/r1/decision', '/approver/logout', '/approver/requests/r1', '/approver/live', '/approver/nope']), fc.constant({ origin: APPROVALS_BASE, cookie }));
+    const arb = request(
+      paths(['/approver/requests/r1/decision', '/approver/logout', '/approver/requests/r1', '/approver/live', '/approver/nope']),
+      fc.constant({ origin: APPROVALS_BASE, cookie }),
+    );
     await fc.assert(
       fc.asyncProperty(arb, async (r) => {
         await expectClean(svc.app, APPROVALS_BASE, r, { html: true });
@@ -253,7 +307,10 @@ describe('development issuer: hostile requests answer JSON, never a 5xx', () => 
   });
 
   it('any method, path, content type and body', async () => {
-    const arb = request(paths(['/.well-known/jwks.json', '/.well-known/openid-configuration', '/.well-known', '/token', '/']), fc.constant({}));
+    const arb = request(
+      paths(['/.well-known/jwks.json', '/.well-known/openid-configuration', '/.well-known', '/token', '/']),
+      fc.constant({}),
+    );
     await fc.assert(
       fc.asyncProperty(arb, async (r) => {
         await expectClean(issuer.issuer.app, 'http://127.0.0.1:8789', r);

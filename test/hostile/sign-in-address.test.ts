@@ -14,7 +14,9 @@ afterEach(async () => {
 });
 
 /** The approval service on a real listener at 127.0.0.1; `lines` receives its JSON log lines. */
-async function served(trustedProxies?: string[]): Promise<{ base: string; lines: string[]; svc: ApprovalService; server: Awaited<ReturnType<typeof listen>>['server'] }> {
+async function served(
+  trustedProxies?: string[],
+): Promise<{ base: string; lines: string[]; svc: ApprovalService; server: Awaited<ReturnType<typeof listen>>['server'] }> {
   const lines: string[] = [];
   const logger = pino(
     { level: 'info' },
@@ -45,7 +47,11 @@ async function signIn(base: string, id: string, password: string, headers: Recor
   return res.status;
 }
 
-const addressesLogged = (lines: string[]) => lines.map((l) => JSON.parse(l) as { msg: string; address?: string }).filter((l) => l.msg === 'approver sign-in failed').map((l) => l.address);
+const addressesLogged = (lines: string[]) =>
+  lines
+    .map((l) => JSON.parse(l) as { msg: string; address?: string })
+    .filter((l) => l.msg === 'approver sign-in failed')
+    .map((l) => l.address);
 
 describe('sign-in throttle per client address', () => {
   it('after 5 failed sign-ins from one address with 5 different ids, the 6th attempt and then a right password are 429, and the log names the address', async () => {
@@ -68,7 +74,8 @@ describe('sign-in throttle per client address', () => {
   it('from a trusted proxy, the right-most untrusted X-Forwarded-For entry is the client: clients behind it are throttled apart', async () => {
     const { base, lines } = await served(['127.0.0.1', '10.0.0.2']);
     const statuses: number[] = [];
-    for (let i = 1; i <= 6; i++) statuses.push(await signIn(base, `nobody-${i}`, 'wrong', { 'x-forwarded-for': `198.51.100.7, 203.0.113.${i}, 10.0.0.2` }));
+    for (let i = 1; i <= 6; i++)
+      statuses.push(await signIn(base, `nobody-${i}`, 'wrong', { 'x-forwarded-for': `198.51.100.7, 203.0.113.${i}, 10.0.0.2` }));
     expect(statuses).toEqual([401, 401, 401, 401, 401, 401]);
     expect(addressesLogged(lines)).toEqual([1, 2, 3, 4, 5, 6].map((i) => `203.0.113.${i}`));
     const same: number[] = [];

@@ -73,8 +73,9 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.get('/.well-known/oauth-protected-resource', prm);
   app.get('/healthz', (c) => c.json({ ok: true }));
 
-  // Streamable HTTP: a browser Origin other than this server's own is refused (DNS rebinding),
-  // before the token is looked at.
+  // The body's size first (cheap, bounds what an unauthenticated client can make us hold); then
+  // Streamable HTTP's Origin check (DNS rebinding) before the token is looked at; then, for a
+  // verified caller only, the JSON limits.
   app.use(
     '/mcp',
     bodyLimit({ maxSize: MAX_MCP_BODY_BYTES, onError: () => jsonRpcErrorResponse(413, -32000, `Request body too large: the limit is ${MAX_MCP_BODY_BYTES} bytes`) }),

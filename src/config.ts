@@ -9,6 +9,7 @@
  * {@link temporalBinaryOverrides} (where `src/temporal/binaries.ts` finds the Temporal binaries,
  * also used by scripts and tests before any configuration exists).
  */
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { PROJECT_ROOT } from './project-root.js';
@@ -120,6 +121,17 @@ export const ConfigSchema = z.object({
    * `error` -32021.
    */
   COUNTERSIGN_NO_TASKS_RESPONSE: z.enum(['approval-tools', 'degraded-result', 'error']).default('approval-tools'),
+  /**
+   * Reverse proxies in front of the approval service, comma-separated IP addresses (exact; IPv4,
+   * IPv6, `::ffff:`-mapped IPv4 counts as IPv4). Only a connection from one of them has its
+   * `X-Forwarded-For` read, for the per-address sign-in throttle (`src/http/client-address.ts`).
+   * Unset or empty: none, the socket's address is the client's.
+   */
+  COUNTERSIGN_TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((text) => text.split(',').map((a) => a.trim()).filter((a) => a !== ''))
+    .refine((list) => list.every((a) => isIP(a) !== 0), 'must be a comma-separated list of IP addresses'),
   /** Approval validity the reference approval service grants. */
   COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000),
   /**

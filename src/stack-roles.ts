@@ -285,7 +285,7 @@ export async function startMcpRole(
     };
     const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
     const mcp = createMcpFront(config, { temporal, tools: parts.tools, pdp: parts.pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: ctx.logger });
-    const unmount = await opts.mount((req) => mcp.app.fetch(req)).catch(async (err: unknown) => {
+    const unmount = await opts.mount((req, env) => mcp.app.fetch(req, env as object)).catch(async (err: unknown) => {
       await mcp.close();
       throw err;
     });
@@ -323,6 +323,7 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
     approvers: secrets.approvers,
     approvalValidityMs: config.COUNTERSIGN_APPROVAL_VALIDITY_MS,
     publicBaseUrl: ctx.urls.approvalsUrl,
+    trustedProxies: config.COUNTERSIGN_TRUSTED_PROXIES,
     logger: ctx.logger.child({ part: 'approvals' }),
     ...approvalServiceExtras(dataDir, secrets, config),
   });
@@ -333,7 +334,7 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
     await approvals.drainCallbacks().catch(() => undefined);
     approvals.close();
   };
-  const unmount = await opts.mount((req) => approvals.app.fetch(req)).catch(async (err: unknown) => {
+  const unmount = await opts.mount((req, env) => approvals.app.fetch(req, env as object)).catch(async (err: unknown) => {
     await shut();
     throw err;
   });
@@ -352,7 +353,7 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
  */
 export async function startIssuerRole(ctx: RoleContext, opts: { mount: Mount }): Promise<{ issuer: DevIssuer; stop(): Promise<void> }> {
   const issuer = await loadOrCreateDevIssuer({ keyFile: join(ctx.config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'), issuer: ctx.urls.issuerUrl, audience: ctx.urls.resourceUrl });
-  const unmount = await opts.mount((req) => issuer.app.fetch(req));
+  const unmount = await opts.mount((req, env) => issuer.app.fetch(req, env as object));
   return { issuer, stop: unmount };
 }
 

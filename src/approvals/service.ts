@@ -16,7 +16,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { Hono } from 'hono';
-import { HTTPException } from 'hono/http-exception';
 import type { Logger } from 'pino';
 import { createLogger } from '../log.js';
 import { loadApprovalRules, riskQuorumOverlaps, writeDefaultApprovalRules, type ApprovalRules, DEFAULT_APPROVAL_RULES } from './deciders/approval-rules.js';
@@ -30,7 +29,7 @@ import { createSessionManager } from './inbox/session.js';
 import { createSignInThrottle } from './inbox/sign-in-throttle.js';
 import { createCallbackDispatcher } from './api/callbacks.js';
 import type { Approver } from './api/http-auth.js';
-import { problem } from '../http/problem.js';
+import { problemNotFound, problemOnError } from '../http/error-handlers.js';
 import { createRequestLifecycle } from './request-lifecycle.js';
 import { openApprovalStore, type ApprovalStore } from './store/store.js';
 
@@ -80,6 +79,11 @@ export interface ApprovalServiceOptions {
   sessionKey?: string;
   /** Sign in to the inbox through an OIDC provider instead of passwords (see `inbox/oidc-sessions.ts`). */
   oidc?: OidcSignInOptions;
+  /**
+   * Reverse proxies whose `X-Forwarded-For` names the client for the sign-in throttle (exact IP
+   * addresses, `COUNTERSIGN_TRUSTED_PROXIES`; see `src/http/client-address.ts`); default none.
+   */
+  trustedProxies?: readonly string[];
 }
 
 /** A running service instance. */
@@ -186,6 +190,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       store,
       agents: opts.agents ?? [],
       throttle,
+      trustedProxies: opts.trustedProxies ?? [],
       ...(itsm !== undefined ? { itsmDecisions: (c) => itsm.handleDecision(c) } : {}),
     }),
   );
@@ -199,14 +204,11 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       ...(oidc !== undefined ? { oidc } : {}),
       now,
       throttle,
+      trustedProxies: opts.trustedProxies ?? [],
     }),
   );
-  app.notFound(() => problem('not-found', 'No such resource.'));
-  app.onError((err) => {
-    if (err instanceof HTTPException) return err.getResponse();
-    logger.error({ err: { name: err.name, message: err.message } }, 'unhandled error in approval service');
-    return problem('internal', 'The service could not complete the request.');
-  });
+  app.notFound(problemNotFound);
+  app.onError(problemOnError(logger, 'approval service'));
 
   let lastRiskPassMs = Number.NEGATIVE_INFINITY;
   /** Hash of the rules file text last loaded or last found invalid: each version is reported once. */

@@ -10,6 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Hono } from 'hono';
+import { problemNotFound, problemOnError } from '../http/error-handlers.js';
 import {
   calculateJwkThumbprint,
   exportJWK,
@@ -72,7 +73,7 @@ export interface DevIssuer {
   /**
    * Hono app with `GET /.well-known/jwks.json` (the public JWKS) and
    * `GET /.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §3: `issuer`,
-   * `jwks_uri`, `id_token_signing_alg_values_supported`). Mount it at the issuer URL's path.
+   * `jwks_uri`, `id_token_signing_alg_values_supported`); anything else is 404 problem+json. Mount it at the issuer URL's path.
    */
   app: Hono;
 }
@@ -149,6 +150,9 @@ export async function loadOrCreateDevIssuer(options: DevIssuerOptions): Promise<
     return c.json(jwks);
   });
   app.get('/.well-known/openid-configuration', (c) => c.json(discovery));
+  // It reads no body; every other path and any thrown error is problem+json, never plain text.
+  app.notFound(problemNotFound);
+  app.onError(problemOnError(undefined, 'development token issuer'));
 
   async function mintToken(opts: MintTokenOptions): Promise<string> {
     const { sub, act, ttlSeconds = 3600, issuedAt = new Date(), extra = {} } = opts;

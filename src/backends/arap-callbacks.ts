@@ -4,7 +4,9 @@
  *
  * `POST /callbacks/arap/:workflowId/:generation`: bodies above 16 KiB are 413; the HMAC over
  * timestamp and body is verified with `verifyCallback` (`callback-signature.ts`; 401 problem+json
- * when missing, malformed, wrong or stale); a malformed workflow id, generation or body is 400.
+ * when missing, malformed, wrong or stale); a malformed workflow id, generation or body (including
+ * JSON outside `src/http/json-limits.ts`) is 400. Other methods and paths fall to the mounting
+ * app's 404 problem+json.
  * A verified callback is delivered as the workflow's `backendCallback` update, whose validator
  * refuses a replay of an accepted delivery and a callback for no current generation (409, nothing
  * recorded); an accepted one makes the workflow fetch authoritative status before acting
@@ -22,6 +24,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { parseJsonWithLimits } from '../http/json-limits.js';
 import { problem } from '../http/problem.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from './callback-signature.js';
 import { backendCallbackUpdate } from '../../workflows/messages.js';
@@ -61,7 +64,8 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
     }
     const workflowId = c.req.param('workflowId');
     const generation = Number(c.req.param('generation'));
-    const body = CallbackBody.safeParse(safeJson(raw));
+    const json = parseJsonWithLimits(raw);
+    const body = CallbackBody.safeParse(json.ok ? json.value : undefined);
     if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }
@@ -88,12 +92,4 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
     return c.body(null, 202);
   });
   return app;
-}
-
-function safeJson(raw: string): unknown {
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
 }

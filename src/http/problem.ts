@@ -20,6 +20,7 @@ export const PROBLEMS = {
   'not-found': { status: 404, title: 'Not found' },
   'not-pending': { status: 409, title: 'Request is not pending' },
   'payload-too-large': { status: 413, title: 'Payload too large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'too-many-attempts': { status: 429, title: 'Too many failed sign-ins' },
   internal: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
@@ -49,4 +50,14 @@ export function problem(kind: ProblemKind, detail: string, headers: Record<strin
     status,
     headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Cache-Control': 'no-store', ...headers },
   });
+}
+
+/**
+ * The problem kind for an HTTP status set elsewhere (a hono `HTTPException`, e.g. the `csrf()`
+ * middleware's 403): the kind with that status, else `invalid-request` for other 4xx and
+ * `internal` for 5xx.
+ */
+export function problemKindOf(status: number): ProblemKind {
+  const byStatus: Record<number, ProblemKind> = { 400: 'invalid-request', 401: 'unauthorized', 403: 'forbidden', 404: 'not-found', 413: 'payload-too-large', 415: 'unsupported-media-type', 429: 'too-many-attempts' };
+  return byStatus[status] ?? (status >= 500 ? 'internal' : 'invalid-request');
 }

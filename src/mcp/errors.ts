@@ -92,3 +92,13 @@ export async function opaque<T>(logger: Logger, fn: () => Promise<T>): Promise<T
     throw internalError();
   }
 }
+
+/**
+ * A JSON-RPC error answered at the HTTP layer, before the SDK sees the request (`http.ts`: body
+ * limits, JSON limits, unknown paths under the endpoint, a thrown error): `{jsonrpc, error: {code,
+ * message, data?}, id}` as `application/json` with `status`. `id` is the request's when known.
+ */
+export function jsonRpcErrorResponse(status: number, code: number, message: string, data?: unknown, id: string | number | null = null): Response {
+  const error = data === undefined ? { code, message } : { code, message, data };
+  return new Response(JSON.stringify({ jsonrpc: '2.0', error, id }), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } });
+}

@@ -11,6 +11,16 @@
  *   the factory's legacy face (`legacy-server.ts`), no sessions.
  * - `POST /callbacks/arap/:workflowId/:generation`: the backend's signed callbacks, verified and
  *   delivered to the approval workflow by `src/backends/arap-callbacks.ts`.
+ *
+ * Hostile input on `/mcp`, before the SDK parses anything: a body above {@link MAX_MCP_BODY_BYTES}
+ * is 413 (-32000) — checked before the token, so an unauthenticated client cannot make the server
+ * hold more; after the token, the body is parsed within `src/http/json-limits.ts`: not JSON → 400
+ * -32700, nested deeper than `MAX_JSON_DEPTH` or holding a `__proto__` key
+ * anywhere → 400 -32602 naming the limit or the key's path (`__proto__` would
+ * otherwise vanish when the SDK copies `arguments`, and the tool would run without the key its
+ * schema refuses). Every error of this app is JSON: JSON-RPC errors for any path under the
+ * endpoint, in any letter case or with a trailing slash (404 -32000), problem+json elsewhere
+ * (`src/http/error-handlers.ts`).
  * Deliberately does not log tokens, bodies or arguments.
  */
 import { Hono } from 'hono';
@@ -20,8 +30,16 @@ import type { Logger } from 'pino';
 import { bearerAuth } from '../auth/bearer-middleware.js';
 import type { TokenVerifier } from '../auth/verify-token.js';
 import { createArapCallbackReceiver } from '../backends/arap-callbacks.js';
+import { bodyLimit } from 'hono/body-limit';
+import type { MiddlewareHandler } from 'hono';
+import { problemNotFound, problemOnError } from '../http/error-handlers.js';
+import { MAX_JSON_DEPTH, parseJsonWithLimits } from '../http/json-limits.js';
 import { sameOriginOnly } from '../http/origin.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
+import { jsonRpcErrorResponse } from './errors.js';
+
+/** Largest accepted body of a `/mcp` request, bytes (1 MiB; the SDK's own default is 4 MiB). */
+export const MAX_MCP_BODY_BYTES = 1024 * 1024;
 
 /** Options of the MCP HTTP app. */
 export interface McpHttpOptions {
@@ -38,7 +56,12 @@ export interface McpHttpOptions {
 
 /** Build the app. `close()` tears down the SDK handler. */
 export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () => Promise<void> } {
-  const handler = createMcpHandler(opts.factory, { legacy: 'stateless', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
+  const handler = createMcpHandler(opts.factory, {
+    legacy: 'stateless',
+    responseMode: 'json',
+    maxRequestBodySize: MAX_MCP_BODY_BYTES,
+    onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported'),
+  });
   const resourcePath = new URL(opts.resourceUrl).pathname;
   const origin = new URL(opts.resourceUrl).origin;
   const prmUrl = `${origin}/.well-known/oauth-protected-resource${resourcePath}`;
@@ -50,9 +73,16 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.get('/.well-known/oauth-protected-resource', prm);
   app.get('/healthz', (c) => c.json({ ok: true }));
 
-  // Streamable HTTP: a browser Origin other than this server's own is refused (DNS rebinding),
-  // before the token is looked at.
-  app.use('/mcp', sameOriginOnly(origin), bearerAuth({ verifier: opts.verifier, resourceMetadataUrl: prmUrl, logger: opts.logger }));
+  // The body's size first (cheap, bounds what an unauthenticated client can make us hold); then
+  // Streamable HTTP's Origin check (DNS rebinding) before the token is looked at; then, for a
+  // verified caller only, the JSON limits.
+  app.use(
+    '/mcp',
+    bodyLimit({ maxSize: MAX_MCP_BODY_BYTES, onError: () => jsonRpcErrorResponse(413, -32000, `Request body too large: the limit is ${MAX_MCP_BODY_BYTES} bytes`) }),
+    sameOriginOnly(origin),
+    bearerAuth({ verifier: opts.verifier, resourceMetadataUrl: prmUrl, logger: opts.logger }),
+    jsonWithinLimits(),
+  );
   app.all('/mcp', async (c) => {
     const principal = c.get('principal');
     const token = c.get('bearerToken');
@@ -62,7 +92,54 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
 
   app.route('/', createArapCallbackReceiver({ temporal: opts.temporal, callbackSecret: opts.callbackSecret, logger: opts.logger }));
 
+  // Under the endpoint (`/mcp/`, `/MCP`, `/mcp/x`) a client speaks JSON-RPC: answer it in kind.
+  const underEndpoint = (path: string) => path.toLowerCase() === resourcePath.toLowerCase() || path.toLowerCase().startsWith(`${resourcePath.toLowerCase()}/`);
+  app.notFound((c) => (underEndpoint(c.req.path) ? jsonRpcErrorResponse(404, -32000, `Not found: the MCP endpoint is ${resourcePath}`) : problemNotFound(c)));
+  const otherError = problemOnError(opts.logger, 'mcp http app');
+  app.onError((err, c) => {
+    if (!underEndpoint(c.req.path)) return otherError(err, c);
+    opts.logger.error({ err: { name: err.name } }, 'unhandled error in mcp http app');
+    return jsonRpcErrorResponse(500, -32603, 'Internal error');
+  });
+
   return { app, close: () => handler.close() };
+}
+
+/**
+ * Middleware: a POST body (already size-bounded) is parsed within `src/http/json-limits.ts` before
+ * the SDK sees it; refusals are JSON-RPC errors (see the module header). The body passes on as
+ * the same text, so the SDK's own parsing and routing are unchanged.
+ */
+function jsonWithinLimits(): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.req.method !== 'POST' || c.req.raw.body === null) return next();
+    let text: string;
+    try {
+      text = await c.req.raw.text();
+    } catch {
+      return jsonRpcErrorResponse(400, -32700, 'Parse error: the request body could not be read');
+    }
+    if (text.trim() !== '') {
+      const parsed = parseJsonWithLimits(text);
+      if (!parsed.ok) {
+        if (parsed.reason === 'invalid-json') return jsonRpcErrorResponse(400, -32700, 'Parse error: the request body is not valid JSON');
+        if (parsed.reason === 'too-deep') return jsonRpcErrorResponse(400, -32602, `Invalid params: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+        return jsonRpcErrorResponse(400, -32602, `Invalid params: forbidden key at ${parsed.path}`, { path: parsed.path }, idOf(text));
+      }
+    }
+    c.req.raw = new Request(c.req.raw, { body: text });
+    await next();
+  };
+}
+
+/** The top-level `id` of a JSON-RPC request text when it is a string or number (for echoing), else null. */
+function idOf(text: string): string | number | null {
+  try {
+    const id = (JSON.parse(text) as { id?: unknown }).id;
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -13,7 +13,9 @@
  * - `GET /approvals/:id` (approver Basic or agent Bearer) → one request in their scope with its
  *   approvals so far and audit trail (the CLI's `show`)
  * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `src/approvals/deciders/itsm-webhook.ts`)
- * Every error is problem+json. Deliberately does not: accept decisions with the client token.
+ * Every error is problem+json. Bodies are bounded before they are read: {@link MAX_BODY_BYTES} for a
+ * new request, {@link MAX_SMALL_BODY_BYTES} for every other route (413); JSON bodies are parsed
+ * within `src/http/json-limits.ts` (nesting depth, no `__proto__` key: 400). Deliberately does not: accept decisions with the client token.
  */
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -23,7 +25,9 @@ import { AccessRequestBodySchema, DecisionBodySchema, toStatusBody, toTaskHandle
 import type { AgentCredential } from '../deciders/decider.js';
 import { authenticateDecider, bearerMatches, parseBasic, type Approver } from './http-auth.js';
 import type { Decider } from '../deciders/decider.js';
-import { clientAddress, type SignInThrottle } from '../inbox/sign-in-throttle.js';
+import type { SignInThrottle } from '../inbox/sign-in-throttle.js';
+import { clientAddress } from '../../http/client-address.js';
+import { parseJsonWithLimits } from '../../http/json-limits.js';
 import { problem } from '../../http/problem.js';
 import { faultPoint } from '../../fault-point.js';
 import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
@@ -31,8 +35,10 @@ import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
-/** Largest accepted JSON request body, in bytes (1 MiB). */
+/** Largest accepted body of `POST /requests`, in bytes (1 MiB). */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Largest accepted body of every other route (decisions, cancels, ITSM decisions), in bytes (64 KiB). */
+export const MAX_SMALL_BODY_BYTES = 64 * 1024;
 
 /** Dependencies of {@link createArapRoutes}. */
 export interface ArapRoutesDeps {
@@ -48,6 +54,8 @@ export interface ArapRoutesDeps {
   agents?: readonly AgentCredential[];
   /** Back-off for failed approver and agent credentials; absent: none. */
   throttle?: SignInThrottle;
+  /** Proxies whose `X-Forwarded-For` names the client (`COUNTERSIGN_TRUSTED_PROXIES`); default none. */
+  trustedProxies?: readonly string[];
   /** Inbound ITSM decisions (`POST /itsm/decisions`); absent: the route answers 404. */
   itsmDecisions?: (c: Context) => Promise<Response>;
 }
@@ -91,13 +99,14 @@ export function describeIssues(error: z.ZodError): string {
     .join('; ');
 }
 
-async function readJson(c: Context): Promise<{ ok: true; value: unknown } | { ok: false }> {
-  try {
-    return { ok: true, value: JSON.parse(await c.req.text()) as unknown };
-  } catch {
-    return { ok: false };
-  }
+/** The body as JSON within the limits of `src/http/json-limits.ts`, or the 400 answer. */
+async function readJson(c: Context): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
+  const parsed = parseJsonWithLimits(await c.req.text());
+  if (parsed.ok) return parsed;
+  return { ok: false, response: problem('invalid-request', parsed.reason === 'invalid-json' ? 'The body is not valid JSON.' : `The body was refused: ${parsed.detail}.`) };
 }
+
+const bounded = (maxSize: number) => bodyLimit({ maxSize, onError: () => problem('payload-too-large', `Request bodies here are limited to ${maxSize} bytes.`) });
 
 const unauthorizedClient = (): Response =>
   problem('unauthorized', 'A valid client bearer token is required.', { 'WWW-Authenticate': 'Bearer realm="countersign approvals"' });
@@ -110,7 +119,10 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   const { lifecycle } = deps;
   const app = new Hono();
 
-  app.use('*', bodyLimit({ maxSize: MAX_BODY_BYTES, onError: () => problem('payload-too-large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`) }));
+  // One limit per request, before anything reads the body: the larger for new requests only.
+  const large = bounded(MAX_BODY_BYTES);
+  const small = bounded(MAX_SMALL_BODY_BYTES);
+  app.use('*', (c, next) => (c.req.method === 'POST' && c.req.path.endsWith('/requests') ? large : small)(c, next));
 
   const requireClient = createMiddleware(async (c, next) => {
     if (!bearerMatches(c.req.header('Authorization'), deps.clientToken)) return unauthorizedClient();
@@ -123,7 +135,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       return problem('idempotency-key-required', `An Idempotency-Key header of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters is required.`);
     }
     const json = await readJson(c);
-    if (!json.ok) return problem('invalid-request', 'The body is not valid JSON.');
+    if (!json.ok) return json.response;
     const parsed = AccessRequestBodySchema.safeParse(json.value);
     if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
     const outcome = lifecycle.submit(key, parsed.data);
@@ -164,7 +176,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   const decider = (c: Context): Decider | Response => {
     const authorization = c.req.header('Authorization');
     const id = /^Bearer /i.test(authorization ?? '') ? '(agent bearer)' : (parseBasic(authorization)?.id ?? '');
-    const address = clientAddress(c);
+    const address = clientAddress(c, deps.trustedProxies);
     const wait = authorization === undefined ? 0 : (deps.throttle?.retryAfterSeconds(id, address) ?? 0);
     if (wait > 0) return problem('too-many-attempts', `Too many failed sign-ins. Try again in ${wait} s.`, { 'Retry-After': String(wait) });
     const who = authenticateDecider(authorization, deps.approvers, agents);
@@ -219,7 +231,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     const who = decider(c);
     if (who instanceof Response) return who;
     const json = await readJson(c);
-    if (!json.ok) return problem('invalid-request', 'The body is not valid JSON.');
+    if (!json.ok) return json.response;
     const parsed = DecisionBodySchema.safeParse(json.value);
     if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
     const outcome = lifecycle.decide(c.req.param('id'), who, parsed.data.decision, parsed.data.comment);

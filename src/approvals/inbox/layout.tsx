@@ -100,6 +100,29 @@ export function LoginPage(props: { error?: string; id?: string }) {
   );
 }
 
+/** A page for a refused request to the inbox (bad form, too large, not signed in): a title, one server-authored sentence, a way back. */
+export function ErrorPage(props: { title: string; message: string }) {
+  return (
+    <html lang="en">
+      <Head title={props.title} />
+      <body>
+        <header class="top">
+          <span class="brand">Countersign · Approvals</span>
+        </header>
+        <main>
+          <div class="card">
+            <h1>{props.title}</h1>
+            <p>{props.message}</p>
+            <p>
+              <a href="/approver">Back to the inbox</a>
+            </p>
+          </div>
+        </main>
+      </body>
+    </html>
+  );
+}
+
 /** A status pill: pending / approved / denied / expired / cancelled. */
 export function StatusPill(props: { status: string }) {
   return <span class={`pill ${props.status}`}>{props.status}</span>;

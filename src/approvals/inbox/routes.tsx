@@ -13,22 +13,34 @@
  * Every POST passes hono's `csrf()` origin / `Sec-Fetch-Site` check (403 otherwise), and every
  * POST but the sign-in also needs the session's CSRF token (403 without it). Pages without a
  * session redirect (303) to the sign-in page. A strict CSP allows only this origin's script and
- * stylesheet. Deliberately does not: accept HTTP Basic (scripts use `/access/v1`), or paginate.
+ * stylesheet.
+ *
+ * Hostile input: every body is bounded before it is read ({@link INBOX_LOGIN_BODY_BYTES} for the
+ * sign-in form, {@link INBOX_FORM_BODY_BYTES} elsewhere; 413); a form that cannot be parsed (a
+ * `multipart/form-data` type over a body that is not, a truncated body) is 400. The inbox's own
+ * refusals are HTML pages (`ErrorPage`, never plain text) since a browser shows them; `GET /live`,
+ * read by script, answers 401 problem+json; unknown paths and hono middleware refusals (`csrf()`)
+ * reach the service's problem+json handlers (`src/http/error-handlers.ts`).
+ *
+ * Deliberately does not: accept HTTP Basic (scripts use `/access/v1`), or paginate.
  */
 import type { Child } from 'hono/jsx';
 import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { csrf } from 'hono/csrf';
+import { problem } from '../../http/problem.js';
 import type { Decider } from '../deciders/decider.js';
 import { personDecider } from '../deciders/decider.js';
 import { INBOX_CSS, INBOX_JS } from './assets.js';
 import { visible } from './format.js';
-import { Flash, Frame, LoginPage } from './layout.js';
+import { ErrorPage, Flash, Frame, LoginPage } from './layout.js';
 import { HistoryView, QueueView, type ListFilters } from './lists.js';
 import { RequestView } from './request-page.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
 import type { InboxSession, SessionManager } from './session.js';
-import { clientAddress, tooManyAttempts, type SignInThrottle } from './sign-in-throttle.js';
+import type { SignInThrottle } from './sign-in-throttle.js';
+import { clientAddress } from '../../http/client-address.js';
 import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 
 /** Dependencies of {@link createInboxRoutes}. */
@@ -42,6 +54,8 @@ export interface InboxDeps {
   now: () => number;
   /** Back-off for failed password sign-ins. */
   throttle: SignInThrottle;
+  /** Proxies whose `X-Forwarded-For` names the client (`COUNTERSIGN_TRUSTED_PROXIES`); default none. */
+  trustedProxies?: readonly string[];
 }
 
 /** Flash messages after a decision (`?flash=<kind>`); `ok` selects the colour. */
@@ -59,6 +73,27 @@ const CSP =
   "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 type Env = { Variables: { session: InboxSession; decider: Decider } };
+
+/** Largest accepted body of the sign-in form, bytes (id and password, URL-encoded). */
+export const INBOX_LOGIN_BODY_BYTES = 4 * 1024;
+/** Largest accepted body of every other inbox request, bytes (a decision's comment is at most 1,000 characters). */
+export const INBOX_FORM_BODY_BYTES = 16 * 1024;
+
+/** An HTML error page with `status`. */
+function errorPage(c: Context, status: 400 | 401 | 403 | 404 | 413 | 429, title: string, message: string): Response | Promise<Response> {
+  return c.html(<ErrorPage title={title} message={message} />, status);
+}
+
+/** The form fields, or null when the body cannot be parsed as the form its content type names. */
+async function readForm(c: Context): Promise<Record<string, unknown> | null> {
+  try {
+    return await c.req.parseBody();
+  } catch {
+    return null;
+  }
+}
+
+const unreadableForm = (c: Context) => errorPage(c, 400, 'Bad request', 'The form could not be read. Go back and try again.');
 
 function flashOf(c: Context): Child | undefined {
   const kind = c.req.query('flash');
@@ -87,6 +122,9 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     c.header('X-Content-Type-Options', 'nosniff');
   });
   app.use('*', csrf());
+  const loginLimit = bodyLimit({ maxSize: INBOX_LOGIN_BODY_BYTES, onError: (c) => errorPage(c, 413, 'Too large', 'The form was too large.') });
+  const formLimit = bodyLimit({ maxSize: INBOX_FORM_BODY_BYTES, onError: (c) => errorPage(c, 413, 'Too large', 'The form was too large.') });
+  app.use('*', (c, next) => (c.req.path === '/approver/login' ? loginLimit : formLimit)(c, next));
 
   app.get('/assets/inbox.css', (c) => c.body(INBOX_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
   app.get('/assets/inbox.js', (c) => c.body(INBOX_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
@@ -97,19 +135,23 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     app.get('/callback', (c) => oidc.callback(c));
     app.get('/login', oidc.login, async (c) => {
       if ((await sessions.read(c)) !== null) return c.redirect('/approver', 303);
-      return c.text('Signed in, but not as a configured approver. Ask an operator to add you.', 403);
+      return errorPage(c, 403, 'Not an approver', 'Signed in, but not as a configured approver. Ask an operator to add you.');
     });
   } else {
     app.get('/login', (c) => c.html(<LoginPage />));
   }
   app.post('/login', async (c) => {
-    if (oidc !== undefined) return c.text('Sign in through your identity provider: GET /approver/login.', 404);
-    const form = await c.req.parseBody();
+    if (oidc !== undefined) return errorPage(c, 404, 'Not here', 'Sign in through your identity provider: GET /approver/login.');
+    const form = await readForm(c);
+    if (form === null) return unreadableForm(c);
     const id = typeof form['id'] === 'string' ? form['id'].trim() : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
-    const address = clientAddress(c);
+    const address = clientAddress(c, deps.trustedProxies);
     const wait = deps.throttle.retryAfterSeconds(id, address);
-    if (wait > 0) return tooManyAttempts(wait, `Too many failed sign-ins. Try again in ${wait} s.`);
+    if (wait > 0) {
+      c.header('Retry-After', String(wait));
+      return errorPage(c, 429, 'Too many attempts', `Too many failed sign-ins. Try again in ${wait} s.`);
+    }
     const session = id === '' ? null : await sessions.signIn(c, id, password);
     if (session === null) {
       deps.throttle.failed(id, address, 'inbox');
@@ -125,26 +167,26 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const session = await sessions.read(c);
     if (session === null) {
       if (c.req.method === 'GET' && c.req.path !== '/approver/live') return c.redirect('/approver/login', 303);
-      return c.text('Sign in first.', 401);
+      if (c.req.path === '/approver/live') return problem('unauthorized', 'Sign in first.');
+      return errorPage(c, 401, 'Sign in first', 'Your session has ended. Sign in again.');
     }
     c.set('session', session);
     c.set('decider', personDecider(session.approver, 'inbox'));
     await next();
   });
 
-  /** POSTs after sign-in: the session's CSRF token is required (403 otherwise). */
-  async function formWithToken(c: Context<Env>): Promise<Record<string, unknown> | null> {
-    let form: Record<string, unknown>;
-    try {
-      form = await c.req.parseBody();
-    } catch {
-      return null;
-    }
+  /** POSTs after sign-in: the session's CSRF token is required (403 otherwise); an unreadable form is 400. */
+  async function formWithToken(c: Context<Env>): Promise<Record<string, unknown> | 'unreadable' | null> {
+    const form = await readForm(c);
+    if (form === null) return 'unreadable';
     return sessions.csrfMatches(c.get('session'), form['csrf']) ? form : null;
   }
+  const missingToken = (c: Context, what: string) => errorPage(c, 403, 'Forbidden', `Missing or invalid CSRF token${what}.`);
 
   app.post('/logout', async (c) => {
-    if ((await formWithToken(c)) === null) return c.text('Missing or invalid CSRF token.', 403);
+    const form = await formWithToken(c);
+    if (form === 'unreadable') return unreadableForm(c);
+    if (form === null) return missingToken(c, '');
     await sessions.signOut(c);
     return c.redirect(oidc === undefined ? '/approver/login' : '/approver/signed-out', 303);
   });
@@ -211,7 +253,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   app.post('/requests/:id/decision', async (c) => {
     const id = c.req.param('id');
     const form = await formWithToken(c);
-    if (form === null) return c.text('Missing or invalid CSRF token: nothing was decided.', 403);
+    if (form === 'unreadable') return unreadableForm(c);
+    if (form === null) return missingToken(c, ': nothing was decided');
     const back = (kind: FlashKind) => c.redirect(`/approver/requests/${encodeURIComponent(id)}?flash=${kind}`, 303);
     const decision = form['decision'];
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';

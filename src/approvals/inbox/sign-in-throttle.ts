@@ -4,10 +4,11 @@
  * after {@link SIGN_IN_MAX_FAILURES} failures within {@link SIGN_IN_WINDOW_MS} for the same
  * approver id or the same client address, further attempts are refused with 429 and `Retry-After`
  * until the window has passed, whether or not the password is right. In memory, per process.
- * Deliberately does not: lock accounts permanently, or trust `X-Forwarded-For` (behind a proxy
- * every client shares the proxy's address; the per-id limit still applies).
+ * The address is the routes' to find (`clientAddress` of `src/http/client-address.ts`: the
+ * socket's, or `X-Forwarded-For` from a configured trusted proxy); an `unknown` address (no socket,
+ * in-process requests) is never throttled by address.
+ * Deliberately does not: lock accounts permanently.
  */
-import type { Context } from 'hono';
 import type { Logger } from 'pino';
 import { visible } from './format.js';
 
@@ -24,12 +25,6 @@ export interface SignInThrottle {
   failed(id: string, address: string, channel: 'inbox' | 'api'): void;
   /** Record a success: clears the id's failures. */
   succeeded(id: string): void;
-}
-
-/** The client's address as the Node server saw it (`unknown` in-process). */
-export function clientAddress(c: Context): string {
-  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
-  return env?.incoming?.socket?.remoteAddress ?? 'unknown';
 }
 
 /** Create a throttle over a clock. */
@@ -68,9 +63,4 @@ export function createSignInThrottle(deps: { now: () => number; logger: Logger }
       failures.delete(idKey(id));
     },
   };
-}
-
-/** A 429 answer with `Retry-After`. */
-export function tooManyAttempts(retryAfterSeconds: number, body: string, contentType = 'text/plain; charset=utf-8'): Response {
-  return new Response(body, { status: 429, headers: { 'Retry-After': String(retryAfterSeconds), 'Content-Type': contentType } });
 }

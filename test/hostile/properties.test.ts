@@ -1,0 +1,321 @@
+// Scope: property-based hostile input (fast-check) against every role's in-process app — the MCP HTTP app (endpoint and callback receiver), the ARAP API, the approver inbox, the development issuer: random bytes, wrong content types, deep nesting, large strings within the limits, prototype keys, wrong methods and paths never give a 5xx, every refusal carries a JSON body (or the inbox's HTML page), and nothing is stored, run or started.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Hono } from 'hono';
+import type { ApprovalService } from '../../src/approvals/service.js';
+import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
+import {
+  accessRequestBody,
+  APPROVALS_BASE,
+  approvalsUnderTest,
+  CLIENT_TOKEN,
+  GOOD_TOKEN,
+  issuerUnderTest,
+  MCP_ORIGIN,
+  mcpHeaders,
+  mcpUnderTest,
+  storedRequests,
+  toolsCallText,
+  type McpUnderTest,
+} from './apps.js';
+
+/** Runs per property: enough variety to find a crash class, few enough for 2 shared cores. */
+const RUNS = 60;
+const WF = `${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}`;
+
+// ---- generators -------------------------------------------------------------------------
+
+const methods = fc.constantFrom('GET', 'POST', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS');
+const contentTypes = fc.option(
+  fc.oneof(
+    fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data',
+      'multipart/form-data; boundary=zzz',
+      'text/plain',
+      'application/octet-stream',
+      'application/problem+json',
+    ),
+    fc.string({ unit: 'grapheme-ascii', maxLength: 40 }),
+  ),
+  { nil: undefined },
+);
+
+/** JSON nested `depth` levels of arrays or objects around a scalar. */
+const deepJson = fc
+  .tuple(fc.integer({ min: 1, max: 3000 }), fc.boolean())
+  .map(([depth, objects]) => (objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}1${']'.repeat(depth)}`));
+/** A `__proto__` key at a random place inside otherwise valid JSON. */
+const protoJson = fc
+  .tuple(fc.json({ maxDepth: 3 }), fc.integer({ min: 0, max: 5 }))
+  .map(([inner, depth]) => `${'{"k":'.repeat(depth)}{"to":"acct-991","amount":5,"__proto__":${inner}}${'}'.repeat(depth)}`);
+/** A large string within every JSON limit (up to 64 KiB). */
+const bigString = fc.integer({ min: 1, max: 64 * 1024 }).map((n) => JSON.stringify({ s: 'x'.repeat(n) }));
+/** Bodies: random bytes, random text, random JSON, deep nesting, prototype keys, big strings, truncated JSON. */
+const bodies: fc.Arbitrary<string | Uint8Array | undefined> = fc.oneof(
+  fc.constant(undefined),
+  fc.uint8Array({ maxLength: 2048 }),
+  fc.string({ maxLength: 512 }),
+  fc.json({ maxDepth: 4 }),
+  deepJson,
+  protoJson,
+  bigString,
+  fc.json({ maxDepth: 4 }).map((j) => j.slice(0, Math.max(0, j.length - 1))),
+);
+
+/** A request the app under test answers: method, path, headers, body. */
+interface HostileRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string | Uint8Array | undefined;
+}
+
+function request(
+  paths: fc.Arbitrary<string>,
+  authHeaders: fc.Arbitrary<Record<string, string>>,
+  body: fc.Arbitrary<string | Uint8Array | undefined> = bodies,
+): fc.Arbitrary<HostileRequest> {
+  return fc.record({ method: methods, path: paths, ct: contentTypes, auth: authHeaders, body }).map(({ method, path, ct, auth, body }) => ({
+    method,
+    path,
+    headers: { ...auth, ...(ct !== undefined ? { 'content-type': ct } : {}) },
+    body: method === 'GET' ? undefined : body,
+  }));
+}
+
+/** Random path segments (URL-safe after encoding) under `prefixes`. */
+function paths(prefixes: string[]): fc.Arbitrary<string> {
+  const segment = fc.string({ minLength: 0, maxLength: 12 }).map((s) => encodeURIComponent(s));
+  return fc.oneof(
+    fc.constantFrom(...prefixes),
+    fc.tuple(fc.constantFrom(...prefixes), fc.array(segment, { maxLength: 3 })).map(([p, segs]) => [p, ...segs].join('/')),
+  );
+}
+
+/**
+ * Send `r` to `app` and assert a clean answer: never 5xx; any 4xx carries a JSON body (or, where
+ * `html` is allowed, the inbox's HTML page), never plain text.
+ */
+async function expectClean(app: Hono, base: string, r: HostileRequest, opts: { html?: boolean } = {}): Promise<void> {
+  const res = await app.request(`${base}${r.path}`, {
+    method: r.method,
+    headers: r.headers,
+    ...(r.body !== undefined ? { body: r.body as BodyInit } : {}),
+  });
+  const text = await res.text();
+  expect(res.status, `${r.method} ${r.path} → ${res.status} ${text.slice(0, 200)}`).toBeLessThan(500);
+  if (res.status < 400) return;
+  const type = res.headers.get('content-type') ?? '';
+  if (opts.html === true && type.startsWith('text/html')) return;
+  expect(type, `${r.method} ${r.path} → ${res.status} ${type}`).toMatch(/^application\/(problem\+)?json/);
+  expect(() => JSON.parse(text) as unknown).not.toThrow();
+}
+
+// ---- the MCP HTTP app --------------------------------------------------------------------
+
+describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, and run nothing', () => {
+  let mcp: McpUnderTest;
+  beforeAll(() => {
+    mcp = mcpUnderTest();
+  });
+  afterAll(async () => {
+    await mcp.close();
+  });
+  const noSideEffect = () => {
+    expect(mcp.ledger.count()).toBe(0);
+    expect(mcp.taskCalls).toEqual([]);
+    expect(mcp.temporalUses).toEqual([]);
+  };
+  const auth = fc.constantFrom<Record<string, string>>(
+    {},
+    { authorization: `Bearer ${GOOD_TOKEN}` },
+    { authorization: 'Bearer nope' },
+    { authorization: `Bearer ${GOOD_TOKEN}`, origin: 'http://evil.test' },
+  );
+
+  it('any method, path, content type and body on the endpoint, its look-alikes and elsewhere', async () => {
+    const arb = request(
+      paths(['/mcp', '/mcp/', '/MCP', '/Mcp', '/.well-known/oauth-protected-resource', '/healthz', '/callbacks/arap', '/']),
+      auth,
+    );
+    await fc.assert(
+      fc.asyncProperty(arb, async (r) => {
+        await expectClean(mcp.app, MCP_ORIGIN, r);
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('authenticated tools/call messages whose arguments are hostile JSON (deep, prototype keys, large, random)', async () => {
+    const args = fc.oneof(deepJson, protoJson, bigString, fc.json({ maxDepth: 4 }));
+    await fc.assert(
+      fc.asyncProperty(args, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
+        await expectClean(mcp.app, MCP_ORIGIN, {
+          method: 'POST',
+          path: '/mcp',
+          headers: mcpHeaders('tools/call', 'wire_transfer'),
+          body: toolsCallText(argumentsJson, id),
+        });
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('callback deliveries with random bodies, signatures and ids are refused without reaching Temporal', async () => {
+    const path = fc.oneof(fc.constant(`/callbacks/arap/${WF}/1`), paths([`/callbacks/arap/${WF}`, '/callbacks/arap/x']));
+    const sig = fc.record(
+      { 'x-arap-timestamp': fc.string({ maxLength: 12 }), 'x-arap-signature': fc.string({ maxLength: 80 }) },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.asyncProperty(request(path, sig), async (r) => {
+        await expectClean(mcp.app, MCP_ORIGIN, r);
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+// ---- the reference approval service: ARAP API and inbox ------------------------------------
+
+describe('approval service: hostile requests never give a 5xx or plain text, and store nothing', () => {
+  let svc: ApprovalService;
+  beforeAll(() => {
+    svc = approvalsUnderTest();
+  });
+  afterAll(() => {
+    svc.close();
+  });
+
+  it('ARAP API: any method, path, content type and body, with and without credentials', async () => {
+    const auth = fc.constantFrom<Record<string, string>>(
+      {},
+      { authorization: `Bearer ${CLIENT_TOKEN}`, 'idempotency-key': 'k' },
+      { authorization: `Basic ${Buffer.from('bob:wrong').toString('base64')}` },
+      { authorization: 'Basic %%%' },
+    );
+    const arb = request(
+      paths([
+        '/access/v1/requests',
+        '/access/v1/requests/r1',
+        '/access/v1/requests/r1/decision',
+        '/access/v1/approvals/pending',
+        '/access/v1/itsm/decisions',
+        '/access/v1',
+      ]),
+      auth,
+    );
+    await fc.assert(
+      fc.asyncProperty(arb, async (r) => {
+        await expectClean(svc.app, APPROVALS_BASE, r);
+        expect(storedRequests(svc)).toBe(0);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('ARAP API: otherwise valid submissions whose arguments are nested past the limit, carry a prototype key, or are not JSON', async () => {
+    // arguments sit 3 levels down the body: a value nested 62 or more levels inside them passes 64
+    const tooDeep = fc
+      .tuple(fc.integer({ min: 62, max: 3000 }), fc.boolean())
+      .map(([depth, objects]) => (objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}1${']'.repeat(depth)}`));
+    const template = JSON.stringify(accessRequestBody({ x: 1 }));
+    const text = fc.oneof(
+      tooDeep.map((d) => template.replace('{"x":1}', `{"x":${d}}`)),
+      protoJson.map((p) => template.replace('{"x":1}', p)),
+      fc.uint8Array({ maxLength: 1024 }),
+    );
+    await fc.assert(
+      fc.asyncProperty(text, fc.uuid(), async (body, key) => {
+        const r: HostileRequest = {
+          method: 'POST',
+          path: '/access/v1/requests',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_TOKEN}`, 'idempotency-key': key },
+          body,
+        };
+        await expectClean(svc.app, APPROVALS_BASE, r);
+        expect(storedRequests(svc)).toBe(0);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('inbox: sign-in and decision forms with random bodies and content types answer 4xx HTML or JSON, and sign nobody in', async () => {
+    const origin = fc.constantFrom<Record<string, string>>({ origin: APPROVALS_BASE }, {}, { origin: 'http://evil.test' });
+    const arb = request(
+      paths(['/approver/login', '/approver/logout', '/approver/requests/r1/decision', '/approver/live', '/approver']),
+      origin,
+    );
+    await fc.assert(
+      fc.asyncProperty(arb, async (r) => {
+        await expectClean(svc.app, APPROVALS_BASE, r, { html: true });
+        expect(storedRequests(svc)).toBe(0);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe('approver inbox, signed in: hostile forms answer 4xx HTML or JSON and decide nothing', () => {
+  let svc: ApprovalService;
+  let cookie: string;
+  beforeAll(async () => {
+    svc = approvalsUnderTest();
+    const res = await svc.app.request(`${APPROVALS_BASE}/approver/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: APPROVALS_BASE },
+      body: 'id=bob&password=bob-pw',
+    });
+    expect(res.status).toBe(303);
+    cookie = (res.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    expect((await svc.app.request(`${APPROVALS_BASE}/approver`, { headers: { cookie } })).status).toBe(200);
+  });
+  afterAll(() => {
+    svc.close();
+  });
+
+  it('decision and sign-out forms with random bodies and content types', async () => {
+    const arb = request(
+      paths(['/approver/requests/r1/decision', '/approver/logout', '/approver/requests/r1', '/approver/live', '/approver/nope']),
+      fc.constant({ origin: APPROVALS_BASE, cookie }),
+    );
+    await fc.assert(
+      fc.asyncProperty(arb, async (r) => {
+        await expectClean(svc.app, APPROVALS_BASE, r, { html: true });
+        expect(storedRequests(svc)).toBe(0);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+// ---- the development token issuer ----------------------------------------------------------
+
+describe('development issuer: hostile requests answer JSON, never a 5xx', () => {
+  let issuer: Awaited<ReturnType<typeof issuerUnderTest>>;
+  beforeAll(async () => {
+    issuer = await issuerUnderTest();
+  });
+  afterAll(() => {
+    issuer.cleanup();
+  });
+
+  it('any method, path, content type and body', async () => {
+    const arb = request(
+      paths(['/.well-known/jwks.json', '/.well-known/openid-configuration', '/.well-known', '/token', '/']),
+      fc.constant({}),
+    );
+    await fc.assert(
+      fc.asyncProperty(arb, async (r) => {
+        await expectClean(issuer.issuer.app, 'http://127.0.0.1:8789', r);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});

@@ -36,9 +36,9 @@ export type Phase =
   | 'executing'
   | 'terminal';
 
-/** A `CallToolResult` as stored in the terminal task (text content only). */
+/** A `CallToolResult` as stored in the terminal task (content blocks of any type, see `ContentBlock`). */
 export interface StoredCallToolResult {
-  content: Array<{ type: 'text'; text: string }>;
+  content: ToolResult['content'];
   structuredContent?: Record<string, unknown>;
   isError: boolean;
   _meta: Record<string, unknown>;

@@ -1,0 +1,240 @@
+/**
+ * One MCP client per upstream server (docs/GATEWAY.md §Upstream connections), on
+ * `@modelcontextprotocol/client`: stdio (the process is spawned, owned and stopped here) or
+ * Streamable HTTP. Protocol: `versionNegotiation: auto`, so a 2026-07-28 server is spoken to in the
+ * modern era and any other through the 2025 `initialize` handshake.
+ *
+ * Reconnects on its own: a stdio process that exits, or a connection that fails, is restarted with
+ * a backing-off delay (250 ms doubling to 30 s) until `close()`. Every successful (re)connect lists
+ * the tools again and tells `onToolsChanged`; so does the upstream's `tools/list_changed`.
+ *
+ * Security: the stdio process gets the SDK's default environment (PATH, HOME, …) plus the
+ * configured, resolved variables, never this process's whole environment; HTTP requests carry the
+ * configured headers only. Nothing of the MCP caller (its bearer token, its identity) is passed
+ * upstream. Logs name the upstream, never header or environment values.
+ *
+ * Deliberately does not: retry a `tools/call` (a call that may have reached the upstream is never
+ * sent twice), forward resources, prompts or upstream notifications other than `tools/list_changed`.
+ */
+import { Client, ProtocolError, StreamableHTTPClientTransport, type CallToolResult, type JsonSchemaValidatorResult, type jsonSchemaValidator, type Tool as McpTool } from '@modelcontextprotocol/client';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
+import type { Logger } from 'pino';
+import type { UpstreamConfig } from './config-file.js';
+
+/** A tool as the upstream lists it (MCP schema `Tool`). */
+export type UpstreamToolDescriptor = McpTool;
+
+/**
+ * The upstream could not be reached, so the request was not sent: a `tools/call` that fails this
+ * way did not run. `upstream` is the configured name.
+ */
+export class UpstreamUnavailableError extends Error {
+  constructor(
+    readonly upstream: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UpstreamUnavailableError';
+  }
+}
+
+/** The upstream answered a request with a JSON-RPC error (it did not run the call). */
+export class UpstreamProtocolError extends Error {
+  constructor(
+    readonly upstream: string,
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UpstreamProtocolError';
+  }
+}
+
+/** A connection to one upstream. */
+export interface UpstreamConnection {
+  readonly config: UpstreamConfig;
+  /** Whether a connection is up now. */
+  readonly connected: boolean;
+  /**
+   * The upstream's tools, freshly listed (connecting first when down). Throws
+   * `UpstreamUnavailableError` when it cannot connect, or the listing's error.
+   */
+  listTools(): Promise<UpstreamToolDescriptor[]>;
+  /**
+   * Call `name` once, never retried. Throws `UpstreamUnavailableError` when no connection could be
+   * made (not sent, did not run); `UpstreamProtocolError` for a JSON-RPC error answer (did not
+   * run); anything else (timeout, connection lost mid-call) means the call may have run.
+   */
+  callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
+  /** Called with the new list after each reconnect and each `tools/list_changed`. */
+  onToolsChanged(listener: (tools: UpstreamToolDescriptor[]) => void): void;
+  /** Stop: close the client, stop the stdio process, cancel reconnects. Idempotent. */
+  close(): Promise<void>;
+}
+
+const BACKOFF_INITIAL_MS = 250;
+const BACKOFF_MAX_MS = 30_000;
+
+// Results pass through whole (docs/GATEWAY.md §Results): the MCP caller validates structured
+// output against the descriptor it was served, so the gateway's client does not.
+const passThroughValidator: jsonSchemaValidator = {
+  getValidator: <T>() => (input: unknown): JsonSchemaValidatorResult<T> => ({ valid: true, data: input as T, errorMessage: undefined }),
+};
+
+function transportOf(config: UpstreamConfig, logger: Logger) {
+  if (config.transport === 'stdio') {
+    const transport = new StdioClientTransport({
+      command: config.command,
+      args: config.args,
+      env: { ...getDefaultEnvironment(), ...config.env },
+      cwd: config.cwd,
+      stderr: 'pipe',
+    });
+    // The upstream's stderr is its log; relay it line by line at debug level (stdout is the protocol).
+    transport.stderr?.on('data', (chunk: Buffer) => logger.debug({ stderr: chunk.toString('utf8').slice(0, 2_000) }, 'upstream stderr'));
+    return transport;
+  }
+  return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+}
+
+/** Open a connection to `config` (connects in the background; see {@link UpstreamConnection}). */
+export function createUpstreamConnection(config: UpstreamConfig, logger: Logger): UpstreamConnection {
+  const log = logger.child({ upstream: config.name });
+  let client: Client | undefined;
+  let connecting: Promise<Client> | undefined;
+  let closed = false;
+  let backoffMs = BACKOFF_INITIAL_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const listeners: Array<(tools: UpstreamToolDescriptor[]) => void> = [];
+
+  const notify = (tools: UpstreamToolDescriptor[]) => {
+    for (const l of listeners) {
+      try {
+        l(tools);
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'tools listener failed');
+      }
+    }
+  };
+
+  const scheduleReconnect = () => {
+    if (closed || timer) return;
+    const delay = backoffMs;
+    backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS);
+    timer = setTimeout(() => {
+      timer = undefined;
+      ensure()
+        .then(async (c) => notify((await c.listTools(undefined, { cacheMode: 'bypass' })).tools))
+        .catch(() => undefined); // ensure() scheduled the next attempt
+    }, delay);
+    timer.unref();
+  };
+
+  const connectOnce = async (): Promise<Client> => {
+    const c = new Client(
+      { name: 'countersign-gateway', version: '0.1.0' },
+      {
+        capabilities: {},
+        versionNegotiation: { mode: 'auto', probe: { timeoutMs: Math.min(config.connectTimeoutMs, 5_000) } },
+        jsonSchemaValidator: passThroughValidator,
+        listChanged: {
+          tools: {
+            onChanged: (err: Error | null, tools: UpstreamToolDescriptor[] | null) => {
+              if (err) log.warn({ err: err.message }, 'upstream tools changed; re-listing failed');
+              else if (tools) notify(tools);
+            },
+          },
+        },
+      },
+    );
+    const transport = transportOf(config, log);
+    c.onclose = () => {
+      if (client === c) client = undefined;
+      if (!closed) {
+        log.warn('upstream connection closed; reconnecting');
+        scheduleReconnect();
+      }
+    };
+    c.onerror = (err) => log.debug({ err: err.message }, 'upstream transport error');
+    try {
+      await c.connect(transport, { timeout: config.connectTimeoutMs });
+    } catch (err) {
+      await c.close().catch(() => undefined);
+      throw err;
+    }
+    return c;
+  };
+
+  const ensure = (): Promise<Client> => {
+    if (closed) return Promise.reject(new UpstreamUnavailableError(config.name, `upstream ${config.name} is closed`));
+    if (client) return Promise.resolve(client);
+    connecting ??= connectOnce()
+      .then((c) => {
+        if (closed) {
+          void c.close();
+          throw new UpstreamUnavailableError(config.name, `upstream ${config.name} is closed`);
+        }
+        client = c;
+        backoffMs = BACKOFF_INITIAL_MS;
+        log.info('upstream connected');
+        return c;
+      })
+      .catch((err: unknown) => {
+        log.warn({ err: (err as Error).message }, 'upstream connect failed');
+        scheduleReconnect();
+        throw err instanceof UpstreamUnavailableError ? err : new UpstreamUnavailableError(config.name, `upstream ${config.name} is unreachable`);
+      })
+      .finally(() => {
+        connecting = undefined;
+      });
+    return connecting;
+  };
+
+  // Drop a connection that failed a request, so the next request reconnects first.
+  const discard = (c: Client) => {
+    if (client !== c) return;
+    client = undefined;
+    void c.close().catch(() => undefined);
+  };
+
+  void ensure().catch(() => undefined);
+
+  return {
+    config,
+    get connected() {
+      return client !== undefined;
+    },
+    async listTools() {
+      const c = await ensure();
+      try {
+        return (await c.listTools(undefined, { cacheMode: 'bypass', timeout: config.connectTimeoutMs })).tools;
+      } catch (err) {
+        if (err instanceof ProtocolError) throw new UpstreamProtocolError(config.name, err.code, err.message);
+        discard(c);
+        // A listing is safe to repeat: one fresh connection, once.
+        return (await (await ensure()).listTools(undefined, { cacheMode: 'bypass', timeout: config.connectTimeoutMs })).tools;
+      }
+    },
+    async callTool(name, args) {
+      const c = await ensure();
+      try {
+        return (await c.callTool({ name, arguments: args }, { timeout: config.callTimeoutMs })) as CallToolResult;
+      } catch (err) {
+        if (err instanceof ProtocolError) throw new UpstreamProtocolError(config.name, err.code, err.message);
+        discard(c);
+        throw err;
+      }
+    },
+    onToolsChanged(listener) {
+      listeners.push(listener);
+    },
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      const c = client ?? (await connecting?.catch(() => undefined));
+      client = undefined;
+      await c?.close().catch(() => undefined);
+    },
+  };
+}

@@ -34,7 +34,8 @@ import { faultPoint } from '../src/fault-point.js';
 export interface ActivityDeps {
   backend: ApprovalBackend;
   pdp: PolicyDecisionPoint;
-  tools: { get(name: string): Tool | undefined; descriptorDigest(name: string): string };
+  /** `refresh`, when present (the gateway's registry), re-reads upstream descriptors before the drift check. */
+  tools: { get(name: string): Tool | undefined; descriptorDigest(name: string): string; refresh?(): Promise<void> };
   logger?: Logger;
 }
 
@@ -117,6 +118,7 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
     },
     async evaluatePolicy({ binding, approval }) {
       if (!verifyCallBinding(binding)) return { outcome: 'deny', reason: 'binding-invalid' };
+      await deps.tools.refresh?.(); // an upstream tool's current descriptor, not the last one seen
       const tool = deps.tools.get(binding.tool);
       if (!tool || deps.tools.descriptorDigest(binding.tool) !== binding.toolDescriptorDigest) {
         return { outcome: 'deny', reason: 'tool-changed' }; // fail closed on material drift

@@ -15,8 +15,9 @@
  * - Secrets only by reference: every `env` and `headers` value is `{ "fromEnv": "VAR" }` (with an
  *   optional literal `prefix`), resolved from the environment at start-up; an unset variable is a
  *   listed problem. There is no inline form, so a secret cannot end up in the file.
- * - `args` and `cwd` may use `${dataDir}` (the data folder) and `${configDir}` (this file's folder);
- *   `cwd` defaults to `${configDir}`.
+ * - `command`, `args`, `cwd` and `createDirs` may use `${dataDir}` (the data folder) and
+ *   `${configDir}` (this file's folder); `cwd` defaults to `${configDir}`; relative `cwd` and
+ *   `createDirs` are relative to `${configDir}`.
  *
  * Deliberately does not: read YAML, watch the file, or start anything (see `gateway.ts`).
  */
@@ -53,6 +54,8 @@ const StdioUpstream = z.strictObject({
   args: z.array(z.string()).default([]),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), EnvRef).default({}),
   cwd: z.string().optional(),
+  /** Folders to create (mode 0700, with parents) before the process starts, e.g. the folder a filesystem server serves. */
+  createDirs: z.array(z.string().min(1)).default([]),
   tools: ToolSelection,
   ...Timeouts,
 });
@@ -86,6 +89,8 @@ export interface StdioUpstreamConfig {
   /** Resolved values: secrets. Never log. */
   env: Record<string, string>;
   cwd: string;
+  /** Absolute paths, created before the process starts. */
+  createDirs: string[];
   tools: 'all' | string[];
   connectTimeoutMs: number;
   callTimeoutMs: number;
@@ -157,6 +162,7 @@ export function parseGatewayConfig(value: unknown, opts: { file: string; env: Re
         args: u.args.map(subst),
         env: resolveRefs(u.env, `$.upstreams[${i}].env`),
         cwd: resolve(configDir, subst(u.cwd ?? '${configDir}')),
+        createDirs: u.createDirs.map((d) => resolve(configDir, subst(d))),
       };
     }
     return { ...common, transport: 'http', url: u.url, headers: resolveRefs(u.headers, `$.upstreams[${i}].headers`) };

@@ -18,6 +18,7 @@
  */
 import { Client, ProtocolError, StreamableHTTPClientTransport, type CallToolResult, type JsonSchemaValidatorResult, type jsonSchemaValidator, type Tool as McpTool } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
+import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { UpstreamConfig } from './config-file.js';
 
@@ -83,6 +84,7 @@ const passThroughValidator: jsonSchemaValidator = {
 
 function transportOf(config: UpstreamConfig, logger: Logger) {
   if (config.transport === 'stdio') {
+    for (const dir of config.createDirs) mkdirSync(dir, { recursive: true, mode: 0o700 });
     const transport = new StdioClientTransport({
       command: config.command,
       args: config.args,

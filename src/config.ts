@@ -55,6 +55,8 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_APPROVALS_PORT: port(8788),
   COUNTERSIGN_ISSUER_PORT: port(8789),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
+  /** Gateway configuration file: upstream MCP servers behind the gate (docs/GATEWAY.md); unset: native tools only. */
+  COUNTERSIGN_CONFIG: z.string().min(1).optional(),
   /** Use this Temporal frontend instead of starting a dev server (host:port). */
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),

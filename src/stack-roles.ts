@@ -33,7 +33,7 @@ import { closeServer, listen, loadOrCreateSecrets, oauthOf, quietTemporalRuntime
 import { startDevServer } from './temporal/dev-server.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { openLedger } from './tools/ledger.js';
-import { createToolRegistry } from './tools/registry.js';
+import { startConfiguredGateway, toolEntityOf } from './gateway/wiring.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
 import { startApprovalWorker } from './worker.js';
 
@@ -113,7 +113,8 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
     }
     case 'worker': {
       const ledger = openLedger(join(dataDir, 'ledger.db'));
-      const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
+      const gateway = await startConfiguredGateway(config, [createWireTransferTool(ledger)], log);
+      const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR, toolEntity: toolEntityOf(gateway.registry) });
       const worker = await startApprovalWorker({
         address: urls.temporalAddress,
         namespace: config.TEMPORAL_NAMESPACE,
@@ -121,7 +122,7 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
         deps: {
           backend: createArapHttpBackend({ baseUrl: opts.approvalsUrl ?? urls.approvalsUrl, clientToken: secrets.approvalsClientToken }),
           pdp,
-          tools: createToolRegistry([createWireTransferTool(ledger)]),
+          tools: gateway.registry,
           logger: log,
         },
         dataConverter: dataConverterOf(config, secrets),
@@ -132,6 +133,7 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
         url: urls.temporalAddress,
         async stop() {
           await worker.stop();
+          await gateway.close();
           ledger.close();
         },
       };
@@ -140,8 +142,9 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
       const connection = await Connection.connect({ address: urls.temporalAddress });
       const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
       const ledger = openLedger(join(dataDir, 'ledger.db')); // allowed calls run inline here
-      const tools = createToolRegistry([createWireTransferTool(ledger)]);
-      const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
+      const gateway = await startConfiguredGateway(config, [createWireTransferTool(ledger)], log);
+      const tools = gateway.registry;
+      const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR, toolEntity: toolEntityOf(tools) });
       const workflowConfig = {
         ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
         ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
@@ -156,6 +159,7 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
           await close();
           await mcp.close();
           await connection.close();
+          await gateway.close();
           ledger.close();
         },
       };

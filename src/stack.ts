@@ -31,7 +31,7 @@ import { createCedarPdp } from './policy/cedar-pdp.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { generatePayloadKey, payloadCodecFromKeyList, type PayloadKeyEntry } from './temporal/payload-codec.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
-import { createToolRegistry } from './tools/registry.js';
+import { startConfiguredGateway, toolEntityOf } from './gateway/wiring.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
 import { startApprovalWorker, type RunningWorker } from './worker.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
@@ -312,8 +312,10 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     // Tools, policy, backend
     const ledger = openLedger(join(config.COUNTERSIGN_DATA_DIR, 'ledger.db'));
     cleanups.push(async () => ledger.close());
-    const tools = createToolRegistry([createWireTransferTool(ledger)]);
-    const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
+    const gateway = await startConfiguredGateway(config, [createWireTransferTool(ledger)], logger);
+    cleanups.push(() => gateway.close());
+    const tools = gateway.registry;
+    const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR, toolEntity: toolEntityOf(tools) });
     const backend = createArapHttpBackend({ baseUrl: approvalsUrl, clientToken: secrets.approvalsClientToken });
 
     const workflowConfig = workflowConfigOf(config, `${mcpOrigin}/callbacks/arap`);

@@ -63,7 +63,7 @@ export interface UpstreamConnection {
   listTools(): Promise<UpstreamToolDescriptor[]>;
   /**
    * Call `name` once, never retried. Throws `UpstreamUnavailableError` when no connection could be
-   * made (not sent, did not run); `UpstreamProtocolError` for a JSON-RPC error answer (did not
+   * made or the HTTP connection was refused (not sent, did not run); `UpstreamProtocolError` for a JSON-RPC error answer (did not
    * run); anything else (timeout, connection lost mid-call) means the call may have run.
    */
   callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
@@ -97,6 +97,19 @@ function transportOf(config: UpstreamConfig, logger: Logger) {
     return transport;
   }
   return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+}
+
+// Errors of a TCP connect that never succeeded: no byte of the request reached the upstream.
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** Whether `err` (or one of its causes) says the connection was never made, so nothing was sent. */
+function neverSent(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+    if (NOT_SENT_CODES.has(String((e as { code?: unknown }).code))) return true;
+    const nested = (e as { errors?: unknown }).errors; // AggregateError of a happy-eyeballs connect
+    if (Array.isArray(nested) && nested.length > 0 && nested.every((x) => NOT_SENT_CODES.has(String((x as { code?: unknown }).code)))) return true;
+  }
+  return false;
 }
 
 /** Open a connection to `config` (connects in the background; see {@link UpstreamConnection}). */
@@ -224,6 +237,7 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
       } catch (err) {
         if (err instanceof ProtocolError) throw new UpstreamProtocolError(config.name, err.code, err.message);
         discard(c);
+        if (neverSent(err)) throw new UpstreamUnavailableError(config.name, `upstream ${config.name} is unreachable`);
         throw err;
       }
     },

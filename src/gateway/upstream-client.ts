@@ -16,7 +16,7 @@
  * Deliberately does not: retry a `tools/call` (a call that may have reached the upstream is never
  * sent twice), forward resources, prompts or upstream notifications other than `tools/list_changed`.
  */
-import { Client, ProtocolError, StreamableHTTPClientTransport, type CallToolResult, type JsonSchemaValidatorResult, type jsonSchemaValidator, type Tool as McpTool } from '@modelcontextprotocol/client';
+import { Client, ProtocolError, SdkErrorCode, StreamableHTTPClientTransport, type CallToolResult, type JsonSchemaValidatorResult, type jsonSchemaValidator, type Tool as McpTool } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
@@ -99,8 +99,9 @@ function transportOf(config: UpstreamConfig, logger: Logger) {
   return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
 }
 
-// Errors of a TCP connect that never succeeded: no byte of the request reached the upstream.
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+// Errors that mean no byte of the request reached the upstream: a TCP connect that never
+// succeeded, a write to a stdio process already gone (EPIPE), a client already disconnected.
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', SdkErrorCode.NotConnected]);
 
 /** Whether `err` (or one of its causes) says the connection was never made, so nothing was sent. */
 function neverSent(err: unknown): boolean {

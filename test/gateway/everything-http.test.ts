@@ -1,8 +1,11 @@
 // Scope: the gateway end to end with the reference "everything" MCP server over Streamable HTTP:
 // the allow-list, descriptors and annotations in tools/list, every content type (text with
 // annotations, image, resource_link, embedded resource) and structuredContent passing through,
-// a Cedar policy on the upstream-tool attributes, and an unreachable upstream on an allowed call.
+// a Cedar policy on the upstream-tool attributes, an unreachable upstream on an allowed call, and
+// (with a tiny recording HTTP upstream) what reaches an upstream: its configured credential, never
+// the caller's bearer token.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +23,37 @@ permit (principal, action == Countersign::Action::"tools/call", resource in Coun
 forbid (principal, action == Countersign::Action::"tools/call", resource in Countersign::Upstream::"everything")
 when { resource.upstreamTool == "get-annotated-message" && resource.readOnlyHint && context.arguments.messageType == "error" };
 `;
+
+const PROBE_POLICY = `
+@id("probe-permit")
+permit (principal, action == Countersign::Action::"tools/call", resource in Countersign::Upstream::"probe");
+`;
+
+const PROBE_KEY = 'probe-key-from-env';
+
+/** A minimal Streamable HTTP MCP server (JSON responses, 2025-11-25) that records every request's headers. */
+async function startRecordingUpstream(): Promise<{ server: Server; url: string; headers: IncomingHttpHeaders[] }> {
+  const headers: IncomingHttpHeaders[] = [];
+  const server = createHttpServer((req, res) => {
+    headers.push(req.headers);
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      const msg = JSON.parse(body) as { id?: number; method: string };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      const reply = (payload: Record<string, unknown>) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
+      if (msg.method === 'initialize') return reply({ result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'probe', version: '1' } } });
+      if (msg.method === 'tools/list') return reply({ result: { tools: [{ name: 'whoami', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
+      if (msg.method === 'tools/call') return reply({ result: { content: [{ type: 'text', text: 'recorded' }] } });
+      return reply({ error: { code: -32601, message: 'Method not found' } });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`, headers };
+}
+
+let probe: Awaited<ReturnType<typeof startRecordingUpstream>>;
 
 const ALLOWED = ['echo', 'get-annotated-message', 'get-tiny-image', 'get-resource-links', 'get-resource-reference', 'get-structured-content'];
 
@@ -57,12 +91,18 @@ async function startEverything(port: number): Promise<ChildProcess> {
 beforeAll(async () => {
   const port = await freePort();
   upstream = await startEverything(port);
-  const configFile = writeGatewayConfig([{ name: 'everything', transport: 'http', url: `http://127.0.0.1:${port}/mcp`, tools: ALLOWED }]);
-  stack = await startTestStack(testConfig({ COUNTERSIGN_CONFIG: configFile }, { 'a-everything.cedar': EVERYTHING_POLICY }));
+  probe = await startRecordingUpstream();
+  process.env.COUNTERSIGN_TEST_PROBE_KEY = PROBE_KEY;
+  const configFile = writeGatewayConfig([
+    { name: 'everything', transport: 'http', url: `http://127.0.0.1:${port}/mcp`, tools: ALLOWED },
+    { name: 'probe', transport: 'http', url: probe.url, headers: { 'X-Api-Key': { fromEnv: 'COUNTERSIGN_TEST_PROBE_KEY' } } },
+  ]);
+  stack = await startTestStack(testConfig({ COUNTERSIGN_CONFIG: configFile }, { 'a-everything.cedar': EVERYTHING_POLICY, 'a-probe.cedar': PROBE_POLICY }));
 });
 afterAll(async () => {
   await stack?.stop();
   upstream?.kill();
+  await new Promise((r) => probe?.server.close(r));
 });
 
 type Block = { type: string; text?: string; [k: string]: unknown };
@@ -131,5 +171,19 @@ describe('gateway: the reference everything server over Streamable HTTP', () => 
     const r = await alice.request<CallResult>('tools/call', { name: 'everything__echo', arguments: { message: 'down' } });
     expect(r.isError).toBe(true);
     expect(r.content[0]?.text).toMatch(/upstream MCP server "everything" is unreachable, so everything__echo did not run/);
+  });
+
+  it("an upstream receives its configured credential and never the caller's bearer token", async () => {
+    const token = await stack.issuer.mintToken({ sub: 'alice' });
+    const alice = await clientFor(stack, 'alice');
+    probe.headers.length = 0;
+    const r = await alice.request<CallResult>('tools/call', { name: 'probe__whoami', arguments: {} });
+    expect(r.content).toEqual([{ type: 'text', text: 'recorded' }]);
+    expect(probe.headers.length).toBeGreaterThan(0);
+    for (const h of probe.headers) {
+      expect(h['x-api-key']).toBe(PROBE_KEY);
+      expect(h.authorization).toBeUndefined();
+      expect(JSON.stringify(h)).not.toContain(token.split('.')[2]!); // the caller's token signature, anywhere
+    }
   });
 });

@@ -9,6 +9,7 @@ import { createServer as createHttpServer, type IncomingHttpHeaders, type Server
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WireClient } from '../../src/client/wire-client.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { clientFor, startTestStack, testConfig } from '../support/stack-harness.js';
@@ -175,7 +176,7 @@ describe('gateway: the reference everything server over Streamable HTTP', () => 
 
   it("an upstream receives its configured credential and never the caller's bearer token", async () => {
     const token = await stack.issuer.mintToken({ sub: 'alice' });
-    const alice = await clientFor(stack, 'alice');
+    const alice = new WireClient({ url: stack.urls.mcp, token, capabilities: {} });
     probe.headers.length = 0;
     const r = await alice.request<CallResult>('tools/call', { name: 'probe__whoami', arguments: {} });
     expect(r.content).toEqual([{ type: 'text', text: 'recorded' }]);

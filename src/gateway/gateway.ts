@@ -4,9 +4,12 @@
  * stops it: the MCP role (tools/list, allowed calls inline) and the worker (approved executions).
  *
  * The registry is a snapshot, updated when an upstream (re)connects, when it sends
- * `tools/list_changed`, and on `refresh()` (the worker refreshes before each post-approval drift
- * check, `activities/activities.ts` evaluatePolicy). An unreachable upstream keeps its last listed
- * tools (a call then answers that it is unreachable); an upstream never reached has none yet.
+ * `tools/list_changed`, every `refreshIntervalMs` (default 30 s), and on `refresh()` (the worker
+ * refreshes before each post-approval drift check, `activities/activities.ts` evaluatePolicy). A
+ * call bound while the snapshot was stale carries the old descriptor digest and is refused after
+ * approval as `tool-changed`: staleness can cost an approval, never run a changed tool. An
+ * unreachable upstream keeps its last listed tools (a call then answers that it is unreachable); an
+ * upstream never reached has none yet.
  *
  * Exposed: the upstream tools named in the upstream's `tools` allow-list (or all), under
  * `<upstream>__<tool>`; a tool whose name would break the MCP tool-name rules or whose input
@@ -45,7 +48,7 @@ interface Entry {
  * upstream that is not up by then joins when it connects. Throws `ToolRegistryError` for two
  * native tools with one name.
  */
-export async function startGateway(opts: { nativeTools: Tool[]; config?: GatewayConfig; logger: Logger }): Promise<Gateway> {
+export async function startGateway(opts: { nativeTools: Tool[]; config?: GatewayConfig; logger: Logger; refreshIntervalMs?: number }): Promise<Gateway> {
   const native = createToolRegistry(opts.nativeTools);
   const log = opts.logger.child({ part: 'gateway' });
   const perUpstream = new Map<string, Map<string, Entry>>();
@@ -86,6 +89,8 @@ export async function startGateway(opts: { nativeTools: Tool[]; config?: Gateway
 
   for (const c of upstreams) c.onToolsChanged((tools) => apply(c, tools));
   await Promise.all(upstreams.map(refreshOne));
+  const refresher = upstreams.length ? setInterval(() => void Promise.all(upstreams.map(refreshOne)), opts.refreshIntervalMs ?? 30_000) : undefined;
+  refresher?.unref();
 
   const find = (name: string): Entry | undefined => {
     for (const entries of perUpstream.values()) {
@@ -116,6 +121,7 @@ export async function startGateway(opts: { nativeTools: Tool[]; config?: Gateway
     async close() {
       if (closed) return;
       closed = true;
+      if (refresher) clearInterval(refresher);
       await Promise.all(upstreams.map((c) => c.close()));
     },
   };

@@ -118,19 +118,39 @@ export interface GatewayConfig {
   upstreams: UpstreamConfig[];
 }
 
-/** The file is unreadable or invalid; `issues` lists every problem as `<json path>: <message>`. */
+/**
+ * The file is unreadable or invalid; `issues` lists every problem as `<json path>: <message>`, and
+ * the message lists them all on one line. Never contains a resolved environment value.
+ */
 export class GatewayConfigError extends Error {
   constructor(
     readonly file: string,
     readonly issues: string[],
   ) {
-    super(`invalid gateway configuration ${file}:\n${issues.map((i) => `  - ${i}`).join('\n')}`);
+    // one line, so a caller that prints only the first line of a start-up error still shows every problem
+    super(`invalid gateway configuration ${file}: ${issues.join('; ')}`);
     this.name = 'GatewayConfigError';
   }
 }
 
 function pathOf(path: ReadonlyArray<PropertyKey>): string {
   return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : `${acc}.${String(p)}`), '$');
+}
+
+/** `<path>: environment variable X is not set` for every `fromEnv` reference in the raw file whose variable is unset or empty. */
+function unsetVariables(value: unknown, env: Record<string, string | undefined>): string[] {
+  const upstreams = (value as { upstreams?: unknown } | null)?.upstreams;
+  if (!Array.isArray(upstreams)) return [];
+  return upstreams.flatMap((u: unknown, i) =>
+    (['env', 'headers'] as const).flatMap((field) => {
+      const refs = (u as Record<string, unknown> | null)?.[field];
+      if (!refs || typeof refs !== 'object') return [];
+      return Object.entries(refs as Record<string, unknown>).flatMap(([key, ref]) => {
+        const name = (ref as { fromEnv?: unknown } | null)?.fromEnv;
+        return typeof name === 'string' && !env[name] ? [`$.upstreams[${i}].${field}.${key}: environment variable ${name} is not set`] : [];
+      });
+    }),
+  );
 }
 
 /**
@@ -140,7 +160,9 @@ function pathOf(path: ReadonlyArray<PropertyKey>): string {
 export function parseGatewayConfig(value: unknown, opts: { file: string; env: Record<string, string | undefined>; dataDir: string }): GatewayConfig {
   const file = resolve(opts.file);
   const parsed = GatewayFileSchema.safeParse(value);
-  if (!parsed.success) throw new GatewayConfigError(file, parsed.error.issues.map((i) => `${pathOf(i.path)}: ${i.message}`));
+  // unset variables are listed together with the schema's problems, not only once those are fixed
+  const unset = unsetVariables(value, opts.env);
+  if (!parsed.success || unset.length) throw new GatewayConfigError(file, [...(parsed.error?.issues.map((i) => `${pathOf(i.path)}: ${i.message}`) ?? []), ...unset]);
   const issues: string[] = [];
   const configDir = dirname(file);
   const subst = (s: string) => s.replaceAll('${dataDir}', opts.dataDir).replaceAll('${configDir}', configDir);

@@ -93,6 +93,18 @@ describe('gateway configuration file', () => {
     ]);
   });
 
+  it('unset variables are listed together with the schema problems', () => {
+    const issues = issuesOf(
+      { upstreams: [{ name: 'a_b', transport: 'stdio' }, { name: 'x', transport: 'http', url: 'https://x/mcp', headers: { Authorization: { fromEnv: 'NOT_SET' } } }] },
+      {},
+    );
+    expect(issues).toEqual([
+      expect.stringMatching(/^\$\.upstreams\[0\]\.name: /),
+      expect.stringMatching(/^\$\.upstreams\[0\]\.command: /),
+      '$.upstreams[1].headers.Authorization: environment variable NOT_SET is not set',
+    ]);
+  });
+
   it('two upstreams with one name (ignoring case) are refused, so namespaces never collide', () => {
     const issues = issuesOf({ upstreams: [{ name: 'fs', transport: 'stdio', command: 'a' }, { name: 'FS', transport: 'stdio', command: 'b' }] });
     expect(issues).toEqual([expect.stringMatching(/^\$\.upstreams: upstream names must be unique/)]);

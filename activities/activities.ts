@@ -16,7 +16,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
 import { verifyCallBinding, type CallBinding } from '../src/binding/call-binding.js';
 import type { PolicyDecisionPoint } from '../src/policy/pdp.js';
-import type { Tool } from '../src/tools/tool.js';
+import { ToolOutcomeUnknownError, type Tool } from '../src/tools/tool.js';
 import {
   FAILURE,
   type ApprovalMaterial,
@@ -152,7 +152,9 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');
         return out;
       } catch (err) {
-        log?.warn({ workflowId: workflowIdOfActivity() }, 'tool execution threw');
+        log?.warn({ workflowId: workflowIdOfActivity(), err: (err as Error).name }, 'tool execution threw');
+        // not a tool error: the workflow treats it like a lost attempt (resolveExecution, else outcome-unknown)
+        if (err instanceof ToolOutcomeUnknownError) throw ApplicationFailure.nonRetryable('tool outcome unknown', FAILURE.toolOutcomeUnknown);
         throw ApplicationFailure.nonRetryable(`tool failed: ${(err as Error).name}`, FAILURE.toolExecutionError);
       }
     },

@@ -171,5 +171,7 @@ export const FAILURE = {
   backendUnauthorized: 'BackendUnauthorized',
   backendNotFound: 'BackendNotFound',
   toolExecutionError: 'ToolExecutionError',
+  /** The tool cannot tell whether its effect happened; handled like a lost attempt (outcome-unknown). */
+  toolOutcomeUnknown: 'ToolOutcomeUnknown',
   executionAttemptRefused: 'ExecutionAttemptRefused',
 } as const;

@@ -15,10 +15,11 @@
  * - Execution: one `tools/call` upstream, never retried; the result passes through whole.
  *
  * Deliberately does not implement `resolveExecution`: an MCP server offers no way to ask whether
- * a call happened, so a lost approved execution ends `outcome-unknown`.
+ * a call happened, so a lost approved execution (worker lost, activity timeout, or an upstream
+ * call sent but unanswered) ends `outcome-unknown`.
  */
 import { jcsSha256 } from '../binding/call-binding.js';
-import type { JsonToolDescriptor, Tool, ToolAnnotations, ToolResult } from '../tools/tool.js';
+import { ToolOutcomeUnknownError, type JsonToolDescriptor, type Tool, type ToolAnnotations, type ToolResult } from '../tools/tool.js';
 import { zodFromJsonSchema } from './json-schema.js';
 import { UpstreamProtocolError, UpstreamUnavailableError, type UpstreamConnection, type UpstreamToolDescriptor } from './upstream-client.js';
 
@@ -58,7 +59,8 @@ function notRun(text: string): ToolResult {
  * with a JSON-RPC error, the call did not run: an inline call (no `taskId`) gets an `isError`
  * result saying so, an approved execution throws (`UpstreamUnavailableError` /
  * `UpstreamProtocolError`, so the task ends `execution-error`); any other failure (timeout,
- * connection lost mid-call) throws: the call may have run.
+ * connection lost mid-call) throws `ToolOutcomeUnknownError`: the call may have run, and an
+ * approved execution ends `outcome-unknown`.
  */
 export function createUpstreamTool(name: string, descriptor: UpstreamToolDescriptor, connection: UpstreamConnection): Tool {
   const upstream = connection.config.name;
@@ -83,7 +85,9 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
         if (ctx.taskId === undefined && err instanceof UpstreamProtocolError) {
           return notRun(`Not executed: the upstream MCP server "${upstream}" refused the call with JSON-RPC error ${err.code}, so ${name} did not run.`);
         }
-        throw err;
+        if (err instanceof UpstreamUnavailableError || err instanceof UpstreamProtocolError) throw err;
+        // sent, but no answer (timeout, connection lost): it may have run
+        throw new ToolOutcomeUnknownError(`upstream ${upstream} gave no answer for ${name}`, { cause: err });
       }
     },
   };

@@ -4,7 +4,7 @@
  * A tool declares its MCP descriptor and an `execute` function. Native tools are described by a
  * zod schema; upstream tools of the gateway (`src/gateway/`) by the upstream's JSON descriptor.
  * `execute` is called at most once per approval task (SEP-2848 §Completion); inline calls that policy allows call it directly.
- * This module holds types only.
+ * This module holds types and one error class.
  */
 import type { z } from 'zod';
 
@@ -61,6 +61,19 @@ export interface ToolExecutionContext {
   taskId?: string;
   /** Idempotency key of this execution (unique per task), usable as a dedup key by the effect. */
   executionId: string;
+}
+
+/**
+ * Thrown by `execute` when the tool cannot tell whether its effect happened (e.g. a remote call
+ * timed out or its connection dropped after the request was sent). An approved execution then
+ * completes `outcome-unknown` (after asking `resolveExecution`, when the tool has it), not
+ * `execution-error` (SEP-2848 §Execution disposition). Any other throw means the tool ran and failed.
+ */
+export class ToolOutcomeUnknownError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ToolOutcomeUnknownError';
+  }
 }
 
 /**

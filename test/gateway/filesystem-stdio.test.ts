@@ -1,7 +1,7 @@
 // Scope: the gateway end to end with the reference filesystem MCP server over stdio (and a tiny
 // stdio server of our own for a tool that changes while a task is pending): tools/list, inline
 // reads, approval-gated writes into the protected folder (approve, deny, changed arguments),
-// argument validation, descriptor drift, and the upstream process restarted after it dies.
+// argument validation, an unanswered approved call (outcome-unknown), and descriptor drift.
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,6 +50,7 @@ beforeAll(async () => {
       args: ['--import', 'tsx', join(PROJECT_ROOT, 'test/gateway/fixtures/drift-server.ts')],
       cwd: PROJECT_ROOT,
       env: { DRIFT_STATE_DIR: { fromEnv: 'COUNTERSIGN_TEST_DRIFT_DIR' } },
+      callTimeoutMs: 1500,
     },
   ]);
   process.env.COUNTERSIGN_TEST_DRIFT_DIR = driftDir;
@@ -180,6 +181,17 @@ describe('gateway: the reference filesystem server over stdio', () => {
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(readFileSync(join(driftDir, 'calls.log'), 'utf8').split('\n').filter((l) => l === label)).toHaveLength(1);
   });
+  it('an approved upstream call that was sent but never answered completes outcome-unknown and is not sent again', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const label = `hang-${unique()}`;
+    writeFileSync(join(driftDir, 'variant'), 'a');
+    const created = await alice.request<WireTask>('tools/call', { name: 'drift__op', arguments: { label } });
+    expect(await decideWhere(stack, (x) => x.label === label, 'approve')).toBe(200);
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('outcome-unknown');
+    expect(readFileSync(join(driftDir, 'calls.log'), 'utf8').split('\n').filter((l) => l === label)).toHaveLength(1);
+  });
+
   it('an upstream tool whose descriptor changed while its task was pending is not executed', async () => {
     const alice = await clientFor(stack, 'alice');
     const label = `drift-${unique()}`;

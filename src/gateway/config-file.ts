@@ -35,7 +35,10 @@ const EnvRef = z.strictObject({
 
 const Namespace = z
   .string()
-  .regex(NAMESPACE_PATTERN, 'must be 1-32 characters of [A-Za-z0-9-], starting with a letter (no "_" or ".": "__" separates namespace and tool)');
+  .regex(
+    NAMESPACE_PATTERN,
+    'must be 1-32 characters of [A-Za-z0-9-], starting with a letter (no "_" or ".": "__" separates namespace and tool)',
+  );
 
 const ToolSelection = z.union([z.literal('all'), z.array(z.string().min(1)).min(1)]).default('all');
 
@@ -74,7 +77,10 @@ const HttpUpstream = z.strictObject({
 export const GatewayFileSchema = z.strictObject({
   upstreams: z
     .array(z.discriminatedUnion('transport', [StdioUpstream, HttpUpstream]))
-    .refine((list) => new Set(list.map((u) => u.name.toLowerCase())).size === list.length, 'upstream names must be unique (case-insensitively)'),
+    .refine(
+      (list) => new Set(list.map((u) => u.name.toLowerCase())).size === list.length,
+      'upstream names must be unique (case-insensitively)',
+    ),
 });
 
 /** An environment reference, as written in the file. */
@@ -157,12 +163,16 @@ function unsetVariables(value: unknown, env: Record<string, string | undefined>)
  * Parse already-read configuration `value` (from `file`). `env` resolves `fromEnv` references;
  * `dataDir` fills `${dataDir}`. Throws `GatewayConfigError` with every problem.
  */
-export function parseGatewayConfig(value: unknown, opts: { file: string; env: Record<string, string | undefined>; dataDir: string }): GatewayConfig {
+export function parseGatewayConfig(
+  value: unknown,
+  opts: { file: string; env: Record<string, string | undefined>; dataDir: string },
+): GatewayConfig {
   const file = resolve(opts.file);
   const parsed = GatewayFileSchema.safeParse(value);
   // unset variables are listed together with the schema's problems, not only once those are fixed
   const unset = unsetVariables(value, opts.env);
-  if (!parsed.success || unset.length) throw new GatewayConfigError(file, [...(parsed.error?.issues.map((i) => `${pathOf(i.path)}: ${i.message}`) ?? []), ...unset]);
+  if (!parsed.success || unset.length)
+    throw new GatewayConfigError(file, [...(parsed.error?.issues.map((i) => `${pathOf(i.path)}: ${i.message}`) ?? []), ...unset]);
   const issues: string[] = [];
   const configDir = dirname(file);
   const subst = (s: string) => s.replaceAll('${dataDir}', opts.dataDir).replaceAll('${configDir}', configDir);

@@ -48,7 +48,12 @@ interface Entry {
  * upstream that is not up by then joins when it connects. Throws `ToolRegistryError` for two
  * native tools with one name.
  */
-export async function startGateway(opts: { nativeTools: Tool[]; config?: GatewayConfig; logger: Logger; refreshIntervalMs?: number }): Promise<Gateway> {
+export async function startGateway(opts: {
+  nativeTools: Tool[];
+  config?: GatewayConfig;
+  logger: Logger;
+  refreshIntervalMs?: number;
+}): Promise<Gateway> {
   const native = createToolRegistry(opts.nativeTools);
   const log = opts.logger.child({ part: 'gateway' });
   const perUpstream = new Map<string, Map<string, Entry>>();
@@ -89,7 +94,9 @@ export async function startGateway(opts: { nativeTools: Tool[]; config?: Gateway
 
   for (const c of upstreams) c.onToolsChanged((tools) => apply(c, tools));
   await Promise.all(upstreams.map(refreshOne));
-  const refresher = upstreams.length ? setInterval(() => void Promise.all(upstreams.map(refreshOne)), opts.refreshIntervalMs ?? 30_000) : undefined;
+  const refresher = upstreams.length
+    ? setInterval(() => void Promise.all(upstreams.map(refreshOne)), opts.refreshIntervalMs ?? 30_000)
+    : undefined;
   refresher?.unref();
 
   const find = (name: string): Entry | undefined => {

@@ -42,7 +42,8 @@ const instances = { '2020': make(Ajv2020), '2019': make(Ajv2019), '07': make(Ajv
 
 function instanceFor(schema: Record<string, unknown>) {
   const dialect = schema.$schema;
-  if (dialect === undefined || (typeof dialect === 'string' && /json-schema\.org\/draft\/2020-12\/schema/.test(dialect))) return instances['2020'];
+  if (dialect === undefined || (typeof dialect === 'string' && /json-schema\.org\/draft\/2020-12\/schema/.test(dialect)))
+    return instances['2020'];
   if (typeof dialect === 'string' && /json-schema\.org\/draft\/2019-09\/schema/.test(dialect)) return instances['2019'];
   if (typeof dialect === 'string' && /json-schema\.org\/draft-0[4-7]\/schema/.test(dialect)) return instances['07'];
   throw new JsonSchemaError(`unsupported $schema ${JSON.stringify(dialect)}`);

@@ -16,7 +16,16 @@
  * Deliberately does not: retry a `tools/call` (a call that may have reached the upstream is never
  * sent twice), forward resources, prompts or upstream notifications other than `tools/list_changed`.
  */
-import { Client, ProtocolError, SdkErrorCode, StreamableHTTPClientTransport, type CallToolResult, type JsonSchemaValidatorResult, type jsonSchemaValidator, type Tool as McpTool } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ProtocolError,
+  SdkErrorCode,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type JsonSchemaValidatorResult,
+  type jsonSchemaValidator,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
@@ -79,7 +88,9 @@ const BACKOFF_MAX_MS = 30_000;
 // Results pass through whole (docs/GATEWAY.md §Results): the MCP caller validates structured
 // output against the descriptor it was served, so the gateway's client does not.
 const passThroughValidator: jsonSchemaValidator = {
-  getValidator: <T>() => (input: unknown): JsonSchemaValidatorResult<T> => ({ valid: true, data: input as T, errorMessage: undefined }),
+  getValidator:
+    <T>() =>
+    (input: unknown): JsonSchemaValidatorResult<T> => ({ valid: true, data: input as T, errorMessage: undefined }),
 };
 
 function transportOf(config: UpstreamConfig, logger: Logger) {
@@ -101,14 +112,23 @@ function transportOf(config: UpstreamConfig, logger: Logger) {
 
 // Errors that mean no byte of the request reached the upstream: a TCP connect that never
 // succeeded, a write to a stdio process already gone (EPIPE), a client already disconnected.
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', SdkErrorCode.NotConnected]);
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  SdkErrorCode.NotConnected,
+]);
 
 /** Whether `err` (or one of its causes) says the connection was never made, so nothing was sent. */
 function neverSent(err: unknown): boolean {
   for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
     if (NOT_SENT_CODES.has(String((e as { code?: unknown }).code))) return true;
     const nested = (e as { errors?: unknown }).errors; // AggregateError of a happy-eyeballs connect
-    if (Array.isArray(nested) && nested.length > 0 && nested.every((x) => NOT_SENT_CODES.has(String((x as { code?: unknown }).code)))) return true;
+    if (Array.isArray(nested) && nested.length > 0 && nested.every((x) => NOT_SENT_CODES.has(String((x as { code?: unknown }).code))))
+      return true;
   }
   return false;
 }
@@ -198,7 +218,9 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
       .catch((err: unknown) => {
         log.warn({ err: (err as Error).message }, 'upstream connect failed');
         scheduleReconnect();
-        throw err instanceof UpstreamUnavailableError ? err : new UpstreamUnavailableError(config.name, `upstream ${config.name} is unreachable`);
+        throw err instanceof UpstreamUnavailableError
+          ? err
+          : new UpstreamUnavailableError(config.name, `upstream ${config.name} is unreachable`);
       })
       .finally(() => {
         connecting = undefined;

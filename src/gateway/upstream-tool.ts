@@ -21,7 +21,12 @@
 import { jcsSha256 } from '../binding/call-binding.js';
 import { ToolOutcomeUnknownError, type JsonToolDescriptor, type Tool, type ToolAnnotations, type ToolResult } from '../tools/tool.js';
 import { zodFromJsonSchema } from './json-schema.js';
-import { UpstreamProtocolError, UpstreamUnavailableError, type UpstreamConnection, type UpstreamToolDescriptor } from './upstream-client.js';
+import {
+  UpstreamProtocolError,
+  UpstreamUnavailableError,
+  type UpstreamConnection,
+  type UpstreamToolDescriptor,
+} from './upstream-client.js';
 
 /** The Cedar resource attributes of an upstream tool (module header). */
 export interface UpstreamToolAttributes {
@@ -83,7 +88,9 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
           return notRun(`Not executed: the upstream MCP server "${upstream}" is unreachable, so ${name} did not run. Try again later.`);
         }
         if (ctx.taskId === undefined && err instanceof UpstreamProtocolError) {
-          return notRun(`Not executed: the upstream MCP server "${upstream}" refused the call with JSON-RPC error ${err.code}, so ${name} did not run.`);
+          return notRun(
+            `Not executed: the upstream MCP server "${upstream}" refused the call with JSON-RPC error ${err.code}, so ${name} did not run.`,
+          );
         }
         if (err instanceof UpstreamUnavailableError || err instanceof UpstreamProtocolError) throw err;
         // sent, but no answer (timeout, connection lost): it may have run

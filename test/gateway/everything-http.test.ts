@@ -43,9 +43,14 @@ async function startRecordingUpstream(): Promise<{ server: Server; url: string; 
     req.on('end', () => {
       const msg = JSON.parse(body) as { id?: number; method: string };
       if (msg.id === undefined) return void res.writeHead(202).end();
-      const reply = (payload: Record<string, unknown>) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
-      if (msg.method === 'initialize') return reply({ result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'probe', version: '1' } } });
-      if (msg.method === 'tools/list') return reply({ result: { tools: [{ name: 'whoami', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
+      const reply = (payload: Record<string, unknown>) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
+      if (msg.method === 'initialize')
+        return reply({
+          result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'probe', version: '1' } },
+        });
+      if (msg.method === 'tools/list')
+        return reply({ result: { tools: [{ name: 'whoami', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
       if (msg.method === 'tools/call') return reply({ result: { content: [{ type: 'text', text: 'recorded' }] } });
       return reply({ error: { code: -32601, message: 'Method not found' } });
     });
@@ -56,7 +61,14 @@ async function startRecordingUpstream(): Promise<{ server: Server; url: string; 
 
 let probe: Awaited<ReturnType<typeof startRecordingUpstream>>;
 
-const ALLOWED = ['echo', 'get-annotated-message', 'get-tiny-image', 'get-resource-links', 'get-resource-reference', 'get-structured-content'];
+const ALLOWED = [
+  'echo',
+  'get-annotated-message',
+  'get-tiny-image',
+  'get-resource-links',
+  'get-resource-reference',
+  'get-structured-content',
+];
 
 let stack: Stack;
 let upstream: ChildProcess | undefined;
@@ -74,10 +86,14 @@ async function freePort(): Promise<number> {
 
 /** Start the everything server's Streamable HTTP transport on `port`; resolves once it listens. */
 async function startEverything(port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [join(PROJECT_ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'streamableHttp'], {
-    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(PROJECT_ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'streamableHttp'],
+    {
+      env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     let seen = '';
     child.stderr!.on('data', (d: Buffer) => {
@@ -98,7 +114,9 @@ beforeAll(async () => {
     { name: 'everything', transport: 'http', url: `http://127.0.0.1:${port}/mcp`, tools: ALLOWED },
     { name: 'probe', transport: 'http', url: probe.url, headers: { 'X-Api-Key': { fromEnv: 'COUNTERSIGN_TEST_PROBE_KEY' } } },
   ]);
-  stack = await startTestStack(testConfig({ COUNTERSIGN_CONFIG: configFile }, { 'a-everything.cedar': EVERYTHING_POLICY, 'a-probe.cedar': PROBE_POLICY }));
+  stack = await startTestStack(
+    testConfig({ COUNTERSIGN_CONFIG: configFile }, { 'a-everything.cedar': EVERYTHING_POLICY, 'a-probe.cedar': PROBE_POLICY }),
+  );
 });
 afterAll(async () => {
   await stack?.stop();
@@ -116,10 +134,17 @@ interface CallResult {
 describe('gateway: the reference everything server over Streamable HTTP', () => {
   it('tools/list serves exactly the allow-listed tools, with their annotations', async () => {
     const alice = await clientFor(stack, 'alice');
-    const { tools } = await alice.request<{ tools: Array<{ name: string; annotations?: Record<string, unknown>; outputSchema?: unknown }> }>('tools/list');
+    const { tools } = await alice.request<{
+      tools: Array<{ name: string; annotations?: Record<string, unknown>; outputSchema?: unknown }>;
+    }>('tools/list');
     const upstreamTools = tools.filter((t) => t.name.startsWith('everything__')).map((t) => t.name);
     expect(upstreamTools.sort()).toEqual(ALLOWED.map((t) => `everything__${t}`).sort());
-    expect(tools.find((t) => t.name === 'everything__echo')?.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+    expect(tools.find((t) => t.name === 'everything__echo')?.annotations).toEqual({
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
     expect(tools.find((t) => t.name === 'everything__get-structured-content')?.outputSchema).toMatchObject({ type: 'object' });
   });
 
@@ -134,8 +159,13 @@ describe('gateway: the reference everything server over Streamable HTTP', () => 
 
   it('content annotations and an annotated image pass through', async () => {
     const alice = await clientFor(stack, 'alice');
-    const r = await alice.request<CallResult>('tools/call', { name: 'everything__get-annotated-message', arguments: { messageType: 'success', includeImage: true } });
-    expect(r.content.some((c) => c.type === 'text' && (c.annotations as { priority?: number } | undefined)?.priority !== undefined)).toBe(true);
+    const r = await alice.request<CallResult>('tools/call', {
+      name: 'everything__get-annotated-message',
+      arguments: { messageType: 'success', includeImage: true },
+    });
+    expect(r.content.some((c) => c.type === 'text' && (c.annotations as { priority?: number } | undefined)?.priority !== undefined)).toBe(
+      true,
+    );
     expect(r.content.some((c) => c.type === 'image' && c.annotations !== undefined)).toBe(true);
   });
 
@@ -144,19 +174,32 @@ describe('gateway: the reference everything server over Streamable HTTP', () => 
     const links = await alice.request<CallResult>('tools/call', { name: 'everything__get-resource-links', arguments: { count: 2 } });
     expect(links.content.filter((c) => c.type === 'resource_link')).toHaveLength(2);
     expect(links.content.find((c) => c.type === 'resource_link')).toMatchObject({ uri: expect.any(String), name: expect.any(String) });
-    const embedded = await alice.request<CallResult>('tools/call', { name: 'everything__get-resource-reference', arguments: { resourceType: 'Text', resourceId: 1 } });
+    const embedded = await alice.request<CallResult>('tools/call', {
+      name: 'everything__get-resource-reference',
+      arguments: { resourceType: 'Text', resourceId: 1 },
+    });
     expect(embedded.content.find((c) => c.type === 'resource')).toMatchObject({ resource: { uri: expect.any(String) } });
   });
 
   it('structuredContent passes through', async () => {
     const alice = await clientFor(stack, 'alice');
-    const r = await alice.request<CallResult>('tools/call', { name: 'everything__get-structured-content', arguments: { location: 'Chicago' } });
-    expect(r.structuredContent).toMatchObject({ temperature: expect.any(Number), conditions: expect.any(String), humidity: expect.any(Number) });
+    const r = await alice.request<CallResult>('tools/call', {
+      name: 'everything__get-structured-content',
+      arguments: { location: 'Chicago' },
+    });
+    expect(r.structuredContent).toMatchObject({
+      temperature: expect.any(Number),
+      conditions: expect.any(String),
+      humidity: expect.any(Number),
+    });
   });
 
   it('a Cedar policy on the upstream tool name, its annotations and its arguments denies without running it', async () => {
     const alice = await clientFor(stack, 'alice');
-    const r = await alice.request<CallResult>('tools/call', { name: 'everything__get-annotated-message', arguments: { messageType: 'error' } });
+    const r = await alice.request<CallResult>('tools/call', {
+      name: 'everything__get-annotated-message',
+      arguments: { messageType: 'error' },
+    });
     expect(r.isError).toBe(true);
     expect(r.content[0]?.text).toMatch(/^Not executed: Error messages from the everything server are not allowed\./);
   });

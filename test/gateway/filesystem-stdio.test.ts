@@ -92,7 +92,11 @@ describe('gateway: the reference filesystem server over stdio', () => {
     const alice = await clientFor(stack, 'alice');
     const text = `hello ${unique()}`;
     writeFileSync(join(files, 'readme.txt'), text);
-    const r = await alice.request<{ content: Array<{ type: string; text: string }>; structuredContent?: Record<string, unknown>; isError?: boolean }>('tools/call', {
+    const r = await alice.request<{
+      content: Array<{ type: string; text: string }>;
+      structuredContent?: Record<string, unknown>;
+      isError?: boolean;
+    }>('tools/call', {
       name: 'fs__read_text_file',
       arguments: { path: join(files, 'readme.txt') },
     });
@@ -113,7 +117,10 @@ describe('gateway: the reference filesystem server over stdio', () => {
     const alice = await clientFor(stack, 'alice');
     const name = `approved-${unique()}.txt`;
     const path = join(files, 'protected', name);
-    const created = await alice.request<WireTask>('tools/call', { name: 'fs__write_file', arguments: { path, content: 'approved content' } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'fs__write_file',
+      arguments: { path, content: 'approved content' },
+    });
     expect(created.resultType).toBe('task');
     expect(existsSync(path)).toBe(false); // a requestable denial does not execute
     expect(await decideWhere(stack, (a) => a.path === path, 'approve')).toBe(200);
@@ -179,7 +186,11 @@ describe('gateway: the reference filesystem server over stdio', () => {
     expect(await decideWhere(stack, (x) => x.label === label, 'approve')).toBe(200);
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
-    expect(readFileSync(join(driftDir, 'calls.log'), 'utf8').split('\n').filter((l) => l === label)).toHaveLength(1);
+    expect(
+      readFileSync(join(driftDir, 'calls.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l === label),
+    ).toHaveLength(1);
   });
   it('an approved upstream call that was sent but never answered completes outcome-unknown and is not sent again', async () => {
     const alice = await clientFor(stack, 'alice');
@@ -189,7 +200,11 @@ describe('gateway: the reference filesystem server over stdio', () => {
     expect(await decideWhere(stack, (x) => x.label === label, 'approve')).toBe(200);
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('outcome-unknown');
-    expect(readFileSync(join(driftDir, 'calls.log'), 'utf8').split('\n').filter((l) => l === label)).toHaveLength(1);
+    expect(
+      readFileSync(join(driftDir, 'calls.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l === label),
+    ).toHaveLength(1);
   });
 
   it('an upstream tool whose descriptor changed while its task was pending is not executed', async () => {
@@ -206,5 +221,4 @@ describe('gateway: the reference filesystem server over stdio', () => {
     const calls = existsSync(join(driftDir, 'calls.log')) ? readFileSync(join(driftDir, 'calls.log'), 'utf8') : '';
     expect(calls).not.toContain(label);
   });
-
 });

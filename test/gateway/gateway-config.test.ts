@@ -26,8 +26,21 @@ describe('gateway configuration file', () => {
     const c = parseGatewayConfig(
       {
         upstreams: [
-          { name: 'fs', transport: 'stdio', command: 'node', args: ['${configDir}/server.js', '${dataDir}/files'], env: { TOKEN: { fromEnv: 'FS_TOKEN' } }, createDirs: ['${dataDir}/files/protected'] },
-          { name: 'api', transport: 'http', url: 'https://mcp.example.com/mcp', headers: { Authorization: { fromEnv: 'API_KEY', prefix: 'Bearer ' } }, tools: ['search'] },
+          {
+            name: 'fs',
+            transport: 'stdio',
+            command: 'node',
+            args: ['${configDir}/server.js', '${dataDir}/files'],
+            env: { TOKEN: { fromEnv: 'FS_TOKEN' } },
+            createDirs: ['${dataDir}/files/protected'],
+          },
+          {
+            name: 'api',
+            transport: 'http',
+            url: 'https://mcp.example.com/mcp',
+            headers: { Authorization: { fromEnv: 'API_KEY', prefix: 'Bearer ' } },
+            tools: ['search'],
+          },
         ],
       },
       opts,
@@ -45,7 +58,15 @@ describe('gateway configuration file', () => {
         connectTimeoutMs: 30_000,
         callTimeoutMs: 60_000,
       },
-      { name: 'api', transport: 'http', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer k' }, tools: ['search'], connectTimeoutMs: 30_000, callTimeoutMs: 60_000 },
+      {
+        name: 'api',
+        transport: 'http',
+        url: 'https://mcp.example.com/mcp',
+        headers: { Authorization: 'Bearer k' },
+        tools: ['search'],
+        connectTimeoutMs: 30_000,
+        callTimeoutMs: 60_000,
+      },
     ]);
   });
 
@@ -78,13 +99,25 @@ describe('gateway configuration file', () => {
         { name: 'api', transport: 'http', url: 'https://x/mcp', headers: { Authorization: 'Bearer s3cret' } },
       ],
     });
-    expect(issues).toEqual([expect.stringMatching(/^\$\.upstreams\[0\]\.env\.TOKEN: /), expect.stringMatching(/^\$\.upstreams\[1\]\.headers\.Authorization: /)]);
+    expect(issues).toEqual([
+      expect.stringMatching(/^\$\.upstreams\[0\]\.env\.TOKEN: /),
+      expect.stringMatching(/^\$\.upstreams\[1\]\.headers\.Authorization: /),
+    ]);
     expect(issues.join('\n')).not.toContain('s3cret');
   });
 
   it('an unset environment variable is a listed problem naming the variable, not its value', () => {
     const issues = issuesOf(
-      { upstreams: [{ name: 'api', transport: 'http', url: 'https://x/mcp', headers: { Authorization: { fromEnv: 'MISSING_TOKEN' }, 'X-Key': { fromEnv: 'ALSO_MISSING' } } }] },
+      {
+        upstreams: [
+          {
+            name: 'api',
+            transport: 'http',
+            url: 'https://x/mcp',
+            headers: { Authorization: { fromEnv: 'MISSING_TOKEN' }, 'X-Key': { fromEnv: 'ALSO_MISSING' } },
+          },
+        ],
+      },
       {},
     );
     expect(issues).toEqual([
@@ -95,7 +128,12 @@ describe('gateway configuration file', () => {
 
   it('unset variables are listed together with the schema problems', () => {
     const issues = issuesOf(
-      { upstreams: [{ name: 'a_b', transport: 'stdio' }, { name: 'x', transport: 'http', url: 'https://x/mcp', headers: { Authorization: { fromEnv: 'NOT_SET' } } }] },
+      {
+        upstreams: [
+          { name: 'a_b', transport: 'stdio' },
+          { name: 'x', transport: 'http', url: 'https://x/mcp', headers: { Authorization: { fromEnv: 'NOT_SET' } } },
+        ],
+      },
       {},
     );
     expect(issues).toEqual([
@@ -106,7 +144,12 @@ describe('gateway configuration file', () => {
   });
 
   it('two upstreams with one name (ignoring case) are refused, so namespaces never collide', () => {
-    const issues = issuesOf({ upstreams: [{ name: 'fs', transport: 'stdio', command: 'a' }, { name: 'FS', transport: 'stdio', command: 'b' }] });
+    const issues = issuesOf({
+      upstreams: [
+        { name: 'fs', transport: 'stdio', command: 'a' },
+        { name: 'FS', transport: 'stdio', command: 'b' },
+      ],
+    });
     expect(issues).toEqual([expect.stringMatching(/^\$\.upstreams: upstream names must be unique/)]);
   });
 

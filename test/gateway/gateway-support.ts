@@ -19,7 +19,12 @@ export async function pendingForTool(stack: Stack, pred: (args: Record<string, u
 }
 
 /** Decide the one pending request whose arguments satisfy `pred`; returns the HTTP status. */
-export async function decideWhere(stack: Stack, pred: (args: Record<string, unknown>) => boolean, decision: 'approve' | 'deny', approverId = 'bob'): Promise<number> {
+export async function decideWhere(
+  stack: Stack,
+  pred: (args: Record<string, unknown>) => boolean,
+  decision: 'approve' | 'deny',
+  approverId = 'bob',
+): Promise<number> {
   const a = stack.secrets.approvers.find((x) => x.id === approverId)!;
   const matches = (await pendingFor(stack, approverId)).filter((r) => pred(r.arguments));
   if (matches.length !== 1) throw new Error(`expected one pending request, found ${matches.length}`);

@@ -32,7 +32,8 @@ async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
-const pids = () => (existsSync(join(driftDir, 'pids.log')) ? readFileSync(join(driftDir, 'pids.log'), 'utf8').trim().split('\n').map(Number) : []);
+const pids = () =>
+  existsSync(join(driftDir, 'pids.log')) ? readFileSync(join(driftDir, 'pids.log'), 'utf8').trim().split('\n').map(Number) : [];
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -88,7 +89,11 @@ const stopped = new Set<RunningRole>();
 
 async function client(): Promise<WireClient> {
   const urls = roleUrls(config);
-  const issuer = await loadOrCreateDevIssuer({ keyFile: join(config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'), issuer: urls.issuerUrl, audience: urls.resourceUrl });
+  const issuer = await loadOrCreateDevIssuer({
+    keyFile: join(config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'),
+    issuer: urls.issuerUrl,
+    audience: urls.resourceUrl,
+  });
   const token = await issuer.mintToken({ sub: 'alice' });
   return new WireClient({ url: urls.resourceUrl, token, capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
 }
@@ -96,7 +101,10 @@ async function client(): Promise<WireClient> {
 describe('gateway in separate roles', () => {
   it('the mcp role runs an allowed upstream call inline and the worker role runs an approved one, each through its own upstream process', async () => {
     const alice = await client();
-    const inline = await alice.request<{ content: Array<{ text: string }> }>('tools/call', { name: 'drift__op', arguments: { label: 'inline-1' } });
+    const inline = await alice.request<{ content: Array<{ text: string }> }>('tools/call', {
+      name: 'drift__op',
+      arguments: { label: 'inline-1' },
+    });
     expect(inline.content[0]?.text).toBe('recorded inline-1');
     // the mcp role and the worker role each started their own upstream process
     expect(new Set(pids().filter(alive)).size).toBeGreaterThanOrEqual(2);
@@ -107,7 +115,9 @@ describe('gateway in separate roles', () => {
     const secrets = loadOrCreateSecrets(config.COUNTERSIGN_DATA_DIR);
     const bob = secrets.approvers.find((a) => a.id === 'bob')!;
     const urls = roleUrls(config);
-    const pending = (await (await fetch(`${urls.approvalsUrl}/access/v1/approvals/pending`, { headers: { authorization: basic(bob.id, bob.secret) } })).json()) as {
+    const pending = (await (
+      await fetch(`${urls.approvalsUrl}/access/v1/approvals/pending`, { headers: { authorization: basic(bob.id, bob.secret) } })
+    ).json()) as {
       items: Array<{ id: string; arguments: Record<string, unknown> }>;
     };
     const req = pending.items.find((r) => r.arguments.label === label)!;
@@ -119,7 +129,11 @@ describe('gateway in separate roles', () => {
     expect(res.status).toBe(200);
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('approved-executed');
-    expect(readFileSync(join(driftDir, 'calls.log'), 'utf8').split('\n').filter((l) => l === label)).toHaveLength(1);
+    expect(
+      readFileSync(join(driftDir, 'calls.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l === label),
+    ).toHaveLength(1);
   });
 
   it('stopping the mcp and worker roles stops every upstream process they started', async () => {

@@ -67,7 +67,8 @@ async function setup() {
   ];
   const registry = createToolRegistry(tools);
   const pdp = await createCedarPdp({ policyDir: dir, toolEntity: toolEntityOf(registry) });
-  const ask = (tool: string, args: Record<string, unknown>) => pdp.evaluate({ subject: alice, action: { name: 'tools/call' }, resource: { type: 'tool', id: tool }, context: { arguments: args } });
+  const ask = (tool: string, args: Record<string, unknown>) =>
+    pdp.evaluate({ subject: alice, action: { name: 'tools/call' }, resource: { type: 'tool', id: tool }, context: { arguments: args } });
   return { ask, ledger };
 }
 
@@ -86,7 +87,11 @@ describe('upstream tools as Cedar resources', () => {
   it('"every destructive tool of upstream fs needs approval by group ops" is one policy', async () => {
     const { ask, ledger } = await setup();
     const write = await ask('fs__write_file', { path: '/a', content: 'x' });
-    expect(write).toMatchObject({ decision: 'deny', nextAction: 'request', accessRequest: { approverGroup: 'ops', policyId: 'fs-destructive-needs-ops' } });
+    expect(write).toMatchObject({
+      decision: 'deny',
+      nextAction: 'request',
+      accessRequest: { approverGroup: 'ops', policyId: 'fs-destructive-needs-ops' },
+    });
     expect(await ask('fs__read_file', { path: '/a' })).toMatchObject({ decision: 'allow' });
     // another upstream's destructive tool and the native tool are outside the policy's scope (and do not error)
     expect(await ask('other__do_thing', {})).toMatchObject({ decision: 'allow' });
@@ -96,14 +101,24 @@ describe('upstream tools as Cedar resources', () => {
 
   it('a policy reads the upstream tool name and the arguments', async () => {
     const { ask, ledger } = await setup();
-    expect(await ask('fs__read_file', { path: '/secrets/key' })).toMatchObject({ decision: 'deny', nextAction: 'none', reasons: ['The secrets folder is off limits.'] });
+    expect(await ask('fs__read_file', { path: '/secrets/key' })).toMatchObject({
+      decision: 'deny',
+      nextAction: 'none',
+      reasons: ['The secrets folder is off limits.'],
+    });
     ledger.close();
   });
 
   it('arguments follow the cedar-values.ts rule: numbers are decimals, nested objects are records; a null denies, fail closed', async () => {
     const { ask, ledger } = await setup();
-    expect(await ask('fs__read_file', { path: '/a', opts: { depth: 2, ratio: 0.25, tags: ['x', 'y'] } })).toMatchObject({ decision: 'allow' });
-    expect(await ask('fs__read_file', { path: '/a', opts: null })).toMatchObject({ decision: 'deny', nextAction: 'none', reasons: [EVALUATION_ERROR_REASON] });
+    expect(await ask('fs__read_file', { path: '/a', opts: { depth: 2, ratio: 0.25, tags: ['x', 'y'] } })).toMatchObject({
+      decision: 'allow',
+    });
+    expect(await ask('fs__read_file', { path: '/a', opts: null })).toMatchObject({
+      decision: 'deny',
+      nextAction: 'none',
+      reasons: [EVALUATION_ERROR_REASON],
+    });
     expect(await ask('fs__read_file', { path: '/a', n: 0.123456 })).toMatchObject({ decision: 'deny', reasons: [EVALUATION_ERROR_REASON] });
     ledger.close();
   });
@@ -112,7 +127,13 @@ describe('upstream tools as Cedar resources', () => {
 describe('upstream tool descriptors and arguments', () => {
   it('the descriptor digest changes when only an annotation changes upstream', () => {
     const a = describeTool(createUpstreamTool('fs__write_file', writeFile, connection('fs')));
-    const b = describeTool(createUpstreamTool('fs__write_file', { ...writeFile, annotations: { ...writeFile.annotations, idempotentHint: false } }, connection('fs')));
+    const b = describeTool(
+      createUpstreamTool(
+        'fs__write_file',
+        { ...writeFile, annotations: { ...writeFile.annotations, idempotentHint: false } },
+        connection('fs'),
+      ),
+    );
     const c = describeTool(createUpstreamTool('fs__write_file', { ...writeFile, description: 'now different' }, connection('fs')));
     expect(new Set([a.digest, b.digest, c.digest]).size).toBe(3);
     expect(describeTool(createUpstreamTool('fs__write_file', structuredClone(writeFile), connection('fs'))).digest).toBe(a.digest);
@@ -135,7 +156,11 @@ describe('upstream tool descriptors and arguments', () => {
   });
 
   it('draft-07, 2019-09 and 2020-12 schemas compile; an unknown dialect is refused', () => {
-    for (const $schema of ['http://json-schema.org/draft-07/schema#', 'https://json-schema.org/draft/2019-09/schema', 'https://json-schema.org/draft/2020-12/schema']) {
+    for (const $schema of [
+      'http://json-schema.org/draft-07/schema#',
+      'https://json-schema.org/draft/2019-09/schema',
+      'https://json-schema.org/draft/2020-12/schema',
+    ]) {
       expect(zodFromJsonSchema({ $schema, type: 'object' }).safeParse({}).success).toBe(true);
     }
     expect(() => zodFromJsonSchema({ $schema: 'https://example.com/my-dialect', type: 'object' })).toThrow(JsonSchemaError);

@@ -78,7 +78,11 @@ describe('stdio upstream processes', () => {
   it("the gateway's close() stops every upstream process", async () => {
     const a = driftUpstream();
     const b = driftUpstream();
-    const gateway = await startGateway({ nativeTools: [], config: { file: 'test', upstreams: [a.config, { ...b.config, name: 'drift2' }] }, logger });
+    const gateway = await startGateway({
+      nativeTools: [],
+      config: { file: 'test', upstreams: [a.config, { ...b.config, name: 'drift2' }] },
+      logger,
+    });
     expect(gateway.registry.list().map((t) => t.name)).toEqual(['drift__op', 'drift2__op']);
     const running = [servingPid(a.pids()), servingPid(b.pids())];
     expect(running.every(alive)).toBe(true);

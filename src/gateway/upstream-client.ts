@@ -13,13 +13,14 @@
  * configured headers only. Nothing of the MCP caller (its bearer token, its identity) is passed
  * upstream. Logs name the upstream, never header or environment values.
  *
- * Deliberately does not: retry a `tools/call` (a call that may have reached the upstream is never
- * sent twice), forward resources, prompts or upstream notifications other than `tools/list_changed`.
+ * Deliberately does not: retry a `tools/call` that may have reached the upstream (the one resend is
+ * after an HTTP 404 or 400 for a lost session, which the upstream did not process), forward resources, prompts or upstream notifications other than `tools/list_changed`.
  */
 import {
   Client,
   ProtocolError,
   SdkErrorCode,
+  SdkHttpError,
   StreamableHTTPClientTransport,
   type CallToolResult,
   type JsonSchemaValidatorResult,
@@ -48,15 +49,24 @@ export class UpstreamUnavailableError extends Error {
   }
 }
 
-/** The upstream answered a request with a JSON-RPC error (it did not run the call). */
+/**
+ * The upstream refused a request, so it did not run the call: a JSON-RPC error answer
+ * (`kind: 'json-rpc'`, `code` the JSON-RPC code) or an HTTP 4xx status (`kind: 'http'`, `code` the status).
+ */
 export class UpstreamProtocolError extends Error {
   constructor(
     readonly upstream: string,
     readonly code: number,
     message: string,
+    readonly kind: 'json-rpc' | 'http' = 'json-rpc',
   ) {
     super(message);
     this.name = 'UpstreamProtocolError';
+  }
+
+  /** `JSON-RPC error -32602` or `HTTP 401`. */
+  get label(): string {
+    return this.kind === 'http' ? `HTTP ${this.code}` : `JSON-RPC error ${this.code}`;
   }
 }
 
@@ -72,7 +82,7 @@ export interface UpstreamConnection {
   listTools(): Promise<UpstreamToolDescriptor[]>;
   /**
    * Call `name` once, never retried. Throws `UpstreamUnavailableError` when no connection could be
-   * made or the HTTP connection was refused (not sent, did not run); `UpstreamProtocolError` for a JSON-RPC error answer (did not
+   * made or the HTTP connection was refused (not sent, did not run); `UpstreamProtocolError` for a JSON-RPC error answer or an HTTP 4xx (did not
    * run); anything else (timeout, connection lost mid-call) means the call may have run.
    */
   callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
@@ -254,15 +264,32 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
       }
     },
     async callTool(name, args) {
-      const c = await ensure();
-      try {
-        return (await c.callTool({ name, arguments: args }, { timeout: config.callTimeoutMs })) as CallToolResult;
-      } catch (err) {
-        if (err instanceof ProtocolError) throw new UpstreamProtocolError(config.name, err.code, err.message);
-        discard(c);
-        if (neverSent(err)) throw new UpstreamUnavailableError(config.name, `upstream ${config.name} is unreachable`);
-        throw err;
-      }
+      const call = async (retryOnLostSession: boolean): Promise<CallToolResult> => {
+        const c = await ensure();
+        try {
+          return (await c.callTool({ name, arguments: args }, { timeout: config.callTimeoutMs })) as CallToolResult;
+        } catch (err) {
+          if (err instanceof ProtocolError) throw new UpstreamProtocolError(config.name, err.code, err.message);
+          log.warn(
+            { err: (err as Error).name, code: (err as { code?: unknown }).code, status: (err as { status?: unknown }).status },
+            'upstream tools/call failed',
+          );
+          discard(c);
+          if (neverSent(err)) throw new UpstreamUnavailableError(config.name, `upstream ${config.name} is unreachable`);
+          // An HTTP 4xx is a refusal: the upstream did not process the request. 404 (MCP Streamable
+          // HTTP, session management) and 400 (what many servers answer instead) for a session the
+          // upstream no longer knows, after it restarted: one resend on a new session is safe.
+          if (err instanceof SdkHttpError && err.status >= 400 && err.status < 500) {
+            if (retryOnLostSession && (err.status === 404 || err.status === 400)) {
+              log.info({ status: err.status }, 'upstream session lost; calling once more on a new session');
+              return call(false);
+            }
+            throw new UpstreamProtocolError(config.name, err.status, `upstream ${config.name} answered HTTP ${err.status}`, 'http');
+          }
+          throw err;
+        }
+      };
+      return call(true);
     },
     onToolsChanged(listener) {
       listeners.push(listener);

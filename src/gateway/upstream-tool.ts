@@ -88,9 +88,7 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
           return notRun(`Not executed: the upstream MCP server "${upstream}" is unreachable, so ${name} did not run. Try again later.`);
         }
         if (ctx.taskId === undefined && err instanceof UpstreamProtocolError) {
-          return notRun(
-            `Not executed: the upstream MCP server "${upstream}" refused the call with JSON-RPC error ${err.code}, so ${name} did not run.`,
-          );
+          return notRun(`Not executed: the upstream MCP server "${upstream}" refused the call (${err.label}), so ${name} did not run.`);
         }
         if (err instanceof UpstreamUnavailableError || err instanceof UpstreamProtocolError) throw err;
         // sent, but no answer (timeout, connection lost): it may have run

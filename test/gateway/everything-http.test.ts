@@ -72,6 +72,7 @@ const ALLOWED = [
 
 let stack: Stack;
 let upstream: ChildProcess | undefined;
+let everythingPort = 0;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -107,6 +108,7 @@ async function startEverything(port: number): Promise<ChildProcess> {
 
 beforeAll(async () => {
   const port = await freePort();
+  everythingPort = port;
   upstream = await startEverything(port);
   probe = await startRecordingUpstream();
   process.env.COUNTERSIGN_TEST_PROBE_KEY = PROBE_KEY;
@@ -202,6 +204,20 @@ describe('gateway: the reference everything server over Streamable HTTP', () => 
     });
     expect(r.isError).toBe(true);
     expect(r.content[0]?.text).toMatch(/^Not executed: Error messages from the everything server are not allowed\./);
+  });
+
+  it('an upstream that restarted (its session lost) is called again on a new session', async () => {
+    const alice = await clientFor(stack, 'alice');
+    expect(
+      (await alice.request<CallResult>('tools/call', { name: 'everything__echo', arguments: { message: 'one' } })).content[0]?.text,
+    ).toContain('one');
+    const exited = new Promise((r) => upstream!.once('exit', r));
+    upstream!.kill();
+    await exited;
+    upstream = await startEverything(everythingPort);
+    const r = await alice.request<CallResult>('tools/call', { name: 'everything__echo', arguments: { message: 'two' } });
+    expect(r.isError).toBe(false);
+    expect(r.content[0]?.text).toContain('two');
   });
 
   it('an allowed call to an unreachable upstream is a tool error saying it did not run', async () => {

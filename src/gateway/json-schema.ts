@@ -15,6 +15,7 @@ import Ajv2020Module from 'ajv/dist/2020.js';
 import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { z } from 'zod';
+import { canonicalJson } from '../binding/call-binding.js';
 
 // ajv and ajv-formats are CommonJS whose typings declare a default export; take whichever shape loads.
 type Ctor = new (opts: Record<string, unknown>) => { compile(schema: object): ValidateFunction };
@@ -37,6 +38,10 @@ function make(C: Ctor) {
   addFormats(ajv);
   return ajv;
 }
+
+// ajv keeps every compiled schema object; the gateway re-lists upstreams every 30 s, so compile each
+// distinct schema once and reuse it (the map grows only with schemas an upstream really changed to).
+const compiled = new Map<string, ValidateFunction>();
 
 const instances = { '2020': make(Ajv2020), '2019': make(Ajv2019), '07': make(Ajv07) };
 
@@ -62,13 +67,16 @@ function issueOf(e: ErrorObject): { path: string[]; message: string } {
 /**
  * A zod schema that accepts an arguments object exactly when `schema` (JSON Schema) does; each ajv
  * error becomes one zod issue at its instance path. Throws `JsonSchemaError` when the schema
- * cannot be compiled. The `$id` is dropped before compiling, so two upstreams may reuse one.
+ * cannot be compiled (that includes schemas JCS cannot canonicalize). The `$id` is dropped before
+ * compiling, so two upstreams may reuse one; identical schemas share one compiled validator.
  */
 export function zodFromJsonSchema(schema: Record<string, unknown>): z.ZodType<Record<string, unknown>> {
   let validate: ValidateFunction;
+  const { $id: _id, ...rest } = schema;
   try {
-    const { $id: _id, ...rest } = schema;
-    validate = instanceFor(schema).compile(rest);
+    const key = canonicalJson(rest);
+    validate = compiled.get(key) ?? instanceFor(schema).compile(rest);
+    compiled.set(key, validate);
   } catch (err) {
     if (err instanceof JsonSchemaError) throw err;
     throw new JsonSchemaError(`invalid input schema: ${(err as Error).message}`);

@@ -247,13 +247,17 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
 
   void ensure().catch(() => undefined);
 
+  // A request may arrive while a background reconnect attempt is failing (e.g. just before a
+  // restarted upstream listens); joining that attempt would fail it too, so try once more afresh.
+  const connected = () => ensure().catch(() => ensure());
+
   return {
     config,
     get connected() {
       return client !== undefined;
     },
     async listTools() {
-      const c = await ensure();
+      const c = await connected();
       try {
         return (await c.listTools(undefined, { cacheMode: 'bypass', timeout: config.connectTimeoutMs })).tools;
       } catch (err) {
@@ -265,7 +269,7 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
     },
     async callTool(name, args) {
       const call = async (retryOnLostSession: boolean): Promise<CallToolResult> => {
-        const c = await ensure();
+        const c = await connected();
         try {
           return (await c.callTool({ name, arguments: args }, { timeout: config.callTimeoutMs })) as CallToolResult;
         } catch (err) {

@@ -16,7 +16,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
 import { verifyCallBinding, type CallBinding } from '../src/binding/call-binding.js';
 import type { PolicyDecisionPoint } from '../src/policy/pdp.js';
-import type { Tool } from '../src/tools/tool.js';
+import { ToolOutcomeUnknownError, type Tool } from '../src/tools/tool.js';
 import {
   FAILURE,
   type ApprovalMaterial,
@@ -34,7 +34,8 @@ import { faultPoint } from '../src/fault-point.js';
 export interface ActivityDeps {
   backend: ApprovalBackend;
   pdp: PolicyDecisionPoint;
-  tools: { get(name: string): Tool | undefined; descriptorDigest(name: string): string };
+  /** `refresh`, when present (the gateway's registry), re-reads upstream descriptors before the drift check. */
+  tools: { get(name: string): Tool | undefined; descriptorDigest(name: string): string; refresh?(): Promise<void> };
   logger?: Logger;
 }
 
@@ -117,6 +118,7 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
     },
     async evaluatePolicy({ binding, approval }) {
       if (!verifyCallBinding(binding)) return { outcome: 'deny', reason: 'binding-invalid' };
+      await deps.tools.refresh?.(); // an upstream tool's current descriptor, not the last one seen
       const tool = deps.tools.get(binding.tool);
       if (!tool || deps.tools.descriptorDigest(binding.tool) !== binding.toolDescriptorDigest) {
         return { outcome: 'deny', reason: 'tool-changed' }; // fail closed on material drift
@@ -150,7 +152,9 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');
         return out;
       } catch (err) {
-        log?.warn({ workflowId: workflowIdOfActivity() }, 'tool execution threw');
+        log?.warn({ workflowId: workflowIdOfActivity(), err: (err as Error).name }, 'tool execution threw');
+        // not a tool error: the workflow treats it like a lost attempt (resolveExecution, else outcome-unknown)
+        if (err instanceof ToolOutcomeUnknownError) throw ApplicationFailure.nonRetryable('tool outcome unknown', FAILURE.toolOutcomeUnknown);
         throw ApplicationFailure.nonRetryable(`tool failed: ${(err as Error).name}`, FAILURE.toolExecutionError);
       }
     },

@@ -45,8 +45,9 @@ const program = new Command().name('countersign').description('Durable, out-of-b
 program
   .command('dev')
   .description('run everything embedded: Temporal dev server, worker, MCP endpoint, approval service, dev token issuer')
-  .action(async () => {
-    const cfg = config();
+  .option('--config <file>', 'gateway configuration: upstream MCP servers behind the gate (docs/GATEWAY.md); default COUNTERSIGN_CONFIG')
+  .action(async (opts: { config?: string }) => {
+    const cfg = { ...config(), ...(opts.config ? { COUNTERSIGN_CONFIG: opts.config } : {}) };
     let stack;
     try {
       if (!cfg.TEMPORAL_ADDRESS) ensureTemporalBinaries();

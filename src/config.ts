@@ -84,6 +84,8 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_APPROVALS_PORT: port(8788),
   COUNTERSIGN_ISSUER_PORT: port(8789),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
+  /** Gateway configuration file: upstream MCP servers behind the gate (docs/GATEWAY.md); unset: native tools only. */
+  COUNTERSIGN_CONFIG: z.string().min(1).optional(),
   /** Use this Temporal frontend instead of starting a dev server (host:port). */
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -235,4 +237,13 @@ const binaryPath = z
  */
 export function temporalBinaryOverrides(env: Record<string, string | undefined> = process.env): { TEMPORAL_CLI?: string | undefined; TEMPORAL_TEST_SERVER?: string | undefined } {
   return parseEnv(z.object({ TEMPORAL_CLI: binaryPath, TEMPORAL_TEST_SERVER: binaryPath }), env);
+}
+
+/**
+ * The process environment, for the `{"fromEnv": "VAR"}` references of a gateway configuration file
+ * (`src/gateway/config-file.ts`): those name variables the operator chooses, so they cannot be
+ * listed in {@link ConfigSchema}. Everything else reads the parsed {@link Config}.
+ */
+export function configFileEnv(): Readonly<Record<string, string | undefined>> {
+  return process.env;
 }

@@ -28,7 +28,7 @@ import { createApprovalService, type ApprovalService } from './approvals/service
 import { approvalServiceExtras } from './approvals/stack-wiring.js';
 import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
 import { createArapHttpBackend } from './backends/arap-http-backend.js';
-import type { Config } from './config.js';
+import { configFileEnv, type Config } from './config.js';
 import { createMcpFront } from './mcp-front.js';
 import { createCedarPdp } from './policy/cedar-pdp.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
@@ -37,7 +37,9 @@ import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
 import { startDevServer } from './temporal/dev-server.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
-import { createToolRegistry, type ToolRegistry } from './tools/registry.js';
+import type { ToolRegistry } from './tools/registry.js';
+import { startConfiguredGateway, toolEntityOf } from './gateway/wiring.js';
+import type { Gateway } from './gateway/gateway.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
 import { startApprovalWorker } from './worker.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
@@ -169,27 +171,46 @@ export function dataConverterOf(config: Config, secrets: StackSecrets) {
 /** The tools and policy the worker and the MCP front both use: the ledger (`<data>/ledger.db`), the tool registry over it, and Cedar. */
 export interface ToolParts {
   ledger: Ledger;
+  /** The native tools and, with `COUNTERSIGN_CONFIG`, the gateway's upstream tools (`src/gateway/`). */
   tools: ToolRegistry;
   pdp: PolicyDecisionPoint;
+  /** Stop the gateway's upstream connections (and processes) and close the ledger. */
+  close(): Promise<void>;
 }
 
-/** Open the {@link ToolParts}; the caller closes `ledger`. Throws when the policy folder does not parse. */
-export async function openToolParts(config: Config): Promise<ToolParts> {
+/**
+ * Open the {@link ToolParts}: the ledger, the gateway over the native tools (with the upstreams of
+ * `COUNTERSIGN_CONFIG`, if set) and the Cedar PDP that sees upstream tools' attributes. The caller
+ * calls `close()`. Throws when the policy folder does not parse or the configuration file is invalid
+ * (`GatewayConfigError`, every problem listed).
+ */
+export async function openToolParts(config: Config, logger: Logger): Promise<ToolParts> {
   const ledger = openLedger(join(config.COUNTERSIGN_DATA_DIR, 'ledger.db'));
+  let gateway: Gateway | undefined;
   try {
-    const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR });
-    return { ledger, tools: createToolRegistry([createWireTransferTool(ledger)]), pdp };
+    gateway = await startConfiguredGateway(config, [createWireTransferTool(ledger)], logger, configFileEnv());
+    const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR, toolEntity: toolEntityOf(gateway.registry) });
+    const opened = gateway;
+    return {
+      ledger,
+      tools: opened.registry,
+      pdp,
+      async close() {
+        await opened.close();
+        ledger.close();
+      },
+    };
   } catch (err) {
+    await gateway?.close();
     ledger.close();
     throw err;
   }
 }
 
-/** Open `parts` when not given; `close()` closes the ledger only when it was opened here. */
-async function ownOrShared(config: Config, parts: ToolParts | undefined): Promise<ToolParts & { close(): void }> {
-  if (parts) return { ...parts, close() {} };
-  const own = await openToolParts(config);
-  return { ...own, close: () => own.ledger.close() };
+/** Open `parts` when not given; `close()` closes them only when they were opened here. */
+async function ownOrShared(config: Config, logger: Logger, parts: ToolParts | undefined): Promise<ToolParts> {
+  if (parts) return { ...parts, close: async () => undefined };
+  return openToolParts(config, logger);
 }
 
 /**
@@ -236,7 +257,7 @@ export async function startWorkerRole(
   opts: { approvalsUrl?: string; workflowBundle?: WorkflowBundleWithSourceMap; parts?: ToolParts } = {},
 ): Promise<{ stop(): Promise<void> }> {
   const { config, secrets } = ctx;
-  const parts = await ownOrShared(config, opts.parts);
+  const parts = await ownOrShared(config, ctx.logger, opts.parts);
   try {
     const worker = await startApprovalWorker({
       address: ctx.urls.temporalAddress,
@@ -254,11 +275,11 @@ export async function startWorkerRole(
     return {
       async stop() {
         await worker.stop();
-        parts.close();
+        await parts.close();
       },
     };
   } catch (err) {
-    parts.close();
+    await parts.close();
     throw err;
   }
 }
@@ -275,9 +296,9 @@ export async function startMcpRole(
 ): Promise<{ temporal: Client; stop(): Promise<void> }> {
   const { config, secrets, urls } = ctx;
   const connection = await Connection.connect({ address: urls.temporalAddress });
-  let parts: (ToolParts & { close(): void }) | undefined;
+  let parts: ToolParts | undefined;
   try {
-    parts = await ownOrShared(config, opts.parts);
+    parts = await ownOrShared(config, ctx.logger, opts.parts);
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
     const workflowConfig: ApprovalWorkflowConfig = {
       ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
@@ -296,11 +317,11 @@ export async function startMcpRole(
         await unmount();
         await mcp.close();
         await connection.close();
-        own.close();
+        await own.close();
       },
     };
   } catch (err) {
-    parts?.close();
+    await parts?.close();
     await connection.close();
     throw err;
   }

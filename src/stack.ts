@@ -116,8 +116,8 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     cleanups.push(stopApprovals);
 
     // One ledger, tool registry and policy engine for the worker and the MCP front.
-    const parts = await openToolParts(config);
-    cleanups.push(async () => parts.ledger.close());
+    const parts = await openToolParts(config, logger);
+    cleanups.push(() => parts.close());
 
     let worker: { stop(): Promise<void> } | undefined;
     const startWorker = async () => {

@@ -45,6 +45,6 @@ export function executionLostFencedResult(): StoredCallToolResult {
 }
 
 /** Whether `result` is {@link executionLostFencedResult} (the tool did not run, unlike other execution errors). */
-export function isExecutionLostFencedResult(result: { content: Array<{ text: string }> } | undefined): boolean {
+export function isExecutionLostFencedResult(result: { content: Array<{ text?: string }> } | undefined): boolean {
   return result?.content[0]?.text === EXECUTION_LOST_FENCED_TEXT;
 }

@@ -34,9 +34,9 @@ export type Phase =
   | 'executing'
   | 'terminal';
 
-/** A `CallToolResult` as stored in the terminal task (text content only). */
+/** A `CallToolResult` as stored in the terminal task (content blocks of any type, see `ContentBlock`). */
 export interface StoredCallToolResult {
-  content: Array<{ type: 'text'; text: string }>;
+  content: ToolResult['content'];
   structuredContent?: Record<string, unknown>;
   isError: boolean;
   _meta: Record<string, unknown>;
@@ -157,5 +157,7 @@ export const FAILURE = {
   backendUnauthorized: 'BackendUnauthorized',
   backendNotFound: 'BackendNotFound',
   toolExecutionError: 'ToolExecutionError',
+  /** The tool cannot tell whether its effect happened; handled like a lost attempt (outcome-unknown). */
+  toolOutcomeUnknown: 'ToolOutcomeUnknown',
   executionAttemptRefused: 'ExecutionAttemptRefused',
 } as const;

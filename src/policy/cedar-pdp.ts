@@ -4,7 +4,10 @@
  * Request mapping (AuthZEN Authorization API 1.0 → Cedar):
  * - principal `Countersign::Principal::"<iss>|<sub>"` with attributes `iss`, `sub`;
  * - action `Countersign::Action::"tools/call"`;
- * - resource `Countersign::Tool::"<tool name>"`;
+ * - resource `Countersign::Tool::"<tool name>"`, with the attributes `toolEntity` gives (the
+ *   gateway's upstream tools: `upstream`, `upstreamTool` and the MCP annotation hints, converted
+ *   like `arguments`) and, for an upstream tool, the parent `Countersign::Upstream::"<upstream>"`
+ *   (so `resource in Countersign::Upstream::"fs"` selects every tool of that upstream);
  * - context `{ arguments, approval? }`: `arguments` are the tool arguments converted by
  *   `cedar-values.ts` (**every JSON number is a Cedar `decimal`**; null, reserved keys and numbers
  *   with more than 4 fractional digits fail closed); `approval` is the ARAP approval in snake_case:
@@ -48,6 +51,7 @@ export const CEDAR_TYPES = {
   principal: 'Countersign::Principal',
   action: 'Countersign::Action',
   tool: 'Countersign::Tool',
+  upstream: 'Countersign::Upstream',
 } as const;
 
 /** The fixed reason of a fail-closed deny (rule 1 of the module header). */
@@ -88,6 +92,12 @@ export interface CedarPdpOptions {
   policyDir: string;
   /** Called on every fail-closed deny (rule 1); must not throw. */
   onEvaluationError?: (info: EvaluationErrorInfo) => void;
+  /**
+   * The resource entity of a tool: its attributes and, for an upstream tool, the upstream it
+   * belongs to (`src/gateway/`). Absent or `undefined`: no attributes, no parent (native tools).
+   * An attribute Cedar cannot represent denies (rule 1).
+   */
+  toolEntity?: (tool: string) => { attributes: Record<string, unknown>; upstream?: string } | undefined;
 }
 
 /** The Cedar PDP: the port plus the loaded policy set's identity. */
@@ -239,7 +249,7 @@ function denyFromForbids(set: LoadedSet, determining: string[]): Decision | null
  * policy outcome or a Cedar error; it denies instead (fail closed).
  */
 export async function createCedarPdp(options: CedarPdpOptions): Promise<CedarPdp> {
-  const { policyDir, onEvaluationError } = options;
+  const { policyDir, onEvaluationError, toolEntity } = options;
   let current = await loadPolicySet(policyDir);
 
   const failClosed = (tool: string, policyIds: string[], messages: string[]): Decision => {
@@ -262,15 +272,19 @@ export async function createCedarPdp(options: CedarPdpOptions): Promise<CedarPdp
       const set = current;
       const tool = request.resource.id;
       let context: Record<string, cedar.CedarValueJson>;
+      const entity = toolEntity?.(tool);
+      let resourceAttrs: cedar.CedarValueJson = {};
       try {
         context = { arguments: toCedarValue(request.context.arguments, '$.arguments') };
         if (request.context.approval) context.approval = cedarApproval(request.context.approval);
+        if (entity) resourceAttrs = toCedarValue(entity.attributes, '$.resource');
       } catch (err) {
         const message = err instanceof CedarValueError ? err.message : String(err);
         return failClosed(tool, [], [`context conversion: ${message}`]);
       }
       const principal = { type: CEDAR_TYPES.principal, id: cedarPrincipalId(request.subject) };
       const resource = { type: CEDAR_TYPES.tool, id: tool };
+      const upstream = entity?.upstream === undefined ? undefined : { type: CEDAR_TYPES.upstream, id: entity.upstream };
       let answer: cedar.AuthorizationAnswer;
       try {
         answer = cedar.statefulIsAuthorized({
@@ -281,7 +295,8 @@ export async function createCedarPdp(options: CedarPdpOptions): Promise<CedarPdp
           preparsedPolicySetId: set.preparsedId,
           entities: [
             { uid: principal, attrs: { iss: request.subject.iss, sub: request.subject.sub }, parents: [] },
-            { uid: resource, attrs: {}, parents: [] },
+            { uid: resource, attrs: resourceAttrs as Record<string, cedar.CedarValueJson>, parents: upstream ? [upstream] : [] },
+            ...(upstream ? [{ uid: upstream, attrs: {}, parents: [] }] : []),
           ],
         });
       } catch (err) {

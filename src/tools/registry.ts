@@ -18,13 +18,20 @@ const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).d
   input: unknown,
 ) => string | undefined;
 
-/** MCP `Tool` descriptor (MCP schema `Tool`: name, title, description, inputSchema). */
+/**
+ * MCP `Tool` descriptor (MCP schema `Tool`: name, title, description, inputSchema; for upstream
+ * tools also outputSchema, annotations, `_meta`, passed through from the upstream).
+ */
 export interface ToolDescriptor {
   name: string;
   title?: string;
-  description: string;
-  /** JSON Schema (2020-12) of the input, from `z.toJSONSchema(tool.inputSchema, {io: 'input'})`. */
+  description?: string;
+  /**
+   * JSON Schema (2020-12) of the input: `z.toJSONSchema(tool.inputSchema, {io: 'input'})` for a
+   * native tool, the upstream's schema for an upstream tool.
+   */
   inputSchema: Record<string, unknown>;
+  [key: string]: unknown;
 }
 
 /** Registry misuse: an unknown tool name, or two tools with one name. */
@@ -52,6 +59,32 @@ export interface ToolRegistry {
    * Throws `ToolRegistryError('unknown-tool')`.
    */
   descriptorDigest(name: string): string;
+  /**
+   * Re-read tools whose descriptors live elsewhere (the gateway's upstreams) before a drift check.
+   * Absent on a static registry. Never throws: an unreachable upstream keeps its last descriptors.
+   */
+  refresh?(): Promise<void>;
+}
+
+/**
+ * The descriptor and descriptor digest of one tool: SHA-256 (hex) of the JCS form of
+ * `{name, version, inputSchema}` (an upstream tool's `version` is itself a digest of its whole
+ * upstream descriptor). Throws `TypeError` when the descriptor is not JSON.
+ */
+export function describeTool(tool: Tool): { descriptor: ToolDescriptor; digest: string } {
+  const json = tool.jsonDescriptor;
+  const inputSchema = json ? json.inputSchema : (z.toJSONSchema(tool.inputSchema, { io: 'input' }) as Record<string, unknown>);
+  const descriptor: ToolDescriptor = json
+    ? { ...structuredClone(json), name: tool.name }
+    : {
+        name: tool.name,
+        ...(tool.title === undefined ? {} : { title: tool.title }),
+        description: tool.description,
+        inputSchema,
+      };
+  const canonical = canonicalize({ name: tool.name, version: tool.version, inputSchema });
+  if (canonical === undefined) throw new TypeError(`tool ${tool.name}: descriptor is not JSON`);
+  return { descriptor, digest: createHash('sha256').update(canonical, 'utf8').digest('hex') };
 }
 
 /**
@@ -63,17 +96,7 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
   const entries = new Map<string, { tool: Tool; descriptor: ToolDescriptor; digest: string }>();
   for (const tool of tools) {
     if (entries.has(tool.name)) throw new ToolRegistryError('duplicate-tool', `two tools are named ${tool.name}`);
-    const inputSchema = z.toJSONSchema(tool.inputSchema, { io: 'input' }) as Record<string, unknown>;
-    const descriptor: ToolDescriptor = {
-      name: tool.name,
-      ...(tool.title === undefined ? {} : { title: tool.title }),
-      description: tool.description,
-      inputSchema,
-    };
-    const canonical = canonicalize({ name: tool.name, version: tool.version, inputSchema });
-    if (canonical === undefined) throw new TypeError(`tool ${tool.name}: descriptor is not JSON`);
-    const digest = createHash('sha256').update(canonical, 'utf8').digest('hex');
-    entries.set(tool.name, { tool, descriptor, digest });
+    entries.set(tool.name, { tool, ...describeTool(tool) });
   }
   const must = (name: string) => {
     const e = entries.get(name);

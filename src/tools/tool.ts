@@ -1,18 +1,58 @@
 /**
  * The tool port: what the gate runs once a call is allowed.
  *
- * A tool declares its MCP descriptor and an `execute` function. `execute` is called at most
- * once per approval task (SEP-2848 §Completion); inline calls that policy allows call it directly.
- * This module holds types only.
+ * A tool declares its MCP descriptor and an `execute` function. Native tools are described by a
+ * zod schema; upstream tools of the gateway (`src/gateway/`) by the upstream's JSON descriptor.
+ * `execute` is called at most once per approval task (SEP-2848 §Completion); inline calls that policy allows call it directly.
+ * This module holds types and one error class.
  */
 import type { z } from 'zod';
 
-/** Text-only tool result, a subset of MCP `CallToolResult`. */
+/**
+ * One MCP content block, passed through unchanged: `text` (with `text`), `image` / `audio` (`data`,
+ * `mimeType`), `resource_link`, `resource` (embedded), and whatever later revisions add. Native
+ * tools produce `text` blocks; upstream tools (`src/gateway/`) return the upstream's blocks whole.
+ */
+export interface ContentBlock {
+  type: string;
+  text?: string;
+  [key: string]: unknown;
+}
+
+/** A tool result, MCP `CallToolResult` (content of any type, structured content, `isError`). */
 export interface ToolResult {
-  content: Array<{ type: 'text'; text: string }>;
+  content: ContentBlock[];
   structuredContent?: Record<string, unknown>;
   /** True when the tool ran and failed (an execution error). */
   isError?: boolean;
+}
+
+/**
+ * MCP tool annotations (MCP schema `ToolAnnotations`): untrusted hints from the tool's author. The
+ * gateway carries them to Cedar as resource attributes (docs/GATEWAY.md).
+ */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+  [key: string]: unknown;
+}
+
+/**
+ * An MCP `Tool` descriptor given as JSON, for a tool not described by a zod schema (an upstream
+ * tool of the gateway). Served as is in `tools/list`, under the tool's own `name`.
+ */
+export interface JsonToolDescriptor {
+  title?: string;
+  description?: string;
+  /** JSON Schema of the arguments (MCP default dialect 2020-12). */
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: ToolAnnotations;
+  _meta?: Record<string, unknown>;
+  [key: string]: unknown;
 }
 
 /** Per-execution context. */
@@ -21,6 +61,19 @@ export interface ToolExecutionContext {
   taskId?: string;
   /** Idempotency key of this execution (unique per task), usable as a dedup key by the effect. */
   executionId: string;
+}
+
+/**
+ * Thrown by `execute` when the tool cannot tell whether its effect happened (e.g. a remote call
+ * timed out or its connection dropped after the request was sent). An approved execution then
+ * completes `outcome-unknown` (after asking `resolveExecution`, when the tool has it), not
+ * `execution-error` (SEP-2848 §Execution disposition). Any other throw means the tool ran and failed.
+ */
+export class ToolOutcomeUnknownError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ToolOutcomeUnknownError';
+  }
 }
 
 /**
@@ -34,9 +87,26 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
   name: string;
   title?: string;
   description: string;
-  /** zod source of the input schema; the MCP `inputSchema` is derived with `z.toJSONSchema`. */
+  /**
+   * Validates the arguments (a failure is -32602 with the failing paths). For a native tool it is
+   * also the source of the MCP `inputSchema` (`z.toJSONSchema`); a tool with `jsonDescriptor`
+   * validates through it (the gateway wraps an ajv validator) and is described by that instead.
+   */
   inputSchema: S;
-  /** Version string; bump when the implementation changes materially (drift detection). */
+  /**
+   * The MCP descriptor as JSON (inputSchema, outputSchema, annotations, title, description), when
+   * the tool is not described by `inputSchema`. Absent for native tools.
+   */
+  jsonDescriptor?: JsonToolDescriptor;
+  /**
+   * Attributes of the tool's Cedar resource entity (`Countersign::Tool::"<name>"`), converted by
+   * `src/policy/cedar-values.ts`. Absent: no attributes (native tools).
+   */
+  policyAttributes?: Record<string, unknown>;
+  /**
+   * Version string; bump when the implementation changes materially (drift detection). Upstream
+   * tools use a digest of the whole upstream descriptor, so any change to it is drift.
+   */
   version: string;
   /** Run the effect. Throw only for an execution error; the caller maps it to `execution-error`. */
   execute(args: z.infer<S>, ctx: ToolExecutionContext): Promise<ToolResult>;

@@ -1,0 +1,99 @@
+/**
+ * One upstream tool as a `Tool` of the tool port (`src/tools/tool.ts`), so the gate, the binding,
+ * Cedar and the execute activity treat it like a native tool (docs/GATEWAY.md).
+ *
+ * - Descriptor: the upstream's, served whole under the namespaced name (inputSchema, outputSchema,
+ *   annotations, title, description, `_meta`), minus `execution` (task support is Countersign's
+ *   own: an approval task is not the upstream's task).
+ * - `version`: SHA-256 of the JCS form of `{upstream, descriptor}` (the whole upstream descriptor),
+ *   so the call binding's descriptor digest changes when anything in it changes, and an approved
+ *   call whose tool changed while pending is not executed (SEP-2848 §Completion, material change).
+ * - Arguments: validated by the upstream's JSON Schema (`json-schema.ts`).
+ * - Cedar attributes: `upstream`, `upstreamTool`, and the four MCP annotation hints with the MCP
+ *   defaults applied when absent (readOnlyHint false, destructiveHint true, idempotentHint false,
+ *   openWorldHint true), so an unannotated tool counts as destructive.
+ * - Execution: one `tools/call` upstream, never retried; the result passes through whole.
+ *
+ * Deliberately does not implement `resolveExecution`: an MCP server offers no way to ask whether
+ * a call happened, so a lost approved execution (worker lost, activity timeout, or an upstream
+ * call sent but unanswered) ends `outcome-unknown`.
+ */
+import { jcsSha256 } from '../binding/call-binding.js';
+import { ToolOutcomeUnknownError, type JsonToolDescriptor, type Tool, type ToolAnnotations, type ToolResult } from '../tools/tool.js';
+import { zodFromJsonSchema } from './json-schema.js';
+import {
+  UpstreamProtocolError,
+  UpstreamUnavailableError,
+  type UpstreamConnection,
+  type UpstreamToolDescriptor,
+} from './upstream-client.js';
+
+/** The Cedar resource attributes of an upstream tool (module header). */
+export interface UpstreamToolAttributes {
+  upstream: string;
+  upstreamTool: string;
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** Attributes of `descriptor` from upstream `upstream`, MCP defaults applied. */
+export function upstreamToolAttributes(upstream: string, descriptor: UpstreamToolDescriptor): UpstreamToolAttributes {
+  const a = (descriptor.annotations ?? {}) as ToolAnnotations;
+  const flag = (v: unknown, def: boolean) => (typeof v === 'boolean' ? v : def);
+  return {
+    upstream,
+    upstreamTool: descriptor.name,
+    readOnlyHint: flag(a.readOnlyHint, false),
+    destructiveHint: flag(a.destructiveHint, true),
+    idempotentHint: flag(a.idempotentHint, false),
+    openWorldHint: flag(a.openWorldHint, true),
+  };
+}
+
+function notRun(text: string): ToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/**
+ * Build the tool `name` (already namespaced and valid) for `descriptor` of `connection`. Throws
+ * `JsonSchemaError` when the input schema cannot be compiled (the gateway then does not expose it).
+ *
+ * `execute` outcomes: the upstream's result, whole; when the upstream is unreachable or answers
+ * with a JSON-RPC error, the call did not run: an inline call (no `taskId`) gets an `isError`
+ * result saying so, an approved execution throws (`UpstreamUnavailableError` /
+ * `UpstreamProtocolError`, so the task ends `execution-error`); any other failure (timeout,
+ * connection lost mid-call) throws `ToolOutcomeUnknownError`: the call may have run, and an
+ * approved execution ends `outcome-unknown`.
+ */
+export function createUpstreamTool(name: string, descriptor: UpstreamToolDescriptor, connection: UpstreamConnection): Tool {
+  const upstream = connection.config.name;
+  const { name: upstreamName, execution: _execution, ...rest } = descriptor as UpstreamToolDescriptor & { execution?: unknown };
+  const jsonDescriptor = structuredClone(rest) as JsonToolDescriptor;
+  return {
+    name,
+    ...(descriptor.title === undefined ? {} : { title: descriptor.title }),
+    description: descriptor.description ?? '',
+    inputSchema: zodFromJsonSchema(descriptor.inputSchema as Record<string, unknown>),
+    jsonDescriptor,
+    policyAttributes: { ...upstreamToolAttributes(upstream, descriptor) },
+    version: `upstream:${jcsSha256({ upstream, descriptor })}`,
+    async execute(args, ctx) {
+      try {
+        const result = await connection.callTool(upstreamName, args);
+        return result as unknown as ToolResult;
+      } catch (err) {
+        if (ctx.taskId === undefined && err instanceof UpstreamUnavailableError) {
+          return notRun(`Not executed: the upstream MCP server "${upstream}" is unreachable, so ${name} did not run. Try again later.`);
+        }
+        if (ctx.taskId === undefined && err instanceof UpstreamProtocolError) {
+          return notRun(`Not executed: the upstream MCP server "${upstream}" refused the call (${err.label}), so ${name} did not run.`);
+        }
+        if (err instanceof UpstreamUnavailableError || err instanceof UpstreamProtocolError) throw err;
+        // sent, but no answer (timeout, connection lost): it may have run
+        throw new ToolOutcomeUnknownError(`upstream ${upstream} gave no answer for ${name}`, { cause: err });
+      }
+    },
+  };
+}

@@ -278,6 +278,7 @@ export async function startWorkerRole(
         logger: ctx.logger.child({ part: 'worker' }),
       },
       dataConverter: dataConverterOf(config, secrets),
+      shutdownGraceMs: config.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
       ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
     });
     return {

@@ -2,7 +2,7 @@
  * The Temporal worker: the approval workflow and the per-principal submission limiter
  * (`workflows/index.ts`), plus activities built over the real adapters.
  * `startApprovalWorker` returns once the worker polls; `stop()` drains it (in-flight activities
- * finish or time out) and resolves when it has stopped.
+ * are cancelled and waited for up to `shutdownGraceMs`) and resolves when it has stopped.
  */
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +41,13 @@ export async function startApprovalWorker(opts: {
    * `src/temporal/payload-codec.ts`). Default: the SDK's, payloads in plain text.
    */
   dataConverter?: DataConverter;
+  /**
+   * How long `stop()` waits for in-flight activities, ms (default 30,000). Past it the worker stops
+   * anyway — a hung tool cannot hold a rolling deploy — and the abandoned execution attempt ends
+   * by its start-to-close timeout as `outcome-unknown`, or as the tool's idempotency hook says; it
+   * is never run again (SEP-2848 §Completion).
+   */
+  shutdownGraceMs?: number;
 }): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
@@ -50,6 +57,10 @@ export async function startApprovalWorker(opts: {
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
+    // in-flight activities may finish for most of the grace, are then cancelled, and at its end the
+    // worker stops waiting for them
+    shutdownGraceTime: Math.floor((opts.shutdownGraceMs ?? 30_000) * 0.8),
+    shutdownForceTime: opts.shutdownGraceMs ?? 30_000,
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
   });
   const running = worker.run();

@@ -15,6 +15,10 @@
  * - Secrets only by reference: every `env` and `headers` value is `{ "fromEnv": "VAR" }` (with an
  *   optional literal `prefix`), resolved from the environment at start-up; an unset variable is a
  *   listed problem. There is no inline form, so a secret cannot end up in the file.
+ * - `toolModules` (optional): a team's own TypeScript or JavaScript tools, each a module path
+ *   (relative to `${configDir}`) whose default export implements the tool port (`src/tools/tool.ts`)
+ *   or is a factory `({dataDir}) => Tool` (sync or async); loaded by `tool-modules.ts`, gated and
+ *   approved exactly like the native tools, no change to `src/` needed.
  * - `command`, `args`, `cwd` and `createDirs` may use `${dataDir}` (the data folder) and
  *   `${configDir}` (this file's folder); `cwd` defaults to `${configDir}`; relative `cwd` and
  *   `createDirs` are relative to `${configDir}`.
@@ -75,6 +79,7 @@ const HttpUpstream = z.strictObject({
 
 /** The file's schema. */
 export const GatewayFileSchema = z.strictObject({
+  toolModules: z.array(z.string().min(1)).default([]),
   upstreams: z
     .array(z.discriminatedUnion('transport', [StdioUpstream, HttpUpstream]))
     .refine(
@@ -122,6 +127,8 @@ export interface GatewayConfig {
   /** Absolute path of the file read. */
   file: string;
   upstreams: UpstreamConfig[];
+  /** Absolute paths of the team's tool modules (`toolModules`), in file order. */
+  toolModules: string[];
 }
 
 /**
@@ -200,7 +207,7 @@ export function parseGatewayConfig(
     return { ...common, transport: 'http', url: u.url, headers: resolveRefs(u.headers, `$.upstreams[${i}].headers`) };
   });
   if (issues.length) throw new GatewayConfigError(file, issues);
-  return { file, upstreams };
+  return { file, upstreams, toolModules: parsed.data.toolModules.map((m) => resolve(configDir, subst(m))) };
 }
 
 /** Read and parse the JSON file at `file` (see module header). Throws `GatewayConfigError`. */

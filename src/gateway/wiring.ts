@@ -12,11 +12,12 @@ import type { CedarPdpOptions } from '../policy/cedar-pdp.js';
 import type { Tool } from '../tools/tool.js';
 import { loadGatewayConfig } from './config-file.js';
 import { startGateway, type Gateway } from './gateway.js';
+import { loadToolModules } from './tool-modules.js';
 
 /**
- * Start the gateway over `nativeTools`: with the upstreams of the file `config.COUNTERSIGN_CONFIG`
- * names, or none when it is unset (today's native tools only). Throws `GatewayConfigError` listing
- * every problem of the file.
+ * Start the gateway over `nativeTools`: with the tool modules and upstreams of the file
+ * `config.COUNTERSIGN_CONFIG` names, or none when it is unset (today's native tools only). Throws
+ * `GatewayConfigError` listing every problem of the file or its tool modules.
  */
 export async function startConfiguredGateway(
   config: Pick<Config, 'COUNTERSIGN_CONFIG' | 'COUNTERSIGN_DATA_DIR'>,
@@ -26,7 +27,10 @@ export async function startConfiguredGateway(
 ): Promise<Gateway> {
   const file = config.COUNTERSIGN_CONFIG;
   const gatewayConfig = file ? loadGatewayConfig(file, { env, dataDir: config.COUNTERSIGN_DATA_DIR }) : undefined;
-  return startGateway({ nativeTools, ...(gatewayConfig ? { config: gatewayConfig } : {}), logger });
+  const moduleTools = gatewayConfig
+    ? await loadToolModules(gatewayConfig.toolModules, { dataDir: config.COUNTERSIGN_DATA_DIR }, gatewayConfig.file)
+    : [];
+  return startGateway({ nativeTools: [...nativeTools, ...moduleTools], ...(gatewayConfig ? { config: gatewayConfig } : {}), logger });
 }
 
 /** The `toolEntity` option of the Cedar PDP for `registry`: an upstream tool's attributes and upstream. */

@@ -80,7 +80,7 @@ describe('stdio upstream processes', () => {
     const b = driftUpstream();
     const gateway = await startGateway({
       nativeTools: [],
-      config: { file: 'test', upstreams: [a.config, { ...b.config, name: 'drift2' }] },
+      config: { file: 'test', upstreams: [a.config, { ...b.config, name: 'drift2' }], toolModules: [] },
       logger,
     });
     expect(gateway.registry.list().map((t) => t.name)).toEqual(['drift__op', 'drift2__op']);

@@ -104,6 +104,8 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_RETRY_BASE_MS: ms(5_000),
   COUNTERSIGN_RETRY_MAX_MS: ms(600_000),
   COUNTERSIGN_EXECUTION_TIMEOUT_MS: ms(60_000),
+  /** Pace of one step of a `submit_change` execution (docs/CHANGE-GATE.md), ms. */
+  COUNTERSIGN_CHANGE_STEP_MS: ms(1_500),
   COUNTERSIGN_MAX_REQUEST_WINDOW_MS: ms(30 * 86_400_000),
   /** How long `tools/call` waits for the approval workflow to confirm the task. */
   COUNTERSIGN_CREATE_WAIT_MS: ms(10_000),

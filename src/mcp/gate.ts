@@ -74,6 +74,9 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     throw invalidArguments(tool.name, parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
   }
   const args = parsed.data as Record<string, unknown>;
+  // The tool's own records, before policy (e.g. one body per submit_change change_id): a refusal is -32602.
+  const admission = tool.admit ? await tool.admit(parsed.data) : { ok: true as const };
+  if (!admission.ok) throw invalidArguments(tool.name, [{ path: admission.path, message: admission.message }]);
   const binding = createCallBinding({ tool: tool.name, arguments: args, principal: call.principal, toolDescriptorDigest: deps.tools.descriptorDigest(tool.name) });
   // An MRTR retry must be the same call: same tool, arguments and caller (the caller is bound by the codec).
   if (call.mrtr.state && call.mrtr.state.digest !== binding.digest) throw requestStateMismatch();

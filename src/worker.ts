@@ -47,6 +47,8 @@ export async function startApprovalWorker(opts: {
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
+    // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
+    maxHeartbeatThrottleInterval: '1s',
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
   });
   const running = worker.run();

@@ -168,7 +168,8 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   let hint: AccessRequestHint = input.accessRequest;
   if (input.confirmation && patched(IN_BAND_CONFIRMATION_PATCH)) {
     // The requester confirmed in band (src/mcp/in-band-confirmation.ts): nothing to submit; claim and run.
-    const until = Date.parse(input.confirmation.confirmedAt) + input.accessRequest.requestTtlMs;
+    // valid for the policy's window from the run's start, on workflow time (no clock of the front)
+    const until = Date.now() + input.accessRequest.requestTtlMs;
     state.confirmedInBand(until);
     await claimAndExecute(run, until);
   }

@@ -146,8 +146,8 @@ export interface ApprovalWorkflowInput {
   /**
    * The requester's in-band confirmation, given before the task existed
    * (`@approval_mode("in-band")`, `src/mcp/in-band-confirmation.ts`): it stands in for the backend's
-   * approval, so the run submits nothing and claims at once (valid until `confirmedAt` +
-   * `accessRequest.requestTtlMs`). In history, it is the task's record of that decision.
+   * approval, so the run submits nothing and claims at once (valid for
+   * `accessRequest.requestTtlMs` from the run's start). In history, it is the task's record of that decision.
    */
   confirmation?: InBandConfirmation;
 }

@@ -15,6 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
+import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { createCallBinding, type CallBinding } from '../binding/call-binding.js';
 import type { AccessRequestHint, PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
@@ -76,8 +77,8 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     throw invalidArguments(tool.name, parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
   }
   const args = parsed.data as Record<string, unknown>;
-  // The tool's own records, before policy (e.g. one body per submit_change change_id): a refusal is -32602.
-  const admission = tool.admit ? await tool.admit(parsed.data) : { ok: true as const };
+  // The tool's own records, before policy (e.g. one caller and body per submit_change change_id): a refusal is -32602.
+  const admission = tool.admit ? await tool.admit(parsed.data, { callerKey: taskOwnerKeyOf(call.principal) }) : { ok: true as const };
   if (!admission.ok) throw invalidArguments(tool.name, [{ path: admission.path, message: admission.message }]);
   const binding = createCallBinding({ tool: tool.name, arguments: args, principal: call.principal, toolDescriptorDigest: deps.tools.descriptorDigest(tool.name) });
   // An MRTR retry must be the same call: same tool, arguments and caller (the caller is bound by the codec).

@@ -3,9 +3,10 @@
  * file recording, per `change_id`, the digest of the body first seen under it, and per execution
  * id, the steps applied and the final result.
  *
- * Idempotency by `change_id`: `admit(changeId, digest)` records the digest at first sight (in the
- * gate, before policy) and answers `same` for the same body and `conflict` for another one, so a
- * second body under one `change_id` is refused before anything is submitted or run.
+ * Idempotency by `change_id`: `admit(changeId, digest)` records the digest (of caller and body,
+ * `changeBodyDigest`) at first sight (in the gate, before policy) and answers `same` for the same
+ * digest and `conflict` for another one, so a second body or caller under one `change_id` is
+ * refused before anything is submitted or run.
  *
  * Fencing (`Tool.resolveExecution`): `settle(executionId)` answers from the execution's row: a
  * completed run with its result; no row, fenced in the same transaction (a late `begin` then

@@ -6,9 +6,10 @@
  * risk needs the requester's own in-band confirmation, high risk and production database migrations
  * go to the change-advisory group out of band.
  *
- * Idempotent by `change_id` (`admit`, asked by the gate before policy): the first body seen under a
- * `change_id` owns it; the same body again is the same call (the call binding joins the same
- * confirmation or task); another body is refused with -32602 at `change_id`.
+ * Idempotent by `change_id` (`admit`, asked by the gate before policy): the first caller and body
+ * seen under a `change_id` own it; the same body from the same caller again is the same call (the
+ * call binding joins the same task, or asks the same confirmation again); another body, or another
+ * caller, is refused with -32602 at `change_id`.
  *
  * Long-running (`longRunning`): an execution applies the change in steps (a database migration five),
  * one every `stepMs`, reporting each as progress; the register (`change-store.ts`) records each
@@ -66,10 +67,15 @@ export const CHANGE_STEPS: Record<ChangeRequest['kind'], readonly string[]> = {
   finance_transfer: ['booking the transfer', 'reconciling'],
 };
 
-/** SHA-256 (hex) of the JCS form of the parsed arguments: "the same body" for idempotency. */
-export function changeBodyDigest(args: ChangeRequest): string {
+/**
+ * SHA-256 (hex) of the JCS form of `{caller, body}` (`callerKey` as the gate passes it, the parsed
+ * arguments): "the same caller and body" for idempotency. The caller is part of it because the call
+ * binding is per caller: the same body from another caller would be another task, and so a second
+ * execution of one change.
+ */
+export function changeBodyDigest(args: ChangeRequest, callerKey: string): string {
   return createHash('sha256')
-    .update(canonicalize(args) ?? '', 'utf8')
+    .update(canonicalize({ caller: callerKey, body: args }) ?? '', 'utf8')
     .digest('hex');
 }
 
@@ -108,9 +114,13 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
     inputSchema: ChangeRequestSchema,
     version: '1',
     longRunning: { timeoutMs: Math.max(300_000, 4 * maxSteps * opts.stepMs), heartbeatMs: 5_000 },
-    async admit(args: ChangeRequest): Promise<Admission> {
-      if (store.admit(args.change_id, changeBodyDigest(args)) !== 'conflict') return { ok: true };
-      return { ok: false, path: 'change_id', message: 'this change_id was already submitted with a different body; use a new change_id' };
+    async admit(args: ChangeRequest, ctx: { callerKey: string }): Promise<Admission> {
+      if (store.admit(args.change_id, changeBodyDigest(args, ctx.callerKey)) !== 'conflict') return { ok: true };
+      return {
+        ok: false,
+        path: 'change_id',
+        message: 'this change_id was already submitted with a different body or by another caller; use a new change_id',
+      };
     },
     async execute(args: ChangeRequest, ctx: ToolExecutionContext): Promise<ToolResult> {
       const steps = CHANGE_STEPS[args.kind];

@@ -146,11 +146,13 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
   longRunning?: LongRunning;
   /**
    * Optional admission check of validated arguments against the tool's own records, asked by the
-   * gate before policy on every call (e.g. `submit_change`: one body per `change_id`). A refusal is
-   * -32602 with `path` and `message`; nothing else happens. May record what it sees (first sight
-   * wins); must be idempotent for the same arguments.
+   * gate before policy on every call (e.g. `submit_change`: one caller and body per `change_id`).
+   * `ctx.callerKey` is the caller's originating context as a SHA-256 hex key (issuer, subject and
+   * delegation chain, the same notion of caller as the call binding's). A refusal is -32602 with
+   * `path` and `message`; nothing else happens. May record what it sees (first sight wins); must
+   * be idempotent for the same caller and arguments.
    */
-  admit?(args: z.infer<S>): Promise<Admission>;
+  admit?(args: z.infer<S>, ctx: { callerKey: string }): Promise<Admission>;
   /** Run the effect. Throw only for an execution error; the caller maps it to `execution-error`. */
   execute(args: z.infer<S>, ctx: ToolExecutionContext): Promise<ToolResult>;
   /**

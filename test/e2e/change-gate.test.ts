@@ -138,6 +138,17 @@ describe('submit_change: idempotency by change_id', () => {
     expect((await pendingFor(stack, 'bob')).filter((r) => r.arguments.change_id === id)).toHaveLength(1);
     await alice.request('tasks/cancel', { taskId: first.taskId });
   });
+
+  it('the same change_id and body from another caller is refused too, so one change never becomes two tasks', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const dave = await clientFor(stack, 'dave');
+    const id = changeId();
+    const first = await alice.request<WireTask>('tools/call', submit({ change_id: id, risk: 'high' }));
+    const err = await rpcError(dave.request('tools/call', submit({ change_id: id, risk: 'high' })));
+    expect(err.code).toBe(-32602);
+    expect((await pendingFor(stack, 'bob')).filter((r) => r.arguments.change_id === id)).toHaveLength(1);
+    await alice.request('tasks/cancel', { taskId: first.taskId });
+  });
 });
 
 describe('submit_change: medium risk, confirmed in band by the requester', () => {

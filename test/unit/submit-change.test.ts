@@ -49,13 +49,22 @@ describe('submit_change arguments (seed 004 ChangeRequest)', () => {
 });
 
 describe('idempotency by change_id', () => {
-  it('the same body under a change_id is admitted again; a different body is refused at change_id', async () => {
+  const alice = { callerKey: 'a'.repeat(64) };
+  const bob = { callerKey: 'b'.repeat(64) };
+
+  it('the same body from the same caller under a change_id is admitted again; a different body is refused at change_id', async () => {
     const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
     const first = ChangeRequestSchema.parse(change());
-    expect(await tool.admit!(first)).toEqual({ ok: true });
-    expect(await tool.admit!(ChangeRequestSchema.parse(change({ risk: 'medium', description: '' })))).toEqual({ ok: true });
-    const other = await tool.admit!(ChangeRequestSchema.parse(change({ title: 'Drop index' })));
+    expect(await tool.admit!(first, alice)).toEqual({ ok: true });
+    expect(await tool.admit!(ChangeRequestSchema.parse(change({ risk: 'medium', description: '' })), alice)).toEqual({ ok: true });
+    const other = await tool.admit!(ChangeRequestSchema.parse(change({ title: 'Drop index' })), alice);
     expect(other).toMatchObject({ ok: false, path: 'change_id' });
+  });
+
+  it('the same body under a change_id from another caller is refused: it would be another task and a second execution', async () => {
+    const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
+    expect(await tool.admit!(ChangeRequestSchema.parse(change()), alice)).toEqual({ ok: true });
+    expect(await tool.admit!(ChangeRequestSchema.parse(change()), bob)).toMatchObject({ ok: false, path: 'change_id' });
   });
 });
 

@@ -158,7 +158,7 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         beat();
       };
       try {
-        const out = await tool.execute(parsed.data, { taskId, executionId, ...(long ? { progress } : {}) });
+        const out = await tool.execute(parsed.data, { taskId, executionId, ...(long ? { progress, signal: Context.current().cancellationSignal } : {}) });
         log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');
         return out;
       } catch (err) {

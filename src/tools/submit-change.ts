@@ -20,7 +20,14 @@
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { z } from 'zod';
-import type { Admission, ExecutionRecord, Tool, ToolExecutionContext, ToolResult } from './tool.js';
+import {
+  ToolOutcomeUnknownError,
+  type Admission,
+  type ExecutionRecord,
+  type Tool,
+  type ToolExecutionContext,
+  type ToolResult,
+} from './tool.js';
 import type { ChangeStore } from './change-store.js';
 
 const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as (
@@ -99,7 +106,8 @@ function appliedResult(args: ChangeRequest, steps: number): ToolResult {
  * `stepMs` (resuming after the last recorded step for a repeated execution id), reports each as
  * progress, and returns "Change chg_… (db_migration) applied: 5 of 5 steps done." with
  * `structuredContent` `{change_id, kind, steps}`. Throws `ChangeStoreError('fenced')` (an execution
- * error; nothing applied) for an execution id already settled as not executed.
+ * error; nothing applied) for an execution id already settled as not executed, and
+ * `ToolOutcomeUnknownError` when `ctx.signal` aborts between steps (some steps may be applied).
  */
 export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOptions): Tool<typeof ChangeRequestSchema> {
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
@@ -126,6 +134,8 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
       const steps = CHANGE_STEPS[args.kind];
       const done = store.begin(ctx.executionId, args.change_id, ctx.taskId);
       for (let i = done; i < steps.length; i++) {
+        // the attempt was given up (e.g. its heartbeat timed out): apply no further step
+        if (ctx.signal?.aborted) throw new ToolOutcomeUnknownError(`change ${args.change_id} stopped after ${i} of ${steps.length} steps`);
         ctx.progress?.({ step: i + 1, of: steps.length, label: steps[i] ?? '' });
         await sleep(opts.stepMs);
         store.stepApplied(ctx.executionId, i + 1);

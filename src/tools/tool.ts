@@ -67,6 +67,12 @@ export interface ToolExecutionContext {
    * calls and for tools that are not long-running. Never throws.
    */
   progress?(p: ToolProgress): void;
+  /**
+   * Aborted when the execution attempt was given up (its heartbeat or start-to-close timeout, a
+   * worker shutdown): a long-running tool should stop at its next safe point instead of applying
+   * more of its effect for a task that already ended. Absent for inline calls.
+   */
+  signal?: AbortSignal;
 }
 
 /**

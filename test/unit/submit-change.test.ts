@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openChangeStore } from '../../src/tools/change-store.js';
 import { ChangeRequestSchema, createSubmitChangeTool } from '../../src/tools/submit-change.js';
-import type { ToolProgress } from '../../src/tools/tool.js';
+import { ToolOutcomeUnknownError, type ToolProgress } from '../../src/tools/tool.js';
 import { createCedarPdp, PolicyLoadError } from '../../src/policy/cedar-pdp.js';
 import type { ApprovalMaterial } from '../../src/policy/pdp.js';
 
@@ -78,6 +78,24 @@ describe('paced execution with progress', () => {
     expect(out.structuredContent).toEqual({ change_id: 'chg_abcd1234', kind: 'db_migration', steps: 5 });
     expect(store.executionsOf('chg_abcd1234')).toBe(1);
     expect(await tool.resolveExecution!('e1')).toEqual({ executed: true, result: out });
+  });
+
+  it('an aborted attempt applies no further step and ends outcome-unknown, not an execution error', async () => {
+    const store = openChangeStore(':memory:');
+    const tool = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait });
+    const abort = new AbortController();
+    const seen: number[] = [];
+    const run = tool.execute(ChangeRequestSchema.parse(change()), {
+      executionId: 'e2',
+      progress: (p) => {
+        seen.push(p.step);
+        if (p.step === 2) abort.abort();
+      },
+      signal: abort.signal,
+    });
+    await expect(run).rejects.toBeInstanceOf(ToolOutcomeUnknownError);
+    expect(seen).toEqual([1, 2]);
+    await expect(tool.resolveExecution!('e2')).rejects.toThrow(/partly applied/);
   });
 
   it('the idempotency hook fences an execution that never began, and cannot tell for one begun and not completed', async () => {

@@ -91,7 +91,12 @@ export function progressText(p: { step: number; of: number; label: string }): st
   return `step ${p.step} of ${p.of}${label.length >= 3 ? `: ${label}` : ''}`;
 }
 
-/** `io.modelcontextprotocol/model-immediate-response` for a new approval task. */
+/**
+ * `io.modelcontextprotocol/model-immediate-response` for a new (or joined) approval task; for one
+ * already executing (a task started from the requester's in-band confirmation, docs/CHANGE-GATE.md)
+ * it says the tool is running, never that it finished.
+ */
 export function modelImmediateResponse(s: TaskSnapshot): string {
+  if (s.phase === 'executing') return 'The call is running now and has not finished. You can continue other work and check the task later for its result.';
   return `${sanitizeReason(s.policyReason)} The call is pending approval and has not run. You can continue other work and check the task later.`;
 }

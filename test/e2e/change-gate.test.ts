@@ -186,6 +186,7 @@ describe('submit_change: medium risk, confirmed in band by the requester', () =>
       requestState: r.requestState,
     });
     expect(created.resultType).toBe('task');
+    expect(created._meta?.['io.modelcontextprotocol/model-immediate-response']).toMatch(/running now and has not finished/);
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(stack.changes.executionsOf(id)).toBe(1);

@@ -316,3 +316,12 @@ describe('progress of a long-running execution (docs/CHANGE-GATE.md §Progress)'
     expect(getTaskResult(TASK_ID, done)._meta).toBeUndefined();
   });
 });
+
+describe('a task created already executing (in-band confirmation, docs/CHANGE-GATE.md)', () => {
+  it('its CreateTaskResult tells the model the call is running and has not finished, not that it awaits approval', () => {
+    const created = createTaskResult(TASK_ID, { ...workingSnapshot({ phase: 'executing' }), claimed: true });
+    const mir = (created._meta as Record<string, unknown>)[MIR] as string;
+    expect(mir).toMatch(/running now and has not finished/);
+    expect(mir).not.toMatch(/pending approval/);
+  });
+});

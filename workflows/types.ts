@@ -9,7 +9,17 @@ import type { LongRunning, ToolProgress, ToolResult } from '../src/tools/tool.js
 import type { LimiterReservation } from './limiter-messages.js';
 import type { JustificationInputRequest, TaskStatus } from './wire.js';
 
-export type { CallBinding, BackendHandle, BackendStatus, SubmissionBody, AccessRequestHint, ApprovalMaterial, ToolResult, LongRunning, ToolProgress };
+export type {
+  CallBinding,
+  BackendHandle,
+  BackendStatus,
+  SubmissionBody,
+  AccessRequestHint,
+  ApprovalMaterial,
+  ToolResult,
+  LongRunning,
+  ToolProgress,
+};
 
 /** SEP-2848 §Execution disposition; set only on `completed` tasks. */
 export type Disposition = 'approved-executed' | 'denied-not-executed' | 'execution-error' | 'outcome-unknown';
@@ -31,14 +41,7 @@ export const META = {
  * Where a non-terminal task is in its lifecycle. The MCP front turns it into a fixed-template
  * `statusMessage`; no backend or approver text is ever carried here.
  */
-export type Phase =
-  | 'submitting'
-  | 'awaiting-approval'
-  | 're-evaluating'
-  | 'retry-wait'
-  | 'resubmitting'
-  | 'executing'
-  | 'terminal';
+export type Phase = 'submitting' | 'awaiting-approval' | 're-evaluating' | 'retry-wait' | 'resubmitting' | 'executing' | 'terminal';
 
 /** A `CallToolResult` as stored in the terminal task (content blocks of any type, see `ContentBlock`). */
 export interface StoredCallToolResult {

@@ -22,7 +22,14 @@ import type { ToolRegistry } from '../tools/registry.js';
 import type { Tool } from '../tools/tool.js';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
-import { inputRoundsExhausted, invalidArguments, missingTasksCapability, requestStateMismatch, taskCreationPending, unknownTool } from './errors.js';
+import {
+  inputRoundsExhausted,
+  invalidArguments,
+  missingTasksCapability,
+  requestStateMismatch,
+  taskCreationPending,
+  unknownTool,
+} from './errors.js';
 import { JustificationSchema, MAX_INPUT_ROUNDS, type SubmissionState } from './submission-input.js';
 import { JUSTIFICATION_INPUT_KEY } from '../../workflows/wire.js';
 import { refusedInput } from '../../workflows/justification.js';
@@ -31,7 +38,14 @@ import { createTaskResult } from './task-projection.js';
 import { approvalOpenedResult } from './approval-tools.js';
 import { SubmissionLimitedError, submissionLimitedResult } from './submission-limiter.js';
 import { TaskCreationPendingError, type CreateOptions, type TaskService } from './task-service.js';
-import { CONFIRMATION_INPUT_KEY, ConfirmationSchema, confirmationMessage, confirmationRecord, confirmationRejectedResult, readConfirmation } from './in-band-confirmation.js';
+import {
+  CONFIRMATION_INPUT_KEY,
+  ConfirmationSchema,
+  confirmationMessage,
+  confirmationRecord,
+  confirmationRejectedResult,
+  readConfirmation,
+} from './in-band-confirmation.js';
 
 /** Dependencies of the gate. */
 export interface GateDeps {
@@ -74,16 +88,29 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   if (!tool) throw unknownTool();
   const parsed = tool.inputSchema.safeParse(call.arguments ?? {});
   if (!parsed.success) {
-    throw invalidArguments(tool.name, parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
+    throw invalidArguments(
+      tool.name,
+      parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+    );
   }
   const args = parsed.data as Record<string, unknown>;
   // The tool's own records, before policy (e.g. one caller and body per submit_change change_id): a refusal is -32602.
   const admission = tool.admit ? await tool.admit(parsed.data, { callerKey: taskOwnerKeyOf(call.principal) }) : { ok: true as const };
   if (!admission.ok) throw invalidArguments(tool.name, [{ path: admission.path, message: admission.message }]);
-  const binding = createCallBinding({ tool: tool.name, arguments: args, principal: call.principal, toolDescriptorDigest: deps.tools.descriptorDigest(tool.name) });
+  const binding = createCallBinding({
+    tool: tool.name,
+    arguments: args,
+    principal: call.principal,
+    toolDescriptorDigest: deps.tools.descriptorDigest(tool.name),
+  });
   // An MRTR retry must be the same call: same tool, arguments and caller (the caller is bound by the codec).
   if (call.mrtr.state && call.mrtr.state.digest !== binding.digest) throw requestStateMismatch();
-  const decision = await deps.pdp.evaluate({ subject: call.principal, action: { name: 'tools/call' }, resource: binding.resource, context: { arguments: args } });
+  const decision = await deps.pdp.evaluate({
+    subject: call.principal,
+    action: { name: 'tools/call' },
+    resource: binding.resource,
+    context: { arguments: args },
+  });
   // Log the keyed task reference, never the unkeyed binding digest (low-entropy arguments can be recovered from it).
   const log = deps.logger.child({ tool: tool.name, callRef: deps.tasks.referenceOf(binding) });
 
@@ -108,20 +135,34 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     const answer = call.mrtr.state ? readConfirmation(call.mrtr.inputResponses) : ({ kind: 'none' } as const);
     if (answer.kind === 'reject' || answer.kind === 'refused') {
       const how = answer.kind === 'reject' ? 'reject' : answer.action;
-      log.info({ decision: 'deny', requestable: true, mode: 'in-band', confirmation: how }, 'in-band confirmation refused; the tool did not run');
+      log.info(
+        { decision: 'deny', requestable: true, mode: 'in-band', confirmation: how },
+        'in-band confirmation refused; the tool did not run',
+      );
       return confirmationRejectedResult(reason, how);
     }
     if (answer.kind === 'none') {
       const round = (call.mrtr.state?.round ?? 0) + 1;
       if (round > MAX_INPUT_ROUNDS) throw inputRoundsExhausted();
-      log.info({ round, mode: 'in-band' }, 'requestable denial needs the requester\'s confirmation; input_required');
+      log.info({ round, mode: 'in-band' }, "requestable denial needs the requester's confirmation; input_required");
       return inputRequired({
-        inputRequests: { [CONFIRMATION_INPUT_KEY]: inputRequired.elicit({ message: confirmationMessage(reason), requestedSchema: ConfirmationSchema }) },
+        inputRequests: {
+          [CONFIRMATION_INPUT_KEY]: inputRequired.elicit({ message: confirmationMessage(reason), requestedSchema: ConfirmationSchema }),
+        },
         requestState: await call.mrtr.mint({ v: 1, digest: binding.digest, round }),
       }) as unknown as Record<string, unknown>;
     }
     const confirmation = confirmationRecord(decision.accessRequest.policyId, answer.reason);
-    log.info({ decision: 'allow', mode: 'in-band', confirmation: 'approve', policyId: confirmation.policyId, confirmedAt: confirmation.confirmedAt }, 'confirmed in band by the requester');
+    log.info(
+      {
+        decision: 'allow',
+        mode: 'in-band',
+        confirmation: 'approve',
+        policyId: confirmation.policyId,
+        confirmedAt: confirmation.confirmedAt,
+      },
+      'confirmed in band by the requester',
+    );
     // A long-running tool runs as a task for a client that can follow one; otherwise inline.
     if (!tool.longRunning || !call.clientSupportsTasks) return runInline(tool, parsed.data, log);
     return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, { execution: tool.longRunning, confirmation });
@@ -141,7 +182,9 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
         },
       ],
       isError: true,
-      _meta: { [META.authorization]: { reason: 'insufficient_authorization', remediation: 'available', remediationHints: [{ type: 'task' }] } },
+      _meta: {
+        [META.authorization]: { reason: 'insufficient_authorization', remediation: 'available', remediationHints: [{ type: 'task' }] },
+      },
     };
   }
 
@@ -171,14 +214,26 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     submissionInput = { justification: given.justification };
   }
 
-  return createOrJoinTask(deps, call, log, binding, decision.accessRequest, submissionInput, tool.longRunning ? { execution: tool.longRunning } : undefined);
+  return createOrJoinTask(
+    deps,
+    call,
+    log,
+    binding,
+    decision.accessRequest,
+    submissionInput,
+    tool.longRunning ? { execution: tool.longRunning } : undefined,
+  );
 }
 
 /** Run `tool` inline (an allowed or in-band-confirmed call): its result, or an `isError` result when it throws. */
 async function runInline(tool: Tool, args: Record<string, unknown>, log: Logger): Promise<Record<string, unknown>> {
   try {
     const out = await tool.execute(args, { executionId: `inline/${randomUUID()}` });
-    return { content: out.content, ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}), isError: out.isError === true };
+    return {
+      content: out.content,
+      ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}),
+      isError: out.isError === true,
+    };
   } catch (err) {
     log.warn({ err: (err as Error).name }, 'inline tool execution threw');
     return { content: [{ type: 'text', text: 'The tool ran and failed; a side effect may have occurred.' }], isError: true };
@@ -197,7 +252,10 @@ async function createOrJoinTask(
 ): Promise<Record<string, unknown>> {
   try {
     const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, accessRequest, submissionInput, options);
-    log.info({ decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks }, 'approval task created or joined');
+    log.info(
+      { decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks },
+      'approval task created or joined',
+    );
     return call.clientSupportsTasks ? createTaskResult(taskId, snapshot) : approvalOpenedResult(taskId, snapshot);
   } catch (err) {
     if (err instanceof TaskCreationPendingError) {
@@ -220,7 +278,10 @@ async function createOrJoinTask(
  * `remediation: "unavailable"` — nothing is pending, and repeating the call starts over.
  */
 export function inputRefusedResult(reason: string, action: 'decline' | 'cancel'): Record<string, unknown> {
-  const what = action === 'decline' ? 'The justification this approval needs was declined' : 'The request for the justification this approval needs was cancelled';
+  const what =
+    action === 'decline'
+      ? 'The justification this approval needs was declined'
+      : 'The request for the justification this approval needs was cancelled';
   return {
     content: [
       {

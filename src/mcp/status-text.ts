@@ -38,7 +38,8 @@ export function statusMessage(s: TaskSnapshot): string {
           return 'Completed: approved and executed once.';
         case 'execution-error':
           // a lost execution fenced before the tool took effect (`Tool.resolveExecution`) did not run
-          if (isExecutionLostFencedResult(s.result)) return 'Completed: approved, but the execution was lost before the tool took effect; the tool did not run.';
+          if (isExecutionLostFencedResult(s.result))
+            return 'Completed: approved, but the execution was lost before the tool took effect; the tool did not run.';
           return 'Completed: approved, the tool ran and reported an error.';
         case 'outcome-unknown':
           return 'Completed: approved, but whether the tool ran is unknown.';
@@ -97,6 +98,7 @@ export function progressText(p: { step: number; of: number; label: string }): st
  * it says the tool is running, never that it finished.
  */
 export function modelImmediateResponse(s: TaskSnapshot): string {
-  if (s.phase === 'executing') return 'The call is running now and has not finished. You can continue other work and check the task later for its result.';
+  if (s.phase === 'executing')
+    return 'The call is running now and has not finished. You can continue other work and check the task later for its result.';
   return `${sanitizeReason(s.policyReason)} The call is pending approval and has not run. You can continue other work and check the task later.`;
 }

@@ -45,7 +45,11 @@ export function wireTask(taskId: string, s: TaskSnapshot): Record<string, unknow
     out._meta = { [META.authorization]: structuredClone(PENDING_ENVELOPE) };
     // a long-running tool's latest heartbeat (task-service.ts), only while it executes
     if (s.phase === 'executing' && s.progress) {
-      (out._meta as Record<string, unknown>)[META.progress] = { progress: s.progress.step, total: s.progress.of, message: progressText(s.progress) };
+      (out._meta as Record<string, unknown>)[META.progress] = {
+        progress: s.progress.step,
+        total: s.progress.of,
+        message: progressText(s.progress),
+      };
     }
   }
   if (s.status === 'input_required' && s.inputRequests) out.inputRequests = s.inputRequests;

@@ -33,7 +33,15 @@ import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdat
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
 import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
-import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, InBandConfirmation, LongRunning, TaskSnapshot, ToolProgress } from '../../workflows/types.js';
+import type {
+  AccessRequestHint,
+  ApprovalWorkflowConfig,
+  CancelOutcome,
+  InBandConfirmation,
+  LongRunning,
+  TaskSnapshot,
+  ToolProgress,
+} from '../../workflows/types.js';
 import type { Payload } from '@temporalio/common';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 import { faultPoint } from '../fault-point.js';
@@ -108,14 +116,20 @@ export interface TaskService {
    * the caller's; `{refused}` (with a fixed reason) when it is not waiting for input or the answer
    * is not acceptable — nothing is recorded then.
    */
-  provideInput(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>): Promise<{ accepted: true } | { refused: string } | null>;
+  provideInput(
+    taskId: unknown,
+    caller: Principal,
+    inputResponses: Record<string, unknown>,
+  ): Promise<{ accepted: true } | { refused: string } | null>;
 }
 
 /** Build the task service over a Temporal client. */
 export function createTaskService(opts: TaskServiceOptions): TaskService {
   const { client } = opts;
   const guard = opts.guard ?? createTemporalGuard({ client });
-  const limits = opts.submissionLimits ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits }) : undefined;
+  const limits = opts.submissionLimits
+    ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits })
+    : undefined;
   // Same connection, codec and interceptors; queries of a closed run are rejected (status only),
   // never dispatched to a worker for replay.
   const openRuns = new WorkflowClient({
@@ -305,7 +319,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     }
   }
 
-  async function provideInputNow(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>): Promise<{ accepted: true } | { refused: string } | null> {
+  async function provideInputNow(
+    taskId: unknown,
+    caller: Principal,
+    inputResponses: Record<string, unknown>,
+  ): Promise<{ accepted: true } | { refused: string } | null> {
     {
       const owned = await describeOwned(taskId, caller);
       if (!owned) return null;
@@ -317,7 +335,9 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         if (err instanceof WorkflowUpdateFailedError) {
           // refused by the validator: nothing was recorded; any other update failure reads as a bad answer
           const type = refusalOf(err.cause);
-          return { refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput] };
+          return {
+            refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput],
+          };
         }
         if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
         throw err;

@@ -51,7 +51,14 @@ const resultOf = (o: Record<string, unknown>): StoredCallToolResult => o.result 
 const bodyText = (r: StoredCallToolResult): string => r.content.map((c) => c.text).join('\n');
 
 /** Every terminal result kind, with what the SEP says it must be (written here, not read from the code). */
-const TERMINAL_CASES: Array<{ name: string; result: StoredCallToolResult; disposition: Disposition; envelope: boolean; isError: boolean; ran: 'yes' | 'no' | 'maybe' }> = [
+const TERMINAL_CASES: Array<{
+  name: string;
+  result: StoredCallToolResult;
+  disposition: Disposition;
+  envelope: boolean;
+  isError: boolean;
+  ran: 'yes' | 'no' | 'maybe';
+}> = [
   {
     name: 'executed ok',
     result: executedResult({ content: [{ type: 'text', text: 'Transfer of $50,000 to acct-991 posted.' }] }),
@@ -220,8 +227,11 @@ describe('completed tasks (SEP-2848 §Execution disposition, §Completion)', () 
     }
   });
 
-  it('an executed result leads with the fixed sentence and keeps the tool\'s own content after it', () => {
-    const tool = { content: [{ type: 'text' as const, text: 'Transfer of $50,000 to acct-991 posted.' }], structuredContent: { ledgerId: 'L-1' } };
+  it("an executed result leads with the fixed sentence and keeps the tool's own content after it", () => {
+    const tool = {
+      content: [{ type: 'text' as const, text: 'Transfer of $50,000 to acct-991 posted.' }],
+      structuredContent: { ledgerId: 'L-1' },
+    };
     const r = resultOf(getTaskResult(TASK_ID, completed(executedResult(tool))));
     expect(r.content).toHaveLength(2);
     expect(r.content[0]?.text).toMatch(/^Approved and executed once\./);
@@ -232,7 +242,10 @@ describe('completed tasks (SEP-2848 §Execution disposition, §Completion)', () 
 
 describe('failed and cancelled tasks', () => {
   it('a failed task carries the SEP-2663 error object and no result, disposition or envelope', () => {
-    const out = getTaskResult(TASK_ID, snapshot({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'Approval backend unavailable' } }));
+    const out = getTaskResult(
+      TASK_ID,
+      snapshot({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'Approval backend unavailable' } }),
+    );
     expect(out.status).toBe('failed');
     expect(out.error).toEqual({ code: -32603, message: 'Approval backend unavailable' });
     expect(out).not.toHaveProperty('result');
@@ -288,17 +301,27 @@ describe('no internal state leaks to the client', () => {
 
 describe('progress of a long-running execution (docs/CHANGE-GATE.md §Progress)', () => {
   const PROGRESS = 'dev.countersign/progress';
-  const executing = (label: string, step = 3, of = 5): TaskSnapshot => ({ ...workingSnapshot({ phase: 'executing' }), claimed: true, progress: { step, of, label } });
+  const executing = (label: string, step = 3, of = 5): TaskSnapshot => ({
+    ...workingSnapshot({ phase: 'executing' }),
+    claimed: true,
+    progress: { step, of, label },
+  });
 
   it('tasks/get of an executing task shows the step in statusMessage and in dev.countersign/progress, and says it has not finished', () => {
     const wire = getTaskResult(TASK_ID, executing('applying the migration'));
     expect(wire.statusMessage).toBe('Approved; the tool is running, step 3 of 5: applying the migration. It has not finished.');
-    expect((wire._meta as Record<string, unknown>)[PROGRESS]).toEqual({ progress: 3, total: 5, message: 'step 3 of 5: applying the migration' });
+    expect((wire._meta as Record<string, unknown>)[PROGRESS]).toEqual({
+      progress: 3,
+      total: 5,
+      message: 'step 3 of 5: applying the migration',
+    });
     expect((wire._meta as Record<string, unknown>)[AUTHZ]).toEqual(PENDING);
   });
 
   it('the last step still says the tool has not finished', () => {
-    expect(getTaskResult(TASK_ID, executing('recording the change', 5, 5)).statusMessage).toMatch(/step 5 of 5: recording the change\. It has not finished\.$/);
+    expect(getTaskResult(TASK_ID, executing('recording the change', 5, 5)).statusMessage).toMatch(
+      /step 5 of 5: recording the change\. It has not finished\.$/,
+    );
   });
 
   it('a tool label is sanitized: markup, quotes and periods are dropped and it is cut to 60 characters', () => {
@@ -312,7 +335,13 @@ describe('progress of a long-running execution (docs/CHANGE-GATE.md §Progress)'
   it('no progress outside the executing phase or on a terminal task', () => {
     const waiting = { ...workingSnapshot(), progress: { step: 1, of: 5, label: 'x' } };
     expect((getTaskResult(TASK_ID, waiting)._meta as Record<string, unknown>)[PROGRESS]).toBeUndefined();
-    const done: TaskSnapshot = { ...executing('x'), status: 'completed', phase: 'terminal', result: executedResult({ content: [{ type: 'text', text: 'ok' }] }), disposition: 'approved-executed' };
+    const done: TaskSnapshot = {
+      ...executing('x'),
+      status: 'completed',
+      phase: 'terminal',
+      result: executedResult({ content: [{ type: 'text', text: 'ok' }] }),
+      disposition: 'approved-executed',
+    };
     expect(getTaskResult(TASK_ID, done)._meta).toBeUndefined();
   });
 });

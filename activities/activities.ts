@@ -16,7 +16,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
 import { verifyCallBinding, type CallBinding } from '../src/binding/call-binding.js';
 import type { PolicyDecisionPoint } from '../src/policy/pdp.js';
-import { ToolOutcomeUnknownError, type Tool } from '../src/tools/tool.js';
+import { ToolOutcomeUnknownError, type Tool, type ToolProgress } from '../src/tools/tool.js';
 import {
   FAILURE,
   type ApprovalMaterial,
@@ -152,8 +152,22 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
       const parsed = tool.inputSchema.safeParse(binding.arguments);
       if (!parsed.success)
         throw ApplicationFailure.nonRetryable('stored arguments no longer match the tool schema', FAILURE.toolExecutionError);
+      // A long-running tool heartbeats (its latest progress as the details, read by `tasks/get`):
+      // four times per heartbeat timeout, and at once on every progress report.
+      const long = tool.longRunning;
+      let latest: ToolProgress | undefined;
+      const beat = () => Context.current().heartbeat(latest);
+      const ticker = long ? setInterval(beat, Math.max(250, Math.floor(long.heartbeatMs / 4))) : undefined;
+      const progress = (p: ToolProgress) => {
+        latest = { step: p.step, of: p.of, label: p.label };
+        beat();
+      };
       try {
-        const out = await tool.execute(parsed.data, { taskId, executionId });
+        const out = await tool.execute(parsed.data, {
+          taskId,
+          executionId,
+          ...(long ? { progress, signal: Context.current().cancellationSignal } : {}),
+        });
         log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');
         return out;
       } catch (err) {
@@ -162,6 +176,8 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         if (err instanceof ToolOutcomeUnknownError)
           throw ApplicationFailure.nonRetryable('tool outcome unknown', FAILURE.toolOutcomeUnknown);
         throw ApplicationFailure.nonRetryable(`tool failed: ${(err as Error).name}`, FAILURE.toolExecutionError);
+      } finally {
+        if (ticker) clearInterval(ticker);
       }
     },
     async resolveExecution({ binding, executionId }) {

@@ -106,6 +106,8 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_EXECUTION_TIMEOUT_MS: ms(60_000),
   /** How long a stopping worker waits for in-flight activities (a hung tool) before it stops anyway. */
   COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS: ms(30_000),
+  /** Pace of one step of a `submit_change` execution (docs/CHANGE-GATE.md), ms. */
+  COUNTERSIGN_CHANGE_STEP_MS: ms(1_500),
   COUNTERSIGN_MAX_REQUEST_WINDOW_MS: ms(30 * 86_400_000),
   /** How long `tools/call` waits for the approval workflow to confirm the task. */
   COUNTERSIGN_CREATE_WAIT_MS: ms(10_000),

@@ -117,8 +117,8 @@ export function loadOrCreateSecrets(dataDir: string): StackSecrets {
     callbackSecret: rnd(),
     approvalsClientToken: rnd(),
     approvers: [
-      { id: 'bob', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
-      { id: 'carol', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] },
+      { id: 'bob', secret: randomBytes(9).toString('base64url'), groups: ['treasury', 'change-advisory'] },
+      { id: 'carol', secret: randomBytes(9).toString('base64url'), groups: ['treasury', 'change-advisory'] },
     ],
     payloadKeys: [generatePayloadKey()],
     ...generateApprovalMachineSecrets(),

@@ -41,6 +41,8 @@ import type { ToolRegistry } from './tools/registry.js';
 import { startConfiguredGateway, toolEntityOf } from './gateway/wiring.js';
 import type { Gateway } from './gateway/gateway.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
+import { openChangeStore, type ChangeStore } from './tools/change-store.js';
+import { createSubmitChangeTool } from './tools/submit-change.js';
 import { startApprovalWorker } from './worker.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
@@ -176,6 +178,8 @@ export function dataConverterOf(config: Config, secrets: StackSecrets) {
 /** The tools and policy the worker and the MCP front both use: the ledger (`<data>/ledger.db`), the tool registry over it, and Cedar. */
 export interface ToolParts {
   ledger: Ledger;
+  /** The change register of `submit_change` (`<data>/changes.db`). */
+  changes: ChangeStore;
   /** The native tools and, with `COUNTERSIGN_CONFIG`, the gateway's upstream tools (`src/gateway/`). */
   tools: ToolRegistry;
   pdp: PolicyDecisionPoint;
@@ -191,23 +195,28 @@ export interface ToolParts {
  */
 export async function openToolParts(config: Config, logger: Logger): Promise<ToolParts> {
   const ledger = openLedger(join(config.COUNTERSIGN_DATA_DIR, 'ledger.db'));
+  const changes = openChangeStore(join(config.COUNTERSIGN_DATA_DIR, 'changes.db'));
   let gateway: Gateway | undefined;
   try {
-    gateway = await startConfiguredGateway(config, [createWireTransferTool(ledger)], logger, configFileEnv());
+    const native = [createWireTransferTool(ledger), createSubmitChangeTool(changes, { stepMs: config.COUNTERSIGN_CHANGE_STEP_MS })];
+    gateway = await startConfiguredGateway(config, native, logger, configFileEnv());
     const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR, toolEntity: toolEntityOf(gateway.registry) });
     const opened = gateway;
     return {
       ledger,
+      changes,
       tools: opened.registry,
       pdp,
       async close() {
         await opened.close();
         ledger.close();
+        changes.close();
       },
     };
   } catch (err) {
     await gateway?.close();
     ledger.close();
+    changes.close();
     throw err;
   }
 }

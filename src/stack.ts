@@ -32,6 +32,7 @@ import {
   type RoleContext,
 } from './stack-roles.js';
 import type { Ledger } from './tools/ledger.js';
+import type { ChangeStore } from './tools/change-store.js';
 
 /** The demo requester's subject. */
 export const DEMO_REQUESTER = 'alice';
@@ -43,6 +44,8 @@ export interface Stack {
   secrets: StackSecrets;
   issuer: DevIssuer;
   ledger: Ledger;
+  /** The change register of `submit_change`. */
+  changes: ChangeStore;
   approvals: ApprovalService;
   temporal: Client;
   logger: Logger;
@@ -150,6 +153,7 @@ export async function startStack(
       secrets,
       issuer,
       ledger: parts.ledger,
+      changes: parts.changes,
       approvals,
       temporal: mcp.temporal,
       logger,

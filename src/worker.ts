@@ -61,6 +61,8 @@ export async function startApprovalWorker(opts: {
     // worker stops waiting for them
     shutdownGraceTime: Math.floor((opts.shutdownGraceMs ?? 30_000) * 0.8),
     shutdownForceTime: opts.shutdownGraceMs ?? 30_000,
+    // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
+    maxHeartbeatThrottleInterval: '1s',
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
   });
   const running = worker.run();

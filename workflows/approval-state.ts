@@ -85,6 +85,8 @@ export class ApprovalState {
   private refusedInput: 'decline' | 'cancel' | undefined;
   /** The `inputResponses` key of the outstanding input request, while `input_required`. */
   private inputKey: string | undefined;
+  /** True when the run started from an in-band confirmation (`confirmedInBand`). */
+  private confirmed = false;
 
   constructor(
     private readonly input: ApprovalWorkflowInput,
@@ -120,7 +122,16 @@ export class ApprovalState {
 
   /** True once the first submission's backend handle is in state, or the task already ended (`taskCreated`). */
   isCreated(): boolean {
-    return this.current()?.handle !== undefined || this.isTerminal();
+    return this.current()?.handle !== undefined || this.isTerminal() || this.confirmed;
+  }
+
+  /**
+   * The requester confirmed in band before the task (`input.confirmation`): the task exists without
+   * a backend request, and retention covers the confirmation's validity `untilMs`.
+   */
+  confirmedInBand(untilMs: number): void {
+    this.confirmed = true;
+    this.coverUntil(untilMs);
   }
 
   /**
@@ -190,7 +201,8 @@ export class ApprovalState {
    * The claim's half of the compare-and-set: true when the tool may run now. False when the task
    * is terminal (a cancel won), or `approvalDeadlineMs` has passed (then a terminal approval-expired
    * denial). On true the claim is irrevocable: `claimed`, phase `executing`, retention extended
-   * through the execution deadline (SEP-2848 §Completion, §Retention).
+   * through the execution deadline (a long-running tool's own, `input.execution`) (SEP-2848
+   * §Completion, §Retention).
    */
   claim(approvalDeadlineMs: number): boolean {
     if (this.isTerminal()) return false;
@@ -200,7 +212,7 @@ export class ApprovalState {
     }
     this.snapshot.claimed = true; // the irrevocable enforcement point
     this.setPhase('executing');
-    this.coverUntil(this.now() + this.cfg.executionTimeoutMs);
+    this.coverUntil(this.now() + (this.input.execution?.timeoutMs ?? this.cfg.executionTimeoutMs));
     return true;
   }
 

@@ -63,6 +63,9 @@ import {
   type TaskSnapshot,
 } from './types.js';
 
+/** Patch id of runs that start from an in-band confirmation (`input.confirmation`). */
+export const IN_BAND_CONFIRMATION_PATCH = 'in-band-confirmation';
+
 /**
  * Backend, policy and cancel calls. `startToCloseMs` also bounds how long a call lost with its
  * worker waits before the retry (no heartbeats): `config.backendCallTimeoutMs`, default 30 s.
@@ -77,6 +80,21 @@ function backendActivities(startToCloseMs: number) {
       maximumInterval: '1m',
       nonRetryableErrorTypes: [FAILURE.backendConflict, FAILURE.backendInvalid, FAILURE.backendUnauthorized, FAILURE.backendNotFound],
     },
+  });
+}
+
+/**
+ * The one execution attempt (`maximumAttempts: 1`): the installation's execution timeout, or, for
+ * a tool that declared itself long-running when the task started (`input.execution`), its own
+ * timeout and a heartbeat timeout. A missed heartbeat is a lost attempt, resolved like any other
+ * (`resolveLostExecution`), never a re-run. Options only, no command: replay is unaffected.
+ */
+function executionActivities(input: ApprovalWorkflowInput) {
+  const long = input.execution;
+  return proxyActivities<ApprovalActivities>({
+    startToCloseTimeout: long ? long.timeoutMs : input.config.executionTimeoutMs,
+    ...(long ? { heartbeatTimeout: long.heartbeatMs } : {}),
+    retry: { maximumAttempts: 1 },
   });
 }
 
@@ -122,7 +140,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     state,
     input,
     backend: backendActivities(input.config.backendCallTimeoutMs ?? 30_000),
-    execution: proxyActivities<ApprovalActivities>({ startToCloseTimeout: input.config.executionTimeoutMs, retry: { maximumAttempts: 1 } }),
+    execution: executionActivities(input),
     taskId: taskIdFor(info.workflowId, info.runId),
   };
 
@@ -148,6 +166,13 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   setHandler(provideInputUpdate, (responses) => state.acceptInput(responses), { validator: (responses) => state.validateInput(responses) });
 
   let hint: AccessRequestHint = input.accessRequest;
+  if (input.confirmation && patched(IN_BAND_CONFIRMATION_PATCH)) {
+    // The requester confirmed in band (src/mcp/in-band-confirmation.ts): nothing to submit; claim and run.
+    // valid for the policy's window from the run's start, on workflow time (no clock of the front)
+    const until = Date.now() + input.accessRequest.requestTtlMs;
+    state.confirmedInBand(until);
+    await claimAndExecute(run, until);
+  }
   while (!state.isTerminal()) {
     const g = await submit(run, hint);
     if (!g || state.isTerminal()) break;

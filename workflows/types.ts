@@ -5,11 +5,21 @@
 import type { CallBinding } from '../src/binding/call-binding.js';
 import type { BackendHandle, BackendStatus, SubmissionBody } from '../src/backends/approval-backend.js';
 import type { AccessRequestHint, ApprovalMaterial } from '../src/policy/pdp.js';
-import type { ToolResult } from '../src/tools/tool.js';
+import type { LongRunning, ToolProgress, ToolResult } from '../src/tools/tool.js';
 import type { LimiterReservation } from './limiter-messages.js';
 import type { JustificationInputRequest, TaskStatus } from './wire.js';
 
-export type { CallBinding, BackendHandle, BackendStatus, SubmissionBody, AccessRequestHint, ApprovalMaterial, ToolResult };
+export type {
+  CallBinding,
+  BackendHandle,
+  BackendStatus,
+  SubmissionBody,
+  AccessRequestHint,
+  ApprovalMaterial,
+  ToolResult,
+  LongRunning,
+  ToolProgress,
+};
 
 /** SEP-2848 §Execution disposition; set only on `completed` tasks. */
 export type Disposition = 'approved-executed' | 'denied-not-executed' | 'execution-error' | 'outcome-unknown';
@@ -19,6 +29,12 @@ export const META = {
   disposition: 'io.modelcontextprotocol/tool-approval-disposition',
   authorization: 'io.modelcontextprotocol/authorization',
   modelImmediateResponse: 'io.modelcontextprotocol/model-immediate-response',
+  /**
+   * Countersign's own key on a working task while a long-running tool executes:
+   * `{progress, total, message}`, the fields of MCP `notifications/progress` (neither SEP-2663 nor
+   * SEP-2848 defines one; docs/CHANGE-GATE.md §Progress).
+   */
+  progress: 'dev.countersign/progress',
 } as const;
 
 /**
@@ -78,6 +94,11 @@ export interface TaskSnapshot {
   error?: { code: number; message: string };
   /** Set while `input_required`: the outstanding requests, keyed as `tasks/update` must answer them. */
   inputRequests?: Record<string, JustificationInputRequest>;
+  /**
+   * Progress of a long-running execution while `executing`, from the attempt's latest heartbeat.
+   * Never set by the workflow: the MCP front adds it when it reads the task (`task-service.ts`).
+   */
+  progress?: ToolProgress;
 }
 
 /** Tunables the workflow runs with; fixed at start so replays see the same values. */
@@ -119,6 +140,31 @@ export interface ApprovalWorkflowInput {
   config: ApprovalWorkflowConfig;
   /** The submission-limiter slot this task holds; released when it terminalizes (`limiter-release.ts`). */
   limiter?: LimiterReservation;
+  /**
+   * The tool's long-running declaration captured at start (`Tool.longRunning`): the one execution
+   * attempt then gets `timeoutMs` and a heartbeat timeout of `heartbeatMs` instead of
+   * `config.executionTimeoutMs`. Absent: the tool is not long-running (and runs recorded before it).
+   */
+  execution?: LongRunning;
+  /**
+   * The requester's in-band confirmation, given before the task existed
+   * (`@approval_mode("in-band")`, `src/mcp/in-band-confirmation.ts`): it stands in for the backend's
+   * approval, so the run submits nothing and claims at once (valid for
+   * `accessRequest.requestTtlMs` from the run's start). In history, it is the task's record of that decision.
+   */
+  confirmation?: InBandConfirmation;
+}
+
+/** An in-band confirmation by the requester (docs/CHANGE-GATE.md §In-band confirmation). */
+export interface InBandConfirmation {
+  mode: 'in-band';
+  confirmedBy: 'requester';
+  /** ISO 8601, when the gate received the approving answer. */
+  confirmedAt: string;
+  /** The policy that asked for the confirmation. */
+  policyId: string;
+  /** The requester's optional reason (≤ 500 characters); never shown to approvers or the model. */
+  reason?: string;
 }
 
 /** What a re-evaluation after approval resolved to (SEP-2848 §Completion). */

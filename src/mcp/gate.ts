@@ -15,9 +15,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
-import { createCallBinding } from '../binding/call-binding.js';
-import type { PolicyDecisionPoint } from '../policy/pdp.js';
+import { taskOwnerKeyOf } from '../auth/principal-keys.js';
+import { createCallBinding, type CallBinding } from '../binding/call-binding.js';
+import type { AccessRequestHint, PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
+import type { Tool } from '../tools/tool.js';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import {
@@ -35,7 +37,15 @@ import { sanitizeReason } from './status-text.js';
 import { createTaskResult } from './task-projection.js';
 import { approvalOpenedResult } from './approval-tools.js';
 import { SubmissionLimitedError, submissionLimitedResult } from './submission-limiter.js';
-import { TaskCreationPendingError, type TaskService } from './task-service.js';
+import { TaskCreationPendingError, type CreateOptions, type TaskService } from './task-service.js';
+import {
+  CONFIRMATION_INPUT_KEY,
+  ConfirmationSchema,
+  confirmationMessage,
+  confirmationRecord,
+  confirmationRejectedResult,
+  readConfirmation,
+} from './in-band-confirmation.js';
 
 /** Dependencies of the gate. */
 export interface GateDeps {
@@ -84,6 +94,9 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     );
   }
   const args = parsed.data as Record<string, unknown>;
+  // The tool's own records, before policy (e.g. one caller and body per submit_change change_id): a refusal is -32602.
+  const admission = tool.admit ? await tool.admit(parsed.data, { callerKey: taskOwnerKeyOf(call.principal) }) : { ok: true as const };
+  if (!admission.ok) throw invalidArguments(tool.name, [{ path: admission.path, message: admission.message }]);
   const binding = createCallBinding({
     tool: tool.name,
     arguments: args,
@@ -103,17 +116,7 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
 
   if (decision.decision === 'allow') {
     log.info({ decision: 'allow', policyIds: decision.policyIds }, 'tools/call allowed; running inline');
-    try {
-      const out = await tool.execute(parsed.data, { executionId: `inline/${randomUUID()}` });
-      return {
-        content: out.content,
-        ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}),
-        isError: out.isError === true,
-      };
-    } catch (err) {
-      log.warn({ err: (err as Error).name }, 'inline tool execution threw');
-      return { content: [{ type: 'text', text: 'The tool ran and failed; a side effect may have occurred.' }], isError: true };
-    }
+    return runInline(tool, parsed.data, log);
   }
 
   if (!decision.accessRequest) {
@@ -127,6 +130,43 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   }
 
   const reason = sanitizeReason(decision.accessRequest.reason);
+  if (decision.accessRequest.approvalMode === 'in-band') {
+    // The requester's own confirmation lifts this denial (in-band-confirmation.ts): no backend, any client.
+    const answer = call.mrtr.state ? readConfirmation(call.mrtr.inputResponses) : ({ kind: 'none' } as const);
+    if (answer.kind === 'reject' || answer.kind === 'refused') {
+      const how = answer.kind === 'reject' ? 'reject' : answer.action;
+      log.info(
+        { decision: 'deny', requestable: true, mode: 'in-band', confirmation: how },
+        'in-band confirmation refused; the tool did not run',
+      );
+      return confirmationRejectedResult(reason, how);
+    }
+    if (answer.kind === 'none') {
+      const round = (call.mrtr.state?.round ?? 0) + 1;
+      if (round > MAX_INPUT_ROUNDS) throw inputRoundsExhausted();
+      log.info({ round, mode: 'in-band' }, "requestable denial needs the requester's confirmation; input_required");
+      return inputRequired({
+        inputRequests: {
+          [CONFIRMATION_INPUT_KEY]: inputRequired.elicit({ message: confirmationMessage(reason), requestedSchema: ConfirmationSchema }),
+        },
+        requestState: await call.mrtr.mint({ v: 1, digest: binding.digest, round }),
+      }) as unknown as Record<string, unknown>;
+    }
+    const confirmation = confirmationRecord(decision.accessRequest.policyId, answer.reason);
+    log.info(
+      {
+        decision: 'allow',
+        mode: 'in-band',
+        confirmation: 'approve',
+        policyId: confirmation.policyId,
+        confirmedAt: confirmation.confirmedAt,
+      },
+      'confirmed in band by the requester',
+    );
+    // A long-running tool runs as a task for a client that can follow one; otherwise inline.
+    if (!tool.longRunning || !call.clientSupportsTasks) return runInline(tool, parsed.data, log);
+    return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, { execution: tool.longRunning, confirmation });
+  }
   if (!call.clientSupportsTasks && deps.noTasksResponse !== 'approval-tools') {
     log.info({ decision: 'deny', requestable: true, tasks: false }, 'requestable denial for a client without tasks');
     if (deps.noTasksResponse === 'error') throw missingTasksCapability();
@@ -174,8 +214,44 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     submissionInput = { justification: given.justification };
   }
 
+  return createOrJoinTask(
+    deps,
+    call,
+    log,
+    binding,
+    decision.accessRequest,
+    submissionInput,
+    tool.longRunning ? { execution: tool.longRunning } : undefined,
+  );
+}
+
+/** Run `tool` inline (an allowed or in-band-confirmed call): its result, or an `isError` result when it throws. */
+async function runInline(tool: Tool, args: Record<string, unknown>, log: Logger): Promise<Record<string, unknown>> {
   try {
-    const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, decision.accessRequest, submissionInput);
+    const out = await tool.execute(args, { executionId: `inline/${randomUUID()}` });
+    return {
+      content: out.content,
+      ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}),
+      isError: out.isError === true,
+    };
+  } catch (err) {
+    log.warn({ err: (err as Error).name }, 'inline tool execution threw');
+    return { content: [{ type: 'text', text: 'The tool ran and failed; a side effect may have occurred.' }], isError: true };
+  }
+}
+
+/** Start or join the task and answer `CreateTaskResult` (or, without tasks, the companion-tools result). */
+async function createOrJoinTask(
+  deps: GateDeps,
+  call: GateCall,
+  log: Logger,
+  binding: CallBinding,
+  accessRequest: AccessRequestHint,
+  submissionInput: { justification: string } | undefined,
+  options: CreateOptions | undefined,
+): Promise<Record<string, unknown>> {
+  try {
+    const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, accessRequest, submissionInput, options);
     log.info(
       { decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks },
       'approval task created or joined',

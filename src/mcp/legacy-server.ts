@@ -153,7 +153,7 @@ const NO_TASK_TEXT =
 
 /** Text when the approval needs input (a justification) this wire cannot carry. */
 const NEEDS_INPUT_TEXT =
-  'Not executed: this approval needs a justification, which a 2025-11-25 client cannot supply. ' +
+  'Not executed: this call needs input first (a justification, or your own confirmation), which a 2025-11-25 client cannot supply. ' +
   'Use a client that speaks MCP 2026-07-28 with the io.modelcontextprotocol/tasks extension. The tool did not run.';
 
 type Handler = Parameters<Server['_wrapHandler']>[1];
@@ -243,7 +243,7 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
           name: req.params.name,
           arguments: req.params.arguments as Record<string, unknown> | undefined,
           clientSupportsTasks: wantsTask,
-          // No MRTR on this wire: a justification request is turned into an isError result below.
+          // No MRTR on this wire: a justification or confirmation request is turned into an isError result below.
           mrtr: { state: undefined, inputResponses: undefined, mint: async () => '' },
         });
         if (out.resultType === 'task') {

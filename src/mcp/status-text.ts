@@ -69,13 +69,36 @@ export function statusMessage(s: TaskSnapshot): string {
     case 'retry-wait':
       return 'Approved, waiting for access to become effective before re-checking. The tool has not run yet.';
     case 'executing':
+      if (s.progress) return `Approved; the tool is running, ${progressText(s.progress)}. It has not finished.`;
       return 'Approved; the tool is running now and has not finished.';
     default:
       return `${reason} Awaiting approval; the tool has not run.`;
   }
 }
 
-/** `io.modelcontextprotocol/model-immediate-response` for a new approval task. */
+/**
+ * A long-running tool's progress as plain text: "step 3 of 5: applying the migration". The label
+ * is tool text, so it is reduced like a reason (letters, digits, spaces and `,:()'/+-` only, at
+ * most 60 characters, no period) and left out when nothing is left; the wording never says done.
+ */
+export function progressText(p: { step: number; of: number; label: string }): string {
+  const label = p.label
+    .normalize('NFKC')
+    .replace(/[^A-Za-z0-9 ,:()'/+-]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 60)
+    .trim();
+  return `step ${p.step} of ${p.of}${label.length >= 3 ? `: ${label}` : ''}`;
+}
+
+/**
+ * `io.modelcontextprotocol/model-immediate-response` for a new (or joined) approval task; for one
+ * already executing (a task started from the requester's in-band confirmation, docs/CHANGE-GATE.md)
+ * it says the tool is running, never that it finished.
+ */
 export function modelImmediateResponse(s: TaskSnapshot): string {
+  if (s.phase === 'executing')
+    return 'The call is running now and has not finished. You can continue other work and check the task later for its result.';
   return `${sanitizeReason(s.policyReason)} The call is pending approval and has not run. You can continue other work and check the task later.`;
 }

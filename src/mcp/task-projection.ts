@@ -4,7 +4,7 @@
  * own `unavailable` envelope inside `result._meta`); strips `ownerKey`; composes `statusMessage`.
  */
 import { META, type TaskSnapshot } from '../../workflows/types.js';
-import { modelImmediateResponse, statusMessage } from './status-text.js';
+import { modelImmediateResponse, progressText, statusMessage } from './status-text.js';
 
 /** The SEP-2643 envelope while an approval is pending. */
 export const PENDING_ENVELOPE = {
@@ -43,6 +43,14 @@ export function wireTask(taskId: string, s: TaskSnapshot): Record<string, unknow
     out.pollIntervalMs = s.pollIntervalMs;
     // A fresh copy per response: the shared constant must not be mutable through one task's result.
     out._meta = { [META.authorization]: structuredClone(PENDING_ENVELOPE) };
+    // a long-running tool's latest heartbeat (task-service.ts), only while it executes
+    if (s.phase === 'executing' && s.progress) {
+      (out._meta as Record<string, unknown>)[META.progress] = {
+        progress: s.progress.step,
+        total: s.progress.of,
+        message: progressText(s.progress),
+      };
+    }
   }
   if (s.status === 'input_required' && s.inputRequests) out.inputRequests = s.inputRequests;
   if (s.status === 'completed' && s.result) out.result = completeCallToolResult(s.result);

@@ -33,7 +33,16 @@ import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdat
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
 import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
-import type { AccessRequestHint, ApprovalWorkflowConfig, CancelOutcome, TaskSnapshot } from '../../workflows/types.js';
+import type {
+  AccessRequestHint,
+  ApprovalWorkflowConfig,
+  CancelOutcome,
+  InBandConfirmation,
+  LongRunning,
+  TaskSnapshot,
+  ToolProgress,
+} from '../../workflows/types.js';
+import type { Payload } from '@temporalio/common';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 import { faultPoint } from '../fault-point.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
@@ -71,6 +80,14 @@ export class TaskCreationPendingError extends Error {
   }
 }
 
+/** What a new task captures besides the binding (both fixed in the workflow's input at start). */
+export interface CreateOptions {
+  /** The tool's long-running declaration (`Tool.longRunning`): the execution attempt's options. */
+  execution?: LongRunning;
+  /** The requester's in-band confirmation: the task then runs the tool without a backend request. */
+  confirmation?: InBandConfirmation;
+}
+
 /** The task service. */
 export interface TaskService {
   /**
@@ -81,6 +98,7 @@ export interface TaskService {
     binding: CallBinding,
     accessRequest: AccessRequestHint,
     submissionInput?: { justification?: string },
+    options?: CreateOptions,
   ): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
   /** The keyed reference of a binding (its approval workflow id): safe to log, unlike the digest. */
   referenceOf(binding: CallBinding): string;
@@ -138,9 +156,9 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
   };
 
   return {
-    async createOrJoin(binding, accessRequest, submissionInput) {
+    async createOrJoin(binding, accessRequest, submissionInput, options) {
       try {
-        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput), opts.createWaitMs);
+        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput, options), opts.createWaitMs);
       } catch (err) {
         // Temporal answers but the task was not confirmed in time: the existing retryable answer.
         if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError();
@@ -181,6 +199,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     binding: CallBinding,
     accessRequest: AccessRequestHint,
     submissionInput?: { justification?: string },
+    options: CreateOptions = {},
   ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
     {
       const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
@@ -200,6 +219,8 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
               config: opts.workflowConfig,
               ...(submissionInput ? { submissionInput } : {}),
               ...(limiter ? { limiter } : {}),
+              ...(options.execution ? { execution: options.execution } : {}),
+              ...(options.confirmation ? { confirmation: options.confirmation } : {}),
             },
           ],
           workflowIdConflictPolicy: 'USE_EXISTING',
@@ -218,7 +239,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       if (!ids) return null;
       try {
         const snap = await openRuns.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId).query(taskQuery);
-        if (typeof snap?.ownerKey === 'string') return snap.ownerKey === taskOwnerKeyOf(caller) ? snap : null;
+        if (typeof snap?.ownerKey === 'string') return snap.ownerKey === taskOwnerKeyOf(caller) ? withProgress(ids, snap) : null;
       } catch (err) {
         if (isWorkflowNotFound(err)) return null;
         // QueryNotRegisteredError is any INVALID_ARGUMENT answer, also a query that failed inside an
@@ -276,6 +297,28 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     }
   }
 
+  /**
+   * A task executing a long-running tool, with the execution attempt's latest heartbeat details as
+   * `progress` (docs/CHANGE-GATE.md §Progress): read from the run's pending `executeTool` activity,
+   * decoded through the client's data converter (the payload codec). Best effort: any problem, or
+   * details that are not a well-formed `ToolProgress`, leaves the snapshot as it is.
+   */
+  async function withProgress(ids: { workflowId: string; runId: string }, snap: TaskSnapshot): Promise<TaskSnapshot> {
+    if (snap.status !== 'working' || snap.phase !== 'executing') return snap;
+    try {
+      const desc = await client.workflow.getHandle(ids.workflowId, ids.runId).describe();
+      const pending = desc.raw.pendingActivities?.find((a) => a.activityType?.name === 'executeTool');
+      let payloads = (pending?.heartbeatDetails?.payloads ?? []) as Payload[];
+      if (payloads.length === 0) return snap;
+      const converter = client.options.loadedDataConverter;
+      for (const codec of [...converter.payloadCodecs].reverse()) payloads = await codec.decode(payloads);
+      const progress = toolProgressOf(payloads[0] ? converter.payloadConverter.fromPayload(payloads[0]) : undefined);
+      return progress ? { ...snap, progress } : snap;
+    } catch {
+      return snap;
+    }
+  }
+
   async function provideInputNow(
     taskId: unknown,
     caller: Principal,
@@ -316,4 +359,13 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       }
     }
   }
+}
+
+/** `details` as a `ToolProgress` when it is one (1 ≤ step ≤ of ≤ 1000, a string label), else undefined. */
+function toolProgressOf(details: unknown): ToolProgress | undefined {
+  if (typeof details !== 'object' || details === null) return undefined;
+  const { step, of, label } = details as Record<string, unknown>;
+  if (!Number.isInteger(step) || !Number.isInteger(of) || typeof label !== 'string') return undefined;
+  if ((step as number) < 1 || (step as number) > (of as number) || (of as number) > 1000) return undefined;
+  return { step: step as number, of: of as number, label };
 }

@@ -13,11 +13,15 @@
  * | `@on_deny("none"\|"retry")` | non-requestable forbid | next action of a re-evaluation (default `none`) |
  * | `@submission_input("justification")` | requestable forbid | the caller must give a justification before submission (MRTR `input_required`) |
  * | `@retry_after("PT30S")` | with `@on_deny("retry")` (required) | wait before re-evaluating |
+ * | `@approval_mode("in-band"\|"out-of-band")` | requestable forbid | `in-band`: the requester's own confirmation over MRTR lifts the denial (docs/CHANGE-GATE.md §In-band confirmation); `@approver_group` and `@request_ttl` are then optional and `@submission_input` does not apply. Default `out-of-band` |
  *
  * Other annotations are kept but ignored. This module only validates and reads annotations; it
  * deliberately does not evaluate policies (see `cedar-pdp.ts`).
  */
 import { parseIsoDurationMs } from './iso-duration.js';
+
+/** How long an in-band confirmation may take when the policy names no `@request_ttl`: 15 minutes. */
+export const IN_BAND_DEFAULT_TTL_MS = 15 * 60_000;
 
 /** What the PDP needs to know about one loaded policy. */
 export interface PolicyMeta {
@@ -31,7 +35,7 @@ export interface PolicyMeta {
   /** `@reason`, when present. */
   reason?: string;
   /** Present on `@requestable("true")` forbids. */
-  requestable?: { approverGroup: string; requestTtlMs: number; reason: string; requiresJustification?: boolean };
+  requestable?: { approverGroup: string; requestTtlMs: number; reason: string; requiresJustification?: boolean; approvalMode?: 'in-band' };
   /** `@on_deny`; absent means `none`. */
   onDeny?: { nextAction: 'none' } | { nextAction: 'retry'; retryAfterMs: number };
 }
@@ -47,7 +51,7 @@ export function readPolicyMeta(
 ): PolicyMeta {
   const meta: PolicyMeta = { ...base };
   const a = annotations;
-  const forbidOnly = ['requestable', 'approver_group', 'request_ttl', 'on_deny', 'retry_after', 'submission_input'];
+  const forbidOnly = ['requestable', 'approver_group', 'request_ttl', 'on_deny', 'retry_after', 'submission_input', 'approval_mode'];
   if (base.effect === 'permit') {
     const misplaced = forbidOnly.filter((k) => k in a);
     if (misplaced.length > 0) {
@@ -61,6 +65,19 @@ export function readPolicyMeta(
   const requestable = a.requestable;
   if (requestable !== undefined && requestable !== 'true' && requestable !== 'false') {
     throw new Error(`@requestable must be "true" or "false", got "${requestable}"`);
+  }
+  if (a.approval_mode !== undefined && a.approval_mode !== 'in-band' && a.approval_mode !== 'out-of-band') {
+    throw new Error(`@approval_mode must be "in-band" or "out-of-band", got "${a.approval_mode}"`);
+  }
+  if (requestable === 'true' && a.approval_mode === 'in-band') {
+    if (a.reason === undefined) throw new Error('a requestable forbid needs @reason');
+    if (a.on_deny !== undefined || a.retry_after !== undefined || a.submission_input !== undefined) {
+      throw new Error('@on_deny / @retry_after / @submission_input do not apply to an in-band forbid (the requester confirms)');
+    }
+    const requestTtlMs = a.request_ttl === undefined ? IN_BAND_DEFAULT_TTL_MS : parseIsoDurationMs(a.request_ttl);
+    if (requestTtlMs === null) throw new Error(`@request_ttl must be an ISO 8601 duration like "PT15M", got "${a.request_ttl}"`);
+    meta.requestable = { approverGroup: a.approver_group ?? 'requester', requestTtlMs, reason: a.reason, approvalMode: 'in-band' };
+    return meta;
   }
   if (requestable === 'true') {
     const missing = ['approver_group', 'request_ttl', 'reason'].filter((k) => a[k] === undefined);
@@ -84,7 +101,7 @@ export function readPolicyMeta(
       ...(a.submission_input === 'justification' ? { requiresJustification: true } : {}),
     };
   } else {
-    for (const k of ['approver_group', 'request_ttl', 'submission_input']) {
+    for (const k of ['approver_group', 'request_ttl', 'submission_input', 'approval_mode']) {
       if (a[k] !== undefined) throw new Error(`@${k} needs @requestable("true")`);
     }
   }

@@ -28,7 +28,8 @@
  *    `'retry'` (with the largest `@retry_after`) only when every one of them says
  *    `@on_deny("retry")`, else `'none'` (the most final wins).
  * 5. Cedar Deny where every determining forbid is requestable → `deny` with `accessRequest` from
- *    the first of them in policy order (file-name order, then position in the file),
+ *    the first of them in policy order (file-name order, then position in the file) that is not
+ *    `@approval_mode("in-band")` — in band only when all of them are —,
  *    `nextAction: 'request'`, reasons = their `@reason`s.
  * `policyIds` on a deny are all determining policies. Reasons are operator-authored annotation
  * text, or the fixed `policy evaluation error`; never user input or Cedar messages.
@@ -235,7 +236,9 @@ function denyFromForbids(set: LoadedSet, determining: string[]): Decision | null
     }
     return { decision: 'deny', nextAction: 'none', reasons, policyIds };
   }
-  const first = metas[0];
+  // In band only when every determining forbid is: the requester's own word never lifts an
+  // out-of-band forbid; otherwise the first out-of-band one picks the approver group.
+  const first = metas.find((m) => m.requestable?.approvalMode !== 'in-band') ?? metas[0];
   if (!first?.requestable) return null;
   return {
     decision: 'deny',

@@ -53,6 +53,12 @@ export interface AccessRequestHint {
    * submission input). From the policy's `@submission_input("justification")`.
    */
   requiresJustification?: boolean;
+  /**
+   * `in-band`: the requester's own confirmation lifts this denial (MRTR `input_required` with an
+   * approve / reject form; docs/CHANGE-GATE.md §In-band confirmation), no backend is involved.
+   * Set only when every determining forbid is `@approval_mode("in-band")`. Absent: out of band.
+   */
+  approvalMode?: 'in-band';
 }
 
 /**

@@ -61,7 +61,47 @@ export interface ToolExecutionContext {
   taskId?: string;
   /** Idempotency key of this execution (unique per task), usable as a dedup key by the effect. */
   executionId: string;
+  /**
+   * Report progress of a long-running execution (`Tool.longRunning`): recorded as the activity's
+   * heartbeat details and shown by `tasks/get` (docs/CHANGE-GATE.md §Progress). Absent for inline
+   * calls and for tools that are not long-running. Never throws.
+   */
+  progress?(p: ToolProgress): void;
+  /**
+   * Aborted when the execution attempt was given up (its heartbeat or start-to-close timeout, a
+   * worker shutdown): a long-running tool should stop at its next safe point instead of applying
+   * more of its effect for a task that already ended. Absent for inline calls.
+   */
+  signal?: AbortSignal;
 }
+
+/**
+ * Progress of a long-running execution: `step` of `of` (1-based, `step` ≤ `of`), and a short label
+ * of what that step does (sanitized before it reaches a client; never a claim of completion).
+ */
+export interface ToolProgress {
+  step: number;
+  of: number;
+  label: string;
+}
+
+/**
+ * A tool's declaration that its single execution attempt runs long: the attempt may take up to
+ * `timeoutMs` (instead of the installation's `COUNTERSIGN_EXECUTION_TIMEOUT_MS`) and heartbeats
+ * (every `heartbeatMs / 4`, and on every progress report). Captured into the approval workflow's
+ * input when the task starts, so a run keeps the options it started with. No heartbeat within
+ * `heartbeatMs` ends the attempt as lost: the idempotency hook's answer, else `outcome-unknown`;
+ * never a re-run (docs/CHANGE-GATE.md §Long-running execution).
+ */
+export interface LongRunning {
+  /** Start-to-close bound of the one execution attempt, ms. */
+  timeoutMs: number;
+  /** Heartbeat timeout, ms (≥ 1000); the attempt heartbeats four times per this interval. */
+  heartbeatMs: number;
+}
+
+/** What `Tool.admit` answers: admitted, or refused with the failing argument path (-32602). */
+export type Admission = { ok: true } | { ok: false; path: string; message: string };
 
 /**
  * Thrown by `execute` when the tool cannot tell whether its effect happened (e.g. a remote call
@@ -108,6 +148,17 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
    * tools use a digest of the whole upstream descriptor, so any change to it is drift.
    */
   version: string;
+  /** Present when one execution may run long; see {@link LongRunning}. */
+  longRunning?: LongRunning;
+  /**
+   * Optional admission check of validated arguments against the tool's own records, asked by the
+   * gate before policy on every call (e.g. `submit_change`: one caller and body per `change_id`).
+   * `ctx.callerKey` is the caller's originating context as a SHA-256 hex key (issuer, subject and
+   * delegation chain, the same notion of caller as the call binding's). A refusal is -32602 with
+   * `path` and `message`; nothing else happens. May record what it sees (first sight wins); must
+   * be idempotent for the same caller and arguments.
+   */
+  admit?(args: z.infer<S>, ctx: { callerKey: string }): Promise<Admission>;
   /** Run the effect. Throw only for an execution error; the caller maps it to `execution-error`. */
   execute(args: z.infer<S>, ctx: ToolExecutionContext): Promise<ToolResult>;
   /**

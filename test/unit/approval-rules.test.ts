@@ -123,7 +123,7 @@ describe('conditions and matching', () => {
 });
 
 describe('risk rules that bypass quorums (L5)', () => {
-  const quorum = DEFAULT_APPROVAL_RULES.quorum; // treasury, wire_transfer, amount gt 100000, 2 approvals
+  const quorum = DEFAULT_APPROVAL_RULES.quorum.filter((q) => q.id === 'four-eyes-large-transfers'); // treasury, wire_transfer, amount gt 100000, 2 approvals
   const withRisk = (risk: unknown[]) => parseApprovalRules(JSON.stringify({ quorum, risk }));
 
   it('an approve rule without an amount bound below the quorum threshold overlaps the quorum rule; bounded, other-tool, other-group and deny rules do not', () => {

@@ -298,3 +298,59 @@ describe('no internal state leaks to the client', () => {
     }
   });
 });
+
+describe('progress of a long-running execution (docs/CHANGE-GATE.md §Progress)', () => {
+  const PROGRESS = 'dev.countersign/progress';
+  const executing = (label: string, step = 3, of = 5): TaskSnapshot => ({
+    ...workingSnapshot({ phase: 'executing' }),
+    claimed: true,
+    progress: { step, of, label },
+  });
+
+  it('tasks/get of an executing task shows the step in statusMessage and in dev.countersign/progress, and says it has not finished', () => {
+    const wire = getTaskResult(TASK_ID, executing('applying the migration'));
+    expect(wire.statusMessage).toBe('Approved; the tool is running, step 3 of 5: applying the migration. It has not finished.');
+    expect((wire._meta as Record<string, unknown>)[PROGRESS]).toEqual({
+      progress: 3,
+      total: 5,
+      message: 'step 3 of 5: applying the migration',
+    });
+    expect((wire._meta as Record<string, unknown>)[AUTHZ]).toEqual(PENDING);
+  });
+
+  it('the last step still says the tool has not finished', () => {
+    expect(getTaskResult(TASK_ID, executing('recording the change', 5, 5)).statusMessage).toMatch(
+      /step 5 of 5: recording the change\. It has not finished\.$/,
+    );
+  });
+
+  it('a tool label is sanitized: markup, quotes and periods are dropped and it is cut to 60 characters', () => {
+    const wire = getTaskResult(TASK_ID, executing(`<b>done.</b> "completed" ${'x'.repeat(100)}`));
+    const text = wire.statusMessage as string;
+    expect(text).not.toMatch(/[<>"]/);
+    expect(text).toMatch(/^Approved; the tool is running, step 3 of 5: b done \/b completed x+\. It has not finished\.$/);
+    expect(((wire._meta as Record<string, { message: string }>)[PROGRESS]?.message.length ?? 0) <= 'step 3 of 5: '.length + 60).toBe(true);
+  });
+
+  it('no progress outside the executing phase or on a terminal task', () => {
+    const waiting = { ...workingSnapshot(), progress: { step: 1, of: 5, label: 'x' } };
+    expect((getTaskResult(TASK_ID, waiting)._meta as Record<string, unknown>)[PROGRESS]).toBeUndefined();
+    const done: TaskSnapshot = {
+      ...executing('x'),
+      status: 'completed',
+      phase: 'terminal',
+      result: executedResult({ content: [{ type: 'text', text: 'ok' }] }),
+      disposition: 'approved-executed',
+    };
+    expect(getTaskResult(TASK_ID, done)._meta).toBeUndefined();
+  });
+});
+
+describe('a task created already executing (in-band confirmation, docs/CHANGE-GATE.md)', () => {
+  it('its CreateTaskResult tells the model the call is running and has not finished, not that it awaits approval', () => {
+    const created = createTaskResult(TASK_ID, { ...workingSnapshot({ phase: 'executing' }), claimed: true });
+    const mir = (created._meta as Record<string, unknown>)[MIR] as string;
+    expect(mir).toMatch(/running now and has not finished/);
+    expect(mir).not.toMatch(/pending approval/);
+  });
+});

@@ -1,6 +1,7 @@
 // Scope: the lost-execution resolution of the approval workflow on the time-skipping
 // test server with typed fakes: a lost attempt is resolved by the tool's idempotency hook, the tool
-// is never invoked twice, and runs from before the change replay unchanged.
+// is never invoked twice, and runs from before the change replay unchanged; a long-running tool's
+// own timeout and heartbeat timeout (docs/CHANGE-GATE.md); a run started from an in-band confirmation.
 import { readFileSync } from 'node:fs';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
@@ -14,7 +15,7 @@ import { approvalWorkflow } from '../../workflows/approval.js';
 import { EXECUTION_LOST_FENCED_TEXT, type ExecutionResolution } from '../../workflows/execution-resolution.js';
 import { statusMessage } from '../../src/mcp/status-text.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
-import { FAILURE, type TaskSnapshot } from '../../workflows/types.js';
+import { FAILURE, type ApprovalWorkflowInput, type TaskSnapshot } from '../../workflows/types.js';
 
 const t = approvalWorkflowEnv();
 
@@ -65,7 +66,7 @@ function fakes(execute: () => Promise<unknown>, resolve?: () => Promise<Executio
   return { acts, calls };
 }
 
-async function runToEnd(acts: ApprovalActivities): Promise<TaskSnapshot> {
+async function runToEnd(acts: ApprovalActivities, extra: Partial<ApprovalWorkflowInput> = {}): Promise<TaskSnapshot> {
   const taskQueue = `tq-${randomUUID()}`;
   const worker = await Worker.create({ connection: t.env.nativeConnection, taskQueue, workflowBundle: t.bundle, activities: acts });
   const binding = createCallBinding({
@@ -89,6 +90,7 @@ async function runToEnd(acts: ApprovalActivities): Promise<TaskSnapshot> {
             reason: 'Transfers over $25,000 require treasury approval.',
             policyId: 'p',
           },
+          ...extra,
         },
       ],
     }),
@@ -162,5 +164,74 @@ describe('lost execution, resolved by the tool (time-skipping)', () => {
       JSON.parse(readFileSync(new URL('./fixtures/lost-execution-before-resolution.history.json', import.meta.url), 'utf8')),
     );
     await expect(Worker.runReplayHistory({ workflowBundle: t.bundle }, history)).resolves.toBeUndefined();
+  });
+});
+
+/** Heartbeat every 100 ms for `ms` (wall clock: the attempt is running), then return the result. */
+const heartbeating = (ms: number) => async () => {
+  const ctx = Context.current();
+  for (let waited = 0; waited < ms; waited += 100) {
+    ctx.heartbeat({ step: 1, of: 1, label: 'working' });
+    await ctx.sleep(100);
+  }
+  return recorded;
+};
+
+/** Heartbeat once, then hang until the attempt is given up (its heartbeats stopped). */
+const silentAfterOneBeat = async () => {
+  Context.current().heartbeat({ step: 1, of: 5, label: 'taking a backup' });
+  return lost();
+};
+
+describe('long-running execution (docs/CHANGE-GATE.md)', () => {
+  it("a long-running tool gets its own timeout, not the installation's: an attempt longer than executionTimeoutMs completes approved-executed", async () => {
+    const { acts, calls } = fakes(heartbeating(2_500));
+    const out = await runToEnd(acts, { execution: { timeoutMs: 60_000, heartbeatMs: 1_000 } });
+    expect(out.disposition).toBe('approved-executed');
+    expect(calls).toMatchObject({ execute: 1, resolve: 0 });
+  });
+
+  it('a long-running attempt whose heartbeats stop is lost: the idempotency hook answers, and the tool is never re-run', async () => {
+    const { acts, calls } = fakes(silentAfterOneBeat, async () => ({ state: 'executed', result: recorded }));
+    const out = await runToEnd(acts, { execution: { timeoutMs: 60 * 60_000, heartbeatMs: 1_000 } });
+    expect(out.disposition).toBe('approved-executed');
+    expect(calls).toMatchObject({ execute: 1, resolve: 1 });
+  });
+
+  it('a long-running attempt whose heartbeats stop, of a tool whose hook cannot tell, completes outcome-unknown', async () => {
+    const { acts, calls } = fakes(silentAfterOneBeat, async () => ({ state: 'unknown' }));
+    const out = await runToEnd(acts, { execution: { timeoutMs: 60 * 60_000, heartbeatMs: 1_000 } });
+    expect(out.disposition).toBe('outcome-unknown');
+    expect(calls).toMatchObject({ execute: 1, resolve: 1 });
+  });
+});
+
+describe('a run started from an in-band confirmation', () => {
+  it('submits nothing to the backend, re-evaluates nothing, claims at once and runs the tool once', async () => {
+    const { acts, calls } = fakes(async () => recorded);
+    let submitted = 0;
+    let evaluated = 0;
+    const counted: ApprovalActivities = {
+      ...acts,
+      submitApprovalRequest: async (i) => {
+        submitted++;
+        return acts.submitApprovalRequest(i);
+      },
+      evaluatePolicy: async (i) => {
+        evaluated++;
+        return acts.evaluatePolicy(i);
+      },
+    };
+    const confirmation = {
+      mode: 'in-band' as const,
+      confirmedBy: 'requester' as const,
+      confirmedAt: new Date().toISOString(),
+      policyId: 'submit-change-medium-risk',
+    };
+    const out = await runToEnd(counted, { confirmation });
+    expect(out.disposition).toBe('approved-executed');
+    expect(out.claimed).toBe(true);
+    expect(out.generation).toBe(0);
+    expect({ submitted, evaluated, execute: calls.execute }).toEqual({ submitted: 0, evaluated: 0, execute: 1 });
   });
 });

@@ -103,8 +103,9 @@ export const ApprovalRulesSchema = z
 export type ApprovalRules = z.infer<typeof ApprovalRulesSchema>;
 
 /**
- * Rules in force when no file exists: the issue's four-eyes example, transfers over 100,000
- * need two distinct treasury approvers; no risk rules; no ITSM.
+ * Rules in force when no file exists: the four-eyes example, transfers over 100,000 need two
+ * distinct treasury approvers; production database migrations (`submit_change`,
+ * docs/CHANGE-GATE.md) need two distinct change-advisory approvers; no risk rules; no ITSM.
  */
 export const DEFAULT_APPROVAL_RULES: ApprovalRules = ApprovalRulesSchema.parse({
   quorum: [
@@ -113,6 +114,16 @@ export const DEFAULT_APPROVAL_RULES: ApprovalRules = ApprovalRulesSchema.parse({
       group: 'treasury',
       tool: 'wire_transfer',
       when: [{ field: 'arguments.amount', gt: 100_000 }],
+      approvals: 2,
+    },
+    {
+      id: 'two-people-production-migrations',
+      group: 'change-advisory',
+      tool: 'submit_change',
+      when: [
+        { field: 'arguments.kind', eq: 'db_migration' },
+        { field: 'arguments.impact_scope', eq: 'production' },
+      ],
       approvals: 2,
     },
   ],

@@ -1,0 +1,171 @@
+// Scope: seed 004's change gate without Temporal: the submit_change argument rules, idempotency by
+// change_id in its register, paced steps with progress, the idempotency hook, the tiers of
+// policies/submit_change.cedar, and the @approval_mode annotation.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { openChangeStore } from '../../src/tools/change-store.js';
+import { ChangeRequestSchema, createSubmitChangeTool } from '../../src/tools/submit-change.js';
+import { ToolOutcomeUnknownError, type ToolProgress } from '../../src/tools/tool.js';
+import { createCedarPdp, PolicyLoadError } from '../../src/policy/cedar-pdp.js';
+import type { ApprovalMaterial } from '../../src/policy/pdp.js';
+
+const POLICY_DIR = fileURLToPath(new URL('../../policies', import.meta.url));
+const alice = { iss: 'https://issuer.example', sub: 'alice' };
+const change = (over: Record<string, unknown> = {}) => ({ change_id: 'chg_abcd1234', kind: 'db_migration', title: 'Add index', ...over });
+const noWait = async () => undefined;
+
+async function decide(args: Record<string, unknown>, approval?: ApprovalMaterial) {
+  const pdp = await createCedarPdp({ policyDir: POLICY_DIR });
+  const parsed = ChangeRequestSchema.parse(args);
+  return pdp.evaluate({
+    subject: alice,
+    action: { name: 'tools/call' },
+    resource: { type: 'tool', id: 'submit_change' },
+    context: { arguments: parsed, ...(approval ? { approval } : {}) },
+  });
+}
+
+describe('submit_change arguments (seed 004 ChangeRequest)', () => {
+  it('accepts a minimal request and fills description "" and risk "medium"', () => {
+    expect(ChangeRequestSchema.parse(change())).toMatchObject({ description: '', risk: 'medium' });
+  });
+
+  it('refuses a change_id off the chg_ pattern, an unknown kind, a too short or too long title, an unknown risk and unknown keys', () => {
+    for (const bad of [
+      change({ change_id: 'chg_abc' }),
+      change({ change_id: 'CHG_ABCD1234' }),
+      change({ kind: 'rename_table' }),
+      change({ title: 'ab' }),
+      change({ title: 'x'.repeat(121) }),
+      change({ risk: 'critical' }),
+      change({ extra: 1 }),
+    ]) {
+      expect(ChangeRequestSchema.safeParse(bad).success, JSON.stringify(bad)).toBe(false);
+    }
+  });
+});
+
+describe('idempotency by change_id', () => {
+  const alice = { callerKey: 'a'.repeat(64) };
+  const bob = { callerKey: 'b'.repeat(64) };
+
+  it('the same body from the same caller under a change_id is admitted again; a different body is refused at change_id', async () => {
+    const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
+    const first = ChangeRequestSchema.parse(change());
+    expect(await tool.admit!(first, alice)).toEqual({ ok: true });
+    expect(await tool.admit!(ChangeRequestSchema.parse(change({ risk: 'medium', description: '' })), alice)).toEqual({ ok: true });
+    const other = await tool.admit!(ChangeRequestSchema.parse(change({ title: 'Drop index' })), alice);
+    expect(other).toMatchObject({ ok: false, path: 'change_id' });
+  });
+
+  it('the same body under a change_id from another caller is refused: it would be another task and a second execution', async () => {
+    const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
+    expect(await tool.admit!(ChangeRequestSchema.parse(change()), alice)).toEqual({ ok: true });
+    expect(await tool.admit!(ChangeRequestSchema.parse(change()), bob)).toMatchObject({ ok: false, path: 'change_id' });
+  });
+});
+
+describe('paced execution with progress', () => {
+  it('a database migration runs five steps, reports each as progress, and records the result', async () => {
+    const store = openChangeStore(':memory:');
+    const tool = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait });
+    const seen: ToolProgress[] = [];
+    const out = await tool.execute(ChangeRequestSchema.parse(change()), { executionId: 'e1', taskId: 't1', progress: (p) => seen.push(p) });
+    expect(seen.map((p) => `${p.step}/${p.of}`)).toEqual(['1/5', '2/5', '3/5', '4/5', '5/5']);
+    expect(out.structuredContent).toEqual({ change_id: 'chg_abcd1234', kind: 'db_migration', steps: 5 });
+    expect(store.executionsOf('chg_abcd1234')).toBe(1);
+    expect(await tool.resolveExecution!('e1')).toEqual({ executed: true, result: out });
+  });
+
+  it('an aborted attempt applies no further step and ends outcome-unknown, not an execution error', async () => {
+    const store = openChangeStore(':memory:');
+    const tool = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait });
+    const abort = new AbortController();
+    const seen: number[] = [];
+    const run = tool.execute(ChangeRequestSchema.parse(change()), {
+      executionId: 'e2',
+      progress: (p) => {
+        seen.push(p.step);
+        if (p.step === 2) abort.abort();
+      },
+      signal: abort.signal,
+    });
+    await expect(run).rejects.toBeInstanceOf(ToolOutcomeUnknownError);
+    expect(seen).toEqual([1, 2]);
+    await expect(tool.resolveExecution!('e2')).rejects.toThrow(/partly applied/);
+  });
+
+  it('the idempotency hook fences an execution that never began, and cannot tell for one begun and not completed', async () => {
+    const store = openChangeStore(':memory:');
+    const tool = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait });
+    expect(await tool.resolveExecution!('never')).toEqual({ executed: false });
+    await expect(tool.execute(ChangeRequestSchema.parse(change()), { executionId: 'never' })).rejects.toMatchObject({ code: 'fenced' });
+    store.begin('half', 'chg_abcd1234', undefined);
+    await expect(tool.resolveExecution!('half')).rejects.toThrow(/partly applied/);
+  });
+});
+
+describe('policies/submit_change.cedar tiers', () => {
+  const approval: ApprovalMaterial = {
+    id: 'a',
+    approvedAt: '2026-01-01T00:00:00Z',
+    approvedUntil: '2026-01-02T00:00:00Z',
+    state: 'approved',
+    approvers: ['bob'],
+  };
+
+  it('low risk is allowed', async () => {
+    expect((await decide(change({ risk: 'low' }))).decision).toBe('allow');
+  });
+
+  it('medium risk is a requestable denial in band (the requester confirms)', async () => {
+    const d = await decide(change({ risk: 'medium' }));
+    expect(d).toMatchObject({ decision: 'deny', accessRequest: { approvalMode: 'in-band', policyId: 'submit-change-medium-risk' } });
+  });
+
+  it('high risk is a requestable denial for the change-advisory group, lifted by an approval', async () => {
+    expect(await decide(change({ risk: 'high' }))).toMatchObject({
+      decision: 'deny',
+      accessRequest: { approverGroup: 'change-advisory', policyId: 'submit-change-high-risk' },
+    });
+    expect((await decide(change({ risk: 'high' }), approval)).decision).toBe('allow');
+  });
+
+  it('a production database migration goes out of band even at medium or low risk: the requester alone never lifts it', async () => {
+    for (const risk of ['low', 'medium']) {
+      const d = await decide(change({ risk, impact_scope: 'production' }));
+      expect(d.decision).toBe('deny');
+      if (d.decision === 'deny') {
+        expect(d.accessRequest?.approvalMode).toBeUndefined();
+        expect(d.accessRequest?.policyId).toBe('submit-change-production-migration');
+      }
+    }
+  });
+});
+
+describe('@approval_mode annotation', () => {
+  const forbid = (annotations: string) =>
+    `@id("p") permit (principal, action, resource);\n${annotations}\nforbid (principal, action, resource) when { context.arguments.x == "y" };\n`;
+  const load = (text: string) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'countersign-mode-'));
+    fs.writeFileSync(path.join(dir, 'p.cedar'), text);
+    return createCedarPdp({ policyDir: dir });
+  };
+
+  it('an in-band requestable forbid needs only @reason', async () => {
+    await expect(load(forbid('@id("f") @requestable("true") @approval_mode("in-band") @reason("Confirm it.")'))).resolves.toBeDefined();
+  });
+
+  it('an unknown mode, a mode on a non-requestable forbid, and @submission_input with in-band are refused at load', async () => {
+    await expect(load(forbid('@id("f") @requestable("true") @approval_mode("sideways") @reason("r")'))).rejects.toBeInstanceOf(
+      PolicyLoadError,
+    );
+    await expect(load(forbid('@id("f") @approval_mode("in-band") @reason("r")'))).rejects.toThrow(/needs @requestable/);
+    await expect(
+      load(forbid('@id("f") @requestable("true") @approval_mode("in-band") @submission_input("justification") @reason("r")')),
+    ).rejects.toThrow(/do not apply/);
+  });
+});

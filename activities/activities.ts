@@ -12,6 +12,7 @@
  * Deliberately does not log arguments, approval material, backend URLs or the (unkeyed) binding
  * digest; log lines name the workflow id instead.
  */
+import { boundStoredResult, MAX_STORED_RESULT_CHARS } from '../src/tools/stored-result.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
 import { verifyCallBinding, type CallBinding } from '../src/binding/call-binding.js';
@@ -169,7 +170,14 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
           ...(long ? { progress, signal: Context.current().cancellationSignal } : {}),
         });
         log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');
-        return out;
+        // the result must fit through Temporal: a failure here would read as outcome-unknown after the tool ran
+        const bounded = boundStoredResult(out);
+        if (bounded.truncatedFrom !== undefined)
+          log?.warn(
+            { workflowId: workflowIdOfActivity(), size: bounded.truncatedFrom, limit: MAX_STORED_RESULT_CHARS },
+            'tool result too large to store; kept its start',
+          );
+        return bounded.result;
       } catch (err) {
         log?.warn({ workflowId: workflowIdOfActivity(), err: (err as Error).name }, 'tool execution threw');
         // not a tool error: the workflow treats it like a lost attempt (resolveExecution, else outcome-unknown)

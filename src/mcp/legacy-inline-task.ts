@@ -22,6 +22,13 @@ export const INLINE_TASK_PREFIX = 'inline.';
 
 /** TTL when the client asked for none, and the most it may ask for (ms). */
 export const INLINE_TASK_DEFAULT_TTL_MS = 60 * 60 * 1000;
+/** The shortest TTL granted (ms): a smaller request would make the result unreadable at once. */
+export const INLINE_TASK_MIN_TTL_MS = 60 * 1000;
+/**
+ * The largest result (characters of its JSON) sealed into a task id; a larger one would make an id
+ * no request could carry back (the `/mcp` body limit), so `legacy-server.ts` answers it directly.
+ */
+export const INLINE_TASK_MAX_RESULT_CHARS = 32 * 1024;
 export const INLINE_TASK_MAX_TTL_MS = 24 * 60 * 60 * 1000;
 
 const LABEL = 'countersign/legacy-inline-task/v1';
@@ -46,7 +53,8 @@ export function createInlineTaskSealer(serverKey: string) {
   return {
     /**
      * A task id holding `result` for `caller`; `requestedTtlMs` (the client's `params.task.ttl`)
-     * is clamped to (0, 24 h], default 1 h. Returns the id and the task's fields.
+     * is clamped to [1 min, 24 h], default 1 h (when absent or not positive). Returns the id and the
+     * task's fields.
      */
     seal(
       result: Record<string, unknown>,
@@ -56,7 +64,7 @@ export function createInlineTaskSealer(serverKey: string) {
     ): { taskId: string; task: InlineTask } {
       const ttlMs =
         typeof requestedTtlMs === 'number' && requestedTtlMs > 0
-          ? Math.min(Math.floor(requestedTtlMs), INLINE_TASK_MAX_TTL_MS)
+          ? Math.min(Math.max(Math.floor(requestedTtlMs), INLINE_TASK_MIN_TTL_MS), INLINE_TASK_MAX_TTL_MS)
           : INLINE_TASK_DEFAULT_TTL_MS;
       const body: Sealed = { o: taskOwnerKeyOf(caller), c: now.toISOString(), t: ttlMs, r: result };
       const iv = randomBytes(12);

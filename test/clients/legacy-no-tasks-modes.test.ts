@@ -33,7 +33,7 @@ for (const mode of ['degraded-result', 'error'] as const) {
 
     it('tools/list does not offer the companion tools', async () => {
       const client = await sdk1Client('alice');
-      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['wire_transfer']);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['wire_transfer', 'submit_change']);
       await client.close();
     });
 

@@ -65,7 +65,7 @@ describe('Python mcp 2.3.0 against Countersign', () => {
 
   it('connects on 2026-07-28, lists the tools (the companion tools included) and runs an allowed call inline', () => {
     expect(eventOf('connected')?.protocolVersion).toBe('2026-07-28');
-    expect(eventOf('tools')?.names).toEqual(['wire_transfer', 'approval_status', 'approval_cancel']);
+    expect(eventOf('tools')?.names).toEqual(['wire_transfer', 'submit_change', 'approval_status', 'approval_cancel']);
     expect(resultOf('allowed')?.isError).toBe(false);
   });
 

@@ -12,12 +12,13 @@ import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
+import { SECOND_APPROVAL_POLICY } from '../support/test-policies.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startTestStack(testConfig());
+  stack = await startTestStack(testConfig({}, { 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }));
 });
 afterAll(async () => {
   await stack?.stop();
@@ -81,6 +82,7 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     expect(tools.map((t) => [t.name, t.inputSchema])).toEqual(modern.tools.map((t) => [t.name, t.inputSchema]));
     expect(Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]))).toEqual({
       wire_transfer: 'optional',
+      submit_change: 'optional',
       approval_status: 'forbidden',
       approval_cancel: 'forbidden',
     });
@@ -114,6 +116,18 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     const again = (await client.experimental.tasks.getTaskResult(out.taskId!, CallToolResultSchema)) as { _meta?: Record<string, unknown> };
     expect(again._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(stack.ledger.countByTask(out.taskId!)).toBe(1);
+    await client.close();
+  });
+
+  it('a task that comes to need in-task input (a further, justified approval) is declined for this client, which has no tasks/update: it ends denied-not-executed at once and submits nothing further', async () => {
+    const client = await sdk1Client('alice');
+    const m = memo();
+    const { result } = await followTask(client, { to: 'acct-991', amount: 66_666, memo: m }, async () => {
+      expect(await decide(stack, m, 'approve', 'bob')).toBe(200);
+    });
+    expect(result._meta?.[DISPOSITION]).toBe('denied-not-executed');
+    expect(result.content.map((c) => c.text ?? '').join(' ')).toMatch(/declined/);
+    expect((await pendingFor(stack, 'carol')).some((p) => p.arguments.memo === m)).toBe(false);
     await client.close();
   });
 

@@ -104,6 +104,25 @@ describe('the ARAP API under hostile input', () => {
     expect(storedRequests(svc)).toBe(0);
   });
 
+  it('a decision posted cross-site as text/plain with an approver\'s Basic credentials is 415 and decides nothing (a browser cannot send application/json there without a preflight)', async () => {
+    const created = await svc.app.request(url('/access/v1/requests'), {
+      method: 'POST',
+      headers: submitHeaders('k-csrf'),
+      body: JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 50_000 })),
+    });
+    const { id } = (await created.json()) as { id: string };
+    const basic = `Basic ${Buffer.from('bob:bob-pw').toString('base64')}`;
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+      const res = await svc.app.request(url(`/access/v1/requests/${id}/decision`), {
+        method: 'POST',
+        headers: { 'content-type': type, authorization: basic, origin: 'http://evil.example' },
+        body: JSON.stringify({ decision: 'deny' }),
+      });
+      await expectProblem(res, 415, 'unsupported-media-type');
+    }
+    expect(svc.store.listPending({}).map((r) => r.id)).toContain(id);
+  });
+
   it('bodies over the per-route limits are 413 problem+json: 1 MiB for a new request, 64 KiB elsewhere', async () => {
     const big = await svc.app.request(url('/access/v1/requests'), {
       method: 'POST',

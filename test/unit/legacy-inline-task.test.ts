@@ -1,7 +1,12 @@
 // Scope: sealed inline task ids of the 2025-11-25 face (src/mcp/legacy-inline-task.ts): they open
 // only for their owner, within their TTL, under the same server key, and unchanged.
 import { describe, expect, it } from 'vitest';
-import { createInlineTaskSealer, INLINE_TASK_DEFAULT_TTL_MS, INLINE_TASK_MAX_TTL_MS } from '../../src/mcp/legacy-inline-task.js';
+import {
+  createInlineTaskSealer,
+  INLINE_TASK_DEFAULT_TTL_MS,
+  INLINE_TASK_MIN_TTL_MS,
+  INLINE_TASK_MAX_TTL_MS,
+} from '../../src/mcp/legacy-inline-task.js';
 
 const alice = { iss: 'https://issuer.test', sub: 'alice' };
 const result = { content: [{ type: 'text', text: 'Transfer of $100.00 to acct-100 completed.' }], isError: false };
@@ -40,5 +45,13 @@ describe('sealed inline task ids (2025-11-25 task-augmented calls that need no a
     expect(sealer.open(taskId, alice, now.getTime() + 60_001)).toBeNull();
     expect(sealer.seal(result, alice, undefined, now).task.ttlMs).toBe(INLINE_TASK_DEFAULT_TTL_MS);
     expect(sealer.seal(result, alice, 10 * INLINE_TASK_MAX_TTL_MS, now).task.ttlMs).toBe(INLINE_TASK_MAX_TTL_MS);
+  });
+
+  it('a positive TTL below one minute is raised to one minute, so a completed call stays readable (a ttl of 0.5 ms used to expire at once)', () => {
+    for (const ttl of [0.5, 1, 59_999]) {
+      const { taskId, task } = sealer.seal(result, alice, ttl, now);
+      expect(task.ttlMs).toBe(INLINE_TASK_MIN_TTL_MS);
+      expect(sealer.open(taskId, alice, now.getTime() + 1_000)).not.toBeNull();
+    }
   });
 });

@@ -99,8 +99,17 @@ export function describeIssues(error: z.ZodError): string {
     .join('; ');
 }
 
-/** The body as JSON within the limits of `src/http/json-limits.ts`, or the 400 answer. */
+/**
+ * The body as JSON within the limits of `src/http/json-limits.ts`, or the refusal: 415 unless the
+ * request says `Content-Type: application/json` (a browser cannot send that cross-site without a
+ * CORS preflight this API never grants, so a forged form or `text/plain` post cannot decide
+ * anything with an approver's cached Basic credentials), 400 for a body that is not usable JSON.
+ */
 async function readJson(c: Context): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
+  const type = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') {
+    return { ok: false, response: problem('unsupported-media-type', 'Send the body as application/json.') };
+  }
   const parsed = parseJsonWithLimits(await c.req.text());
   if (parsed.ok) return parsed;
   return {

@@ -104,7 +104,7 @@ describe('the ARAP API under hostile input', () => {
     expect(storedRequests(svc)).toBe(0);
   });
 
-  it('a decision posted cross-site as text/plain with an approver\'s Basic credentials is 415 and decides nothing (a browser cannot send application/json there without a preflight)', async () => {
+  it("a decision posted cross-site as text/plain with an approver's Basic credentials is 415 and decides nothing (a browser cannot send application/json there without a preflight)", async () => {
     const created = await svc.app.request(url('/access/v1/requests'), {
       method: 'POST',
       headers: submitHeaders('k-csrf'),

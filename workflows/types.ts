@@ -6,6 +6,7 @@ import type { CallBinding } from '../src/binding/call-binding.js';
 import type { BackendHandle, BackendStatus, SubmissionBody } from '../src/backends/approval-backend.js';
 import type { AccessRequestHint, ApprovalMaterial } from '../src/policy/pdp.js';
 import type { ToolResult } from '../src/tools/tool.js';
+import type { ToolPresentation } from '../src/tools/tool-presentation.js';
 import type { LimiterReservation } from './limiter-messages.js';
 import type { JustificationInputRequest, TaskStatus } from './wire.js';
 
@@ -126,6 +127,11 @@ export interface ApprovalWorkflowInput {
   config: ApprovalWorkflowConfig;
   /** The submission-limiter slot this task holds; released when it terminalizes (`limiter-release.ts`). */
   limiter?: LimiterReservation;
+  /**
+   * What approvers are shown about the tool (title, upstream, annotation hints), set by the MCP
+   * front at creation and copied into every submission body. Absent in runs started before it existed.
+   */
+  toolInfo?: ToolPresentation;
 }
 
 /** What a re-evaluation after approval resolved to (SEP-2848 §Completion). */

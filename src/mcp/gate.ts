@@ -18,6 +18,7 @@ import type { Principal } from '../auth/principal.js';
 import { createCallBinding } from '../binding/call-binding.js';
 import type { PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
+import { toolPresentation } from '../tools/tool-presentation.js';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import { inputRoundsExhausted, invalidArguments, missingTasksCapability, requestStateMismatch, taskCreationPending, unknownTool } from './errors.js';
@@ -149,7 +150,7 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   }
 
   try {
-    const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, decision.accessRequest, submissionInput);
+    const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, decision.accessRequest, submissionInput, toolPresentation(tool));
     log.info({ decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks }, 'approval task created or joined');
     return call.clientSupportsTasks ? createTaskResult(taskId, snapshot) : approvalOpenedResult(taskId, snapshot);
   } catch (err) {

@@ -27,6 +27,7 @@ import {
 } from '@temporalio/client';
 import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
 import type { Principal } from '../auth/principal.js';
+import type { ToolPresentation } from '../tools/tool-presentation.js';
 import { quotaKeyOf, taskOwnerKeyOf } from '../auth/principal-keys.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
@@ -77,7 +78,13 @@ export interface TaskService {
    * Start or join the approval workflow for this binding; resolves with a durable task. Throws
    * `SubmissionLimitedError` when a new task would pass a submission limit (a join never does).
    */
-  createOrJoin(binding: CallBinding, accessRequest: AccessRequestHint, submissionInput?: { justification?: string }): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
+  createOrJoin(
+    binding: CallBinding,
+    accessRequest: AccessRequestHint,
+    submissionInput?: { justification?: string },
+    /** Shown to approvers with the request (title, upstream, hints); not part of the binding. A join keeps the first run's. */
+    toolInfo?: ToolPresentation,
+  ): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
   /** The keyed reference of a binding (its approval workflow id): safe to log, unlike the digest. */
   referenceOf(binding: CallBinding): string;
   /** The caller's task, or null if unknown, expired, or owned by someone else. */
@@ -128,9 +135,9 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
   };
 
   return {
-    async createOrJoin(binding, accessRequest, submissionInput) {
+    async createOrJoin(binding, accessRequest, submissionInput, toolInfo) {
       try {
-        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput), opts.createWaitMs);
+        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput, toolInfo), opts.createWaitMs);
       } catch (err) {
         // Temporal answers but the task was not confirmed in time: the existing retryable answer.
         if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError();
@@ -167,7 +174,12 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     },
   };
 
-  async function createOrJoinNow(binding: CallBinding, accessRequest: AccessRequestHint, submissionInput?: { justification?: string }): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
+  async function createOrJoinNow(
+    binding: CallBinding,
+    accessRequest: AccessRequestHint,
+    submissionInput?: { justification?: string },
+    toolInfo?: ToolPresentation,
+  ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
     {
       const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
       const ownerKey = taskOwnerKeyOf(binding.principal);
@@ -178,7 +190,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
           workflowId,
           taskQueue: opts.taskQueue,
-          args: [{ binding, accessRequest, ownerKey, config: opts.workflowConfig, ...(submissionInput ? { submissionInput } : {}), ...(limiter ? { limiter } : {}) }],
+          args: [{ binding, accessRequest, ownerKey, config: opts.workflowConfig, ...(submissionInput ? { submissionInput } : {}), ...(limiter ? { limiter } : {}), ...(toolInfo ? { toolInfo } : {}) }],
           workflowIdConflictPolicy: 'USE_EXISTING',
           memo: { owner: ownerKey },
         });

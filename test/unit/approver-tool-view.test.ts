@@ -167,6 +167,13 @@ describe('the approver inbox renders any tool', () => {
     expect(row).toContain('path=/srv/files/protected/report.txt content=&quot;line one\\nline two\\n&quot;');
   });
 
+  it('a long path in the one-line summary keeps its end, where the file name is', async () => {
+    const path = `/srv/files/${'deep/'.repeat(12)}protected/quarterly-report.txt`;
+    const id = await submit(toWireSubmission(body({ arguments: { path, content: 'x' } })), 'k-long');
+    const item = (await apiItem(id)) as ApprovalItem & { summary: string };
+    expect(item.summary).toBe(`path="/srv/files/deep/deep…p/deep/protected/quarterly-report.txt" content=x`);
+  });
+
   it('a request without tool properties (a native tool, or an older sender) renders as before, from this server', async () => {
     const id = await submit(toWireSubmission(body({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000 } })));
     const page = await html(`/approver/requests/${id}`, await signedIn());

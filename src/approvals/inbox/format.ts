@@ -19,16 +19,18 @@ export function visible(text: string, opts: { keepNewlines?: boolean } = {}): st
   return text.replace(re, (ch) => `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`);
 }
 
+// A long string keeps its start and its end (a path's file name, an id's tail): `/srv/data/…/protected/report.txt`.
 function summarizeValue(v: unknown): string {
-  if (typeof v === 'string') return /^[\w.@:/+-]{1,60}$/.test(v) ? v : JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
+  if (typeof v === 'string') return /^[\w.@:/+-]{1,60}$/.test(v) ? v : JSON.stringify(v.length > 60 ? `${v.slice(0, 20)}…${v.slice(-37)}` : v);
   if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
   const json = JSON.stringify(v) ?? String(v);
   return json.length > 40 ? `${json.slice(0, 37)}...` : json;
 }
 
 /**
- * One-line summary of tool arguments, e.g. `amount=50000 to=acct-991`, in key order as given,
- * truncated to `maxChars` (default 160) with `…`.
+ * One-line summary of tool arguments, e.g. `amount=50000 to=acct-991`, in key order as given; a
+ * string over 60 characters shows its first 20 and last 37 around `…`; the line is truncated to
+ * `maxChars` (default 160) with `…`.
  */
 export function summarizeArguments(args: Record<string, unknown>, maxChars = 160): string {
   const line = Object.entries(args)

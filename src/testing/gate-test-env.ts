@@ -18,7 +18,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createActivities } from '../../activities/activities.js';
 import { createLimiterActivities } from '../../activities/limiter-activities.js';
@@ -36,8 +36,10 @@ import type { SubmissionState } from '../mcp/submission-input.js';
 import { createTaskService } from '../mcp/task-service.js';
 import { createCedarPdp, type CedarPdp } from '../policy/cedar-pdp.js';
 import { temporalTestServerPath } from '../temporal/binaries.js';
+import { sep } from 'node:path';
 import type { Tool } from '../tools/tool.js';
-import { bundleWorkflows } from '../worker.js';
+import { WORKFLOWS_PATH } from '../worker.js';
+import { PROJECT_ROOT } from '../temporal/binaries.js';
 import {
   scriptedApprover,
   type ApproverRule,
@@ -162,6 +164,30 @@ export interface GateTest {
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
+const OWN_SOURCES = ['workflows', 'src'].map((d) => join(PROJECT_ROOT, d) + sep);
+
+/**
+ * The workflow bundle, built once per process. Installed as a dependency, this package's
+ * TypeScript sits under `node_modules`, whose `.ts` files the Temporal bundler does not compile by
+ * default; the hook lets it compile this package's own folders.
+ */
+function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  const quiet = { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} };
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: quiet as never,
+    webpackConfigHook(config) {
+      for (const rule of config.module?.rules ?? []) {
+        if (rule && typeof rule === 'object' && String(rule.test) === String(/\.ts$/)) {
+          rule.exclude = (path: string) => path.includes(`${sep}node_modules${sep}`) && !OWN_SOURCES.some((d) => path.startsWith(d));
+        }
+      }
+      return config;
+    },
+  });
+  return bundle;
+}
+
 function policyFolder(policies: GateTestOptions['policies']): string {
   if (typeof policies === 'string') return resolve(policies);
   const dir = mkdtempSync(join(tmpdir(), 'countersign-policies-'));
@@ -231,11 +257,10 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
     };
     const pdp = await createCedarPdp({ policyDir: policyFolder(options.policies), toolEntity: toolEntityOf(registry) });
     const taskQueue = `gate-test-${randomUUID()}`;
-    bundle ??= bundleWorkflows();
     worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
-      workflowBundle: await bundle,
+      workflowBundle: await workflowBundle(),
       activities: { ...createActivities({ backend: approver, pdp, tools, logger }), ...createLimiterActivities() },
     });
     running = worker.run();

@@ -9,6 +9,8 @@
  * `scriptedApprover` (`scripted-approver.ts`). Waiting for a task's outcome lets the test server
  * skip time, so a 7-day expiry takes seconds.
  *
+ * Installs Temporal's core runtime with a WARN logger when the process has none yet.
+ *
  * Deliberately does not: run HTTP, authenticate tokens (calls name their principal directly),
  * encrypt payloads, or apply per-principal submission limits. Those are tested by this
  * repository's own suites; this module tests what a team configures.
@@ -18,7 +20,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createActivities } from '../../activities/activities.js';
 import { createLimiterActivities } from '../../activities/limiter-activities.js';
@@ -214,6 +216,12 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
       ? (options.approver as ScriptedApprover)
       : scriptedApprover(options.approver as ScriptedDecision | readonly ApproverRule[]);
   const dataDir = mkdtempSync(join(tmpdir(), 'countersign-gate-test-'));
+  try {
+    // The core runtime logs every worker state change at INFO; keep warnings (unless the test installed its own).
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed
+  }
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: temporalTestServerPath() } },
   });

@@ -91,7 +91,10 @@ describe('approver inbox in a browser', () => {
     const alice = await clientFor(stack, 'alice');
     const name = `${memo()}.txt`;
     const path = join(stack.config.COUNTERSIGN_DATA_DIR, 'files', 'protected', name);
-    const created = await alice.request<WireTask>('tools/call', { name: 'fs__write_file', arguments: { path, content: 'first line\nsecond line' } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'fs__write_file',
+      arguments: { path, content: 'first line\nsecond line' },
+    });
     expect(created.status).toBe('working');
 
     const { page } = await browserAs('bob');

@@ -16,7 +16,7 @@
  * repository's own suites; this module tests what a team configures.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -160,7 +160,7 @@ export interface GateTest {
   readonly dataDir: string;
   /** The Cedar PDP, e.g. to `reload()` after changing a policy file mid-test. */
   readonly pdp: CedarPdp;
-  /** Stop the worker, the upstreams and the test server. Idempotent. */
+  /** Stop the worker, the upstreams and the test server, and delete {@link dataDir}. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -190,9 +190,11 @@ function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   return bundle;
 }
 
-function policyFolder(policies: GateTestOptions['policies']): string {
+/** The policy folder: the one named, or `policies` written into `<dataDir>/policies`. */
+function policyFolder(policies: GateTestOptions['policies'], dataDir: string): string {
   if (typeof policies === 'string') return resolve(policies);
-  const dir = mkdtempSync(join(tmpdir(), 'countersign-policies-'));
+  const dir = join(dataDir, 'policies');
+  mkdirSync(dir);
   for (const [name, text] of Object.entries(policies)) writeFileSync(join(dir, name), text);
   return dir;
 }
@@ -228,12 +230,15 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
   let gateway: Gateway | undefined;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
-  const close = async () => {
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running?.catch(() => undefined);
-    await gateway?.close();
-    await env.teardown();
-  };
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      if (worker?.getState() === 'RUNNING') worker.shutdown();
+      await running?.catch(() => undefined);
+      await gateway?.close();
+      await env.teardown();
+      rmSync(dataDir, { recursive: true, force: true });
+    })());
   try {
     const gatewayConfig = options.gatewayConfig
       ? loadGatewayConfig(resolve(options.gatewayConfig), { env: process.env, dataDir })
@@ -263,7 +268,7 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
       descriptorDigest: (name: string) => registry.descriptorDigest(name),
       refresh: () => registry.refresh(),
     };
-    const pdp = await createCedarPdp({ policyDir: policyFolder(options.policies), toolEntity: toolEntityOf(registry) });
+    const pdp = await createCedarPdp({ policyDir: policyFolder(options.policies, dataDir), toolEntity: toolEntityOf(registry) });
     const taskQueue = `gate-test-${randomUUID()}`;
     worker = await Worker.create({
       connection: env.nativeConnection,

@@ -40,7 +40,7 @@ const progress = (r: TrialResult) =>
   );
 
 /** Rough seconds per trial, to balance shards: worker kills wait out a sticky queue and a timeout. */
-const COST: Partial<Record<PointId, number>> = { 'approvals.kill': 5, 'approvals.submit.after-store': 8, 'mcp.create.after-start': 11, 'callback.replay': 1, 'temporal.kill': 7, 'worker.submit.before': 16 };
+const COST: Partial<Record<PointId, number>> = { 'approvals.kill': 5, 'approvals.submit.after-store': 8, 'mcp.create.after-start': 11, 'callback.replay': 1, 'temporal.kill': 7, 'worker.submit.before': 16, 'upstream.execute.before': 20, 'upstream.call.in-flight': 14 };
 
 async function runSharded(): Promise<MatrixRun> {
   const shards: PointId[][] = Array.from({ length: parallel }, () => []);

@@ -8,6 +8,9 @@ import { toWireSubmission } from '../../src/backends/arap-http-backend.js';
 import type { SubmissionBody } from '../../src/backends/approval-backend.js';
 import { listText, showText, type ApprovalItem } from '../../src/cli/approvals-command.js';
 import { toolPresentation } from '../../src/tools/tool-presentation.js';
+import { createCallBinding } from '../../src/binding/call-binding.js';
+import { ApprovalState } from '../../workflows/approval-state.js';
+import { workflowTestConfig } from '../support/workflow-env.js';
 
 const ORIGIN = 'http://localhost';
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
@@ -120,6 +123,23 @@ describe('the tool presentation the MCP front attaches to an approval task', () 
   it('a native tool with only a title is presented by its title, with no hints', () => {
     expect(toolPresentation({ title: 'Wire transfer' })).toEqual({ title: 'Wire transfer' });
     expect(toolPresentation({})).toBeUndefined();
+  });
+
+  it('the workflow copies it from its input into every submission body, and a run started without it submits the body it always did', () => {
+    const binding = createCallBinding({
+      tool: 'fs__write_file',
+      arguments: ARGS,
+      principal: { iss: 'https://idp.example.test', sub: 'alice' },
+      toolDescriptorDigest: 'd',
+    });
+    const hint = { approverGroup: 'ops', requestTtlMs: HOUR, reason: 'r', policyId: 'p' };
+    const base = { binding, ownerKey: 'o', accessRequest: hint, config: workflowTestConfig() };
+    const toolInfo = toolPresentation(writeFile)!;
+    const withInfo = new ApprovalState({ ...base, toolInfo }, 'approval-x', () => T0).recordSubmission(hint, 'k');
+    expect(withInfo.body.toolInfo).toEqual(toolInfo);
+    const without = new ApprovalState(base, 'approval-x', () => T0).recordSubmission(hint, 'k');
+    expect(without.body).not.toHaveProperty('toolInfo');
+    expect({ ...withInfo.body, toolInfo: undefined }).toEqual({ ...without.body, toolInfo: undefined });
   });
 
   it('the ARAP adapter sends it as the resource properties, and sends none when there is none', () => {

@@ -99,7 +99,7 @@ export type CallOutcome =
       result: ToolResult;
     }
   | {
-      /** Policy denied it and the denial cannot be approved (or arguments failed validation: see `error`). */
+      /** Policy denied it and the denial cannot be approved. */
       kind: 'denied';
       result: ToolResult;
       /** The denied caller's text (the policy's `@reason`s). */
@@ -146,7 +146,11 @@ export interface ToolExecution {
 
 /** A running gate test. Close it in `afterAll`. */
 export interface GateTest {
-  /** Make one `tools/call` as a client that declared the tasks extension would. Throws only for an unknown tool. */
+  /**
+   * Make one `tools/call` as a client that declared the tasks extension would. Throws the MCP
+   * front's JSON-RPC error (`ProtocolError`, code -32602) for an unknown tool or arguments the
+   * tool's schema refuses, as a client would receive it.
+   */
   call(tool: string, args: Record<string, unknown>, options?: CallOptions): Promise<CallOutcome>;
   /** Every request the scripted approver was sent, in order. */
   readonly requests: readonly SubmittedRequest[];

@@ -81,6 +81,14 @@ describe('countersign/testing: a gate tested with time-skipping', () => {
     expect(gate.requests.filter((r) => r.arguments['to'] === 'acct-666')).toHaveLength(0);
   });
 
+  it('arguments the tool schema refuses, and unknown tools, are the -32602 error a client would get', async () => {
+    await expect(gate.call('wire_transfer', { to: 'not-an-account', amount: 1 })).rejects.toMatchObject({
+      code: -32602,
+      data: { issues: [{ path: 'to' }] },
+    });
+    await expect(gate.call('no_such_tool', {})).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('unknown tool') });
+  });
+
   it('the same call twice while pending is one task (dedup), from another caller a second one', async () => {
     const args = { to: 'acct-106', amount: 40_000, memo: 'pending' };
     const a = await gate.call('wire_transfer', args);

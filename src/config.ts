@@ -132,7 +132,12 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_TRUSTED_PROXIES: z
     .string()
     .default('')
-    .transform((text) => text.split(',').map((a) => a.trim()).filter((a) => a !== ''))
+    .transform((text) =>
+      text
+        .split(',')
+        .map((a) => a.trim())
+        .filter((a) => a !== ''),
+    )
     .refine((list) => list.every((a) => isIP(a) !== 0), 'must be a comma-separated list of IP addresses'),
   /** Approval validity the reference approval service grants. */
   COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000),
@@ -163,7 +168,7 @@ export const ConfigSchema = z.object({
    * (at least 32 characters) are required, checked when the approval service starts. The other
    * `OIDC_*` variables are `@hono/oidc-auth`'s settings, passed to it as given (see docs/APPROVERS.md).
    */
-  ...Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional()])) as Record<OidcVariable, z.ZodOptional<z.ZodString>>,
+  ...(Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional()])) as Record<OidcVariable, z.ZodOptional<z.ZodString>>),
   /** ID-token claim naming the approver: `email` (default), `preferred_username` or `sub`; checked with the rest of OIDC. */
   COUNTERSIGN_OIDC_APPROVER_CLAIM: z.string().optional(),
 });
@@ -235,7 +240,10 @@ const binaryPath = z
  * (`temporal server start-dev`) and `TEMPORAL_TEST_SERVER` (the time-skipping test server), from
  * `env` (default `process.env`); each undefined when unset or empty. Never throws.
  */
-export function temporalBinaryOverrides(env: Record<string, string | undefined> = process.env): { TEMPORAL_CLI?: string | undefined; TEMPORAL_TEST_SERVER?: string | undefined } {
+export function temporalBinaryOverrides(env: Record<string, string | undefined> = process.env): {
+  TEMPORAL_CLI?: string | undefined;
+  TEMPORAL_TEST_SERVER?: string | undefined;
+} {
   return parseEnv(z.object({ TEMPORAL_CLI: binaryPath, TEMPORAL_TEST_SERVER: binaryPath }), env);
 }
 

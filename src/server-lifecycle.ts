@@ -29,7 +29,12 @@ export type FetchFn = (req: Request, env?: unknown) => Response | Promise<Respon
 export const SERVER_TIMEOUTS = { headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 5_000 } as const;
 
 /** Listen on `host:port` (0: a free port) serving `fetchRef.current`; a taken port names `variable`. */
-export async function listen(host: string, port: number, fetchRef: { current: FetchFn }, variable: string): Promise<{ server: ServerType; port: number }> {
+export async function listen(
+  host: string,
+  port: number,
+  fetchRef: { current: FetchFn },
+  variable: string,
+): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolve, reject) => {
     const server = serve(
       {

@@ -109,10 +109,15 @@ export function urlsAt(host: string, ports: { mcp: number; approvals: number; is
 
 /** The URLs every role derives from the configuration. Throws when a port is 0. */
 export function roleUrls(config: Config): RoleUrls {
-  for (const [name, port] of Object.entries({ COUNTERSIGN_PORT: config.COUNTERSIGN_PORT, COUNTERSIGN_APPROVALS_PORT: config.COUNTERSIGN_APPROVALS_PORT, COUNTERSIGN_ISSUER_PORT: config.COUNTERSIGN_ISSUER_PORT })) {
+  for (const [name, port] of Object.entries({
+    COUNTERSIGN_PORT: config.COUNTERSIGN_PORT,
+    COUNTERSIGN_APPROVALS_PORT: config.COUNTERSIGN_APPROVALS_PORT,
+    COUNTERSIGN_ISSUER_PORT: config.COUNTERSIGN_ISSUER_PORT,
+  })) {
     if (port === 0) throw new Error(`${name} must be a fixed port when the roles run as separate processes`);
   }
-  if (!config.TEMPORAL_ADDRESS && config.TEMPORAL_PORT === 0) throw new Error('TEMPORAL_PORT must be a fixed port (or set TEMPORAL_ADDRESS)');
+  if (!config.TEMPORAL_ADDRESS && config.TEMPORAL_PORT === 0)
+    throw new Error('TEMPORAL_PORT must be a fixed port (or set TEMPORAL_ADDRESS)');
   return urlsAt(
     config.COUNTERSIGN_HOST,
     { mcp: config.COUNTERSIGN_PORT, approvals: config.COUNTERSIGN_APPROVALS_PORT, issuer: config.COUNTERSIGN_ISSUER_PORT },
@@ -235,7 +240,10 @@ export async function startTemporalRole(
     const connection = await Connection.connect({ address: server.address });
     try {
       const days = Math.ceil(config.COUNTERSIGN_RESULT_RETENTION_MS / 86_400_000) + 1;
-      await connection.workflowService.updateNamespace({ namespace: config.TEMPORAL_NAMESPACE, config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) } });
+      await connection.workflowService.updateNamespace({
+        namespace: config.TEMPORAL_NAMESPACE,
+        config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) },
+      });
     } finally {
       await connection.close();
     }
@@ -305,11 +313,22 @@ export async function startMcpRole(
       ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
     };
     const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
-    const mcp = createMcpFront(config, { temporal, tools: parts.tools, pdp: parts.pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: ctx.logger });
-    const unmount = await opts.mount((req, env) => mcp.app.fetch(req, env as object)).catch(async (err: unknown) => {
-      await mcp.close();
-      throw err;
+    const mcp = createMcpFront(config, {
+      temporal,
+      tools: parts.tools,
+      pdp: parts.pdp,
+      secrets,
+      workflowConfig,
+      oauth,
+      resourceUrl: urls.resourceUrl,
+      logger: ctx.logger,
     });
+    const unmount = await opts
+      .mount((req, env) => mcp.app.fetch(req, env as object))
+      .catch(async (err: unknown) => {
+        await mcp.close();
+        throw err;
+      });
     const own = parts;
     return {
       temporal,
@@ -334,7 +353,10 @@ export async function startMcpRole(
  * `stop()` stops serving, lets in-flight callbacks land, then closes the database. Throws when the
  * port is taken or the OIDC configuration is incomplete.
  */
-export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount }): Promise<{ approvals: ApprovalService; stop(): Promise<void> }> {
+export async function startApprovalsRole(
+  ctx: RoleContext,
+  opts: { mount: Mount },
+): Promise<{ approvals: ApprovalService; stop(): Promise<void> }> {
   const { config, secrets } = ctx;
   const dataDir = config.COUNTERSIGN_DATA_DIR;
   const approvals = createApprovalService({
@@ -355,10 +377,12 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
     await approvals.drainCallbacks().catch(() => undefined);
     approvals.close();
   };
-  const unmount = await opts.mount((req, env) => approvals.app.fetch(req, env as object)).catch(async (err: unknown) => {
-    await shut();
-    throw err;
-  });
+  const unmount = await opts
+    .mount((req, env) => approvals.app.fetch(req, env as object))
+    .catch(async (err: unknown) => {
+      await shut();
+      throw err;
+    });
   return {
     approvals,
     async stop() {
@@ -373,7 +397,11 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
  * = `urls.issuerUrl`, `aud` = `urls.resourceUrl`) with its JWKS, served through `mount`.
  */
 export async function startIssuerRole(ctx: RoleContext, opts: { mount: Mount }): Promise<{ issuer: DevIssuer; stop(): Promise<void> }> {
-  const issuer = await loadOrCreateDevIssuer({ keyFile: join(ctx.config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'), issuer: ctx.urls.issuerUrl, audience: ctx.urls.resourceUrl });
+  const issuer = await loadOrCreateDevIssuer({
+    keyFile: join(ctx.config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'),
+    issuer: ctx.urls.issuerUrl,
+    audience: ctx.urls.resourceUrl,
+  });
   const unmount = await opts.mount((req, env) => issuer.app.fetch(req, env as object));
   return { issuer, stop: unmount };
 }
@@ -404,8 +432,13 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
       return { role, url: server.address, stop: () => server.stop() };
     }
     case 'worker': {
-      const workflowBundle = opts.workflowBundlePath ? (JSON.parse(readFileSync(opts.workflowBundlePath, 'utf8')) as WorkflowBundleWithSourceMap) : undefined;
-      const worker = await startWorkerRole(ctx, { ...(opts.approvalsUrl ? { approvalsUrl: opts.approvalsUrl } : {}), ...(workflowBundle ? { workflowBundle } : {}) });
+      const workflowBundle = opts.workflowBundlePath
+        ? (JSON.parse(readFileSync(opts.workflowBundlePath, 'utf8')) as WorkflowBundleWithSourceMap)
+        : undefined;
+      const worker = await startWorkerRole(ctx, {
+        ...(opts.approvalsUrl ? { approvalsUrl: opts.approvalsUrl } : {}),
+        ...(workflowBundle ? { workflowBundle } : {}),
+      });
       return { role, url: urls.temporalAddress, stop: () => worker.stop() };
     }
     case 'mcp': {
@@ -417,7 +450,9 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
       return { role, url: urls.resourceUrl, stop: () => mcp.stop() };
     }
     case 'approvals': {
-      const approvals = await startApprovalsRole(ctx, { mount: listenAt(host, config.COUNTERSIGN_APPROVALS_PORT, 'COUNTERSIGN_APPROVALS_PORT') });
+      const approvals = await startApprovalsRole(ctx, {
+        mount: listenAt(host, config.COUNTERSIGN_APPROVALS_PORT, 'COUNTERSIGN_APPROVALS_PORT'),
+      });
       return { role, url: urls.approvalsUrl, stop: () => approvals.stop() };
     }
     case 'issuer': {

@@ -18,7 +18,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { createLogger } from '../log.js';
-import { loadApprovalRules, riskQuorumOverlaps, writeDefaultApprovalRules, type ApprovalRules, DEFAULT_APPROVAL_RULES } from './deciders/approval-rules.js';
+import {
+  loadApprovalRules,
+  riskQuorumOverlaps,
+  writeDefaultApprovalRules,
+  type ApprovalRules,
+  DEFAULT_APPROVAL_RULES,
+} from './deciders/approval-rules.js';
 import { createArapRoutes } from './api/arap-routes.js';
 import type { AgentCredential } from './deciders/decider.js';
 import { createInboxRoutes } from './inbox/routes.js';
@@ -200,7 +206,8 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     createInboxRoutes({
       lifecycle,
       store,
-      sessions: oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' }),
+      sessions:
+        oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' }),
       ...(oidc !== undefined ? { oidc } : {}),
       now,
       throttle,

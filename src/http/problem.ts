@@ -58,6 +58,14 @@ export function problem(kind: ProblemKind, detail: string, headers: Record<strin
  * `internal` for 5xx.
  */
 export function problemKindOf(status: number): ProblemKind {
-  const byStatus: Record<number, ProblemKind> = { 400: 'invalid-request', 401: 'unauthorized', 403: 'forbidden', 404: 'not-found', 413: 'payload-too-large', 415: 'unsupported-media-type', 429: 'too-many-attempts' };
+  const byStatus: Record<number, ProblemKind> = {
+    400: 'invalid-request',
+    401: 'unauthorized',
+    403: 'forbidden',
+    404: 'not-found',
+    413: 'payload-too-large',
+    415: 'unsupported-media-type',
+    429: 'too-many-attempts',
+  };
   return byStatus[status] ?? (status >= 500 ? 'internal' : 'invalid-request');
 }

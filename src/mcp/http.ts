@@ -78,7 +78,10 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   // verified caller only, the JSON limits.
   app.use(
     '/mcp',
-    bodyLimit({ maxSize: MAX_MCP_BODY_BYTES, onError: () => jsonRpcErrorResponse(413, -32000, `Request body too large: the limit is ${MAX_MCP_BODY_BYTES} bytes`) }),
+    bodyLimit({
+      maxSize: MAX_MCP_BODY_BYTES,
+      onError: () => jsonRpcErrorResponse(413, -32000, `Request body too large: the limit is ${MAX_MCP_BODY_BYTES} bytes`),
+    }),
     sameOriginOnly(origin),
     bearerAuth({ verifier: opts.verifier, resourceMetadataUrl: prmUrl, logger: opts.logger }),
     jsonWithinLimits(),
@@ -93,8 +96,11 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.route('/', createArapCallbackReceiver({ temporal: opts.temporal, callbackSecret: opts.callbackSecret, logger: opts.logger }));
 
   // Under the endpoint (`/mcp/`, `/MCP`, `/mcp/x`) a client speaks JSON-RPC: answer it in kind.
-  const underEndpoint = (path: string) => path.toLowerCase() === resourcePath.toLowerCase() || path.toLowerCase().startsWith(`${resourcePath.toLowerCase()}/`);
-  app.notFound((c) => (underEndpoint(c.req.path) ? jsonRpcErrorResponse(404, -32000, `Not found: the MCP endpoint is ${resourcePath}`) : problemNotFound(c)));
+  const underEndpoint = (path: string) =>
+    path.toLowerCase() === resourcePath.toLowerCase() || path.toLowerCase().startsWith(`${resourcePath.toLowerCase()}/`);
+  app.notFound((c) =>
+    underEndpoint(c.req.path) ? jsonRpcErrorResponse(404, -32000, `Not found: the MCP endpoint is ${resourcePath}`) : problemNotFound(c),
+  );
   const otherError = problemOnError(opts.logger, 'mcp http app');
   app.onError((err, c) => {
     if (!underEndpoint(c.req.path)) return otherError(err, c);
@@ -123,7 +129,8 @@ function jsonWithinLimits(): MiddlewareHandler {
       const parsed = parseJsonWithLimits(text);
       if (!parsed.ok) {
         if (parsed.reason === 'invalid-json') return jsonRpcErrorResponse(400, -32700, 'Parse error: the request body is not valid JSON');
-        if (parsed.reason === 'too-deep') return jsonRpcErrorResponse(400, -32602, `Invalid params: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+        if (parsed.reason === 'too-deep')
+          return jsonRpcErrorResponse(400, -32602, `Invalid params: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
         return jsonRpcErrorResponse(400, -32602, `Invalid params: forbidden key at ${parsed.path}`, { path: parsed.path }, idOf(text));
       }
     }

@@ -101,14 +101,20 @@ export interface TaskService {
    * the caller's; `{refused}` (with a fixed reason) when it is not waiting for input or the answer
    * is not acceptable — nothing is recorded then.
    */
-  provideInput(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>): Promise<{ accepted: true } | { refused: string } | null>;
+  provideInput(
+    taskId: unknown,
+    caller: Principal,
+    inputResponses: Record<string, unknown>,
+  ): Promise<{ accepted: true } | { refused: string } | null>;
 }
 
 /** Build the task service over a Temporal client. */
 export function createTaskService(opts: TaskServiceOptions): TaskService {
   const { client } = opts;
   const guard = opts.guard ?? createTemporalGuard({ client });
-  const limits = opts.submissionLimits ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits }) : undefined;
+  const limits = opts.submissionLimits
+    ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits })
+    : undefined;
   // Same connection, codec and interceptors; queries of a closed run are rejected (status only),
   // never dispatched to a worker for replay.
   const openRuns = new WorkflowClient({
@@ -190,7 +196,17 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
           workflowId,
           taskQueue: opts.taskQueue,
-          args: [{ binding, accessRequest, ownerKey, config: opts.workflowConfig, ...(submissionInput ? { submissionInput } : {}), ...(limiter ? { limiter } : {}), ...(toolInfo ? { toolInfo } : {}) }],
+          args: [
+            {
+              binding,
+              accessRequest,
+              ownerKey,
+              config: opts.workflowConfig,
+              ...(submissionInput ? { submissionInput } : {}),
+              ...(limiter ? { limiter } : {}),
+              ...(toolInfo ? { toolInfo } : {}),
+            },
+          ],
           workflowIdConflictPolicy: 'USE_EXISTING',
           memo: { owner: ownerKey },
         });
@@ -265,7 +281,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     }
   }
 
-  async function provideInputNow(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>): Promise<{ accepted: true } | { refused: string } | null> {
+  async function provideInputNow(
+    taskId: unknown,
+    caller: Principal,
+    inputResponses: Record<string, unknown>,
+  ): Promise<{ accepted: true } | { refused: string } | null> {
     {
       const owned = await describeOwned(taskId, caller);
       if (!owned) return null;
@@ -277,7 +297,9 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         if (err instanceof WorkflowUpdateFailedError) {
           // refused by the validator: nothing was recorded; any other update failure reads as a bad answer
           const type = refusalOf(err.cause);
-          return { refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput] };
+          return {
+            refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput],
+          };
         }
         if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
         throw err;

@@ -22,13 +22,14 @@ afterAll(async () => {
 async function defaultClient(sub: string): Promise<Client> {
   const token = await stack.issuer.mintToken({ sub });
   const client = new Client({ name: 'sdk2-default-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   return client;
 }
 
 const memo = () => `sdk2 ${randomUUID().slice(0, 12)}`;
 const transfer = (m: string) => ({ to: 'acct-991', amount: 50_000, memo: m });
-
 
 describe('@modelcontextprotocol/client 2.4 with default options against Countersign', () => {
   it('connects (initialize, 2025-11-25) where it used to fail with -32022', async () => {
@@ -42,7 +43,9 @@ describe('@modelcontextprotocol/client 2.4 with default options against Counters
   it('tools/list returns the same tools as the 2026-07-28 face', async () => {
     const client = await defaultClient('alice');
     const { tools } = await client.listTools();
-    const modern = await (await clientFor(stack, 'alice')).request<{ tools: Array<{ name: string; inputSchema: unknown }> }>('tools/list', {});
+    const modern = await (
+      await clientFor(stack, 'alice')
+    ).request<{ tools: Array<{ name: string; inputSchema: unknown }> }>('tools/list', {});
     expect(tools.map((t) => [t.name, t.inputSchema])).toEqual(modern.tools.map((t) => [t.name, t.inputSchema]));
     await client.close();
   });
@@ -73,7 +76,11 @@ describe('@modelcontextprotocol/client 2.4 with default options against Counters
     const opened = await call(client, 'wire_transfer', transfer(m));
     expect(opened.isError).toBe(true);
     const state = opened.structuredContent as unknown as ApprovalState;
-    expect(state).toMatchObject({ status: 'working', outcome: 'pending', next: { tool: 'approval_status', arguments: { approvalId: state.approvalId } } });
+    expect(state).toMatchObject({
+      status: 'working',
+      outcome: 'pending',
+      next: { tool: 'approval_status', arguments: { approvalId: state.approvalId } },
+    });
     expect(text(opened)).toContain(state.approvalId);
     expect(text(opened)).toMatch(/approval_status/);
     expect(text(opened)).toMatch(/params\.task/);

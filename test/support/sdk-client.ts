@@ -31,7 +31,11 @@ export async function call(client: Client, name: string, args: Record<string, un
 }
 
 /** `approval_status` until the approval leaves pending, at its suggested pace; at most `limit` calls. */
-export async function statusUntilDone(client: Client, approvalId: string, limit = 300): Promise<{ result: ToolResult; state: ApprovalState }> {
+export async function statusUntilDone(
+  client: Client,
+  approvalId: string,
+  limit = 300,
+): Promise<{ result: ToolResult; state: ApprovalState }> {
   for (let i = 0; i < limit; i++) {
     const result = await call(client, 'approval_status', { approvalId });
     const state = result.structuredContent as unknown as ApprovalState;

@@ -69,8 +69,8 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
   'decision-not-allowed': 'This credential may not make this decision.',
   'already-approved': 'This approver already approved the request; another approver must complete it.',
   'quorum-needs-members':
-    "This request needs approvals from several members of its approver group, and this credential is not a member: it may deny, or approve only requests that one approval settles.",
-  'unknown-person': 'decided_by does not name a configured approver of this request\'s approver group.',
+    'This request needs approvals from several members of its approver group, and this credential is not a member: it may deny, or approve only requests that one approval settles.',
+  'unknown-person': "decided_by does not name a configured approver of this request's approver group.",
 };
 
 /**
@@ -112,10 +112,17 @@ export function describeIssues(error: z.ZodError): string {
 async function readJson(c: Context): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const parsed = parseJsonWithLimits(await c.req.text());
   if (parsed.ok) return parsed;
-  return { ok: false, response: problem('invalid-request', parsed.reason === 'invalid-json' ? 'The body is not valid JSON.' : `The body was refused: ${parsed.detail}.`) };
+  return {
+    ok: false,
+    response: problem(
+      'invalid-request',
+      parsed.reason === 'invalid-json' ? 'The body is not valid JSON.' : `The body was refused: ${parsed.detail}.`,
+    ),
+  };
 }
 
-const bounded = (maxSize: number) => bodyLimit({ maxSize, onError: () => problem('payload-too-large', `Request bodies here are limited to ${maxSize} bytes.`) });
+const bounded = (maxSize: number) =>
+  bodyLimit({ maxSize, onError: () => problem('payload-too-large', `Request bodies here are limited to ${maxSize} bytes.`) });
 
 const unauthorizedClient = (): Response =>
   problem('unauthorized', 'A valid client bearer token is required.', { 'WWW-Authenticate': 'Bearer realm="countersign approvals"' });
@@ -201,11 +208,19 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     const who = decider(c);
     if (who instanceof Response) return who;
     lifecycle.sweep();
-    const filter = { ...(who.groups !== undefined ? { groups: who.groups } : {}), ...(who.tools !== undefined ? { tools: who.tools } : {}) };
+    const filter = {
+      ...(who.groups !== undefined ? { groups: who.groups } : {}),
+      ...(who.tools !== undefined ? { tools: who.tools } : {}),
+    };
     const items = deps.store
       .listPending(filter)
       .filter((r) => lifecycle.refusalFor(who, r) === null)
-      .map((r) => approvalItem(r, lifecycle.votes(r.id).map((v) => v.approver)));
+      .map((r) =>
+        approvalItem(
+          r,
+          lifecycle.votes(r.id).map((v) => v.approver),
+        ),
+      );
     return c.json({ items }, 200);
   });
 
@@ -218,7 +233,10 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     if (refusal === 'not-in-group' || refusal === 'tool-out-of-scope') return notFound();
     return c.json(
       {
-        ...approvalItem(record, lifecycle.votes(record.id).map((v) => v.approver)),
+        ...approvalItem(
+          record,
+          lifecycle.votes(record.id).map((v) => v.approver),
+        ),
         resolved_by: record.resolvedBy,
         resolved_at: record.resolvedAtMs === null ? null : new Date(record.resolvedAtMs).toISOString(),
         you_may_decide: refusal === null && record.status === 'pending',
@@ -248,7 +266,11 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       case 'decided':
       case 'recorded':
         return c.json(
-          { ...toStatusBody(outcome.record), required_approvals: outcome.record.requiredApprovals, approvals: lifecycle.votes(outcome.record.id).map((v) => v.approver) },
+          {
+            ...toStatusBody(outcome.record),
+            required_approvals: outcome.record.requiredApprovals,
+            approvals: lifecycle.votes(outcome.record.id).map((v) => v.approver),
+          },
           200,
         );
       case 'forbidden':

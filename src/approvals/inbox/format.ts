@@ -21,7 +21,8 @@ export function visible(text: string, opts: { keepNewlines?: boolean } = {}): st
 
 // A long string keeps its start and its end (a path's file name, an id's tail): `/srv/data/…/protected/report.txt`.
 function summarizeValue(v: unknown): string {
-  if (typeof v === 'string') return /^[\w.@:/+-]{1,60}$/.test(v) ? v : JSON.stringify(v.length > 60 ? `${v.slice(0, 20)}…${v.slice(-37)}` : v);
+  if (typeof v === 'string')
+    return /^[\w.@:/+-]{1,60}$/.test(v) ? v : JSON.stringify(v.length > 60 ? `${v.slice(0, 20)}…${v.slice(-37)}` : v);
   if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
   const json = JSON.stringify(v) ?? String(v);
   return json.length > 40 ? `${json.slice(0, 37)}...` : json;
@@ -79,7 +80,10 @@ export function formatCountdown(expiresAtMs: number, nowMs: number): string {
 
 /** ISO 8601 UTC without milliseconds, `2026-03-01 12:00:00Z` style for tables. */
 export function formatTime(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, 'Z');
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** The MCP annotation hints of a request's tool, as sent in the ARAP resource `properties`. */

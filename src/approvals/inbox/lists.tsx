@@ -83,7 +83,10 @@ export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: L
   return (
     <>
       <h1>
-        Pending requests <span class="muted">· {mine} waiting for your decision, {props.items.length} open in your groups</span>
+        Pending requests{' '}
+        <span class="muted">
+          · {mine} waiting for your decision, {props.items.length} open in your groups
+        </span>
       </h1>
       {props.flash ?? ''}
       <Filters action="/approver" filters={props.filters} />
@@ -141,7 +144,9 @@ export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: L
 function ToolNote(p: { props: ToolPropertiesView | undefined }) {
   const t = p.props;
   if (t === undefined) return <></>;
-  const where = [t.title === undefined ? '' : visible(t.title), t.upstream === undefined ? '' : `via ${visible(t.upstream)}`].filter((x) => x !== '').join(' · ');
+  const where = [t.title === undefined ? '' : visible(t.title), t.upstream === undefined ? '' : `via ${visible(t.upstream)}`]
+    .filter((x) => x !== '')
+    .join(' · ');
   return (
     <div class="muted" data-testid="tool-note">
       {where}

@@ -122,8 +122,14 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     c.header('X-Content-Type-Options', 'nosniff');
   });
   app.use('*', csrf());
-  const loginLimit = bodyLimit({ maxSize: INBOX_LOGIN_BODY_BYTES, onError: (c) => errorPage(c, 413, 'Too large', 'The form was too large.') });
-  const formLimit = bodyLimit({ maxSize: INBOX_FORM_BODY_BYTES, onError: (c) => errorPage(c, 413, 'Too large', 'The form was too large.') });
+  const loginLimit = bodyLimit({
+    maxSize: INBOX_LOGIN_BODY_BYTES,
+    onError: (c) => errorPage(c, 413, 'Too large', 'The form was too large.'),
+  });
+  const formLimit = bodyLimit({
+    maxSize: INBOX_FORM_BODY_BYTES,
+    onError: (c) => errorPage(c, 413, 'Too large', 'The form was too large.'),
+  });
   app.use('*', (c, next) => (c.req.path === '/approver/login' ? loginLimit : formLimit)(c, next));
 
   app.get('/assets/inbox.css', (c) => c.body(INBOX_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
@@ -196,7 +202,15 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const decider = c.get('decider');
     const pendingCount = store.listPending({ groups: s.approver.groups }).filter((r) => lifecycle.refusalFor(decider, r) === null).length;
     return c.html(
-      <Frame title={title} active={active} approverId={s.approver.id} groups={s.approver.groups} pendingCount={pendingCount} csrf={s.csrf} mark={store.changeMark()}>
+      <Frame
+        title={title}
+        active={active}
+        approverId={s.approver.id}
+        groups={s.approver.groups}
+        pendingCount={pendingCount}
+        csrf={s.csrf}
+        mark={store.changeMark()}
+      >
         {body}
       </Frame>,
     );
@@ -211,7 +225,11 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const facets = store.pendingFacets({ groups: s.approver.groups });
     const filters = filtersOf(c, facets);
     const items = store
-      .listPending({ groups: s.approver.groups, ...(filters.tool ? { tool: filters.tool } : {}), ...(filters.requester ? { requester: filters.requester } : {}) })
+      .listPending({
+        groups: s.approver.groups,
+        ...(filters.tool ? { tool: filters.tool } : {}),
+        ...(filters.requester ? { requester: filters.requester } : {}),
+      })
       .map((record) => ({ record, approvals: lifecycle.votes(record.id).length, refusal: lifecycle.refusalFor(decider, record) }));
     return frame(c, 'Queue', 'queue', <QueueView items={items} nowMs={deps.now()} filters={filters} flash={flashOf(c)} />);
   });
@@ -220,10 +238,17 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     lifecycle.sweep();
     const s = c.get('session');
     const all = store.listResolved({ groups: s.approver.groups }, 500);
-    const facets = { tools: [...new Set(all.map((r) => r.body.resource.id))].sort(), requesters: [...new Set(all.map((r) => r.body.subject.sub))].sort() };
+    const facets = {
+      tools: [...new Set(all.map((r) => r.body.resource.id))].sort(),
+      requesters: [...new Set(all.map((r) => r.body.subject.sub))].sort(),
+    };
     const filters = filtersOf(c, facets);
     const items = store.listResolved(
-      { groups: s.approver.groups, ...(filters.tool ? { tool: filters.tool } : {}), ...(filters.requester ? { requester: filters.requester } : {}) },
+      {
+        groups: s.approver.groups,
+        ...(filters.tool ? { tool: filters.tool } : {}),
+        ...(filters.requester ? { requester: filters.requester } : {}),
+      },
       100,
     );
     const via = (r: AccessRequestRecord) => store.auditTrail(r.id).at(-1)?.via ?? '';

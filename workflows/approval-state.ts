@@ -356,6 +356,7 @@ export class ApprovalState {
         generation: n,
         ...(this.cfg.callbackBaseUrl ? { callbackUrl: `${this.cfg.callbackBaseUrl}/${this.workflowId}/${n}` } : {}),
         ...(this.justification ? { justification: this.justification } : {}),
+        ...(this.input.toolInfo ? { toolInfo: this.input.toolInfo } : {}),
       },
     };
     this.generations.push(g);

@@ -6,6 +6,7 @@ import type { CallBinding } from '../src/binding/call-binding.js';
 import type { BackendHandle, BackendStatus, SubmissionBody } from '../src/backends/approval-backend.js';
 import type { AccessRequestHint, ApprovalMaterial } from '../src/policy/pdp.js';
 import type { LongRunning, ToolProgress, ToolResult } from '../src/tools/tool.js';
+import type { ToolPresentation } from '../src/tools/tool-presentation.js';
 import type { LimiterReservation } from './limiter-messages.js';
 import type { JustificationInputRequest, TaskStatus } from './wire.js';
 
@@ -153,6 +154,11 @@ export interface ApprovalWorkflowInput {
    * `accessRequest.requestTtlMs` from the run's start). In history, it is the task's record of that decision.
    */
   confirmation?: InBandConfirmation;
+  /**
+   * What approvers are shown about the tool (title, upstream, annotation hints), set by the MCP
+   * front at creation and copied into every submission body. Absent in runs started before it existed.
+   */
+  toolInfo?: ToolPresentation;
 }
 
 /** An in-band confirmation by the requester (docs/CHANGE-GATE.md §In-band confirmation). */

@@ -9,6 +9,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import type { ApprovalMaterial } from '../policy/pdp.js';
+import type { ToolPresentation } from '../tools/tool-presentation.js';
 
 /** Body of one approval-request submission: exactly what the backend needs, nothing more. */
 export interface SubmissionBody {
@@ -32,6 +33,8 @@ export interface SubmissionBody {
   callbackUrl?: string;
   /** The caller's justification, when the policy asked for one (at most 1000 characters). */
   justification?: string;
+  /** Title, upstream and annotation hints of the tool, for the approver; optional (`src/tools/tool-presentation.ts`). */
+  toolInfo?: ToolPresentation;
 }
 
 /** The backend's durable, resumable handle for one submission (ARAP task handle). */

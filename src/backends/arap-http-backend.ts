@@ -13,6 +13,7 @@
  */
 import { z } from 'zod';
 import { BackendError, type ApprovalBackend, type BackendHandle, type BackendStatus, type SubmissionBody } from './approval-backend.js';
+import type { ToolPresentation } from '../tools/tool-presentation.js';
 
 /** Options of {@link createArapHttpBackend}. */
 export interface ArapHttpBackendOptions {
@@ -124,14 +125,27 @@ function absolute(verb: Verb, url: string, base: string): string {
   }
 }
 
-/** Map a port submission to the ARAP access-request wire body. */
+/**
+ * The ARAP resource `properties` of a tool (snake_case): `title`, `upstream`, `upstream_tool`, and
+ * `annotations` with the MCP hint names (`readOnlyHint`, …) as the MCP specification spells them.
+ */
+export function toWireToolProperties(info: ToolPresentation): Record<string, unknown> {
+  return {
+    ...(info.title !== undefined ? { title: info.title } : {}),
+    ...(info.upstream !== undefined ? { upstream: info.upstream } : {}),
+    ...(info.upstreamTool !== undefined ? { upstream_tool: info.upstreamTool } : {}),
+    ...(info.hints !== undefined ? { annotations: { ...info.hints } } : {}),
+  };
+}
+
+/** Map a port submission to the ARAP access-request wire body (`toolInfo` → `resource.properties`). */
 export function toWireSubmission(body: SubmissionBody): Record<string, unknown> {
   const subject: Record<string, unknown> = { iss: body.requester.iss, sub: body.requester.sub };
   if (body.requester.act !== undefined) subject['act'] = body.requester.act;
   const wire: Record<string, unknown> = {
     subject,
     action: { name: 'tools/call' },
-    resource: { type: 'tool', id: body.tool },
+    resource: { type: 'tool', id: body.tool, ...(body.toolInfo !== undefined ? { properties: toWireToolProperties(body.toolInfo) } : {}) },
     context: { arguments: body.arguments, ...(body.justification !== undefined ? { justification: body.justification } : {}) },
     approver_group: body.approverGroup,
     reason: body.reason,

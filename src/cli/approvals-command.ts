@@ -21,7 +21,16 @@
  */
 import type { Command } from 'commander';
 import type { ApprovalsClientEnv } from '../config.js';
-import { formatCountdown, formatTime, headline, visible } from '../approvals/inbox/format.js';
+import {
+  argumentRows,
+  formatCountdown,
+  formatTime,
+  headline,
+  toolLine,
+  toolOrigin,
+  visible,
+  type ToolPropertiesView,
+} from '../approvals/inbox/format.js';
 
 /** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
 const v = (x: unknown): string => visible(String(x));
@@ -40,10 +49,13 @@ export class ApprovalsCliError extends Error {
   }
 }
 
-interface Item {
+/** One request as the `/access/v1` approvals API returns it (`src/approvals/api/arap-routes.ts` approvalItem). */
+export interface ApprovalItem {
   id: string;
   status?: string;
   tool: string;
+  /** Title, upstream and hints of the tool (null or absent: none sent, or an older service). */
+  tool_info?: ToolPropertiesView | null;
   requester: string;
   arguments: Record<string, unknown>;
   reason: string;
@@ -142,16 +154,17 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
   );
 }
 
-function approvalsText(i: Item): string {
+function approvalsText(i: ApprovalItem): string {
   return `${i.approvals.length}/${i.required_approvals}`;
 }
 
-function listText(items: Item[]): string {
+/** The `approvals list` table for `items` (as `GET /access/v1/approvals/pending` returns them). */
+export function listText(items: ApprovalItem[]): string {
   if (items.length === 0) return 'Nothing is waiting for your decision.\n';
   const now = Date.now();
   const rows = items.map((i) => [
     v(i.id),
-    v(i.tool),
+    toolLine(i.tool, i.tool_info ?? undefined),
     v(i.requester),
     headline(i.arguments, 60),
     approvalsText(i),
@@ -167,9 +180,14 @@ function listText(items: Item[]): string {
   return `${[line(head), ...rows.map(line)].join('\n')}\n${items.length} waiting for your decision.\n`;
 }
 
-function showText(i: Item): string {
+/** The `approvals show` text for one item: the tool and where it comes from, then every argument on its own row. */
+export function showText(i: ApprovalItem): string {
+  const tool = i.tool_info ?? undefined;
+  const rows = argumentRows(i.arguments);
+  const width = Math.max(0, ...rows.map((r) => r.name.length));
   const lines = [
-    `${v(i.tool)} · ${headline(i.arguments)}`,
+    `${toolLine(i.tool, tool)} · ${headline(i.arguments)}`,
+    `  tool          ${v(i.tool)} from ${toolOrigin(tool)}`,
     `  id            ${v(i.id)}`,
     `  status        ${v(i.status ?? 'pending')}${i.resolved_by ? ` (by ${v(i.resolved_by)})` : ''}`,
     `  requester     ${v(i.requester)}`,
@@ -179,10 +197,10 @@ function showText(i: Item): string {
     `  approvals     ${approvalsText(i)}${i.approvals.length > 0 ? ` (${i.approvals.map(v).join(', ')})` : ''}`,
     `  expires       ${v(i.expires_at)} (${formatCountdown(Date.parse(i.expires_at), Date.now())})`,
     `  you may decide ${i.you_may_decide === true ? 'yes' : `no${i.refusal ? ` (${v(i.refusal)})` : ''}`}`,
-    '  arguments',
-    ...JSON.stringify(i.arguments, null, 2)
-      .split('\n')
-      .map((l) => `    ${v(l)}`),
+    rows.length === 0 ? '  arguments     (none)' : '  arguments',
+    ...rows.flatMap((r) =>
+      r.block ? [`    ${r.name}`, ...r.value.split('\n').map((l) => `      ${l}`)] : [`    ${r.name.padEnd(width)}  ${r.value}`],
+    ),
     '  audit',
     ...(i.audit ?? []).map(
       (e) =>
@@ -242,7 +260,7 @@ export function registerApprovalsCommand(program: Command, env: () => ApprovalsC
     .option('--json', 'print the service JSON')
     .action((o: { json?: boolean }) =>
       run(env, async (client) => {
-        const { items } = (await call(client, 'GET', '/approvals/pending')) as { items: Item[] };
+        const { items } = (await call(client, 'GET', '/approvals/pending')) as { items: ApprovalItem[] };
         return o.json ? `${JSON.stringify(items, null, 2)}\n` : listText(items);
       }),
     );
@@ -252,7 +270,7 @@ export function registerApprovalsCommand(program: Command, env: () => ApprovalsC
     .option('--json', 'print the service JSON')
     .action((id: string, o: { json?: boolean }) =>
       run(env, async (client) => {
-        const item = (await call(client, 'GET', `/approvals/${encodeURIComponent(id)}`)) as Item;
+        const item = (await call(client, 'GET', `/approvals/${encodeURIComponent(id)}`)) as ApprovalItem;
         return o.json ? `${JSON.stringify(item, null, 2)}\n` : showText(item);
       }),
     );

@@ -20,6 +20,7 @@ import { createCallBinding, type CallBinding } from '../binding/call-binding.js'
 import type { AccessRequestHint, PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { Tool } from '../tools/tool.js';
+import { toolPresentation } from '../tools/tool-presentation.js';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import {
@@ -165,7 +166,11 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     );
     // A long-running tool runs as a task for a client that can follow one; otherwise inline.
     if (!tool.longRunning || !call.clientSupportsTasks) return runInline(tool, parsed.data, log);
-    return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, { execution: tool.longRunning, confirmation });
+    return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, {
+      execution: tool.longRunning,
+      confirmation,
+      toolInfo: toolPresentation(tool),
+    });
   }
   if (!call.clientSupportsTasks && deps.noTasksResponse !== 'approval-tools') {
     log.info({ decision: 'deny', requestable: true, tasks: false }, 'requestable denial for a client without tasks');
@@ -214,15 +219,10 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     submissionInput = { justification: given.justification };
   }
 
-  return createOrJoinTask(
-    deps,
-    call,
-    log,
-    binding,
-    decision.accessRequest,
-    submissionInput,
-    tool.longRunning ? { execution: tool.longRunning } : undefined,
-  );
+  return createOrJoinTask(deps, call, log, binding, decision.accessRequest, submissionInput, {
+    ...(tool.longRunning ? { execution: tool.longRunning } : {}),
+    toolInfo: toolPresentation(tool),
+  });
 }
 
 /** Run `tool` inline (an allowed or in-band-confirmed call): its result, or an `isError` result when it throws. */

@@ -27,6 +27,7 @@ import {
 } from '@temporalio/client';
 import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
 import type { Principal } from '../auth/principal.js';
+import type { ToolPresentation } from '../tools/tool-presentation.js';
 import { quotaKeyOf, taskOwnerKeyOf } from '../auth/principal-keys.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
@@ -86,6 +87,8 @@ export interface CreateOptions {
   execution?: LongRunning;
   /** The requester's in-band confirmation: the task then runs the tool without a backend request. */
   confirmation?: InBandConfirmation;
+  /** Shown to approvers with the request (title, upstream, hints); not part of the binding. A join keeps the first run's. */
+  toolInfo?: ToolPresentation;
 }
 
 /** The task service. */
@@ -221,6 +224,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
               ...(limiter ? { limiter } : {}),
               ...(options.execution ? { execution: options.execution } : {}),
               ...(options.confirmation ? { confirmation: options.confirmation } : {}),
+              ...(options.toolInfo ? { toolInfo: options.toolInfo } : {}),
             },
           ],
           workflowIdConflictPolicy: 'USE_EXISTING',

@@ -1,9 +1,14 @@
 // Scope: the approver inbox in a real browser (Debian Chromium via playwright-core) against the
 // whole stack (real Temporal dev server, real HTTP): sign in, the queue, the request page, approve,
-// live refresh, and four-eyes for the requester; the MCP client sees the outcome in tasks/get.
+// live refresh, four-eyes for the requester, and an upstream tool of the gateway (the reference
+// filesystem server) shown with its title, upstream and hints; the MCP client sees the outcome in tasks/get.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
+import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
+import { writeGatewayConfig } from '../gateway/gateway-support.js';
 import { clientFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 import { decideOnPage, openBrowser, openRequest, screenshot, signIn, type ApproverBrowser } from './browser-harness.js';
 
@@ -12,7 +17,16 @@ const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 let stack: Stack;
 const browsers: ApproverBrowser[] = [];
 beforeAll(async () => {
-  stack = await startTestStack(testConfig());
+  const gateway = writeGatewayConfig([
+    {
+      name: 'fs',
+      transport: 'stdio',
+      command: process.execPath,
+      args: [join(PROJECT_ROOT, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js'), '${dataDir}/files'],
+      createDirs: ['${dataDir}/files/protected'],
+    },
+  ]);
+  stack = await startTestStack(testConfig({ COUNTERSIGN_CONFIG: gateway }));
 });
 afterAll(async () => {
   for (const b of browsers) await b.close();
@@ -71,6 +85,35 @@ describe('approver inbox in a browser', () => {
     await page.goto(`${stack.urls.approverPage}/history`);
     expect(await page.locator('[data-testid=history] tbody tr', { hasText: m }).innerText()).toMatch(/approved[\s\S]*bob/);
     await screenshot(page, 'history');
+  });
+
+  it('an upstream tool is shown with its title, upstream and hints, one row per argument; approved, it writes the file once', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const name = `${memo()}.txt`;
+    const path = join(stack.config.COUNTERSIGN_DATA_DIR, 'files', 'protected', name);
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'fs__write_file',
+      arguments: { path, content: 'first line\nsecond line' },
+    });
+    expect(created.status).toBe('working');
+
+    const { page } = await browserAs('bob');
+    const row = page.locator('[data-testid=queue] tbody tr', { hasText: name });
+    await row.waitFor();
+    expect(await row.getByTestId('tool-note').innerText()).toMatch(/Write File · via fs\s+destructive\s+idempotent\s+closed-world/);
+    await openRequest(page, stack.urls.approverPage, name);
+    expect(await page.getByTestId('tool-title').innerText()).toContain('Write File');
+    expect(await page.getByTestId('tool-origin').innerText()).toBe('from upstream MCP server "fs" (its tool write_file)');
+    const rows = page.locator('[data-testid=argument-rows] tr');
+    expect(await rows.locator('td.name').allInnerTexts()).toEqual(['path', 'content']);
+    expect(await rows.nth(0).locator('td').nth(1).innerText()).toBe(path);
+    expect(await rows.nth(1).locator('pre').innerText()).toBe('first line\nsecond line'); // multi-line text as written
+    await screenshot(page, 'request-upstream-tool');
+
+    await decideOnPage(page, 'approve', 'checked the file');
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(readFileSync(path, 'utf8')).toBe('first line\nsecond line');
   });
 
   it('the queue shows a new request without a manual reload', async () => {

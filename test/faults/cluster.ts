@@ -4,7 +4,7 @@
 // reaches the approval service, and the approval service reaches the MCP callback receiver, through
 // recording proxies (`proxy.ts`) so trials can kill at observed states and replay callbacks.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadOrCreateDevIssuer } from '../../src/auth/dev-issuer.js';
@@ -17,12 +17,37 @@ import { Connection } from '@temporalio/client';
 import { startProxy, type Proxy } from './proxy.js';
 
 const HOOK = join(PROJECT_ROOT, 'test/faults/install-fault-hook.mjs');
+/** The recording upstream of the upstream rows: one tool `op`, one line per call in `calls.log` (labels `hang-…` never answered). */
+const UPSTREAM_FIXTURE = join(PROJECT_ROOT, 'test/gateway/fixtures/drift-server.ts');
+
+/** Name of the recording upstream in the harness's gateway configuration; its tool is served as `rec__op`. */
+export const UPSTREAM_NAME = 'rec';
+
+/** Every destructive tool of the recording upstream needs treasury approval (the same approvers as wire_transfer). */
+const UPSTREAM_POLICY = `
+@id("rec-permit")
+permit (principal, action == Countersign::Action::"tools/call", resource in Countersign::Upstream::"${UPSTREAM_NAME}");
+
+@id("rec-destructive-needs-treasury")
+@requestable("true")
+@approver_group("treasury")
+@request_ttl("P1D")
+@reason("Destructive tools of the recording upstream need treasury approval.")
+forbid (principal, action == Countersign::Action::"tools/call", resource in Countersign::Upstream::"${UPSTREAM_NAME}")
+when { resource.destructiveHint }
+unless { context has approval && context.approval.state == "approved" };
+`;
 const CLI = join(PROJECT_ROOT, 'src/cli.ts');
 
 /** Tunables of a harness cluster (ms). Short timeouts make lost work visible within seconds. */
 export interface ClusterOptions {
   executionTimeoutMs?: number;
   backendCallTimeoutMs?: number;
+  /**
+   * Put the recording upstream (`UPSTREAM_FIXTURE`) behind the gateway of the mcp and worker roles,
+   * with the repository's policies plus {@link UPSTREAM_POLICY}; default false (native tools only).
+   */
+  upstream?: boolean;
   /** Receives every stderr line of every role (default: dropped, except on start failures). */
   log?: (role: Role, line: string) => void;
 }
@@ -43,6 +68,8 @@ interface Proc {
 /** One installation, its roles as separate processes. */
 export class Cluster {
   readonly dataDir = mkdtempSync(join(tmpdir(), 'countersign-faults-'));
+  /** The recording upstream's folder: its `calls.log` has one line per call it received. */
+  readonly upstreamDir = join(this.dataDir, 'upstream');
   ports = { mcp: 0, approvals: 0, issuer: 0, temporal: 0 };
   secrets!: StackSecrets;
   /** worker → approval service */
@@ -90,6 +117,7 @@ export class Cluster {
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
     };
     delete this.env.COUNTERSIGN_FAULT;
+    if (this.opts.upstream) this.configureUpstream();
     const bundle = await bundleWorkflows();
     writeFileSync(this.bundlePath, JSON.stringify(bundle));
     await this.startRole('temporal');
@@ -99,6 +127,27 @@ export class Cluster {
     await this.startRole('mcp');
     await this.startRole('worker');
     this.secrets = JSON.parse(readFileSync(join(this.dataDir, 'secrets.json'), 'utf8')) as StackSecrets;
+  }
+
+  /** Write the gateway configuration and policy folder of the recording upstream and point the roles at them. */
+  private configureUpstream(): void {
+    mkdirSync(this.upstreamDir, { recursive: true });
+    const policyDir = join(this.dataDir, 'policies');
+    mkdirSync(policyDir);
+    const repoPolicies = join(PROJECT_ROOT, 'policies');
+    for (const f of readdirSync(repoPolicies)) if (f.endsWith('.cedar')) copyFileSync(join(repoPolicies, f), join(policyDir, f));
+    writeFileSync(join(policyDir, 'z_faults_upstream.cedar'), UPSTREAM_POLICY);
+    const configFile = join(this.dataDir, 'countersign.json');
+    const upstream = {
+      name: UPSTREAM_NAME,
+      transport: 'stdio',
+      command: process.execPath,
+      args: ['--import', 'tsx', UPSTREAM_FIXTURE],
+      cwd: PROJECT_ROOT,
+      env: { DRIFT_STATE_DIR: { fromEnv: 'FAULTS_UPSTREAM_DIR' } },
+    };
+    writeFileSync(configFile, JSON.stringify({ upstreams: [upstream] }, null, 2));
+    Object.assign(this.env, { COUNTERSIGN_CONFIG: configFile, COUNTERSIGN_POLICY_DIR: policyDir, FAULTS_UPSTREAM_DIR: this.upstreamDir });
   }
 
   /** Mint a development bearer token for `sub` (same key file as the issuer role). */

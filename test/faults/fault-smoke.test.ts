@@ -1,6 +1,6 @@
-// Scope: the reduced fault-injection run of `npm test`: one trial of six matrix points
-// on the real stack run as separate processes (`countersign serve --role …`), each killed with
-// SIGKILL and restarted. `npm run faults` runs the full matrix (≥ 20 trials per point).
+// Scope: the reduced fault-injection run of `npm test`: one trial of seven matrix points (one of
+// them an upstream tool of the gateway) on the real stack run as separate processes
+// (`countersign serve --role …`), each killed with SIGKILL and restarted. `npm run faults` runs the full matrix (≥ 20 trials per point).
 import { describe, expect, it } from 'vitest';
 import { runMatrix } from './matrix.js';
 import { expectationOf, type PointId } from './trials.js';
@@ -12,10 +12,11 @@ const SMOKE: PointId[] = [
   'tool.effect.before',
   'tool.effect.after',
   'callback.replay',
+  'upstream.call.in-flight',
 ];
 
 describe('fault-injection smoke (one trial per point)', () => {
-  it('no doubled backend request, no doubled or missing ledger row, no lost task when the worker, approval service or MCP server is killed mid-step, and a replayed callback changes nothing', async () => {
+  it('no doubled backend request, no doubled or missing ledger row, no lost task when the worker, approval service or MCP server is killed mid-step, a replayed callback changes nothing, and an upstream call in flight when its worker dies is never sent again', async () => {
     const run = await runMatrix({ points: SMOKE, trials: 1, command: 'vitest test/faults/fault-smoke.test.ts' });
     const failures = run.results.flatMap((r) => r.violations.map((v) => `${r.point}: ${v}`));
     expect(failures).toEqual([]);
@@ -26,7 +27,8 @@ describe('fault-injection smoke (one trial per point)', () => {
       expect(s.maxLedgerRows, s.point).toBe(e.ledger);
       expect(s.maxInvocations, s.point).toBe(e.invocations);
       // a worker killed after the ledger commit reports the recorded transfer; one killed in the
-      // tool before it is fenced: execution-error, nothing written
+      // tool before it is fenced: execution-error, nothing written; an upstream call lost in flight
+      // cannot be asked about: outcome-unknown, and the upstream saw it once
       expect(s.outcomes, s.point).toEqual({ [e.expect]: s.tasks });
     }
     // every kill was a real SIGKILL at the named point (violations would say otherwise)

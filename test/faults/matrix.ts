@@ -2,7 +2,7 @@
 // server, approval service and MCP server across trials; summarize per point.
 import { cpus, totalmem } from 'node:os';
 import { Cluster, type ClusterOptions } from './cluster.js';
-import { Driver, POINTS, runTrial, type PointId, type TrialResult } from './trials.js';
+import { Driver, POINTS, runTrial, UPSTREAM_POINTS, type PointId, type TrialResult } from './trials.js';
 
 /** A trial taking longer than this is recorded as a violation instead of hanging the matrix. */
 export const TRIAL_TIMEOUT_MS = 300_000;
@@ -53,7 +53,8 @@ export async function runMatrix(opts: {
   onTrial?: (r: TrialResult) => void;
 }): Promise<MatrixRun> {
   const startedAt = new Date().toISOString();
-  const cluster = new Cluster(opts.cluster);
+  // the gateway and its recording upstream only when an upstream row runs, so the other rows run as before
+  const cluster = new Cluster({ upstream: opts.points.some((p) => UPSTREAM_POINTS.includes(p)), ...opts.cluster });
   const results: TrialResult[] = [];
   try {
     await cluster.start();

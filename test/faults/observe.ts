@@ -1,8 +1,8 @@
 // Scope: what the fault harness counts after a trial, read straight from the SQLite files the
 // roles write (read-only connections): backend requests per task and generation (approval
 // service store), ledger rows per task and tool invocations per task (the wire_transfer ledger and
-// its invocation audit trail).
-import { existsSync } from 'node:fs';
+// its invocation audit trail), and calls the recording upstream received (its `calls.log`).
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -60,4 +60,13 @@ export function ledgerRowsOf(dataDir: string, taskId: string): number {
   } finally {
     db.close();
   }
+}
+
+/** Calls with `label` the recording upstream received: lines of `<upstreamDir>/calls.log` (0 before any call). */
+export function upstreamCallsOf(upstreamDir: string, label: string): number {
+  const file = join(upstreamDir, 'calls.log');
+  if (!existsSync(file)) return 0;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l === label).length;
 }

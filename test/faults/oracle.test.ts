@@ -47,6 +47,23 @@ describe('fault oracle', () => {
     expect(violationsOf(task({}), expectationOf('tool.effect.after'))).toEqual([]);
   });
 
+  it('an upstream call sent again after its worker was lost is a violation; sent once and ended outcome-unknown, none', () => {
+    const resent = task({ disposition: 'outcome-unknown', ledgerRows: 0, invocations: 2 });
+    expect(violationsOf(resent, expectationOf('upstream.call.in-flight'))).toEqual([
+      '2 tool invocations (at most once)',
+      '2 invocations, expected 1',
+    ]);
+    expect(
+      violationsOf(task({ disposition: 'approved-executed', ledgerRows: 0, invocations: 1 }), expectationOf('upstream.execute.before')),
+    ).toContain('1 invocations, expected 0');
+    expect(
+      violationsOf(task({ disposition: 'outcome-unknown', ledgerRows: 0, invocations: 1 }), expectationOf('upstream.call.in-flight')),
+    ).toEqual([]);
+    expect(
+      violationsOf(task({ disposition: 'outcome-unknown', ledgerRows: 0, invocations: 0 }), expectationOf('upstream.execute.before')),
+    ).toEqual([]);
+  });
+
   it('contradictions and losses are violations: a denial with a ledger row, approved-executed without one, a doubled backend request, a lost task', () => {
     expect(violationsOf(task({ disposition: 'denied-not-executed', ledgerRows: 1 }))).toContain(
       'denied-not-executed, but the tool was invoked or wrote a row',

@@ -54,6 +54,8 @@ const COST: Partial<Record<PointId, number>> = {
   'callback.replay': 1,
   'temporal.kill': 7,
   'worker.submit.before': 16,
+  'upstream.execute.before': 20,
+  'upstream.call.in-flight': 14,
 };
 
 async function runSharded(): Promise<MatrixRun> {

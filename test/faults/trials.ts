@@ -8,12 +8,13 @@ import { parseTaskId } from '../../workflows/task-id.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX, TASKS_EXTENSION } from '../../workflows/wire.js';
 import type { Cluster } from './cluster.js';
 import type { Role } from '../../src/stack-roles.js';
-import { backendRequestsOf, invocationsOf, ledgerRowsOf } from './observe.js';
+import { backendRequestsOf, invocationsOf, ledgerRowsOf, upstreamCallsOf } from './observe.js';
+import { UPSTREAM_NAME } from './cluster.js';
 import type { RecordedRequest } from './proxy.js';
 
 /**
  * The matrix rows: the crash points 1–9 of `src/fault-point.ts` (3 as a fault-hook point and a proxy kill; 7 split in two:
- * before and after the effect commits). `via`: `hook` — a named `faultPoint` SIGKILLs the role;
+ * before and after the effect commits), and points 6 and 7 again for an upstream tool of the gateway ({@link UPSTREAM_POINTS}). `via`: `hook` — a named `faultPoint` SIGKILLs the role;
  * `observed` — the harness kills at a state it observes. Every task of a trial must end with the
  * point's `expect` disposition, `ledger` rows and `invocations` (the ledger's audit trail):
  * anything else is a violation.
@@ -129,7 +130,35 @@ export const POINTS = [
     ledger: 1,
     invocations: 1,
   },
+  {
+    id: 'upstream.execute.before',
+    issue: 6,
+    via: 'hook',
+    role: 'worker',
+    what: 'upstream tool (gateway, stdio): worker killed after the claim, before the upstream call was sent',
+    expect: 'outcome-unknown',
+    ledger: 0,
+    invocations: 0,
+  },
+  {
+    id: 'upstream.call.in-flight',
+    issue: 7,
+    via: 'observed',
+    role: 'worker',
+    what: 'upstream tool (gateway, stdio): worker killed while the upstream call is in flight (the upstream recorded it, no answer yet)',
+    expect: 'outcome-unknown',
+    ledger: 0,
+    invocations: 1,
+  },
 ] as const;
+
+/**
+ * The rows that call an upstream tool (`rec__op` of the recording upstream, `cluster.ts`) instead
+ * of wire_transfer: their cluster runs with the gateway, and `invocations` counts the calls the
+ * upstream received (its `calls.log`). MCP offers no way to ask an upstream what happened, so a
+ * lost upstream execution ends `outcome-unknown` and is never sent again (docs/GATEWAY.md §5).
+ */
+export const UPSTREAM_POINTS: readonly PointId[] = ['upstream.execute.before', 'upstream.call.in-flight'];
 
 /** A point id of {@link POINTS}. */
 export type PointId = (typeof POINTS)[number]['id'];
@@ -184,6 +213,11 @@ export class Driver {
     return this.client.request('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: AMOUNT, memo } });
   }
 
+  /** `tools/call` the recording upstream's `op` (served as `rec__op`) with `label`; resolves with the CreateTaskResult. */
+  callUpstream(label: string): Promise<{ taskId: string; status: string; createdAt: string }> {
+    return this.client.request('tools/call', { name: `${UPSTREAM_NAME}__op`, arguments: { label } });
+  }
+
   /** Approve the pending request carrying `memo` (bob, then carol if a quorum wants more); retries while the service is down. */
   async approve(memo: string, deadlineMs = 90_000): Promise<void> {
     const end = Date.now() + deadlineMs;
@@ -195,7 +229,7 @@ export class Driver {
             headers: { authorization: basic(a.id, a.secret) },
           });
           const items = ((await res.json()) as { items: Array<{ id: string; arguments: Record<string, unknown> }> }).items;
-          const req = items.find((r) => r.arguments.memo === memo);
+          const req = items.find((r) => r.arguments.memo === memo || r.arguments.label === memo);
           if (!req) continue;
           await fetch(`${this.cluster.approvalsUrl}/access/v1/requests/${req.id}/decision`, {
             method: 'POST',
@@ -219,13 +253,17 @@ export class Driver {
         headers: { authorization: basic(a.id, a.secret) },
       });
       const items = ((await res.json()) as { items: Array<{ arguments: Record<string, unknown> }> }).items;
-      if (items.some((r) => r.arguments.memo === memo)) return true;
+      if (items.some((r) => r.arguments.memo === memo || r.arguments.label === memo)) return true;
     }
     return false;
   }
 
-  /** Poll `tasks/get` until terminal, riding out restarts; `lost` when the task is unknown or never ends. */
-  async settle(taskId: string, deadlineMs = 120_000): Promise<TaskOutcome> {
+  /**
+   * Poll `tasks/get` until terminal, riding out restarts; `lost` when the task is unknown or never
+   * ends. `upstreamLabel`: the task called the recording upstream with that label, so its
+   * invocations are the upstream's recorded calls, not ledger entries.
+   */
+  async settle(taskId: string, deadlineMs = 120_000, upstreamLabel?: string): Promise<TaskOutcome> {
     const end = Date.now() + deadlineMs;
     let status = 'unknown';
     let disposition = '';
@@ -252,13 +290,15 @@ export class Driver {
     }
     const workflowId = parseTaskId(taskId)?.workflowId ?? '';
     const backend = backendRequestsOf(this.cluster.dataDir, workflowId);
+    const invocations =
+      upstreamLabel === undefined ? invocationsOf(this.cluster.dataDir, taskId) : upstreamCallsOf(this.cluster.upstreamDir, upstreamLabel);
     return {
       taskId,
       status,
       disposition,
       lost,
       ledgerRows: ledgerRowsOf(this.cluster.dataDir, taskId),
-      invocations: invocationsOf(this.cluster.dataDir, taskId),
+      invocations,
       backendRows: backend.rows,
       backendPerGeneration: backend.perGeneration,
     };
@@ -381,6 +421,7 @@ export async function runTrial(d: Driver, point: PointId, trial: number): Promis
   const violations: string[] = [];
   const memo = `${point} #${trial} ${randomUUID().slice(0, 8)}`;
   const taskIds: string[] = [];
+  let upstreamLabel: string | undefined;
   switch (point) {
     case 'worker.submit.before':
     case 'worker.submit.after': {
@@ -486,6 +527,30 @@ export async function runTrial(d: Driver, point: PointId, trial: number): Promis
       for (const m of memos) await d.approve(m);
       break;
     }
+    case 'upstream.execute.before': {
+      // the same hook point as worker.execute.before, reached by an upstream tool's execution
+      upstreamLabel = memo;
+      await arm(c, 'worker', 'worker.execute.before');
+      taskIds.push((await d.callUpstream(upstreamLabel)).taskId);
+      await d.approve(upstreamLabel);
+      await awaitFaultKill(c, 'worker', 'worker.execute.before', violations, notes);
+      break;
+    }
+    case 'upstream.call.in-flight': {
+      // a `hang-` label is recorded by the upstream and never answered: the call stays in flight
+      upstreamLabel = `hang-${memo}`;
+      taskIds.push((await d.callUpstream(upstreamLabel)).taskId);
+      await d.approve(upstreamLabel);
+      for (let i = 0; i < 3000 && upstreamCallsOf(c.upstreamDir, upstreamLabel) === 0; i++) await sleep(20);
+      if (upstreamCallsOf(c.upstreamDir, upstreamLabel) === 0)
+        violations.push('the upstream call was never sent, so no kill happened in flight');
+      else {
+        checkKilled('worker', await c.kill('worker'), violations, notes);
+        notes.push('killed after the upstream recorded the call, before any answer');
+      }
+      await c.startRole('worker');
+      break;
+    }
     case 'callback.replay': {
       const deliveries: RecordedRequest[] = [];
       const replays: number[] = [];
@@ -523,7 +588,7 @@ export async function runTrial(d: Driver, point: PointId, trial: number): Promis
     }
   }
   const tasks: TaskOutcome[] = [];
-  for (const id of taskIds) tasks.push(await d.settle(id));
+  for (const id of taskIds) tasks.push(await d.settle(id, undefined, upstreamLabel));
   const expected = expectationOf(point);
   violations.push(...tasks.flatMap((t) => violationsOf(t, expected).map((v) => `${t.taskId.slice(0, 12)}…: ${v}`)));
   return { point, trial, tasks, violations, unexpected: [], notes, ms: Date.now() - t0 };

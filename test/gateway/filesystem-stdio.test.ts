@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpRpcError } from '../../src/client/wire-client.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
-import { clientFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
+import { clientFor, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 import { decideWhere, pendingForTool, writeGatewayConfig } from './gateway-support.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
@@ -123,6 +123,14 @@ describe('gateway: the reference filesystem server over stdio', () => {
     });
     expect(created.resultType).toBe('task');
     expect(existsSync(path)).toBe(false); // a requestable denial does not execute
+    // The approver is shown the tool's title, its upstream and its annotation hints (docs/GATEWAY.md §6).
+    const [pending] = (await pendingFor(stack, 'bob')).filter((r) => r.arguments.path === path) as Array<Record<string, unknown>>;
+    expect(pending?.tool_info).toEqual({
+      title: 'Write File',
+      upstream: 'fs',
+      upstream_tool: 'write_file',
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    });
     expect(await decideWhere(stack, (a) => a.path === path, 'approve')).toBe(200);
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.status).toBe('completed');

@@ -32,6 +32,7 @@ import { problem } from '../../http/problem.js';
 import { faultPoint } from '../../fault-point.js';
 import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
+import { headline } from '../inbox/format.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
@@ -72,14 +73,22 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
   'unknown-person': "decided_by does not name a configured approver of this request's approver group.",
 };
 
-/** JSON view of a pending or decided request for deciders (arguments included: they are what is decided). */
+/**
+ * JSON view of a pending or decided request for deciders (arguments included: they are what is
+ * decided). `tool_info` is the resource's `properties` as submitted (title, `upstream`,
+ * `upstream_tool`, `annotations` with the four MCP hints) or null; `summary` is the one-line
+ * reading of the arguments the inbox and CLI show (`inbox/format.ts` `headline`), plain text with
+ * control and bidi characters made visible.
+ */
 export function approvalItem(r: AccessRequestRecord, approvals: readonly string[]): Record<string, unknown> {
   return {
     id: r.id,
     status: r.status,
     tool: r.body.resource.id,
+    tool_info: r.body.resource.properties ?? null,
     requester: r.body.subject.sub,
     arguments: r.body.context.arguments,
+    summary: headline(r.body.context.arguments),
     reason: r.body.reason,
     justification: r.body.context.justification ?? null,
     approver_group: r.body.approver_group,

@@ -24,14 +24,31 @@ export const WireSubjectSchema = z.object({
 });
 
 /**
+ * ARAP resource `properties` of a tool, for approvers (`src/tools/tool-presentation.ts`): its
+ * title, the upstream MCP server it comes from and its name there, and the four MCP annotation
+ * hints (hints from the tool's author, MCP defaults already applied by the sender).
+ */
+export const WireToolPropertiesSchema = z.object({
+  title: z.string().min(1).max(256).optional(),
+  upstream: z.string().min(1).max(64).optional(),
+  upstream_tool: z.string().min(1).max(256).optional(),
+  annotations: z
+    .object({ readOnlyHint: z.boolean(), destructiveHint: z.boolean(), idempotentHint: z.boolean(), openWorldHint: z.boolean() })
+    .optional(),
+});
+/** Validated tool properties. */
+export type WireToolProperties = z.infer<typeof WireToolPropertiesSchema>;
+
+/**
  * Body of `POST /access/v1/requests` (ARAP Access Request). `expires_at` is ISO 8601 with an
- * offset (`Z` or `±hh:mm`); `generation` ≥ 1; `callback_url` absolute http(s). Unknown keys are
+ * offset (`Z` or `±hh:mm`); `generation` ≥ 1; `callback_url` absolute http(s); `resource.properties`
+ * optional ({@link WireToolPropertiesSchema}). Unknown keys are
  * stripped, so they neither matter for idempotency nor get stored.
  */
 export const AccessRequestBodySchema = z.object({
   subject: WireSubjectSchema,
   action: z.object({ name: z.literal('tools/call') }),
-  resource: z.object({ type: z.literal('tool'), id: z.string().min(1).max(256) }),
+  resource: z.object({ type: z.literal('tool'), id: z.string().min(1).max(256), properties: WireToolPropertiesSchema.optional() }),
   context: z.object({ arguments: z.record(z.string(), z.unknown()), justification: z.string().max(1000).optional() }),
   approver_group: z.string().min(1).max(256),
   reason: z.string().max(2000),

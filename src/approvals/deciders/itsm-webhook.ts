@@ -8,8 +8,8 @@
  * group listed in `itsm.groups` that is still pending after the risk engine, claims:
  * `iss` = this service's base URL, `aud` = {@link ITSM_NOTIFICATION_AUDIENCE}, `iat`, `exp` (+5 min),
  * `jti`, `event: "access_request.created"`, `request: {id, tool, requester, approver_group,
- * reason, justification, summary, arguments (unless includeArguments is false),
- * required_approvals, created_at, expires_at}`, `decision_url`. Up to 3 attempts (0 s, 1 s,
+ * reason, justification, summary, tool_info (the tool's title, upstream and hints, or null),
+ * arguments (unless includeArguments is false), required_approvals, created_at, expires_at}`, `decision_url`. Up to 3 attempts (0 s, 1 s,
  * 5 s); each success appends a `notified` audit row. Fire-and-forget: a lost notification costs
  * only the ticket (the inbox still shows the request).
  *
@@ -103,6 +103,7 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
     const request: Record<string, unknown> = {
       id: record.id,
       tool: b.resource.id,
+      tool_info: b.resource.properties ?? null,
       requester: b.subject.sub,
       approver_group: b.approver_group,
       reason: b.reason,

@@ -19,16 +19,19 @@ export function visible(text: string, opts: { keepNewlines?: boolean } = {}): st
   return text.replace(re, (ch) => `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`);
 }
 
+// A long string keeps its start and its end (a path's file name, an id's tail): `/srv/data/…/protected/report.txt`.
 function summarizeValue(v: unknown): string {
-  if (typeof v === 'string') return /^[\w.@:/+-]{1,60}$/.test(v) ? v : JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
+  if (typeof v === 'string')
+    return /^[\w.@:/+-]{1,60}$/.test(v) ? v : JSON.stringify(v.length > 60 ? `${v.slice(0, 20)}…${v.slice(-37)}` : v);
   if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
   const json = JSON.stringify(v) ?? String(v);
   return json.length > 40 ? `${json.slice(0, 37)}...` : json;
 }
 
 /**
- * One-line summary of tool arguments, e.g. `amount=50000 to=acct-991`, in key order as given,
- * truncated to `maxChars` (default 160) with `…`.
+ * One-line summary of tool arguments, e.g. `amount=50000 to=acct-991`, in key order as given; a
+ * string over 60 characters shows its first 20 and last 37 around `…`; the line is truncated to
+ * `maxChars` (default 160) with `…`.
  */
 export function summarizeArguments(args: Record<string, unknown>, maxChars = 160): string {
   const line = Object.entries(args)
@@ -81,4 +84,77 @@ export function formatTime(ms: number): string {
     .toISOString()
     .replace('T', ' ')
     .replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** The MCP annotation hints of a request's tool, as sent in the ARAP resource `properties`. */
+export interface ToolHintsView {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** What the ARAP resource `properties` say about a tool (`src/approvals/api/arap-wire.ts`). */
+export interface ToolPropertiesView {
+  title?: string | undefined;
+  upstream?: string | undefined;
+  upstream_tool?: string | undefined;
+  annotations?: ToolHintsView | undefined;
+}
+
+/**
+ * The hints as short labels, in this order: `read-only`, or `destructive` / `non-destructive`
+ * (MCP: destructiveHint matters only when not read-only); `idempotent` when set; `open-world` or
+ * `closed-world`. Empty when the request carries no hints (a native tool).
+ */
+export function hintLabels(hints: ToolHintsView | undefined): string[] {
+  if (hints === undefined) return [];
+  const out = [hints.readOnlyHint ? 'read-only' : hints.destructiveHint ? 'destructive' : 'non-destructive'];
+  if (hints.idempotentHint) out.push('idempotent');
+  out.push(hints.openWorldHint ? 'open-world' : 'closed-world');
+  return out;
+}
+
+/**
+ * Where a tool comes from, in words: `upstream MCP server "fs" (its tool write_file)` for a
+ * gateway tool, `this server` otherwise. Plain text with unsafe characters made visible.
+ */
+export function toolOrigin(props: ToolPropertiesView | undefined): string {
+  if (props?.upstream === undefined) return 'this server';
+  const inner = props.upstream_tool === undefined ? '' : ` (its tool ${visible(props.upstream_tool)})`;
+  return `upstream MCP server "${visible(props.upstream)}"${inner}`;
+}
+
+/**
+ * One line naming the tool for lists and the CLI: `Write File · fs__write_file` with a title,
+ * else the name; then the hint labels in brackets, e.g. `[destructive, open-world]`.
+ */
+export function toolLine(name: string, props: ToolPropertiesView | undefined): string {
+  const head = props?.title === undefined ? visible(name) : `${visible(props.title)} · ${visible(name)}`;
+  const labels = hintLabels(props?.annotations);
+  return labels.length === 0 ? head : `${head} [${labels.join(', ')}]`;
+}
+
+/** One top-level argument, ready to show: a short `value` on one line, or a `block` of lines. */
+export interface ArgumentRow {
+  name: string;
+  value: string;
+  /** True when `value` spans lines (multi-line text, or an object / array as indented JSON). */
+  block: boolean;
+}
+
+/**
+ * Any tool's arguments, one row per top-level key in the order given: strings as they are (not
+ * JSON-quoted; newlines kept, control and bidi characters made visible), numbers, booleans and
+ * null as written, objects and arrays as indented JSON. Nothing is truncated: this is what the
+ * approver decides on.
+ */
+export function argumentRows(args: Record<string, unknown>): ArgumentRow[] {
+  return Object.entries(args).map(([k, v]) => {
+    const name = visible(k);
+    if (typeof v === 'string') return { name, value: visible(v, { keepNewlines: true }), block: v.includes('\n') };
+    if (v === null || typeof v !== 'object') return { name, value: String(v), block: false };
+    const json = JSON.stringify(v, null, 2);
+    return { name, value: visible(json, { keepNewlines: true }), block: json.includes('\n') };
+  });
 }

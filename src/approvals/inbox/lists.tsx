@@ -7,7 +7,7 @@
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
-import { formatAge, formatCountdown, formatTime, headline, visible } from './format.js';
+import { formatAge, formatCountdown, formatTime, headline, hintLabels, visible, type ToolPropertiesView } from './format.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord } from '../store/store.js';
 
@@ -112,6 +112,7 @@ export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: L
                   <a href={requestLink(r.id)} class="mono">
                     {visible(r.body.resource.id)}
                   </a>
+                  <ToolNote props={r.body.resource.properties} />
                 </td>
                 <td>{visible(r.body.subject.sub)}</td>
                 <td>
@@ -136,6 +137,26 @@ export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: L
         </table>
       )}
     </>
+  );
+}
+
+/** Under a tool's name: its title and upstream (muted) and its annotation hints as pills; empty for a native tool without them. */
+function ToolNote(p: { props: ToolPropertiesView | undefined }) {
+  const t = p.props;
+  if (t === undefined) return <></>;
+  const where = [t.title === undefined ? '' : visible(t.title), t.upstream === undefined ? '' : `via ${visible(t.upstream)}`]
+    .filter((x) => x !== '')
+    .join(' · ');
+  return (
+    <div class="muted" data-testid="tool-note">
+      {where}
+      {hintLabels(t.annotations).map((h) => (
+        <>
+          {' '}
+          <span class={`pill hint-${h}`}>{h}</span>
+        </>
+      ))}
+    </div>
   );
 }
 
@@ -165,7 +186,10 @@ export function HistoryView(props: { items: AccessRequestRecord[]; filters: List
                 <td>
                   <StatusPill status={r.status} />
                 </td>
-                <td class="mono">{visible(r.body.resource.id)}</td>
+                <td>
+                  <span class="mono">{visible(r.body.resource.id)}</span>
+                  <ToolNote props={r.body.resource.properties} />
+                </td>
                 <td>{visible(r.body.subject.sub)}</td>
                 <td>
                   <a href={requestLink(r.id)} class="mono">

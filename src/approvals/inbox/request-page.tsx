@@ -1,5 +1,6 @@
 /**
- * One request in the approver inbox (hono/jsx): the full arguments pretty-printed, requester
+ * One request in the approver inbox (hono/jsx): the tool (title, the upstream MCP server it comes
+ * from, its annotation hints), the full arguments one row per argument (and as JSON), requester
  * (with delegation chain), justification, the policy's reason, approvals so far against the
  * quorum, the audit trail (who, channel, rule, comment, when), and — when this approver may
  * decide — one form with a comment and Approve / Deny buttons. Every value is escaped.
@@ -7,7 +8,7 @@
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
-import { formatCountdown, formatTime, headline, visible } from './format.js';
+import { argumentRows, formatCountdown, formatTime, headline, hintLabels, toolOrigin, visible } from './format.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
 
@@ -48,6 +49,9 @@ export interface RequestViewProps {
 export function RequestView(props: RequestViewProps) {
   const r = props.record;
   const b = r.body;
+  const tool = b.resource.properties;
+  const hints = hintLabels(tool?.annotations);
+  const rows = argumentRows(b.context.arguments);
   const pending = r.status === 'pending';
   const action = `/approver/requests/${encodeURIComponent(r.id)}/decision`;
   return (
@@ -56,11 +60,30 @@ export function RequestView(props: RequestViewProps) {
         <a href="/approver">← queue</a>
       </p>
       <h1>
+        {tool?.title !== undefined ? <span data-testid="tool-title">{visible(tool.title)} · </span> : ''}
         <span class="mono">{visible(b.resource.id)}</span> · {headline(b.context.arguments)} <StatusPill status={r.status} />
       </h1>
       {props.flash ?? ''}
       <section class="card">
         <dl class="grid">
+          <div>
+            <dt>Tool</dt>
+            <dd data-testid="tool">
+              <span class="mono">{visible(b.resource.id)}</span>
+              <div class="muted" data-testid="tool-origin">
+                from {toolOrigin(tool)}
+              </div>
+              {hints.length === 0 ? (
+                ''
+              ) : (
+                <div data-testid="tool-hints" title="Annotation hints written by the tool's author">
+                  {hints.map((h) => (
+                    <span class={`pill hint-${h}`}>{h}</span>
+                  ))}{' '}
+                </div>
+              )}
+            </dd>
+          </div>
           <div>
             <dt>Requester</dt>
             <dd>
@@ -108,9 +131,26 @@ export function RequestView(props: RequestViewProps) {
         </dl>
       </section>
       <h2>Arguments</h2>
-      <pre class="args" data-testid="arguments">
-        {visible(JSON.stringify(b.context.arguments, null, 2), { keepNewlines: true })}
-      </pre>
+      {rows.length === 0 ? (
+        <p class="muted">No arguments.</p>
+      ) : (
+        <table class="argrows" data-testid="argument-rows">
+          <tbody>
+            {rows.map((a) => (
+              <tr>
+                <td class="mono name">{a.name}</td>
+                <td>{a.block ? <pre class="mono">{a.value}</pre> : <span class="mono">{a.value}</span>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <details>
+        <summary class="muted">as JSON</summary>
+        <pre class="args" data-testid="arguments">
+          {visible(JSON.stringify(b.context.arguments, null, 2), { keepNewlines: true })}
+        </pre>
+      </details>
       <p class="muted mono">
         request {r.id} · binding {b.binding_digest}
       </p>

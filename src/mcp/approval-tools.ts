@@ -218,7 +218,22 @@ export async function callApprovalTool(
           : 'The approval had already ended.';
     return stateResult(approvalState(approvalId, after), lead);
   }
-  const snap = await tasks.get(approvalId, caller);
+  const snap = await getDecliningUnanswerableInput(tasks, approvalId, caller);
   if (!snap) return unknown;
   return stateResult(approvalState(approvalId, snap), `Approval ${approvalId}: ${snap.status}.`);
+}
+
+/**
+ * The caller's task for a client that has no way to answer in-task input (no `tasks/update`: a
+ * plain client following with `approval_status`, or the 2025-11-25 face). A task waiting for input
+ * (a further approval that needs a justification) could never be answered by it, so the outstanding
+ * request is declined on its behalf: the task ends as a denial that submitted nothing further
+ * (`input-declined`) instead of waiting until it expires. null as `TaskService.get`.
+ */
+export async function getDecliningUnanswerableInput(tasks: TaskService, taskId: string, caller: Principal): Promise<TaskSnapshot | null> {
+  const snap = await tasks.get(taskId, caller);
+  if (snap?.status !== 'input_required' || !snap.inputRequests) return snap;
+  const declined = Object.fromEntries(Object.keys(snap.inputRequests).map((k) => [k, { action: 'decline' }]));
+  await tasks.provideInput(taskId, caller, declined);
+  return tasks.get(taskId, caller);
 }

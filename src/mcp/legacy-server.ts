@@ -47,7 +47,13 @@ import {
   taskAugmentationRequired,
   taskForbiddenForTool,
 } from './legacy-errors.js';
-import { approvalToolDescriptors, callApprovalTool, isApprovalTool, type ApprovalState } from './approval-tools.js';
+import {
+  approvalToolDescriptors,
+  callApprovalTool,
+  getDecliningUnanswerableInput,
+  isApprovalTool,
+  type ApprovalState,
+} from './approval-tools.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { createInlineTaskSealer, INLINE_TASK_MAX_RESULT_CHARS, type InlineTask } from './legacy-inline-task.js';
 import { statusMessage } from './status-text.js';
@@ -271,26 +277,11 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       }),
     );
 
-    /**
-     * The caller's task as this face shows it. This wire has no `tasks/update`, so a task waiting
-     * for input (a further approval that needs a justification) could never be answered here: the
-     * outstanding request is declined on the client's behalf, which ends the task as a denial that
-     * submitted nothing further (`input-declined`), instead of leaving it waiting until it expires.
-     */
-    const legacyView = async (taskId: string, caller: Principal): Promise<TaskSnapshot | null> => {
-      const snap = await deps.tasks.get(taskId, caller);
-      if (snap?.status !== 'input_required' || !snap.inputRequests) return snap;
-      const declined = Object.fromEntries(Object.keys(snap.inputRequests).map((k) => [k, { action: 'decline' }]));
-      await deps.tasks.provideInput(taskId, caller, declined);
-      deps.logger.info('in-task input declined for a 2025-11-25 client, which cannot answer it');
-      return deps.tasks.get(taskId, caller);
-    };
-
     server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) =>
       opaque(deps.logger, async () => {
         const done = inline.open(params.taskId, principalOf(ctx));
         if (done) return inlineLegacyTask(params.taskId, done) as never;
-        const snap = await legacyView(params.taskId, principalOf(ctx));
+        const snap = await getDecliningUnanswerableInput(deps.tasks, params.taskId, principalOf(ctx));
         if (!snap) throw taskNotFound();
         return legacyTask(params.taskId, snap) as never;
       }),
@@ -312,7 +303,7 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
         const signal = (ctx as LegacyCtx).mcpReq?.signal;
         const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
         for (;;) {
-          const snap = await legacyView(params.taskId, principalOf(ctx));
+          const snap = await getDecliningUnanswerableInput(deps.tasks, params.taskId, principalOf(ctx));
           if (!snap) throw taskNotFound();
           if (isTerminal(snap)) return legacyTaskPayload(params.taskId, snap) as never;
           if (signal?.aborted || Date.now() > giveUpAt) throw resultNotReady();

@@ -10,11 +10,12 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import type { Stack } from '../../src/stack.js';
 import { clientFor as wireClientFor, decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
 import { call, statusUntilDone, text, type ApprovalState } from '../support/sdk-client.js';
+import { SECOND_APPROVAL_POLICY } from '../support/test-policies.js';
 
 let stack: Stack;
 const clients: Client[] = [];
 beforeAll(async () => {
-  stack = await startTestStack(testConfig());
+  stack = await startTestStack(testConfig({}, { 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }));
 });
 afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
@@ -90,6 +91,18 @@ describe('a client without the tasks extension follows an approval through the c
     const done = await statusUntilDone(client, state.approvalId);
     expect(done.state).toMatchObject({ status: 'completed', outcome: 'not-executed', disposition: 'denied-not-executed' });
     expect(text(done.result)).toMatch(/did not run/);
+    expect(stack.ledger.countByTask(state.approvalId)).toBe(0);
+  });
+
+  it('an approval that comes to need in-task input, which this client cannot give, is declined for it: approval_status shows denied-not-executed and nothing further is submitted', async () => {
+    const client = await plainClient('alice');
+    const m = memo();
+    const state = (await call(client, 'wire_transfer', transfer(m, 66_666))).structuredContent as unknown as ApprovalState;
+    expect(await decide(stack, m, 'approve', 'bob')).toBe(200);
+    const done = await statusUntilDone(client, state.approvalId);
+    expect(done.state).toMatchObject({ status: 'completed', outcome: 'not-executed', disposition: 'denied-not-executed' });
+    expect(text(done.result)).toMatch(/declined/);
+    expect((await pendingFor(stack, 'carol')).some((p) => p.arguments.memo === m)).toBe(false);
     expect(stack.ledger.countByTask(state.approvalId)).toBe(0);
   });
 

@@ -34,6 +34,7 @@ import { createCedarPdp } from './policy/cedar-pdp.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
 import { openDataDir, type StackSecrets } from './secrets.js';
 import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
+import { connectClient, type TemporalConnection } from './temporal/connect.js';
 import { startDevServer } from './temporal/dev-server.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
@@ -116,6 +117,15 @@ export function roleUrls(config: Config): RoleUrls {
     { mcp: config.COUNTERSIGN_PORT, approvals: config.COUNTERSIGN_APPROVALS_PORT, issuer: config.COUNTERSIGN_ISSUER_PORT },
     config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
   );
+}
+
+/**
+ * The credentials and TLS of the configured Temporal cluster (`TEMPORAL_CONNECTION`), applied only
+ * when the cluster is external (`TEMPORAL_ADDRESS`, from the environment or a profile): the
+ * embedded dev server is plain gRPC on 127.0.0.1 whatever the environment says.
+ */
+export function temporalConnectionOf(config: Config): TemporalConnection {
+  return config.TEMPORAL_ADDRESS ? config.TEMPORAL_CONNECTION : {};
 }
 
 /** Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only. */
@@ -240,6 +250,7 @@ export async function startWorkerRole(
   try {
     const worker = await startApprovalWorker({
       address: ctx.urls.temporalAddress,
+      connection: temporalConnectionOf(config),
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.COUNTERSIGN_TASK_QUEUE,
       deps: {
@@ -274,7 +285,7 @@ export async function startMcpRole(
   opts: { mount: Mount; callbackBaseUrl?: string; backendCallTimeoutMs?: number; parts?: ToolParts },
 ): Promise<{ temporal: Client; stop(): Promise<void> }> {
   const { config, secrets, urls } = ctx;
-  const connection = await Connection.connect({ address: urls.temporalAddress });
+  const connection = await connectClient(urls.temporalAddress, temporalConnectionOf(config));
   let parts: (ToolParts & { close(): void }) | undefined;
   try {
     parts = await ownOrShared(config, opts.parts);

@@ -4,11 +4,12 @@
  * `startApprovalWorker` returns once the worker polls; `stop()` drains it (in-flight activities
  * finish or time out) and resolves when it has stopped.
  */
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import type { DataConverter } from '@temporalio/common';
 import { createActivities, type ActivityDeps } from '../activities/activities.js';
 import { createLimiterActivities } from '../activities/limiter-activities.js';
+import { connectWorker, type TemporalConnection } from './temporal/connect.js';
 
 /** Absolute path of the workflow module the worker bundles (re-exports every workflow). */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -27,6 +28,8 @@ export interface RunningWorker {
 /** Start a worker on `taskQueue`. Throws if the connection or registration fails. */
 export async function startApprovalWorker(opts: {
   address: string;
+  /** API key, TLS and gRPC metadata (`src/temporal/connect.ts`); default: plain gRPC, no credentials. */
+  connection?: TemporalConnection;
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
@@ -39,7 +42,7 @@ export async function startApprovalWorker(opts: {
    */
   dataConverter?: DataConverter;
 }): Promise<RunningWorker> {
-  const connection = await NativeConnection.connect({ address: opts.address });
+  const connection = await connectWorker(opts.address, opts.connection);
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,

@@ -90,6 +90,11 @@ export const ConfigSchema = z.object({
   TEMPORAL_PORT: port(7233),
   TEMPORAL_UI_PORT: port(8233),
   COUNTERSIGN_TASK_QUEUE: z.string().default('countersign-approvals'),
+  /**
+   * Typed search attributes on approval workflows (`src/temporal/search-attributes.ts`): `auto`
+   * (upsert when registered on the namespace, checked at MCP start), `on`, `off`.
+   */
+  COUNTERSIGN_SEARCH_ATTRIBUTES: z.enum(['auto', 'on', 'off']).default('auto'),
   /** How long a terminal result stays retrievable (SEP-2848 resultRetention). */
   COUNTERSIGN_RESULT_RETENTION_MS: ms(24 * 3_600_000),
   /** `pollIntervalMs` suggested to clients. */

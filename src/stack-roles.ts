@@ -36,6 +36,7 @@ import { openDataDir, type StackSecrets } from './secrets.js';
 import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
 import { connectClient, type TemporalConnection } from './temporal/connect.js';
 import { startDevServer } from './temporal/dev-server.js';
+import { searchAttributesEnabled } from './temporal/search-attributes.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.js';
@@ -290,9 +291,11 @@ export async function startMcpRole(
   try {
     parts = await ownOrShared(config, opts.parts);
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
+    const searchAttributes = await searchAttributesEnabled(config.COUNTERSIGN_SEARCH_ATTRIBUTES, connection, config.TEMPORAL_NAMESPACE, ctx.logger);
     const workflowConfig: ApprovalWorkflowConfig = {
       ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
       ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
+      ...(searchAttributes ? { searchAttributes } : {}),
     };
     const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
     const mcp = createMcpFront(config, { temporal, tools: parts.tools, pdp: parts.pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: ctx.logger });

@@ -85,6 +85,12 @@ export class ApprovalState {
   private refusedInput: 'decline' | 'cancel' | undefined;
   /** The `inputResponses` key of the outstanding input request, while `input_required`. */
   private inputKey: string | undefined;
+  /**
+   * Called after every transition (each one stamps `lastUpdatedAt`), synchronously, with the state
+   * already changed: the workflow publishes search attributes and metrics from it. Not called by
+   * the constructor.
+   */
+  onTransition: (() => void) | undefined;
 
   constructor(
     private readonly input: ApprovalWorkflowInput,
@@ -118,6 +124,11 @@ export class ApprovalState {
     return this.generations[this.generations.length - 1];
   }
 
+  /** The approver group of the latest submission; before the first, the one the policy named at creation. */
+  approverGroup(): string {
+    return this.current()?.body.approverGroup ?? this.input.accessRequest.approverGroup;
+  }
+
   /** True once the first submission's backend handle is in state, or the task already ended (`taskCreated`). */
   isCreated(): boolean {
     return this.current()?.handle !== undefined || this.isTerminal();
@@ -136,6 +147,7 @@ export class ApprovalState {
   /** Stamp `lastUpdatedAt` with the current time. */
   touch(): void {
     this.snapshot.lastUpdatedAt = iso(this.now());
+    this.onTransition?.();
   }
 
   /** Move a working task to `phase`; no-op once terminal. */

@@ -39,6 +39,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  upsertSearchAttributes,
   uuid4,
   workflowInfo,
   type ActivityInterfaceFor,
@@ -52,6 +53,7 @@ import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './executi
 import { ApprovalState, type SubmittedGeneration } from './approval-state.js';
 import { JUSTIFICATION_INPUT_KEY, inTaskJustificationKey } from './wire.js';
 import { UNIQUE_INPUT_KEYS_PATCH } from './justification.js';
+import { SEARCH_ATTRIBUTES_PATCH, SearchAttributePublisher } from './search-attributes.js';
 import {
   FAILURE,
   type AccessRequestHint,
@@ -125,6 +127,15 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     execution: proxyActivities<ApprovalActivities>({ startToCloseTimeout: input.config.executionTimeoutMs, retry: { maximumAttempts: 1 } }),
     taskId: taskIdFor(info.workflowId, info.runId),
   };
+  // Typed search attributes for the Web UI and visibility queries, upserted on every transition
+  // (`search-attributes.ts`); only when the front found them registered, and never in runs
+  // recorded before them.
+  if (input.config.searchAttributes === true && patched(SEARCH_ATTRIBUTES_PATCH)) {
+    const publisher = new SearchAttributePublisher(upsertSearchAttributes);
+    const publish = () => publisher.publish({ tool: input.binding.tool, approverGroup: state.approverGroup(), ownerKey: input.ownerKey, snapshot: state.snapshot });
+    state.onTransition = publish;
+    publish();
+  }
 
   setHandler(taskQuery, () => state.snapshot);
   setHandler(taskCreatedUpdate, async () => {

@@ -34,6 +34,12 @@ describe('recorded approval histories replay with the current workflow code', ()
     }
   });
 
+  it('the current version records its search-attribute upserts, so their replay is covered too', () => {
+    const current = histories.filter((f) => f.startsWith('search-attributes-'));
+    expect(current.length).toBeGreaterThanOrEqual(6);
+    for (const f of current) expect(readFileSync(new URL(f, FIXTURES), 'utf8')).toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
+  });
+
   it.each(histories)('%s replays without nondeterminism', async (file) => {
     const history = historyFromJSON(JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')));
     await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history)).resolves.toBeUndefined();

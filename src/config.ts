@@ -83,6 +83,13 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_PORT: port(8787),
   COUNTERSIGN_APPROVALS_PORT: port(8788),
   COUNTERSIGN_ISSUER_PORT: port(8789),
+  /** `serve --role worker`: the worker's HTTP port for `/livez`, `/readyz`, `/metrics` (the other roles serve them on their own port). */
+  COUNTERSIGN_WORKER_PORT: port(8790),
+  /**
+   * `host:port` where the Temporal SDK runtime's Prometheus exporter listens (worker metrics of the
+   * Rust core: polls, task latencies, slots); appended to each role's `/metrics`. Unset: off.
+   */
+  COUNTERSIGN_TEMPORAL_METRICS_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
   /** Use this Temporal frontend instead of starting a dev server (host:port). */
   TEMPORAL_ADDRESS: z.string().optional(),

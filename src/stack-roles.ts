@@ -42,6 +42,8 @@ import { openLedger, type Ledger } from './tools/ledger.js';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
 import { startApprovalWorker } from './worker.js';
+import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
+import { withOpsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
 /** The roles `serve --role` accepts. */
@@ -86,6 +88,8 @@ export interface RoleContext {
   secrets: StackSecrets;
   urls: RoleUrls;
   logger: Logger;
+  /** The process's application metrics (one registry per process or embedded stack); default: a fresh one per role. */
+  metrics?: AppMetrics;
 }
 
 /**
@@ -129,10 +133,15 @@ export function temporalConnectionOf(config: Config): TemporalConnection {
   return config.TEMPORAL_ADDRESS ? config.TEMPORAL_CONNECTION : {};
 }
 
-/** Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only. */
-export function quietTemporalRuntime(): void {
+/**
+ * Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only.
+ * With `COUNTERSIGN_TEMPORAL_METRICS_ADDRESS` the runtime also serves its Prometheus metrics there
+ * (once per process: the first call decides).
+ */
+export function quietTemporalRuntime(config?: Config): void {
+  const bindAddress = config?.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({ logger: new DefaultLogger('WARN'), ...(bindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress } } } } : {}) });
   } catch {
     // already installed (a second stack in the same process)
   }
@@ -175,6 +184,33 @@ export function oauthOf(config: Config, devIssuerUrl: string, resourceUrl: strin
 /** The Temporal data converter of this installation: the AES-256-GCM payload codec over `COUNTERSIGN_PAYLOAD_KEYS` or the generated key. */
 export function dataConverterOf(config: Config, secrets: StackSecrets) {
   return { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] };
+}
+
+/** The Temporal runtime exporter's URL for `/metrics`, when configured. */
+export function temporalMetricsUrlOf(config: Config): string | undefined {
+  return config.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS ? `http://${config.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS}/metrics` : undefined;
+}
+
+/** `mount` with `/livez`, `/readyz` (over `checks`) and `/metrics` in front of the role's handler (`src/ops/ops-routes.ts`). */
+export function withOps(mount: Mount, config: Config, metrics: AppMetrics, checks: ReadinessCheck[]): Mount {
+  const temporalMetricsUrl = temporalMetricsUrlOf(config);
+  return (fetch) => mount(withOpsRoutes(fetch, { metrics, checks, ...(temporalMetricsUrl ? { temporalMetricsUrl } : {}) }));
+}
+
+/**
+ * Readiness of an approval backend at `baseUrl`: any HTTP answer counts (the ARAP API has no
+ * health route of its own); a refused or unanswered connection does not.
+ */
+export function backendReachable(baseUrl: string): ReadinessCheck {
+  return {
+    name: 'approval-backend',
+    async check() {
+      const res = await fetch(baseUrl, { method: 'GET', signal: AbortSignal.timeout(2000) }).catch(() => {
+        throw new Error('approval backend unreachable');
+      });
+      await res.body?.cancel();
+    },
+  };
 }
 
 /** The tools and policy the worker and the MCP front both use: the ledger (`<data>/ledger.db`), the tool registry over it, and Cedar. */
@@ -245,7 +281,7 @@ export async function startTemporalRole(
 export async function startWorkerRole(
   ctx: RoleContext,
   opts: { approvalsUrl?: string; workflowBundle?: WorkflowBundleWithSourceMap; parts?: ToolParts } = {},
-): Promise<{ stop(): Promise<void> }> {
+): Promise<{ stop(): Promise<void>; checks: ReadinessCheck[] }> {
   const { config, secrets } = ctx;
   const parts = await ownOrShared(config, opts.parts);
   try {
@@ -262,8 +298,10 @@ export async function startWorkerRole(
       },
       dataConverter: dataConverterOf(config, secrets),
       ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
+      ...(ctx.metrics ? { metrics: ctx.metrics } : {}),
     });
     return {
+      checks: [{ name: 'worker', check: () => worker.ready() }, backendReachable(opts.approvalsUrl ?? ctx.urls.approvalsUrl)],
       async stop() {
         await worker.stop();
         parts.close();
@@ -283,7 +321,7 @@ export async function startWorkerRole(
  */
 export async function startMcpRole(
   ctx: RoleContext,
-  opts: { mount: Mount; callbackBaseUrl?: string; backendCallTimeoutMs?: number; parts?: ToolParts },
+  opts: { mount: Mount; callbackBaseUrl?: string; backendCallTimeoutMs?: number; parts?: ToolParts; extraChecks?: ReadinessCheck[] },
 ): Promise<{ temporal: Client; stop(): Promise<void> }> {
   const { config, secrets, urls } = ctx;
   const connection = await connectClient(urls.temporalAddress, temporalConnectionOf(config));
@@ -298,8 +336,11 @@ export async function startMcpRole(
       ...(searchAttributes ? { searchAttributes } : {}),
     };
     const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
-    const mcp = createMcpFront(config, { temporal, tools: parts.tools, pdp: parts.pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: ctx.logger });
-    const unmount = await opts.mount((req) => mcp.app.fetch(req)).catch(async (err: unknown) => {
+    const metrics = ctx.metrics ?? createAppMetrics();
+    metrics.setOpenTasksSource(async () => (await temporal.workflow.count("WorkflowType = 'approvalWorkflow' AND ExecutionStatus = 'Running'")).count);
+    const mcp = createMcpFront(config, { temporal, tools: parts.tools, pdp: parts.pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: ctx.logger, metrics });
+    const checks: ReadinessCheck[] = [{ name: 'temporal', check: async () => void (await connection.workflowService.getSystemInfo({})) }, ...(opts.extraChecks ?? [])];
+    const unmount = await withOps(opts.mount, config, metrics, checks)((req) => mcp.app.fetch(req)).catch(async (err: unknown) => {
       await mcp.close();
       throw err;
     });
@@ -347,7 +388,7 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
     await approvals.drainCallbacks().catch(() => undefined);
     approvals.close();
   };
-  const unmount = await opts.mount((req) => approvals.app.fetch(req)).catch(async (err: unknown) => {
+  const unmount = await withOps(opts.mount, config, ctx.metrics ?? createAppMetrics(), [])((req) => approvals.app.fetch(req)).catch(async (err: unknown) => {
     await shut();
     throw err;
   });
@@ -366,7 +407,7 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
  */
 export async function startIssuerRole(ctx: RoleContext, opts: { mount: Mount }): Promise<{ issuer: DevIssuer; stop(): Promise<void> }> {
   const issuer = await loadOrCreateDevIssuer({ keyFile: join(ctx.config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'), issuer: ctx.urls.issuerUrl, audience: ctx.urls.resourceUrl });
-  const unmount = await opts.mount((req) => issuer.app.fetch(req));
+  const unmount = await withOps(opts.mount, ctx.config, ctx.metrics ?? createAppMetrics(), [])((req) => issuer.app.fetch(req));
   return { issuer, stop: unmount };
 }
 
@@ -386,9 +427,9 @@ function listenAt(host: string, port: number, variable: string): Mount {
 export async function startRole(role: Role, config: Config, opts: RoleOptions): Promise<RunningRole> {
   const urls = roleUrls(config);
   const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);
-  const ctx: RoleContext = { config, secrets, urls, logger: opts.logger };
+  const ctx: RoleContext = { config, secrets, urls, logger: opts.logger, metrics: createAppMetrics() };
   const host = config.COUNTERSIGN_HOST;
-  quietTemporalRuntime();
+  quietTemporalRuntime(config);
   switch (role) {
     case 'temporal': {
       if (config.TEMPORAL_ADDRESS) throw new Error('TEMPORAL_ADDRESS is set: there is no dev server to run');
@@ -398,7 +439,19 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
     case 'worker': {
       const workflowBundle = opts.workflowBundlePath ? (JSON.parse(readFileSync(opts.workflowBundlePath, 'utf8')) as WorkflowBundleWithSourceMap) : undefined;
       const worker = await startWorkerRole(ctx, { ...(opts.approvalsUrl ? { approvalsUrl: opts.approvalsUrl } : {}), ...(workflowBundle ? { workflowBundle } : {}) });
-      return { role, url: urls.temporalAddress, stop: () => worker.stop() };
+      // the worker serves no API: its own port only for /livez, /readyz, /metrics
+      const unmount = await withOps(listenAt(host, config.COUNTERSIGN_WORKER_PORT, 'COUNTERSIGN_WORKER_PORT'), config, ctx.metrics!, worker.checks)(() => new Response('not found', { status: 404 })).catch(async (err: unknown) => {
+        await worker.stop();
+        throw err;
+      });
+      return {
+        role,
+        url: urls.temporalAddress,
+        async stop() {
+          await unmount();
+          await worker.stop();
+        },
+      };
     }
     case 'mcp': {
       const mcp = await startMcpRole(ctx, {

@@ -32,6 +32,8 @@ import {
   type RoleContext,
 } from './stack-roles.js';
 import type { Ledger } from './tools/ledger.js';
+import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
+import type { ReadinessCheck } from './ops/ops-routes.js';
 
 /** The demo requester's subject. */
 export const DEMO_REQUESTER = 'alice';
@@ -46,6 +48,8 @@ export interface Stack {
   approvals: ApprovalService;
   temporal: Client;
   logger: Logger;
+  /** The stack's application metrics, served at `/metrics` on every listener (src/ops/). */
+  metrics: AppMetrics;
   /** Stop only the worker (tasks stay pending in Temporal). */
   stopWorker(): Promise<void>;
   /** Start a worker again after `stopWorker`. */
@@ -61,7 +65,7 @@ export interface Stack {
  */
 export async function startStack(config: Config, opts: { workflowBundle?: WorkflowBundleWithSourceMap; logger?: Logger; temporalLog?: (line: string) => void } = {}): Promise<Stack> {
   const logger = opts.logger ?? createLogger({ level: config.LOG_LEVEL });
-  quietTemporalRuntime();
+  quietTemporalRuntime(config);
   const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);
   const cleanups: Array<() => Promise<void>> = [];
   let drainCallbacks: (() => Promise<void>) | undefined;
@@ -107,7 +111,8 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     const approvalsL = await listener(config.COUNTERSIGN_APPROVALS_PORT, 'COUNTERSIGN_APPROVALS_PORT');
     const mcpL = await listener(config.COUNTERSIGN_PORT, 'COUNTERSIGN_PORT');
     const urls = urlsAt(host, { mcp: mcpL.port, approvals: approvalsL.port, issuer: issuerL.port }, address);
-    const ctx: RoleContext = { config, secrets, urls, logger };
+    const metrics = createAppMetrics();
+    const ctx: RoleContext = { config, secrets, urls, logger, metrics };
 
     const { issuer, stop: stopIssuer } = await startIssuerRole(ctx, { mount: issuerL.mount });
     cleanups.push(stopIssuer);
@@ -119,7 +124,7 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     const parts = await openToolParts(config);
     cleanups.push(async () => parts.ledger.close());
 
-    let worker: { stop(): Promise<void> } | undefined;
+    let worker: { stop(): Promise<void>; checks: ReadinessCheck[] } | undefined;
     const startWorker = async () => {
       worker = await startWorkerRole(ctx, { parts, ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}) });
     };
@@ -130,7 +135,16 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
     await startWorker();
     cleanups.push(stopWorker);
 
-    const mcp = await startMcpRole(ctx, { mount: mcpL.mount, parts });
+    // One process: the MCP port's /readyz also answers for the worker and its approval backend.
+    const workerChecks: ReadinessCheck[] = ['worker', 'approval-backend'].map((name) => ({
+      name,
+      check: async () => {
+        const c = worker?.checks.find((w) => w.name === name);
+        if (!c) throw new Error('worker stopped');
+        await c.check();
+      },
+    }));
+    const mcp = await startMcpRole(ctx, { mount: mcpL.mount, parts, extraChecks: workerChecks });
     cleanups.push(() => mcp.stop());
 
     return {
@@ -150,6 +164,7 @@ export async function startStack(config: Config, opts: { workflowBundle?: Workfl
       approvals,
       temporal: mcp.temporal,
       logger,
+      metrics,
       stopWorker,
       startWorker,
       stop,

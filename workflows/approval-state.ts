@@ -91,6 +91,8 @@ export class ApprovalState {
    * the constructor.
    */
   onTransition: (() => void) | undefined;
+  /** The reason of the terminal denial, once denied. */
+  private denialReason: DenialReason | undefined;
 
   constructor(
     private readonly input: ApprovalWorkflowInput,
@@ -164,7 +166,13 @@ export class ApprovalState {
 
   /** Complete as a terminal denial (denied-not-executed) for `reason`. */
   deny(reason: DenialReason): void {
+    if (!this.isTerminal()) this.denialReason = reason;
     this.complete(deniedResult(reason));
+  }
+
+  /** Which window ended the task, when it ended as a request-expired or approval-expired denial (for metrics). */
+  expiryKind(): 'request' | 'approval' | undefined {
+    return this.denialReason === 'request-expired' ? 'request' : this.denialReason === 'approval-expired' ? 'approval' : undefined;
   }
 
   /**

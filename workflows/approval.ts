@@ -38,6 +38,7 @@ import {
   condition,
   patched,
   proxyActivities,
+  proxySinks,
   setHandler,
   upsertSearchAttributes,
   uuid4,
@@ -54,6 +55,7 @@ import { ApprovalState, type SubmittedGeneration } from './approval-state.js';
 import { JUSTIFICATION_INPUT_KEY, inTaskJustificationKey } from './wire.js';
 import { UNIQUE_INPUT_KEYS_PATCH } from './justification.js';
 import { SEARCH_ATTRIBUTES_PATCH, SearchAttributePublisher } from './search-attributes.js';
+import type { CountersignSinks, DecisionOutcome } from './metrics-sink.js';
 import {
   FAILURE,
   type AccessRequestHint,
@@ -130,12 +132,21 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   // Typed search attributes for the Web UI and visibility queries, upserted on every transition
   // (`search-attributes.ts`); only when the front found them registered, and never in runs
   // recorded before them.
+  let publish: (() => void) | undefined;
   if (input.config.searchAttributes === true && patched(SEARCH_ATTRIBUTES_PATCH)) {
     const publisher = new SearchAttributePublisher(upsertSearchAttributes);
-    const publish = () => publisher.publish({ tool: input.binding.tool, approverGroup: state.approverGroup(), ownerKey: input.ownerKey, snapshot: state.snapshot });
-    state.onTransition = publish;
+    publish = () => publisher.publish({ tool: input.binding.tool, approverGroup: state.approverGroup(), ownerKey: input.ownerKey, snapshot: state.snapshot });
     publish();
   }
+  // Metrics through a sink (no history, not called during replay; `metrics-sink.ts`).
+  const metrics = proxySinks<CountersignSinks>().countersignMetrics;
+  let terminalReported = false;
+  state.onTransition = () => {
+    publish?.();
+    if (terminalReported || !state.isTerminal()) return;
+    terminalReported = true;
+    metrics.terminal(state.snapshot.status, state.snapshot.disposition, state.expiryKind());
+  };
 
   setHandler(taskQuery, () => state.snapshot);
   setHandler(taskCreatedUpdate, async () => {
@@ -164,6 +175,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     if (!g || state.isTerminal()) break;
     const status = await awaitDecision(run, g);
     if (!status) break;
+    if (status.state !== 'pending') metrics.decided(status.state as DecisionOutcome, (Date.now() - g.submittedAtMs) / 1000);
     if (status.state === 'approved') {
       const next = await reEvaluate(run, status.approval);
       if (!next || !state.consumeForNextRequest(g)) break;

@@ -13,9 +13,13 @@ import type { Connection } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../workflows/search-attributes.js';
 
-/** The `temporal operator search-attribute create` command that registers every attribute on `namespace`. */
+/**
+ * The `temporal operator search-attribute create` commands that register every attribute on
+ * `namespace`, joined by ` && `: one per attribute (CLI 1.9 registers only the first of several
+ * `--name`s given with one `--type`).
+ */
 export function registrationCommand(namespace: string): string {
-  return `temporal operator search-attribute create --namespace ${namespace} ${SEARCH_ATTRIBUTE_DEFINITIONS.map((d) => `--name ${d.name} --type ${d.type}`).join(' ')}`;
+  return SEARCH_ATTRIBUTE_DEFINITIONS.map((d) => `temporal operator search-attribute create --namespace ${namespace} --name ${d.name} --type ${d.type}`).join(' && ');
 }
 
 /** The attributes not registered (as custom Keyword attributes) on `namespace`. Rejects when the operator service does not answer. */

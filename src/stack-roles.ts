@@ -10,10 +10,14 @@
  *
  * - `temporal`: the Temporal dev server on `<data>/temporal.db` at `TEMPORAL_PORT` (a restart
  *   resumes every workflow from that file), its namespace retention set to outlive task results;
- * - `worker`: the Temporal worker with the activities over the approval backend, Cedar and the ledger;
+ * - `worker`: the Temporal worker with the activities over the approval backend, Cedar and the ledger
+ *   (run alone, it answers `/livez`, `/readyz`, `/metrics` at `COUNTERSIGN_WORKER_PORT`);
  * - `mcp`: the MCP endpoint and the backend-callback receiver at `COUNTERSIGN_PORT`;
  * - `approvals`: the reference approval service at `COUNTERSIGN_APPROVALS_PORT`, with its sweeper;
  * - `issuer`: the development token issuer at `COUNTERSIGN_ISSUER_PORT`.
+ *
+ * Every HTTP role also answers `/livez`, `/readyz` and `/metrics` (`src/ops/`, docs/OPERATIONS.md),
+ * and every Temporal connection goes through `src/temporal/connect.ts` with the cluster's credentials.
  *
  * Deliberately does not: supervise or restart anything (an orchestrator or the fault harness does),
  * or pick ports (the embedded stack listens first and passes the real URLs in).

@@ -19,7 +19,9 @@ import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../workflows/search-attributes.
  * `--name`s given with one `--type`).
  */
 export function registrationCommand(namespace: string): string {
-  return SEARCH_ATTRIBUTE_DEFINITIONS.map((d) => `temporal operator search-attribute create --namespace ${namespace} --name ${d.name} --type ${d.type}`).join(' && ');
+  return SEARCH_ATTRIBUTE_DEFINITIONS.map(
+    (d) => `temporal operator search-attribute create --namespace ${namespace} --name ${d.name} --type ${d.type}`,
+  ).join(' && ');
 }
 
 /** The attributes not registered (as custom Keyword attributes) on `namespace`. Rejects when the operator service does not answer. */

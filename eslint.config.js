@@ -14,7 +14,10 @@ export default tseslint.config(
   {
     languageOptions: {
       globals: { ...globals.node },
-      parserOptions: { projectService: { allowDefaultProject: ['*.js', '*.mjs', 'scripts/*.mjs', 'bin/*.mjs', 'test/faults/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['*.js', '*.mjs', 'scripts/*.mjs', 'bin/*.mjs', 'test/faults/*.mjs'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
@@ -36,7 +39,11 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['node:*'], message: 'Workflow code is deterministic: no Node built-ins.' },
-            { group: ['../src/**', '../activities/**'], allowTypeImports: true, message: 'Workflows import adapters and activities as types only.' },
+            {
+              group: ['../src/**', '../activities/**'],
+              allowTypeImports: true,
+              message: 'Workflows import adapters and activities as types only.',
+            },
           ],
         },
       ],

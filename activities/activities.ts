@@ -127,13 +127,17 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         resource: binding.resource,
         context: { arguments: binding.arguments, approval },
       });
-      log?.info({ workflowId: workflowIdOfActivity(), decision: decision.decision, policyIds: decision.policyIds }, 're-evaluated after approval');
+      log?.info(
+        { workflowId: workflowIdOfActivity(), decision: decision.decision, policyIds: decision.policyIds },
+        're-evaluated after approval',
+      );
       if (decision.decision === 'allow') {
         faultPoint('worker.evaluate.after'); // allowed, but the workflow has not claimed yet
         return { outcome: 'allow' };
       }
       if (decision.nextAction === 'request' && decision.accessRequest) return { outcome: 'request', accessRequest: decision.accessRequest };
-      if (decision.nextAction === 'retry') return { outcome: 'retry', ...(decision.retryAfterMs !== undefined ? { retryAfterMs: decision.retryAfterMs } : {}) };
+      if (decision.nextAction === 'retry')
+        return { outcome: 'retry', ...(decision.retryAfterMs !== undefined ? { retryAfterMs: decision.retryAfterMs } : {}) };
       return { outcome: 'deny', reason: 'policy-denied' };
     },
     async executeTool({ binding, taskId, executionId }) {
@@ -144,7 +148,8 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
       const tool = deps.tools.get(binding.tool);
       if (!tool) throw ApplicationFailure.nonRetryable('tool is no longer registered', FAILURE.toolExecutionError);
       const parsed = tool.inputSchema.safeParse(binding.arguments);
-      if (!parsed.success) throw ApplicationFailure.nonRetryable('stored arguments no longer match the tool schema', FAILURE.toolExecutionError);
+      if (!parsed.success)
+        throw ApplicationFailure.nonRetryable('stored arguments no longer match the tool schema', FAILURE.toolExecutionError);
       try {
         const out = await tool.execute(parsed.data, { taskId, executionId });
         log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');

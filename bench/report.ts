@@ -29,7 +29,10 @@ export function markdown(r: BenchResults): string {
     '|---|---|---|---|---|---|---|',
     `| allowed call | p50 | ${a.baseline.p50Ms} ms | ${a.countersign.p50Ms} ms | ${a.ratio.p50}× | ≤ ${a.target.p50}× | ${yes(a.met.p50)} |`,
     `| allowed call | p99 | ${a.baseline.p99Ms} ms | ${a.countersign.p99Ms} ms | ${a.ratio.p99}× | ≤ ${a.target.p99}× | ${yes(a.met.p99)} |`,
-    ...t.levels.map((l) => `| task creation, ${l.concurrency} in flight | tasks/s | ${l.baselinePerSec}/s (same shape: ${l.shapedPerSec}/s) | ${l.countersignPerSec}/s | ${l.ratio}× (vs same shape: ${l.ratioVsShaped}×) | ≥ ${l.target}× | ${yes(l.met)} |`),
+    ...t.levels.map(
+      (l) =>
+        `| task creation, ${l.concurrency} in flight | tasks/s | ${l.baselinePerSec}/s (same shape: ${l.shapedPerSec}/s) | ${l.countersignPerSec}/s | ${l.ratio}× (vs same shape: ${l.ratioVsShaped}×) | ≥ ${l.target}× | ${yes(l.met)} |`,
+    ),
     `| approve → result | p50 | ${ar.baseline.p50Ms} ms | ${ar.countersign.p50Ms} ms | ${ar.ratio.p50}× | ≤ ${ar.target}× | ${yes(ar.met.p50)} |`,
     `| approve → result | p99 | ${ar.baseline.p99Ms} ms | ${ar.countersign.p99Ms} ms | ${ar.ratio.p99}× | ≤ ${ar.target}× | ${yes(ar.met.p99)} |`,
     `| backlog of ${b.pending} | tasks/get p99 | ${b.bareQuery.p99Ms} ms | ${b.tasksGet.p99Ms} ms | ${b.ratio.p99}× | ≤ ${b.target}× | ${yes(b.met)} |`,
@@ -54,7 +57,10 @@ export function markdown(r: BenchResults): string {
     '',
     '| concurrency | raw Update-with-Start | Countersign | ratio | target | | raw latency p50 / p99 | Countersign latency p50 / p99 | same Temporal shape | ratio vs same shape |',
     '|---|---|---|---|---|---|---|---|---|---|',
-    ...t.levels.map((l) => `| ${l.concurrency} | ${l.baselinePerSec}/s | ${l.countersignPerSec}/s | ${l.ratio}× | ≥ ${l.target}× | ${yes(l.met)} | ${l.baselineLatencyMs.p50Ms} / ${l.baselineLatencyMs.p99Ms} ms | ${l.countersignLatencyMs.p50Ms} / ${l.countersignLatencyMs.p99Ms} ms | ${l.shapedPerSec}/s | ${l.ratioVsShaped}× |`),
+    ...t.levels.map(
+      (l) =>
+        `| ${l.concurrency} | ${l.baselinePerSec}/s | ${l.countersignPerSec}/s | ${l.ratio}× | ≥ ${l.target}× | ${yes(l.met)} | ${l.baselineLatencyMs.p50Ms} / ${l.baselineLatencyMs.p99Ms} ms | ${l.countersignLatencyMs.p50Ms} / ${l.countersignLatencyMs.p99Ms} ms | ${l.shapedPerSec}/s | ${l.ratioVsShaped}× |`,
+    ),
     '',
     'Same Temporal shape (fair variant, `bench/workflows/shaped.ts`): per task an Update-with-Start `reserve` on a per-principal workflow, then an Update-with-Start on a new workflow that signals the first one and answers its update after a no-op activity — the Temporal operations of a Countersign task creation without the gate, the payload codec, the approval service or the workflows\u2019 own logic. The strict baseline does one of those operations; the limiter reservation and the submission before `CreateTaskResult` are SEP-2848 requirements (per-caller rate limit across stateless instances; handle persisted before the result), so the strict ratio cannot reach 0.7 on any Temporal server whose cost is per operation.',
     '',
@@ -62,11 +68,18 @@ export function markdown(r: BenchResults): string {
     '',
     '| concurrency | Countersign: MCP server | worker | Temporal server | bench (clients) | raw UwS: Temporal server | baselines\u2019 worker | bench (clients) |',
     '|---|---|---|---|---|---|---|---|',
-    ...t.levels.map((l) => `| ${l.concurrency} | ${l.cpuMsPerTask.countersign['mcp-a'] ?? 'n/a'} | ${l.cpuMsPerTask.countersign.worker ?? 'n/a'} | ${l.cpuMsPerTask.countersign.temporal ?? 'n/a'} | ${l.cpuMsPerTask.countersign.bench ?? 'n/a'} | ${l.cpuMsPerTask.baseline.temporal ?? 'n/a'} | ${l.cpuMsPerTask.baseline['baseline-worker'] ?? 'n/a'} | ${l.cpuMsPerTask.baseline.bench ?? 'n/a'} |`),
+    ...t.levels.map(
+      (l) =>
+        `| ${l.concurrency} | ${l.cpuMsPerTask.countersign['mcp-a'] ?? 'n/a'} | ${l.cpuMsPerTask.countersign.worker ?? 'n/a'} | ${l.cpuMsPerTask.countersign.temporal ?? 'n/a'} | ${l.cpuMsPerTask.countersign.bench ?? 'n/a'} | ${l.cpuMsPerTask.baseline.temporal ?? 'n/a'} | ${l.cpuMsPerTask.baseline['baseline-worker'] ?? 'n/a'} | ${l.cpuMsPerTask.baseline.bench ?? 'n/a'} |`,
+    ),
     '',
     '## Approve → result',
     '',
-    `From the approver's decision (\`POST /access/v1/requests/<id>/decision\` at the reference approval service) to the first \`tasks/get\` through instance A that answers \`completed\`: signed callback → \`backendCallback\` update → status activity → policy re-evaluation → execution claim → \`executeTool\` → workflow result. Baseline: signal a waiting workflow (\`bench/workflows/signal.ts\`) and query it until the query shows the signal. Both poll with a ${ar.pollGapMs} ms gap. ${ar.samplesPerRun} samples per run per side, ${ar.runs} runs, median of per-run percentiles. Dispositions: ${Object.entries(ar.dispositions).map(([k, v]) => `${k} × ${v}`).join(', ') || 'n/a'}. Command: \`${r.command}\`.`,
+    `From the approver's decision (\`POST /access/v1/requests/<id>/decision\` at the reference approval service) to the first \`tasks/get\` through instance A that answers \`completed\`: signed callback → \`backendCallback\` update → status activity → policy re-evaluation → execution claim → \`executeTool\` → workflow result. Baseline: signal a waiting workflow (\`bench/workflows/signal.ts\`) and query it until the query shows the signal. Both poll with a ${ar.pollGapMs} ms gap. ${ar.samplesPerRun} samples per run per side, ${ar.runs} runs, median of per-run percentiles. Dispositions: ${
+      Object.entries(ar.dispositions)
+        .map(([k, v]) => `${k} × ${v}`)
+        .join(', ') || 'n/a'
+    }. Command: \`${r.command}\`.`,
     '',
     '| figure | signal-then-query | Countersign | ratio | target | | same shape (signal, 3 no-op activities, query) | ratio vs same shape |',
     '|---|---|---|---|---|---|---|---|',
@@ -89,7 +102,11 @@ export function markdown(r: BenchResults): string {
     '',
     '## Backlog',
     '',
-    `${b.pending} pending approval tasks${b.pending < b.targetPending ? ` (of the ${b.targetPending} asked for: the ${b.budgetS} s budget ran out first)` : ''} created through instance A (${b.principals} principals, ${b.concurrency} in flight) in ${b.creationSeconds} s (${b.creationPerSec} tasks/s). Then ${b.samples} samples per side, interleaved, on random pending tasks: \`tasks/get\` over the wire vs a bare Temporal query (\`task\`) of the same workflow, and vs describe + query (what \`tasks/get\` did before this issue: the owner check read the run's memo, then the query; it now sends the query alone with \`queryRejectCondition: NOT_OPEN\` and checks the owner key in the snapshot, falling back to describe only for a closed run). Worker settings: ${Object.entries(b.workerSettings).map(([k, v]) => `\`${k}\` = ${v}`).join(', ')}. Command: \`${r.command}\`.`,
+    `${b.pending} pending approval tasks${b.pending < b.targetPending ? ` (of the ${b.targetPending} asked for: the ${b.budgetS} s budget ran out first)` : ''} created through instance A (${b.principals} principals, ${b.concurrency} in flight) in ${b.creationSeconds} s (${b.creationPerSec} tasks/s). Then ${b.samples} samples per side, interleaved, on random pending tasks: \`tasks/get\` over the wire vs a bare Temporal query (\`task\`) of the same workflow, and vs describe + query (what \`tasks/get\` did before this issue: the owner check read the run's memo, then the query; it now sends the query alone with \`queryRejectCondition: NOT_OPEN\` and checks the owner key in the snapshot, falling back to describe only for a closed run). Worker settings: ${Object.entries(
+      b.workerSettings,
+    )
+      .map(([k, v]) => `\`${k}\` = ${v}`)
+      .join(', ')}. Command: \`${r.command}\`.`,
     '',
     '| figure | bare query | describe + query | tasks/get | ratio vs bare query | ratio vs describe + query | target | |',
     '|---|---|---|---|---|---|---|---|',
@@ -100,7 +117,10 @@ export function markdown(r: BenchResults): string {
     '',
     '| pending | elapsed | MCP server RSS | MCP server heap after GC | worker RSS | Temporal server RSS |',
     '|---|---|---|---|---|---|',
-    ...b.points.map((p) => `| ${p.pending} | ${p.elapsedS} s | ${p.mcpRssMiB ?? 'n/a'} MiB | ${p.mcpHeapAfterGcMiB ?? 'n/a'} MiB | ${p.workerRssMiB ?? 'n/a'} MiB | ${p.temporalRssMiB ?? 'n/a'} MiB |`),
+    ...b.points.map(
+      (p) =>
+        `| ${p.pending} | ${p.elapsedS} s | ${p.mcpRssMiB ?? 'n/a'} MiB | ${p.mcpHeapAfterGcMiB ?? 'n/a'} MiB | ${p.workerRssMiB ?? 'n/a'} MiB | ${p.temporalRssMiB ?? 'n/a'} MiB |`,
+    ),
     '',
     '## Peak memory per process',
     '',

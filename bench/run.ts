@@ -74,7 +74,8 @@ export interface BenchResults {
 function benchConfig(temporalAddress: string): Config {
   const dataDir = mkdtempSync(join(os.tmpdir(), 'countersign-bench-'));
   const policyDir = mkdtempSync(join(os.tmpdir(), 'countersign-bench-policies-'));
-  for (const f of readdirSync(join(PROJECT_ROOT, 'policies'))) if (f.endsWith('.cedar')) copyFileSync(join(PROJECT_ROOT, 'policies', f), join(policyDir, f));
+  for (const f of readdirSync(join(PROJECT_ROOT, 'policies')))
+    if (f.endsWith('.cedar')) copyFileSync(join(PROJECT_ROOT, 'policies', f), join(policyDir, f));
   return loadConfig(
     {},
     {
@@ -143,12 +144,19 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
       sampler,
       toCancel: [] as BenchContext['toCancel'],
       approverAuth: `Basic ${Buffer.from(`${approver.id}:${approver.secret}`).toString('base64')}`,
-      client: async (sub: string, url?: string) => new WireClient({ url: url ?? ctxA.mcpA.url, token: await stack.issuer.mintToken({ sub, ttlSeconds: 6 * 3600 }), capabilities: TASKS_CAPS }),
+      client: async (sub: string, url?: string) =>
+        new WireClient({
+          url: url ?? ctxA.mcpA.url,
+          token: await stack.issuer.mintToken({ sub, ttlSeconds: 6 * 3600 }),
+          capabilities: TASKS_CAPS,
+        }),
     };
 
     // 1. allowed-call overhead: in the bench process, before the roles start
     const want = (s: string) => !opts.only || opts.only.includes(s);
-    const allowedCall = !want('allowed') ? (undefined as never) : await allowedCallScenario({ ...ctxBase, mcpA: undefined as never, worker: undefined as never });
+    const allowedCall = !want('allowed')
+      ? (undefined as never)
+      : await allowedCallScenario({ ...ctxBase, mcpA: undefined as never, worker: undefined as never });
 
     // Roles as their own processes, started together: the baselines' worker (raw Update-with-Start,
     // same shape, signal-then-query; own queue), and the Countersign worker and MCP server A (the
@@ -171,7 +179,9 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
     log(`bench: worker pid ${worker.pid} ${JSON.stringify(worker.ready)}; MCP server A pid ${a.pid}`);
 
     // 2. task creation, then cancel what it created (keeps the approval service's pending list short)
-    const taskCreation = !want('create') ? (undefined as never) : await taskCreationScenario(ctxA, opts.createLevels ?? (smoke ? [1, 4, 16] : [1, 2, 4, 8, 16, 32]), opts.createTasksPerRun);
+    const taskCreation = !want('create')
+      ? (undefined as never)
+      : await taskCreationScenario(ctxA, opts.createLevels ?? (smoke ? [1, 4, 16] : [1, 2, 4, 8, 16, 32]), opts.createTasksPerRun);
     log(`bench: cancelling ${ctxA.toCancel.length} tasks`);
     let cancelFailures = 0;
     const cancelAll = async () => {
@@ -190,13 +200,17 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
     // 3. approve → result; 4. scale-out; 5. backlog (last: its tasks stay pending until the end)
     const approveResult = !want('approve') ? (undefined as never) : await approveResultScenario(ctxA);
     const scaleOut = !want('scale') ? (undefined as never) : await scaleOutScenario(ctxA);
-    const backlog = !want('backlog') ? (undefined as never) : await backlogScenario(ctxA, backlogSize, opts.backlogBudgetS ?? (smoke ? 60 : 900));
+    const backlog = !want('backlog')
+      ? (undefined as never)
+      : await backlogScenario(ctxA, backlogSize, opts.backlogBudgetS ?? (smoke ? 60 : 900));
 
     sampler.stop();
     machine.loadAvgEnd = round(os.loadavg()[0]!, 2);
     const results: BenchResults = {
       generatedAt: new Date().toISOString(),
-      command: smoke ? 'npm run bench -- --smoke' : `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+      command: smoke
+        ? 'npm run bench -- --smoke'
+        : `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
       mode: smoke ? 'smoke' : 'full',
       durationS: round((Date.now() - t0) / 1000, 1),
       machine,
@@ -220,8 +234,12 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
       return results;
     }
     writeFileSync(join(outDir, smoke ? 'results.smoke.json' : 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-    writeFileSync(join(outDir, smoke ? 'task-creation.smoke.svg' : 'task-creation.svg'), taskCreationSvg(taskCreation.levels, `${results.command} · ${results.generatedAt} · ${machine.cores} cores`));
-    if (opts.writeMarkdown ?? !smoke) writeFileSync(opts.outDir ? join(opts.outDir, 'BENCHMARKS.md') : join(PROJECT_ROOT, 'BENCHMARKS.md'), markdown(results));
+    writeFileSync(
+      join(outDir, smoke ? 'task-creation.smoke.svg' : 'task-creation.svg'),
+      taskCreationSvg(taskCreation.levels, `${results.command} · ${results.generatedAt} · ${machine.cores} cores`),
+    );
+    if (opts.writeMarkdown ?? !smoke)
+      writeFileSync(opts.outDir ? join(opts.outDir, 'BENCHMARKS.md') : join(PROJECT_ROOT, 'BENCHMARKS.md'), markdown(results));
     return results;
   } finally {
     sampler.stop();
@@ -240,7 +258,14 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const tasks = arg('--tasks');
   const budget = arg('--backlog-budget');
   const levels = arg('--levels')?.split(',').map(Number);
-  runBench({ smoke, ...(backlog ? { backlog } : {}), ...(only ? { only } : {}), ...(tasks ? { createTasksPerRun: Number(tasks) } : {}), ...(levels ? { createLevels: levels } : {}), ...(budget ? { backlogBudgetS: Number(budget) } : {}) })
+  runBench({
+    smoke,
+    ...(backlog ? { backlog } : {}),
+    ...(only ? { only } : {}),
+    ...(tasks ? { createTasksPerRun: Number(tasks) } : {}),
+    ...(levels ? { createLevels: levels } : {}),
+    ...(budget ? { backlogBudgetS: Number(budget) } : {}),
+  })
     .then((r) => {
       process.stdout.write(
         `${JSON.stringify({

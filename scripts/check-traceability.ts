@@ -202,7 +202,8 @@ function unescapeJs(s: string): string {
 /** Titles of `it(...)` / `test(...)` calls (incl. `.only/.skip/.concurrent/.each(...)`) in a test source. */
 export function testTitles(source: string): Set<string> {
   const titles = new Set<string>();
-  const re = /\b(?:it|test)(?:\.(?:only|skip|concurrent|sequential|fails|todo))*(?:\.each\((?:[^()]|\([^()]*\))*\))?\(\s*(['"`])((?:\\[\s\S]|(?!\1)[\s\S])*?)\1/g;
+  const re =
+    /\b(?:it|test)(?:\.(?:only|skip|concurrent|sequential|fails|todo))*(?:\.each\((?:[^()]|\([^()]*\))*\))?\(\s*(['"`])((?:\\[\s\S]|(?!\1)[\s\S])*?)\1/g;
   for (const m of source.matchAll(re)) titles.add(unescapeJs(m[2]!));
   return titles;
 }
@@ -216,7 +217,14 @@ export function knownGaps(blackBoxSource: string): string[] {
 
 export interface CheckReport {
   problems: string[];
-  counts: { statements: number; byKeyword: Record<string, number>; traced: number; notApplicable: number; mustTraced: number; mustNotApplicable: number };
+  counts: {
+    statements: number;
+    byKeyword: Record<string, number>;
+    traced: number;
+    notApplicable: number;
+    mustTraced: number;
+    mustNotApplicable: number;
+  };
   seedPath: string;
 }
 
@@ -232,7 +240,9 @@ export function checkTraceability(opts: { seedPath?: string; traceFile?: string;
   const seedPath = opts.seedPath ?? (sharedPath && existsSync(sharedPath) ? sharedPath : copyPath);
   const seed = readFileSync(seedPath, 'utf8');
   if (!opts.seedPath && seedPath !== copyPath && existsSync(copyPath) && readFileSync(copyPath, 'utf8') !== seed) {
-    problems.push(`the seed ${file.header.seed} differs from ${file.header['seed-copy']}: re-check the trace against the new text, then refresh the copy`);
+    problems.push(
+      `the seed ${file.header.seed} differs from ${file.header['seed-copy']}: re-check the trace against the new text, then refresh the copy`,
+    );
   }
   const found = findStatements(seed);
   const entries = file.statements;
@@ -249,7 +259,8 @@ export function checkTraceability(opts: { seedPath?: string; traceFile?: string;
     if (!s) return;
     if (e.keyword !== s.keyword) problems.push(`${e.id}: keyword ${e.keyword}, the seed's statement ${i + 1} is ${s.keyword}`);
     if (e.section.split(' / ')[0] !== s.section) problems.push(`${e.id}: section "${e.section}", the seed puts it under "${s.section}"`);
-    if (!s.before.endsWith(e.anchor.replace(/\s+/g, ' '))) problems.push(`${e.id}: anchor "${e.anchor}" is not what precedes the seed's statement ${i + 1} ("…${s.before.slice(-40)}")`);
+    if (!s.before.endsWith(e.anchor.replace(/\s+/g, ' ')))
+      problems.push(`${e.id}: anchor "${e.anchor}" is not what precedes the seed's statement ${i + 1} ("…${s.before.slice(-40)}")`);
   });
 
   // tests
@@ -305,7 +316,9 @@ if (invokedDirectly) {
     .map(([k, n]) => `${n} ${k}`)
     .join(', ');
   process.stdout.write(`seed ${r.seedPath}: ${r.counts.statements} normative statements (${kw})\n`);
-  process.stdout.write(`traced to tests: ${r.counts.traced}; not applicable: ${r.counts.notApplicable} (MUST/MUST NOT: ${r.counts.mustTraced} traced, ${r.counts.mustNotApplicable} not applicable)\n`);
+  process.stdout.write(
+    `traced to tests: ${r.counts.traced}; not applicable: ${r.counts.notApplicable} (MUST/MUST NOT: ${r.counts.mustTraced} traced, ${r.counts.mustNotApplicable} not applicable)\n`,
+  );
   for (const p of r.problems) process.stdout.write(`PROBLEM ${p}\n`);
   process.stdout.write(r.problems.length ? `${r.problems.length} problems\n` : 'traceability OK\n');
   process.exitCode = r.problems.length ? 1 : 0;

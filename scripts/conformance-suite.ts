@@ -18,7 +18,18 @@ import { cleanUp, Hooks, type CheckDef, type Ctx } from './conformance/context.j
 import { inputChecks } from './conformance/checks-input.js';
 import { lifecycleChecks } from './conformance/checks-lifecycle.js';
 import { observedChecks } from './conformance/checks-observed.js';
-import { CheckFailure, CheckSkip, must, Recorder, Rpc, TASKS_EXT, type CheckResult, type CheckStatus, type SuiteOptions, type SuiteReport } from './conformance/wire.js';
+import {
+  CheckFailure,
+  CheckSkip,
+  must,
+  Recorder,
+  Rpc,
+  TASKS_EXT,
+  type CheckResult,
+  type CheckStatus,
+  type SuiteOptions,
+  type SuiteReport,
+} from './conformance/wire.js';
 
 export { APPROVAL_EXT, AUTHZ, DISPOSITION, MIR, PROTOCOL_VERSION, TASKS_EXT } from './conformance/wire.js';
 export type { CheckResult, CheckStatus, Exchange, SuiteOptions, SuiteReport } from './conformance/wire.js';
@@ -51,14 +62,26 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   if (unknownOnly.length) throw new Error(`unknown check ids: ${unknownOnly.join(', ')}`);
 
   const runOne = async (def: CheckDef): Promise<CheckResult> => {
-    const ctx: Ctx = { opts, a, plain: a.withCapabilities({}), ...(b ? { b } : {}), hooks, rec, cleanup: [], marker: (label) => `conf ${run} ${label} ${++n}` };
+    const ctx: Ctx = {
+      opts,
+      a,
+      plain: a.withCapabilities({}),
+      ...(b ? { b } : {}),
+      hooks,
+      rec,
+      cleanup: [],
+      marker: (label) => `conf ${run} ${label} ${++n}`,
+    };
     const t0 = Date.now();
     try {
       const detail = await def.run(ctx);
       return { id: def.id, status: 'pass', detail, ms: Date.now() - t0 };
     } catch (err) {
       const status: CheckStatus = err instanceof CheckSkip ? 'skip' : 'fail';
-      const detail = err instanceof CheckSkip || err instanceof CheckFailure ? err.message : `unexpected ${(err as Error).name}: ${(err as Error).message}`;
+      const detail =
+        err instanceof CheckSkip || err instanceof CheckFailure
+          ? err.message
+          : `unexpected ${(err as Error).name}: ${(err as Error).message}`;
       return { id: def.id, status, detail, ms: Date.now() - t0 };
     } finally {
       await cleanUp(ctx);

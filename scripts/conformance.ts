@@ -109,14 +109,18 @@ async function main(): Promise<void> {
   const token = values.token ?? process.env.CONFORMANCE_TOKEN;
   const tokenB = values['token-b'] ?? process.env.CONFORMANCE_TOKEN_B;
   const approverArgs = values.approver ?? process.env.CONFORMANCE_APPROVERS?.split(',').filter(Boolean);
-  if (!values.url || !token || !values['approver-url'] || !approverArgs?.length) fail('--url, --token, --approver-url and --approver are required');
+  if (!values.url || !token || !values['approver-url'] || !approverArgs?.length)
+    fail('--url, --token, --approver-url and --approver are required');
   const approvers = approverArgs.map((a) => {
     const i = a.indexOf(':');
     if (i < 1 || i === a.length - 1) fail('--approver must be ID:SECRET');
     return { id: a.slice(0, i), secret: a.slice(i + 1) };
   });
   const wireTransfer = values.tool === 'wire_transfer';
-  const blocked = values['blocked-arguments'] === 'none' ? undefined : json('blocked-arguments', values['blocked-arguments']) ?? (wireTransfer ? { to: 'acct-666', amount: 50_000 } : undefined);
+  const blocked =
+    values['blocked-arguments'] === 'none'
+      ? undefined
+      : (json('blocked-arguments', values['blocked-arguments']) ?? (wireTransfer ? { to: 'acct-666', amount: 50_000 } : undefined));
   const effectsUrl = values['effects-url'];
   const opts: SuiteOptions = {
     url: values.url,
@@ -127,7 +131,9 @@ async function main(): Promise<void> {
     ...(values['pending-path'] ? { pendingPath: values['pending-path'] } : {}),
     ...(values['decision-path'] ? { decisionPath: values['decision-path'] } : {}),
     tool: values.tool!,
-    arguments: json('arguments', values.arguments) ?? (wireTransfer ? { to: 'acct-991', amount: 50_000 } : fail('--arguments is required for a tool other than wire_transfer')),
+    arguments:
+      json('arguments', values.arguments) ??
+      (wireTransfer ? { to: 'acct-991', amount: 50_000 } : fail('--arguments is required for a tool other than wire_transfer')),
     markerField: values['marker-field']!,
     ...optional('expiringArguments', json('expiring-arguments', values['expiring-arguments'])),
     ...optional('justifyArguments', json('justify-arguments', values['justify-arguments'])),
@@ -136,7 +142,14 @@ async function main(): Promise<void> {
     ...optional('resultRetentionMs', int('result-retention-ms', values['result-retention-ms'])),
     ...optional('timeoutMs', int('timeout-ms', values['timeout-ms'])),
     ...optional('expiryTimeoutMs', int('expiry-timeout-ms', values['expiry-timeout-ms'])),
-    ...(values.only ? { only: values.only.flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean) } : {}),
+    ...(values.only
+      ? {
+          only: values.only
+            .flatMap((s) => s.split(','))
+            .map((s) => s.trim())
+            .filter(Boolean),
+        }
+      : {}),
     ...(effectsUrl
       ? {
           effects: async (marker: string) => {

@@ -29,12 +29,23 @@ for (const [cmd, ...pre] of [['python3', '-m', 'pip'], ['pip3'], ['pip']]) {
   if (probe.status !== 0) continue;
   const r = spawnSync(
     cmd,
-    [...pre, 'install', '--quiet', '--disable-pip-version-check', '--no-warn-script-location', '--target', target, `mcp==${PYTHON_MCP_VERSION}`],
+    [
+      ...pre,
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--no-warn-script-location',
+      '--target',
+      target,
+      `mcp==${PYTHON_MCP_VERSION}`,
+    ],
     { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' } },
   );
   if (r.status === 0 && installed()) process.exit(0);
   console.error(`pip install of mcp==${PYTHON_MCP_VERSION} failed (exit ${r.status}).`);
   process.exit(1);
 }
-console.error(`Python's pip was not found. Install Python 3.10+ with pip, or run: pip install --target .tools/py-mcp mcp==${PYTHON_MCP_VERSION}`);
+console.error(
+  `Python's pip was not found. Install Python 3.10+ with pip, or run: pip install --target .tools/py-mcp mcp==${PYTHON_MCP_VERSION}`,
+);
 process.exit(1);

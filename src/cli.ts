@@ -129,7 +129,12 @@ program
     let profile;
     try {
       if (!temporalAddress) ensureTemporalBinaries();
-      profile = await startConformanceProfile({ host: o.host, port, ...(temporalAddress ? { temporalAddress } : {}), ...(cfg.LOG_LEVEL ? { logLevel: cfg.LOG_LEVEL } : {}) });
+      profile = await startConformanceProfile({
+        host: o.host,
+        port,
+        ...(temporalAddress ? { temporalAddress } : {}),
+        ...(cfg.LOG_LEVEL ? { logLevel: cfg.LOG_LEVEL } : {}),
+      });
     } catch (err) {
       process.stderr.write(`countersign conformance-server: could not start: ${(err as Error).message}\n`);
       process.exit(1);

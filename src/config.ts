@@ -89,7 +89,10 @@ export const ConfigSchema = z.object({
    * `host:port` where the Temporal SDK runtime's Prometheus exporter listens (worker metrics of the
    * Rust core: polls, task latencies, slots); appended to each role's `/metrics`. Unset: off.
    */
-  COUNTERSIGN_TEMPORAL_METRICS_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
+  COUNTERSIGN_TEMPORAL_METRICS_ADDRESS: z
+    .string()
+    .regex(/^[^:\s]+:\d+$/, 'must be host:port')
+    .optional(),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
   /** Use this Temporal frontend instead of starting a dev server (host:port). */
   TEMPORAL_ADDRESS: z.string().optional(),
@@ -162,7 +165,7 @@ export const ConfigSchema = z.object({
    * (at least 32 characters) are required, checked when the approval service starts. The other
    * `OIDC_*` variables are `@hono/oidc-auth`'s settings, passed to it as given (see docs/APPROVERS.md).
    */
-  ...Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional()])) as Record<OidcVariable, z.ZodOptional<z.ZodString>>,
+  ...(Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional()])) as Record<OidcVariable, z.ZodOptional<z.ZodString>>),
   /** ID-token claim naming the approver: `email` (default), `preferred_username` or `sub`; checked with the rest of OIDC. */
   COUNTERSIGN_OIDC_APPROVER_CLAIM: z.string().optional(),
 });
@@ -205,7 +208,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   } catch (err) {
     profileIssue = `TEMPORAL_PROFILE: ${(err as Error).message}`;
   }
-  const merged = { ...env, TEMPORAL_ADDRESS: profile.address ?? env.TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE: profile.namespace ?? env.TEMPORAL_NAMESPACE };
+  const merged = {
+    ...env,
+    TEMPORAL_ADDRESS: profile.address ?? env.TEMPORAL_ADDRESS,
+    TEMPORAL_NAMESPACE: profile.namespace ?? env.TEMPORAL_NAMESPACE,
+  };
   let parsed: z.infer<typeof ConfigSchema>;
   try {
     parsed = parseEnv(ConfigSchema, merged);
@@ -261,6 +268,9 @@ const binaryPath = z
  * (`temporal server start-dev`) and `TEMPORAL_TEST_SERVER` (the time-skipping test server), from
  * `env` (default `process.env`); each undefined when unset or empty. Never throws.
  */
-export function temporalBinaryOverrides(env: Record<string, string | undefined> = process.env): { TEMPORAL_CLI?: string | undefined; TEMPORAL_TEST_SERVER?: string | undefined } {
+export function temporalBinaryOverrides(env: Record<string, string | undefined> = process.env): {
+  TEMPORAL_CLI?: string | undefined;
+  TEMPORAL_TEST_SERVER?: string | undefined;
+} {
   return parseEnv(z.object({ TEMPORAL_CLI: binaryPath, TEMPORAL_TEST_SERVER: binaryPath }), env);
 }

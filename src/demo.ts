@@ -31,7 +31,9 @@ async function main(): Promise<void> {
   const mcpUrl = `http://${host}:${cfg.COUNTERSIGN_PORT}/mcp`;
   const approvalsUrl = `http://${host}:${cfg.COUNTERSIGN_APPROVALS_PORT}`;
   let stack: Stack | undefined;
-  const running = await fetch(`http://${host}:${cfg.COUNTERSIGN_PORT}/healthz`).then((r) => r.ok).catch(() => false);
+  const running = await fetch(`http://${host}:${cfg.COUNTERSIGN_PORT}/healthz`)
+    .then((r) => r.ok)
+    .catch(() => false);
   if (!running) {
     out('# no stack answers; starting one for this demo');
     if (!cfg.TEMPORAL_ADDRESS) ensureTemporalBinaries();
@@ -39,7 +41,11 @@ async function main(): Promise<void> {
   } else out(`# using the running stack at ${mcpUrl}`);
   try {
     const secrets = loadOrCreateSecrets(cfg.COUNTERSIGN_DATA_DIR);
-    const issuer = await loadOrCreateDevIssuer({ keyFile: join(cfg.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'), issuer: `http://${host}:${cfg.COUNTERSIGN_ISSUER_PORT}`, audience: mcpUrl });
+    const issuer = await loadOrCreateDevIssuer({
+      keyFile: join(cfg.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'),
+      issuer: `http://${host}:${cfg.COUNTERSIGN_ISSUER_PORT}`,
+      audience: mcpUrl,
+    });
     const token = await issuer.mintToken({ sub: DEMO_REQUESTER });
     const client = new WireClient({
       url: mcpUrl,
@@ -52,23 +58,41 @@ async function main(): Promise<void> {
 
     step('1. server/discover');
     const disc = await client.request<{ capabilities: { extensions?: Record<string, unknown> } }>('server/discover');
-    check(!!disc.capabilities.extensions?.[TASKS_EXTENSION] && !!disc.capabilities.extensions?.[TOOL_APPROVAL_EXTENSION], 'tasks and tool-approval extensions advertised');
+    check(
+      !!disc.capabilities.extensions?.[TASKS_EXTENSION] && !!disc.capabilities.extensions?.[TOOL_APPROVAL_EXTENSION],
+      'tasks and tool-approval extensions advertised',
+    );
 
     step('2. tools/list');
     const list = await client.request<{ tools: Array<{ name: string }> }>('tools/list');
-    check(list.tools.some((t) => t.name === 'wire_transfer'), 'wire_transfer listed');
+    check(
+      list.tools.some((t) => t.name === 'wire_transfer'),
+      'wire_transfer listed',
+    );
 
     const run = randomUUID().slice(0, 8);
     step('3. a $10,000 transfer: policy allows it, it runs inline');
-    const small = await client.request<{ isError?: boolean; content: Array<{ text: string }> }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-100', amount: 10000, memo: `demo ${run} small` } });
+    const small = await client.request<{ isError?: boolean; content: Array<{ text: string }> }>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-100', amount: 10000, memo: `demo ${run} small` },
+    });
     check(small.isError !== true && /completed/.test(small.content[0]?.text ?? ''), 'allowed call executed');
 
     step('4. a transfer to a blocked account: denied, not requestable');
-    const blocked = await client.request<{ isError?: boolean; content: Array<{ text: string }>; resultType?: string }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-666', amount: 500 } });
-    check(blocked.isError === true && blocked.resultType !== 'task' && /did not run/.test(blocked.content[0]?.text ?? ''), 'blocked call denied and did not run');
+    const blocked = await client.request<{ isError?: boolean; content: Array<{ text: string }>; resultType?: string }>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-666', amount: 500 },
+    });
+    check(
+      blocked.isError === true && blocked.resultType !== 'task' && /did not run/.test(blocked.content[0]?.text ?? ''),
+      'blocked call denied and did not run',
+    );
 
     step('5. a $50,000 transfer: requestable denial → approval task');
-    const created = await client.request<{ resultType: string; taskId: string; status: string; _meta?: Record<string, unknown> }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000, memo: `demo ${run}` } });
+    const created = await client.request<{ resultType: string; taskId: string; status: string; _meta?: Record<string, unknown> }>(
+      'tools/call',
+      { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000, memo: `demo ${run}` } },
+    );
     check(created.resultType === 'task' && created.status === 'working', 'CreateTaskResult, status working');
     check(!!created._meta?.['io.modelcontextprotocol/authorization'], 'SEP-2643 envelope present');
     const taskId = created.taskId;
@@ -80,23 +104,34 @@ async function main(): Promise<void> {
     step('7. approver "bob" approves out of band (approval service API, not MCP)');
     const bob = secrets.approvers.find((a) => a.id === 'bob')!;
     const basic = `Basic ${Buffer.from(`${bob.id}:${bob.secret}`).toString('base64')}`;
-    const pendingList = (await (await fetch(`${approvalsUrl}/access/v1/approvals/pending`, { headers: { authorization: basic } })).json()) as { items: Array<{ id: string; arguments: { memo?: string } }> };
+    const pendingList = (await (
+      await fetch(`${approvalsUrl}/access/v1/approvals/pending`, { headers: { authorization: basic } })
+    ).json()) as { items: Array<{ id: string; arguments: { memo?: string } }> };
     const req = pendingList.items.find((i) => i.arguments.memo === `demo ${run}`);
-    check(!!req, 'the request is in bob\'s queue');
+    check(!!req, "the request is in bob's queue");
     if (req) {
-      const d = await fetch(`${approvalsUrl}/access/v1/requests/${req.id}/decision`, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'approve', comment: 'demo' }) });
+      const d = await fetch(`${approvalsUrl}/access/v1/requests/${req.id}/decision`, {
+        method: 'POST',
+        headers: { authorization: basic, 'content-type': 'application/json' },
+        body: JSON.stringify({ decision: 'approve', comment: 'demo' }),
+      });
       out(`  approval service answered HTTP ${d.status}`);
       check(d.status === 200, 'approval recorded');
     }
 
     step('8. poll tasks/get until the task completes');
-    let final: { status: string; result?: { isError?: boolean; content: Array<{ text: string }>; _meta?: Record<string, unknown> } } = { status: 'working' };
+    let final: { status: string; result?: { isError?: boolean; content: Array<{ text: string }>; _meta?: Record<string, unknown> } } = {
+      status: 'working',
+    };
     for (let i = 0; i < 60 && final.status === 'working'; i++) {
       await new Promise((r) => setTimeout(r, 1000));
       final = await client.request('tasks/get', { taskId });
     }
     check(final.status === 'completed', 'task completed');
-    check(final.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition'] === 'approved-executed', 'disposition approved-executed');
+    check(
+      final.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition'] === 'approved-executed',
+      'disposition approved-executed',
+    );
 
     step('9. the ledger');
     const db = new Database(join(cfg.COUNTERSIGN_DATA_DIR, 'ledger.db'), { readonly: true });

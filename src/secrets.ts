@@ -9,7 +9,20 @@
  * Deliberately does not: rotate secrets, or read any of them from the environment.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { generateApprovalMachineSecrets, type ApprovalMachineSecrets } from './approvals/stack-wiring.js';
 import { generatePayloadKey, type PayloadKeyEntry } from './temporal/payload-codec.js';
@@ -89,7 +102,11 @@ export function loadOrCreateSecrets(dataDir: string): StackSecrets {
       const now = readSecrets(file)!;
       if (now.complete) return now.secrets; // another process upgraded it meanwhile
       const old = now.secrets;
-      const upgraded: StackSecrets = { ...generateApprovalMachineSecrets(), ...old, payloadKeys: old.payloadKeys?.length ? old.payloadKeys : [generatePayloadKey()] };
+      const upgraded: StackSecrets = {
+        ...generateApprovalMachineSecrets(),
+        ...old,
+        payloadKeys: old.payloadKeys?.length ? old.payloadKeys : [generatePayloadKey()],
+      };
       renameSync(writeTemp(file, upgraded), file);
       return readSecrets(file)!.secrets;
     });

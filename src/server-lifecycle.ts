@@ -14,9 +14,16 @@ import { serve, type ServerType } from '@hono/node-server';
 export type FetchFn = (req: Request) => Response | Promise<Response>;
 
 /** Listen on `host:port` (0: a free port) serving `fetchRef.current`; a taken port names `variable`. */
-export async function listen(host: string, port: number, fetchRef: { current: FetchFn }, variable: string): Promise<{ server: ServerType; port: number }> {
+export async function listen(
+  host: string,
+  port: number,
+  fetchRef: { current: FetchFn },
+  variable: string,
+): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: (req: Request) => fetchRef.current(req), port, hostname: host }, (info: AddressInfo) => resolve({ server, port: info.port }));
+    const server = serve({ fetch: (req: Request) => fetchRef.current(req), port, hostname: host }, (info: AddressInfo) =>
+      resolve({ server, port: info.port }),
+    );
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${host} is already in use; set ${variable} to a free port`) : err),
     );

@@ -117,10 +117,15 @@ export function urlsAt(host: string, ports: { mcp: number; approvals: number; is
 
 /** The URLs every role derives from the configuration. Throws when a port is 0. */
 export function roleUrls(config: Config): RoleUrls {
-  for (const [name, port] of Object.entries({ COUNTERSIGN_PORT: config.COUNTERSIGN_PORT, COUNTERSIGN_APPROVALS_PORT: config.COUNTERSIGN_APPROVALS_PORT, COUNTERSIGN_ISSUER_PORT: config.COUNTERSIGN_ISSUER_PORT })) {
+  for (const [name, port] of Object.entries({
+    COUNTERSIGN_PORT: config.COUNTERSIGN_PORT,
+    COUNTERSIGN_APPROVALS_PORT: config.COUNTERSIGN_APPROVALS_PORT,
+    COUNTERSIGN_ISSUER_PORT: config.COUNTERSIGN_ISSUER_PORT,
+  })) {
     if (port === 0) throw new Error(`${name} must be a fixed port when the roles run as separate processes`);
   }
-  if (!config.TEMPORAL_ADDRESS && config.TEMPORAL_PORT === 0) throw new Error('TEMPORAL_PORT must be a fixed port (or set TEMPORAL_ADDRESS)');
+  if (!config.TEMPORAL_ADDRESS && config.TEMPORAL_PORT === 0)
+    throw new Error('TEMPORAL_PORT must be a fixed port (or set TEMPORAL_ADDRESS)');
   return urlsAt(
     config.COUNTERSIGN_HOST,
     { mcp: config.COUNTERSIGN_PORT, approvals: config.COUNTERSIGN_APPROVALS_PORT, issuer: config.COUNTERSIGN_ISSUER_PORT },
@@ -145,7 +150,10 @@ export function temporalConnectionOf(config: Config): TemporalConnection {
 export function quietTemporalRuntime(config?: Config): void {
   const bindAddress = config?.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN'), ...(bindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress } } } } : {}) });
+    Runtime.install({
+      logger: new DefaultLogger('WARN'),
+      ...(bindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress } } } } : {}),
+    });
   } catch {
     // already installed (a second stack in the same process)
   }
@@ -265,7 +273,10 @@ export async function startTemporalRole(
     const connection = await Connection.connect({ address: server.address });
     try {
       const days = Math.ceil(config.COUNTERSIGN_RESULT_RETENTION_MS / 86_400_000) + 1;
-      await connection.workflowService.updateNamespace({ namespace: config.TEMPORAL_NAMESPACE, config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) } });
+      await connection.workflowService.updateNamespace({
+        namespace: config.TEMPORAL_NAMESPACE,
+        config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) },
+      });
     } finally {
       await connection.close();
     }
@@ -333,7 +344,12 @@ export async function startMcpRole(
   try {
     parts = await ownOrShared(config, opts.parts);
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
-    const searchAttributes = await searchAttributesEnabled(config.COUNTERSIGN_SEARCH_ATTRIBUTES, connection, config.TEMPORAL_NAMESPACE, ctx.logger);
+    const searchAttributes = await searchAttributesEnabled(
+      config.COUNTERSIGN_SEARCH_ATTRIBUTES,
+      connection,
+      config.TEMPORAL_NAMESPACE,
+      ctx.logger,
+    );
     const workflowConfig: ApprovalWorkflowConfig = {
       ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
       ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
@@ -341,10 +357,30 @@ export async function startMcpRole(
     };
     const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
     const metrics = ctx.metrics ?? createAppMetrics();
-    metrics.setOpenTasksSource(async () => (await temporal.workflow.count("WorkflowType = 'approvalWorkflow' AND ExecutionStatus = 'Running'")).count);
-    const mcp = createMcpFront(config, { temporal, tools: parts.tools, pdp: parts.pdp, secrets, workflowConfig, oauth, resourceUrl: urls.resourceUrl, logger: ctx.logger, metrics });
-    const checks: ReadinessCheck[] = [{ name: 'temporal', check: async () => void (await connection.workflowService.getSystemInfo({})) }, ...(opts.extraChecks ?? [])];
-    const unmount = await withOps(opts.mount, config, metrics, checks)((req) => mcp.app.fetch(req)).catch(async (err: unknown) => {
+    metrics.setOpenTasksSource(
+      async () => (await temporal.workflow.count("WorkflowType = 'approvalWorkflow' AND ExecutionStatus = 'Running'")).count,
+    );
+    const mcp = createMcpFront(config, {
+      temporal,
+      tools: parts.tools,
+      pdp: parts.pdp,
+      secrets,
+      workflowConfig,
+      oauth,
+      resourceUrl: urls.resourceUrl,
+      logger: ctx.logger,
+      metrics,
+    });
+    const checks: ReadinessCheck[] = [
+      { name: 'temporal', check: async () => void (await connection.workflowService.getSystemInfo({})) },
+      ...(opts.extraChecks ?? []),
+    ];
+    const unmount = await withOps(
+      opts.mount,
+      config,
+      metrics,
+      checks,
+    )((req) => mcp.app.fetch(req)).catch(async (err: unknown) => {
       await mcp.close();
       throw err;
     });
@@ -372,7 +408,10 @@ export async function startMcpRole(
  * `stop()` stops serving, lets in-flight callbacks land, then closes the database. Throws when the
  * port is taken or the OIDC configuration is incomplete.
  */
-export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount }): Promise<{ approvals: ApprovalService; stop(): Promise<void> }> {
+export async function startApprovalsRole(
+  ctx: RoleContext,
+  opts: { mount: Mount },
+): Promise<{ approvals: ApprovalService; stop(): Promise<void> }> {
   const { config, secrets } = ctx;
   const dataDir = config.COUNTERSIGN_DATA_DIR;
   const approvals = createApprovalService({
@@ -392,7 +431,12 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
     await approvals.drainCallbacks().catch(() => undefined);
     approvals.close();
   };
-  const unmount = await withOps(opts.mount, config, ctx.metrics ?? createAppMetrics(), [])((req) => approvals.app.fetch(req)).catch(async (err: unknown) => {
+  const unmount = await withOps(
+    opts.mount,
+    config,
+    ctx.metrics ?? createAppMetrics(),
+    [],
+  )((req) => approvals.app.fetch(req)).catch(async (err: unknown) => {
     await shut();
     throw err;
   });
@@ -410,7 +454,11 @@ export async function startApprovalsRole(ctx: RoleContext, opts: { mount: Mount 
  * = `urls.issuerUrl`, `aud` = `urls.resourceUrl`) with its JWKS, served through `mount`.
  */
 export async function startIssuerRole(ctx: RoleContext, opts: { mount: Mount }): Promise<{ issuer: DevIssuer; stop(): Promise<void> }> {
-  const issuer = await loadOrCreateDevIssuer({ keyFile: join(ctx.config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'), issuer: ctx.urls.issuerUrl, audience: ctx.urls.resourceUrl });
+  const issuer = await loadOrCreateDevIssuer({
+    keyFile: join(ctx.config.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'),
+    issuer: ctx.urls.issuerUrl,
+    audience: ctx.urls.resourceUrl,
+  });
   const unmount = await withOps(opts.mount, ctx.config, ctx.metrics ?? createAppMetrics(), [])((req) => issuer.app.fetch(req));
   return { issuer, stop: unmount };
 }
@@ -441,10 +489,20 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
       return { role, url: server.address, stop: () => server.stop() };
     }
     case 'worker': {
-      const workflowBundle = opts.workflowBundlePath ? (JSON.parse(readFileSync(opts.workflowBundlePath, 'utf8')) as WorkflowBundleWithSourceMap) : undefined;
-      const worker = await startWorkerRole(ctx, { ...(opts.approvalsUrl ? { approvalsUrl: opts.approvalsUrl } : {}), ...(workflowBundle ? { workflowBundle } : {}) });
+      const workflowBundle = opts.workflowBundlePath
+        ? (JSON.parse(readFileSync(opts.workflowBundlePath, 'utf8')) as WorkflowBundleWithSourceMap)
+        : undefined;
+      const worker = await startWorkerRole(ctx, {
+        ...(opts.approvalsUrl ? { approvalsUrl: opts.approvalsUrl } : {}),
+        ...(workflowBundle ? { workflowBundle } : {}),
+      });
       // the worker serves no API: its own port only for /livez, /readyz, /metrics
-      const unmount = await withOps(listenAt(host, config.COUNTERSIGN_WORKER_PORT, 'COUNTERSIGN_WORKER_PORT'), config, ctx.metrics!, worker.checks)(() => new Response('not found', { status: 404 })).catch(async (err: unknown) => {
+      const unmount = await withOps(
+        listenAt(host, config.COUNTERSIGN_WORKER_PORT, 'COUNTERSIGN_WORKER_PORT'),
+        config,
+        ctx.metrics!,
+        worker.checks,
+      )(() => new Response('not found', { status: 404 })).catch(async (err: unknown) => {
         await worker.stop();
         throw err;
       });
@@ -466,7 +524,9 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
       return { role, url: urls.resourceUrl, stop: () => mcp.stop() };
     }
     case 'approvals': {
-      const approvals = await startApprovalsRole(ctx, { mount: listenAt(host, config.COUNTERSIGN_APPROVALS_PORT, 'COUNTERSIGN_APPROVALS_PORT') });
+      const approvals = await startApprovalsRole(ctx, {
+        mount: listenAt(host, config.COUNTERSIGN_APPROVALS_PORT, 'COUNTERSIGN_APPROVALS_PORT'),
+      });
       return { role, url: urls.approvalsUrl, stop: () => approvals.stop() };
     }
     case 'issuer': {

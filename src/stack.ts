@@ -63,7 +63,10 @@ export interface Stack {
  * the configuration's `LOG_LEVEL`; `temporalLog`: receives the dev server's output lines. Throws (after stopping what
  * it started) when a port is taken, Temporal cannot start or be reached, or the policies do not parse.
  */
-export async function startStack(config: Config, opts: { workflowBundle?: WorkflowBundleWithSourceMap; logger?: Logger; temporalLog?: (line: string) => void } = {}): Promise<Stack> {
+export async function startStack(
+  config: Config,
+  opts: { workflowBundle?: WorkflowBundleWithSourceMap; logger?: Logger; temporalLog?: (line: string) => void } = {},
+): Promise<Stack> {
   const logger = opts.logger ?? createLogger({ level: config.LOG_LEVEL });
   quietTemporalRuntime(config);
   const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);

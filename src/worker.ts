@@ -18,7 +18,10 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', imp
 
 /** Bundle the workflow code once (1–2 s); pass the result to every worker of this process. */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never });
+  return bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
+  });
 }
 
 /** A running worker. */

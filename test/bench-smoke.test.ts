@@ -21,7 +21,17 @@ describe('bench smoke', () => {
     expect(json.machine.cores).toBeGreaterThan(0);
 
     const a = json.allowedCall;
-    for (const f of [a.baseline.p50Ms, a.baseline.p99Ms, a.baselineWithJwt.p50Ms, a.countersign.p50Ms, a.countersign.p99Ms, a.ratio.p50, a.ratio.p99, a.ratioVsJwtBaseline.p50]) expect(positive(f)).toBe(true);
+    for (const f of [
+      a.baseline.p50Ms,
+      a.baseline.p99Ms,
+      a.baselineWithJwt.p50Ms,
+      a.countersign.p50Ms,
+      a.countersign.p99Ms,
+      a.ratio.p50,
+      a.ratio.p99,
+      a.ratioVsJwtBaseline.p50,
+    ])
+      expect(positive(f)).toBe(true);
 
     expect(json.taskCreation.levels.map((l) => l.concurrency)).toEqual([1, 4, 16]);
     for (const l of json.taskCreation.levels) {
@@ -46,15 +56,27 @@ describe('bench smoke', () => {
     const b = json.backlog;
     expect(b.pending).toBe(40);
     expect(b.points.at(-1)!.pending).toBe(40);
-    expect(positive(b.tasksGet.p99Ms) && positive(b.bareQuery.p99Ms) && positive(b.describeQuery.p99Ms) && positive(b.ratio.p99)).toBe(true);
-    expect(positive(b.points.at(-1)!.mcpRssMiB) && positive(b.points.at(-1)!.workerRssMiB) && positive(b.points.at(-1)!.mcpHeapAfterGcMiB)).toBe(true);
+    expect(positive(b.tasksGet.p99Ms) && positive(b.bareQuery.p99Ms) && positive(b.describeQuery.p99Ms) && positive(b.ratio.p99)).toBe(
+      true,
+    );
+    expect(
+      positive(b.points.at(-1)!.mcpRssMiB) && positive(b.points.at(-1)!.workerRssMiB) && positive(b.points.at(-1)!.mcpHeapAfterGcMiB),
+    ).toBe(true);
     expect(b.workerSettings.maxCachedWorkflows).toBeGreaterThan(0);
 
     for (const p of ['mcp-a', 'mcp-b', 'worker', 'temporal', 'bench']) expect(positive(json.peakRssMiB[p])).toBe(true);
 
     expect(readFileSync(join(outDir, 'task-creation.smoke.svg'), 'utf8')).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>\n$/);
     const md = readFileSync(join(outDir, 'BENCHMARKS.md'), 'utf8');
-    for (const h of ['## Allowed-call overhead', '## Task creation', '## Approve → result', '## Scale-out', '## Backlog', '## Peak memory per process']) expect(md).toContain(h);
+    for (const h of [
+      '## Allowed-call overhead',
+      '## Task creation',
+      '## Approve → result',
+      '## Scale-out',
+      '## Backlog',
+      '## Peak memory per process',
+    ])
+      expect(md).toContain(h);
     expect(md).not.toContain('NaN');
   });
 });

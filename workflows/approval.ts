@@ -135,7 +135,13 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   let publish: (() => void) | undefined;
   if (input.config.searchAttributes === true && patched(SEARCH_ATTRIBUTES_PATCH)) {
     const publisher = new SearchAttributePublisher(upsertSearchAttributes);
-    publish = () => publisher.publish({ tool: input.binding.tool, approverGroup: state.approverGroup(), ownerKey: input.ownerKey, snapshot: state.snapshot });
+    publish = () =>
+      publisher.publish({
+        tool: input.binding.tool,
+        approverGroup: state.approverGroup(),
+        ownerKey: input.ownerKey,
+        snapshot: state.snapshot,
+      });
     publish();
   }
   // Metrics through a sink (no history, not called during replay; `metrics-sink.ts`).

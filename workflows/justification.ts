@@ -2,7 +2,13 @@
  * The in-task justification form (SEP-2848 §Collecting submission input, in-task) and the reading
  * of its answer, for the approval workflow. Pure functions: workflow code.
  */
-import { JUSTIFICATION_INPUT_KEY, JUSTIFICATION_LENGTH, justificationRequestedSchema, type ElicitationAction, type JustificationInputRequest } from './wire.js';
+import {
+  JUSTIFICATION_INPUT_KEY,
+  JUSTIFICATION_LENGTH,
+  justificationRequestedSchema,
+  type ElicitationAction,
+  type JustificationInputRequest,
+} from './wire.js';
 
 /** Patch id of per-round in-task input keys (`inTaskJustificationKey` in `wire.ts`). */
 export const UNIQUE_INPUT_KEYS_PATCH = 'unique-input-keys';

@@ -29,9 +29,7 @@ export interface ReserveRequest {
  * Answer of `reserve`. `joined`: that approval workflow already holds a reservation (a dedup join
  * or a retry of a call whose start was never confirmed), which is returned and nothing is counted.
  */
-export type ReserveResult =
-  | { admitted: true; reservationId: string; joined: boolean }
-  | { admitted: false; reason: LimitReason };
+export type ReserveResult = { admitted: true; reservationId: string; joined: boolean } | { admitted: false; reason: LimitReason };
 
 /** Input of `release`: only the reservation it names is freed (a stale release is a no-op). */
 export interface ReleaseRequest {

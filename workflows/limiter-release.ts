@@ -17,7 +17,11 @@ export function reservationReleaser(reservation: LimiterReservation | undefined,
   return () =>
     (released ??= reservation
       ? CancellationScope.nonCancellable(() =>
-          getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(releaseSignal, { approvalWorkflowId, reservationId: reservation.reservationId, runId: workflowInfo().runId }),
+          getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(releaseSignal, {
+            approvalWorkflowId,
+            reservationId: reservation.reservationId,
+            runId: workflowInfo().runId,
+          }),
         ).catch(() => undefined)
       : Promise.resolve());
 }
@@ -29,6 +33,10 @@ export function reservationReleaser(reservation: LimiterReservation | undefined,
 export async function claimReservation(reservation: LimiterReservation | undefined, approvalWorkflowId: string): Promise<void> {
   if (!reservation || !patched('limiter-claim')) return;
   await CancellationScope.nonCancellable(() =>
-    getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(claimSignal, { approvalWorkflowId, reservationId: reservation.reservationId, runId: workflowInfo().runId }),
+    getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(claimSignal, {
+      approvalWorkflowId,
+      reservationId: reservation.reservationId,
+      runId: workflowInfo().runId,
+    }),
   ).catch(() => undefined);
 }

@@ -21,7 +21,12 @@ const DENIAL_SENTENCE: Record<DenialReason, string> = {
 /** Disposition + SEP-2643 denial envelope (`remediation: "unavailable"`): the tool did not run. */
 export function deniedResult(reason: DenialReason): StoredCallToolResult {
   return {
-    content: [{ type: 'text', text: `Not executed: ${DENIAL_SENTENCE[reason]} The tool did not run and no side effect occurred. Outcome: denied-not-executed.` }],
+    content: [
+      {
+        type: 'text',
+        text: `Not executed: ${DENIAL_SENTENCE[reason]} The tool did not run and no side effect occurred. Outcome: denied-not-executed.`,
+      },
+    ],
     isError: true,
     _meta: {
       [META.disposition]: 'denied-not-executed' satisfies Disposition,
@@ -47,7 +52,12 @@ export function executedResult(tool: ToolResult): StoredCallToolResult {
 /** The tool was invoked and threw: it ran (at least partly) and failed. */
 export function executionErrorResult(): StoredCallToolResult {
   return {
-    content: [{ type: 'text', text: 'Approved; the tool ran and failed, so a side effect may have occurred. It will not be retried. Outcome: execution-error.' }],
+    content: [
+      {
+        type: 'text',
+        text: 'Approved; the tool ran and failed, so a side effect may have occurred. It will not be retried. Outcome: execution-error.',
+      },
+    ],
     isError: true,
     _meta: { [META.disposition]: 'execution-error' satisfies Disposition },
   };
@@ -56,7 +66,12 @@ export function executionErrorResult(): StoredCallToolResult {
 /** The claim was made but whether the tool ran cannot be determined; never re-run. */
 export function outcomeUnknownResult(): StoredCallToolResult {
   return {
-    content: [{ type: 'text', text: 'Approved, but the tool may or may not have run: its outcome could not be determined, and it will not be run again. Check the target system before retrying. Outcome: outcome-unknown.' }],
+    content: [
+      {
+        type: 'text',
+        text: 'Approved, but the tool may or may not have run: its outcome could not be determined, and it will not be run again. Check the target system before retrying. Outcome: outcome-unknown.',
+      },
+    ],
     isError: true,
     _meta: { [META.disposition]: 'outcome-unknown' satisfies Disposition },
   };

@@ -25,14 +25,7 @@ export const META = {
  * Where a non-terminal task is in its lifecycle. The MCP front turns it into a fixed-template
  * `statusMessage`; no backend or approver text is ever carried here.
  */
-export type Phase =
-  | 'submitting'
-  | 'awaiting-approval'
-  | 're-evaluating'
-  | 'retry-wait'
-  | 'resubmitting'
-  | 'executing'
-  | 'terminal';
+export type Phase = 'submitting' | 'awaiting-approval' | 're-evaluating' | 'retry-wait' | 'resubmitting' | 'executing' | 'terminal';
 
 /** A `CallToolResult` as stored in the terminal task (text content only). */
 export interface StoredCallToolResult {

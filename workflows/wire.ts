@@ -63,7 +63,14 @@ export interface JustificationRequestedSchema {
 export function justificationRequestedSchema(): JustificationRequestedSchema {
   return {
     type: 'object',
-    properties: { [JUSTIFICATION_INPUT_KEY]: { type: 'string', minLength: JUSTIFICATION_LENGTH.min, maxLength: JUSTIFICATION_LENGTH.max, description: JUSTIFICATION_DESCRIPTION } },
+    properties: {
+      [JUSTIFICATION_INPUT_KEY]: {
+        type: 'string',
+        minLength: JUSTIFICATION_LENGTH.min,
+        maxLength: JUSTIFICATION_LENGTH.max,
+        description: JUSTIFICATION_DESCRIPTION,
+      },
+    },
     required: [JUSTIFICATION_INPUT_KEY],
   };
 }

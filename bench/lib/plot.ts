@@ -32,24 +32,32 @@ function panel(x0: number, title: string, yLabel: string, xs: number[], series: 
   const py = (y: number) => bottom - (y / yMax) * (bottom - top);
   const out: string[] = [];
   out.push(`<text x="${x0 + w / 2}" y="20" text-anchor="middle" font-weight="bold">${esc(title)}</text>`);
-  out.push(`<line x1="${left}" y1="${bottom}" x2="${right}" y2="${bottom}" stroke="#000"/><line x1="${left}" y1="${top}" x2="${left}" y2="${bottom}" stroke="#000"/>`);
+  out.push(
+    `<line x1="${left}" y1="${bottom}" x2="${right}" y2="${bottom}" stroke="#000"/><line x1="${left}" y1="${top}" x2="${left}" y2="${bottom}" stroke="#000"/>`,
+  );
   for (let k = 0; k <= 4; k++) {
     const v = (yMax * k) / 4;
-    out.push(`<line x1="${left}" y1="${py(v)}" x2="${right}" y2="${py(v)}" stroke="#ddd"/><text x="${left - 5}" y="${py(v) + 4}" text-anchor="end">${+v.toFixed(1)}</text>`);
+    out.push(
+      `<line x1="${left}" y1="${py(v)}" x2="${right}" y2="${py(v)}" stroke="#ddd"/><text x="${left - 5}" y="${py(v) + 4}" text-anchor="end">${+v.toFixed(1)}</text>`,
+    );
   }
   for (const x of xs) out.push(`<text x="${px(x)}" y="${bottom + 15}" text-anchor="middle">${x}</text>`);
   out.push(`<text x="${(left + right) / 2}" y="${bottom + 32}" text-anchor="middle">concurrency (requests in flight)</text>`);
   out.push(`<text transform="translate(${x0 + 14},${(top + bottom) / 2}) rotate(-90)" text-anchor="middle">${esc(yLabel)}</text>`);
   series.forEach((s, i) => {
     const pts = xs.map((x, j) => `${px(x).toFixed(1)},${py(s.ys[j]!).toFixed(1)}`).join(' ');
-    out.push(`<polyline points="${pts}" fill="none" stroke="${s.color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`);
+    out.push(
+      `<polyline points="${pts}" fill="none" stroke="${s.color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`,
+    );
     for (const x of xs) {
       const j = xs.indexOf(x);
       out.push(`<circle cx="${px(x).toFixed(1)}" cy="${py(s.ys[j]!).toFixed(1)}" r="3" fill="${s.color}"/>`);
     }
     const ly = bottom + 48 + Math.floor(i / 2) * 14;
     const lxp = left + (i % 2) * 170;
-    out.push(`<line x1="${lxp}" y1="${ly - 4}" x2="${lxp + 20}" y2="${ly - 4}" stroke="${s.color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/><text x="${lxp + 25}" y="${ly}">${esc(s.label)}</text>`);
+    out.push(
+      `<line x1="${lxp}" y1="${ly - 4}" x2="${lxp + 20}" y2="${ly - 4}" stroke="${s.color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/><text x="${lxp + 25}" y="${ly}">${esc(s.label)}</text>`,
+    );
   });
   return out.join('\n');
 }

@@ -31,7 +31,11 @@ export const medianFigures = (runs: LatencyFigures[]): LatencyFigures => ({
 });
 
 /** Run `total` operations with `concurrency` in flight; ops/s and per-op latencies (ms). */
-export async function closedLoop(total: number, concurrency: number, op: (i: number) => Promise<void>): Promise<{ perSec: number; lat: number[] }> {
+export async function closedLoop(
+  total: number,
+  concurrency: number,
+  op: (i: number) => Promise<void>,
+): Promise<{ perSec: number; lat: number[] }> {
   let next = 0;
   const lat: number[] = [];
   const t0 = performance.now();

@@ -31,7 +31,12 @@ export interface RoleProcess {
 }
 
 /** Start `bench/roles/<file>` under tsx with the spec; resolves on its `{"ready":...}` line. */
-export async function startRole(name: string, file: 'mcp-server.ts' | 'worker.ts' | 'baseline-worker.ts', spec: RoleSpec, timeoutMs = 60_000): Promise<RoleProcess> {
+export async function startRole(
+  name: string,
+  file: 'mcp-server.ts' | 'worker.ts' | 'baseline-worker.ts',
+  spec: RoleSpec,
+  timeoutMs = 60_000,
+): Promise<RoleProcess> {
   const path = fileURLToPath(new URL(`./${file}`, import.meta.url));
   // BENCH_CPU_PROF=<dir>: each role writes a V8 CPU profile there when it stops (node --cpu-prof)
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', `${process.env.BENCH_CPU_PROF}/${name}`] : [];

@@ -45,8 +45,10 @@ process.stdout.write(
   `${JSON.stringify({
     ready: true,
     maxCachedWorkflows,
-    maxConcurrentWorkflowTaskExecutions: (o as { maxConcurrentWorkflowTaskExecutions?: number }).maxConcurrentWorkflowTaskExecutions ?? null,
-    maxConcurrentActivityTaskExecutions: (o as { maxConcurrentActivityTaskExecutions?: number }).maxConcurrentActivityTaskExecutions ?? null,
+    maxConcurrentWorkflowTaskExecutions:
+      (o as { maxConcurrentWorkflowTaskExecutions?: number }).maxConcurrentWorkflowTaskExecutions ?? null,
+    maxConcurrentActivityTaskExecutions:
+      (o as { maxConcurrentActivityTaskExecutions?: number }).maxConcurrentActivityTaskExecutions ?? null,
     workflowThreadPoolSize: (o as { workflowThreadPoolSize?: number }).workflowThreadPoolSize ?? null,
     reuseV8Context: (o as { reuseV8Context?: boolean }).reuseV8Context ?? null,
   })}\n`,

@@ -38,7 +38,11 @@ async function startPlainServer(ctx: BenchContext, verifyJwt: boolean): Promise<
         const parsed = tool.inputSchema.safeParse(req.params.arguments ?? {});
         if (!parsed.success) return { content: [{ type: 'text', text: 'invalid arguments' }], isError: true } as never;
         const out = await tool.execute(parsed.data, { executionId: `plain/${randomUUID()}` });
-        return { content: out.content, ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}), isError: out.isError === true } as never;
+        return {
+          content: out.content,
+          ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}),
+          isError: out.isError === true,
+        } as never;
       });
       return server;
     },
@@ -74,7 +78,10 @@ async function sequential(client: WireClient, n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const r = await client.request<{ isError?: boolean }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-100', amount: 1000, memo: `bench ${i}` } });
+    const r = await client.request<{ isError?: boolean }>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-100', amount: 1000, memo: `bench ${i}` },
+    });
     out.push(performance.now() - t0);
     if (r.isError) throw new Error('allowed call failed');
   }
@@ -99,7 +106,9 @@ export async function allowedCallScenario(ctx: BenchContext): Promise<AllowedCal
     for (let r = 0; r < runs; r++) {
       const [first, second] = interleave(r, 'base' as const, 'gate' as const);
       for (const which of [first, 'jwt' as const, second]) per[which].push(latencies(await sequential(sides[which], calls)));
-      ctx.log(`  run ${r + 1}: plain ${JSON.stringify(per.base[r])} plain+jwt ${JSON.stringify(per.jwt[r])} gate ${JSON.stringify(per.gate[r])}`);
+      ctx.log(
+        `  run ${r + 1}: plain ${JSON.stringify(per.base[r])} plain+jwt ${JSON.stringify(per.jwt[r])} gate ${JSON.stringify(per.gate[r])}`,
+      );
     }
     const base = medianFigures(per.base);
     const jwt = medianFigures(per.jwt);

@@ -37,7 +37,9 @@ export async function approveResultScenario(ctx: BenchContext): Promise<ApproveR
   const countersignOnce = async (): Promise<number> => {
     const memo = `approve ${seq++} ${randomUUID()}`;
     const taskId = await createTask(client, memo);
-    const list = (await (await fetch(`${approvals}/access/v1/approvals/pending`, { headers: { authorization: ctx.approverAuth } })).json()) as { items: Array<{ id: string; arguments: { memo?: string } }> };
+    const list = (await (
+      await fetch(`${approvals}/access/v1/approvals/pending`, { headers: { authorization: ctx.approverAuth } })
+    ).json()) as { items: Array<{ id: string; arguments: { memo?: string } }> };
     const req = list.items.find((i) => i.arguments.memo === memo);
     if (!req) throw new Error('approval request not found at the approval service');
     const t0 = performance.now();
@@ -62,7 +64,10 @@ export async function approveResultScenario(ctx: BenchContext): Promise<ApproveR
   };
 
   const baselineOnce = async (shape = false): Promise<number> => {
-    const handle = await ctx.rawClient.workflow.start(shape ? shapedDecisionWorkflow : signalWorkflow, { workflowId: `bench-signal-${randomUUID()}`, taskQueue: BASELINE_QUEUE });
+    const handle = await ctx.rawClient.workflow.start(shape ? shapedDecisionWorkflow : signalWorkflow, {
+      workflowId: `bench-signal-${randomUUID()}`,
+      taskQueue: BASELINE_QUEUE,
+    });
     await handle.query(stateQuery); // started and cached, as a pending task is
     const t0 = performance.now();
     await handle.signal(decideSignal, 'approved');
@@ -80,12 +85,15 @@ export async function approveResultScenario(ctx: BenchContext): Promise<ApproveR
     const lat = { base: [] as number[], gate: [] as number[], shaped: [] as number[] };
     for (let i = 0; i < samples; i++) {
       const [x, y] = interleave(i + r, 'base' as const, 'gate' as const);
-      for (const which of [x, 'shaped' as const, y]) lat[which].push(which === 'base' ? await baselineOnce() : which === 'shaped' ? await baselineOnce(true) : await countersignOnce());
+      for (const which of [x, 'shaped' as const, y])
+        lat[which].push(which === 'base' ? await baselineOnce() : which === 'shaped' ? await baselineOnce(true) : await countersignOnce());
     }
     per.base.push(latencies(lat.base));
     per.gate.push(latencies(lat.gate));
     per.shaped.push(latencies(lat.shaped));
-    ctx.log(`  run ${r + 1}: signal-then-query ${JSON.stringify(per.base[r])} same shape ${JSON.stringify(per.shaped[r])} approve → completed ${JSON.stringify(per.gate[r])}`);
+    ctx.log(
+      `  run ${r + 1}: signal-then-query ${JSON.stringify(per.base[r])} same shape ${JSON.stringify(per.shaped[r])} approve → completed ${JSON.stringify(per.gate[r])}`,
+    );
   }
   const base = medianFigures(per.base);
   const gate = medianFigures(per.gate);

@@ -52,7 +52,9 @@ export async function backlogScenario(ctx: BenchContext, target: number, budgetS
   const principals = ctx.smoke ? 2 : 100;
   const concurrency = ctx.smoke ? 8 : 32;
   const samples = ctx.smoke ? 20 : 600;
-  ctx.log(`bench: backlog of ${target} pending tasks (${principals} principals, concurrency ${concurrency}), then ${samples} tasks/get samples`);
+  ctx.log(
+    `bench: backlog of ${target} pending tasks (${principals} principals, concurrency ${concurrency}), then ${samples} tasks/get samples`,
+  );
   const clients: WireClient[] = [];
   for (let p = 0; p < principals; p++) clients.push(await ctx.client(`bench-backlog-${p}`));
   const tasks: Array<{ client: WireClient; taskId: string }> = [];
@@ -78,7 +80,7 @@ export async function backlogScenario(ctx: BenchContext, target: number, budgetS
   const t0 = performance.now();
   const points: BacklogPoint[] = [await point(t0)];
   const step = Math.max(1, Math.ceil(target / 10));
-  for (let done = 0; done < target && performance.now() - t0 < budgetS * 1000; ) {
+  for (let done = 0; done < target && performance.now() - t0 < budgetS * 1000;) {
     const n = Math.min(step, target - done);
     await closedLoop(n, concurrency, async (i) => {
       const client = clients[(done + i) % principals]!;
@@ -86,7 +88,9 @@ export async function backlogScenario(ctx: BenchContext, target: number, budgetS
     });
     done += n;
     points.push(await point(t0));
-    ctx.log(`  ${points.at(-1)!.pending} pending after ${points.at(-1)!.elapsedS} s; MCP heap after GC ${points.at(-1)!.mcpHeapAfterGcMiB} MiB; RSS mcp ${points.at(-1)!.mcpRssMiB} MiB, worker ${points.at(-1)!.workerRssMiB} MiB, temporal ${points.at(-1)!.temporalRssMiB} MiB`);
+    ctx.log(
+      `  ${points.at(-1)!.pending} pending after ${points.at(-1)!.elapsedS} s; MCP heap after GC ${points.at(-1)!.mcpHeapAfterGcMiB} MiB; RSS mcp ${points.at(-1)!.mcpRssMiB} MiB, worker ${points.at(-1)!.workerRssMiB} MiB, temporal ${points.at(-1)!.temporalRssMiB} MiB`,
+    );
   }
   const creationSeconds = round((performance.now() - t0) / 1000, 1);
 

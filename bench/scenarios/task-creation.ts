@@ -55,10 +55,20 @@ export async function taskCreationScenario(ctx: BenchContext, levels: number[], 
     const id = `bench-shape-${randomUUID()}`;
     await ctx.rawClient.workflow.executeUpdateWithStart(shapeReserveUpdate, {
       args: [id],
-      startWorkflowOperation: new WithStartWorkflowOperation<typeof shapeLimiterWorkflow>('shapeLimiterWorkflow', { workflowId: limiterId, taskQueue: BASELINE_QUEUE, args: [], workflowIdConflictPolicy: 'USE_EXISTING' }),
+      startWorkflowOperation: new WithStartWorkflowOperation<typeof shapeLimiterWorkflow>('shapeLimiterWorkflow', {
+        workflowId: limiterId,
+        taskQueue: BASELINE_QUEUE,
+        args: [],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
     });
     await ctx.rawClient.workflow.executeUpdateWithStart(shapeCreatedUpdate, {
-      startWorkflowOperation: new WithStartWorkflowOperation<typeof shapeApprovalWorkflow>('shapeApprovalWorkflow', { workflowId: id, taskQueue: BASELINE_QUEUE, args: [limiterId], workflowIdConflictPolicy: 'USE_EXISTING' }),
+      startWorkflowOperation: new WithStartWorkflowOperation<typeof shapeApprovalWorkflow>('shapeApprovalWorkflow', {
+        workflowId: id,
+        taskQueue: BASELINE_QUEUE,
+        args: [limiterId],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
     });
   };
   const out: TaskCreationLevel[] = [];
@@ -126,7 +136,9 @@ export async function taskCreationScenario(ctx: BenchContext, levels: number[], 
       met: ratio >= 0.7,
       cpuMsPerTask: { baseline: perTask(cpu.base, runs * tasksPerRun), countersign: perTask(cpu.gate, runs * tasksPerRun) },
     });
-    ctx.log(`  concurrency ${c}: raw UwS ${baselinePerSec}/s, countersign ${countersignPerSec}/s, ratio ${ratio}; same-shape ${shapedPerSec}/s (ratio ${out.at(-1)!.ratioVsShaped}); CPU ms/task raw ${JSON.stringify(out.at(-1)!.cpuMsPerTask.baseline)} countersign ${JSON.stringify(out.at(-1)!.cpuMsPerTask.countersign)}`);
+    ctx.log(
+      `  concurrency ${c}: raw UwS ${baselinePerSec}/s, countersign ${countersignPerSec}/s, ratio ${ratio}; same-shape ${shapedPerSec}/s (ratio ${out.at(-1)!.ratioVsShaped}); CPU ms/task raw ${JSON.stringify(out.at(-1)!.cpuMsPerTask.baseline)} countersign ${JSON.stringify(out.at(-1)!.cpuMsPerTask.countersign)}`,
+    );
   }
   return { tasksPerRun, runs, levels: out };
 }

@@ -3,7 +3,16 @@
 // long-lived per-principal workflow, then an Update-with-Start on a new workflow whose update
 // answers once a (no-op) submit activity has completed, and which signals the first workflow — the
 // Temporal operations Countersign performs, without its gate, codec, approval service or state.
-import { allHandlersFinished, condition, defineSignal, defineUpdate, getExternalWorkflowHandle, proxyActivities, setHandler, uuid4 } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  defineSignal,
+  defineUpdate,
+  getExternalWorkflowHandle,
+  proxyActivities,
+  setHandler,
+  uuid4,
+} from '@temporalio/workflow';
 
 export const shapeReserveUpdate = defineUpdate<string, [string]>('reserve');
 export const shapeClaimSignal = defineSignal<[string]>('claim');

@@ -2,7 +2,20 @@
  * Checks of the SEP-2848 black-box suite: input before the task (MRTR `input_required` with a sealed
  * `requestState`) and input inside the task (`input_required` then `tasks/update`).
  */
-import { answerFor, argsWith, type CheckDef, createTask, disposition, expectEffects, getTask, isTerminal, mrtrCapabilities, mrtrFirst, timeout, waitTask } from './context.js';
+import {
+  answerFor,
+  argsWith,
+  type CheckDef,
+  createTask,
+  disposition,
+  expectEffects,
+  getTask,
+  isTerminal,
+  mrtrCapabilities,
+  mrtrFirst,
+  timeout,
+  waitTask,
+} from './context.js';
 import { CheckFailure, isObj, must, type Obj, show, skip, sleep } from './wire.js';
 
 export const inputChecks: CheckDef[] = [
@@ -22,7 +35,12 @@ export const inputChecks: CheckDef[] = [
       const { m, first, mrtr, args } = await mrtrFirst(c, 'mrtr-tamper');
       const s = String(first.requestState);
       const flipped = s.slice(0, -4) + (s.endsWith('AAAA') ? 'BBBB' : 'AAAA');
-      const r = await mrtr.call('tools/call', { name: c.opts.tool, arguments: args, inputResponses: answerFor(first.inputRequests), requestState: flipped });
+      const r = await mrtr.call('tools/call', {
+        name: c.opts.tool,
+        arguments: args,
+        inputResponses: answerFor(first.inputRequests),
+        requestState: flipped,
+      });
       must(r.error, `a tampered requestState was accepted: ${show(r.result)}`);
       must((await c.hooks.itemsFor(m)).length === 0, 'a tampered retry submitted an approval request');
       return `rejected with ${r.error.code}; nothing submitted`;
@@ -34,10 +52,18 @@ export const inputChecks: CheckDef[] = [
     async run(c) {
       const { m, first, mrtr, args } = await mrtrFirst(c, 'mrtr-alter');
       const altered = { ...args, [c.opts.markerField]: `${m}-altered` };
-      const r = await mrtr.call('tools/call', { name: c.opts.tool, arguments: altered, inputResponses: answerFor(first.inputRequests), requestState: first.requestState });
+      const r = await mrtr.call('tools/call', {
+        name: c.opts.tool,
+        arguments: altered,
+        inputResponses: answerFor(first.inputRequests),
+        requestState: first.requestState,
+      });
       if (typeof r.result?.taskId === 'string') c.cleanup.push({ rpc: mrtr, taskId: r.result.taskId });
       must(r.error, `a retry with altered arguments was accepted: ${show(r.result)}`);
-      must((await c.hooks.itemsFor(m)).length === 0 && (await c.hooks.itemsFor(`${m}-altered`)).length === 0, 'the altered retry submitted an approval request');
+      must(
+        (await c.hooks.itemsFor(m)).length === 0 && (await c.hooks.itemsFor(`${m}-altered`)).length === 0,
+        'the altered retry submitted an approval request',
+      );
       return `rejected with ${r.error.code}; nothing submitted`;
     },
   },
@@ -48,7 +74,12 @@ export const inputChecks: CheckDef[] = [
       if (!c.b) skip('needs --token-b (a second principal)');
       const { m, first, args } = await mrtrFirst(c, 'mrtr-caller');
       const mb = c.b.withCapabilities(mrtrCapabilities);
-      const r = await mb.call('tools/call', { name: c.opts.tool, arguments: args, inputResponses: answerFor(first.inputRequests), requestState: first.requestState });
+      const r = await mb.call('tools/call', {
+        name: c.opts.tool,
+        arguments: args,
+        inputResponses: answerFor(first.inputRequests),
+        requestState: first.requestState,
+      });
       if (typeof r.result?.taskId === 'string') c.cleanup.push({ rpc: mb, taskId: r.result.taskId });
       must(r.error, `another principal's retry was accepted: ${show(r.result)}`);
       must((await c.hooks.itemsFor(m)).length === 0, "another principal's retry submitted an approval request");
@@ -60,7 +91,12 @@ export const inputChecks: CheckDef[] = [
     title: 'the MRTR retry with the same call, the requestState and the answers creates the task and submits the request',
     async run(c) {
       const { m, first, mrtr, args } = await mrtrFirst(c, 'mrtr-ok');
-      const created = await mrtr.ok('tools/call', { name: c.opts.tool, arguments: args, inputResponses: answerFor(first.inputRequests), requestState: first.requestState });
+      const created = await mrtr.ok('tools/call', {
+        name: c.opts.tool,
+        arguments: args,
+        inputResponses: answerFor(first.inputRequests),
+        requestState: first.requestState,
+      });
       if (typeof created.taskId === 'string') c.cleanup.push({ rpc: mrtr, taskId: created.taskId });
       must(created.resultType === 'task' && created.status === 'working', `the retry answered ${show(created)}`);
       must((await c.hooks.itemsFor(m)).length === 1, 'no approval request after the answered retry');
@@ -75,7 +111,10 @@ export const inputChecks: CheckDef[] = [
         // Without a call known to need in-task input, show what the server does with tasks/update and fail honestly.
         const m = c.marker('in-task');
         const created = await createTask(c, c.a, argsWith(c, c.opts.arguments, m));
-        const u = await c.a.call('tasks/update', { taskId: created.taskId, inputResponses: { justification: { action: 'accept', content: { justification: 'unsolicited' } } } });
+        const u = await c.a.call('tasks/update', {
+          taskId: created.taskId,
+          inputResponses: { justification: { action: 'accept', content: { justification: 'unsolicited' } } },
+        });
         throw new CheckFailure(
           `unsupported: no call is known to put a task into input_required (pass --in-task-arguments); tasks/update on a working task answered ${u.error ? `${u.error.code} ${u.error.message}` : 'a result'}`,
         );
@@ -104,7 +143,10 @@ export const inputChecks: CheckDef[] = [
         t = await getTask(rpc, created.taskId);
       }
       const approvalsBeforeInput = decided.size;
-      must(t.status === 'input_required', `the task never entered input_required (it is ${String(t.status)}${disposition(t) ? ` / ${String(disposition(t))}` : ''})`);
+      must(
+        t.status === 'input_required',
+        `the task never entered input_required (it is ${String(t.status)}${disposition(t) ? ` / ${String(disposition(t))}` : ''})`,
+      );
       must(isObj(t.inputRequests) && Object.keys(t.inputRequests).length > 0, 'an input_required task without inputRequests');
       const before = await expectEffects(c, m, 0);
       await rpc.ok('tasks/update', { taskId: created.taskId, inputResponses: answerFor(t.inputRequests) });
@@ -117,7 +159,10 @@ export const inputChecks: CheckDef[] = [
         await sleep(Math.min(c.opts.maxPollMs ?? 250, 250));
         done = await getTask(rpc, created.taskId);
       }
-      must(done.status === 'completed' && disposition(done) === 'approved-executed', `after the input and the approvals the task ended ${String(done.status)} / ${String(disposition(done))}`);
+      must(
+        done.status === 'completed' && disposition(done) === 'approved-executed',
+        `after the input and the approvals the task ended ${String(done.status)} / ${String(disposition(done))}`,
+      );
       return `input_required (${Object.keys(t.inputRequests).join(', ')}) after ${approvalsBeforeInput ? `${approvalsBeforeInput} approval(s)` : 'submission'}, tasks/update → ${String(back.status)}, then approved-executed${before ? ', probe: 0 executions before the input' : ''}${await expectEffects(c, m, 1)}`;
     },
   },

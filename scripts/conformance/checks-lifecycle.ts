@@ -3,7 +3,19 @@
  * execution at most once, deduplication, denial, call binding, cancellation, expiry and
  * non-requestable denials.
  */
-import { argsWith, type CheckDef, createTask, disposition, expectEffects, getTask, isTerminal, MAY_HAVE_RUN, NOT_RUN, texts, waitTask } from './context.js';
+import {
+  argsWith,
+  type CheckDef,
+  createTask,
+  disposition,
+  expectEffects,
+  getTask,
+  isTerminal,
+  MAY_HAVE_RUN,
+  NOT_RUN,
+  texts,
+  waitTask,
+} from './context.js';
 import { APPROVAL_EXT, AUTHZ, get, isObj, must, show, skip, sleep, TASKS_EXT } from './wire.js';
 
 export const lifecycleChecks: CheckDef[] = [
@@ -24,11 +36,17 @@ export const lifecycleChecks: CheckDef[] = [
     async run(c) {
       const m = c.marker('task');
       const created = await createTask(c, c.a, argsWith(c, c.opts.arguments, m));
-      must(typeof created.statusMessage === 'string' && created.statusMessage.length > 0, 'CreateTaskResult has no human-readable statusMessage');
+      must(
+        typeof created.statusMessage === 'string' && created.statusMessage.length > 0,
+        'CreateTaskResult has no human-readable statusMessage',
+      );
       must(created.result === undefined && created.isError === undefined, 'CreateTaskResult carries a tool result');
       must(typeof created.createdAt === 'string' && !Number.isNaN(Date.parse(created.createdAt)), 'CreateTaskResult has no createdAt');
       const items = await c.hooks.itemsFor(m);
-      must(items.length === 1, `the backend holds ${items.length} approval requests for the call at the moment CreateTaskResult arrived, expected 1 (handle persisted before returning)`);
+      must(
+        items.length === 1,
+        `the backend holds ${items.length} approval requests for the call at the moment CreateTaskResult arrived, expected 1 (handle persisted before returning)`,
+      );
       const t = await getTask(c.a, created.taskId);
       must(t.status === 'working' && t.taskId === created.taskId, `tasks/get says ${String(t.status)}`);
       must(t.result === undefined, 'a working task carries a result');
@@ -44,7 +62,10 @@ export const lifecycleChecks: CheckDef[] = [
       const plain = await c.plain.call('tools/call', { name: c.opts.tool, arguments: args });
       let how: string;
       if (plain.error) {
-        must(plain.error.code === -32021 || plain.error.code === -32003, `error ${plain.error.code}, expected -32021 (or -32003) or a degraded result`);
+        must(
+          plain.error.code === -32021 || plain.error.code === -32003,
+          `error ${plain.error.code}, expected -32021 (or -32003) or a degraded result`,
+        );
         must(JSON.stringify(plain.error).includes(TASKS_EXT), 'the capability error does not name io.modelcontextprotocol/tasks');
         how = `error ${plain.error.code}`;
       } else {
@@ -77,7 +98,10 @@ export const lifecycleChecks: CheckDef[] = [
       await sleep(300);
       for (let i = 0; i < 3; i++) {
         const again = await getTask(c.a, created.taskId);
-        must(JSON.stringify(again.result) === JSON.stringify(done.result) && again.status === 'completed', 'the completed task changed on a later poll');
+        must(
+          JSON.stringify(again.result) === JSON.stringify(done.result) && again.status === 'completed',
+          'the completed task changed on a later poll',
+        );
       }
       return `approved-executed; duplicate decision answered HTTP ${dup}; result stable${await expectEffects(c, m, 1)}`;
     },
@@ -95,7 +119,10 @@ export const lifecycleChecks: CheckDef[] = [
       const accepted = statuses.filter((s) => s >= 200 && s < 300).length;
       must(accepted >= 1, `no approval accepted: HTTP ${statuses.join(',')}`);
       const done = await waitTask(c, c.a, created.taskId);
-      must(done.status === 'completed' && disposition(done) === 'approved-executed', `ended ${String(done.status)} / ${String(disposition(done))}`);
+      must(
+        done.status === 'completed' && disposition(done) === 'approved-executed',
+        `ended ${String(done.status)} / ${String(disposition(done))}`,
+      );
       await sleep(300);
       const again = await getTask(c.a, created.taskId);
       must(JSON.stringify(again.result) === JSON.stringify(done.result), 'the result changed after completion');
@@ -110,7 +137,10 @@ export const lifecycleChecks: CheckDef[] = [
       const args = argsWith(c, c.opts.arguments, m);
       const rs = await Promise.all(Array.from({ length: 8 }, () => c.a.ok('tools/call', { name: c.opts.tool, arguments: args })));
       for (const r of rs) if (typeof r.taskId === 'string') c.cleanup.push({ rpc: c.a, taskId: r.taskId });
-      must(rs.every((r) => r.resultType === 'task'), 'not every call returned a task');
+      must(
+        rs.every((r) => r.resultType === 'task'),
+        'not every call returned a task',
+      );
       const ids = new Set(rs.map((r) => r.taskId));
       must(ids.size === 1, `${ids.size} distinct tasks for 8 identical calls`);
       const items = await c.hooks.itemsFor(m);
@@ -136,7 +166,11 @@ export const lifecycleChecks: CheckDef[] = [
       must(NOT_RUN.test(body), `the body does not say the tool did not run: "${body.slice(0, 200)}"`);
       must(!MAY_HAVE_RUN.test(body), `the body reads like an execution error / unknown outcome: "${body.slice(0, 200)}"`);
       const env = get(done, 'result', '_meta', AUTHZ);
-      if (get(created, '_meta', AUTHZ) !== undefined) must(get(env, 'remediation') === 'unavailable', 'a SEP-2643 server: the terminal denial lacks the envelope with remediation "unavailable"');
+      if (get(created, '_meta', AUTHZ) !== undefined)
+        must(
+          get(env, 'remediation') === 'unavailable',
+          'a SEP-2643 server: the terminal denial lacks the envelope with remediation "unavailable"',
+        );
       return `completed, isError, denied-not-executed, body: "${body.slice(0, 80)}…"${await expectEffects(c, m, 0)}`;
     },
   },
@@ -241,7 +275,10 @@ export const lifecycleChecks: CheckDef[] = [
       const done = await waitTask(c, c.a, created.taskId);
       const r = await c.a.call('tasks/cancel', { taskId: created.taskId });
       const after = await getTask(c.a, created.taskId);
-      must(after.status === done.status && JSON.stringify(after.result) === JSON.stringify(done.result), `cancel changed a terminal task to ${String(after.status)}`);
+      must(
+        after.status === done.status && JSON.stringify(after.result) === JSON.stringify(done.result),
+        `cancel changed a terminal task to ${String(after.status)}`,
+      );
       return `cancel answered ${r.error ? `error ${r.error.code}` : 'a result'}; the task is still ${String(after.status)} / ${String(disposition(after))}`;
     },
   },
@@ -254,7 +291,11 @@ export const lifecycleChecks: CheckDef[] = [
       const created = call.result;
       must(created?.resultType === 'task' && typeof created.taskId === 'string', `expected a task, got ${show(call.result ?? call.error)}`);
       c.cleanup.push({ rpc: c.a, taskId: created.taskId });
-      const http = await c.a.notify('notifications/cancelled', { requestId: call.id, taskId: created.taskId, reason: 'conformance: a notification must not cancel a task' });
+      const http = await c.a.notify('notifications/cancelled', {
+        requestId: call.id,
+        taskId: created.taskId,
+        reason: 'conformance: a notification must not cancel a task',
+      });
       await sleep(500);
       const t = await getTask(c.a, created.taskId);
       must(t.status === 'working', `after notifications/cancelled the task is ${String(t.status)}`);
@@ -277,7 +318,10 @@ export const lifecycleChecks: CheckDef[] = [
       must(done.status === 'completed' && get(done, 'result', 'isError') === true, `expired task ended ${String(done.status)}`);
       must(disposition(done) === 'denied-not-executed', `disposition ${String(disposition(done))}, expected denied-not-executed`);
       const body = texts(done.result);
-      must(/expir/i.test(body) && NOT_RUN.test(body), `the body does not note expiry and that the tool did not run: "${body.slice(0, 200)}"`);
+      must(
+        /expir/i.test(body) && NOT_RUN.test(body),
+        `the body does not note expiry and that the tool did not run: "${body.slice(0, 200)}"`,
+      );
       let late = 'the expired request is no longer pending';
       if ((await c.hooks.itemsFor(m)).length > 0) late = `a late approval answered HTTP ${await c.hooks.decide(item.id, 'approve', 0)}`;
       await sleep(500);
@@ -296,7 +340,8 @@ export const lifecycleChecks: CheckDef[] = [
       must(r.resultType !== 'task' && r.taskId === undefined, 'a non-requestable denial returned a task');
       must(r.isError === true, 'a non-requestable denial is not isError');
       const env = get(r, '_meta', AUTHZ);
-      if (env !== undefined) must(get(env, 'remediation') === 'unavailable', `envelope remediation ${String(get(env, 'remediation'))}, expected unavailable`);
+      if (env !== undefined)
+        must(get(env, 'remediation') === 'unavailable', `envelope remediation ${String(get(env, 'remediation'))}, expected unavailable`);
       must((await c.hooks.itemsFor(m)).length === 0, 'a non-requestable denial opened an approval request');
       return `isError result, no task, no request${await expectEffects(c, m, 0)}`;
     },

@@ -3,7 +3,21 @@
  * list pending approval requests, decide one), the per-check context, and the helpers the checks
  * share (create / poll tasks, count side effects, answer MRTR forms, clean up).
  */
-import { DISPOSITION, type Exchange, get, isObj, must, type Obj, Recorder, Rpc, show, skip, sleep, type SuiteOptions, TASKS_EXT } from './wire.js';
+import {
+  DISPOSITION,
+  type Exchange,
+  get,
+  isObj,
+  must,
+  type Obj,
+  Recorder,
+  Rpc,
+  show,
+  skip,
+  sleep,
+  type SuiteOptions,
+  TASKS_EXT,
+} from './wire.js';
 // ---------------------------------------------------------------------------------------------
 // The test hooks (conformance/TEST-HOOKS.md)
 
@@ -29,7 +43,9 @@ export class Hooks {
   }
 
   async pending(): Promise<PendingItem[]> {
-    const res = await fetch(this.url(this.opts.pendingPath ?? '/approvals/pending'), { headers: { authorization: this.auth(0), accept: 'application/json' } });
+    const res = await fetch(this.url(this.opts.pendingPath ?? '/approvals/pending'), {
+      headers: { authorization: this.auth(0), accept: 'application/json' },
+    });
     must(res.ok, `test hook: GET pending answered HTTP ${res.status}`);
     const body = (await res.json()) as unknown;
     const items = get(body, 'items');
@@ -105,7 +121,13 @@ export async function getTask(rpc: Rpc, taskId: string): Promise<Obj> {
 export const isTerminal = (status: unknown) => status === 'completed' || status === 'failed' || status === 'cancelled';
 
 /** Poll `tasks/get` until the task is terminal (or `until` says so). */
-export async function waitTask(c: Ctx, rpc: Rpc, taskId: string, ms = timeout(c), until: (t: Obj) => boolean = (t) => isTerminal(t.status)): Promise<Obj> {
+export async function waitTask(
+  c: Ctx,
+  rpc: Rpc,
+  taskId: string,
+  ms = timeout(c),
+  until: (t: Obj) => boolean = (t) => isTerminal(t.status),
+): Promise<Obj> {
   const deadline = Date.now() + ms;
   for (;;) {
     const t = await getTask(rpc, taskId);
@@ -133,7 +155,8 @@ export const texts = (r: unknown): string => {
   const content = get(r, 'content');
   return Array.isArray(content) ? content.map((x) => (isObj(x) && typeof x.text === 'string' ? x.text : '')).join(' ') : '';
 };
-export const NOT_RUN = /\b(did not|didn't|was not|wasn't|has not|hasn't|had not|never|not been)\b[^.]{0,20}\b(run|ran|executed?|performed|invoked)\b|\bnot (executed|run|performed)\b/i;
+export const NOT_RUN =
+  /\b(did not|didn't|was not|wasn't|has not|hasn't|had not|never|not been)\b[^.]{0,20}\b(run|ran|executed?|performed|invoked)\b|\bnot (executed|run|performed)\b/i;
 export const MAY_HAVE_RUN = /\bmay (have|or may not have) (run|ran|executed)|side effect may have occurred|outcome (is |was )?unknown\b/i;
 
 /** Marker-free, fixed answers for an MRTR / in-task form: a value per property of `requestedSchema`. */
@@ -216,4 +239,3 @@ export function taskObservations(c: Ctx): Array<{ e: Exchange; r: Obj }> {
     .map((e) => ({ e, r: e.result as Obj }));
 }
 export const taskResults = (c: Ctx): Obj[] => taskObservations(c).map((o) => o.r);
-

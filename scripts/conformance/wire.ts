@@ -170,19 +170,37 @@ export class Rpc {
     const answer: RpcAnswer = { id, httpStatus: res.status };
     if (isObj(message?.result)) answer.result = message.result;
     const err = message?.error;
-    if (isObj(err)) answer.error = { code: Number(err.code), message: String(err.message), ...(err.data !== undefined ? { data: err.data } : {}) };
+    if (isObj(err))
+      answer.error = { code: Number(err.code), message: String(err.message), ...(err.data !== undefined ? { data: err.data } : {}) };
     const { id: _id, ...recorded } = answer;
     this.recorder.add({ who: this.who, method, params, raw, sent, ...recorded });
-    if (!answer.result && !answer.error) throw new CheckFailure(`${method}: HTTP ${res.status} without a JSON-RPC response: ${raw.slice(0, 200)}`);
+    if (!answer.result && !answer.error)
+      throw new CheckFailure(`${method}: HTTP ${res.status} without a JSON-RPC response: ${raw.slice(0, 200)}`);
     return answer;
   }
 
   /** Send a JSON-RPC notification (no id, no response expected); returns the HTTP status. */
   async notify(method: string, params: Obj = {}): Promise<number> {
-    const body = { jsonrpc: '2.0', method, params: { ...params, _meta: { 'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION, 'io.modelcontextprotocol/clientCapabilities': this.capabilities } } };
+    const body = {
+      jsonrpc: '2.0',
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
+          'io.modelcontextprotocol/clientCapabilities': this.capabilities,
+        },
+      },
+    };
     const res = await fetch(this.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL_VERSION, 'mcp-method': method, authorization: `Bearer ${this.token}` },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': PROTOCOL_VERSION,
+        'mcp-method': method,
+        authorization: `Bearer ${this.token}`,
+      },
       body: JSON.stringify(body),
     });
     await res.text();
@@ -221,4 +239,3 @@ export function parseResponse(raw: string, id: number, contentType: string): Obj
   }
   return undefined;
 }
-

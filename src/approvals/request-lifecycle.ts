@@ -49,9 +49,7 @@ export type SubmitOutcome =
 
 /** Result of {@link RequestLifecycle.cancel}. */
 export type CancelOutcome =
-  | { kind: 'cancelled'; record: AccessRequestRecord }
-  | { kind: 'not-pending'; record: AccessRequestRecord }
-  | { kind: 'not-found' };
+  { kind: 'cancelled'; record: AccessRequestRecord } | { kind: 'not-pending'; record: AccessRequestRecord } | { kind: 'not-found' };
 
 /** Why a decider may not decide a request. */
 export type DecideRefusal =
@@ -192,11 +190,26 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         arguments: body.context.arguments,
       });
       const record = store.insert(
-        { id: randomId('ar_'), idempotencyKey, bodyHash, body, createdAtMs: at, expiresAtMs, requiredApprovals: quorum.approvals, quorumRule: quorum.ruleId },
+        {
+          id: randomId('ar_'),
+          idempotencyKey,
+          bodyHash,
+          body,
+          createdAtMs: at,
+          expiresAtMs,
+          requiredApprovals: quorum.approvals,
+          quorumRule: quorum.ruleId,
+        },
         body.subject.sub,
       );
       logger.info(
-        { requestId: record.id, tool: body.resource.id, approverGroup: body.approver_group, generation: body.generation, requiredApprovals: quorum.approvals },
+        {
+          requestId: record.id,
+          tool: body.resource.id,
+          approverGroup: body.approver_group,
+          generation: body.generation,
+          requiredApprovals: quorum.approvals,
+        },
         'access request submitted',
       );
       for (const fn of createdListeners) fn(record);
@@ -221,7 +234,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       if (current === undefined) return { kind: 'not-found' };
       const refusal = scopeRefusal(decider, current);
       if (refusal !== null) return { kind: 'forbidden', reason: refusal };
-      if (decider.decisions !== undefined && !decider.decisions.includes(decision)) return { kind: 'forbidden', reason: 'decision-not-allowed' };
+      if (decider.decisions !== undefined && !decider.decisions.includes(decision))
+        return { kind: 'forbidden', reason: 'decision-not-allowed' };
       if (current.status !== 'pending') return { kind: 'not-pending', record: current };
       const at = now();
       const note = comment !== undefined && comment !== '' ? comment : undefined;
@@ -235,7 +249,13 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       }
       if (!countsTowardsQuorum(decider, current)) return { kind: 'forbidden', reason: 'quorum-needs-members' };
       if (store.votes(id).some((v) => samePerson(v.approver, decider.person))) return { kind: 'forbidden', reason: 'already-approved' };
-      const vote: ApprovalVote & { rule?: string; final?: boolean } = { approver: decider.person, actor: decider.id, via: decider.via, comment: note ?? null, atMs: at };
+      const vote: ApprovalVote & { rule?: string; final?: boolean } = {
+        approver: decider.person,
+        actor: decider.id,
+        via: decider.via,
+        comment: note ?? null,
+        atMs: at,
+      };
       if (rule !== undefined) vote.rule = rule;
       if (decider.final === true) vote.final = true;
       const result = store.approve(id, vote, (approvers) => ({
@@ -249,7 +269,10 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         case 'approved':
           return { kind: 'decided', record: changed(result.record) };
         case 'endorsed':
-          logger.info({ requestId: id, actor: decider.id, votes: store.votes(id).length, required: result.record.requiredApprovals }, 'partial approval recorded');
+          logger.info(
+            { requestId: id, actor: decider.id, votes: store.votes(id).length, required: result.record.requiredApprovals },
+            'partial approval recorded',
+          );
           return { kind: 'recorded', record: result.record, votes: store.votes(id) };
         case 'already-approved-by':
           return { kind: 'forbidden', reason: 'already-approved' };

@@ -19,7 +19,13 @@ import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Logger } from 'pino';
 import { createLogger } from '../log.js';
-import { loadApprovalRules, riskQuorumOverlaps, writeDefaultApprovalRules, type ApprovalRules, DEFAULT_APPROVAL_RULES } from './deciders/approval-rules.js';
+import {
+  loadApprovalRules,
+  riskQuorumOverlaps,
+  writeDefaultApprovalRules,
+  type ApprovalRules,
+  DEFAULT_APPROVAL_RULES,
+} from './deciders/approval-rules.js';
 import { createArapRoutes } from './api/arap-routes.js';
 import type { AgentCredential } from './deciders/decider.js';
 import { createInboxRoutes } from './inbox/routes.js';
@@ -195,7 +201,8 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     createInboxRoutes({
       lifecycle,
       store,
-      sessions: oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' }),
+      sessions:
+        oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' }),
       ...(oidc !== undefined ? { oidc } : {}),
       now,
       throttle,

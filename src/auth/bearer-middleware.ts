@@ -46,13 +46,16 @@ export interface BearerAuthOptions {
  */
 export function bearerAuth(opts: BearerAuthOptions): MiddlewareHandler {
   const challenge = (error?: string) =>
-    new Response(JSON.stringify({ error: error ?? 'unauthorized', error_description: 'A valid bearer token for this resource is required.' }), {
-      status: 401,
-      headers: {
-        'content-type': 'application/json',
-        'www-authenticate': `Bearer resource_metadata="${opts.resourceMetadataUrl}"${error ? `, error="${error}"` : ''}`,
+    new Response(
+      JSON.stringify({ error: error ?? 'unauthorized', error_description: 'A valid bearer token for this resource is required.' }),
+      {
+        status: 401,
+        headers: {
+          'content-type': 'application/json',
+          'www-authenticate': `Bearer resource_metadata="${opts.resourceMetadataUrl}"${error ? `, error="${error}"` : ''}`,
+        },
       },
-    });
+    );
   return async (c, next) => {
     const token = extractBearer(c.req.header('authorization'));
     if (!token) return challenge();

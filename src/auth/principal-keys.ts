@@ -43,7 +43,9 @@ export function taskOwnerKeyOf(p: Principal): string {
  * workflow id does not reveal who it counts for.
  */
 export function quotaKeyOf(serverKey: string, p: Principal): string {
-  return createHmac('sha256', serverKey).update(`countersign/quota\u0000${principalKey(p)}`).digest('hex');
+  return createHmac('sha256', serverKey)
+    .update(`countersign/quota\u0000${principalKey(p)}`)
+    .digest('hex');
 }
 
 /**

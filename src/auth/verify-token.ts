@@ -20,15 +20,7 @@
  * (RFC 7662), check revocation, or read the token's `client_id`. Error messages are fixed
  * strings (plus a claim name) and never contain the token.
  */
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  errors,
-  jwtVerify,
-  type JSONWebKeySet,
-  type JWTPayload,
-  type JWTVerifyGetKey,
-} from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Principal } from './principal.js';
 
 /** Why a token was refused. `missing` → no token; `expired` → `exp` passed; `invalid` → anything else. */

@@ -38,7 +38,11 @@ export interface ArapCallbackReceiverOptions {
 /** An approval workflow id as a callback URL may name it (`approvalWorkflowId`). */
 const APPROVAL_WORKFLOW_ID = new RegExp(`^${APPROVAL_WORKFLOW_ID_PREFIX}[0-9a-f]{32}$`);
 
-const CallbackBody = z.object({ request_id: z.string().min(1).max(200), status: z.string().max(40), generation: z.number().int().positive().optional() });
+const CallbackBody = z.object({
+  request_id: z.string().min(1).max(200),
+  status: z.string().max(40),
+  generation: z.number().int().positive().optional(),
+});
 
 /**
  * A hono app with the one route `POST /callbacks/arap/:workflowId/:generation` (see the module
@@ -47,46 +51,54 @@ const CallbackBody = z.object({ request_id: z.string().min(1).max(200), status: 
  */
 export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): Hono {
   const app = new Hono();
-  app.post('/callbacks/arap/:workflowId/:generation', bodyLimit({ maxSize: 16 * 1024, onError: () => problem('payload-too-large', 'callback bodies are limited to 16 KiB') }), async (c) => {
-    const raw = await c.req.text();
-    const verdict = verifyCallback(
-      opts.callbackSecret,
-      raw,
-      { timestamp: c.req.header(CALLBACK_TIMESTAMP_HEADER), signature: c.req.header(CALLBACK_SIGNATURE_HEADER) },
-      Math.floor(Date.now() / 1000),
-    );
-    if (!verdict.ok) {
-      opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
-      return problem('unauthorized', `callback rejected: ${verdict.reason}`);
-    }
-    const workflowId = c.req.param('workflowId');
-    const generation = Number(c.req.param('generation'));
-    const body = CallbackBody.safeParse(safeJson(raw));
-    if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
-      return problem('invalid-request', 'malformed callback');
-    }
-    // The delivery's identity is what the signature covers (timestamp and body), not the header's
-    // spelling: a re-cased or re-encoded signature of the same delivery is the same delivery.
-    const callbackId = createHash('sha256').update(`${c.req.header(CALLBACK_TIMESTAMP_HEADER) ?? ''}.${raw}`).digest('hex');
-    try {
-      // Bounded wait: with no worker running the update cannot be validated; the backend retries
-      // and the workflow's status poll covers a callback that never lands.
-      await opts.temporal.withDeadline(Date.now() + 5_000, () =>
-        opts.temporal.workflow.getHandle(workflowId).executeUpdate(backendCallbackUpdate, { args: [{ generation, requestId: body.data.request_id, callbackId }] }),
+  app.post(
+    '/callbacks/arap/:workflowId/:generation',
+    bodyLimit({ maxSize: 16 * 1024, onError: () => problem('payload-too-large', 'callback bodies are limited to 16 KiB') }),
+    async (c) => {
+      const raw = await c.req.text();
+      const verdict = verifyCallback(
+        opts.callbackSecret,
+        raw,
+        { timestamp: c.req.header(CALLBACK_TIMESTAMP_HEADER), signature: c.req.header(CALLBACK_SIGNATURE_HEADER) },
+        Math.floor(Date.now() / 1000),
       );
-    } catch (err) {
-      if (err instanceof WorkflowUpdateFailedError) {
-        opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
-        return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
+      if (!verdict.ok) {
+        opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
+        return problem('unauthorized', `callback rejected: ${verdict.reason}`);
       }
-      if (isWorkflowNotFound(err)) {
-        return c.body(null, 202); // closed or unknown task: nothing to do
+      const workflowId = c.req.param('workflowId');
+      const generation = Number(c.req.param('generation'));
+      const body = CallbackBody.safeParse(safeJson(raw));
+      if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
+        return problem('invalid-request', 'malformed callback');
       }
-      opts.logger.warn({ err: (err as Error).name }, 'backend callback not delivered');
-      return problem('internal', 'callback not delivered; retry later');
-    }
-    return c.body(null, 202);
-  });
+      // The delivery's identity is what the signature covers (timestamp and body), not the header's
+      // spelling: a re-cased or re-encoded signature of the same delivery is the same delivery.
+      const callbackId = createHash('sha256')
+        .update(`${c.req.header(CALLBACK_TIMESTAMP_HEADER) ?? ''}.${raw}`)
+        .digest('hex');
+      try {
+        // Bounded wait: with no worker running the update cannot be validated; the backend retries
+        // and the workflow's status poll covers a callback that never lands.
+        await opts.temporal.withDeadline(Date.now() + 5_000, () =>
+          opts.temporal.workflow
+            .getHandle(workflowId)
+            .executeUpdate(backendCallbackUpdate, { args: [{ generation, requestId: body.data.request_id, callbackId }] }),
+        );
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) {
+          opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
+          return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
+        }
+        if (isWorkflowNotFound(err)) {
+          return c.body(null, 202); // closed or unknown task: nothing to do
+        }
+        opts.logger.warn({ err: (err as Error).name }, 'backend callback not delivered');
+        return problem('internal', 'callback not delivered; retry later');
+      }
+      return c.body(null, 202);
+    },
+  );
   return app;
 }
 

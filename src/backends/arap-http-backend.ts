@@ -157,7 +157,11 @@ export function createArapHttpBackend(opts: ArapHttpBackendOptions): ApprovalBac
   const base = opts.baseUrl.replace(/\/+$/, '');
   const submitUrl = `${base}/access/v1/requests`;
 
-  async function call(verb: Verb, url: string, init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }): Promise<Response> {
+  async function call(
+    verb: Verb,
+    url: string,
+    init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string },
+  ): Promise<Response> {
     try {
       return await doFetch(url, {
         method: init.method,

@@ -58,7 +58,14 @@ export function verifyCallback(
   windowSeconds: number = DEFAULT_CALLBACK_WINDOW_SECONDS,
 ): { ok: true } | { ok: false; reason: CallbackRejection } {
   const { timestamp, signature } = headers;
-  if (timestamp === undefined || timestamp === null || timestamp === '' || signature === undefined || signature === null || signature === '') {
+  if (
+    timestamp === undefined ||
+    timestamp === null ||
+    timestamp === '' ||
+    signature === undefined ||
+    signature === null ||
+    signature === ''
+  ) {
     return { ok: false, reason: 'missing' };
   }
   const sig = /^v1=([0-9a-f]{64})$/.exec(signature.trim().toLowerCase());

@@ -61,7 +61,14 @@ export function createCallBinding(input: {
 }): CallBinding {
   const resource = { type: 'tool' as const, id: input.tool };
   const digest = jcsSha256({ tool: input.tool, arguments: input.arguments, principal: input.principal, resource });
-  return { tool: input.tool, arguments: input.arguments, principal: input.principal, resource, digest, toolDescriptorDigest: input.toolDescriptorDigest };
+  return {
+    tool: input.tool,
+    arguments: input.arguments,
+    principal: input.principal,
+    resource,
+    digest,
+    toolDescriptorDigest: input.toolDescriptorDigest,
+  };
 }
 
 /** Recompute the digest of a stored binding; false if anything in it was altered. */

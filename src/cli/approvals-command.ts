@@ -71,12 +71,14 @@ interface ApprovalsClient {
 export function approvalsClientFromEnv(env: ApprovalsClientEnv): ApprovalsClient {
   const host = env.COUNTERSIGN_HOST ?? '127.0.0.1';
   const baseUrl = (env.COUNTERSIGN_APPROVALS_URL ?? `http://${host}:${env.COUNTERSIGN_APPROVALS_PORT ?? '8788'}`).replace(/\/+$/, '');
-  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new ApprovalsCliError('COUNTERSIGN_APPROVALS_URL must be an http(s) URL', APPROVALS_EXIT.usage);
+  if (!/^https?:\/\/[^/]+/.test(baseUrl))
+    throw new ApprovalsCliError('COUNTERSIGN_APPROVALS_URL must be an http(s) URL', APPROVALS_EXIT.usage);
   const approver = env.COUNTERSIGN_APPROVER;
   const agent = env.COUNTERSIGN_AGENT_TOKEN;
   if (approver !== undefined && approver !== '') {
     const colon = approver.indexOf(':');
-    if (colon <= 0 || colon === approver.length - 1) throw new ApprovalsCliError('COUNTERSIGN_APPROVER must be id:secret', APPROVALS_EXIT.usage);
+    if (colon <= 0 || colon === approver.length - 1)
+      throw new ApprovalsCliError('COUNTERSIGN_APPROVER must be id:secret', APPROVALS_EXIT.usage);
     return { baseUrl, authorization: `Basic ${Buffer.from(approver, 'utf8').toString('base64')}` };
   }
   if (agent !== undefined && agent !== '') return { baseUrl, authorization: `Bearer ${agent}` };
@@ -96,7 +98,10 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
       signal: AbortSignal.timeout(15_000),
     });
   } catch (err) {
-    throw new ApprovalsCliError(`cannot reach the approval service at ${baseUrl} (${(err as Error).message}); is the stack running?`, APPROVALS_EXIT.unavailable);
+    throw new ApprovalsCliError(
+      `cannot reach the approval service at ${baseUrl} (${(err as Error).message}); is the stack running?`,
+      APPROVALS_EXIT.unavailable,
+    );
   }
   const text = await res.text();
   let json: unknown = null;
@@ -106,7 +111,11 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
     // not JSON: handled below
   }
   const type = res.headers.get('content-type') ?? '';
-  const isProblem = /^application\/problem\+json/i.test(type) && json !== null && typeof json === 'object' && typeof (json as { status?: unknown }).status === 'number';
+  const isProblem =
+    /^application\/problem\+json/i.test(type) &&
+    json !== null &&
+    typeof json === 'object' &&
+    typeof (json as { status?: unknown }).status === 'number';
   if (res.ok && json !== null && typeof json === 'object') return json;
   // Only this service's problem+json answers carry meaning; anything else (an HTML 404 page, a
   // JSON answer of some other server) means the URL points elsewhere.
@@ -127,7 +136,10 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
           : res.status === 409
             ? APPROVALS_EXIT.notPending
             : APPROVALS_EXIT.unavailable;
-  throw new ApprovalsCliError(res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail, code);
+  throw new ApprovalsCliError(
+    res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail,
+    code,
+  );
 }
 
 function approvalsText(i: Item): string {
@@ -137,10 +149,21 @@ function approvalsText(i: Item): string {
 function listText(items: Item[]): string {
   if (items.length === 0) return 'Nothing is waiting for your decision.\n';
   const now = Date.now();
-  const rows = items.map((i) => [v(i.id), v(i.tool), v(i.requester), headline(i.arguments, 60), approvalsText(i), formatCountdown(Date.parse(i.expires_at), now)]);
+  const rows = items.map((i) => [
+    v(i.id),
+    v(i.tool),
+    v(i.requester),
+    headline(i.arguments, 60),
+    approvalsText(i),
+    formatCountdown(Date.parse(i.expires_at), now),
+  ]);
   const head = ['ID', 'TOOL', 'REQUESTER', 'REQUEST', 'APPROVALS', 'EXPIRES'];
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (r: string[]) => r.map((v, c) => v.padEnd(widths[c] ?? 0)).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((v, c) => v.padEnd(widths[c] ?? 0))
+      .join('  ')
+      .trimEnd();
   return `${[line(head), ...rows.map(line)].join('\n')}\n${items.length} waiting for your decision.\n`;
 }
 
@@ -162,7 +185,8 @@ function showText(i: Item): string {
       .map((l) => `    ${v(l)}`),
     '  audit',
     ...(i.audit ?? []).map(
-      (e) => `    ${formatTime(Date.parse(e.at))}  ${v(e.event).padEnd(9)} ${v(e.actor)}${e.via ? ` via ${v(e.via)}` : ''}${e.rule ? ` rule ${v(e.rule)}` : ''}${e.comment ? ` — ${v(e.comment)}` : ''}`,
+      (e) =>
+        `    ${formatTime(Date.parse(e.at))}  ${v(e.event).padEnd(9)} ${v(e.actor)}${e.via ? ` via ${v(e.via)}` : ''}${e.rule ? ` rule ${v(e.rule)}` : ''}${e.comment ? ` — ${v(e.comment)}` : ''}`,
     ),
   ];
   return `${lines.join('\n')}\n`;
@@ -181,14 +205,26 @@ async function run(env: () => ApprovalsClientEnv, action: (client: ApprovalsClie
   }
 }
 
-async function decide(client: ApprovalsClient, id: string, decision: 'approve' | 'deny', comment: string | undefined, json: boolean): Promise<string> {
-  const body = (await call(client, 'POST', `/requests/${encodeURIComponent(id)}/decision`, comment === undefined ? { decision } : { decision, comment })) as {
+async function decide(
+  client: ApprovalsClient,
+  id: string,
+  decision: 'approve' | 'deny',
+  comment: string | undefined,
+  json: boolean,
+): Promise<string> {
+  const body = (await call(
+    client,
+    'POST',
+    `/requests/${encodeURIComponent(id)}/decision`,
+    comment === undefined ? { decision } : { decision, comment },
+  )) as {
     status: string;
     approvals: string[];
     required_approvals: number;
   };
   if (json) return `${JSON.stringify(body, null, 2)}\n`;
-  if (body.status === 'pending') return `Approval recorded for ${v(id)}: ${body.approvals.length} of ${body.required_approvals}; another approver must approve.\n`;
+  if (body.status === 'pending')
+    return `Approval recorded for ${v(id)}: ${body.approvals.length} of ${body.required_approvals}; another approver must approve.\n`;
   return `${v(id)} is now ${v(body.status)}.\n`;
 }
 
@@ -225,11 +261,15 @@ export function registerApprovalsCommand(program: Command, env: () => ApprovalsC
     .description('approve a request (with an M-of-N rule, your approval may be one of several needed)')
     .option('--comment <text>', 'comment for the audit trail')
     .option('--json', 'print the service JSON')
-    .action((id: string, o: { comment?: string; json?: boolean }) => run(env, (client) => decide(client, id, 'approve', o.comment, o.json === true)));
+    .action((id: string, o: { comment?: string; json?: boolean }) =>
+      run(env, (client) => decide(client, id, 'approve', o.comment, o.json === true)),
+    );
   approvals
     .command('deny <id>')
     .description('deny a request')
     .requiredOption('--comment <text>', 'why (recorded in the audit trail)')
     .option('--json', 'print the service JSON')
-    .action((id: string, o: { comment: string; json?: boolean }) => run(env, (client) => decide(client, id, 'deny', o.comment, o.json === true)));
+    .action((id: string, o: { comment: string; json?: boolean }) =>
+      run(env, (client) => decide(client, id, 'deny', o.comment, o.json === true)),
+    );
 }

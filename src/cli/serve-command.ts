@@ -40,7 +40,8 @@ export function serveOptionProblem(o: ServeOptions): string | undefined {
   if (o.role === undefined) return `--role is required: one of ${ROLES.join(', ')}`;
   if (!(ROLES as readonly string[]).includes(o.role)) return `unknown role "${o.role}": use one of ${ROLES.join(', ')}`;
   for (const [key, { flag, role }] of Object.entries(OPTION_ROLE)) {
-    if (o[key as keyof typeof OPTION_ROLE] !== undefined && o.role !== role) return `${flag} applies only to --role ${role}, not --role ${o.role}`;
+    if (o[key as keyof typeof OPTION_ROLE] !== undefined && o.role !== role)
+      return `${flag} applies only to --role ${role}, not --role ${o.role}`;
   }
   if (o.backendCallTimeoutMs !== undefined) {
     const t = Number(o.backendCallTimeoutMs);
@@ -74,7 +75,10 @@ export function registerServeCommand(program: Command, config: () => Config): vo
     .option('--role <role>', `required: one of ${ROLES.join(', ')}`)
     .option('--approvals-url <url>', 'worker: base URL of the approval backend (default: the approval service port)')
     .option('--callback-base-url <url>', 'mcp: where backend callbacks are sent (default: <mcp origin>/callbacks/arap)')
-    .option('--backend-call-timeout-ms <ms>', 'mcp: per-attempt timeout of backend calls in new tasks (also how soon a call lost with a crashed worker is retried); default 30000')
+    .option(
+      '--backend-call-timeout-ms <ms>',
+      'mcp: per-attempt timeout of backend calls in new tasks (also how soon a call lost with a crashed worker is retried); default 30000',
+    )
     .option('--workflow-bundle <file>', 'worker: a prebuilt workflow bundle (JSON {code, sourceMap}) instead of bundling at start')
     .action(async (o: ServeOptions) => {
       const problem = serveOptionProblem(o);
@@ -107,7 +111,10 @@ export function registerServeCommand(program: Command, config: () => Config): vo
       } catch (err) {
         const message = (err as Error).message;
         // a connection error from the Temporal client (a tonic transport error) in one line, not raw
-        if ((role === 'worker' || role === 'mcp') && /tonic|transport error|Connection refused|connect error|Failed to connect/i.test(message)) {
+        if (
+          (role === 'worker' || role === 'mcp') &&
+          /tonic|transport error|Connection refused|connect error|Failed to connect/i.test(message)
+        ) {
           let address = 'its address';
           try {
             address = roleUrls(cfg).temporalAddress;

@@ -33,7 +33,11 @@ export interface FinishedTaskLike {
 }
 
 /** Classify a task; see the module header for the table. Never throws. */
-export function executionOutcome(task: FinishedTaskLike): { outcome: ExecutionOutcome; disposition: string | undefined; mayCallAgain: boolean } {
+export function executionOutcome(task: FinishedTaskLike): {
+  outcome: ExecutionOutcome;
+  disposition: string | undefined;
+  mayCallAgain: boolean;
+} {
   const raw = task.result?._meta?.[DISPOSITION_META];
   const disposition = typeof raw === 'string' ? raw : undefined;
   const outcome = classify(task.status, disposition);

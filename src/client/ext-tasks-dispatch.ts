@@ -66,7 +66,9 @@ export function createRawDispatch(opts: RawDispatchOptions): RawClientDispatch {
     if (token) headers.authorization = `Bearer ${token}`;
 
     const timeout = options.context?.requestTimeoutMs;
-    const signals = [options.signal, timeout !== undefined ? AbortSignal.timeout(timeout) : undefined].filter((s): s is AbortSignal => s !== undefined);
+    const signals = [options.signal, timeout !== undefined ? AbortSignal.timeout(timeout) : undefined].filter(
+      (s): s is AbortSignal => s !== undefined,
+    );
     let res: Response;
     try {
       res = await doFetch(opts.url, {
@@ -82,10 +84,20 @@ export function createRawDispatch(opts: RawDispatchOptions): RawClientDispatch {
     const text = await res.text();
     const message = parseBody(text, res.headers.get('content-type') ?? '', id);
     if (message?.error && typeof message.error.code === 'number') {
-      return { kind: 'error', error: { code: message.error.code, message: String(message.error.message ?? ''), ...(message.error.data !== undefined ? { data: message.error.data as never } : {}) } };
+      return {
+        kind: 'error',
+        error: {
+          code: message.error.code,
+          message: String(message.error.message ?? ''),
+          ...(message.error.data !== undefined ? { data: message.error.data as never } : {}),
+        },
+      };
     }
     if (message && 'result' in message && message.result !== undefined) return { kind: 'result', result: message.result as never };
-    throw new DispatchError(`MCP request ${req.method}: HTTP ${res.status} without a JSON-RPC answer`, res.status >= 500 || res.status === 429);
+    throw new DispatchError(
+      `MCP request ${req.method}: HTTP ${res.status} without a JSON-RPC answer`,
+      res.status >= 500 || res.status === 429,
+    );
   };
 }
 
@@ -123,6 +135,13 @@ function parseBody(text: string, contentType: string, id: number): RpcMessage | 
  * same capabilities the `Client` was constructed with, so task requests and ordinary requests
  * declare the same things.
  */
-export function v2RequestFraming(clientInfo: { name: string; version: string }, clientCapabilities: Record<string, unknown> = {}): V2RequestFraming {
-  return { protocolVersion: PROTOCOL_VERSION_2026, clientInfo, clientCapabilities: clientCapabilities as V2RequestFraming['clientCapabilities'] };
+export function v2RequestFraming(
+  clientInfo: { name: string; version: string },
+  clientCapabilities: Record<string, unknown> = {},
+): V2RequestFraming {
+  return {
+    protocolVersion: PROTOCOL_VERSION_2026,
+    clientInfo,
+    clientCapabilities: clientCapabilities as V2RequestFraming['clientCapabilities'],
+  };
 }

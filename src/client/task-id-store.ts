@@ -77,11 +77,13 @@ export class FileTaskIdStore implements TaskIdStore {
   }
 
   private update(change: (calls: Record<string, TaskRecord>) => void): Promise<void> {
-    const next = this.queue.catch(() => undefined).then(async () => {
-      const file = await this.read();
-      change(file.calls);
-      await this.writeAtomically(JSON.stringify(file, null, 2));
-    });
+    const next = this.queue
+      .catch(() => undefined)
+      .then(async () => {
+        const file = await this.read();
+        change(file.calls);
+        await this.writeAtomically(JSON.stringify(file, null, 2));
+      });
     this.queue = next;
     return next;
   }
@@ -95,7 +97,8 @@ export class FileTaskIdStore implements TaskIdStore {
       throw err;
     }
     const parsed = JSON.parse(text) as Partial<StoreFile>;
-    if (parsed.version !== 1 || typeof parsed.calls !== 'object' || parsed.calls === null) throw new Error(`${this.path} is not a task id store (version 1)`);
+    if (parsed.version !== 1 || typeof parsed.calls !== 'object' || parsed.calls === null)
+      throw new Error(`${this.path} is not a task id store (version 1)`);
     return { version: 1, calls: parsed.calls };
   }
 

@@ -80,7 +80,10 @@ export type InputContext = { phase: 'call'; tool: string; round: number } | { ph
  * Produce `inputResponses` for `inputRequests` (same keys; e.g. `{action: "accept", content}`
  * for an elicitation). Keys left out stay outstanding.
  */
-export type AnswerInput = (inputRequests: Record<string, InputRequest>, context: InputContext) => Promise<Record<string, unknown>> | Record<string, unknown>;
+export type AnswerInput = (
+  inputRequests: Record<string, InputRequest>,
+  context: InputContext,
+) => Promise<Record<string, unknown>> | Record<string, unknown>;
 
 /** Local failures; never sent on the wire. */
 export type TasksClientErrorCode =
@@ -173,7 +176,11 @@ export class TasksClient {
    * polling; if already recorded, the recorded task is resumed (no `tools/call` is sent) and a
    * task the server no longer knows rejects with `recorded-task-unavailable`.
    */
-  async callTool(name: string, args: Record<string, unknown> = {}, options: { signal?: AbortSignal; callKey?: string } = {}): Promise<CallOutcome> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown> = {},
+    options: { signal?: AbortSignal; callKey?: string } = {},
+  ): Promise<CallOutcome> {
     const maxRounds = this.opts.maxInputRounds ?? 10;
     const { callKey } = options;
     const store = this.opts.store;
@@ -187,23 +194,35 @@ export class TasksClient {
       options.signal?.throwIfAborted();
       const res = await this.wire.request<Record<string, unknown>>('tools/call', params);
       if (res.resultType === 'input_required') {
-        if (round > maxRounds) throw new TasksClientError('too-many-input-rounds', `${name}: still input_required after ${maxRounds} rounds`);
+        if (round > maxRounds)
+          throw new TasksClientError('too-many-input-rounds', `${name}: still input_required after ${maxRounds} rounds`);
         const requests = (res.inputRequests ?? {}) as Record<string, InputRequest>;
-        if (!this.opts.answer) throw new TasksClientError('input-unanswerable', `${name} asks for input (${Object.keys(requests).join(', ')}) and no answer callback was given`);
+        if (!this.opts.answer)
+          throw new TasksClientError(
+            'input-unanswerable',
+            `${name} asks for input (${Object.keys(requests).join(', ')}) and no answer callback was given`,
+          );
         const inputResponses = await this.opts.answer(requests, { phase: 'call', tool: name, round });
-        params = { name, arguments: args, inputResponses, ...(typeof res.requestState === 'string' ? { requestState: res.requestState } : {}) };
+        params = {
+          name,
+          arguments: args,
+          inputResponses,
+          ...(typeof res.requestState === 'string' ? { requestState: res.requestState } : {}),
+        };
         continue;
       }
       if (res.resultType === 'task') {
         const created = res as unknown as Task;
         if (typeof created.taskId !== 'string') throw new TasksClientError('unexpected-result', `${name}: a task result without a taskId`);
         this.opts.onTask?.(created);
-        if (callKey !== undefined && store) await store.put(callKey, { taskId: created.taskId, tool: name, recordedAt: new Date().toISOString() });
+        if (callKey !== undefined && store)
+          await store.put(callKey, { taskId: created.taskId, tool: name, recordedAt: new Date().toISOString() });
         const task = await this.waitForTask(created.taskId, { ...options, pollIntervalMs: created.pollIntervalMs });
         if (callKey !== undefined && store) await this.markTerminal(callKey, task);
         return { kind: 'task', task };
       }
-      if (res.resultType !== undefined && res.resultType !== 'complete') throw new TasksClientError('unexpected-result', `${name}: unknown resultType ${JSON.stringify(res.resultType)}`);
+      if (res.resultType !== undefined && res.resultType !== 'complete')
+        throw new TasksClientError('unexpected-result', `${name}: unknown resultType ${JSON.stringify(res.resultType)}`);
       if (!Array.isArray(res.content)) throw new TasksClientError('unexpected-result', `${name}: a result without content`);
       return { kind: 'result', result: res as unknown as CallToolResult };
     }
@@ -216,7 +235,10 @@ export class TasksClient {
       task = await this.waitForTask(taskId, { ...(options.signal ? { signal: options.signal } : {}) });
     } catch (err) {
       if ((err as { name?: string; code?: number }).name === 'McpRpcError' && (err as { code?: number }).code === -32602) {
-        throw new TasksClientError('recorded-task-unavailable', `the task recorded for ${JSON.stringify(callKey)} (${taskId}) is unknown to the server; it is not called again`);
+        throw new TasksClientError(
+          'recorded-task-unavailable',
+          `the task recorded for ${JSON.stringify(callKey)} (${taskId}) is unknown to the server; it is not called again`,
+        );
       }
       throw err;
     }
@@ -227,7 +249,8 @@ export class TasksClient {
   private async markTerminal(callKey: string, task: Task): Promise<void> {
     const store = this.opts.store;
     const recorded = await store?.get(callKey);
-    if (store && recorded && recorded.taskId === task.taskId && recorded.status !== task.status) await store.put(callKey, { ...recorded, status: task.status });
+    if (store && recorded && recorded.taskId === task.taskId && recorded.status !== task.status)
+      await store.put(callKey, { ...recorded, status: task.status });
   }
 
   /** One `tasks/get`. */
@@ -257,10 +280,16 @@ export class TasksClient {
       }
       const open = Object.fromEntries(Object.entries(task.inputRequests ?? {}).filter(([key]) => !answered.has(key)));
       if (Object.keys(open).length === 0) continue; // answered; waiting for the server to move on
-      if (!this.opts.answer) throw new TasksClientError('input-unanswerable', `task ${taskId} asks for input (${Object.keys(open).join(', ')}) and no answer callback was given`, task);
+      if (!this.opts.answer)
+        throw new TasksClientError(
+          'input-unanswerable',
+          `task ${taskId} asks for input (${Object.keys(open).join(', ')}) and no answer callback was given`,
+          task,
+        );
       const inputResponses = await this.opts.answer(open, { phase: 'task', taskId });
       const keys = Object.keys(inputResponses).filter((k) => k in open);
-      if (keys.length === 0) throw new TasksClientError('input-unanswerable', `the answer callback gave no response for task ${taskId}`, task);
+      if (keys.length === 0)
+        throw new TasksClientError('input-unanswerable', `the answer callback gave no response for task ${taskId}`, task);
       await this.wire.request('tasks/update', { taskId, inputResponses: Object.fromEntries(keys.map((k) => [k, inputResponses[k]])) });
       for (const k of keys) answered.add(k);
       delay = undefined; // look again at once: the task moves on, or asks for more

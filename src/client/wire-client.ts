@@ -40,7 +40,11 @@ export class WireClient {
    * Send one request. Resolves with `result`; rejects with `McpRpcError` for a JSON-RPC error
    * (`httpStatus` set) or for a non-JSON-RPC HTTP failure (code 0, e.g. a 401).
    */
-  async request<T = Record<string, unknown>>(method: string, params: Record<string, unknown> = {}, extraMeta: Record<string, unknown> = {}): Promise<T> {
+  async request<T = Record<string, unknown>>(
+    method: string,
+    params: Record<string, unknown> = {},
+    extraMeta: Record<string, unknown> = {},
+  ): Promise<T> {
     const id = this.nextId++;
     const message = {
       jsonrpc: '2.0',

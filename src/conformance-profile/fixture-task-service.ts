@@ -38,7 +38,11 @@ export interface FixtureTaskServiceOptions {
 /** The fixture task service. */
 export interface FixtureTaskService {
   /** Start a fixture task; resolves once it is durable and visible to `get`. */
-  create(tool: FixtureTaskTool, args: Record<string, unknown>, ownerKey: string): Promise<{ taskId: string; snapshot: FixtureTaskSnapshot }>;
+  create(
+    tool: FixtureTaskTool,
+    args: Record<string, unknown>,
+    ownerKey: string,
+  ): Promise<{ taskId: string; snapshot: FixtureTaskSnapshot }>;
   /** The caller's task, or null if unknown, expired, or someone else's. */
   get(taskId: unknown, ownerKey: string): Promise<FixtureTaskSnapshot | null>;
   /** Cancel; null if the task is not the caller's. */
@@ -81,7 +85,12 @@ export function createFixtureTaskService(opts: FixtureTaskServiceOptions): Fixtu
     async get(taskId, ownerKey) {
       const o = await owned(taskId, ownerKey);
       if (!o) return null;
-      const snap = o.desc.status.name === 'RUNNING' ? await o.handle.query(fixtureTaskQuery) : o.desc.status.name === 'COMPLETED' ? ((await o.handle.result()) as FixtureTaskSnapshot) : null;
+      const snap =
+        o.desc.status.name === 'RUNNING'
+          ? await o.handle.query(fixtureTaskQuery)
+          : o.desc.status.name === 'COMPLETED'
+            ? ((await o.handle.result()) as FixtureTaskSnapshot)
+            : null;
       if (!snap) return null; // terminated or failed by an operator: treated as gone
       if (Date.now() > Date.parse(snap.createdAt) + snap.ttlMs) return null; // expired exactly at createdAt + ttlMs
       return snap;

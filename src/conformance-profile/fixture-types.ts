@@ -9,7 +9,8 @@
 import type { TaskStatus } from '../../workflows/wire.js';
 
 /** The fixture tools that run as tasks (see `fixture-tools.ts` for what each does). */
-export type FixtureTaskTool = 'slow_compute' | 'failing_job' | 'protocol_error_job' | 'confirm_delete' | 'multi_input' | 'test_tool_with_task';
+export type FixtureTaskTool =
+  'slow_compute' | 'failing_job' | 'protocol_error_job' | 'confirm_delete' | 'multi_input' | 'test_tool_with_task';
 
 /** One embedded input request (SEP-2322 `InputRequest`): the method and its params. */
 export interface FixtureInputRequest {

@@ -50,7 +50,12 @@ export async function fixtureTaskWorkflow(input: FixtureTaskInput): Promise<Fixt
   const touch = () => {
     snap.lastUpdatedAt = iso(Date.now());
   };
-  const end = (patch: Pick<FixtureTaskSnapshot, 'status' | 'statusMessage'> & { result?: FixtureToolResult; error?: { code: number; message: string } }) => {
+  const end = (
+    patch: Pick<FixtureTaskSnapshot, 'status' | 'statusMessage'> & {
+      result?: FixtureToolResult;
+      error?: { code: number; message: string };
+    },
+  ) => {
     if (terminal()) return;
     Object.assign(snap, patch);
     delete snap.inputRequests;
@@ -99,7 +104,8 @@ export async function fixtureTaskWorkflow(input: FixtureTaskInput): Promise<Fixt
     },
     {
       validator: (responses) => {
-        if (typeof responses !== 'object' || responses === null || Array.isArray(responses)) throw new Error('inputResponses must be an object');
+        if (typeof responses !== 'object' || responses === null || Array.isArray(responses))
+          throw new Error('inputResponses must be an object');
       },
     },
   );
@@ -117,7 +123,11 @@ export async function fixtureTaskWorkflow(input: FixtureTaskInput): Promise<Fixt
     }
     case 'failing_job': {
       await condition(terminal, 1000);
-      end({ status: 'completed', statusMessage: 'The task completed; the tool reported an error.', result: text('failing_job ran and failed: the job reported an error.', true) });
+      end({
+        status: 'completed',
+        statusMessage: 'The task completed; the tool reported an error.',
+        result: text('failing_job ran and failed: the job reported an error.', true),
+      });
       break;
     }
     case 'protocol_error_job': {
@@ -126,7 +136,11 @@ export async function fixtureTaskWorkflow(input: FixtureTaskInput): Promise<Fixt
         end({ status: 'completed', statusMessage: 'The task completed.', result: text('protocol_error_job did not crash') });
       } catch (err) {
         if (!(err instanceof ActivityFailure)) throw err;
-        end({ status: 'failed', statusMessage: 'The task failed.', error: { code: -32603, message: 'Internal error: protocol_error_job crashed' } });
+        end({
+          status: 'failed',
+          statusMessage: 'The task failed.',
+          error: { code: -32603, message: 'Internal error: protocol_error_job crashed' },
+        });
       }
       break;
     }
@@ -135,7 +149,11 @@ export async function fixtureTaskWorkflow(input: FixtureTaskInput): Promise<Fixt
       askFor({ confirm: elicit(`Delete ${filename}?`, { confirm: { type: 'boolean', description: 'true to delete' } }, ['confirm']) });
       if (!(await inputsAnswered())) break;
       const yes = accepted(answers.confirm)?.confirm === true;
-      end({ status: 'completed', statusMessage: 'The task completed.', result: text(yes ? `Deleted ${filename}.` : `Kept ${filename}; nothing was deleted.`) });
+      end({
+        status: 'completed',
+        statusMessage: 'The task completed.',
+        result: text(yes ? `Deleted ${filename}.` : `Kept ${filename}; nothing was deleted.`),
+      });
       break;
     }
     case 'multi_input': {
@@ -145,7 +163,11 @@ export async function fixtureTaskWorkflow(input: FixtureTaskInput): Promise<Fixt
       });
       if (!(await inputsAnswered())) break;
       const name = accepted(answers.name)?.name;
-      end({ status: 'completed', statusMessage: 'The task completed.', result: text(`multi_input: got both answers (name ${typeof name === 'string' ? name : 'not given'}).`) });
+      end({
+        status: 'completed',
+        statusMessage: 'The task completed.',
+        result: text(`multi_input: got both answers (name ${typeof name === 'string' ? name : 'not given'}).`),
+      });
       break;
     }
     case 'test_tool_with_task': {

@@ -51,9 +51,15 @@ const OkSchema = z.object({ ok: z.boolean() });
 const ContextSchema = z.object({ context: z.string() });
 const ColorSchema = z.object({ color: z.string().min(1) });
 
-const askName = (message = 'What is your name?') => inputRequired.elicit({ message, requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } });
-const askOk = () => inputRequired.elicit({ message: 'Please confirm', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } });
-const askSampling = (text: string, maxTokens: number) => inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text } }], maxTokens });
+const askName = (message = 'What is your name?') =>
+  inputRequired.elicit({ message, requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } });
+const askOk = () =>
+  inputRequired.elicit({
+    message: 'Please confirm',
+    requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+  });
+const askSampling = (text: string, maxTokens: number) =>
+  inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text } }], maxTokens });
 const text = (t: string) => ({ content: [{ type: 'text', text: t }] });
 
 /**
@@ -67,7 +73,10 @@ export async function gatherUserName(r: MrtrRound): Promise<{ name: string } | {
   if (r.capabilities.elicitation === undefined) throw missingCapability('elicitation');
   const given = acceptedContent(r.inputResponses, 'user_name', NameSchema);
   if (given) return { name: given.name };
-  const result = inputRequired({ inputRequests: { user_name: askName() }, requestState: await r.mint({ v: 1, digest, round: (r.state?.round ?? 0) + 1 }) });
+  const result = inputRequired({
+    inputRequests: { user_name: askName() },
+    requestState: await r.mint({ v: 1, digest, round: (r.state?.round ?? 0) + 1 }),
+  });
   return { inputRequired: result as unknown as Record<string, unknown> };
 }
 
@@ -80,7 +89,10 @@ export async function runMrtrFixture(r: MrtrRound): Promise<Record<string, unkno
     if (r.capabilities[kind] === undefined) throw missingCapability(kind);
   };
   const ask = async (inputRequests: Record<string, InputRequest>, withState: boolean, nextRound = round + 1) =>
-    inputRequired({ inputRequests, ...(withState ? { requestState: await r.mint({ v: 1, digest, round: nextRound }) } : {}) }) as unknown as Record<string, unknown>;
+    inputRequired({
+      inputRequests,
+      ...(withState ? { requestState: await r.mint({ v: 1, digest, round: nextRound }) } : {}),
+    }) as unknown as Record<string, unknown>;
   const res = r.inputResponses;
 
   switch (r.name) {
@@ -115,7 +127,8 @@ export async function runMrtrFixture(r: MrtrRound): Promise<Record<string, unkno
       const name = acceptedContent(res, 'user_name', NameSchema);
       const greeting = inputResponse(res, 'greeting');
       const roots = inputResponse(res, 'client_roots');
-      if (r.state && name && greeting.kind === 'sampling' && roots.kind === 'roots') return text(`All inputs received: ${name.name}, a greeting, ${roots.roots.length} root(s).`);
+      if (r.state && name && greeting.kind === 'sampling' && roots.kind === 'roots')
+        return text(`All inputs received: ${name.name}, a greeting, ${roots.roots.length} root(s).`);
       // first round (no state): ask for everything; later: re-ask only what is still missing
       const missing: Record<string, InputRequest> = {};
       if (!r.state || !name) missing.user_name = askName();
@@ -128,17 +141,37 @@ export async function runMrtrFixture(r: MrtrRound): Promise<Record<string, unkno
       if (round === 0) return ask({ step1: askName('Step 1: What is your name?') }, true, 1);
       if (round === 1) {
         if (!acceptedContent(res, 'step1', NameSchema)) return ask({ step1: askName('Step 1: What is your name?') }, true, 1);
-        return ask({ step2: inputRequired.elicit({ message: 'Step 2: What is your favorite color?', requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] } }) }, true, 2);
+        return ask(
+          {
+            step2: inputRequired.elicit({
+              message: 'Step 2: What is your favorite color?',
+              requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+            }),
+          },
+          true,
+          2,
+        );
       }
       const color = acceptedContent(res, 'step2', ColorSchema);
-      if (!color) return ask({ step2: inputRequired.elicit({ message: 'Step 2: What is your favorite color?', requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] } }) }, true, 2);
+      if (!color)
+        return ask(
+          {
+            step2: inputRequired.elicit({
+              message: 'Step 2: What is your favorite color?',
+              requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+            }),
+          },
+          true,
+          2,
+        );
       return text(`Done after ${round + 1} rounds; favorite color ${color.color}.`);
     }
     case 'test_input_required_result_capabilities': {
       const caps = r.capabilities;
       if (caps.sampling === undefined && caps.elicitation === undefined && caps.roots === undefined) throw missingCapability('sampling');
       const asked: Record<string, InputRequest> = {};
-      if (caps.sampling !== undefined && inputResponse(res, 'summary').kind !== 'sampling') asked.summary = askSampling('Summarize the request', 50);
+      if (caps.sampling !== undefined && inputResponse(res, 'summary').kind !== 'sampling')
+        asked.summary = askSampling('Summarize the request', 50);
       if (caps.elicitation !== undefined && !acceptedContent(res, 'user_name', NameSchema)) asked.user_name = askName();
       if (caps.roots !== undefined && inputResponse(res, 'client_roots').kind !== 'roots') asked.client_roots = inputRequired.listRoots();
       return Object.keys(asked).length ? ask(asked, false) : text('Received every input this client can give.');
@@ -156,8 +189,20 @@ export async function runMrtrFixture(r: MrtrRound): Promise<Record<string, unkno
     case 'test_input_required_result_prompt': {
       need('elicitation');
       const given = acceptedContent(res, 'user_context', ContextSchema);
-      if (given) return { description: 'A prompt built from the context the client gave', messages: [{ role: 'user', content: { type: 'text', text: `Use this context: ${given.context}` } }] };
-      return ask({ user_context: inputRequired.elicit({ message: 'What context should the prompt use?', requestedSchema: { type: 'object', properties: { context: { type: 'string' } }, required: ['context'] } }) }, false);
+      if (given)
+        return {
+          description: 'A prompt built from the context the client gave',
+          messages: [{ role: 'user', content: { type: 'text', text: `Use this context: ${given.context}` } }],
+        };
+      return ask(
+        {
+          user_context: inputRequired.elicit({
+            message: 'What context should the prompt use?',
+            requestedSchema: { type: 'object', properties: { context: { type: 'string' } }, required: ['context'] },
+          }),
+        },
+        false,
+      );
     }
     default:
       throw new ProtocolError(-32602, 'Invalid params: unknown tool');

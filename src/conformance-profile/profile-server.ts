@@ -15,7 +15,13 @@
  * Deliberately does not: advertise or implement the tool-approval extension (the profile has no
  * approval tools), or emit task status notifications.
  */
-import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, Server, type McpServerFactory, type RequestStateCodec } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  ProtocolError,
+  Server,
+  type McpServerFactory,
+  type RequestStateCodec,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { missingTasksCapability, taskNotFound } from '../mcp/errors.js';
@@ -95,13 +101,10 @@ export interface ProfileServerDeps {
 /** Build the per-request server factory of the conformance profile. */
 export function createProfileServerFactory(deps: ProfileServerDeps): McpServerFactory {
   return () => {
-    const server = new Server(
-      { name: 'countersign-conformance-profile', version: deps.version ?? '0.1.0' },
-      {
-        capabilities: { tools: {}, prompts: {}, extensions: { [TASKS_EXTENSION]: {} } },
-        requestState: { verify: deps.requestStateCodec.verify },
-      } as never,
-    );
+    const server = new Server({ name: 'countersign-conformance-profile', version: deps.version ?? '0.1.0' }, {
+      capabilities: { tools: {}, prompts: {}, extensions: { [TASKS_EXTENSION]: {} } },
+      requestState: { verify: deps.requestStateCodec.verify },
+    } as never);
 
     server.setRequestHandler('tools/list', async () => ({
       tools: FIXTURE_TOOLS.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })) as never,
@@ -124,7 +127,8 @@ export function createProfileServerFactory(deps: ProfileServerDeps): McpServerFa
 
       const serve = tool.serve;
       if (serve.kind === 'sync') {
-        if (tool.name === 'greet') return { content: [{ type: 'text', text: `Hello, ${typeof args.name === 'string' ? args.name : 'World'}!` }] } as never;
+        if (tool.name === 'greet')
+          return { content: [{ type: 'text', text: `Hello, ${typeof args.name === 'string' ? args.name : 'World'}!` }] } as never;
         return { content: [{ type: 'text', text: `${tool.name} ran; no log level was requested, so nothing was logged.` }] } as never;
       }
       if (serve.kind === 'mrtr') return (await runMrtrFixture(round)) as never;
@@ -135,7 +139,14 @@ export function createProfileServerFactory(deps: ProfileServerDeps): McpServerFa
         // optional: fall through to synchronous execution (SEP-2663 §Capability negotiation)
         const seconds = Math.min(MAX_INLINE_SECONDS, Math.max(0, Number(args.seconds) || 0));
         if (seconds > 0) await new Promise((r) => setTimeout(r, seconds * 1000));
-        return { content: [{ type: 'text', text: `slow_compute ${typeof args.label === 'string' ? args.label : 'job'}: done after ${seconds} s (inline, no task)` }] } as never;
+        return {
+          content: [
+            {
+              type: 'text',
+              text: `slow_compute ${typeof args.label === 'string' ? args.label : 'job'}: done after ${seconds} s (inline, no task)`,
+            },
+          ],
+        } as never;
       }
       let taskArgs = args;
       if (serve.mrtrFirst) {

@@ -97,8 +97,18 @@ export async function startConformanceProfile(opts: ConformanceProfileOptions = 
     // Worker for the fixture task workflow
     const workerConnection = await NativeConnection.connect({ address });
     cleanups.push(() => workerConnection.close());
-    const workflowBundle = await bundleWorkflowCode({ workflowsPath: FIXTURE_WORKFLOW_PATH, logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never });
-    const worker = await Worker.create({ connection: workerConnection, namespace, taskQueue, workflowBundle, activities: createFixtureActivities(), dataConverter });
+    const workflowBundle = await bundleWorkflowCode({
+      workflowsPath: FIXTURE_WORKFLOW_PATH,
+      logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
+    });
+    const worker = await Worker.create({
+      connection: workerConnection,
+      namespace,
+      taskQueue,
+      workflowBundle,
+      activities: createFixtureActivities(),
+      dataConverter,
+    });
     const running = worker.run();
     cleanups.push(async () => {
       if (worker.getState() === 'RUNNING') worker.shutdown();
@@ -127,9 +137,13 @@ export async function startConformanceProfile(opts: ConformanceProfileOptions = 
       },
     };
 
-    const fetchRef: { current: (req: Request) => Response | Promise<Response> } = { current: () => new Response('starting', { status: 503 }) };
+    const fetchRef: { current: (req: Request) => Response | Promise<Response> } = {
+      current: () => new Response('starting', { status: 503 }),
+    };
     const srv = await new Promise<{ server: ServerType; port: number }>((resolve, reject) => {
-      const server = serve({ fetch: (req: Request) => fetchRef.current(req), port: opts.port ?? 0, hostname: host }, (info: AddressInfo) => resolve({ server, port: info.port }));
+      const server = serve({ fetch: (req: Request) => fetchRef.current(req), port: opts.port ?? 0, hostname: host }, (info: AddressInfo) =>
+        resolve({ server, port: info.port }),
+      );
       server.once('error', reject);
     });
     cleanups.push(

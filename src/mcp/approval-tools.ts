@@ -53,7 +53,14 @@ const ArgsSchema = z.object({ approvalId: z.string().min(1).max(512) });
 
 const INPUT_SCHEMA = {
   type: 'object',
-  properties: { approvalId: { type: 'string', minLength: 1, maxLength: 512, description: 'The approval id from the result of the call that opened the approval.' } },
+  properties: {
+    approvalId: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 512,
+      description: 'The approval id from the result of the call that opened the approval.',
+    },
+  },
   required: ['approvalId'],
   additionalProperties: false,
 } as const;
@@ -81,7 +88,7 @@ export function approvalToolDescriptors(): Array<Record<string, unknown>> {
       title: 'Approval status',
       description:
         'Check an approval request opened for an earlier tool call: whether it is still pending, and once decided whether the tool ran and its result. ' +
-        'Use the approvalId from that call\'s result. Do not repeat the original call to check on it.',
+        "Use the approvalId from that call's result. Do not repeat the original call to check on it.",
       inputSchema: INPUT_SCHEMA,
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
@@ -89,7 +96,8 @@ export function approvalToolDescriptors(): Array<Record<string, unknown>> {
     {
       name: APPROVAL_CANCEL_TOOL,
       title: 'Cancel approval request',
-      description: 'Withdraw a pending approval request opened for an earlier tool call, so the tool will not run. Has no effect once the tool has started or the request is decided.',
+      description:
+        'Withdraw a pending approval request opened for an earlier tool call, so the tool will not run. Has no effect once the tool has started or the request is decided.',
       inputSchema: INPUT_SCHEMA,
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -121,7 +129,13 @@ export function approvalState(approvalId: string, s: TaskSnapshot): ApprovalStat
     ...(s.status === 'completed' && s.disposition ? { disposition: s.disposition } : {}),
     ...(terminal ? {} : { checkAgainAfterMs: s.pollIntervalMs, next: { tool: APPROVAL_STATUS_TOOL, arguments: { approvalId } } }),
     ...(s.status === 'completed' && s.result
-      ? { result: { content: s.result.content, isError: s.result.isError, ...(s.result.structuredContent ? { structuredContent: s.result.structuredContent } : {}) } }
+      ? {
+          result: {
+            content: s.result.content,
+            isError: s.result.isError,
+            ...(s.result.structuredContent ? { structuredContent: s.result.structuredContent } : {}),
+          },
+        }
       : {}),
   };
 }
@@ -145,17 +159,22 @@ export function approvalOpenedResult(approvalId: string, s: TaskSnapshot): Recor
     content: [{ type: 'text', text }],
     structuredContent: state,
     isError: true,
-    _meta: { [META.authorization]: { reason: 'insufficient_authorization', remediation: 'available', remediationHints: [{ type: 'task' }] } },
+    _meta: {
+      [META.authorization]: { reason: 'insufficient_authorization', remediation: 'available', remediationHints: [{ type: 'task' }] },
+    },
   };
 }
 
-const UNKNOWN_TEXT = 'No approval with this id is known to this caller (it may never have existed, have expired, or belong to someone else).';
+const UNKNOWN_TEXT =
+  'No approval with this id is known to this caller (it may never have existed, have expired, or belong to someone else).';
 
 function stateResult(state: ApprovalState, lead: string): Record<string, unknown> {
   const parts = [lead, state.statusMessage];
   if (state.next) parts.push(`Check again with ${APPROVAL_STATUS_TOOL} later.`);
   if (state.outcome === 'possibly-executed') parts.push('The tool may have run: check the target system before trying again.');
-  const toolText = (state.result?.content ?? []).flatMap((c) => ((c as { type?: string }).type === 'text' ? [String((c as { text?: unknown }).text ?? '')] : []));
+  const toolText = (state.result?.content ?? []).flatMap((c) =>
+    (c as { type?: string }).type === 'text' ? [String((c as { text?: unknown }).text ?? '')] : [],
+  );
   return { content: [{ type: 'text', text: [parts.join(' '), ...toolText].join('\n') }], structuredContent: state, isError: false };
 }
 
@@ -164,7 +183,12 @@ function stateResult(state: ApprovalState, lead: string): Record<string, unknown
  * result with fixed text (the same for unknown and foreign). Other failures propagate (the MCP
  * front answers them -32603).
  */
-export async function callApprovalTool(tasks: TaskService, caller: Principal, name: string, args: unknown): Promise<Record<string, unknown>> {
+export async function callApprovalTool(
+  tasks: TaskService,
+  caller: Principal,
+  name: string,
+  args: unknown,
+): Promise<Record<string, unknown>> {
   const parsed = ArgsSchema.safeParse(args ?? {});
   if (!parsed.success) return { content: [{ type: 'text', text: `${name} needs {"approvalId": "<the approval id>"}.` }], isError: true };
   const { approvalId } = parsed.data;
@@ -177,7 +201,8 @@ export async function callApprovalTool(tasks: TaskService, caller: Principal, na
       const state: ApprovalState = {
         approvalId,
         status: 'working',
-        statusMessage: 'The withdrawal is recorded and will be applied as soon as the task runs again, unless the tool was already starting.',
+        statusMessage:
+          'The withdrawal is recorded and will be applied as soon as the task runs again, unless the tool was already starting.',
         outcome: 'pending',
         next: { tool: APPROVAL_STATUS_TOOL, arguments: { approvalId } },
       };
@@ -186,7 +211,11 @@ export async function callApprovalTool(tasks: TaskService, caller: Principal, na
     const after = await tasks.get(approvalId, caller);
     if (!after) return unknown;
     const lead =
-      outcome === 'cancelled' ? 'The approval request was withdrawn; the tool will not run.' : outcome === 'already-claimed' ? 'Too late to withdraw: the tool was already starting.' : 'The approval had already ended.';
+      outcome === 'cancelled'
+        ? 'The approval request was withdrawn; the tool will not run.'
+        : outcome === 'already-claimed'
+          ? 'Too late to withdraw: the tool was already starting.'
+          : 'The approval had already ended.';
     return stateResult(approvalState(approvalId, after), lead);
   }
   const snap = await tasks.get(approvalId, caller);

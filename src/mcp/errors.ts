@@ -35,7 +35,9 @@ export function inputRefused(reason: string): ProtocolError {
  * Retryable: the workflow keeps trying, and the same call joins it through dedup.
  */
 export function taskCreationPending(): ProtocolError {
-  return new ProtocolError(-32603, 'Internal error: the approval request is still being submitted; retry the same call to join it', { retryable: true });
+  return new ProtocolError(-32603, 'Internal error: the approval request is still being submitted; retry the same call to join it', {
+    retryable: true,
+  });
 }
 
 /** -32021: the call needs the tasks extension and the client did not declare it (SEP-2848, -32003 renumbered). */
@@ -61,10 +63,14 @@ export function inputRoundsExhausted(): ProtocolError {
  * changed. The HTTP layer answers it with status 503 and the same `Retry-After` (`src/mcp/http.ts`).
  */
 export function temporalUnavailable(retryAfterSeconds: number): ProtocolError {
-  return new ProtocolError(-32603, `Service unavailable: the task store did not answer; nothing was changed; retry after ${retryAfterSeconds} s`, {
-    retryable: true,
-    retryAfterSeconds,
-  });
+  return new ProtocolError(
+    -32603,
+    `Service unavailable: the task store did not answer; nothing was changed; retry after ${retryAfterSeconds} s`,
+    {
+      retryable: true,
+      retryAfterSeconds,
+    },
+  );
 }
 
 /** -32603 for any failure that is not one of ours; details stay in the server log. */

@@ -20,7 +20,14 @@ import type { PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
-import { inputRoundsExhausted, invalidArguments, missingTasksCapability, requestStateMismatch, taskCreationPending, unknownTool } from './errors.js';
+import {
+  inputRoundsExhausted,
+  invalidArguments,
+  missingTasksCapability,
+  requestStateMismatch,
+  taskCreationPending,
+  unknownTool,
+} from './errors.js';
 import { JustificationSchema, MAX_INPUT_ROUNDS, type SubmissionState } from './submission-input.js';
 import { JUSTIFICATION_INPUT_KEY } from '../../workflows/wire.js';
 import { refusedInput } from '../../workflows/justification.js';
@@ -71,13 +78,26 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   if (!tool) throw unknownTool();
   const parsed = tool.inputSchema.safeParse(call.arguments ?? {});
   if (!parsed.success) {
-    throw invalidArguments(tool.name, parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
+    throw invalidArguments(
+      tool.name,
+      parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+    );
   }
   const args = parsed.data as Record<string, unknown>;
-  const binding = createCallBinding({ tool: tool.name, arguments: args, principal: call.principal, toolDescriptorDigest: deps.tools.descriptorDigest(tool.name) });
+  const binding = createCallBinding({
+    tool: tool.name,
+    arguments: args,
+    principal: call.principal,
+    toolDescriptorDigest: deps.tools.descriptorDigest(tool.name),
+  });
   // An MRTR retry must be the same call: same tool, arguments and caller (the caller is bound by the codec).
   if (call.mrtr.state && call.mrtr.state.digest !== binding.digest) throw requestStateMismatch();
-  const decision = await deps.pdp.evaluate({ subject: call.principal, action: { name: 'tools/call' }, resource: binding.resource, context: { arguments: args } });
+  const decision = await deps.pdp.evaluate({
+    subject: call.principal,
+    action: { name: 'tools/call' },
+    resource: binding.resource,
+    context: { arguments: args },
+  });
   // Log the keyed task reference, never the unkeyed binding digest (low-entropy arguments can be recovered from it).
   const log = deps.logger.child({ tool: tool.name, callRef: deps.tasks.referenceOf(binding) });
 
@@ -85,7 +105,11 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     log.info({ decision: 'allow', policyIds: decision.policyIds }, 'tools/call allowed; running inline');
     try {
       const out = await tool.execute(parsed.data, { executionId: `inline/${randomUUID()}` });
-      return { content: out.content, ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}), isError: out.isError === true };
+      return {
+        content: out.content,
+        ...(out.structuredContent ? { structuredContent: out.structuredContent } : {}),
+        isError: out.isError === true,
+      };
     } catch (err) {
       log.warn({ err: (err as Error).name }, 'inline tool execution threw');
       return { content: [{ type: 'text', text: 'The tool ran and failed; a side effect may have occurred.' }], isError: true };
@@ -118,7 +142,9 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
         },
       ],
       isError: true,
-      _meta: { [META.authorization]: { reason: 'insufficient_authorization', remediation: 'available', remediationHints: [{ type: 'task' }] } },
+      _meta: {
+        [META.authorization]: { reason: 'insufficient_authorization', remediation: 'available', remediationHints: [{ type: 'task' }] },
+      },
     };
   }
 
@@ -150,7 +176,10 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
 
   try {
     const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, decision.accessRequest, submissionInput);
-    log.info({ decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks }, 'approval task created or joined');
+    log.info(
+      { decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks },
+      'approval task created or joined',
+    );
     return call.clientSupportsTasks ? createTaskResult(taskId, snapshot) : approvalOpenedResult(taskId, snapshot);
   } catch (err) {
     if (err instanceof TaskCreationPendingError) {
@@ -173,7 +202,10 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
  * `remediation: "unavailable"` — nothing is pending, and repeating the call starts over.
  */
 export function inputRefusedResult(reason: string, action: 'decline' | 'cancel'): Record<string, unknown> {
-  const what = action === 'decline' ? 'The justification this approval needs was declined' : 'The request for the justification this approval needs was cancelled';
+  const what =
+    action === 'decline'
+      ? 'The justification this approval needs was declined'
+      : 'The request for the justification this approval needs was cancelled';
   return {
     content: [
       {

@@ -38,7 +38,11 @@ export interface McpHttpOptions {
 
 /** Build the app. `close()` tears down the SDK handler. */
 export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () => Promise<void> } {
-  const handler = createMcpHandler(opts.factory, { legacy: 'stateless', responseMode: 'json', onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported') });
+  const handler = createMcpHandler(opts.factory, {
+    legacy: 'stateless',
+    responseMode: 'json',
+    onerror: (e) => opts.logger.debug({ err: e.message }, 'mcp handler reported'),
+  });
   const resourcePath = new URL(opts.resourceUrl).pathname;
   const origin = new URL(opts.resourceUrl).origin;
   const prmUrl = `${origin}/.well-known/oauth-protected-resource${resourcePath}`;

@@ -22,7 +22,9 @@ export function failedTaskError(error: { code?: number; message?: string } | und
 
 /** -32603, retryable: `tasks/result` gave up waiting (or was cancelled) before the task ended. */
 export function resultNotReady(): ProtocolError {
-  return new ProtocolError(-32603, 'Internal error: the task has not finished yet; call tasks/result again or poll tasks/get', { retryable: true });
+  return new ProtocolError(-32603, 'Internal error: the task has not finished yet; call tasks/result again or poll tasks/get', {
+    retryable: true,
+  });
 }
 
 /**
@@ -39,5 +41,8 @@ export function taskForbiddenForTool(): ProtocolError {
  * requires task augmentation MAY answer -32600). Nothing was opened.
  */
 export function taskAugmentationRequired(): ProtocolError {
-  return new ProtocolError(-32600, 'Invalid request: task augmentation required for this tools/call (send params.task); the tool did not run');
+  return new ProtocolError(
+    -32600,
+    'Invalid request: task augmentation required for this tools/call (send params.task); the tool did not run',
+  );
 }

@@ -48,8 +48,16 @@ export function createInlineTaskSealer(serverKey: string) {
      * A task id holding `result` for `caller`; `requestedTtlMs` (the client's `params.task.ttl`)
      * is clamped to (0, 24 h], default 1 h. Returns the id and the task's fields.
      */
-    seal(result: Record<string, unknown>, caller: Principal, requestedTtlMs: unknown, now = new Date()): { taskId: string; task: InlineTask } {
-      const ttlMs = typeof requestedTtlMs === 'number' && requestedTtlMs > 0 ? Math.min(Math.floor(requestedTtlMs), INLINE_TASK_MAX_TTL_MS) : INLINE_TASK_DEFAULT_TTL_MS;
+    seal(
+      result: Record<string, unknown>,
+      caller: Principal,
+      requestedTtlMs: unknown,
+      now = new Date(),
+    ): { taskId: string; task: InlineTask } {
+      const ttlMs =
+        typeof requestedTtlMs === 'number' && requestedTtlMs > 0
+          ? Math.min(Math.floor(requestedTtlMs), INLINE_TASK_MAX_TTL_MS)
+          : INLINE_TASK_DEFAULT_TTL_MS;
       const body: Sealed = { o: taskOwnerKeyOf(caller), c: now.toISOString(), t: ttlMs, r: result };
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', key, iv);
@@ -68,7 +76,9 @@ export function createInlineTaskSealer(serverKey: string) {
         const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
         decipher.setAAD(Buffer.from(LABEL));
         decipher.setAuthTag(raw.subarray(raw.length - 16));
-        const body = JSON.parse(Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8')) as Sealed;
+        const body = JSON.parse(
+          Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8'),
+        ) as Sealed;
         if (body.o !== taskOwnerKeyOf(caller)) return null;
         if (now > Date.parse(body.c) + body.t) return null;
         return { createdAt: body.c, ttlMs: body.t, result: body.r };

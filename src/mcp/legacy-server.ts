@@ -39,7 +39,14 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
 import { opaque, taskNotFound } from './errors.js';
-import { cancelledTaskHasNoResult, failedTaskError, resultNotReady, taskAlreadyTerminal, taskAugmentationRequired, taskForbiddenForTool } from './legacy-errors.js';
+import {
+  cancelledTaskHasNoResult,
+  failedTaskError,
+  resultNotReady,
+  taskAlreadyTerminal,
+  taskAugmentationRequired,
+  taskForbiddenForTool,
+} from './legacy-errors.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool, type ApprovalState } from './approval-tools.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { createInlineTaskSealer, type InlineTask } from './legacy-inline-task.js';
@@ -188,7 +195,14 @@ function withTaskAlternative(out: Record<string, unknown>): Record<string, unkno
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
@@ -204,7 +218,9 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
   const gateDeps: GateDeps = { ...deps, noTasksResponse: deps.noTasksResponse === 'error' ? 'degraded-result' : deps.noTasksResponse };
   const approvalTools = gateDeps.noTasksResponse === 'approval-tools';
   return () => {
-    const server = new LegacyTaskServer({ name: 'countersign', version }, { capabilities: { tools: {}, tasks: LEGACY_TASKS_CAPABILITY } } as never);
+    const server = new LegacyTaskServer({ name: 'countersign', version }, {
+      capabilities: { tools: {}, tasks: LEGACY_TASKS_CAPABILITY },
+    } as never);
 
     server.setRequestHandler('tools/list', async () => ({
       tools: [
@@ -214,78 +230,93 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
       ] as never,
     }));
 
-    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps.logger, async () => {
-      const task = (req.params as { task?: { ttl?: unknown } }).task;
-      const wantsTask = task !== undefined;
-      if (approvalTools && isApprovalTool(req.params.name)) {
-        if (wantsTask) throw taskForbiddenForTool();
-        return (await callApprovalTool(deps.tasks, principalOf(ctx), req.params.name, req.params.arguments)) as never;
-      }
-      const out = await gateToolCall(gateDeps, {
-        principal: principalOf(ctx),
-        name: req.params.name,
-        arguments: req.params.arguments as Record<string, unknown> | undefined,
-        clientSupportsTasks: wantsTask,
-        // No MRTR on this wire: a justification request is turned into an isError result below.
-        mrtr: { state: undefined, inputResponses: undefined, mint: async () => '' },
-      });
-      if (out.resultType === 'task') {
-        // Same workflow as the modern face; its SEP-2663 task in the 2025-11-25 shape. `_meta`
-        // keeps `model-immediate-response` (a 2025-11-25 key too) and the SEP-2643 envelope.
-        return { task: fromModernTask(out), ...(out._meta ? { _meta: out._meta } : {}) } as never;
-      }
-      const final = out.resultType === 'input_required' ? { content: [{ type: 'text', text: NEEDS_INPUT_TEXT }], isError: true } : out;
-      if (wantsTask) {
-        // answered without an approval: a completed task carrying the result (legacy-inline-task.ts)
-        const sealed = inline.seal(final, principalOf(ctx), task?.ttl);
-        return { task: inlineLegacyTask(sealed.taskId, sealed.task) } as never;
-      }
-      if (final !== out) return final as never;
-      const envelope = (out._meta as Record<string, { remediation?: string }> | undefined)?.[META.authorization];
-      if (out.isError === true && envelope?.remediation === 'available') {
-        // approval-tools: the approval is open (approvalOpenedResult); otherwise nothing was opened
-        if (approvalTools) return withTaskAlternative(out) as never;
-        if (deps.noTasksResponse === 'error') throw taskAugmentationRequired();
-        return { ...out, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] } as never;
-      }
-      return out as never;
-    }));
+    server.setRequestHandler('tools/call', async (req, ctx) =>
+      opaque(deps.logger, async () => {
+        const task = (req.params as { task?: { ttl?: unknown } }).task;
+        const wantsTask = task !== undefined;
+        if (approvalTools && isApprovalTool(req.params.name)) {
+          if (wantsTask) throw taskForbiddenForTool();
+          return (await callApprovalTool(deps.tasks, principalOf(ctx), req.params.name, req.params.arguments)) as never;
+        }
+        const out = await gateToolCall(gateDeps, {
+          principal: principalOf(ctx),
+          name: req.params.name,
+          arguments: req.params.arguments as Record<string, unknown> | undefined,
+          clientSupportsTasks: wantsTask,
+          // No MRTR on this wire: a justification request is turned into an isError result below.
+          mrtr: { state: undefined, inputResponses: undefined, mint: async () => '' },
+        });
+        if (out.resultType === 'task') {
+          // Same workflow as the modern face; its SEP-2663 task in the 2025-11-25 shape. `_meta`
+          // keeps `model-immediate-response` (a 2025-11-25 key too) and the SEP-2643 envelope.
+          return { task: fromModernTask(out), ...(out._meta ? { _meta: out._meta } : {}) } as never;
+        }
+        const final = out.resultType === 'input_required' ? { content: [{ type: 'text', text: NEEDS_INPUT_TEXT }], isError: true } : out;
+        if (wantsTask) {
+          // answered without an approval: a completed task carrying the result (legacy-inline-task.ts)
+          const sealed = inline.seal(final, principalOf(ctx), task?.ttl);
+          return { task: inlineLegacyTask(sealed.taskId, sealed.task) } as never;
+        }
+        if (final !== out) return final as never;
+        const envelope = (out._meta as Record<string, { remediation?: string }> | undefined)?.[META.authorization];
+        if (out.isError === true && envelope?.remediation === 'available') {
+          // approval-tools: the approval is open (approvalOpenedResult); otherwise nothing was opened
+          if (approvalTools) return withTaskAlternative(out) as never;
+          if (deps.noTasksResponse === 'error') throw taskAugmentationRequired();
+          return { ...out, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] } as never;
+        }
+        return out as never;
+      }),
+    );
 
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
-      const done = inline.open(params.taskId, principalOf(ctx));
-      if (done) return inlineLegacyTask(params.taskId, done) as never;
-      const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
-      if (!snap) throw taskNotFound();
-      return legacyTask(params.taskId, snap) as never;
-    }));
-
-    server.setRequestHandler('tasks/result', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
-      // 2025-11-25: tasks/result blocks until the task is terminal (the client calls it after
-      // seeing `completed`, or earlier to wait). Each pause is the task's own poll interval.
-      const done = inline.open(params.taskId, principalOf(ctx));
-      if (done) return { ...done.result, _meta: { ...((done.result._meta as Record<string, unknown> | undefined) ?? {}), [RELATED_TASK_META]: { taskId: params.taskId } } } as never;
-      const signal = (ctx as LegacyCtx).mcpReq?.signal;
-      const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
-      for (;;) {
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) =>
+      opaque(deps.logger, async () => {
+        const done = inline.open(params.taskId, principalOf(ctx));
+        if (done) return inlineLegacyTask(params.taskId, done) as never;
         const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
         if (!snap) throw taskNotFound();
-        if (isTerminal(snap)) return legacyTaskPayload(params.taskId, snap) as never;
-        if (signal?.aborted || Date.now() > giveUpAt) throw resultNotReady();
-        await pause(snap.pollIntervalMs, signal);
-      }
-    }));
+        return legacyTask(params.taskId, snap) as never;
+      }),
+    );
 
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
-      const caller = principalOf(ctx);
-      if (inline.open(params.taskId, caller)) throw taskAlreadyTerminal();
-      const outcome = await deps.tasks.cancel(params.taskId, caller);
-      if (!outcome) throw taskNotFound();
-      deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');
-      if (outcome === 'already-terminal') throw taskAlreadyTerminal();
-      const snap = await deps.tasks.get(params.taskId, caller);
-      if (!snap) throw taskNotFound();
-      return legacyTask(params.taskId, snap) as never;
-    }));
+    server.setRequestHandler('tasks/result', { params: TaskIdParams }, async (params, ctx) =>
+      opaque(deps.logger, async () => {
+        // 2025-11-25: tasks/result blocks until the task is terminal (the client calls it after
+        // seeing `completed`, or earlier to wait). Each pause is the task's own poll interval.
+        const done = inline.open(params.taskId, principalOf(ctx));
+        if (done)
+          return {
+            ...done.result,
+            _meta: {
+              ...((done.result._meta as Record<string, unknown> | undefined) ?? {}),
+              [RELATED_TASK_META]: { taskId: params.taskId },
+            },
+          } as never;
+        const signal = (ctx as LegacyCtx).mcpReq?.signal;
+        const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
+        for (;;) {
+          const snap = await deps.tasks.get(params.taskId, principalOf(ctx));
+          if (!snap) throw taskNotFound();
+          if (isTerminal(snap)) return legacyTaskPayload(params.taskId, snap) as never;
+          if (signal?.aborted || Date.now() > giveUpAt) throw resultNotReady();
+          await pause(snap.pollIntervalMs, signal);
+        }
+      }),
+    );
+
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) =>
+      opaque(deps.logger, async () => {
+        const caller = principalOf(ctx);
+        if (inline.open(params.taskId, caller)) throw taskAlreadyTerminal();
+        const outcome = await deps.tasks.cancel(params.taskId, caller);
+        if (!outcome) throw taskNotFound();
+        deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');
+        if (outcome === 'already-terminal') throw taskAlreadyTerminal();
+        const snap = await deps.tasks.get(params.taskId, caller);
+        if (!snap) throw taskNotFound();
+        return legacyTask(params.taskId, snap) as never;
+      }),
+    );
 
     return server;
   };

@@ -7,7 +7,13 @@
  * The caller's principal arrives in `ctx.http.authInfo.extra.principal`, set by the HTTP layer
  * after bearer-token verification (`http.ts`); requests without it never reach here.
  */
-import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, Server, type McpServerFactory, type RequestStateCodec } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  ProtocolError,
+  Server,
+  type McpServerFactory,
+  type RequestStateCodec,
+} from '@modelcontextprotocol/server';
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
@@ -49,58 +55,67 @@ function declaresTasks(ctx: HandlerCtx): boolean {
  * Build the per-request server factory. `version` is reported in `serverInfo`. `requestStateCodec`
  * verifies every echoed MRTR `requestState` before a handler runs (failures: -32602).
  */
-export function createMcpServerFactory(deps: GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState> }, version = '0.1.0'): McpServerFactory {
+export function createMcpServerFactory(
+  deps: GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState> },
+  version = '0.1.0',
+): McpServerFactory {
   return () => {
-    const server = new Server(
-      { name: 'countersign', version },
-      {
-        capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {}, [TOOL_APPROVAL_EXTENSION]: {} } },
-        requestState: { verify: deps.requestStateCodec.verify },
-      } as never,
-    );
+    const server = new Server({ name: 'countersign', version }, {
+      capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {}, [TOOL_APPROVAL_EXTENSION]: {} } },
+      requestState: { verify: deps.requestStateCodec.verify },
+    } as never);
     const approvalTools = deps.noTasksResponse === 'approval-tools';
     server.setRequestHandler('tools/list', async () => ({
       tools: [...deps.tools.list().map((t) => deps.tools.descriptor(t.name)), ...(approvalTools ? approvalToolDescriptors() : [])] as never,
     }));
-    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps.logger, async () => {
-      const c = ctx as unknown as HandlerCtx;
-      // the plain tier's companion tools (approval-tools.ts), bound to the caller like tasks/*
-      if (approvalTools && isApprovalTool(req.params.name)) return (await callApprovalTool(deps.tasks, principalOf(c), req.params.name, req.params.arguments)) as never;
-      return (await gateToolCall(deps, {
-        principal: principalOf(c),
-        name: req.params.name,
-        arguments: req.params.arguments as Record<string, unknown> | undefined,
-        clientSupportsTasks: declaresTasks(c),
-        mrtr: {
-          state: c.mcpReq.requestState?.() as SubmissionState | undefined,
-          inputResponses: c.mcpReq.inputResponses,
-          mint: (state) => deps.requestStateCodec.mint(state, ctx),
-        },
-      })) as never;
-    }));
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
-      requireTasks(ctx as unknown as HandlerCtx);
-      const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
-      if (!snap) throw taskNotFound();
-      return getTaskResult(params.taskId, snap) as never;
-    }));
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => opaque(deps.logger, async () => {
-      requireTasks(ctx as unknown as HandlerCtx);
-      const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx as unknown as HandlerCtx));
-      if (!outcome) throw taskNotFound();
-      deps.logger.info({ outcome }, 'tasks/cancel');
-      return { resultType: 'complete' } as never;
-    }));
-    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) => opaque(deps.logger, async () => {
-      requireTasks(ctx as unknown as HandlerCtx);
-      const c = ctx as unknown as HandlerCtx;
-      // The SDK lifts `inputResponses` out of the params into the request context.
-      const responses = c.mcpReq.inputResponses ?? (params.inputResponses as Record<string, unknown> | undefined) ?? {};
-      const outcome = await deps.tasks.provideInput(params.taskId, principalOf(c), responses);
-      if (!outcome) throw taskNotFound();
-      if ('refused' in outcome) throw inputRefused(outcome.refused);
-      return { resultType: 'complete' } as never;
-    }));
+    server.setRequestHandler('tools/call', async (req, ctx) =>
+      opaque(deps.logger, async () => {
+        const c = ctx as unknown as HandlerCtx;
+        // the plain tier's companion tools (approval-tools.ts), bound to the caller like tasks/*
+        if (approvalTools && isApprovalTool(req.params.name))
+          return (await callApprovalTool(deps.tasks, principalOf(c), req.params.name, req.params.arguments)) as never;
+        return (await gateToolCall(deps, {
+          principal: principalOf(c),
+          name: req.params.name,
+          arguments: req.params.arguments as Record<string, unknown> | undefined,
+          clientSupportsTasks: declaresTasks(c),
+          mrtr: {
+            state: c.mcpReq.requestState?.() as SubmissionState | undefined,
+            inputResponses: c.mcpReq.inputResponses,
+            mint: (state) => deps.requestStateCodec.mint(state, ctx),
+          },
+        })) as never;
+      }),
+    );
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) =>
+      opaque(deps.logger, async () => {
+        requireTasks(ctx as unknown as HandlerCtx);
+        const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
+        if (!snap) throw taskNotFound();
+        return getTaskResult(params.taskId, snap) as never;
+      }),
+    );
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) =>
+      opaque(deps.logger, async () => {
+        requireTasks(ctx as unknown as HandlerCtx);
+        const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx as unknown as HandlerCtx));
+        if (!outcome) throw taskNotFound();
+        deps.logger.info({ outcome }, 'tasks/cancel');
+        return { resultType: 'complete' } as never;
+      }),
+    );
+    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) =>
+      opaque(deps.logger, async () => {
+        requireTasks(ctx as unknown as HandlerCtx);
+        const c = ctx as unknown as HandlerCtx;
+        // The SDK lifts `inputResponses` out of the params into the request context.
+        const responses = c.mcpReq.inputResponses ?? (params.inputResponses as Record<string, unknown> | undefined) ?? {};
+        const outcome = await deps.tasks.provideInput(params.taskId, principalOf(c), responses);
+        if (!outcome) throw taskNotFound();
+        if ('refused' in outcome) throw inputRefused(outcome.refused);
+        return { resultType: 'complete' } as never;
+      }),
+    );
     return server;
   };
 }

@@ -38,7 +38,8 @@ export function statusMessage(s: TaskSnapshot): string {
           return 'Completed: approved and executed once.';
         case 'execution-error':
           // a lost execution fenced before the tool took effect (`Tool.resolveExecution`) did not run
-          if (isExecutionLostFencedResult(s.result)) return 'Completed: approved, but the execution was lost before the tool took effect; the tool did not run.';
+          if (isExecutionLostFencedResult(s.result))
+            return 'Completed: approved, but the execution was lost before the tool took effect; the tool did not run.';
           return 'Completed: approved, the tool ran and reported an error.';
         case 'outcome-unknown':
           return 'Completed: approved, but whether the tool ran is unknown.';

@@ -69,7 +69,10 @@ export function createSubmissionLimiter(opts: SubmissionLimiterOptions): Submiss
       args: [{ ownerKey }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
-    return client.workflow.executeUpdateWithStart(reserveUpdate, { args: [{ approvalWorkflowId, limits: opts.limits }], startWorkflowOperation });
+    return client.workflow.executeUpdateWithStart(reserveUpdate, {
+      args: [{ approvalWorkflowId, limits: opts.limits }],
+      startWorkflowOperation,
+    });
   };
 
   const isRunning = async (workflowId: string): Promise<boolean> => {

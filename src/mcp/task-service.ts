@@ -77,7 +77,11 @@ export interface TaskService {
    * Start or join the approval workflow for this binding; resolves with a durable task. Throws
    * `SubmissionLimitedError` when a new task would pass a submission limit (a join never does).
    */
-  createOrJoin(binding: CallBinding, accessRequest: AccessRequestHint, submissionInput?: { justification?: string }): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
+  createOrJoin(
+    binding: CallBinding,
+    accessRequest: AccessRequestHint,
+    submissionInput?: { justification?: string },
+  ): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
   /** The keyed reference of a binding (its approval workflow id): safe to log, unlike the digest. */
   referenceOf(binding: CallBinding): string;
   /** The caller's task, or null if unknown, expired, or owned by someone else. */
@@ -94,14 +98,20 @@ export interface TaskService {
    * the caller's; `{refused}` (with a fixed reason) when it is not waiting for input or the answer
    * is not acceptable — nothing is recorded then.
    */
-  provideInput(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>): Promise<{ accepted: true } | { refused: string } | null>;
+  provideInput(
+    taskId: unknown,
+    caller: Principal,
+    inputResponses: Record<string, unknown>,
+  ): Promise<{ accepted: true } | { refused: string } | null>;
 }
 
 /** Build the task service over a Temporal client. */
 export function createTaskService(opts: TaskServiceOptions): TaskService {
   const { client } = opts;
   const guard = opts.guard ?? createTemporalGuard({ client });
-  const limits = opts.submissionLimits ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits }) : undefined;
+  const limits = opts.submissionLimits
+    ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits })
+    : undefined;
   // Same connection, codec and interceptors; queries of a closed run are rejected (status only),
   // never dispatched to a worker for replay.
   const openRuns = new WorkflowClient({
@@ -167,7 +177,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     },
   };
 
-  async function createOrJoinNow(binding: CallBinding, accessRequest: AccessRequestHint, submissionInput?: { justification?: string }): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
+  async function createOrJoinNow(
+    binding: CallBinding,
+    accessRequest: AccessRequestHint,
+    submissionInput?: { justification?: string },
+  ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
     {
       const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
       const ownerKey = taskOwnerKeyOf(binding.principal);
@@ -178,7 +192,16 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
           workflowId,
           taskQueue: opts.taskQueue,
-          args: [{ binding, accessRequest, ownerKey, config: opts.workflowConfig, ...(submissionInput ? { submissionInput } : {}), ...(limiter ? { limiter } : {}) }],
+          args: [
+            {
+              binding,
+              accessRequest,
+              ownerKey,
+              config: opts.workflowConfig,
+              ...(submissionInput ? { submissionInput } : {}),
+              ...(limiter ? { limiter } : {}),
+            },
+          ],
           workflowIdConflictPolicy: 'USE_EXISTING',
           memo: { owner: ownerKey },
         });
@@ -253,7 +276,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     }
   }
 
-  async function provideInputNow(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>): Promise<{ accepted: true } | { refused: string } | null> {
+  async function provideInputNow(
+    taskId: unknown,
+    caller: Principal,
+    inputResponses: Record<string, unknown>,
+  ): Promise<{ accepted: true } | { refused: string } | null> {
     {
       const owned = await describeOwned(taskId, caller);
       if (!owned) return null;
@@ -265,7 +292,9 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         if (err instanceof WorkflowUpdateFailedError) {
           // refused by the validator: nothing was recorded; any other update failure reads as a bad answer
           const type = refusalOf(err.cause);
-          return { refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput] };
+          return {
+            refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput],
+          };
         }
         if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
         throw err;

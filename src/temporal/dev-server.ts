@@ -68,7 +68,9 @@ export async function freePort(): Promise<number> {
  * `port` defaults to a free port; `uiPort` 0/undefined disables the web UI. Throws with the
  * server's last stderr lines if it exits or does not become ready.
  */
-export async function startDevServer(opts: { port?: number; uiPort?: number; dbFile?: string; namespace?: string; readyTimeoutMs?: number; log?: (line: string) => void } = {}): Promise<DevServer> {
+export async function startDevServer(
+  opts: { port?: number; uiPort?: number; dbFile?: string; namespace?: string; readyTimeoutMs?: number; log?: (line: string) => void } = {},
+): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
   // Never adopt a server we did not start (a leftover dev server, another stack's): its tasks,
   // approvals and ledger would mix with ours.
@@ -82,13 +84,20 @@ export async function startDevServer(opts: { port?: number; uiPort?: number; dbF
     }
   }
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(port),
-    '--namespace', opts.namespace ?? 'default',
-    '--log-level', 'error',
-    '--dynamic-config-value', 'frontend.enableExecuteMultiOperation=true',
-    '--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--namespace',
+    opts.namespace ?? 'default',
+    '--log-level',
+    'error',
+    '--dynamic-config-value',
+    'frontend.enableExecuteMultiOperation=true',
+    '--dynamic-config-value',
+    'frontend.enableUpdateWorkflowExecution=true',
     // the approval workflow's typed search attributes (workflows/search-attributes.ts)
     ...SEARCH_ATTRIBUTE_DEFINITIONS.flatMap((d) => ['--search-attribute', `${d.name}=${d.type}`]),
   ];

@@ -78,11 +78,14 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   /** Throws `PayloadCodecError('invalid-key-ring')` on a key that is not 32 bytes, a bad id, or a missing current key. */
   constructor(opts: PayloadCodecOptions) {
     for (const [id, key] of Object.entries(opts.keys)) {
-      if (!KEY_ID_PATTERN.test(id)) throw new PayloadCodecError('invalid-key-ring', `payload key id ${JSON.stringify(id.slice(0, 64))} must be 1-64 of [A-Za-z0-9._-]`);
-      if (!Buffer.isBuffer(key) || key.length !== KEY_BYTES) throw new PayloadCodecError('invalid-key-ring', `payload key ${id} must be exactly ${KEY_BYTES} bytes`);
+      if (!KEY_ID_PATTERN.test(id))
+        throw new PayloadCodecError('invalid-key-ring', `payload key id ${JSON.stringify(id.slice(0, 64))} must be 1-64 of [A-Za-z0-9._-]`);
+      if (!Buffer.isBuffer(key) || key.length !== KEY_BYTES)
+        throw new PayloadCodecError('invalid-key-ring', `payload key ${id} must be exactly ${KEY_BYTES} bytes`);
       this.#keys.set(id, Buffer.from(key)); // own copy: a caller zeroing its buffer must not break us
     }
-    if (!this.#keys.has(opts.currentKeyId)) throw new PayloadCodecError('invalid-key-ring', `current payload key ${opts.currentKeyId} is not in the key ring`);
+    if (!this.#keys.has(opts.currentKeyId))
+      throw new PayloadCodecError('invalid-key-ring', `current payload key ${opts.currentKeyId} is not in the key ring`);
     this.#currentKeyId = opts.currentKeyId;
   }
 
@@ -120,9 +123,14 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     if (!rawId) throw new PayloadCodecError('malformed', 'encrypted payload has no encryption-key-id');
     const keyId = fromUtf8.decode(rawId);
     const key = this.#keys.get(keyId);
-    if (!key) throw new PayloadCodecError('unknown-key', `encrypted payload uses unknown key id ${JSON.stringify(keyId.slice(0, 64))}; add that key to the payload key ring`);
+    if (!key)
+      throw new PayloadCodecError(
+        'unknown-key',
+        `encrypted payload uses unknown key id ${JSON.stringify(keyId.slice(0, 64))}; add that key to the payload key ring`,
+      );
     const data = Buffer.from(payload.data ?? new Uint8Array());
-    if (data.length < 1 + IV_BYTES + TAG_BYTES || data[0] !== FORMAT_VERSION) throw new PayloadCodecError('malformed', 'encrypted payload has an unknown format');
+    if (data.length < 1 + IV_BYTES + TAG_BYTES || data[0] !== FORMAT_VERSION)
+      throw new PayloadCodecError('malformed', 'encrypted payload has an unknown format');
     const iv = data.subarray(1, 1 + IV_BYTES);
     const tag = data.subarray(data.length - TAG_BYTES);
     const body = data.subarray(1 + IV_BYTES, data.length - TAG_BYTES);
@@ -133,7 +141,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       decipher.setAuthTag(tag);
       plain = Buffer.concat([decipher.update(body), decipher.final()]);
     } catch {
-      throw new PayloadCodecError('authentication-failed', `encrypted payload failed authentication with key ${keyId} (tampered, or sealed with a different key of that id)`);
+      throw new PayloadCodecError(
+        'authentication-failed',
+        `encrypted payload failed authentication with key ${keyId} (tampered, or sealed with a different key of that id)`,
+      );
     }
     return deserialize(plain);
   }
@@ -158,7 +169,8 @@ export function payloadCodecFromKeyList(list: readonly PayloadKeyEntry[]): AesGc
 /** Decode a base64 (or base64url) key; throws `PayloadCodecError('invalid-key-ring')` unless it is 32 bytes. */
 export function decodePayloadKey(text: string): Buffer {
   const key = /^[A-Za-z0-9+/_-]{43}=?$/.test(text) ? Buffer.from(text, 'base64') : Buffer.alloc(0);
-  if (key.length !== KEY_BYTES) throw new PayloadCodecError('invalid-key-ring', `a payload key must be base64 of exactly ${KEY_BYTES} bytes`);
+  if (key.length !== KEY_BYTES)
+    throw new PayloadCodecError('invalid-key-ring', `a payload key must be base64 of exactly ${KEY_BYTES} bytes`);
   return key;
 }
 

@@ -27,7 +27,8 @@ const FLAGS = [
 /** Install Chromium with apt when it is missing (the test machines run as root). Throws with apt's output on failure. */
 export function ensureChromium(): void {
   if (existsSync(CHROMIUM)) return;
-  const apt = (args: string[]) => execFileSync('apt-get', args, { stdio: 'pipe', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const apt = (args: string[]) =>
+    execFileSync('apt-get', args, { stdio: 'pipe', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
   try {
     apt(['install', '-y', '--no-install-recommends', 'chromium']);
   } catch {
@@ -49,7 +50,12 @@ export async function openBrowser(): Promise<ApproverBrowser> {
   ensureChromium();
   const profile = mkdtempSync(join(tmpdir(), 'countersign-chromium-'));
   // launchPersistentContext passes `profile` as --user-data-dir (launch() refuses that flag).
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1366, height: 860 } });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1366, height: 860 },
+  });
   const page = context.pages()[0] ?? (await context.newPage());
   return {
     context,

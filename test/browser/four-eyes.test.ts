@@ -31,7 +31,10 @@ describe('two of N treasury approvers in a browser', () => {
   it('a transfer over 100,000 resolves only when a second, distinct approver approves; the partial approval is visible meanwhile', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = `four-eyes-${randomUUID().slice(0, 8)}`;
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-4242', amount: 150_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-4242', amount: 150_000, memo: m },
+    });
     expect(created.status).toBe('working');
 
     const bob = await browserAs('bob');

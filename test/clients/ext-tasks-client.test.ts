@@ -19,7 +19,9 @@ const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 let stack: Stack;
 const open: Array<{ client: Client; session: TaskEnabledSession }> = [];
 beforeAll(async () => {
-  stack = await startTestStack(testConfig({}, { 'a-quick-expiry.cedar': QUICK_EXPIRY_POLICY, 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }));
+  stack = await startTestStack(
+    testConfig({}, { 'a-quick-expiry.cedar': QUICK_EXPIRY_POLICY, 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }),
+  );
 });
 afterAll(async () => {
   for (const o of open) {
@@ -46,7 +48,9 @@ async function sessionFor(sub: string, options: WithTasksOptions = {}) {
   const token = await stack.issuer.mintToken({ sub });
   const clientInfo = { name: 'countersign-ext-tasks-e2e', version: '0.0.0' };
   const client = new Client(clientInfo, { versionNegotiation: { mode: 'auto' } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   const session = createTaskSessionFromClient(client, {
     endpointId: 'countersign-e2e',
     rawDispatch: createRawDispatch({ url: stack.urls.mcp, token }),
@@ -78,8 +82,20 @@ describe('@modelcontextprotocol/ext-tasks 0.2.2 over @modelcontextprotocol/clien
     const execution = await alice.session.callTool('wire_transfer', transfer(memo()));
     if (execution.kind !== 'task') throw new Error('expected a task');
     const mallory = await sessionFor('mallory');
-    const foreign = await mallory.session.task(execution.handle.taskId).snapshot().then(() => null, (e: unknown) => e);
-    const unknown = await mallory.session.task(`${execution.handle.taskId.slice(0, -4)}0000` as typeof execution.handle.taskId).snapshot().then(() => null, (e: unknown) => e);
+    const foreign = await mallory.session
+      .task(execution.handle.taskId)
+      .snapshot()
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    const unknown = await mallory.session
+      .task(`${execution.handle.taskId.slice(0, -4)}0000` as typeof execution.handle.taskId)
+      .snapshot()
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(foreign).toMatchObject({ name: 'JsonRpcResponseError', code: -32602 });
     expect((foreign as Error).message).toBe((unknown as Error).message);
     await execution.cancel();
@@ -146,7 +162,8 @@ describe('@modelcontextprotocol/ext-tasks 0.2.2 over @modelcontextprotocol/clien
     const snapshot = await session.task(execution.handle.taskId).snapshot();
     expect(snapshot.status).toBe('cancelled');
     // the backend request is withdrawn asynchronously: it leaves the approver's pending list
-    for (let i = 0; i < 100 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 100 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
     expect(stack.ledger.countByTask(execution.handle.taskId)).toBe(0);
   });

@@ -14,7 +14,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
 import { decide, startTestStack, testConfig } from '../support/stack-harness.js';
 
-const inspectorBin = join(dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/package.json')), 'clients', 'launcher', 'build', 'index.js');
+const inspectorBin = join(
+  dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/package.json')),
+  'clients',
+  'launcher',
+  'build',
+  'index.js',
+);
 
 let stack: Stack;
 let home: string;
@@ -29,9 +35,14 @@ afterAll(async () => {
 /** Run the inspector CLI (asynchronously: the stack answers from this same process); resolves with exit code and output. */
 function inspector(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [inspectorBin, '--cli', ...args], { env: { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json') }, timeout: 90_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [inspectorBin, '--cli', ...args],
+      { env: { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json') }, timeout: 90_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -44,7 +55,19 @@ type ApprovalState = { approvalId: string; status: string; outcome: string; disp
  */
 async function callTool(sub: string, name: string, args: Record<string, unknown>): Promise<ToolResult> {
   const token = await stack.issuer.mintToken({ sub });
-  const r = await inspector([stack.urls.mcp, '--header', `Authorization: Bearer ${token}`, '--method', 'tools/call', '--tool-name', name, '--tool-args-json', JSON.stringify(args), '--format', 'json']);
+  const r = await inspector([
+    stack.urls.mcp,
+    '--header',
+    `Authorization: Bearer ${token}`,
+    '--method',
+    'tools/call',
+    '--tool-name',
+    name,
+    '--tool-args-json',
+    JSON.stringify(args),
+    '--format',
+    'json',
+  ]);
   const { result } = JSON.parse(r.stdout) as { result: ToolResult };
   expect(r.code, r.stderr).toBe(result.isError === true ? 5 : 0);
   return result;
@@ -76,7 +99,19 @@ describe('MCP Inspector 2.12.0 --cli with default options against Countersign', 
   it('an allowed call ($100 transfer) exits 0 with a non-error result', async () => {
     const token = await stack.issuer.mintToken({ sub: 'alice' });
     const args = JSON.stringify({ to: 'acct-100', amount: 100, memo: `inspector ${randomUUID().slice(0, 12)}` });
-    const r = await inspector([stack.urls.mcp, '--header', `Authorization: Bearer ${token}`, '--method', 'tools/call', '--tool-name', 'wire_transfer', '--tool-args-json', args, '--format', 'json']);
+    const r = await inspector([
+      stack.urls.mcp,
+      '--header',
+      `Authorization: Bearer ${token}`,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'wire_transfer',
+      '--tool-args-json',
+      args,
+      '--format',
+      'json',
+    ]);
     expect(r.code).toBe(0);
     const { result } = JSON.parse(r.stdout); // --format json: {result}
     expect(result.isError).toBe(false);

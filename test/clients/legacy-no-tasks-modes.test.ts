@@ -25,7 +25,9 @@ for (const mode of ['degraded-result', 'error'] as const) {
     async function sdk1Client(sub: string): Promise<Client> {
       const token = await stack.issuer.mintToken({ sub });
       const client = new Client({ name: 'sdk1-modes-test', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+      );
       return client;
     }
 
@@ -42,9 +44,9 @@ for (const mode of ['degraded-result', 'error'] as const) {
       async () => {
         const client = await sdk1Client('alice');
         const memo = `modes ${randomUUID().slice(0, 12)}`;
-        const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo } }).catch((e: unknown) => e)) as
-          | McpError
-          | { isError?: boolean; content: Array<{ text?: string }>; structuredContent?: unknown };
+        const res = (await client
+          .callTool({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo } })
+          .catch((e: unknown) => e)) as McpError | { isError?: boolean; content: Array<{ text?: string }>; structuredContent?: unknown };
         if (mode === 'degraded-result') {
           expect(res).not.toBeInstanceOf(McpError);
           const result = res as { isError?: boolean; content: Array<{ text?: string }>; structuredContent?: unknown };
@@ -65,9 +67,13 @@ for (const mode of ['degraded-result', 'error'] as const) {
     it('the same call with params.task opens the approval as a task', async () => {
       const client = await sdk1Client('alice');
       const memo = `modes ${randomUUID().slice(0, 12)}`;
-      const stream = client.experimental.tasks.callToolStream({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo } }, CallToolResultSchema, {
-        task: { ttl: 3_600_000 },
-      });
+      const stream = client.experimental.tasks.callToolStream(
+        { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo } },
+        CallToolResultSchema,
+        {
+          task: { ttl: 3_600_000 },
+        },
+      );
       let taskId: string | undefined;
       for await (const message of stream) {
         if (message.type === 'taskCreated') taskId = message.task.taskId;

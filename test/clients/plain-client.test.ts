@@ -45,7 +45,9 @@ const text = (r: ToolResult) => r.content.map((c) => c.text ?? '').join('\n');
 async function plainClient(sub: string): Promise<Client> {
   const token = await stack.issuer.mintToken({ sub });
   const client = new Client({ name: 'countersign-plain-e2e', version: '0.0.0' }, { versionNegotiation: { mode: 'auto' } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   clients.push(client);
   await client.listTools();
   return client;
@@ -129,7 +131,8 @@ describe('a client without the tasks extension follows an approval through the c
     const state = (await call(client, 'wire_transfer', transfer(m))).structuredContent as unknown as ApprovalState;
     const cancelled = await call(client, 'approval_cancel', { approvalId: state.approvalId });
     expect(cancelled.structuredContent).toMatchObject({ status: 'cancelled', outcome: 'not-executed' });
-    for (let i = 0; i < 100 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 100 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
     expect(stack.ledger.countByTask(state.approvalId)).toBe(0);
   });
@@ -155,7 +158,9 @@ describe('a client without the tasks extension follows an approval through the c
     expect(foreign.isError).toBe(true);
     expect(foreign).toEqual(unknown);
     expect(await call(mallory, 'approval_cancel', { approvalId: state.approvalId })).toEqual(unknown);
-    expect(((await call(alice, 'approval_status', { approvalId: state.approvalId })).structuredContent as unknown as ApprovalState).status).toBe('working');
+    expect(
+      ((await call(alice, 'approval_status', { approvalId: state.approvalId })).structuredContent as unknown as ApprovalState).status,
+    ).toBe('working');
     await call(alice, 'approval_cancel', { approvalId: state.approvalId });
   });
 });

@@ -14,9 +14,19 @@ import { runPythonClient, type ScriptEvent } from './python-harness.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 
-type ToolResult = { content: Array<{ type: string; text?: string }>; isError?: boolean; structuredContent?: Record<string, unknown>; _meta?: Record<string, unknown> };
+type ToolResult = {
+  content: Array<{ type: string; text?: string }>;
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+};
 
-const memos = { ALLOWED_MEMO: `py ${randomUUID().slice(0, 12)}`, PLAIN_MEMO: `py ${randomUUID().slice(0, 12)}`, TASK_MEMO: `py ${randomUUID().slice(0, 12)}`, DENY_MEMO: `py ${randomUUID().slice(0, 12)}` };
+const memos = {
+  ALLOWED_MEMO: `py ${randomUUID().slice(0, 12)}`,
+  PLAIN_MEMO: `py ${randomUUID().slice(0, 12)}`,
+  TASK_MEMO: `py ${randomUUID().slice(0, 12)}`,
+  DENY_MEMO: `py ${randomUUID().slice(0, 12)}`,
+};
 let stack: Stack;
 let run: Awaited<ReturnType<typeof runPythonClient>>;
 /** Whether the approver saw the plain call's request before it was withdrawn. */
@@ -43,7 +53,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const eventOf = (name: string, memo?: string): ScriptEvent | undefined => run.events.find((e) => e.event === name && (memo === undefined || e.memo === memo));
+const eventOf = (name: string, memo?: string): ScriptEvent | undefined =>
+  run.events.find((e) => e.event === name && (memo === undefined || e.memo === memo));
 const resultOf = (name: string, memo?: string) => eventOf(name, memo)?.result as ToolResult | undefined;
 
 describe('Python mcp 2.3.0 against Countersign', () => {

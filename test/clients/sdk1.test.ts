@@ -26,7 +26,9 @@ afterAll(async () => {
 async function sdk1Client(sub: string): Promise<Client> {
   const token = await stack.issuer.mintToken({ sub });
   const client = new Client({ name: 'sdk1-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   return client;
 }
 
@@ -34,7 +36,9 @@ const memo = () => `sdk1 ${randomUUID().slice(0, 12)}`;
 
 /** Drive `callToolStream` with a task to its end; returns the task id, statuses seen and the final message. */
 async function followTask(client: Client, args: Record<string, unknown>, onCreated: () => Promise<void>) {
-  const stream = client.experimental.tasks.callToolStream({ name: 'wire_transfer', arguments: args }, CallToolResultSchema, { task: { ttl: 3_600_000 } });
+  const stream = client.experimental.tasks.callToolStream({ name: 'wire_transfer', arguments: args }, CallToolResultSchema, {
+    task: { ttl: 3_600_000 },
+  });
   let taskId: string | undefined;
   const statuses: string[] = [];
   for await (const message of stream) {
@@ -45,7 +49,11 @@ async function followTask(client: Client, args: Record<string, unknown>, onCreat
     } else if (message.type === 'taskStatus') {
       statuses.push(message.task.status);
     } else if (message.type === 'result') {
-      return { taskId, statuses, result: message.result as { isError?: boolean; content: Array<{ type: string; text?: string }>; _meta?: Record<string, unknown> } };
+      return {
+        taskId,
+        statuses,
+        result: message.result as { isError?: boolean; content: Array<{ type: string; text?: string }>; _meta?: Record<string, unknown> },
+      };
     } else if (message.type === 'error') {
       throw message.error;
     }
@@ -67,7 +75,9 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
   it('tools/list returns the same tool set, wire_transfer with optional task support and the companion tools forbidden as tasks', async () => {
     const client = await sdk1Client('alice');
     const { tools } = await client.listTools();
-    const modern = await (await clientFor(stack, 'alice')).request<{ tools: Array<{ name: string; inputSchema: unknown }> }>('tools/list', {});
+    const modern = await (
+      await clientFor(stack, 'alice')
+    ).request<{ tools: Array<{ name: string; inputSchema: unknown }> }>('tools/list', {});
     expect(tools.map((t) => [t.name, t.inputSchema])).toEqual(modern.tools.map((t) => [t.name, t.inputSchema]));
     expect(Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]))).toEqual({
       wire_transfer: 'optional',
@@ -79,7 +89,10 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
 
   it('an allowed call ($100 transfer) runs inline and returns its content', async () => {
     const client = await sdk1Client('alice');
-    const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-100', amount: 100, memo: memo() } })) as { isError?: boolean; content: unknown[] };
+    const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-100', amount: 100, memo: memo() } })) as {
+      isError?: boolean;
+      content: unknown[];
+    };
     expect(res.isError).toBe(false);
     expect(res.content.length).toBeGreaterThan(0);
     await client.close();
@@ -126,8 +139,14 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     expect(out.result.content[0]?.text).toMatch(/Transfer of \$100\.00/);
     // the sealed task id is the caller's only: another principal, or a tampered id, is an unknown task
     const mallory = await sdk1Client('mallory');
-    const foreign = await mallory.experimental.tasks.getTask(out.taskId!).then(() => null, (e: McpError) => [e.code, e.message]);
-    const tampered = await client.experimental.tasks.getTask(`${out.taskId!.slice(0, -2)}AA`).then(() => null, (e: McpError) => [e.code, e.message]);
+    const foreign = await mallory.experimental.tasks.getTask(out.taskId!).then(
+      () => null,
+      (e: McpError) => [e.code, e.message],
+    );
+    const tampered = await client.experimental.tasks.getTask(`${out.taskId!.slice(0, -2)}AA`).then(
+      () => null,
+      (e: McpError) => [e.code, e.message],
+    );
     expect(foreign).toEqual([-32602, 'MCP error -32602: Invalid params: unknown task']);
     expect(tampered).toEqual(foreign);
     await Promise.all([client.close(), mallory.close()]);
@@ -146,9 +165,13 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     expect(res.content[0]?.text).toContain(approvalId);
     expect(res.content[0]?.text).toMatch(/approval_status/);
     expect(res.content[0]?.text).toMatch(/params\.task/);
-    const joined = await client.experimental.tasks.callToolStream({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } }, CallToolResultSchema, {
-      task: { ttl: 3_600_000 },
-    });
+    const joined = await client.experimental.tasks.callToolStream(
+      { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } },
+      CallToolResultSchema,
+      {
+        task: { ttl: 3_600_000 },
+      },
+    );
     for await (const message of joined) {
       expect(message.type).toBe('taskCreated');
       if (message.type === 'taskCreated') expect(message.task.taskId).toBe(approvalId);
@@ -161,13 +184,24 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
 
   it('approval_status called as a task is -32601 (its taskSupport is forbidden); called plainly it answers for the caller', async () => {
     const client = await sdk1Client('alice');
-    const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: memo() } })) as { structuredContent?: { approvalId?: string } };
+    const res = (await client.callTool({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: memo() } })) as {
+      structuredContent?: { approvalId?: string };
+    };
     const approvalId = res.structuredContent!.approvalId!;
     const asTask = await client
-      .request({ method: 'tools/call', params: { name: 'approval_status', arguments: { approvalId }, task: { ttl: 60_000 } } }, CallToolResultSchema)
-      .then(() => null, (e: McpError) => e.code);
+      .request(
+        { method: 'tools/call', params: { name: 'approval_status', arguments: { approvalId }, task: { ttl: 60_000 } } },
+        CallToolResultSchema,
+      )
+      .then(
+        () => null,
+        (e: McpError) => e.code,
+      );
     expect(asTask).toBe(-32601);
-    const plain = (await client.callTool({ name: 'approval_status', arguments: { approvalId } })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
+    const plain = (await client.callTool({ name: 'approval_status', arguments: { approvalId } })) as {
+      isError?: boolean;
+      structuredContent?: Record<string, unknown>;
+    };
     expect(plain.isError).toBe(false);
     expect(plain.structuredContent).toMatchObject({ approvalId, status: 'working', outcome: 'pending' });
     await client.callTool({ name: 'approval_cancel', arguments: { approvalId } });
@@ -195,16 +229,29 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25) against Countersign', ()
     const alice = await sdk1Client('alice');
     const mallory = await sdk1Client('mallory');
     const m = memo();
-    const stream = alice.experimental.tasks.callToolStream({ name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } }, CallToolResultSchema, { task: {} });
+    const stream = alice.experimental.tasks.callToolStream(
+      { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } },
+      CallToolResultSchema,
+      { task: {} },
+    );
     const first = await stream.next();
     expect(first.value?.type).toBe('taskCreated');
     const taskId = (first.value as { task: { taskId: string } }).task.taskId;
     await stream.return(undefined);
     const codes = async (id: string) =>
       Promise.all([
-        mallory.experimental.tasks.getTask(id).then(() => null, (e: McpError) => [e.code, e.message]),
-        mallory.experimental.tasks.getTaskResult(id, CallToolResultSchema).then(() => null, (e: McpError) => [e.code, e.message]),
-        mallory.experimental.tasks.cancelTask(id).then(() => null, (e: McpError) => [e.code, e.message]),
+        mallory.experimental.tasks.getTask(id).then(
+          () => null,
+          (e: McpError) => [e.code, e.message],
+        ),
+        mallory.experimental.tasks.getTaskResult(id, CallToolResultSchema).then(
+          () => null,
+          (e: McpError) => [e.code, e.message],
+        ),
+        mallory.experimental.tasks.cancelTask(id).then(
+          () => null,
+          (e: McpError) => [e.code, e.message],
+        ),
       ]);
     const foreign = await codes(taskId);
     const unknown = await codes(`${taskId.slice(0, -4)}0000`);

@@ -21,7 +21,9 @@ afterAll(async () => {
 async function defaultClient(sub: string): Promise<Client> {
   const token = await stack.issuer.mintToken({ sub });
   const client = new Client({ name: 'sdk2-default-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(stack.urls.mcp), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   return client;
 }
 
@@ -72,7 +74,9 @@ describe('@modelcontextprotocol/client 2.4 with default options against Counters
   it('tools/list returns the same tools as the 2026-07-28 face', async () => {
     const client = await defaultClient('alice');
     const { tools } = await client.listTools();
-    const modern = await (await clientFor(stack, 'alice')).request<{ tools: Array<{ name: string; inputSchema: unknown }> }>('tools/list', {});
+    const modern = await (
+      await clientFor(stack, 'alice')
+    ).request<{ tools: Array<{ name: string; inputSchema: unknown }> }>('tools/list', {});
     expect(tools.map((t) => [t.name, t.inputSchema])).toEqual(modern.tools.map((t) => [t.name, t.inputSchema]));
     await client.close();
   });
@@ -103,7 +107,11 @@ describe('@modelcontextprotocol/client 2.4 with default options against Counters
     const opened = await call(client, 'wire_transfer', transfer(m));
     expect(opened.isError).toBe(true);
     const state = opened.structuredContent as unknown as ApprovalState;
-    expect(state).toMatchObject({ status: 'working', outcome: 'pending', next: { tool: 'approval_status', arguments: { approvalId: state.approvalId } } });
+    expect(state).toMatchObject({
+      status: 'working',
+      outcome: 'pending',
+      next: { tool: 'approval_status', arguments: { approvalId: state.approvalId } },
+    });
     expect(text(opened)).toContain(state.approvalId);
     expect(text(opened)).toMatch(/approval_status/);
     expect(text(opened)).toMatch(/params\.task/);

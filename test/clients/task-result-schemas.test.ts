@@ -13,11 +13,29 @@ import { workingSnapshot } from '../support/snapshot-fixture.js';
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const TASK_ID = '0123456789abcdef0123456789abcdef.786512e2-9e0d-44bd-8f29-789f320fe840';
 
-const DENIALS: DenialReason[] = ['backend-denied', 'request-expired', 'approval-expired', 'policy-denied', 'request-chain-exhausted', 'tool-changed', 'binding-invalid', 'input-declined'];
+const DENIALS: DenialReason[] = [
+  'backend-denied',
+  'request-expired',
+  'approval-expired',
+  'policy-denied',
+  'request-chain-exhausted',
+  'tool-changed',
+  'binding-invalid',
+  'input-declined',
+];
 
 const KINDS: Array<{ name: string; result: StoredCallToolResult }> = [
-  { name: 'approved-executed', result: executedResult({ content: [{ type: 'text', text: 'Transfer of $50,000 to acct-991 posted.' }], structuredContent: { transferId: 't-1' } }) },
-  { name: 'execution-error (the tool reported an error)', result: executedResult({ content: [{ type: 'text', text: 'Insufficient funds.' }], isError: true }) },
+  {
+    name: 'approved-executed',
+    result: executedResult({
+      content: [{ type: 'text', text: 'Transfer of $50,000 to acct-991 posted.' }],
+      structuredContent: { transferId: 't-1' },
+    }),
+  },
+  {
+    name: 'execution-error (the tool reported an error)',
+    result: executedResult({ content: [{ type: 'text', text: 'Insufficient funds.' }], isError: true }),
+  },
   { name: 'execution-error (the tool threw)', result: executionErrorResult() },
   { name: 'execution-error (lost and fenced before it took effect)', result: executionLostFencedResult() },
   { name: 'outcome-unknown', result: outcomeUnknownResult() },
@@ -25,21 +43,30 @@ const KINDS: Array<{ name: string; result: StoredCallToolResult }> = [
 ];
 
 function completed(result: StoredCallToolResult): TaskSnapshot {
-  return workingSnapshot({ status: 'completed', phase: 'terminal', result, disposition: result._meta[DISPOSITION] as Disposition, claimed: true });
+  return workingSnapshot({
+    status: 'completed',
+    phase: 'terminal',
+    result,
+    disposition: result._meta[DISPOSITION] as Disposition,
+    claimed: true,
+  });
 }
 
 describe('task results validate against the official 2026-07-28 tasks schemas (ext-tasks 0.2.2)', () => {
-  it.each(KINDS)('a completed task whose result is $name is a valid tasks/get result, and its result a complete CallToolResult', ({ result }) => {
-    const out = getTaskResult(TASK_ID, completed(result));
-    expect(GetTaskResultV2Schema.safeParse(out).success).toBe(true);
-    const embedded = out.result as Record<string, unknown>;
-    expect(embedded.resultType).toBe('complete');
-    const parsed = CallToolResultV2Schema.safeParse(embedded);
-    expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
-    // nothing else of the stored result changed
-    const { resultType: _, ...rest } = embedded;
-    expect(rest).toEqual(result);
-  });
+  it.each(KINDS)(
+    'a completed task whose result is $name is a valid tasks/get result, and its result a complete CallToolResult',
+    ({ result }) => {
+      const out = getTaskResult(TASK_ID, completed(result));
+      expect(GetTaskResultV2Schema.safeParse(out).success).toBe(true);
+      const embedded = out.result as Record<string, unknown>;
+      expect(embedded.resultType).toBe('complete');
+      const parsed = CallToolResultV2Schema.safeParse(embedded);
+      expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+      // nothing else of the stored result changed
+      const { resultType: _, ...rest } = embedded;
+      expect(rest).toEqual(result);
+    },
+  );
 
   it('working, input_required, failed and cancelled tasks are valid tasks/get results, and a new task a valid CreateTaskResult', () => {
     const working = workingSnapshot();
@@ -49,7 +76,15 @@ describe('task results validate against the official 2026-07-28 tasks schemas (e
       inputRequests: {
         justification: {
           method: 'elicitation/create',
-          params: { mode: 'form', message: 'Why?', requestedSchema: { type: 'object', properties: { justification: { type: 'string', minLength: 10, maxLength: 1000, description: 'Why' } }, required: ['justification'] } },
+          params: {
+            mode: 'form',
+            message: 'Why?',
+            requestedSchema: {
+              type: 'object',
+              properties: { justification: { type: 'string', minLength: 10, maxLength: 1000, description: 'Why' } },
+              required: ['justification'],
+            },
+          },
         },
       },
     });

@@ -32,7 +32,16 @@ let ledger: Database.Database;
 let options: SuiteOptions;
 
 beforeAll(async () => {
-  stack = await startTestStack(testConfig({}, { 'a-conformance-expiry.cedar': EXPIRY_POLICY, 'a-conformance-justify.cedar': JUSTIFY_POLICY, 'b-conformance-second-approval.cedar': SECOND_APPROVAL_POLICY }));
+  stack = await startTestStack(
+    testConfig(
+      {},
+      {
+        'a-conformance-expiry.cedar': EXPIRY_POLICY,
+        'a-conformance-justify.cedar': JUSTIFY_POLICY,
+        'b-conformance-second-approval.cedar': SECOND_APPROVAL_POLICY,
+      },
+    ),
+  );
   ledger = new Database(join(stack.config.COUNTERSIGN_DATA_DIR, 'ledger.db'), { readonly: true, fileMustExist: true });
   const count = ledger.prepare('SELECT COUNT(*) AS n FROM ledger WHERE memo = ?');
   const approver = (id: string) => stack.secrets.approvers.find((a) => a.id === id)!;
@@ -68,7 +77,11 @@ describe('SEP-2848 black-box suite against Countersign', () => {
     report = await runSuite({ ...options, log: (l) => lines.push(l) });
     const elapsed = Date.now() - t0;
     process.stderr.write(`${lines.join('\n')}\n(${elapsed} ms)\n`);
-    const byStatus = (s: string) => report.results.filter((r) => r.status === s).map((r) => r.id).sort();
+    const byStatus = (s: string) =>
+      report.results
+        .filter((r) => r.status === s)
+        .map((r) => r.id)
+        .sort();
     expect(report.results.map((r) => r.id)).toEqual([...CHECK_IDS]);
     expect(byStatus('skip')).toEqual([]);
     expect(byStatus('fail')).toEqual(Object.keys(KNOWN_GAPS).sort());
@@ -95,14 +108,21 @@ describe('SEP-2848 black-box suite against Countersign', () => {
     const only = ['conf:discover-extensions', 'conf:requestable-denial-returns-task', 'conf:in-task-input', 'conf:expired-never-executes'];
     const args = [
       'scripts/conformance.ts',
-      '--url', options.url,
-      '--token', options.token,
-      '--approver-url', options.approverUrl,
+      '--url',
+      options.url,
+      '--token',
+      options.token,
+      '--approver-url',
+      options.approverUrl,
       ...options.approvers.flatMap((a) => ['--approver', `${a.id}:${a.secret}`]),
-      '--only', only.join(','),
+      '--only',
+      only.join(','),
     ];
     const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
-      const child = spawn(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), args, { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), args, {
+        cwd: PROJECT_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
       child.on('error', reject);
@@ -132,14 +152,19 @@ async function startBreakingProxy(upstream: string, leak: string): Promise<{ url
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string; params: Record<string, unknown> & { _meta?: Record<string, unknown> } };
+    const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      id?: number;
+      method: string;
+      params: Record<string, unknown> & { _meta?: Record<string, unknown> };
+    };
     const caps = msg.params._meta?.['io.modelcontextprotocol/clientCapabilities'] as Record<string, unknown> | undefined;
     if (msg.method === 'tools/call' && caps && !caps.extensions) caps.extensions = { 'io.modelcontextprotocol/tasks': {} };
     if (msg.method === 'notifications/cancelled' && typeof msg.params.taskId === 'string') {
       Object.assign(msg, { id: 999_999, method: 'tasks/cancel', params: { taskId: msg.params.taskId, _meta: msg.params._meta } });
     }
     const headers: Record<string, string> = {};
-    for (const h of ['authorization', 'content-type', 'accept', 'mcp-protocol-version', 'mcp-name']) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h] as string;
+    for (const h of ['authorization', 'content-type', 'accept', 'mcp-protocol-version', 'mcp-name'])
+      if (typeof req.headers[h] === 'string') headers[h] = req.headers[h] as string;
     headers['mcp-method'] = msg.method;
     if (msg.method === 'tasks/cancel') headers['mcp-name'] = String(msg.params.taskId);
     const up = await fetch(upstream, { method: 'POST', headers, body: JSON.stringify(msg) });
@@ -148,7 +173,8 @@ async function startBreakingProxy(upstream: string, leak: string): Promise<{ url
       const body = JSON.parse(text) as { result?: Record<string, unknown> & { result?: { _meta?: Record<string, unknown> } } };
       const r = body.result;
       if (r && msg.method === 'tasks/get' && r.status === 'working') delete r._meta;
-      if (r && msg.method === 'tasks/get' && r.status === 'completed' && r.result?._meta) delete r.result._meta['io.modelcontextprotocol/tool-approval-disposition'];
+      if (r && msg.method === 'tasks/get' && r.status === 'completed' && r.result?._meta)
+        delete r.result._meta['io.modelcontextprotocol/tool-approval-disposition'];
       if (r && msg.method === 'tools/call' && r.resultType === 'task') r.statusMessage = `${String(r.statusMessage)} (tracked at ${leak})`;
       text = JSON.stringify(body);
     } catch {

@@ -23,25 +23,39 @@ import { backendCallbackUpdate, cancelUpdate, taskCreatedUpdate, taskQuery } fro
 import type { ApprovalMaterial, BackendHandle, BackendStatus, ReEvaluation, SubmissionBody } from '../../workflows/types.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 
-
 const t = approvalWorkflowEnv();
 
 const config = workflowTestConfig();
 
 const alice = { iss: 'https://issuer.test', sub: 'alice' };
-const binding = () => createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: alice, toolDescriptorDigest: 'd1' });
+const binding = () =>
+  createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: alice, toolDescriptorDigest: 'd1' });
 const input = (overrides: { requestTtlMs?: number } = {}) => ({
   binding: binding(),
   ownerKey: 'owner',
   config,
-  accessRequest: { approverGroup: 'treasury', requestTtlMs: overrides.requestTtlMs ?? 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' },
+  accessRequest: {
+    approverGroup: 'treasury',
+    requestTtlMs: overrides.requestTtlMs ?? 7 * DAY,
+    reason: 'Transfers over $25,000 require treasury approval.',
+    policyId: 'p',
+  },
 });
 
 /** The time-skipped server clock as the running activity sees it. */
 const serverNow = () => Context.current().info.currentAttemptScheduledTimestampMs;
 const approvedFor = (ms: number): BackendStatus => {
   const now = serverNow();
-  return { state: 'approved', approval: { id: 'apv-1', approvedAt: new Date(now).toISOString(), approvedUntil: new Date(now + ms).toISOString(), state: 'approved', approvers: ['bob'] } };
+  return {
+    state: 'approved',
+    approval: {
+      id: 'apv-1',
+      approvedAt: new Date(now).toISOString(),
+      approvedUntil: new Date(now + ms).toISOString(),
+      state: 'approved',
+      approvers: ['bob'],
+    },
+  };
 };
 
 interface Script {
@@ -54,13 +68,23 @@ interface Script {
 
 /** Typed fake activities recording every call. */
 function fakes(script: Script) {
-  const calls = { submit: [] as Array<{ key: string; body: SubmissionBody; attempt: number }>, cancel: 0, evaluate: [] as ApprovalMaterial[], execute: 0 };
+  const calls = {
+    submit: [] as Array<{ key: string; body: SubmissionBody; attempt: number }>,
+    cancel: 0,
+    evaluate: [] as ApprovalMaterial[],
+    execute: 0,
+  };
   const acts: ApprovalActivities = {
     async submitApprovalRequest({ body, idempotencyKey }) {
       const attempt = Context.current().info.attempt;
       calls.submit.push({ key: idempotencyKey, body, attempt });
       if (script.submit) return script.submit(body, idempotencyKey, attempt);
-      return { requestId: `req-${body.generation}`, statusUrl: `http://backend/req-${body.generation}`, cancelUrl: 'http://backend/cancel', expiresAt: body.expiresAt };
+      return {
+        requestId: `req-${body.generation}`,
+        statusUrl: `http://backend/req-${body.generation}`,
+        cancelUrl: 'http://backend/cancel',
+        expiresAt: body.expiresAt,
+      };
     },
     async fetchApprovalStatus(h) {
       return script.status ? script.status(h) : { state: 'pending', expiresAt: h.expiresAt };
@@ -89,7 +113,11 @@ async function run<T>(acts: ApprovalActivities, body: (taskQueue: string) => Pro
 }
 
 async function start(taskQueue: string, wfInput = input()) {
-  const handle = await t.env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId: `${APPROVAL_WORKFLOW_ID_PREFIX}${randomUUID().replace(/-/g, '')}`, args: [wfInput] });
+  const handle = await t.env.client.workflow.start(approvalWorkflow, {
+    taskQueue,
+    workflowId: `${APPROVAL_WORKFLOW_ID_PREFIX}${randomUUID().replace(/-/g, '')}`,
+    args: [wfInput],
+  });
   const created = await handle.executeUpdate(taskCreatedUpdate);
   return { handle, created };
 }
@@ -101,7 +129,11 @@ describe('crash-consistent creation (SEP-2848 §Denied-but-requestable, Crash-co
     const backendRequests = new Map<string, BackendHandle>(); // the backend deduplicates on the key
     const { acts, calls } = fakes({
       submit: (body, key, attempt) => {
-        const handle = backendRequests.get(key) ?? { requestId: `req-${backendRequests.size + 1}`, statusUrl: 'http://backend/s', expiresAt: body.expiresAt };
+        const handle = backendRequests.get(key) ?? {
+          requestId: `req-${backendRequests.size + 1}`,
+          statusUrl: 'http://backend/s',
+          expiresAt: body.expiresAt,
+        };
         backendRequests.set(key, handle);
         // the backend accepted, then the worker "crashed" before the handle reached the workflow
         if (attempt === 1) throw ApplicationFailure.retryable('lost the reply', 'BackendUnavailable');
@@ -120,7 +152,9 @@ describe('crash-consistent creation (SEP-2848 §Denied-but-requestable, Crash-co
     expect(calls.submit[1]!.body).toEqual(calls.submit[0]!.body);
     expect(backendRequests.size).toBe(1);
     // the scheduled event (persisted before any attempt runs) holds the key and the body
-    const scheduled = (history.events ?? []).find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'submitApprovalRequest');
+    const scheduled = (history.events ?? []).find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'submitApprovalRequest',
+    );
     const payload = scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
     const recorded = JSON.parse(Buffer.from(payload!).toString('utf8')) as { idempotencyKey: string; body: SubmissionBody };
     expect(recorded.idempotencyKey).toBe(calls.submit[0]!.key);
@@ -260,7 +294,9 @@ describe('the claim is the enforcement point (SEP-2848 §Completion)', () => {
     });
     expect(snap.claimed).toBe(true);
     expect(snap.phase).toBe('executing');
-    expect(Date.parse(snap.createdAt) + snap.ttlMs!).toBeGreaterThanOrEqual(Date.parse(snap.lastUpdatedAt) + config.executionTimeoutMs + config.resultRetentionMs);
+    expect(Date.parse(snap.createdAt) + snap.ttlMs!).toBeGreaterThanOrEqual(
+      Date.parse(snap.lastUpdatedAt) + config.executionTimeoutMs + config.resultRetentionMs,
+    );
   });
 });
 
@@ -285,7 +321,13 @@ describe('cancellation (SEP-2848 §Cancellation)', () => {
 });
 
 describe('re-evaluation reads current policy, tools and binding (real activities, real Cedar PDP)', () => {
-  const approval: ApprovalMaterial = { id: 'apv-9', approvedAt: new Date().toISOString(), approvedUntil: new Date(Date.now() + DAY).toISOString(), state: 'approved', approvers: ['bob'] };
+  const approval: ApprovalMaterial = {
+    id: 'apv-9',
+    approvedAt: new Date().toISOString(),
+    approvedUntil: new Date(Date.now() + DAY).toISOString(),
+    state: 'approved',
+    approvers: ['bob'],
+  };
   let dir: string;
   let ledgerDir: string;
 
@@ -297,7 +339,13 @@ describe('re-evaluation reads current policy, tools and binding (real activities
     const ledger = openLedger(join(ledgerDir, 'ledger.db'));
     const tools = createToolRegistry([createWireTransferTool(ledger)]);
     const acts = createActivities({ backend: undefined as never, pdp, tools });
-    const bind = (args: Record<string, unknown> = { to: 'acct-991', amount: 50000 }) => createCallBinding({ tool: 'wire_transfer', arguments: args, principal: alice, toolDescriptorDigest: tools.descriptorDigest('wire_transfer') });
+    const bind = (args: Record<string, unknown> = { to: 'acct-991', amount: 50000 }) =>
+      createCallBinding({
+        tool: 'wire_transfer',
+        arguments: args,
+        principal: alice,
+        toolDescriptorDigest: tools.descriptorDigest('wire_transfer'),
+      });
     const cleanup = () => {
       ledger.close();
       rmSync(dir, { recursive: true, force: true });
@@ -310,7 +358,12 @@ describe('re-evaluation reads current policy, tools and binding (real activities
     const { pdp, acts, bind, cleanup } = await realActivities();
     try {
       const b = bind();
-      const without = await pdp.evaluate({ subject: alice, action: { name: 'tools/call' }, resource: b.resource, context: { arguments: b.arguments } });
+      const without = await pdp.evaluate({
+        subject: alice,
+        action: { name: 'tools/call' },
+        resource: b.resource,
+        context: { arguments: b.arguments },
+      });
       expect(without.decision).toBe('deny');
       expect(await acts.evaluatePolicy({ binding: b, approval })).toEqual({ outcome: 'allow' });
       writeFileSync(

@@ -13,7 +13,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executionOutcome } from '../../src/client/execution-outcome.js';
 import { FileTaskIdStore } from '../../src/client/task-id-store.js';
-import { TasksClient, type AnswerInput, type CallOutcome, type InputContext, type InputRequest, type Task, type TasksClientOptions } from '../../src/client/tasks-client.js';
+import {
+  TasksClient,
+  type AnswerInput,
+  type CallOutcome,
+  type InputContext,
+  type InputRequest,
+  type Task,
+  type TasksClientOptions,
+} from '../../src/client/tasks-client.js';
 import { startConformanceProfile, type ConformanceProfile } from '../../src/conformance-profile/profile.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
@@ -29,9 +37,20 @@ let stack: Stack;
 let profile: ConformanceProfile;
 beforeAll(async () => {
   stack = await startTestStack(
-    testConfig({}, { 'a-tasks-client-justify.cedar': JUSTIFY_POLICY, 'a-quick-expiry.cedar': QUICK_EXPIRY_POLICY, 'b-second-approval.cedar': SECOND_APPROVAL_POLICY }),
+    testConfig(
+      {},
+      {
+        'a-tasks-client-justify.cedar': JUSTIFY_POLICY,
+        'a-quick-expiry.cedar': QUICK_EXPIRY_POLICY,
+        'b-second-approval.cedar': SECOND_APPROVAL_POLICY,
+      },
+    ),
   );
-  profile = await startConformanceProfile({ temporalAddress: stack.urls.temporal, taskQueue: `conformance-${randomUUID()}`, ...(process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {}) });
+  profile = await startConformanceProfile({
+    temporalAddress: stack.urls.temporal,
+    taskQueue: `conformance-${randomUUID()}`,
+    ...(process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {}),
+  });
 });
 afterAll(async () => {
   await profile?.stop();
@@ -51,8 +70,12 @@ function formFiller(text: string): AnswerInput & { calls: Array<{ requests: Reco
     const out: Record<string, unknown> = {};
     for (const [key, req] of Object.entries(requests)) {
       if (req.method !== 'elicitation/create') continue;
-      const props = ((req.params?.requestedSchema as { properties?: Record<string, { type?: string }> } | undefined)?.properties ?? {}) as Record<string, { type?: string }>;
-      out[key] = { action: 'accept', content: Object.fromEntries(Object.entries(props).map(([p, s]) => [p, s.type === 'boolean' ? true : text])) };
+      const props = ((req.params?.requestedSchema as { properties?: Record<string, { type?: string }> } | undefined)?.properties ??
+        {}) as Record<string, { type?: string }>;
+      out[key] = {
+        action: 'accept',
+        content: Object.fromEntries(Object.entries(props).map(([p, s]) => [p, s.type === 'boolean' ? true : text])),
+      };
     }
     return out;
   };
@@ -143,7 +166,8 @@ describe('a tasks-only client drives an approval task (SEP-2848 interoperability
     expect((await client.getTask(taskId)).status).toBe('cancelled');
     expect(stack.ledger.countByTask(taskId)).toBe(0);
     // the backend request is withdrawn (asynchronously): it leaves the approver's pending list
-    for (let i = 0; i < 100 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 100 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
   });
 
@@ -232,7 +256,8 @@ describe('the client keeps its SEP-2848 obligations: durable task ids, no automa
     const { client } = await clientFor('alice', {
       store: new FileTaskIdStore(path),
       onMessage: (dir, msg) => {
-        if (dir === '>' && (msg as { method?: string }).method === 'tasks/get' && atFirstPoll.length === 0) atFirstPoll.push(readFileSync(path, 'utf8'));
+        if (dir === '>' && (msg as { method?: string }).method === 'tasks/get' && atFirstPoll.length === 0)
+          atFirstPoll.push(readFileSync(path, 'utf8'));
       },
     });
     const m = memo();
@@ -264,7 +289,10 @@ describe('the client keeps its SEP-2848 obligations: durable task ids, no automa
     expect(await decide(stack, m, 'approve')).toBe(200);
 
     const sent: string[] = [];
-    const restarted = await clientFor('alice', { store: new FileTaskIdStore(path), onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method) });
+    const restarted = await clientFor('alice', {
+      store: new FileTaskIdStore(path),
+      onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method),
+    });
     const done = await restarted.client.callTool('wire_transfer', transfer(m), { callKey: key });
     expect(done.kind === 'task' && done.task.taskId).toBe(first.seen[0]!.taskId);
     expect(sent).not.toContain('tools/call');
@@ -276,16 +304,29 @@ describe('the client keeps its SEP-2848 obligations: durable task ids, no automa
 
   it('a recorded task the server no longer knows is recorded-task-unavailable, and the tool is not called again', async () => {
     const path = storePath();
-    writeFileSync(path, JSON.stringify({ version: 1, calls: { 'invoice 1': { taskId: 'no-such-task', tool: 'wire_transfer', recordedAt: new Date().toISOString() } } }));
+    writeFileSync(
+      path,
+      JSON.stringify({
+        version: 1,
+        calls: { 'invoice 1': { taskId: 'no-such-task', tool: 'wire_transfer', recordedAt: new Date().toISOString() } },
+      }),
+    );
     const sent: string[] = [];
-    const { client } = await clientFor('alice', { store: new FileTaskIdStore(path), onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method) });
-    await expect(client.callTool('wire_transfer', transfer(memo()), { callKey: 'invoice 1' })).rejects.toMatchObject({ name: 'TasksClientError', code: 'recorded-task-unavailable' });
+    const { client } = await clientFor('alice', {
+      store: new FileTaskIdStore(path),
+      onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method),
+    });
+    await expect(client.callTool('wire_transfer', transfer(memo()), { callKey: 'invoice 1' })).rejects.toMatchObject({
+      name: 'TasksClientError',
+      code: 'recorded-task-unavailable',
+    });
     expect(sent).toEqual(['tasks/get']);
   });
 });
 
 describe('the same client answers in-task input with tasks/update (conformance profile)', () => {
-  const profileClient = (answer?: AnswerInput) => new TasksClient({ url: profile.url, capabilities: { elicitation: {} }, ...(answer ? { answer } : {}) });
+  const profileClient = (answer?: AnswerInput) =>
+    new TasksClient({ url: profile.url, capabilities: { elicitation: {} }, ...(answer ? { answer } : {}) });
 
   it('input_required inside the task: the callback answers, tasks/update resumes it, it completes', async () => {
     const answer = formFiller('unused');
@@ -314,14 +355,22 @@ describe('the same client answers in-task input with tasks/update (conformance p
 
   it('a sync tool returns its CallToolResult directly; a tool error stays a completed task with isError', async () => {
     const client = profileClient();
-    expect(await client.callTool('greet', { name: 'World' })).toEqual({ kind: 'result', result: expect.objectContaining({ content: [{ type: 'text', text: 'Hello, World!' }] }) });
+    expect(await client.callTool('greet', { name: 'World' })).toEqual({
+      kind: 'result',
+      result: expect.objectContaining({ content: [{ type: 'text', text: 'Hello, World!' }] }),
+    });
     const failed = await client.callTool('failing_job', {});
     expect(failed.kind === 'task' && failed.task.status).toBe('completed');
     if (failed.kind === 'task') expect(failed.task.result?.isError).toBe(true);
   });
 
   it('input asked for without an answer callback is a local input-unanswerable error carrying the task', async () => {
-    const err = await profileClient().callTool('confirm_delete', { filename: 'x' }).then(() => null, (e: unknown) => e);
+    const err = await profileClient()
+      .callTool('confirm_delete', { filename: 'x' })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).toMatchObject({ name: 'TasksClientError', code: 'input-unanswerable' });
     expect((err as { task?: Task }).task?.status).toBe('input_required');
     await profileClient().cancel((err as { task: Task }).task.taskId);
@@ -332,7 +381,11 @@ describe('an outcome the client cannot read is possibly executed and never retri
   it('a completed task without a recognized disposition is possibly executed, may not be called again, and the same call key returns that task instead of re-running the tool', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'countersign-task-ids-')), 'tasks.json');
     const sent: string[] = [];
-    const client = new TasksClient({ url: profile.url, store: new FileTaskIdStore(path), onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method) });
+    const client = new TasksClient({
+      url: profile.url,
+      store: new FileTaskIdStore(path),
+      onMessage: (dir, msg) => dir === '>' && sent.push((msg as { method: string }).method),
+    });
     const first = await client.callTool('failing_job', {}, { callKey: 'nightly job' });
     expect(first.kind === 'task' && first.task.status).toBe('completed');
     if (first.kind !== 'task') return;

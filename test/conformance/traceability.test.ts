@@ -43,8 +43,12 @@ describe('SEP-2848 traceability', () => {
   });
 
   it('the check fails on a test title that does not exist, an unknown check id, an untraced MUST, a removed entry, and a MUST resting only on a known gap', () => {
-    expect(checkEdited((t) => t.replace('approve → completed approved-executed with exactly one ledger row', 'approve → something else'))).toEqual(
-      expect.arrayContaining([expect.stringMatching(/S04: test\/e2e\/approval-flow\.test\.ts has no test titled "approve → something else"/)]),
+    expect(
+      checkEdited((t) => t.replace('approve → completed approved-executed with exactly one ledger row', 'approve → something else')),
+    ).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/S04: test\/e2e\/approval-flow\.test\.ts has no test titled "approve → something else"/),
+      ]),
     );
     expect(checkEdited((t) => t.replace('"conf:discover-extensions"', '"conf:no-such-check"'))).toEqual(
       expect.arrayContaining([expect.stringMatching(/S01: no black-box check conf:no-such-check/)]),
@@ -55,16 +59,21 @@ describe('SEP-2848 traceability', () => {
     expect(checkEdited((t) => t.replace(/ {2}- id: S78\n(?: {4}.*\n| {6}.*\n)*/, ''))).toEqual(
       expect.arrayContaining([expect.stringMatching(/the seed has 78 normative statements, conformance\/sep-2848\.yaml has 77/)]),
     );
-    expect(checkEdited((t) => t.replace(/(- id: S56\n(?: {4}.*\n)*? {4}tests:\n) {6}- .*\n/, '$1      - "conf:in-task-input"\n'), ['conf:in-task-input'])).toEqual(
-      expect.arrayContaining([expect.stringMatching(/S56: rests only on known gap/)]),
-    );
+    expect(
+      checkEdited(
+        (t) => t.replace(/(- id: S56\n(?: {4}.*\n)*? {4}tests:\n) {6}- .*\n/, '$1      - "conf:in-task-input"\n'),
+        ['conf:in-task-input'],
+      ),
+    ).toEqual(expect.arrayContaining([expect.stringMatching(/S56: rests only on known gap/)]));
     expect(checkEdited((t) => t.replace('keyword: SHOULD NOT', 'keyword: SHOULD'))).toEqual(
       expect.arrayContaining([expect.stringMatching(/S77: keyword SHOULD, the seed's statement 77 is SHOULD NOT/)]),
     );
   });
 
   it('test titles are read from it(...) and test(...) calls, with escapes resolved', () => {
-    const titles = testTitles("it('a \\'quoted\\' title', () => {});\ntest(\"double\", () => {});\nit.each([[1]])('each %s', () => {});\nit(`tpl`, () => {});");
+    const titles = testTitles(
+      "it('a \\'quoted\\' title', () => {});\ntest(\"double\", () => {});\nit.each([[1]])('each %s', () => {});\nit(`tpl`, () => {});",
+    );
     expect([...titles]).toEqual(["a 'quoted' title", 'double', 'each %s', 'tpl']);
   });
 });

@@ -25,7 +25,10 @@ const memo = () => `e2e ${randomUUID().slice(0, 12)}`;
 const bigTransfer = (m: string, amount = 50_000) => ({ name: 'wire_transfer', arguments: { to: 'acct-991', amount, memo: m } });
 
 async function rpcError(p: Promise<unknown>): Promise<McpRpcError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(McpRpcError);
   return err as McpRpcError;
 }
@@ -86,7 +89,8 @@ describe('approval-gated wire_transfer, end to end', () => {
     expect(t.status).toBe('cancelled');
     expect(t.result).toBeUndefined();
     // the backend request is gone from every approver's queue, so no late approval can land
-    for (let i = 0; i < 50 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m); i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect((await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === m)).toBe(false);
     expect(stack.ledger.countByTask(created.taskId)).toBe(0);
     // cancelling a terminal task is a no-op
@@ -114,7 +118,12 @@ describe('approval-gated wire_transfer, end to end', () => {
     const dave = await clientFor(stack, 'dave');
     const c = await dave.request<WireTask>('tools/call', bigTransfer(m, 50_000));
     expect(c.taskId).not.toBe(a.taskId);
-    for (const [cl, t] of [[alice, a], [alice, b], [dave, c]] as const) await cl.request('tasks/cancel', { taskId: t.taskId });
+    for (const [cl, t] of [
+      [alice, a],
+      [alice, b],
+      [dave, c],
+    ] as const)
+      await cl.request('tasks/cancel', { taskId: t.taskId });
   });
 
   it('another principal gets the same -32602 for the task as for an unknown id, and cannot cancel it', async () => {
@@ -137,7 +146,12 @@ describe('approval-gated wire_transfer, end to end', () => {
   it('a client without the tasks extension gets the degraded isError result and no task is opened', async () => {
     const plain = await clientFor(stack, 'alice', { tasks: false });
     const m = memo();
-    const r = await plain.request<{ resultType?: string; isError?: boolean; content: Array<{ text: string }>; _meta?: Record<string, unknown> }>('tools/call', bigTransfer(m));
+    const r = await plain.request<{
+      resultType?: string;
+      isError?: boolean;
+      content: Array<{ text: string }>;
+      _meta?: Record<string, unknown>;
+    }>('tools/call', bigTransfer(m));
     expect(r.resultType).not.toBe('task');
     expect(r.isError).toBe(true);
     expect(r.content[0]?.text).toMatch(/io\.modelcontextprotocol\/tasks/);
@@ -150,9 +164,15 @@ describe('approval-gated wire_transfer, end to end', () => {
   it('policy allow runs inline and a non-requestable denial never runs', async () => {
     const alice = await clientFor(stack, 'alice');
     const before = stack.ledger.count();
-    const ok = await alice.request<{ isError?: boolean }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-100', amount: 1000 } });
+    const ok = await alice.request<{ isError?: boolean }>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-100', amount: 1000 },
+    });
     expect(ok.isError).toBe(false);
-    const blocked = await alice.request<{ isError?: boolean; resultType?: string; _meta?: Record<string, unknown> }>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-666', amount: 50_000 } });
+    const blocked = await alice.request<{ isError?: boolean; resultType?: string; _meta?: Record<string, unknown> }>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-666', amount: 50_000 },
+    });
     expect(blocked.isError).toBe(true);
     expect(blocked.resultType).not.toBe('task');
     expect(blocked._meta?.[AUTHZ]).toMatchObject({ remediation: 'unavailable' });
@@ -167,13 +187,19 @@ describe('approval-gated wire_transfer, end to end', () => {
     expect((await rpcError(alice.request('tools/call', { name: 'nope', arguments: {} }))).code).toBe(-32602);
     const res = await fetch(stack.urls.mcp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="http:\/\/.+\/\.well-known\/oauth-protected-resource\/mcp"/);
+    expect(res.headers.get('www-authenticate')).toMatch(
+      /^Bearer resource_metadata="http:\/\/.+\/\.well-known\/oauth-protected-resource\/mcp"/,
+    );
   });
 
   it('a forged callback is rejected and reaches no workflow', async () => {
     const res = await fetch(`${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'a'.repeat(32)}/1`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-countersign-timestamp': String(Math.floor(Date.now() / 1000)), 'x-countersign-signature': `v1=${'0'.repeat(64)}` },
+      headers: {
+        'content-type': 'application/json',
+        'x-countersign-timestamp': String(Math.floor(Date.now() / 1000)),
+        'x-countersign-signature': `v1=${'0'.repeat(64)}`,
+      },
       body: JSON.stringify({ request_id: 'ar_x', status: 'approved', generation: 1 }),
     });
     expect(res.status).toBe(401);
@@ -233,7 +259,10 @@ describe('abnormal ends', () => {
     lock.exec('BEGIN EXCLUSIVE');
     try {
       expect(await decide(stack, m2, 'approve')).toBe(200);
-      const scheduled = async () => ((await handle.fetchHistory()).events ?? []).some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
+      const scheduled = async () =>
+        ((await handle.fetchHistory()).events ?? []).some(
+          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool',
+        );
       for (let i = 0; i < 100 && !(await scheduled()); i++) await new Promise((r) => setTimeout(r, 100));
       expect(await scheduled()).toBe(true);
       await handle.terminate('test: operator terminate after claim');
@@ -261,7 +290,11 @@ describe('callback authenticity', () => {
       return { timestamp, signature, status: (await post(body, timestamp, signature)).status };
     };
     const post = (body: string, timestamp: string, signature: string) =>
-      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature }, body });
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
+        body,
+      });
     const body = JSON.stringify({ request_id: req.id, status: 'approved', generation: 1 });
     const first = await send(body);
     expect(first.status).toBe(202);
@@ -305,7 +338,9 @@ describe('capability checks', () => {
     const created = await alice.request<WireTask>('tools/call', bigTransfer(memo()));
     const plain = await clientFor(stack, 'alice', { tasks: false });
     for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
-      const err = await rpcError(plain.request(method, { taskId: created.taskId, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) }));
+      const err = await rpcError(
+        plain.request(method, { taskId: created.taskId, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) }),
+      );
       expect(err.code).toBe(-32021);
     }
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');

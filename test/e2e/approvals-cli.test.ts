@@ -116,7 +116,12 @@ describe('countersign approvals', () => {
       [['approve', own], bob, APPROVALS_EXIT.forbidden, /cannot decide their own/],
       [['show', 'ar_nope'], bob, APPROVALS_EXIT.notFound, /No such access request/],
       [['deny', own], carol, APPROVALS_EXIT.usage, /required option '--comment <text>' not specified/],
-      [['list'], { ...bob, COUNTERSIGN_APPROVALS_URL: 'http://127.0.0.1:9' }, APPROVALS_EXIT.unavailable, /cannot reach the approval service/],
+      [
+        ['list'],
+        { ...bob, COUNTERSIGN_APPROVALS_URL: 'http://127.0.0.1:9' },
+        APPROVALS_EXIT.unavailable,
+        /cannot reach the approval service/,
+      ],
     ];
     for (const [args, env, code, message] of cases) {
       const r = await cli(args, env);

@@ -38,7 +38,10 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const config = testConfig();
   const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/tickets`;
-  writeFileSync(join(config.COUNTERSIGN_DATA_DIR, APPROVAL_RULES_FILE), JSON.stringify({ itsm: { webhookUrl: url, groups: ['treasury'] } }));
+  writeFileSync(
+    join(config.COUNTERSIGN_DATA_DIR, APPROVAL_RULES_FILE),
+    JSON.stringify({ itsm: { webhookUrl: url, groups: ['treasury'] } }),
+  );
   stack = await startTestStack(config);
 });
 afterAll(async () => {
@@ -49,10 +52,16 @@ afterAll(async () => {
 const key = () => new TextEncoder().encode(stack.secrets.itsmSecret);
 
 /** Wait (event-driven) for the receiver to hold a notification about the request with `memo`. */
-async function notificationFor(memo: string): Promise<{ raw: string; request: { id: string; arguments: Record<string, unknown>; summary: string } }> {
+async function notificationFor(
+  memo: string,
+): Promise<{ raw: string; request: { id: string; arguments: Record<string, unknown>; summary: string } }> {
   for (;;) {
     for (const r of received) {
-      const { payload } = await jwtVerify(r.body, key(), { audience: ITSM_NOTIFICATION_AUDIENCE, issuer: stack.urls.approvals, algorithms: ['HS256'] });
+      const { payload } = await jwtVerify(r.body, key(), {
+        audience: ITSM_NOTIFICATION_AUDIENCE,
+        issuer: stack.urls.approvals,
+        algorithms: ['HS256'],
+      });
       const request = payload['request'] as { id: string; arguments: Record<string, unknown>; summary: string };
       if (request.arguments['memo'] === memo) return { raw: r.body, request };
     }
@@ -60,7 +69,10 @@ async function notificationFor(memo: string): Promise<{ raw: string; request: { 
   }
 }
 
-function decision(claims: Record<string, unknown>, opts: { secret?: Uint8Array; audience?: string; issuer?: string; iat?: number } = {}): Promise<string> {
+function decision(
+  claims: Record<string, unknown>,
+  opts: { secret?: Uint8Array; audience?: string; issuer?: string; iat?: number } = {},
+): Promise<string> {
   const iat = opts.iat ?? Math.floor(Date.now() / 1000);
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256' })
@@ -91,20 +103,33 @@ describe('ITSM webhook', () => {
   it('a signed decision from the ITSM system by a configured approver resolves the task: approved-executed, itsm:<person> in the audit trail', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = `itsm-${randomUUID().slice(0, 8)}`;
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-991', amount: 50_000, memo: m },
+    });
     const { request } = await notificationFor(m);
-    const res = await post(await decision({ request_id: request.id, decision: 'approve', decided_by: 'bob', comment: 'CHG-1234 approved' }));
+    const res = await post(
+      await decision({ request_id: request.id, decision: 'approve', decided_by: 'bob', comment: 'CHG-1234 approved' }),
+    );
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ status: 'approved', approvals: ['bob'] });
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
-    expect(stack.approvals.store.auditTrail(request.id).at(-1)).toMatchObject({ event: 'approved', actor: 'itsm:bob', via: 'itsm', comment: 'CHG-1234 approved' });
+    expect(stack.approvals.store.auditTrail(request.id).at(-1)).toMatchObject({
+      event: 'approved',
+      actor: 'itsm:bob',
+      via: 'itsm',
+      comment: 'CHG-1234 approved',
+    });
   });
 
   it('forged, misdirected, stale, unsigned and replayed-notification decisions are refused with 401, and a self-approval with 403; the task keeps waiting', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = `itsm-${randomUUID().slice(0, 8)}`;
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-991', amount: 50_000, memo: m },
+    });
     const { raw, request } = await notificationFor(m);
     const claims = { request_id: request.id, decision: 'approve', decided_by: 'bob' };
     const refusals = [
@@ -112,7 +137,12 @@ describe('ITSM webhook', () => {
       await decision(claims, { audience: 'https://some-other-service.example' }),
       await decision(claims, { issuer: 'urn:someone-else' }),
       await decision(claims, { iat: Math.floor(Date.now() / 1000) - 3600 }),
-      new UnsecuredJWT(claims).setIssuer(ITSM_DECISION_ISSUER).setAudience(stack.urls.approvals).setIssuedAt().setExpirationTime('5m').encode(),
+      new UnsecuredJWT(claims)
+        .setIssuer(ITSM_DECISION_ISSUER)
+        .setAudience(stack.urls.approvals)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .encode(),
       raw, // the outgoing notification replayed as a decision
       'not a jws',
     ];

@@ -19,7 +19,11 @@ import { parseTaskId } from '../../workflows/task-id.js';
 import { clientFor, pendingFor, startTestStack, testConfig, type WireTask } from '../support/stack-harness.js';
 
 const AUTHZ = 'io.modelcontextprotocol/authorization';
-const LIMITS = { COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: 2, COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: 3, COUNTERSIGN_SUBMISSION_WINDOW_MS: 3_600_000 };
+const LIMITS = {
+  COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: 2,
+  COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: 3,
+  COUNTERSIGN_SUBMISSION_WINDOW_MS: 3_600_000,
+};
 
 interface CallResult {
   resultType?: string;
@@ -40,7 +44,8 @@ afterAll(async () => {
 });
 
 const memo = () => `limits ${randomUUID().slice(0, 12)}`;
-const call = (client: WireClient, m: string) => client.request<CallResult>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } });
+const call = (client: WireClient, m: string) =>
+  client.request<CallResult>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } });
 
 /** A second MCP front instance: its own Temporal connection and task service, the same secrets and limits. */
 async function secondInstance(): Promise<{ tasks: TaskService; open: (sub: string, m: string) => Promise<{ taskId: string }> }> {
@@ -84,7 +89,12 @@ async function secondInstance(): Promise<{ tasks: TaskService; open: (sub: strin
         principal: { iss: stack.urls.issuer, sub },
         toolDescriptorDigest: tools.descriptorDigest(tool.name),
       }),
-      { approverGroup: 'treasury', requestTtlMs: 7 * 86_400_000, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'test' },
+      {
+        approverGroup: 'treasury',
+        requestTtlMs: 7 * 86_400_000,
+        reason: 'Transfers over $25,000 require treasury approval.',
+        policyId: 'test',
+      },
     );
   return { tasks, open };
 }
@@ -146,7 +156,10 @@ describe('per-principal submission limits, end to end', () => {
 
     // both instances now refuse erin a third pending task
     expectLimitDenial(await call(erin, m3), /too many approval requests pending/);
-    const err = await second.open('erin', m3).then(() => null, (e: unknown) => e);
+    const err = await second.open('erin', m3).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SubmissionLimitedError);
     expect((err as SubmissionLimitedError).reason).toBe('too-many-pending');
 

@@ -15,7 +15,10 @@ const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
 
 async function rpcError(p: Promise<unknown>): Promise<McpRpcError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(McpRpcError);
   return err as McpRpcError;
 }
@@ -54,7 +57,16 @@ describe('logs redact secrets', () => {
       // final (non-requestable) denial, invalid arguments, a client without tasks, a cancel
       const blocked = await alice.request<{ isError?: boolean }>('tools/call', transfer(10, `${secret}-blocked`, 'acct-666'));
       expect(blocked.isError).toBe(true);
-      expect((await rpcError(alice.request('tools/call', { name: 'wire_transfer', arguments: { to: plantedTo, amount: -1, memo: `${secret}-invalid`, extra: secret } }))).code).toBe(-32602);
+      expect(
+        (
+          await rpcError(
+            alice.request('tools/call', {
+              name: 'wire_transfer',
+              arguments: { to: plantedTo, amount: -1, memo: `${secret}-invalid`, extra: secret },
+            }),
+          )
+        ).code,
+      ).toBe(-32602);
       const noTasks = new WireClient({ url: stack.urls.mcp, token, capabilities: {} });
       expect((await noTasks.request<{ isError?: boolean }>('tools/call', transfer(70_000, `${secret}-notasks`))).isError).toBe(true);
       const cancelled = await alice.request<WireTask>('tools/call', transfer(80_000, `${secret}-cancel`));
@@ -65,7 +77,9 @@ describe('logs redact secrets', () => {
       const [head, body, sig] = token.split('.');
       badTokens.push(`${head}.${body}.${sig!.slice(0, -4)}AAAA`);
       for (const bad of badTokens) {
-        const err = await rpcError(new WireClient({ url: stack.urls.mcp, token: bad, capabilities: TASKS }).request('tools/call', transfer(1, `${secret}-badtoken`)));
+        const err = await rpcError(
+          new WireClient({ url: stack.urls.mcp, token: bad, capabilities: TASKS }).request('tools/call', transfer(1, `${secret}-badtoken`)),
+        );
         expect(err.httpStatus).toBe(401);
       }
 
@@ -76,7 +90,11 @@ describe('logs redact secrets', () => {
       for (const ts of [now, now - 3_600]) {
         const res = await fetch(`${origin}/callbacks/arap/${workflowId}/1`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: String(ts), [CALLBACK_SIGNATURE_HEADER]: `v1=${'ab'.repeat(32)}` },
+          headers: {
+            'content-type': 'application/json',
+            [CALLBACK_TIMESTAMP_HEADER]: String(ts),
+            [CALLBACK_SIGNATURE_HEADER]: `v1=${'ab'.repeat(32)}`,
+          },
           body: JSON.stringify({ request_id: secret, status: 'approved', generation: 1 }),
         });
         expect(res.status).toBe(401);
@@ -88,7 +106,11 @@ describe('logs redact secrets', () => {
       const signed = signCallback(stack.secrets.callbackSecret, raw, Date.now() / 1000);
       const res = await fetch(`${origin}/callbacks/arap/${parseTaskId(pending.taskId)!.workflowId}/1`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: signed.timestamp, [CALLBACK_SIGNATURE_HEADER]: signed.signature },
+        headers: {
+          'content-type': 'application/json',
+          [CALLBACK_TIMESTAMP_HEADER]: signed.timestamp,
+          [CALLBACK_SIGNATURE_HEADER]: signed.signature,
+        },
         body: raw,
       });
       expect(res.status).not.toBe(401);
@@ -97,12 +119,21 @@ describe('logs redact secrets', () => {
 
       // approver credentials: a wrong password and a right one over the API
       const bob = stack.secrets.approvers.find((a) => a.id === 'bob')!;
-      expect((await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: { authorization: basic('bob', `${bob.secret}x`) } })).status).toBe(401);
+      expect(
+        (await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: { authorization: basic('bob', `${bob.secret}x`) } }))
+          .status,
+      ).toBe(401);
       expect(await pendingFor(stack, 'bob')).toBeInstanceOf(Array);
 
       // the redaction paths themselves: a careless log call with the secrets, a config holding keys, arguments, headers
       stack.logger.child({ part: 'probe' }).warn(
-        { secrets: stack.secrets, config: { ...stack.config, COUNTERSIGN_PAYLOAD_KEYS: stack.secrets.payloadKeys }, arguments: { memo: secret }, headers: { authorization: `Bearer ${token}` }, token },
+        {
+          secrets: stack.secrets,
+          config: { ...stack.config, COUNTERSIGN_PAYLOAD_KEYS: stack.secrets.payloadKeys },
+          arguments: { memo: secret },
+          headers: { authorization: `Bearer ${token}` },
+          token,
+        },
         'redaction probe',
       );
       await stack.approvals.drainCallbacks(); // let in-flight callbacks land while the worker still runs
@@ -113,7 +144,15 @@ describe('logs redact secrets', () => {
 
     const log = readFileSync(logFile, 'utf8');
     // the run really logged (so an absence below means redaction, not silence)
-    for (const line of ['tools/call allowed', 'approval task created or joined', 'access request submitted', 'tools/call denied', 'bearer token rejected', 'backend callback rejected', 'redaction probe']) {
+    for (const line of [
+      'tools/call allowed',
+      'approval task created or joined',
+      'access request submitted',
+      'tools/call denied',
+      'bearer token rejected',
+      'backend callback rejected',
+      'redaction probe',
+    ]) {
       expect(log, line).toContain(line);
     }
     const [, , signature] = token.split('.');
@@ -126,7 +165,9 @@ describe('logs redact secrets', () => {
       'callback secret': stack.secrets.callbackSecret,
       'dedup key': stack.secrets.dedupKey,
       ...Object.fromEntries(stack.secrets.approvers.map((a) => [`approver secret of ${a.id}`, a.secret])),
-      ...Object.fromEntries(stack.secrets.approvers.map((a) => [`basic credentials of ${a.id}`, basic(a.id, a.secret).slice('Basic '.length)])),
+      ...Object.fromEntries(
+        stack.secrets.approvers.map((a) => [`basic credentials of ${a.id}`, basic(a.id, a.secret).slice('Basic '.length)]),
+      ),
       ...Object.fromEntries(stack.secrets.payloadKeys.map((k) => [`payload key ${k.id}`, k.key])),
       ...Object.fromEntries(badTokens.map((t, i) => [`bad token ${i}`, t])),
       ...Object.fromEntries(signatures.map((t, i) => [`callback signature ${i}`, t])),

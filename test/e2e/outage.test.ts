@@ -40,7 +40,14 @@ afterAll(async () => {
 const transfer = (amount: number, memo: string) => ({ name: 'wire_transfer', arguments: { to: 'acct-991', amount, memo } });
 
 /** One raw `tasks/get` over HTTP, so the status line and headers can be read. */
-async function rawTasksGet(client: WireClient, taskId: string): Promise<{ status: number; retryAfter: string | null; body: { error?: { code: number; data?: { retryable?: boolean; retryAfterSeconds?: number } } } }> {
+async function rawTasksGet(
+  client: WireClient,
+  taskId: string,
+): Promise<{
+  status: number;
+  retryAfter: string | null;
+  body: { error?: { code: number; data?: { retryable?: boolean; retryAfterSeconds?: number } } };
+}> {
   const opts = (client as unknown as { opts: { url: string; token: string } }).opts;
   const res = await fetch(opts.url, {
     method: 'POST',
@@ -101,7 +108,10 @@ describe('Temporal down', () => {
     const small = await alice.request<{ isError?: boolean }>('tools/call', transfer(100, `${m} small`));
     expect(small.isError).toBe(false);
     // a new gated call cannot become a task now: a retryable error, never a task that exists unseen
-    const gated = await alice.request('tools/call', transfer(50_001, `${m} during`)).then(() => null, (e: unknown) => e);
+    const gated = await alice.request('tools/call', transfer(50_001, `${m} during`)).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(gated).toBeInstanceOf(McpRpcError);
     expect((gated as McpRpcError).data).toMatchObject({ retryable: true });
 
@@ -125,7 +135,9 @@ describe('no worker', () => {
     const created = await eventually(() => alice.request<WireTask>('tools/call', transfer(60_000, m)));
     await stack.stopWorker();
     try {
-      expect(await eventually(() => alice.request('tasks/cancel', { taskId: created.taskId }), 10)).toMatchObject({ resultType: 'complete' });
+      expect(await eventually(() => alice.request('tasks/cancel', { taskId: created.taskId }), 10)).toMatchObject({
+        resultType: 'complete',
+      });
       const r = await rawTasksGet(alice, created.taskId);
       expect([r.status, r.body.error?.data?.retryable]).toEqual([503, true]);
     } finally {

@@ -43,7 +43,11 @@ function dumpAll(value: unknown, out: string[] = [], seen = new Set<unknown>()):
 }
 
 /** Payload messages (objects with `data` bytes and a `metadata` map) anywhere in a history. */
-function payloadsIn(value: unknown, found: Array<{ path: string; payload: Payload }> = [], path = ''): Array<{ path: string; payload: Payload }> {
+function payloadsIn(
+  value: unknown,
+  found: Array<{ path: string; payload: Payload }> = [],
+  path = '',
+): Array<{ path: string; payload: Payload }> {
   if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return found;
   const o = value as Record<string, unknown>;
   if (o.data instanceof Uint8Array && o.metadata !== null && typeof o.metadata === 'object') {
@@ -59,7 +63,10 @@ describe('payload codec: arguments are not stored in plain text', () => {
     const planted = `PLANTED-${randomUUID()}`;
     const plantedTo = `acct-planted-${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     const alice = await clientFor(stack, 'alice');
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: plantedTo, amount: 50_000, memo: planted } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: plantedTo, amount: 50_000, memo: planted },
+    });
     expect(created.resultType).toBe('task');
     expect(await decide(stack, planted, 'approve')).toBe(200);
     // the codec round-trips: query, update, result and memo all decode for the MCP front
@@ -79,7 +86,8 @@ describe('payload codec: arguments are not stored in plain text', () => {
 
     const forms = [JSON.stringify(history), dumpAll(history).join('\n')];
     for (const text of forms) {
-      for (const secret of [planted, plantedTo, Buffer.from(planted).toString('base64'), 'acct-planted-']) expect(text).not.toContain(secret);
+      for (const secret of [planted, plantedTo, Buffer.from(planted).toString('base64'), 'acct-planted-'])
+        expect(text).not.toContain(secret);
     }
 
     // Every payload in the history is sealed: the started event's input, memo, activity inputs and results, updates, the result.
@@ -87,7 +95,9 @@ describe('payload codec: arguments are not stored in plain text', () => {
     expect(payloads.length).toBeGreaterThan(5);
     const notSealed = payloads.filter(({ payload }) => Buffer.from(payload.metadata?.encoding ?? []).toString() !== ENCRYPTED_ENCODING);
     // Not ours to seal: search attributes, and the SDK's patch markers (they hold only the patch id).
-    expect(notSealed.map((p) => p.path).filter((p) => !/searchAttributes|markerRecordedEventAttributes\.details\.patch-data/.test(p))).toEqual([]);
+    expect(
+      notSealed.map((p) => p.path).filter((p) => !/searchAttributes|markerRecordedEventAttributes\.details\.patch-data/.test(p)),
+    ).toEqual([]);
     const started = events[0]!.workflowExecutionStartedEventAttributes!;
     const input = started.input!.payloads![0]!;
     expect(Buffer.from(input.metadata!.encoding!).toString()).toBe(ENCRYPTED_ENCODING);
@@ -100,7 +110,10 @@ describe('payload codec: arguments are not stored in plain text', () => {
 
     // A codec that lacks the key id refuses, with a clear error, and returns no plaintext.
     const stranger = payloadCodecFromKeyList([generatePayloadKey()]);
-    const err = await stranger.decode([input]).then(() => null, (e: unknown) => e);
+    const err = await stranger.decode([input]).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PayloadCodecError);
     expect((err as PayloadCodecError).code).toBe('unknown-key');
     expect((err as Error).message).toMatch(/unknown key id/);
@@ -113,7 +126,13 @@ describe('payload codec: arguments are not stored in plain text', () => {
     const handle = await plainClient.workflow.start('approvalWorkflow', {
       taskQueue: stack.config.COUNTERSIGN_TASK_QUEUE,
       workflowId: forgedId,
-      args: [{ binding: { tool: 'wire_transfer', arguments: { to: 'acct-777', amount: 90000 }, principal: { iss: 'x', sub: 'alice' } }, ownerKey: 'x', config: {} }],
+      args: [
+        {
+          binding: { tool: 'wire_transfer', arguments: { to: 'acct-777', amount: 90000 }, principal: { iss: 'x', sub: 'alice' } },
+          ownerKey: 'x',
+          config: {},
+        },
+      ],
     });
     try {
       let failed = false;

@@ -23,7 +23,11 @@ beforeAll(async () => {
     const s = serve({ fetch: (r) => fetchRef(r), port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
   const issuerUrl = `http://127.0.0.1:${(idpServer.address() as AddressInfo).port}`;
-  idp = await loadOrCreateDevIssuer({ keyFile: join(mkdtempSync(join(tmpdir(), 'idp-')), 'key.json'), issuer: issuerUrl, audience: AUDIENCE });
+  idp = await loadOrCreateDevIssuer({
+    keyFile: join(mkdtempSync(join(tmpdir(), 'idp-')), 'key.json'),
+    issuer: issuerUrl,
+    audience: AUDIENCE,
+  });
   fetchRef = (r) => idp.app.fetch(r);
   stack = await startTestStack(testConfig({ COUNTERSIGN_OAUTH_ISSUER: issuerUrl, COUNTERSIGN_OAUTH_AUDIENCE: AUDIENCE }));
 });
@@ -41,9 +45,20 @@ it('accepts a token from the configured authorization server for the configured 
 
 it('refuses the embedded development issuer, and the right issuer for another audience, with 401', async () => {
   const wrongIssuer = await stack.issuer.mintToken({ sub: 'alice' });
-  const otherAudience = await (await loadOrCreateDevIssuer({ keyFile: join(mkdtempSync(join(tmpdir(), 'idp2-')), 'key.json'), issuer: idp.issuer, audience: 'https://elsewhere.example/mcp' })).mintToken({ sub: 'alice' });
+  const otherAudience = await (
+    await loadOrCreateDevIssuer({
+      keyFile: join(mkdtempSync(join(tmpdir(), 'idp2-')), 'key.json'),
+      issuer: idp.issuer,
+      audience: 'https://elsewhere.example/mcp',
+    })
+  ).mintToken({ sub: 'alice' });
   for (const token of [wrongIssuer, otherAudience]) {
-    const err = await clientWith(token).request('tools/list').then(() => null, (e: unknown) => e as McpRpcError);
+    const err = await clientWith(token)
+      .request('tools/list')
+      .then(
+        () => null,
+        (e: unknown) => e as McpRpcError,
+      );
     expect(err?.httpStatus).toBe(401);
   }
 });

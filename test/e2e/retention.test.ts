@@ -17,7 +17,10 @@ afterAll(async () => {
 it('an expired task gets the same -32602 as an unknown one, and its ttlMs said when', async () => {
   const alice = await clientFor(stack, 'alice');
   const m = `retention ${randomUUID().slice(0, 8)}`;
-  const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 40_000, memo: m } });
+  const created = await alice.request<WireTask>('tools/call', {
+    name: 'wire_transfer',
+    arguments: { to: 'acct-991', amount: 40_000, memo: m },
+  });
   expect(await decide(stack, m, 'deny')).toBe(200);
   const done = await waitForTerminal(alice, created.taskId);
   const expiresAt = Date.parse(done.createdAt) + (done.ttlMs ?? 0);
@@ -25,8 +28,14 @@ it('an expired task gets the same -32602 as an unknown one, and its ttlMs said w
   expect(expiresAt).toBe(Date.parse((done as WireTask & { lastUpdatedAt: string }).lastUpdatedAt) + 1500);
   expect(expiresAt).toBeGreaterThan(Date.now());
   await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 200));
-  const expired = await alice.request('tasks/get', { taskId: created.taskId }).then(() => null, (e: unknown) => e as McpRpcError);
-  const unknown = await alice.request('tasks/get', { taskId: `${'0'.repeat(32)}.${randomUUID()}` }).then(() => null, (e: unknown) => e as McpRpcError);
+  const expired = await alice.request('tasks/get', { taskId: created.taskId }).then(
+    () => null,
+    (e: unknown) => e as McpRpcError,
+  );
+  const unknown = await alice.request('tasks/get', { taskId: `${'0'.repeat(32)}.${randomUUID()}` }).then(
+    () => null,
+    (e: unknown) => e as McpRpcError,
+  );
   expect(expired).toBeInstanceOf(McpRpcError);
   expect(expired?.code).toBe(-32602);
   expect(expired?.message).toBe(unknown?.message);

@@ -24,7 +24,13 @@ const RULES = {
       decision: 'approve',
       comment: 'under 30,000 to an allow-listed account',
     },
-    { id: 'new-account', tool: 'wire_transfer', when: [{ field: 'arguments.to', in: ['acct-new-77'] }], decision: 'deny', comment: 'destination account is new' },
+    {
+      id: 'new-account',
+      tool: 'wire_transfer',
+      when: [{ field: 'arguments.to', in: ['acct-new-77'] }],
+      decision: 'deny',
+      comment: 'destination account is new',
+    },
   ],
 };
 
@@ -47,7 +53,10 @@ describe('risk engine', () => {
   it('a rule approving small transfers to allow-listed accounts resolves the task on arrival with no human: approved-executed, rule in the audit trail', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = memo();
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-payroll', amount: 28_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-payroll', amount: 28_000, memo: m },
+    });
     expect(created.resultType).toBe('task'); // over 25,000: policy asked for approval
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.status).toBe('completed');
@@ -64,7 +73,10 @@ describe('risk engine', () => {
   it('a rule denying transfers to a new account resolves the task as denied-not-executed, recording the rule', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = memo();
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-new-77', amount: 50_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-new-77', amount: 50_000, memo: m },
+    });
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('denied-not-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(0);
@@ -79,17 +91,37 @@ describe('risk engine', () => {
   it('a request no rule matches waits; a rule the operator adds later decides it on the scheduled pass', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = memo();
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-rent', amount: 45_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-rent', amount: 45_000, memo: m },
+    });
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
     const pending = stack.approvals.store.listPending({}).find((r) => r.body.context.arguments['memo'] === m);
     expect(pending?.status).toBe('pending');
     writeFileSync(
       rulesFile,
-      JSON.stringify({ ...RULES, risk: [...RULES.risk, { id: 'rent-up-to-50k', when: [{ field: 'arguments.to', eq: 'acct-rent' }, { field: 'arguments.amount', lte: 50_000 }], decision: 'approve' }] }),
+      JSON.stringify({
+        ...RULES,
+        risk: [
+          ...RULES.risk,
+          {
+            id: 'rent-up-to-50k',
+            when: [
+              { field: 'arguments.to', eq: 'acct-rent' },
+              { field: 'arguments.amount', lte: 50_000 },
+            ],
+            decision: 'approve',
+          },
+        ],
+      }),
     );
     // the stack's sweeper re-reads the file and re-evaluates pending requests (riskIntervalMs 1 s)
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
-    expect(stack.approvals.store.auditTrail(pending!.id).at(-1)).toMatchObject({ event: 'approved', actor: 'risk-engine', rule: 'rent-up-to-50k' });
+    expect(stack.approvals.store.auditTrail(pending!.id).at(-1)).toMatchObject({
+      event: 'approved',
+      actor: 'risk-engine',
+      rule: 'rent-up-to-50k',
+    });
   });
 });

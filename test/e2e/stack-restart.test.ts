@@ -22,7 +22,10 @@ it('a task pending when the whole stack stops is served under the same taskId af
   stack = await startTestStack(config);
   const m = `restart ${randomUUID().slice(0, 8)}`;
   const alice = await clientFor(stack, 'alice');
-  const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 60_000, memo: m } });
+  const created = await alice.request<WireTask>('tools/call', {
+    name: 'wire_transfer',
+    arguments: { to: 'acct-991', amount: 60_000, memo: m },
+  });
   expect(created.status).toBe('working');
   await stack.stop();
 
@@ -32,7 +35,10 @@ it('a task pending when the whole stack stops is served under the same taskId af
   expect(again.status).toBe('working');
   expect(again.createdAt).toBe(created.createdAt);
   // the same call after the restart joins the same pending task
-  const joined = await alice2.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 60_000, memo: m } });
+  const joined = await alice2.request<WireTask>('tools/call', {
+    name: 'wire_transfer',
+    arguments: { to: 'acct-991', amount: 60_000, memo: m },
+  });
   expect(joined.taskId).toBe(created.taskId);
   expect(await decide(stack, m, 'approve')).toBe(200);
   const done = await waitForTerminal(alice2, created.taskId);

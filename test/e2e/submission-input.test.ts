@@ -21,7 +21,10 @@ afterAll(async () => {
 
 interface InputRequired {
   resultType: string;
-  inputRequests: Record<string, { method: string; params: { mode: string; message: string; requestedSchema: { properties: Record<string, unknown> } } }>;
+  inputRequests: Record<
+    string,
+    { method: string; params: { mode: string; message: string; requestedSchema: { properties: Record<string, unknown> } } }
+  >;
   requestState: string;
 }
 
@@ -29,7 +32,10 @@ const call = (memo: string, amount = 88_888) => ({ name: 'wire_transfer', argume
 const answer = (text: string, key = 'justification') => ({ [key]: { action: 'accept', content: { justification: text } } });
 
 async function rpcError(p: Promise<unknown>): Promise<McpRpcError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(McpRpcError);
   return err as McpRpcError;
 }
@@ -57,7 +63,11 @@ describe('submission input before the task (MRTR)', () => {
     const alice = await clientFor(stack, 'alice', { elicitation: true });
     const m = `mrtr ${randomUUID().slice(0, 8)}`;
     const r = await firstRound(alice, m);
-    const created = await alice.request<WireTask>('tools/call', { ...call(m), inputResponses: answer('Quarterly supplier settlement, ticket FIN-1234.'), requestState: r.requestState });
+    const created = await alice.request<WireTask>('tools/call', {
+      ...call(m),
+      inputResponses: answer('Quarterly supplier settlement, ticket FIN-1234.'),
+      requestState: r.requestState,
+    });
     expect(created.resultType).toBe('task');
     expect(created.status).toBe('working');
     const pending = (await pendingFor(stack, 'bob')).find((p) => p.arguments.memo === m) as { justification?: string } | undefined;
@@ -69,7 +79,13 @@ describe('submission input before the task (MRTR)', () => {
     const alice = await clientFor(stack, 'alice', { elicitation: true });
     const m = `mrtr ${randomUUID().slice(0, 8)}`;
     const r = await firstRound(alice, m);
-    const err = await rpcError(alice.request('tools/call', { ...call(`${m} changed`), inputResponses: answer('A perfectly good reason here.'), requestState: r.requestState }));
+    const err = await rpcError(
+      alice.request('tools/call', {
+        ...call(`${m} changed`),
+        inputResponses: answer('A perfectly good reason here.'),
+        requestState: r.requestState,
+      }),
+    );
     expect(err.code).toBe(-32602);
     expect(err.message).toMatch(/does not match the original call/);
     expect((await pendingFor(stack, 'bob')).some((p) => String(p.arguments.memo).startsWith(m))).toBe(false);
@@ -81,9 +97,13 @@ describe('submission input before the task (MRTR)', () => {
     const m = `mrtr ${randomUUID().slice(0, 8)}`;
     const r = await firstRound(alice, m);
     const flipped = r.requestState.slice(0, -2) + (r.requestState.endsWith('A') ? 'BB' : 'AA');
-    const tampered = await rpcError(alice.request('tools/call', { ...call(m), inputResponses: answer('A perfectly good reason here.'), requestState: flipped }));
+    const tampered = await rpcError(
+      alice.request('tools/call', { ...call(m), inputResponses: answer('A perfectly good reason here.'), requestState: flipped }),
+    );
     expect(tampered.code).toBe(-32602);
-    const replayed = await rpcError(mallory.request('tools/call', { ...call(m), inputResponses: answer('A perfectly good reason here.'), requestState: r.requestState }));
+    const replayed = await rpcError(
+      mallory.request('tools/call', { ...call(m), inputResponses: answer('A perfectly good reason here.'), requestState: r.requestState }),
+    );
     expect(replayed.code).toBe(-32602);
     expect(replayed.message).toBe(tampered.message);
     expect((await pendingFor(stack, 'bob')).some((p) => p.arguments.memo === m)).toBe(false);
@@ -102,7 +122,11 @@ describe('submission input before the task (MRTR)', () => {
     const m = `mrtr ${randomUUID().slice(0, 8)}`;
     let state = (await firstRound(alice, m)).requestState;
     for (let round = 2; round <= 3; round++) {
-      const again = await alice.request<InputRequired>('tools/call', { ...call(m), inputResponses: answer('too short'), requestState: state });
+      const again = await alice.request<InputRequired>('tools/call', {
+        ...call(m),
+        inputResponses: answer('too short'),
+        requestState: state,
+      });
       expect(again.resultType).toBe('input_required');
       state = again.requestState;
     }
@@ -116,14 +140,23 @@ describe('submission input before the task (MRTR)', () => {
     for (const action of ['decline', 'cancel'] as const) {
       const m = `mrtr-${action} ${randomUUID().slice(0, 8)}`;
       const r = await firstRound(alice, m);
-      const out = await alice.request<{ isError?: boolean; resultType?: string; content: Array<{ text: string }>; _meta?: Record<string, unknown> }>('tools/call', {
+      const out = await alice.request<{
+        isError?: boolean;
+        resultType?: string;
+        content: Array<{ text: string }>;
+        _meta?: Record<string, unknown>;
+      }>('tools/call', {
         ...call(m),
         inputResponses: { justification: { action } },
         requestState: r.requestState,
       });
       expect(out.resultType).not.toBe('input_required');
       expect(out.isError).toBe(true);
-      expect(out.content[0]?.text).toMatch(action === 'decline' ? /was declined, so no approval request was submitted and the tool did not run/ : /was cancelled, so no approval request was submitted/);
+      expect(out.content[0]?.text).toMatch(
+        action === 'decline'
+          ? /was declined, so no approval request was submitted and the tool did not run/
+          : /was cancelled, so no approval request was submitted/,
+      );
       expect(out._meta?.['io.modelcontextprotocol/authorization']).toMatchObject({ remediation: 'unavailable' });
       expect((await pendingFor(stack, 'bob')).some((p) => p.arguments.memo === m)).toBe(false);
     }
@@ -140,7 +173,9 @@ describe('submission input before the task (MRTR)', () => {
       t = await alice.request('tasks/get', { taskId: created.taskId });
     }
     const [key] = Object.keys(t.inputRequests ?? {});
-    expect(await alice.request('tasks/update', { taskId: created.taskId, inputResponses: { [key!]: { action: 'decline' } } })).toMatchObject({ resultType: 'complete' });
+    expect(
+      await alice.request('tasks/update', { taskId: created.taskId, inputResponses: { [key!]: { action: 'decline' } } }),
+    ).toMatchObject({ resultType: 'complete' });
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.status).toBe('completed');
     expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('denied-not-executed');
@@ -164,12 +199,23 @@ describe('submission input before the task (MRTR)', () => {
     expect(Object.keys(t.inputRequests ?? {})).toEqual(['justification-2']);
     expect(t.inputRequests?.['justification-2']?.method).toBe('elicitation/create');
     expect(t._meta?.['io.modelcontextprotocol/authorization']).toMatchObject({ remediation: 'available' });
-    const short = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('short', 'justification-2') }));
+    const short = await rpcError(
+      alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('short', 'justification-2') }),
+    );
     expect(short.code).toBe(-32602);
-    expect(short.message).toBe('Invalid params: inputResponses must answer the outstanding key: accept with a justification of 10 to 1000 characters, or decline or cancel');
-    const wrongKey = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') }));
+    expect(short.message).toBe(
+      'Invalid params: inputResponses must answer the outstanding key: accept with a justification of 10 to 1000 characters, or decline or cancel',
+    );
+    const wrongKey = await rpcError(
+      alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.') }),
+    );
     expect(wrongKey.message).toBe('Invalid params: inputResponses names a key that is not outstanding; read inputRequests from tasks/get');
-    expect(await alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.', 'justification-2') })).toMatchObject({ resultType: 'complete' });
+    expect(
+      await alice.request('tasks/update', {
+        taskId: created.taskId,
+        inputResponses: answer('Carol owns this supplier relationship.', 'justification-2'),
+      }),
+    ).toMatchObject({ resultType: 'complete' });
     let second: Array<{ arguments: Record<string, unknown>; justification?: string }> = [];
     for (let i = 0; i < 100 && second.length === 0; i++) {
       second = (await pendingFor(stack, 'carol')).filter((p) => p.arguments.memo === m) as typeof second;
@@ -181,7 +227,12 @@ describe('submission input before the task (MRTR)', () => {
     expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('approved-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
     // a task that is not waiting for input refuses tasks/update, a replay of the answered round included
-    const late = await rpcError(alice.request('tasks/update', { taskId: created.taskId, inputResponses: answer('Carol owns this supplier relationship.', 'justification-2') }));
+    const late = await rpcError(
+      alice.request('tasks/update', {
+        taskId: created.taskId,
+        inputResponses: answer('Carol owns this supplier relationship.', 'justification-2'),
+      }),
+    );
     expect(late.code).toBe(-32602);
     expect(late.message).toBe('Invalid params: the task has no outstanding input request');
   });

@@ -21,10 +21,16 @@ afterAll(async () => {
 const agentAuth = () => ({ authorization: `Bearer ${stack.secrets.agents[0]!.secret}` });
 const memo = () => `agent-${randomUUID().slice(0, 8)}`;
 
-async function agentPending(): Promise<Array<{ id: string; arguments: Record<string, unknown>; required_approvals: number; approvals: string[] }>> {
+async function agentPending(): Promise<
+  Array<{ id: string; arguments: Record<string, unknown>; required_approvals: number; approvals: string[] }>
+> {
   const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: agentAuth() });
   expect(res.status).toBe(200);
-  return ((await res.json()) as { items: Array<{ id: string; arguments: Record<string, unknown>; required_approvals: number; approvals: string[] }> }).items;
+  return (
+    (await res.json()) as {
+      items: Array<{ id: string; arguments: Record<string, unknown>; required_approvals: number; approvals: string[] }>;
+    }
+  ).items;
 }
 
 async function agentDecides(id: string, decision: 'approve' | 'deny', comment: string): Promise<Response> {
@@ -39,7 +45,10 @@ describe('supervising agent', () => {
   it('the agent lists the pending transfer and approves it with its bearer credential: approved-executed, with agent:supervisor in the audit trail', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = memo();
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-991', amount: 50_000, memo: m },
+    });
     const item = (await agentPending()).find((r) => r.arguments['memo'] === m)!;
     expect(item).toMatchObject({ required_approvals: 1, approvals: [] });
     const res = await agentDecides(item.id, 'approve', 'matches the purchase order');
@@ -59,7 +68,10 @@ describe('supervising agent', () => {
   it('the agent denies: denied-not-executed', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = memo();
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 60_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-991', amount: 60_000, memo: m },
+    });
     const item = (await agentPending()).find((r) => r.arguments['memo'] === m)!;
     expect((await agentDecides(item.id, 'deny', 'no purchase order')).status).toBe(200);
     const done = await waitForTerminal(alice, created.taskId);
@@ -69,7 +81,10 @@ describe('supervising agent', () => {
   it('on a two-approver transfer the agent is not a treasury approver: its approval is refused (403) and two treasury people approve it', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = memo();
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 250_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-991', amount: 250_000, memo: m },
+    });
     const item = (await agentPending()).find((r) => r.arguments['memo'] === m)!;
     expect(item.required_approvals).toBe(2);
     const first = await agentDecides(item.id, 'approve', 'looks fine');
@@ -95,7 +110,9 @@ describe('supervising agent', () => {
   it('a wrong agent secret is a 401 and decides nothing', async () => {
     const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: { authorization: 'Bearer not-the-agent' } });
     expect(res.status).toBe(401);
-    const client = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: { authorization: `Bearer ${stack.secrets.approvalsClientToken}` } });
+    const client = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, {
+      headers: { authorization: `Bearer ${stack.secrets.approvalsClientToken}` },
+    });
     expect(client.status).toBe(401); // the MCP server's client token cannot decide
   });
 });

@@ -16,7 +16,10 @@ afterAll(async () => {
 });
 
 async function rpcError(p: Promise<unknown>): Promise<McpRpcError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(McpRpcError);
   return err as McpRpcError;
 }
@@ -26,7 +29,10 @@ describe('tasks/get on open and completed runs', () => {
     const alice = await clientFor(stack, 'alice');
     const mallory = await clientFor(stack, 'mallory');
     const m = `paths ${randomUUID().slice(0, 8)}`;
-    const created = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-7', amount: 50_000, memo: m } });
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-7', amount: 50_000, memo: m },
+    });
     const unknown = await rpcError(mallory.request('tasks/get', { taskId: `${'0'.repeat(32)}.${randomUUID()}` }));
 
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');

@@ -64,7 +64,12 @@ export class Cluster {
 
   /** Pick ports, bundle the workflows once, start every role (temporal first: it creates the secrets). */
   async start(): Promise<void> {
-    this.ports = { mcp: await restartablePort(), approvals: await restartablePort(), issuer: await restartablePort(), temporal: await restartablePort() };
+    this.ports = {
+      mcp: await restartablePort(),
+      approvals: await restartablePort(),
+      issuer: await restartablePort(),
+      temporal: await restartablePort(),
+    };
     const { TEMPORAL_ADDRESS: _ignored, ...inherited } = process.env;
     this.env = {
       ...(inherited as Record<string, string>),
@@ -99,7 +104,11 @@ export class Cluster {
 
   /** Mint a development bearer token for `sub` (same key file as the issuer role). */
   async token(sub: string): Promise<string> {
-    const issuer = await loadOrCreateDevIssuer({ keyFile: join(this.dataDir, 'dev-issuer-key.json'), issuer: `http://127.0.0.1:${this.ports.issuer}`, audience: this.mcpUrl });
+    const issuer = await loadOrCreateDevIssuer({
+      keyFile: join(this.dataDir, 'dev-issuer-key.json'),
+      issuer: `http://127.0.0.1:${this.ports.issuer}`,
+      audience: this.mcpUrl,
+    });
     return issuer.mintToken({ sub, ttlSeconds: 6 * 3600 });
   }
 
@@ -145,10 +154,20 @@ export class Cluster {
     if (this.alive(role)) throw new Error(`${role} is already running`);
     const args = ['--import', 'tsx', '--import', HOOK, CLI, 'serve', '--role', role];
     if (role === 'worker') args.push('--approvals-url', this.approvalsProxy.url, '--workflow-bundle', this.bundlePath);
-    if (role === 'mcp') args.push('--callback-base-url', `${this.callbackProxy.url}/callbacks/arap`, '--backend-call-timeout-ms', String(this.opts.backendCallTimeoutMs ?? 4000));
+    if (role === 'mcp')
+      args.push(
+        '--callback-base-url',
+        `${this.callbackProxy.url}/callbacks/arap`,
+        '--backend-call-timeout-ms',
+        String(this.opts.backendCallTimeoutMs ?? 4000),
+      );
     const env = { ...this.env, ...(fault ? { COUNTERSIGN_FAULT: fault } : {}) };
     const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    const proc: Proc = { child, alive: true, exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))) };
+    const proc: Proc = {
+      child,
+      alive: true,
+      exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
+    };
     void proc.exited.then(() => (proc.alive = false));
     this.procs.set(role, proc);
     let tail = '';

@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { runMatrix } from './matrix.js';
 import { expectationOf, type PointId } from './trials.js';
 
-const SMOKE: PointId[] = ['worker.submit.after', 'approvals.submit.after-store', 'mcp.create.after-start', 'tool.effect.before', 'tool.effect.after', 'callback.replay'];
+const SMOKE: PointId[] = [
+  'worker.submit.after',
+  'approvals.submit.after-store',
+  'mcp.create.after-start',
+  'tool.effect.before',
+  'tool.effect.after',
+  'callback.replay',
+];
 
 describe('fault-injection smoke (one trial per point)', () => {
   it('no doubled backend request, no doubled or missing ledger row, no lost task when the worker, approval service or MCP server is killed mid-step, and a replayed callback changes nothing', async () => {

@@ -45,7 +45,13 @@ export function machineLine(): string {
 }
 
 /** Run `trials` trials of each of `points` in order; `onTrial` sees each result as it lands. */
-export async function runMatrix(opts: { points: PointId[]; trials: number; command: string; cluster?: ClusterOptions; onTrial?: (r: TrialResult) => void }): Promise<MatrixRun> {
+export async function runMatrix(opts: {
+  points: PointId[];
+  trials: number;
+  command: string;
+  cluster?: ClusterOptions;
+  onTrial?: (r: TrialResult) => void;
+}): Promise<MatrixRun> {
   const startedAt = new Date().toISOString();
   const cluster = new Cluster(opts.cluster);
   const results: TrialResult[] = [];
@@ -58,12 +64,23 @@ export async function runMatrix(opts: { points: PointId[]; trials: number; comma
         const t0 = Date.now();
         let timer: NodeJS.Timeout | undefined;
         try {
-          const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${TRIAL_TIMEOUT_MS / 1000} s`)), TRIAL_TIMEOUT_MS)));
+          const timeout = new Promise<never>(
+            (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${TRIAL_TIMEOUT_MS / 1000} s`)), TRIAL_TIMEOUT_MS)),
+          );
           r = await Promise.race([runTrial(driver, point, i), timeout]);
         } catch (err) {
-          r = { point, trial: i, tasks: [], violations: [`trial aborted: ${(err as Error).message.split('\n')[0]}`], unexpected: [], notes: [], ms: Date.now() - t0 };
+          r = {
+            point,
+            trial: i,
+            tasks: [],
+            violations: [`trial aborted: ${(err as Error).message.split('\n')[0]}`],
+            unexpected: [],
+            notes: [],
+            ms: Date.now() - t0,
+          };
           // bring every role back for the next trial
-          for (const role of ['temporal', 'approvals', 'issuer', 'mcp', 'worker'] as const) if (!cluster.alive(role)) await cluster.startRole(role).catch(() => undefined);
+          for (const role of ['temporal', 'approvals', 'issuer', 'mcp', 'worker'] as const)
+            if (!cluster.alive(role)) await cluster.startRole(role).catch(() => undefined);
         } finally {
           clearTimeout(timer);
         }
@@ -74,7 +91,14 @@ export async function runMatrix(opts: { points: PointId[]; trials: number; comma
   } finally {
     await cluster.stop();
   }
-  return { startedAt, finishedAt: new Date().toISOString(), command: opts.command, machine: machineLine(), summaries: summarize(results), results };
+  return {
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    command: opts.command,
+    machine: machineLine(),
+    summaries: summarize(results),
+    results,
+  };
 }
 
 /** Totals per point, in matrix order. */

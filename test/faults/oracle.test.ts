@@ -38,13 +38,19 @@ describe('fault oracle', () => {
   });
 
   it('the correct outcomes of the lost-execution points have no violation', () => {
-    expect(violationsOf(task({ disposition: 'execution-error', ledgerRows: 0, invocations: 0 }), expectationOf('worker.execute.before'))).toEqual([]);
-    expect(violationsOf(task({ disposition: 'execution-error', ledgerRows: 0, invocations: 1 }), expectationOf('tool.effect.before'))).toEqual([]);
+    expect(
+      violationsOf(task({ disposition: 'execution-error', ledgerRows: 0, invocations: 0 }), expectationOf('worker.execute.before')),
+    ).toEqual([]);
+    expect(
+      violationsOf(task({ disposition: 'execution-error', ledgerRows: 0, invocations: 1 }), expectationOf('tool.effect.before')),
+    ).toEqual([]);
     expect(violationsOf(task({}), expectationOf('tool.effect.after'))).toEqual([]);
   });
 
   it('contradictions and losses are violations: a denial with a ledger row, approved-executed without one, a doubled backend request, a lost task', () => {
-    expect(violationsOf(task({ disposition: 'denied-not-executed', ledgerRows: 1 }))).toContain('denied-not-executed, but the tool was invoked or wrote a row');
+    expect(violationsOf(task({ disposition: 'denied-not-executed', ledgerRows: 1 }))).toContain(
+      'denied-not-executed, but the tool was invoked or wrote a row',
+    );
     expect(violationsOf(task({ ledgerRows: 0 }))).toContain('approved-executed without its ledger row');
     expect(violationsOf(task({ invocations: 0 }))).toContain('1 ledger rows but 0 invocations');
     expect(violationsOf(task({ backendPerGeneration: { 1: 2 }, backendRows: 2 }))).toContain('generation 1: 2 backend requests');

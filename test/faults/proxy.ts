@@ -5,7 +5,8 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type Se
 import type { AddressInfo } from 'node:net';
 
 /** What to do with one request: pass it on, or run `act` before (request lost) or after (reply lost) forwarding. */
-export type ProxyVerdict = { kind: 'forward' } | { kind: 'drop-before'; act: () => Promise<void> } | { kind: 'drop-after'; act: () => Promise<void> };
+export type ProxyVerdict =
+  { kind: 'forward' } | { kind: 'drop-before'; act: () => Promise<void> } | { kind: 'drop-after'; act: () => Promise<void> };
 
 /** A recorded request: method, path, headers and raw body. */
 export interface RecordedRequest {

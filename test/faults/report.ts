@@ -154,5 +154,8 @@ function observations(run: MatrixRun): string {
   for (const r of run.results) for (const n of r.notes) counts.set(`\`${r.point}\`: ${n}`, (counts.get(`\`${r.point}\`: ${n}`) ?? 0) + 1);
   const points = new Set(run.results.map((r) => r.point));
   const silent = [...points].filter((p) => !run.results.some((r) => r.point === p && r.notes.length));
-  return [...[...counts].map(([k, v]) => `- ${v} × ${k}`), ...silent.map((p) => `- \`${p}\`: nothing to note (no role other than the killed one needed a restart)`)].join('\n');
+  return [
+    ...[...counts].map(([k, v]) => `- ${v} × ${k}`),
+    ...silent.map((p) => `- \`${p}\`: nothing to note (no role other than the killed one needed a restart)`),
+  ].join('\n');
 }

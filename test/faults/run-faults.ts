@@ -31,7 +31,14 @@ const trials = Number(arg('trials') ?? 20);
 const parallel = Number(arg('parallel') ?? 1);
 const points = (arg('points')?.split(',') ?? POINTS.map((p) => p.id)) as PointId[];
 for (const p of points) if (!POINTS.some((x) => x.id === p)) throw new Error(`unknown point ${p}`);
-const command = `npm run faults${process.argv.length > 2 ? ` -- ${process.argv.slice(2).filter((a, i, all) => a !== '--json' && all[i - 1] !== '--json').join(' ')}` : ''}`;
+const command = `npm run faults${
+  process.argv.length > 2
+    ? ` -- ${process.argv
+        .slice(2)
+        .filter((a, i, all) => a !== '--json' && all[i - 1] !== '--json')
+        .join(' ')}`
+    : ''
+}`;
 
 const progress = (r: TrialResult) =>
   process.stderr.write(
@@ -40,7 +47,14 @@ const progress = (r: TrialResult) =>
   );
 
 /** Rough seconds per trial, to balance shards: worker kills wait out a sticky queue and a timeout. */
-const COST: Partial<Record<PointId, number>> = { 'approvals.kill': 5, 'approvals.submit.after-store': 8, 'mcp.create.after-start': 11, 'callback.replay': 1, 'temporal.kill': 7, 'worker.submit.before': 16 };
+const COST: Partial<Record<PointId, number>> = {
+  'approvals.kill': 5,
+  'approvals.submit.after-store': 8,
+  'mcp.create.after-start': 11,
+  'callback.replay': 1,
+  'temporal.kill': 7,
+  'worker.submit.before': 16,
+};
 
 async function runSharded(): Promise<MatrixRun> {
   const shards: PointId[][] = Array.from({ length: parallel }, () => []);
@@ -56,7 +70,23 @@ async function runSharded(): Promise<MatrixRun> {
       (ps, i) =>
         new Promise<string>((resolve) => {
           const json = join(dir, `shard-${i}.json`);
-          const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--trials', String(trials), '--points', ps.join(','), '--json', json, '--report', '-'], { cwd: PROJECT_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+          const child = spawn(
+            process.execPath,
+            [
+              '--import',
+              'tsx',
+              fileURLToPath(import.meta.url),
+              '--trials',
+              String(trials),
+              '--points',
+              ps.join(','),
+              '--json',
+              json,
+              '--report',
+              '-',
+            ],
+            { cwd: PROJECT_ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
+          );
           child.once('exit', () => resolve(json));
         }),
     ),
@@ -70,23 +100,46 @@ function merged(files: string[]): MatrixRun {
   const order = (r: TrialResult) => POINTS.findIndex((p) => p.id === r.point) * 1e6 + r.trial;
   const results = runs.flatMap((r) => r.results).sort((a, b) => order(a) - order(b));
   for (const r of results) {
-    const again = r.tasks.flatMap((t) => violationsOf({ ...t, invocations: t.invocations ?? Number.NaN }, expectationOf(r.point)).map((v) => `${t.taskId.slice(0, 12)}…: ${v}`));
+    const again = r.tasks.flatMap((t) =>
+      violationsOf({ ...t, invocations: t.invocations ?? Number.NaN }, expectationOf(r.point)).map(
+        (v) => `${t.taskId.slice(0, 12)}…: ${v}`,
+      ),
+    );
     r.violations = [...new Set([...r.violations, ...again])];
   }
   const startedAt = runs.map((r) => r.startedAt).sort()[0] ?? '';
-  const finishedAt = runs.map((r) => r.finishedAt).sort().at(-1) ?? '';
-  return { startedAt, finishedAt, command: arg('command') ?? (render && runs.length === 1 ? runs[0]!.command : command), machine: `${runs[0]?.machine ?? machineLine()}${runs.length > 1 ? `; ${runs.length} clusters side by side` : ''}`, summaries: summarize(results), results };
+  const finishedAt =
+    runs
+      .map((r) => r.finishedAt)
+      .sort()
+      .at(-1) ?? '';
+  return {
+    startedAt,
+    finishedAt,
+    command: arg('command') ?? (render && runs.length === 1 ? runs[0]!.command : command),
+    machine: `${runs[0]?.machine ?? machineLine()}${runs.length > 1 ? `; ${runs.length} clusters side by side` : ''}`,
+    summaries: summarize(results),
+    results,
+  };
 }
 
 const render = arg('render');
-const run = render ? merged(render.split(',')) : parallel > 1 ? await runSharded() : await runMatrix({ points, trials, command, onTrial: progress });
+const run = render
+  ? merged(render.split(','))
+  : parallel > 1
+    ? await runSharded()
+    : await runMatrix({ points, trials, command, onTrial: progress });
 const full = render ? new Set(run.results.map((r) => r.point)).size === POINTS.length : points.length === POINTS.length && trials >= 20;
 const reportArg = arg('report');
 const reportPath = reportArg === '-' ? undefined : (reportArg ?? (full ? join(PROJECT_ROOT, 'docs/RELIABILITY.md') : undefined));
 if (reportPath) writeFileSync(reportPath, renderReport(run));
-const jsonPath = arg('json') ?? (reportPath === join(PROJECT_ROOT, 'docs/RELIABILITY.md') && !render ? join(PROJECT_ROOT, 'docs/reliability-results.json') : undefined);
+const jsonPath =
+  arg('json') ??
+  (reportPath === join(PROJECT_ROOT, 'docs/RELIABILITY.md') && !render ? join(PROJECT_ROOT, 'docs/reliability-results.json') : undefined);
 if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify(run)}\n`);
 const violations = run.summaries.reduce((n, s) => n + s.violations, 0);
-process.stderr.write(`\n${run.summaries.map((s) => `${s.point}: ${s.trials} trials, ${JSON.stringify(s.outcomes)}, max invocations ${s.maxInvocations}, violations ${s.violations}`).join('\n')}\n`);
+process.stderr.write(
+  `\n${run.summaries.map((s) => `${s.point}: ${s.trials} trials, ${JSON.stringify(s.outcomes)}, max invocations ${s.maxInvocations}, violations ${s.violations}`).join('\n')}\n`,
+);
 process.stderr.write(`total: ${run.results.length} trials, ${violations} violations${reportPath ? `; report ${reportPath}` : ''}\n`);
 process.exit(violations ? 1 : 0);

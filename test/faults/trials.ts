@@ -19,17 +19,116 @@ import type { RecordedRequest } from './proxy.js';
  * anything else is a violation.
  */
 export const POINTS = [
-  { id: 'worker.submit.before', issue: 1, via: 'hook', role: 'worker', what: 'worker killed after the workflow started, before the submit activity contacted the backend', expect: 'approved-executed', ledger: 1, invocations: 1 },
-  { id: 'worker.submit.after', issue: 2, via: 'hook', role: 'worker', what: 'worker killed during the submit activity: backend stored the request, reply lost', expect: 'approved-executed', ledger: 1, invocations: 1 },
-  { id: 'approvals.submit.after-store', issue: 3, via: 'hook', role: 'approvals', what: 'approval service killed inside the submission request, after the store committed and before the reply', expect: 'approved-executed', ledger: 1, invocations: 1 },
-  { id: 'approvals.kill', issue: 3, via: 'observed', role: 'approvals', what: 'approval service killed by the proxy in front of it when a submission arrives (odd trials: before forwarding it; even: after it answered, reply dropped)', expect: 'approved-executed', ledger: 1, invocations: 1 },
-  { id: 'mcp.create.after-start', issue: 4, via: 'hook', role: 'mcp', what: 'MCP server killed between Update-with-Start and returning CreateTaskResult; the client retries the call', expect: 'approved-executed', ledger: 1, invocations: 1 },
-  { id: 'worker.evaluate.after', issue: 5, via: 'hook', role: 'worker', what: 'worker killed after the approval (re-evaluation allowed), before the execution claim', expect: 'approved-executed', ledger: 1, invocations: 1 },
-  { id: 'worker.execute.before', issue: 6, via: 'hook', role: 'worker', what: 'worker killed after the claim, before the tool was invoked', expect: 'execution-error', ledger: 0, invocations: 0 },
-  { id: 'tool.effect.before', issue: 7, via: 'hook', role: 'worker', what: 'worker killed while the tool runs, before its ledger row commits', expect: 'execution-error', ledger: 0, invocations: 1 },
-  { id: 'tool.effect.after', issue: 7, via: 'hook', role: 'worker', what: 'worker killed while the tool runs, after its ledger row committed', expect: 'approved-executed', ledger: 1, invocations: 1 },
-  { id: 'temporal.kill', issue: 8, via: 'observed', role: 'temporal', what: 'Temporal dev server killed while two tasks are pending, restarted from the same SQLite file', expect: 'approved-executed', ledger: 1, invocations: 1 },
-  { id: 'callback.replay', issue: 9, via: 'observed', role: 'mcp', what: 'the approval callback delivered twice, then a fresh signed callback for the consumed generation', expect: 'approved-executed', ledger: 1, invocations: 1 },
+  {
+    id: 'worker.submit.before',
+    issue: 1,
+    via: 'hook',
+    role: 'worker',
+    what: 'worker killed after the workflow started, before the submit activity contacted the backend',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
+  {
+    id: 'worker.submit.after',
+    issue: 2,
+    via: 'hook',
+    role: 'worker',
+    what: 'worker killed during the submit activity: backend stored the request, reply lost',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
+  {
+    id: 'approvals.submit.after-store',
+    issue: 3,
+    via: 'hook',
+    role: 'approvals',
+    what: 'approval service killed inside the submission request, after the store committed and before the reply',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
+  {
+    id: 'approvals.kill',
+    issue: 3,
+    via: 'observed',
+    role: 'approvals',
+    what: 'approval service killed by the proxy in front of it when a submission arrives (odd trials: before forwarding it; even: after it answered, reply dropped)',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
+  {
+    id: 'mcp.create.after-start',
+    issue: 4,
+    via: 'hook',
+    role: 'mcp',
+    what: 'MCP server killed between Update-with-Start and returning CreateTaskResult; the client retries the call',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
+  {
+    id: 'worker.evaluate.after',
+    issue: 5,
+    via: 'hook',
+    role: 'worker',
+    what: 'worker killed after the approval (re-evaluation allowed), before the execution claim',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
+  {
+    id: 'worker.execute.before',
+    issue: 6,
+    via: 'hook',
+    role: 'worker',
+    what: 'worker killed after the claim, before the tool was invoked',
+    expect: 'execution-error',
+    ledger: 0,
+    invocations: 0,
+  },
+  {
+    id: 'tool.effect.before',
+    issue: 7,
+    via: 'hook',
+    role: 'worker',
+    what: 'worker killed while the tool runs, before its ledger row commits',
+    expect: 'execution-error',
+    ledger: 0,
+    invocations: 1,
+  },
+  {
+    id: 'tool.effect.after',
+    issue: 7,
+    via: 'hook',
+    role: 'worker',
+    what: 'worker killed while the tool runs, after its ledger row committed',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
+  {
+    id: 'temporal.kill',
+    issue: 8,
+    via: 'observed',
+    role: 'temporal',
+    what: 'Temporal dev server killed while two tasks are pending, restarted from the same SQLite file',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
+  {
+    id: 'callback.replay',
+    issue: 9,
+    via: 'observed',
+    role: 'mcp',
+    what: 'the approval callback delivered twice, then a fresh signed callback for the consumed generation',
+    expect: 'approved-executed',
+    ledger: 1,
+    invocations: 1,
+  },
 ] as const;
 
 /** A point id of {@link POINTS}. */
@@ -92,7 +191,9 @@ export class Driver {
       try {
         let decided = false;
         for (const a of this.cluster.secrets.approvers) {
-          const res = await fetch(`${this.cluster.approvalsUrl}/access/v1/approvals/pending`, { headers: { authorization: basic(a.id, a.secret) } });
+          const res = await fetch(`${this.cluster.approvalsUrl}/access/v1/approvals/pending`, {
+            headers: { authorization: basic(a.id, a.secret) },
+          });
           const items = ((await res.json()) as { items: Array<{ id: string; arguments: Record<string, unknown> }> }).items;
           const req = items.find((r) => r.arguments.memo === memo);
           if (!req) continue;
@@ -114,7 +215,9 @@ export class Driver {
 
   private async isPending(memo: string): Promise<boolean> {
     for (const a of this.cluster.secrets.approvers) {
-      const res = await fetch(`${this.cluster.approvalsUrl}/access/v1/approvals/pending`, { headers: { authorization: basic(a.id, a.secret) } });
+      const res = await fetch(`${this.cluster.approvalsUrl}/access/v1/approvals/pending`, {
+        headers: { authorization: basic(a.id, a.secret) },
+      });
       const items = ((await res.json()) as { items: Array<{ arguments: Record<string, unknown> }> }).items;
       if (items.some((r) => r.arguments.memo === memo)) return true;
     }
@@ -149,7 +252,16 @@ export class Driver {
     }
     const workflowId = parseTaskId(taskId)?.workflowId ?? '';
     const backend = backendRequestsOf(this.cluster.dataDir, workflowId);
-    return { taskId, status, disposition, lost, ledgerRows: ledgerRowsOf(this.cluster.dataDir, taskId), invocations: invocationsOf(this.cluster.dataDir, taskId), backendRows: backend.rows, backendPerGeneration: backend.perGeneration };
+    return {
+      taskId,
+      status,
+      disposition,
+      lost,
+      ledgerRows: ledgerRowsOf(this.cluster.dataDir, taskId),
+      invocations: invocationsOf(this.cluster.dataDir, taskId),
+      backendRows: backend.rows,
+      backendPerGeneration: backend.perGeneration,
+    };
   }
 }
 
@@ -174,7 +286,8 @@ export function violationsOf(t: TaskOutcome, expected?: Expectation): string[] {
   if (t.ledgerRows > 1) v.push(`${t.ledgerRows} ledger rows`);
   if (t.ledgerRows > t.invocations) v.push(`${t.ledgerRows} ledger rows but ${t.invocations} invocations`);
   if (t.disposition === 'approved-executed' && t.ledgerRows !== 1) v.push('approved-executed without its ledger row');
-  if (t.disposition === 'denied-not-executed' && (t.ledgerRows !== 0 || t.invocations !== 0)) v.push('denied-not-executed, but the tool was invoked or wrote a row');
+  if (t.disposition === 'denied-not-executed' && (t.ledgerRows !== 0 || t.invocations !== 0))
+    v.push('denied-not-executed, but the tool was invoked or wrote a row');
   for (const [g, n] of Object.entries(t.backendPerGeneration)) if (n !== 1) v.push(`generation ${g}: ${n} backend requests`);
   if (t.backendRows === 0) v.push('no backend request stored');
   if (expected && !t.lost && t.status === 'completed') {
@@ -202,14 +315,24 @@ async function arm(c: Cluster, role: Role, fault: string): Promise<void> {
  * unless it ended by SIGKILL right after announcing `point`; a point that never fires within
  * `timeoutMs` is a violation too (the role is then stopped and restarted clean), never a hang.
  */
-async function awaitFaultKill(c: Cluster, role: Role, point: string, violations: string[], notes: string[], timeoutMs = 60_000): Promise<void> {
+async function awaitFaultKill(
+  c: Cluster,
+  role: Role,
+  point: string,
+  violations: string[],
+  notes: string[],
+  timeoutMs = 60_000,
+): Promise<void> {
   const info = await c.exited(role, timeoutMs);
   if (info === 'timeout') {
     violations.push(`fault point ${point} did not fire within ${timeoutMs / 1000} s (no kill happened)`);
     await c.stopRole(role);
   } else {
     const hit = c.faultHit(role);
-    if (info.signal !== 'SIGKILL' || hit !== point) violations.push(`${role} ended by ${info.signal ?? `exit ${info.code}`} at ${hit ?? 'no announced fault point'}, expected SIGKILL at ${point}`);
+    if (info.signal !== 'SIGKILL' || hit !== point)
+      violations.push(
+        `${role} ended by ${info.signal ?? `exit ${info.code}`} at ${hit ?? 'no announced fault point'}, expected SIGKILL at ${point}`,
+      );
     else notes.push(`${role} SIGKILLed at ${point}`);
   }
   await c.startRole(role);
@@ -232,10 +355,15 @@ async function workflowsStartedSince(c: Cluster, sinceMs: number): Promise<Array
     const out: Array<{ workflowId: string; runId: string }> = [];
     let nextPageToken: Uint8Array | undefined;
     do {
-      const page = await conn.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1000, ...(nextPageToken ? { nextPageToken } : {}) });
+      const page = await conn.workflowService.listWorkflowExecutions({
+        namespace: 'default',
+        pageSize: 1000,
+        ...(nextPageToken ? { nextPageToken } : {}),
+      });
       for (const e of page.executions ?? []) {
         const started = Number(e.startTime?.seconds ?? 0) * 1000 + Math.floor((e.startTime?.nanos ?? 0) / 1e6);
-        if (started >= sinceMs && e.execution?.workflowId?.startsWith(APPROVAL_WORKFLOW_ID_PREFIX)) out.push({ workflowId: e.execution.workflowId, runId: e.execution.runId ?? '' });
+        if (started >= sinceMs && e.execution?.workflowId?.startsWith(APPROVAL_WORKFLOW_ID_PREFIX))
+          out.push({ workflowId: e.execution.workflowId, runId: e.execution.runId ?? '' });
       }
       nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
     } while (nextPageToken);
@@ -286,12 +414,22 @@ export async function runTrial(d: Driver, point: PointId, trial: number): Promis
       let killed: Promise<void> | undefined;
       let armed = true;
       c.approvalsProxy.decide = (r: RecordedRequest) => {
-        if (!armed || r.method !== 'POST' || r.path !== '/access/v1/requests' || !r.body.toString().includes(JSON.stringify(memo).slice(1, -1))) return { kind: 'forward' };
+        if (
+          !armed ||
+          r.method !== 'POST' ||
+          r.path !== '/access/v1/requests' ||
+          !r.body.toString().includes(JSON.stringify(memo).slice(1, -1))
+        )
+          return { kind: 'forward' };
         armed = false;
         const act = async () => {
           const p = (async () => {
             checkKilled('approvals', await c.kill('approvals'), violations, notes);
-            notes.push(afterStore ? 'killed after the service answered the submission (reply dropped)' : 'killed before the submission was forwarded');
+            notes.push(
+              afterStore
+                ? 'killed after the service answered the submission (reply dropped)'
+                : 'killed before the submission was forwarded',
+            );
             await c.startRole('approvals');
           })();
           killed = p;
@@ -323,7 +461,8 @@ export async function runTrial(d: Driver, point: PointId, trial: number): Promis
       const retry = await d.call(memo);
       taskIds.push(retry.taskId);
       // joined, not duplicated: the retry names the first call's task, and exactly that one workflow run exists
-      if (firstTaskId !== undefined && firstTaskId !== retry.taskId) violations.push('retry returned a different task than the first response');
+      if (firstTaskId !== undefined && firstTaskId !== retry.taskId)
+        violations.push('retry returned a different task than the first response');
       const started = await workflowsStartedSince(c, sentAt);
       const ids = parseTaskId(retry.taskId);
       if (started.length !== 1 || started[0]!.workflowId !== ids?.workflowId || started[0]!.runId !== ids?.runId) {
@@ -351,7 +490,11 @@ export async function runTrial(d: Driver, point: PointId, trial: number): Promis
       const deliveries: RecordedRequest[] = [];
       const replays: number[] = [];
       const replay = async (r: RecordedRequest, headers: Record<string, string> = {}) => {
-        const res = await fetch(`http://127.0.0.1:${c.ports.mcp}${r.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...pick(r.headers), ...headers }, body: new Uint8Array(r.body) });
+        const res = await fetch(`http://127.0.0.1:${c.ports.mcp}${r.path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...pick(r.headers), ...headers },
+          body: new Uint8Array(r.body),
+        });
         replays.push(res.status);
       };
       const created = await d.call(memo);

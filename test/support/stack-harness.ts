@@ -18,7 +18,8 @@ let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function testConfig(overrides: Partial<Config> = {}, extraPolicies: Record<string, string> = {}): Config {
   const dataDir = mkdtempSync(join(tmpdir(), 'countersign-e2e-'));
   const policyDir = mkdtempSync(join(tmpdir(), 'countersign-policies-'));
-  for (const f of readdirSync(join(PROJECT_ROOT, 'policies'))) if (f.endsWith('.cedar')) copyFileSync(join(PROJECT_ROOT, 'policies', f), join(policyDir, f));
+  for (const f of readdirSync(join(PROJECT_ROOT, 'policies')))
+    if (f.endsWith('.cedar')) copyFileSync(join(PROJECT_ROOT, 'policies', f), join(policyDir, f));
   for (const [name, text] of Object.entries(extraPolicies)) writeFileSync(join(policyDir, name), text);
   return loadConfig(
     {},
@@ -80,7 +81,10 @@ export async function waitForTerminal(client: WireClient, taskId: string, limit 
 }
 
 /** Pending requests in the approval service visible to `approverId`. */
-export async function pendingFor(stack: Stack, approverId: string): Promise<Array<{ id: string; requester: string; arguments: Record<string, unknown> }>> {
+export async function pendingFor(
+  stack: Stack,
+  approverId: string,
+): Promise<Array<{ id: string; requester: string; arguments: Record<string, unknown> }>> {
   const a = stack.secrets.approvers.find((x) => x.id === approverId)!;
   const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: { authorization: basic(a.id, a.secret) } });
   return ((await res.json()) as { items: Array<{ id: string; requester: string; arguments: Record<string, unknown> }> }).items;

@@ -23,7 +23,9 @@ export interface ApprovalWorkflowEnv {
 export function approvalWorkflowEnv(): ApprovalWorkflowEnv {
   const holder = {} as ApprovalWorkflowEnv;
   beforeAll(async () => {
-    holder.env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: temporalTestServerPath() } } });
+    holder.env = await TestWorkflowEnvironment.createTimeSkipping({
+      server: { executable: { type: 'existing-path', path: temporalTestServerPath() } },
+    });
     holder.bundle = await bundleWorkflowCode({ workflowsPath: new URL('../../workflows/approval.ts', import.meta.url).pathname });
   });
   afterAll(async () => {

@@ -89,7 +89,12 @@ async function submit(
 }
 
 const basic = (id: string) => `Basic ${Buffer.from(`${id}:${id}-pw`).toString('base64')}`;
-async function decide(s: ApprovalService, id: string, authorization: string, decision: 'approve' | 'deny'): Promise<{ status: number; body: Record<string, unknown> }> {
+async function decide(
+  s: ApprovalService,
+  id: string,
+  authorization: string,
+  decision: 'approve' | 'deny',
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await s.app.request(`/access/v1/requests/${id}/decision`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Authorization: authorization },
@@ -107,11 +112,18 @@ describe('M-of-N over the API', () => {
     await s.drainCallbacks();
     expect(callbacks).toEqual([]); // a partial approval changes no status, so no callback
     const twice = await decide(s, id, basic('alice'), 'approve');
-    expect(twice).toMatchObject({ status: 403, body: { detail: 'This approver already approved the request; another approver must complete it.' } });
+    expect(twice).toMatchObject({
+      status: 403,
+      body: { detail: 'This approver already approved the request; another approver must complete it.' },
+    });
     const status = await s.app.request(`/access/v1/requests/${id}`, { headers: { Authorization: 'Bearer client-token' } });
     expect(await status.json()).toMatchObject({ status: 'pending' });
     const second = await decide(s, id, basic('carol'), 'approve');
-    expect(second.body).toMatchObject({ status: 'approved', approvals: ['alice', 'carol'], result: { approval: { approvers: ['alice', 'carol'] } } });
+    expect(second.body).toMatchObject({
+      status: 'approved',
+      approvals: ['alice', 'carol'],
+      result: { approval: { approvers: ['alice', 'carol'] } },
+    });
     expect(s.store.auditTrail(id).map((e) => [e.event, e.actor])).toEqual([
       ['submitted', 'erin'],
       ['endorsed', 'alice'],
@@ -131,7 +143,11 @@ describe('M-of-N over the API', () => {
     const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');
     await decide(s, id, basic('alice'), 'approve');
     const list = async (who: string) =>
-      ((await (await s.app.request('/access/v1/approvals/pending', { headers: { Authorization: basic(who) } })).json()) as { items: Array<Record<string, unknown>> }).items;
+      (
+        (await (await s.app.request('/access/v1/approvals/pending', { headers: { Authorization: basic(who) } })).json()) as {
+          items: Array<Record<string, unknown>>;
+        }
+      ).items;
     expect(await list('alice')).toEqual([]);
     expect(await list('carol')).toMatchObject([{ id, approvals: ['alice'], required_approvals: 2 }]);
   });
@@ -148,8 +164,14 @@ describe('supervising agent scope', () => {
     const id = await submit(s, { amount: 50_000, to: 'acct-1' }, 'k');
     const seen = await s.app.request('/access/v1/approvals/pending', { headers: { Authorization: 'Bearer agent-a' } });
     expect(await seen.json()).toEqual({ items: [] });
-    expect(await decide(s, id, 'Bearer agent-a', 'approve')).toMatchObject({ status: 403, body: { detail: "This credential may not decide requests for this request's tool." } });
-    expect(await decide(s, id, 'Bearer agent-b', 'approve')).toMatchObject({ status: 403, body: { detail: 'This credential may not make this decision.' } });
+    expect(await decide(s, id, 'Bearer agent-a', 'approve')).toMatchObject({
+      status: 403,
+      body: { detail: "This credential may not decide requests for this request's tool." },
+    });
+    expect(await decide(s, id, 'Bearer agent-b', 'approve')).toMatchObject({
+      status: 403,
+      body: { detail: 'This credential may not make this decision.' },
+    });
     expect(await decide(s, id, 'Bearer agent-b', 'deny')).toMatchObject({ status: 200, body: { status: 'denied' } });
     expect(s.store.auditTrail(id).at(-1)).toMatchObject({ actor: 'agent:denier', via: 'agent' });
   });
@@ -158,7 +180,20 @@ describe('supervising agent scope', () => {
 describe('risk engine schedule', () => {
   it('a rule on pendingMs decides on the first scheduled pass after it holds, not before', async () => {
     const s = makeService({
-      rules: { quorum: [], riskIntervalMs: 60_000, risk: [{ id: 'stale-small', when: [{ field: 'pendingMs', gte: 600_000 }, { field: 'arguments.amount', lt: 60_000 }], decision: 'approve' }] },
+      rules: {
+        quorum: [],
+        riskIntervalMs: 60_000,
+        risk: [
+          {
+            id: 'stale-small',
+            when: [
+              { field: 'pendingMs', gte: 600_000 },
+              { field: 'arguments.amount', lt: 60_000 },
+            ],
+            decision: 'approve',
+          },
+        ],
+      },
     });
     const id = await submit(s, { amount: 50_000, to: 'acct-1' }, 'k');
     await s.sweep();
@@ -166,12 +201,23 @@ describe('risk engine schedule', () => {
     now = T0 + 600_000;
     await s.sweep();
     expect(s.store.get(id)).toMatchObject({ status: 'approved', resolvedBy: 'risk-engine' });
-    expect(s.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', via: 'risk-engine', rule: 'stale-small', comment: 'risk rule stale-small' });
+    expect(s.store.auditTrail(id).at(-1)).toMatchObject({
+      event: 'approved',
+      via: 'risk-engine',
+      rule: 'stale-small',
+      comment: 'risk rule stale-small',
+    });
   });
 
   it('an invalid edit of the rules file is logged and the previous rules stay in force', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'rules-')), 'approval-rules.json');
-    writeFileSync(file, JSON.stringify({ riskIntervalMs: 1000, risk: [{ id: 'deny-acct-9', when: [{ field: 'arguments.to', eq: 'acct-9' }], decision: 'deny' }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        riskIntervalMs: 1000,
+        risk: [{ id: 'deny-acct-9', when: [{ field: 'arguments.to', eq: 'acct-9' }], decision: 'deny' }],
+      }),
+    );
     const s = makeService({ rulesFile: file });
     writeFileSync(file, '{"risk": [ broken');
     now = T0 + 5000;
@@ -210,13 +256,21 @@ CREATE TABLE audit_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEX
       binding_digest: 'd'.repeat(64),
       generation: 1,
     };
-    old.prepare("INSERT INTO access_requests VALUES ('ar_old', 'key-old', 'h', ?, 'wire_transfer', 'erin', 'treasury', 'pending', ?, ?, NULL, NULL, NULL)").run(JSON.stringify(body), T0, T0 + HOUR);
-    old.prepare("INSERT INTO audit_events (request_id, event, actor, comment, at_ms) VALUES ('ar_old', 'submitted', 'erin', NULL, ?)").run(T0);
+    old
+      .prepare(
+        "INSERT INTO access_requests VALUES ('ar_old', 'key-old', 'h', ?, 'wire_transfer', 'erin', 'treasury', 'pending', ?, ?, NULL, NULL, NULL)",
+      )
+      .run(JSON.stringify(body), T0, T0 + HOUR);
+    old
+      .prepare("INSERT INTO audit_events (request_id, event, actor, comment, at_ms) VALUES ('ar_old', 'submitted', 'erin', NULL, ?)")
+      .run(T0);
     old.close();
 
     const s = makeService({ dbPath });
     expect(s.store.get('ar_old')).toMatchObject({ status: 'pending', requiredApprovals: 1, quorumRule: null });
-    expect(s.store.auditTrail('ar_old')).toEqual([{ seq: 1, requestId: 'ar_old', event: 'submitted', actor: 'erin', comment: null, atMs: T0, via: null, rule: null }]);
+    expect(s.store.auditTrail('ar_old')).toEqual([
+      { seq: 1, requestId: 'ar_old', event: 'submitted', actor: 'erin', comment: null, atMs: T0, via: null, rule: null },
+    ]);
     // an open request keeps the single-approval rule it was submitted under
     expect((await decide(s, 'ar_old', basic('alice'), 'approve')).body).toMatchObject({ status: 'approved' });
     const fresh = await submit(s, { amount: 500_000, to: 'acct-2' }, 'k-new');
@@ -226,9 +280,19 @@ CREATE TABLE audit_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEX
 });
 
 const ITSM_SECRET = 'itsm-secret-for-tests-0123456789abcdef';
-const itsmRules = { quorum: DEFAULT_APPROVAL_RULES.quorum, risk: [], riskIntervalMs: 30_000, itsm: { webhookUrl: 'https://itsm.example.test/hook', groups: ['treasury'], includeArguments: true } };
+const itsmRules = {
+  quorum: DEFAULT_APPROVAL_RULES.quorum,
+  risk: [],
+  riskIntervalMs: 30_000,
+  itsm: { webhookUrl: 'https://itsm.example.test/hook', groups: ['treasury'], includeArguments: true },
+};
 
-async function itsmDecides(s: ApprovalService, requestId: string, decision: 'approve' | 'deny', decidedBy: string): Promise<{ status: number; body: Record<string, unknown> }> {
+async function itsmDecides(
+  s: ApprovalService,
+  requestId: string,
+  decision: 'approve' | 'deny',
+  decidedBy: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const iat = Math.floor(now / 1000);
   const jws = await new SignJWT({ request_id: requestId, decision, decided_by: decidedBy })
     .setProtectedHeader({ alg: 'HS256' })
@@ -238,7 +302,11 @@ async function itsmDecides(s: ApprovalService, requestId: string, decision: 'app
     .setExpirationTime(iat + 300)
     .setJti(randomUUID())
     .sign(new TextEncoder().encode(ITSM_SECRET));
-  const res = await s.app.request('/access/v1/itsm/decisions', { method: 'POST', headers: { 'Content-Type': 'application/jwt' }, body: jws });
+  const res = await s.app.request('/access/v1/itsm/decisions', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/jwt' },
+    body: jws,
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -249,7 +317,10 @@ describe('one person, one vote, across channels (H1)', () => {
     expect((await decide(s, id, basic('carol'), 'approve')).body).toMatchObject({ status: 'pending', approvals: ['carol'] });
     for (const name of ['carol', 'Carol']) {
       const again = await itsmDecides(s, id, 'approve', name);
-      expect(again).toMatchObject({ status: 403, body: { detail: 'This approver already approved the request; another approver must complete it.' } });
+      expect(again).toMatchObject({
+        status: 403,
+        body: { detail: 'This approver already approved the request; another approver must complete it.' },
+      });
     }
     expect(s.store.get(id)?.status).toBe('pending');
     expect(s.store.votes(id).map((v) => v.approver)).toEqual(['carol']);
@@ -259,7 +330,10 @@ describe('one person, one vote, across channels (H1)', () => {
     const s = makeService({ rules: itsmRules, itsmSecret: ITSM_SECRET });
     const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');
     for (const name of ['x', 'y']) {
-      expect(await itsmDecides(s, id, 'approve', name)).toMatchObject({ status: 403, body: { detail: "decided_by does not name a configured approver of this request's approver group." } });
+      expect(await itsmDecides(s, id, 'approve', name)).toMatchObject({
+        status: 403,
+        body: { detail: "decided_by does not name a configured approver of this request's approver group." },
+      });
     }
     expect(s.store.get(id)?.status).toBe('pending');
     expect(s.store.votes(id)).toEqual([]);
@@ -270,7 +344,12 @@ describe('one person, one vote, across channels (H1)', () => {
     const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');
     expect(await itsmDecides(s, id, 'approve', 'dave')).toMatchObject({ status: 200, body: { status: 'pending', approvals: ['dave'] } });
     expect((await decide(s, id, basic('carol'), 'approve')).body).toMatchObject({ status: 'approved', approvals: ['dave', 'carol'] });
-    expect(s.store.auditTrail(id).filter((e) => e.event !== 'notified').map((e) => [e.event, e.actor, e.via])).toEqual([
+    expect(
+      s.store
+        .auditTrail(id)
+        .filter((e) => e.event !== 'notified')
+        .map((e) => [e.event, e.actor, e.via]),
+    ).toEqual([
       ['submitted', 'erin', 'client'],
       ['endorsed', 'itsm:dave', 'itsm'],
       ['approved', 'carol', 'api'],
@@ -297,7 +376,10 @@ describe('only group members count towards a quorum (M1)', () => {
   it('where one approval suffices, the supervising agent approves alone', async () => {
     const s = makeService({ agents });
     const id = await submit(s, { amount: 50_000, to: 'acct-1' }, 'k');
-    expect(await decide(s, id, 'Bearer agent-secret', 'approve')).toMatchObject({ status: 200, body: { status: 'approved', approvals: ['agent:supervisor'] } });
+    expect(await decide(s, id, 'Bearer agent-secret', 'approve')).toMatchObject({
+      status: 200,
+      body: { status: 'approved', approvals: ['agent:supervisor'] },
+    });
   });
 });
 
@@ -305,14 +387,20 @@ describe('four-eyes in one namespace (L1)', () => {
   it('agent:supervisor may not decide a request whose act chain names "supervisor"', async () => {
     const s = makeService({ agents: [{ id: 'supervisor', secret: 'agent-secret', tools: ['wire_transfer'] }] });
     const id = await submit(s, { amount: 50_000, to: 'acct-1' }, 'k', 'erin', [{ sub: 'supervisor' }]);
-    expect(await decide(s, id, 'Bearer agent-secret', 'approve')).toMatchObject({ status: 403, body: { detail: 'A requester cannot decide their own access request.' } });
+    expect(await decide(s, id, 'Bearer agent-secret', 'approve')).toMatchObject({
+      status: 403,
+      body: { detail: 'A requester cannot decide their own access request.' },
+    });
     expect(s.store.get(id)?.status).toBe('pending');
   });
 
   it('an ITSM decision with decided_by "Alice" may not decide alice\'s request, nor alice on the API a request from "ALICE"', async () => {
     const s = makeService({ rules: itsmRules, itsmSecret: ITSM_SECRET });
     const id = await submit(s, { amount: 50_000, to: 'acct-1' }, 'k', 'alice');
-    expect(await itsmDecides(s, id, 'approve', 'Alice')).toMatchObject({ status: 403, body: { detail: 'A requester cannot decide their own access request.' } });
+    expect(await itsmDecides(s, id, 'approve', 'Alice')).toMatchObject({
+      status: 403,
+      body: { detail: 'A requester cannot decide their own access request.' },
+    });
     const upper = await submit(s, { amount: 50_000, to: 'acct-2' }, 'k2', 'ALICE');
     expect((await decide(s, upper, basic('alice'), 'approve')).status).toBe(403);
     expect(s.store.get(id)?.status).toBe('pending');
@@ -355,7 +443,12 @@ describe('rules file (L4, L5, logging)', () => {
         JSON.stringify({
           quorum,
           risk: [
-            { id: 'known-destination', tool: 'wire_transfer', when: [{ field: 'arguments.to', in: ['acct-payroll'] }], decision: 'approve' },
+            {
+              id: 'known-destination',
+              tool: 'wire_transfer',
+              when: [{ field: 'arguments.to', in: ['acct-payroll'] }],
+              decision: 'approve',
+            },
             { id: 'small', tool: 'wire_transfer', when: [{ field: 'arguments.amount', lt: 30_000 }], decision: 'approve' },
             { id: 'deny-new', when: [{ field: 'arguments.to', eq: 'acct-new' }], decision: 'deny' },
           ],

@@ -58,13 +58,21 @@ describe('rules file validation', () => {
       'risk.0.when.0.field: field must be tool, requester, group, generation, pendingMs or arguments.<name>',
     );
     expect(
-      errorOf(JSON.stringify({ quorum: [{ id: 'same', group: 'g', approvals: 2 }], risk: [{ id: 'same', when: [{ field: 'tool', eq: 'x' }], decision: 'deny' }] })),
+      errorOf(
+        JSON.stringify({
+          quorum: [{ id: 'same', group: 'g', approvals: 2 }],
+          risk: [{ id: 'same', when: [{ field: 'tool', eq: 'x' }], decision: 'deny' }],
+        }),
+      ),
     ).toContain('rule id "same" is used twice');
   });
 
   it('a missing file means the default rules: transfers over 100,000 need two treasury approvers', () => {
     expect(loadApprovalRules(join(mkdtempSync(join(tmpdir(), 'rules-')), 'absent.json'))).toEqual(DEFAULT_APPROVAL_RULES);
-    expect(requiredApprovals(DEFAULT_APPROVAL_RULES, facts({ arguments: { amount: 100_000.01 } }))).toEqual({ approvals: 2, ruleId: 'four-eyes-large-transfers' });
+    expect(requiredApprovals(DEFAULT_APPROVAL_RULES, facts({ arguments: { amount: 100_000.01 } }))).toEqual({
+      approvals: 2,
+      ruleId: 'four-eyes-large-transfers',
+    });
     expect(requiredApprovals(DEFAULT_APPROVAL_RULES, facts({ arguments: { amount: 100_000 } }))).toEqual({ approvals: 1, ruleId: null });
     expect(requiredApprovals(DEFAULT_APPROVAL_RULES, facts({ group: 'ops', arguments: { amount: 500_000 } })).approvals).toBe(1);
   });

@@ -204,7 +204,11 @@ describe('ARAP submit', () => {
 
   it('same key with a different body is a 409 problem+json', async () => {
     await submitOk();
-    await expectProblem(await submit(requestBody({ context: { arguments: { amount: 50001, to: 'acct-991' } } })), 409, 'idempotency-conflict');
+    await expectProblem(
+      await submit(requestBody({ context: { arguments: { amount: 50001, to: 'acct-991' } } })),
+      409,
+      'idempotency-conflict',
+    );
   });
 
   it('a new request whose deadline already passed is a 400 problem+json', async () => {
@@ -251,7 +255,13 @@ describe('ARAP status, decision, cancel', () => {
     const id = await submitOk({ subject: { iss: 'https://idp.example.test', sub: 'dave' } });
     const res = await decide(id, ['carol', 'carol-pw'], 'deny', 'no');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ id, status: 'denied', expires_at: new Date(T0 + HOUR).toISOString(), required_approvals: 1, approvals: [] });
+    expect(await res.json()).toEqual({
+      id,
+      status: 'denied',
+      expires_at: new Date(T0 + HOUR).toISOString(),
+      required_approvals: 1,
+      approvals: [],
+    });
     expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'denied', actor: 'carol', comment: 'no' });
   });
 
@@ -439,15 +449,27 @@ describe('verifyCallback', () => {
   it('verifyCallback rejects a tampered body, a moved timestamp and a wrong secret', () => {
     const tampered = body.replace('approved', 'denied');
     expect(verifyCallback(CALLBACK_SECRET, tampered, signed, at)).toEqual({ ok: false, reason: 'bad-signature' });
-    expect(verifyCallback(CALLBACK_SECRET, body, { ...signed, timestamp: String(at + 1) }, at)).toEqual({ ok: false, reason: 'bad-signature' });
+    expect(verifyCallback(CALLBACK_SECRET, body, { ...signed, timestamp: String(at + 1) }, at)).toEqual({
+      ok: false,
+      reason: 'bad-signature',
+    });
     expect(verifyCallback('other', body, signed, at)).toEqual({ ok: false, reason: 'bad-signature' });
   });
 
   it('verifyCallback reports missing and malformed headers', () => {
     expect(verifyCallback(CALLBACK_SECRET, body, {}, at)).toEqual({ ok: false, reason: 'missing' });
-    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: signed.timestamp, signature: null }, at)).toEqual({ ok: false, reason: 'missing' });
-    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: 'soon', signature: signed.signature }, at)).toEqual({ ok: false, reason: 'malformed' });
-    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: signed.timestamp, signature: 'v2=abc' }, at)).toEqual({ ok: false, reason: 'malformed' });
+    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: signed.timestamp, signature: null }, at)).toEqual({
+      ok: false,
+      reason: 'missing',
+    });
+    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: 'soon', signature: signed.signature }, at)).toEqual({
+      ok: false,
+      reason: 'malformed',
+    });
+    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: signed.timestamp, signature: 'v2=abc' }, at)).toEqual({
+      ok: false,
+      reason: 'malformed',
+    });
   });
 });
 

@@ -14,15 +14,37 @@ const T0 = Date.parse('2026-06-02T10:00:00.000Z');
 const RETENTION = DAY;
 const WORKFLOW_ID = 'approval-0123456789abcdef0123456789abcdef';
 
-const hint: AccessRequestHint = { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' };
-const justifiedHint: AccessRequestHint = { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A risk approval is required.', policyId: 'p2', requiresJustification: true };
+const hint: AccessRequestHint = {
+  approverGroup: 'treasury',
+  requestTtlMs: 7 * DAY,
+  reason: 'Transfers over $25,000 require treasury approval.',
+  policyId: 'p',
+};
+const justifiedHint: AccessRequestHint = {
+  approverGroup: 'risk',
+  requestTtlMs: DAY,
+  reason: 'A risk approval is required.',
+  policyId: 'p2',
+  requiresJustification: true,
+};
 const answer = (text: string, key = 'justification-2') => ({ [key]: { action: 'accept', content: { justification: text } } });
 
 /** A state on a fake clock starting at T0; `clock.ms` moves time. */
 function fixture(over: Partial<ApprovalWorkflowInput> = {}, config: Parameters<typeof workflowTestConfig>[0] = {}) {
   const clock = { ms: T0 };
-  const binding = createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: { iss: 'https://issuer.test', sub: 'alice' }, toolDescriptorDigest: 'd1' });
-  const input: ApprovalWorkflowInput = { binding, ownerKey: 'owner', accessRequest: hint, config: workflowTestConfig({ resultRetentionMs: RETENTION, ...config }), ...over };
+  const binding = createCallBinding({
+    tool: 'wire_transfer',
+    arguments: { to: 'acct-991', amount: 50000 },
+    principal: { iss: 'https://issuer.test', sub: 'alice' },
+    toolDescriptorDigest: 'd1',
+  });
+  const input: ApprovalWorkflowInput = {
+    binding,
+    ownerKey: 'owner',
+    accessRequest: hint,
+    config: workflowTestConfig({ resultRetentionMs: RETENTION, ...config }),
+    ...over,
+  };
   const state = new ApprovalState(input, WORKFLOW_ID, () => clock.ms);
   return { state, clock, snap: state.snapshot };
 }
@@ -51,7 +73,15 @@ function refusalOf(validate: () => void): string {
 describe('ApprovalState: retention (SEP-2848 §Retention)', () => {
   it('starts working, in submitting, generation 0, unclaimed, with ttlMs null and createdAt from the clock', () => {
     const { snap } = fixture();
-    expect(snap).toMatchObject({ status: 'working', phase: 'submitting', generation: 0, claimed: false, ttlMs: null, createdAt: new Date(T0).toISOString(), lastUpdatedAt: new Date(T0).toISOString() });
+    expect(snap).toMatchObject({
+      status: 'working',
+      phase: 'submitting',
+      generation: 0,
+      claimed: false,
+      ttlMs: null,
+      createdAt: new Date(T0).toISOString(),
+      lastUpdatedAt: new Date(T0).toISOString(),
+    });
   });
 
   it('while working, createdAt + ttlMs covers the request deadline plus resultRetention', () => {
@@ -94,9 +124,25 @@ describe('ApprovalState: retention (SEP-2848 §Retention)', () => {
 
   it('after a grant the cover runs to the approval validity, capped at now + maxRequestWindowMs', () => {
     const { state, snap } = fixture({}, { maxRequestWindowMs: 2 * DAY });
-    expect(state.approvalDeadline({ id: 'a', approvedAt: new Date(T0).toISOString(), approvedUntil: new Date(T0 + DAY).toISOString(), state: 'approved', approvers: [] })).toBe(T0 + DAY);
+    expect(
+      state.approvalDeadline({
+        id: 'a',
+        approvedAt: new Date(T0).toISOString(),
+        approvedUntil: new Date(T0 + DAY).toISOString(),
+        state: 'approved',
+        approvers: [],
+      }),
+    ).toBe(T0 + DAY);
     expect(snap.ttlMs).toBe(DAY + RETENTION);
-    expect(state.approvalDeadline({ id: 'a', approvedAt: new Date(T0).toISOString(), approvedUntil: new Date(T0 + 9 * DAY).toISOString(), state: 'approved', approvers: [] })).toBe(T0 + 2 * DAY);
+    expect(
+      state.approvalDeadline({
+        id: 'a',
+        approvedAt: new Date(T0).toISOString(),
+        approvedUntil: new Date(T0 + 9 * DAY).toISOString(),
+        state: 'approved',
+        approvers: [],
+      }),
+    ).toBe(T0 + 2 * DAY);
   });
 
   it('the claim extends the cover through the execution deadline', () => {
@@ -176,7 +222,11 @@ describe('ApprovalState: failed only before the execution claim (SEP-2848 §Comp
   it('before the claim a failure is `failed` with a -32603 error', () => {
     const { state, snap } = fixture();
     state.fail('The approval backend did not accept the request.');
-    expect(snap).toMatchObject({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'The approval backend did not accept the request.' } });
+    expect(snap).toMatchObject({
+      status: 'failed',
+      phase: 'terminal',
+      error: { code: -32603, message: 'The approval backend did not accept the request.' },
+    });
     expect(snap.disposition).toBeUndefined();
   });
 
@@ -235,7 +285,13 @@ describe('ApprovalState: generations and callbacks (SEP-2848 §Completion, reque
     const { state, clock, snap } = fixture({}, { callbackBaseUrl: 'https://mcp.test/callbacks/arap' });
     const g1 = submitted(state, hint, 'k1');
     expect(g1).toMatchObject({ generation: 1, idempotencyKey: 'k1', submittedAtMs: T0, consumed: false });
-    expect(g1.body).toMatchObject({ tool: 'wire_transfer', approverGroup: 'treasury', generation: 1, expiresAt: new Date(T0 + 7 * DAY).toISOString(), callbackUrl: `https://mcp.test/callbacks/arap/${WORKFLOW_ID}/1` });
+    expect(g1.body).toMatchObject({
+      tool: 'wire_transfer',
+      approverGroup: 'treasury',
+      generation: 1,
+      expiresAt: new Date(T0 + 7 * DAY).toISOString(),
+      callbackUrl: `https://mcp.test/callbacks/arap/${WORKFLOW_ID}/1`,
+    });
     expect(g1.body.justification).toBeUndefined();
     expect(snap).toMatchObject({ generation: 1, phase: 'submitting' });
     expect(state.consumeForNextRequest(g1)).toBe(true);
@@ -299,7 +355,9 @@ describe('ApprovalState: generations and callbacks (SEP-2848 §Completion, reque
     const g2 = submitted(state);
     expect(() => state.validateCallback({ generation: 2, requestId: g2.handle.requestId, callbackId: 'd2' })).not.toThrow();
     state.deny('backend-denied');
-    expect(refusalOf(() => state.validateCallback({ generation: 2, requestId: g2.handle.requestId, callbackId: 'd2' }))).toBe(REFUSAL.staleCallback);
+    expect(refusalOf(() => state.validateCallback({ generation: 2, requestId: g2.handle.requestId, callbackId: 'd2' }))).toBe(
+      REFUSAL.staleCallback,
+    );
   });
 
   it('replay protection remembers the last 256 delivery ids', () => {
@@ -377,7 +435,9 @@ describe('ApprovalState: submission input (SEP-2848 §Collecting submission inpu
     state.openInputRequest(justifiedHint, inTaskJustificationKey(state.nextGeneration()));
     expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification-3']);
     expect(refusalOf(() => state.validateInput(first))).toBe(REFUSAL.unknownInputKey);
-    expect(refusalOf(() => state.validateInput({ ...first, ...answer('Second round reason text.', 'justification-3') }))).toBe(REFUSAL.unknownInputKey);
+    expect(refusalOf(() => state.validateInput({ ...first, ...answer('Second round reason text.', 'justification-3') }))).toBe(
+      REFUSAL.unknownInputKey,
+    );
     expect(() => state.validateInput(answer('Second round reason text.', 'justification-3'))).not.toThrow();
   });
 

@@ -97,7 +97,11 @@ describe('sign-in and session', () => {
   });
 
   it('a wrong password or unknown approver is refused with no cookie', async () => {
-    for (const [id, pw] of [['alice', 'nope'], ['mallory', 'alice-pw'], ['', '']] as const) {
+    for (const [id, pw] of [
+      ['alice', 'nope'],
+      ['mallory', 'alice-pw'],
+      ['', ''],
+    ] as const) {
       const res = await svc.app.request('/approver/login', form({ id, password: pw }));
       expect(res.status).toBe(401);
       expect(res.headers.get('Set-Cookie')).toBeNull();
@@ -166,7 +170,8 @@ describe('sign-in and session', () => {
     svc.close();
     const lines: string[] = [];
     svc = makeService('http://localhost', lines);
-    for (let i = 0; i < 5; i += 1) expect((await svc.app.request('/approver/login', form({ id: 'alice', password: `guess-${i}` }))).status).toBe(401);
+    for (let i = 0; i < 5; i += 1)
+      expect((await svc.app.request('/approver/login', form({ id: 'alice', password: `guess-${i}` }))).status).toBe(401);
     const blocked = await svc.app.request('/approver/login', form({ id: 'alice', password: 'alice-pw' }));
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('Retry-After'))).toBeGreaterThan(0);
@@ -202,7 +207,10 @@ describe('CSRF', () => {
     const carol = await signIn('carol', 'carol-pw');
     const alice = await signIn('alice', 'alice-pw');
     const carolToken = csrfOf(await page('/approver', carol.cookie));
-    const res = await svc.app.request(`/approver/requests/${id}/decision`, form({ csrf: carolToken, decision: 'approve' }, { Cookie: alice.cookie }));
+    const res = await svc.app.request(
+      `/approver/requests/${id}/decision`,
+      form({ csrf: carolToken, decision: 'approve' }, { Cookie: alice.cookie }),
+    );
     expect(res.status).toBe(403);
     expect(svc.store.get(id)?.status).toBe('pending');
   });
@@ -232,7 +240,10 @@ describe('CSRF', () => {
     const id = await submit('dave', { amount: 50_000, to: 'acct-1' }, 'k1');
     const { cookie } = await signIn('alice', 'alice-pw');
     const csrf = csrfOf(await page(`/approver/requests/${id}`, cookie));
-    const res = await svc.app.request(`/approver/requests/${id}/decision`, form({ csrf, decision: 'approve', comment: 'fine' }, { Cookie: cookie }));
+    const res = await svc.app.request(
+      `/approver/requests/${id}/decision`,
+      form({ csrf, decision: 'approve', comment: 'fine' }, { Cookie: cookie }),
+    );
     expect(res.status).toBe(303);
     expect(res.headers.get('Location')).toBe(`/approver/requests/${id}?flash=approved`);
     expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'alice', via: 'inbox', comment: 'fine' });
@@ -271,7 +282,9 @@ describe('queue, request page and history', () => {
   });
 
   it('the request page shows arguments, justification, reason and audit trail; history lists decided and expired requests', async () => {
-    const decided = await submit('dave', { amount: 50_000, to: 'acct-991' }, 'k1', { context: { arguments: { amount: 50_000, to: 'acct-991' }, justification: 'quarterly rent' } });
+    const decided = await submit('dave', { amount: 50_000, to: 'acct-991' }, 'k1', {
+      context: { arguments: { amount: 50_000, to: 'acct-991' }, justification: 'quarterly rent' },
+    });
     const expiring = await submit('dave', { amount: 60_000, to: 'acct-992' }, 'k2');
     const { cookie } = await signIn('alice', 'alice-pw');
     const html = await page(`/approver/requests/${decided}`, cookie);
@@ -279,7 +292,10 @@ describe('queue, request page and history', () => {
     expect(html).toContain('Transfers over 25,000 need treasury approval.');
     expect(html).toContain('&quot;to&quot;: &quot;acct-991&quot;');
     const csrf = csrfOf(html);
-    await svc.app.request(`/approver/requests/${decided}/decision`, form({ csrf, decision: 'deny', comment: 'not this quarter' }, { Cookie: cookie }));
+    await svc.app.request(
+      `/approver/requests/${decided}/decision`,
+      form({ csrf, decision: 'deny', comment: 'not this quarter' }, { Cookie: cookie }),
+    );
     now = T0 + HOUR;
     const history = await page('/approver/history', cookie);
     expect(history).toContain('<span class="pill denied">denied</span>');
@@ -316,7 +332,8 @@ describe('queue, request page and history', () => {
 
   it('the live mark changes when anything is recorded, so open pages refresh', async () => {
     const { cookie } = await signIn('alice', 'alice-pw');
-    const mark = async () => ((await (await svc.app.request('/approver/live', { headers: { Cookie: cookie } })).json()) as { mark: number }).mark;
+    const mark = async () =>
+      ((await (await svc.app.request('/approver/live', { headers: { Cookie: cookie } })).json()) as { mark: number }).mark;
     const before = await mark();
     await submit('dave', { amount: 50_000, to: 'acct-1' }, 'k1');
     expect(await mark()).toBeGreaterThan(before);

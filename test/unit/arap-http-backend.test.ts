@@ -200,7 +200,9 @@ describe('ARAP HTTP adapter against the reference service', () => {
       clientToken: CLIENT_TOKEN,
       fetch: (() => Promise.reject(new Error('must not be called'))) as typeof fetch,
     });
-    expect(await b.cancel({ requestId: 'ar_x', statusUrl: `${baseUrl}/access/v1/requests/ar_x`, expiresAt: new Date().toISOString() })).toBe(false);
+    expect(
+      await b.cancel({ requestId: 'ar_x', statusUrl: `${baseUrl}/access/v1/requests/ar_x`, expiresAt: new Date().toISOString() }),
+    ).toBe(false);
   });
 
   it('status of an unknown request is a non-retryable not-found error', async () => {
@@ -234,11 +236,17 @@ describe('ARAP HTTP adapter against the reference service', () => {
 });
 
 describe('ARAP HTTP adapter failure modes', () => {
-  const handleAt = (url: string) => ({ requestId: 'ar_x', statusUrl: `${url}/access/v1/requests/ar_x`, expiresAt: new Date().toISOString() });
+  const handleAt = (url: string) => ({
+    requestId: 'ar_x',
+    statusUrl: `${url}/access/v1/requests/ar_x`,
+    expiresAt: new Date().toISOString(),
+  });
 
   it('a 5xx is a retryable unavailable error carrying the problem title', async () => {
     const url = await tinyServer((_req, res) => {
-      res.writeHead(503, { 'Content-Type': 'application/problem+json' }).end(JSON.stringify({ title: 'Down for maintenance', status: 503 }));
+      res
+        .writeHead(503, { 'Content-Type': 'application/problem+json' })
+        .end(JSON.stringify({ title: 'Down for maintenance', status: 503 }));
     });
     const b = createArapHttpBackend({ baseUrl: url, clientToken: CLIENT_TOKEN });
     await expectBackendError(b.submit(submission(), freshKey()), 'unavailable', true, /503.*Down for maintenance/);
@@ -290,7 +298,9 @@ describe('ARAP HTTP adapter failure modes', () => {
 
   it('a failed status carries the backend message', async () => {
     const url = await tinyServer((_req, res) => {
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: 'ar_x', status: 'failed', error: { message: 'ticketing system rejected the request' } }));
+      res
+        .writeHead(200, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ id: 'ar_x', status: 'failed', error: { message: 'ticketing system rejected the request' } }));
     });
     const b = createArapHttpBackend({ baseUrl: url, clientToken: CLIENT_TOKEN });
     expect(await b.status(handleAt(url))).toEqual({ state: 'failed', message: 'ticketing system rejected the request' });

@@ -237,7 +237,11 @@ describe('loading and reload', () => {
 
   it.each([
     ['a requestable forbid without @approver_group', '@requestable("true") @request_ttl("P1D") @reason("r")', /needs @approver_group/],
-    ['a malformed @request_ttl', '@requestable("true") @approver_group("g") @request_ttl("7 days") @reason("r")', /@request_ttl must be an ISO 8601 duration/],
+    [
+      'a malformed @request_ttl',
+      '@requestable("true") @approver_group("g") @request_ttl("7 days") @reason("r")',
+      /@request_ttl must be an ISO 8601 duration/,
+    ],
     ['a month-based @request_ttl', '@requestable("true") @approver_group("g") @request_ttl("P1M") @reason("r")', /@request_ttl must be/],
     ['@on_deny("retry") without @retry_after', '@on_deny("retry")', /needs @retry_after/],
     ['an unknown @on_deny', '@on_deny("later")', /@on_deny must be "none" or "retry"/],
@@ -273,7 +277,11 @@ describe('loading and reload', () => {
     const b = '// nothing but a comment\n';
     const dir = policyDir({ 'b.cedar': b, 'a.cedar': a, 'ignored.txt': 'x' });
     const pdp = await createCedarPdp({ policyDir: dir });
-    expect(pdp.policySetDigest).toBe(createHash('sha256').update(a + b).digest('hex'));
+    expect(pdp.policySetDigest).toBe(
+      createHash('sha256')
+        .update(a + b)
+        .digest('hex'),
+    );
   });
 
   it('reload picks up an edited policy; a broken edit keeps the previous set', async () => {

@@ -3,7 +3,10 @@
 import { describe, expect, it } from 'vitest';
 import { executionOutcome } from '../../src/client/execution-outcome.js';
 
-const completed = (disposition?: unknown) => ({ status: 'completed', result: { _meta: disposition === undefined ? {} : { 'io.modelcontextprotocol/tool-approval-disposition': disposition } } });
+const completed = (disposition?: unknown) => ({
+  status: 'completed',
+  result: { _meta: disposition === undefined ? {} : { 'io.modelcontextprotocol/tool-approval-disposition': disposition } },
+});
 
 describe('execution outcome of a task', () => {
   it.each([

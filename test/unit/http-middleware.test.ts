@@ -30,10 +30,18 @@ function app(): Hono {
 
 describe('Origin check', () => {
   it('a browser Origin other than the server’s own is refused with 403 problem+json before the token is looked at', async () => {
-    const res = await app().request('/mcp', { method: 'POST', headers: { origin: 'http://evil.test', authorization: 'Bearer good-token' } });
+    const res = await app().request('/mcp', {
+      method: 'POST',
+      headers: { origin: 'http://evil.test', authorization: 'Bearer good-token' },
+    });
     expect(res.status).toBe(403);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
-    expect(await res.json()).toEqual({ type: 'urn:countersign:problem:forbidden', title: 'Forbidden', status: 403, detail: 'Origin not allowed' });
+    expect(await res.json()).toEqual({
+      type: 'urn:countersign:problem:forbidden',
+      title: 'Forbidden',
+      status: 403,
+      detail: 'Origin not allowed',
+    });
   });
 
   it('the server’s own Origin and a request without Origin pass', async () => {
@@ -72,9 +80,13 @@ describe('principal keys', () => {
   it('keep their stored values: owner and quota keys cover issuer and subject, the task owner key the delegation chain too', () => {
     expect(principalKey(ALICE)).toBe('https://issuer.test\u0000alice');
     expect(ownerKeyOf(ALICE)).toBe(createHash('sha256').update('https://issuer.test\u0000alice').digest('hex'));
-    expect(quotaKeyOf('k', ALICE)).toBe(createHmac('sha256', 'k').update('countersign/quota\u0000https://issuer.test\u0000alice').digest('hex'));
+    expect(quotaKeyOf('k', ALICE)).toBe(
+      createHmac('sha256', 'k').update('countersign/quota\u0000https://issuer.test\u0000alice').digest('hex'),
+    );
     expect(quotaKeyOf('k', { iss: ALICE.iss, sub: ALICE.sub })).toBe(quotaKeyOf('k', ALICE));
-    expect(taskOwnerKeyOf(ALICE)).toBe(createHash('sha256').update('{"act":[{"sub":"Agent-7"}],"iss":"https://issuer.test","sub":"alice"}').digest('hex'));
+    expect(taskOwnerKeyOf(ALICE)).toBe(
+      createHash('sha256').update('{"act":[{"sub":"Agent-7"}],"iss":"https://issuer.test","sub":"alice"}').digest('hex'),
+    );
     expect(taskOwnerKeyOf({ iss: ALICE.iss, sub: ALICE.sub })).not.toBe(taskOwnerKeyOf(ALICE));
   });
 

@@ -40,13 +40,15 @@ beforeAll(async () => {
       );
       return;
     }
-    if (url.pathname === '/jwks') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+    if (url.pathname === '/jwks')
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
     if (url.pathname === '/token' && req.method === 'POST') {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
         const grant = grants.get(new URLSearchParams(body).get('code') ?? '');
-        if (grant === undefined) return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_grant' }));
+        if (grant === undefined)
+          return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_grant' }));
         void new SignJWT({ nonce: grant.nonce, email: grant.email, email_verified: grant.emailVerified })
           .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
           .setIssuer(issuer)
@@ -76,7 +78,13 @@ beforeAll(async () => {
     logger: pino({ level: 'silent' }),
     oidc: {
       approverClaim: 'email',
-      env: { OIDC_ISSUER: issuer, OIDC_CLIENT_ID: CLIENT_ID, OIDC_CLIENT_SECRET: 'client-secret', OIDC_AUTH_SECRET: 'x'.repeat(40), OIDC_SCOPES: 'openid email' },
+      env: {
+        OIDC_ISSUER: issuer,
+        OIDC_CLIENT_ID: CLIENT_ID,
+        OIDC_CLIENT_SECRET: 'client-secret',
+        OIDC_AUTH_SECRET: 'x'.repeat(40),
+        OIDC_SCOPES: 'openid email',
+      },
     },
   });
 });

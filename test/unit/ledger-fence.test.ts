@@ -42,7 +42,9 @@ describe('ledger settle / fence', () => {
     const ran = await tool.execute({ to: 'acct-991', amount: 50000, memo: 'm' }, { taskId: 'task-4', executionId: 'task-4/execution' });
     expect(await tool.resolveExecution!('task-4/execution')).toEqual({ executed: true, result: ran });
     expect(await tool.resolveExecution!('task-5/execution')).toEqual({ executed: false });
-    await expect(tool.execute({ to: 'acct-991', amount: 50000 }, { taskId: 'task-5', executionId: 'task-5/execution' })).rejects.toMatchObject({ code: 'fenced' });
+    await expect(
+      tool.execute({ to: 'acct-991', amount: 50000 }, { taskId: 'task-5', executionId: 'task-5/execution' }),
+    ).rejects.toMatchObject({ code: 'fenced' });
     expect(ledger.count()).toBe(1);
   });
 
@@ -71,7 +73,9 @@ describe('ledger settle / fence', () => {
       const tool = createWireTransferTool(ledger);
       // a conflicting reuse of an execution id: record throws, the invocation row stays
       await tool.execute({ to: 'acct-991', amount: 1 }, { taskId: 'task-11', executionId: 'task-11/execution' });
-      await expect(tool.execute({ to: 'acct-992', amount: 1 }, { taskId: 'task-11', executionId: 'task-11/execution' })).rejects.toMatchObject({ code: 'conflict' });
+      await expect(
+        tool.execute({ to: 'acct-992', amount: 1 }, { taskId: 'task-11', executionId: 'task-11/execution' }),
+      ).rejects.toMatchObject({ code: 'conflict' });
       expect(reader.invocationsByTask('task-11')).toBe(2);
       expect(reader.countByTask('task-11')).toBe(1);
     } finally {
@@ -89,9 +93,19 @@ describe('ledger settle / fence', () => {
     const path = join(dir, 'ledger.db');
     const ledger = openLedger(path);
     try {
-      for (const op of [() => ledger.record({ executionId: 'task-6/execution', to: 'acct-991', amount: 1 }), () => ledger.settle('task-7/execution')]) {
+      for (const op of [
+        () => ledger.record({ executionId: 'task-6/execution', to: 'acct-991', amount: 1 }),
+        () => ledger.settle('task-7/execution'),
+      ]) {
         // another process holds the write lock for 400 ms
-        const holder = spawn(process.execPath, ['-e', `const D=require('better-sqlite3');const d=new D(${JSON.stringify(path)});d.exec('BEGIN EXCLUSIVE');process.stdout.write('locked');setTimeout(()=>{d.exec('ROLLBACK');process.exit(0)},400)`], { cwd: PROJECT_ROOT });
+        const holder = spawn(
+          process.execPath,
+          [
+            '-e',
+            `const D=require('better-sqlite3');const d=new D(${JSON.stringify(path)});d.exec('BEGIN EXCLUSIVE');process.stdout.write('locked');setTimeout(()=>{d.exec('ROLLBACK');process.exit(0)},400)`,
+          ],
+          { cwd: PROJECT_ROOT },
+        );
         await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
         const t0 = Date.now();
         expect(op).not.toThrow();

@@ -18,7 +18,11 @@ describe('sealed inline task ids (2025-11-25 task-augmented calls that need no a
 
   it('another caller, the same subject acting through an agent, and another issuer all get null (same as unknown)', () => {
     const { taskId } = sealer.seal(result, alice, 60_000, now);
-    for (const other of [{ ...alice, sub: 'mallory' }, { ...alice, act: [{ sub: 'agent-7' }] }, { ...alice, iss: 'https://other.test' }]) {
+    for (const other of [
+      { ...alice, sub: 'mallory' },
+      { ...alice, act: [{ sub: 'agent-7' }] },
+      { ...alice, iss: 'https://other.test' },
+    ]) {
       expect(sealer.open(taskId, other, now.getTime())).toBeNull();
     }
   });

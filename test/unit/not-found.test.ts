@@ -7,7 +7,9 @@ describe('isWorkflowNotFound', () => {
   it('is true for the client WorkflowNotFoundError, a raw gRPC NOT_FOUND and a client error wrapping one', () => {
     expect(isWorkflowNotFound(new WorkflowNotFoundError('gone', 'approval-x', undefined))).toBe(true);
     expect(isWorkflowNotFound(Object.assign(new Error('5 NOT_FOUND'), { code: 5 }))).toBe(true);
-    expect(isWorkflowNotFound(new ServiceError('describe failed', { cause: Object.assign(new Error('5 NOT_FOUND'), { code: 5 }) }))).toBe(true);
+    expect(isWorkflowNotFound(new ServiceError('describe failed', { cause: Object.assign(new Error('5 NOT_FOUND'), { code: 5 }) }))).toBe(
+      true,
+    );
   });
 
   it('is false for any other failure, which the caller rethrows', () => {

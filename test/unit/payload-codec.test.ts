@@ -19,7 +19,10 @@ const text = (p: Payload) => Buffer.from(p.data ?? []).toString('latin1') + JSON
 const meta = (p: Payload, k: string) => Buffer.from(p.metadata?.[k] ?? []).toString('utf8');
 
 async function codecError(p: Promise<unknown>): Promise<PayloadCodecError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(PayloadCodecError);
   return err as PayloadCodecError;
 }
@@ -123,7 +126,10 @@ describe('COUNTERSIGN_PAYLOAD_KEYS', () => {
   const key = randomBytes(32).toString('base64');
 
   it('parses a JSON key list (first = current) and is undefined when unset', () => {
-    const list = [{ id: 'k2', key }, { id: 'k1', key: randomBytes(32).toString('base64url') }];
+    const list = [
+      { id: 'k2', key },
+      { id: 'k1', key: randomBytes(32).toString('base64url') },
+    ];
     expect(loadConfig({ COUNTERSIGN_PAYLOAD_KEYS: JSON.stringify(list) }).COUNTERSIGN_PAYLOAD_KEYS).toEqual(list);
     expect(loadConfig({}).COUNTERSIGN_PAYLOAD_KEYS).toBeUndefined();
   });
@@ -133,7 +139,10 @@ describe('COUNTERSIGN_PAYLOAD_KEYS', () => {
       'not json ' + key,
       '[]',
       JSON.stringify([{ id: 'k1', key: key.slice(0, 20) }]),
-      JSON.stringify([{ id: 'k1', key }, { id: 'k1', key }]),
+      JSON.stringify([
+        { id: 'k1', key },
+        { id: 'k1', key },
+      ]),
       JSON.stringify([{ id: 'has space', key }]),
       JSON.stringify({ id: 'k1', key }),
     ];

@@ -38,16 +38,28 @@ describe('countersign serve: option errors', () => {
   it('refuses a missing role, an unknown role, an option of another role and a bad timeout (pure check)', () => {
     expect(serveOptionProblem({})).toMatch(/--role is required: one of temporal, worker, mcp, approvals, issuer/);
     expect(serveOptionProblem({ role: 'workr' })).toBe('unknown role "workr": use one of temporal, worker, mcp, approvals, issuer');
-    expect(serveOptionProblem({ role: 'mcp', approvalsUrl: 'http://x' })).toBe('--approvals-url applies only to --role worker, not --role mcp');
-    expect(serveOptionProblem({ role: 'temporal', workflowBundle: 'b.json' })).toBe('--workflow-bundle applies only to --role worker, not --role temporal');
-    expect(serveOptionProblem({ role: 'worker', callbackBaseUrl: 'http://x' })).toBe('--callback-base-url applies only to --role mcp, not --role worker');
-    expect(serveOptionProblem({ role: 'approvals', backendCallTimeoutMs: '5000' })).toBe('--backend-call-timeout-ms applies only to --role mcp, not --role approvals');
+    expect(serveOptionProblem({ role: 'mcp', approvalsUrl: 'http://x' })).toBe(
+      '--approvals-url applies only to --role worker, not --role mcp',
+    );
+    expect(serveOptionProblem({ role: 'temporal', workflowBundle: 'b.json' })).toBe(
+      '--workflow-bundle applies only to --role worker, not --role temporal',
+    );
+    expect(serveOptionProblem({ role: 'worker', callbackBaseUrl: 'http://x' })).toBe(
+      '--callback-base-url applies only to --role mcp, not --role worker',
+    );
+    expect(serveOptionProblem({ role: 'approvals', backendCallTimeoutMs: '5000' })).toBe(
+      '--backend-call-timeout-ms applies only to --role mcp, not --role approvals',
+    );
     expect(serveOptionProblem({ role: 'mcp', backendCallTimeoutMs: '10' })).toMatch(/whole number >= 1000/);
     expect(serveOptionProblem({ role: 'worker', approvalsUrl: 'http://x', workflowBundle: 'b.json' })).toBeUndefined();
   });
 
   it('exits 2 with one clear line for a missing role, an unknown role and an option that does not apply', async () => {
-    const results = await Promise.all([serve([]), serve(['--role', 'nope']), serve(['--role', 'issuer', '--approvals-url', 'http://127.0.0.1:1'])]);
+    const results = await Promise.all([
+      serve([]),
+      serve(['--role', 'nope']),
+      serve(['--role', 'issuer', '--approvals-url', 'http://127.0.0.1:1']),
+    ]);
     expect(results.map((r) => r.code)).toEqual([2, 2, 2]);
     expect(results[0]!.stderr.trim()).toBe('countersign serve: --role is required: one of temporal, worker, mcp, approvals, issuer');
     expect(results[1]!.stderr.trim()).toBe('countersign serve: unknown role "nope": use one of temporal, worker, mcp, approvals, issuer');
@@ -60,7 +72,11 @@ describe('countersign serve: option errors', () => {
       expect(r.code, role).toBe(1);
       const lines = r.stderr.trim().split('\n');
       expect(lines, role).toHaveLength(1);
-      expect(lines[0]).toMatch(new RegExp(`^countersign serve --role ${role}: cannot reach Temporal at 127\\.0\\.0\\.1:\\d+; start it first \\(countersign serve --role temporal\\)`));
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^countersign serve --role ${role}: cannot reach Temporal at 127\\.0\\.0\\.1:\\d+; start it first \\(countersign serve --role temporal\\)`,
+        ),
+      );
       expect(r.stderr).not.toMatch(/tonic|TransportError/i);
     }
   }, 60_000);

@@ -29,10 +29,17 @@ while (!existsSync(${JSON.stringify(go)})) {}
 const out = [];
 for (let i = 0; i < ${rounds}; i++) out.push(loadOrCreateSecrets(${JSON.stringify(parent)} + '/data-' + i));
 process.stdout.write('RESULT' + JSON.stringify(out) + '\\n');`;
-  const children = Array.from({ length: n }, () => spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'inherit'] }));
+  const children = Array.from({ length: n }, () =>
+    spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   const outs = children.map((c) => {
     let out = '';
-    const ready = new Promise<void>((resolve) => c.stdout!.on('data', (b: Buffer) => ((out += b.toString()), out.includes('ready') && resolve())));
+    const ready = new Promise<void>((resolve) =>
+      c.stdout!.on('data', (b: Buffer) => ((out += b.toString()), out.includes('ready') && resolve())),
+    );
     const done = new Promise<string>((resolve) => c.once('exit', () => resolve(out)));
     return { ready, done };
   });

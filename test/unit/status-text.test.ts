@@ -170,7 +170,7 @@ describe('a working or input_required task MUST NOT be presented to the model as
   });
 });
 
-describe('every completed disposition\'s statusMessage states the outcome', () => {
+describe("every completed disposition's statusMessage states the outcome", () => {
   const completed = (disposition: Disposition | undefined): string =>
     statusMessage(snapshot({ status: 'completed', phase: 'terminal', ...(disposition ? { disposition } : {}) }));
 

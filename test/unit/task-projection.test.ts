@@ -51,7 +51,14 @@ const resultOf = (o: Record<string, unknown>): StoredCallToolResult => o.result 
 const bodyText = (r: StoredCallToolResult): string => r.content.map((c) => c.text).join('\n');
 
 /** Every terminal result kind, with what the SEP says it must be (written here, not read from the code). */
-const TERMINAL_CASES: Array<{ name: string; result: StoredCallToolResult; disposition: Disposition; envelope: boolean; isError: boolean; ran: 'yes' | 'no' | 'maybe' }> = [
+const TERMINAL_CASES: Array<{
+  name: string;
+  result: StoredCallToolResult;
+  disposition: Disposition;
+  envelope: boolean;
+  isError: boolean;
+  ran: 'yes' | 'no' | 'maybe';
+}> = [
   {
     name: 'executed ok',
     result: executedResult({ content: [{ type: 'text', text: 'Transfer of $50,000 to acct-991 posted.' }] }),
@@ -220,8 +227,11 @@ describe('completed tasks (SEP-2848 §Execution disposition, §Completion)', () 
     }
   });
 
-  it('an executed result leads with the fixed sentence and keeps the tool\'s own content after it', () => {
-    const tool = { content: [{ type: 'text' as const, text: 'Transfer of $50,000 to acct-991 posted.' }], structuredContent: { ledgerId: 'L-1' } };
+  it("an executed result leads with the fixed sentence and keeps the tool's own content after it", () => {
+    const tool = {
+      content: [{ type: 'text' as const, text: 'Transfer of $50,000 to acct-991 posted.' }],
+      structuredContent: { ledgerId: 'L-1' },
+    };
     const r = resultOf(getTaskResult(TASK_ID, completed(executedResult(tool))));
     expect(r.content).toHaveLength(2);
     expect(r.content[0]?.text).toMatch(/^Approved and executed once\./);
@@ -232,7 +242,10 @@ describe('completed tasks (SEP-2848 §Execution disposition, §Completion)', () 
 
 describe('failed and cancelled tasks', () => {
   it('a failed task carries the SEP-2663 error object and no result, disposition or envelope', () => {
-    const out = getTaskResult(TASK_ID, snapshot({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'Approval backend unavailable' } }));
+    const out = getTaskResult(
+      TASK_ID,
+      snapshot({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'Approval backend unavailable' } }),
+    );
     expect(out.status).toBe('failed');
     expect(out.error).toEqual({ code: -32603, message: 'Approval backend unavailable' });
     expect(out).not.toHaveProperty('result');

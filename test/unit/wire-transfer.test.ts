@@ -169,7 +169,9 @@ describe('tool registry', () => {
           ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : 1)))
           : v,
       );
-    const expected = createHash('sha256').update(jcs({ inputSchema: schema, name: 'echo', version: '1' })).digest('hex');
+    const expected = createHash('sha256')
+      .update(jcs({ inputSchema: schema, name: 'echo', version: '1' }))
+      .digest('hex');
     const digest = createToolRegistry([base]).descriptorDigest('echo');
     expect(digest).toBe(expected);
     expect(createToolRegistry([{ ...base, description: 'other words' }]).descriptorDigest('echo')).toBe(digest);

@@ -17,19 +17,38 @@ import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
 import { FAILURE, type ApprovalWorkflowConfig, type BackendHandle, type BackendStatus, type ReEvaluation } from '../../workflows/types.js';
 
-
 const t = approvalWorkflowEnv();
 
 const config = workflowTestConfig();
 
 /** A scripted backend + PDP + tool, recording every call. */
-function fakes(script: { status: (h: BackendHandle, n: number) => BackendStatus; evaluate?: (n: number) => ReEvaluation; execute?: () => Promise<void> }) {
-  const calls = { submit: [] as Array<{ key: string; generation: number; justification?: string }>, status: [] as string[], cancel: [] as string[], evaluate: [] as number[], execute: 0, executeStartedAt: [] as number[] };
+function fakes(script: {
+  status: (h: BackendHandle, n: number) => BackendStatus;
+  evaluate?: (n: number) => ReEvaluation;
+  execute?: () => Promise<void>;
+}) {
+  const calls = {
+    submit: [] as Array<{ key: string; generation: number; justification?: string }>,
+    status: [] as string[],
+    cancel: [] as string[],
+    evaluate: [] as number[],
+    execute: 0,
+    executeStartedAt: [] as number[],
+  };
   let statusN = 0;
   const acts: ApprovalActivities = {
     async submitApprovalRequest({ body, idempotencyKey }) {
-      calls.submit.push({ key: idempotencyKey, generation: body.generation, ...(body.justification ? { justification: body.justification } : {}) });
-      return { requestId: `req-${body.generation}`, statusUrl: `http://backend/req-${body.generation}`, cancelUrl: `http://backend/req-${body.generation}/cancel`, expiresAt: body.expiresAt };
+      calls.submit.push({
+        key: idempotencyKey,
+        generation: body.generation,
+        ...(body.justification ? { justification: body.justification } : {}),
+      });
+      return {
+        requestId: `req-${body.generation}`,
+        statusUrl: `http://backend/req-${body.generation}`,
+        cancelUrl: `http://backend/req-${body.generation}/cancel`,
+        expiresAt: body.expiresAt,
+      };
     },
     async fetchApprovalStatus(h) {
       calls.status.push(h.requestId);
@@ -59,7 +78,16 @@ function serverNow(): number {
 
 function approved(validForMs: number): BackendStatus {
   const now = serverNow();
-  return { state: 'approved', approval: { id: 'apv-1', approvedAt: new Date(now).toISOString(), approvedUntil: new Date(now + validForMs).toISOString(), state: 'approved', approvers: ['bob'] } };
+  return {
+    state: 'approved',
+    approval: {
+      id: 'apv-1',
+      approvedAt: new Date(now).toISOString(),
+      approvedUntil: new Date(now + validForMs).toISOString(),
+      state: 'approved',
+      approvers: ['bob'],
+    },
+  };
 }
 
 async function run<T>(acts: ApprovalActivities, body: (taskQueue: string, workflowId: string) => Promise<T>): Promise<T> {
@@ -69,8 +97,23 @@ async function run<T>(acts: ApprovalActivities, body: (taskQueue: string, workfl
 }
 
 function input() {
-  const binding = createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: { iss: 'https://issuer.test', sub: 'alice' }, toolDescriptorDigest: 'd1' });
-  return { binding, ownerKey: 'owner', config, accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' } };
+  const binding = createCallBinding({
+    tool: 'wire_transfer',
+    arguments: { to: 'acct-991', amount: 50000 },
+    principal: { iss: 'https://issuer.test', sub: 'alice' },
+    toolDescriptorDigest: 'd1',
+  });
+  return {
+    binding,
+    ownerKey: 'owner',
+    config,
+    accessRequest: {
+      approverGroup: 'treasury',
+      requestTtlMs: 7 * DAY,
+      reason: 'Transfers over $25,000 require treasury approval.',
+      policyId: 'p',
+    },
+  };
 }
 
 /** The refusal type of an update its validator refused (asserting the error's class and sentence); fails if it was accepted. */
@@ -86,7 +129,11 @@ async function refusalFrom(update: Promise<unknown>): Promise<string | undefined
 }
 
 async function start(taskQueue: string, workflowId: string, overrides: Partial<ApprovalWorkflowConfig> = {}) {
-  const handle = await t.env.client.workflow.start(approvalWorkflow, { taskQueue, workflowId, args: [{ ...input(), config: { ...config, ...overrides } }] });
+  const handle = await t.env.client.workflow.start(approvalWorkflow, {
+    taskQueue,
+    workflowId,
+    args: [{ ...input(), config: { ...config, ...overrides } }],
+  });
   const created = await handle.executeUpdate(taskCreatedUpdate);
   return { handle, created };
 }
@@ -148,7 +195,10 @@ describe('approval workflow (time-skipping)', () => {
   it('a request chain stops at its bound with a terminal denial, each generation under a fresh key', async () => {
     const { acts, calls } = fakes({
       status: () => approved(DAY),
-      evaluate: () => ({ outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A second approval is required.', policyId: 'p2' } }),
+      evaluate: () => ({
+        outcome: 'request',
+        accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A second approval is required.', policyId: 'p2' },
+      }),
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
@@ -180,7 +230,13 @@ describe('approval workflow (time-skipping)', () => {
     const executing = new Promise<void>((r) => (started = r));
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
-    const { acts, calls } = fakes({ status: () => approved(DAY), execute: async () => { started(); await released; } });
+    const { acts, calls } = fakes({
+      status: () => approved(DAY),
+      execute: async () => {
+        started();
+        await released;
+      },
+    });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
       await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
@@ -199,7 +255,10 @@ describe('approval workflow (time-skipping)', () => {
   it('a callback for a consumed generation causes no status fetch and no re-evaluation', async () => {
     const { acts, calls } = fakes({
       status: (h) => (h.requestId === 'req-1' ? approved(DAY) : { state: 'denied' }),
-      evaluate: (n) => (n === 1 ? { outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'Second approval.', policyId: 'p2' } } : { outcome: 'allow' }),
+      evaluate: (n) =>
+        n === 1
+          ? { outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'Second approval.', policyId: 'p2' } }
+          : { outcome: 'allow' },
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
@@ -207,7 +266,9 @@ describe('approval workflow (time-skipping)', () => {
       for (let i = 0; i < 200 && (await handle.query(taskQuery)).generation < 2; i++) await new Promise((r) => setImmediate(r));
       expect((await handle.query(taskQuery)).generation).toBe(2);
       // authentic but stale: generation 1 is consumed, its approval must not act again
-      await expect(handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-2' }] })).rejects.toThrow();
+      await expect(
+        handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-2' }] }),
+      ).rejects.toThrow();
       await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 2, requestId: 'req-2', callbackId: 'cb-3' }] });
       return handle.result();
     });
@@ -224,7 +285,9 @@ describe('approval workflow (time-skipping)', () => {
       const cb = { generation: 1, requestId: 'req-1', callbackId: 'same-delivery' };
       expect(await handle.executeUpdate(backendCallbackUpdate, { args: [cb] })).toBe('accepted');
       expect(await refusalFrom(handle.executeUpdate(backendCallbackUpdate, { args: [cb] }))).toBe(REFUSAL.replayedCallback);
-      expect(await refusalFrom(handle.executeUpdate(backendCallbackUpdate, { args: [{ ...cb, requestId: 'req-forged', callbackId: 'other' }] }))).toBe(REFUSAL.staleCallback);
+      expect(
+        await refusalFrom(handle.executeUpdate(backendCallbackUpdate, { args: [{ ...cb, requestId: 'req-forged', callbackId: 'other' }] })),
+      ).toBe(REFUSAL.staleCallback);
       await handle.executeUpdate(cancelUpdate);
       return handle.result();
     });
@@ -234,11 +297,26 @@ describe('approval workflow (time-skipping)', () => {
   it('a chained request that needs a justification waits in input_required until tasks/update answers it, then submits with it', async () => {
     const { acts, calls } = fakes({
       status: (h) => (h.requestId === 'req-1' ? approved(DAY) : { state: 'denied' }),
-      evaluate: () => ({ outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A risk approval is required.', policyId: 'p2', requiresJustification: true } }),
+      evaluate: () => ({
+        outcome: 'request',
+        accessRequest: {
+          approverGroup: 'risk',
+          requestTtlMs: DAY,
+          reason: 'A risk approval is required.',
+          policyId: 'p2',
+          requiresJustification: true,
+        },
+      }),
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
-      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'not asked for yet' } } }] }))).toBe(REFUSAL.noInputRequested);
+      expect(
+        await refusalFrom(
+          handle.executeUpdate(provideInputUpdate, {
+            args: [{ justification: { action: 'accept', content: { justification: 'not asked for yet' } } }],
+          }),
+        ),
+      ).toBe(REFUSAL.noInputRequested);
       await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
       let snap = await handle.query(taskQuery);
       for (let i = 0; i < 200 && snap.status !== 'input_required'; i++) {
@@ -249,13 +327,32 @@ describe('approval workflow (time-skipping)', () => {
       expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification-2']);
       expect(calls.submit).toHaveLength(1);
       // an unusable answer, or one to a key that is not outstanding, is refused and changes nothing
-      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ 'justification-2': { action: 'accept', content: { justification: 'short' } } }] }))).toBe(REFUSAL.invalidInput);
-      expect(await refusalFrom(handle.executeUpdate(provideInputUpdate, { args: [{ justification: { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }] }))).toBe(REFUSAL.unknownInputKey);
+      expect(
+        await refusalFrom(
+          handle.executeUpdate(provideInputUpdate, {
+            args: [{ 'justification-2': { action: 'accept', content: { justification: 'short' } } }],
+          }),
+        ),
+      ).toBe(REFUSAL.invalidInput);
+      expect(
+        await refusalFrom(
+          handle.executeUpdate(provideInputUpdate, {
+            args: [{ justification: { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }],
+          }),
+        ),
+      ).toBe(REFUSAL.unknownInputKey);
       expect((await handle.query(taskQuery)).status).toBe('input_required');
-      expect(await handle.executeUpdate(provideInputUpdate, { args: [{ 'justification-2': { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }] })).toBe('accepted');
+      expect(
+        await handle.executeUpdate(provideInputUpdate, {
+          args: [{ 'justification-2': { action: 'accept', content: { justification: 'Risk asked for the supplier contract id.' } } }],
+        }),
+      ).toBe('accepted');
       return handle.result();
     });
-    expect(calls.submit.map((s) => [s.generation, s.justification])).toEqual([[1, undefined], [2, 'Risk asked for the supplier contract id.']]);
+    expect(calls.submit.map((s) => [s.generation, s.justification])).toEqual([
+      [1, undefined],
+      [2, 'Risk asked for the supplier contract id.'],
+    ]);
     expect(out.disposition).toBe('denied-not-executed');
     expect(calls.execute).toBe(0);
   });
@@ -263,7 +360,16 @@ describe('approval workflow (time-skipping)', () => {
   it('a declined in-task input request ends the task as denied-not-executed at once: no further request is submitted and the tool does not run', async () => {
     const { acts, calls } = fakes({
       status: () => approved(DAY),
-      evaluate: () => ({ outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A risk approval is required.', policyId: 'p2', requiresJustification: true } }),
+      evaluate: () => ({
+        outcome: 'request',
+        accessRequest: {
+          approverGroup: 'risk',
+          requestTtlMs: DAY,
+          reason: 'A risk approval is required.',
+          policyId: 'p2',
+          requiresJustification: true,
+        },
+      }),
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
@@ -286,7 +392,16 @@ describe('approval workflow (time-skipping)', () => {
   it('an input request nobody answers ends as a denial when its window passes, and is never submitted', async () => {
     const { acts, calls } = fakes({
       status: () => approved(DAY),
-      evaluate: () => ({ outcome: 'request', accessRequest: { approverGroup: 'risk', requestTtlMs: DAY, reason: 'A risk approval is required.', policyId: 'p2', requiresJustification: true } }),
+      evaluate: () => ({
+        outcome: 'request',
+        accessRequest: {
+          approverGroup: 'risk',
+          requestTtlMs: DAY,
+          reason: 'A risk approval is required.',
+          policyId: 'p2',
+          requiresJustification: true,
+        },
+      }),
     });
     const out = await run(acts, async (tq, id) => (await start(tq, id)).handle.result());
     expect(out.status).toBe('completed');
@@ -296,7 +411,12 @@ describe('approval workflow (time-skipping)', () => {
   });
 
   it('a tool error after the claim completes as execution-error, never failed', async () => {
-    const { acts, calls } = fakes({ status: () => approved(DAY), execute: async () => { throw ApplicationFailure.nonRetryable('boom', FAILURE.toolExecutionError); } });
+    const { acts, calls } = fakes({
+      status: () => approved(DAY),
+      execute: async () => {
+        throw ApplicationFailure.nonRetryable('boom', FAILURE.toolExecutionError);
+      },
+    });
     const out = await run(acts, async (tq, id) => (await start(tq, id)).handle.result());
     expect(out.status).toBe('completed');
     expect(out.disposition).toBe('execution-error');
@@ -317,8 +437,13 @@ describe('approval workflow (time-skipping)', () => {
   // Recorded (historyToJSON) from this file's scenarios run against the workflow as it was before
   // its state moved into ApprovalState (workflows/approval-state.ts): the refactor must keep the
   // same commands in the same order, or these runs would fail to replay.
-  it.each(['chained-justification', 'cancel-after-claim', 'request-chain-bound'])('a run recorded before the ApprovalState refactor replays unchanged: %s', async (name) => {
-    const history = historyFromJSON(JSON.parse(readFileSync(new URL(`./fixtures/pre-state-class-${name}.history.json`, import.meta.url), 'utf8')));
-    await expect(Worker.runReplayHistory({ workflowBundle: t.bundle }, history)).resolves.toBeUndefined();
-  });
+  it.each(['chained-justification', 'cancel-after-claim', 'request-chain-bound'])(
+    'a run recorded before the ApprovalState refactor replays unchanged: %s',
+    async (name) => {
+      const history = historyFromJSON(
+        JSON.parse(readFileSync(new URL(`./fixtures/pre-state-class-${name}.history.json`, import.meta.url), 'utf8')),
+      );
+      await expect(Worker.runReplayHistory({ workflowBundle: t.bundle }, history)).resolves.toBeUndefined();
+    },
+  );
 });

@@ -22,14 +22,29 @@ const config = workflowTestConfig({ executionTimeoutMs: 1500 });
 
 const now = () => Context.current().info.currentAttemptScheduledTimestampMs;
 /** The tool's attempt is lost: it never reports, and the worker gives up at the execution timeout. */
-const lost = () => new Promise<never>((_, reject) => Context.current().cancellationSignal.addEventListener('abort', () => reject(new Error('lost'))));
+const lost = () =>
+  new Promise<never>((_, reject) => Context.current().cancellationSignal.addEventListener('abort', () => reject(new Error('lost'))));
 
 /** Approve at once, allow at re-evaluation; `execute` and `resolve` are the scripted tool side. */
 function fakes(execute: () => Promise<unknown>, resolve?: () => Promise<ExecutionResolution>) {
   const calls = { execute: 0, resolve: 0, executionIds: [] as string[] };
   const acts: ApprovalActivities = {
-    submitApprovalRequest: async ({ body }) => ({ requestId: 'req-1', statusUrl: 'http://backend/req-1', cancelUrl: 'http://backend/req-1/cancel', expiresAt: body.expiresAt }),
-    fetchApprovalStatus: async () => ({ state: 'approved', approval: { id: 'apv-1', approvedAt: new Date(now()).toISOString(), approvedUntil: new Date(now() + DAY).toISOString(), state: 'approved', approvers: ['bob'] } }),
+    submitApprovalRequest: async ({ body }) => ({
+      requestId: 'req-1',
+      statusUrl: 'http://backend/req-1',
+      cancelUrl: 'http://backend/req-1/cancel',
+      expiresAt: body.expiresAt,
+    }),
+    fetchApprovalStatus: async () => ({
+      state: 'approved',
+      approval: {
+        id: 'apv-1',
+        approvedAt: new Date(now()).toISOString(),
+        approvedUntil: new Date(now() + DAY).toISOString(),
+        state: 'approved',
+        approvers: ['bob'],
+      },
+    }),
     cancelApprovalRequest: async () => true,
     evaluatePolicy: async () => ({ outcome: 'allow' }),
     executeTool: async ({ executionId }) => {
@@ -53,17 +68,37 @@ function fakes(execute: () => Promise<unknown>, resolve?: () => Promise<Executio
 async function runToEnd(acts: ApprovalActivities): Promise<TaskSnapshot> {
   const taskQueue = `tq-${randomUUID()}`;
   const worker = await Worker.create({ connection: t.env.nativeConnection, taskQueue, workflowBundle: t.bundle, activities: acts });
-  const binding = createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: { iss: 'https://issuer.test', sub: 'alice' }, toolDescriptorDigest: 'd1' });
+  const binding = createCallBinding({
+    tool: 'wire_transfer',
+    arguments: { to: 'acct-991', amount: 50000 },
+    principal: { iss: 'https://issuer.test', sub: 'alice' },
+    toolDescriptorDigest: 'd1',
+  });
   return worker.runUntil(
     t.env.client.workflow.execute(approvalWorkflow, {
       taskQueue,
       workflowId: `${APPROVAL_WORKFLOW_ID_PREFIX}${randomUUID().replace(/-/g, '')}`,
-      args: [{ binding, ownerKey: 'owner', config, accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Transfers over $25,000 require treasury approval.', policyId: 'p' } }],
+      args: [
+        {
+          binding,
+          ownerKey: 'owner',
+          config,
+          accessRequest: {
+            approverGroup: 'treasury',
+            requestTtlMs: 7 * DAY,
+            reason: 'Transfers over $25,000 require treasury approval.',
+            policyId: 'p',
+          },
+        },
+      ],
     }),
   );
 }
 
-const recorded = { content: [{ type: 'text' as const, text: 'Transfer of $50,000.00 to acct-991 completed (ledger entry 7).' }], structuredContent: { entryId: 7 } };
+const recorded = {
+  content: [{ type: 'text' as const, text: 'Transfer of $50,000.00 to acct-991 completed (ledger entry 7).' }],
+  structuredContent: { entryId: 7 },
+};
 
 describe('lost execution, resolved by the tool (time-skipping)', () => {
   it('a lost execution whose effect the tool recorded completes approved-executed with the recorded result, without a second invocation', async () => {
@@ -71,7 +106,10 @@ describe('lost execution, resolved by the tool (time-skipping)', () => {
     const out = await runToEnd(acts);
     expect(out.status).toBe('completed');
     expect(out.disposition).toBe('approved-executed');
-    expect(out.result?.content.map((c) => c.text)).toEqual(['Approved and executed once. Outcome: approved-executed.', recorded.content[0]!.text]);
+    expect(out.result?.content.map((c) => c.text)).toEqual([
+      'Approved and executed once. Outcome: approved-executed.',
+      recorded.content[0]!.text,
+    ]);
     expect(out.result?.structuredContent).toEqual({ entryId: 7 });
     expect(calls).toMatchObject({ execute: 1, resolve: 1 });
     // the hook is asked about the very execution id the tool ran under
@@ -89,7 +127,9 @@ describe('lost execution, resolved by the tool (time-skipping)', () => {
     expect(out.result?._meta['io.modelcontextprotocol/authorization']).toBeUndefined();
     expect(out.result?.content).toHaveLength(1);
     expect(out.result?.content[0]?.text).toBe(EXECUTION_LOST_FENCED_TEXT);
-    expect(out.result?.content[0]?.text).toMatch(/execution of this call was lost before the tool took effect.*fenced so it can never take effect.*did not run and no side effect occurred.*new call.*Outcome: execution-error\.$/);
+    expect(out.result?.content[0]?.text).toMatch(
+      /execution of this call was lost before the tool took effect.*fenced so it can never take effect.*did not run and no side effect occurred.*new call.*Outcome: execution-error\.$/,
+    );
     expect(statusMessage(out)).toMatch(/did not run/);
     expect(calls).toMatchObject({ execute: 1, resolve: 1 });
   });
@@ -118,7 +158,9 @@ describe('lost execution, resolved by the tool (time-skipping)', () => {
   });
 
   it('a run that lost its execution before the resolution existed replays unchanged (patched), still outcome-unknown', async () => {
-    const history = historyFromJSON(JSON.parse(readFileSync(new URL('./fixtures/lost-execution-before-resolution.history.json', import.meta.url), 'utf8')));
+    const history = historyFromJSON(
+      JSON.parse(readFileSync(new URL('./fixtures/lost-execution-before-resolution.history.json', import.meta.url), 'utf8')),
+    );
     await expect(Worker.runReplayHistory({ workflowBundle: t.bundle }, history)).resolves.toBeUndefined();
   });
 });

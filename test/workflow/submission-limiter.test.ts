@@ -34,7 +34,9 @@ let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 
 beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: temporalTestServerPath() } } });
+  env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: temporalTestServerPath() } },
+  });
   // the worker's own entry module: every workflow, as in production
   bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH });
 });
@@ -63,7 +65,11 @@ async function run<T>(acts: object, body: (taskQueue: string, ownerKey: string) 
 }
 
 async function startLimiter(taskQueue: string, ownerKey: string, tuning: LimiterInput['tuning'] = {}) {
-  const handle = await env.client.workflow.start(submissionLimiterWorkflow, { taskQueue, workflowId: limiterWorkflowIdOf(ownerKey), args: [{ ownerKey, tuning }] });
+  const handle = await env.client.workflow.start(submissionLimiterWorkflow, {
+    taskQueue,
+    workflowId: limiterWorkflowIdOf(ownerKey),
+    args: [{ ownerKey, tuning }],
+  });
   const reserve = (approvalWorkflowId: string, l: SubmissionLimits = limits): Promise<ReserveResult> =>
     handle.executeUpdate(reserveUpdate, { args: [{ approvalWorkflowId, limits: l }] });
   const release = (approvalWorkflowId: string, r: ReserveResult) =>
@@ -129,7 +135,7 @@ describe('submission limiter (time-skipping)', () => {
     });
   });
 
-  it('a repeat that joined a closing task cannot open an uncounted one: the old run\'s release spares a slot the new run claimed, and a late claim re-counts it', async () => {
+  it("a repeat that joined a closing task cannot open an uncounted one: the old run's release spares a slot the new run claimed, and a late claim re-counts it", async () => {
     const { acts } = limiterFakes();
     await run(acts, async (tq, owner) => {
       const { handle, reserve } = await startLimiter(tq, owner);
@@ -195,7 +201,12 @@ describe('submission limiter (time-skipping)', () => {
     const limiter = limiterFakes();
     const approvals: ApprovalActivities = {
       async submitApprovalRequest({ body }) {
-        return { requestId: `req-${body.generation}`, statusUrl: 'http://backend/s', cancelUrl: 'http://backend/c', expiresAt: body.expiresAt };
+        return {
+          requestId: `req-${body.generation}`,
+          statusUrl: 'http://backend/s',
+          cancelUrl: 'http://backend/c',
+          expiresAt: body.expiresAt,
+        };
       },
       async fetchApprovalStatus(h) {
         return { state: 'pending', expiresAt: h.expiresAt };
@@ -226,7 +237,12 @@ describe('submission limiter (time-skipping)', () => {
         executionTimeoutMs: 60_000,
         maxRequestWindowMs: 30 * DAY,
       };
-      const binding = createCallBinding({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50000 }, principal: { iss: 'https://issuer.test', sub: 'alice' }, toolDescriptorDigest: 'd1' });
+      const binding = createCallBinding({
+        tool: 'wire_transfer',
+        arguments: { to: 'acct-991', amount: 50000 },
+        principal: { iss: 'https://issuer.test', sub: 'alice' },
+        toolDescriptorDigest: 'd1',
+      });
       const approval = await env.client.workflow.start(approvalWorkflow, {
         taskQueue: tq,
         workflowId: approvalId,

@@ -60,8 +60,8 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
   'decision-not-allowed': 'This credential may not make this decision.',
   'already-approved': 'This approver already approved the request; another approver must complete it.',
   'quorum-needs-members':
-    "This request needs approvals from several members of its approver group, and this credential is not a member: it may deny, or approve only requests that one approval settles.",
-  'unknown-person': 'decided_by does not name a configured approver of this request\'s approver group.',
+    'This request needs approvals from several members of its approver group, and this credential is not a member: it may deny, or approve only requests that one approval settles.',
+  'unknown-person': "decided_by does not name a configured approver of this request's approver group.",
 };
 
 /** JSON view of a pending or decided request for deciders (arguments included: they are what is decided). */
@@ -110,7 +110,13 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   const { lifecycle } = deps;
   const app = new Hono();
 
-  app.use('*', bodyLimit({ maxSize: MAX_BODY_BYTES, onError: () => problem('payload-too-large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`) }));
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => problem('payload-too-large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`),
+    }),
+  );
 
   const requireClient = createMiddleware(async (c, next) => {
     if (!bearerMatches(c.req.header('Authorization'), deps.clientToken)) return unauthorizedClient();
@@ -180,11 +186,19 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     const who = decider(c);
     if (who instanceof Response) return who;
     lifecycle.sweep();
-    const filter = { ...(who.groups !== undefined ? { groups: who.groups } : {}), ...(who.tools !== undefined ? { tools: who.tools } : {}) };
+    const filter = {
+      ...(who.groups !== undefined ? { groups: who.groups } : {}),
+      ...(who.tools !== undefined ? { tools: who.tools } : {}),
+    };
     const items = deps.store
       .listPending(filter)
       .filter((r) => lifecycle.refusalFor(who, r) === null)
-      .map((r) => approvalItem(r, lifecycle.votes(r.id).map((v) => v.approver)));
+      .map((r) =>
+        approvalItem(
+          r,
+          lifecycle.votes(r.id).map((v) => v.approver),
+        ),
+      );
     return c.json({ items }, 200);
   });
 
@@ -197,7 +211,10 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     if (refusal === 'not-in-group' || refusal === 'tool-out-of-scope') return notFound();
     return c.json(
       {
-        ...approvalItem(record, lifecycle.votes(record.id).map((v) => v.approver)),
+        ...approvalItem(
+          record,
+          lifecycle.votes(record.id).map((v) => v.approver),
+        ),
         resolved_by: record.resolvedBy,
         resolved_at: record.resolvedAtMs === null ? null : new Date(record.resolvedAtMs).toISOString(),
         you_may_decide: refusal === null && record.status === 'pending',
@@ -227,7 +244,11 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       case 'decided':
       case 'recorded':
         return c.json(
-          { ...toStatusBody(outcome.record), required_approvals: outcome.record.requiredApprovals, approvals: lifecycle.votes(outcome.record.id).map((v) => v.approver) },
+          {
+            ...toStatusBody(outcome.record),
+            required_approvals: outcome.record.requiredApprovals,
+            approvals: lifecycle.votes(outcome.record.id).map((v) => v.approver),
+          },
           200,
         );
       case 'forbidden':

@@ -17,7 +17,10 @@ export type RequestStatus = (typeof REQUEST_STATUSES)[number];
 export const WireSubjectSchema = z.object({
   iss: z.string().min(1).max(2048),
   sub: z.string().min(1).max(1024),
-  act: z.array(z.object({ iss: z.string().max(2048).optional(), sub: z.string().min(1).max(1024) })).max(16).optional(),
+  act: z
+    .array(z.object({ iss: z.string().max(2048).optional(), sub: z.string().min(1).max(1024) }))
+    .max(16)
+    .optional(),
 });
 
 /**
@@ -35,7 +38,10 @@ export const AccessRequestBodySchema = z.object({
   expires_at: z.iso.datetime({ offset: true }),
   binding_digest: z.string().min(1).max(256),
   generation: z.int().min(1),
-  callback_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  callback_url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional(),
 });
 /** A validated access request body. */
 export type AccessRequestBody = z.infer<typeof AccessRequestBodySchema>;

@@ -116,7 +116,11 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
     for (let i = 0; i <= retryDelaysMs.length; i += 1) {
       if (i > 0) await delay(retryDelaysMs[i - 1] ?? 0);
       const nowS = Math.floor(deps.now() / 1000);
-      const jws = await new SignJWT({ event: 'access_request.created', request, decision_url: `${deps.publicBaseUrl}/access/v1/itsm/decisions` })
+      const jws = await new SignJWT({
+        event: 'access_request.created',
+        request,
+        decision_url: `${deps.publicBaseUrl}/access/v1/itsm/decisions`,
+      })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setIssuer(deps.publicBaseUrl)
         .setAudience(ITSM_NOTIFICATION_AUDIENCE)
@@ -189,7 +193,14 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
       switch (outcome.kind) {
         case 'decided':
         case 'recorded':
-          return c.json({ ...toStatusBody(outcome.record), required_approvals: outcome.record.requiredApprovals, approvals: deps.lifecycle.votes(outcome.record.id).map((v) => v.approver) }, 200);
+          return c.json(
+            {
+              ...toStatusBody(outcome.record),
+              required_approvals: outcome.record.requiredApprovals,
+              approvals: deps.lifecycle.votes(outcome.record.id).map((v) => v.approver),
+            },
+            200,
+          );
         case 'forbidden':
           return problem('forbidden', REFUSAL_DETAIL[outcome.reason]);
         case 'not-pending':

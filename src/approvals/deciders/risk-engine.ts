@@ -22,7 +22,13 @@ export interface RiskEngine {
 }
 
 /** Create the engine over the lifecycle; `rules` is read on every evaluation. */
-export function createRiskEngine(deps: { lifecycle: RequestLifecycle; store: ApprovalStore; rules: () => ApprovalRules; now: () => number; logger: Logger }): RiskEngine {
+export function createRiskEngine(deps: {
+  lifecycle: RequestLifecycle;
+  store: ApprovalStore;
+  rules: () => ApprovalRules;
+  now: () => number;
+  logger: Logger;
+}): RiskEngine {
   function evaluate(record: AccessRequestRecord): string | null {
     if (record.status !== 'pending') return null;
     const b = record.body;

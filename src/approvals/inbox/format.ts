@@ -77,5 +77,8 @@ export function formatCountdown(expiresAtMs: number, nowMs: number): string {
 
 /** ISO 8601 UTC without milliseconds, `2026-03-01 12:00:00Z` style for tables. */
 export function formatTime(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, 'Z');
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d{3}Z$/, 'Z');
 }

@@ -43,7 +43,8 @@ export function Frame(props: FrameProps) {
           <span class="brand">Countersign · Approvals</span>
           <nav>
             <a href="/approver" class={props.active === 'queue' ? 'on' : ''}>
-              Queue <span class={props.pendingCount === 0 ? 'badge zero' : 'badge'} id="pending-count">
+              Queue{' '}
+              <span class={props.pendingCount === 0 ? 'badge zero' : 'badge'} id="pending-count">
                 {props.pendingCount}
               </span>
             </a>
@@ -82,7 +83,13 @@ export function LoginPage(props: { error?: string; id?: string }) {
         <main>
           <form class="card login" method="post" action="/approver/login">
             <h1>Approver sign-in</h1>
-            {props.error === undefined ? '' : <p class="flash warn" role="alert">{props.error}</p>}
+            {props.error === undefined ? (
+              ''
+            ) : (
+              <p class="flash warn" role="alert">
+                {props.error}
+              </p>
+            )}
             <label for="id">Approver id</label>
             <input type="text" id="id" name="id" autocomplete="username" required value={props.id ?? ''} />
             <label for="password">Password</label>
@@ -92,7 +99,9 @@ export function LoginPage(props: { error?: string; id?: string }) {
                 Sign in
               </button>
             </p>
-            <p class="muted">Development identities and passwords are printed by <code>npm start</code>.</p>
+            <p class="muted">
+              Development identities and passwords are printed by <code>npm start</code>.
+            </p>
           </form>
         </main>
       </body>

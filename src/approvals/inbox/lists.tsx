@@ -83,7 +83,10 @@ export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: L
   return (
     <>
       <h1>
-        Pending requests <span class="muted">· {mine} waiting for your decision, {props.items.length} open in your groups</span>
+        Pending requests{' '}
+        <span class="muted">
+          · {mine} waiting for your decision, {props.items.length} open in your groups
+        </span>
       </h1>
       {props.flash ?? ''}
       <Filters action="/approver" filters={props.filters} />

@@ -16,7 +16,15 @@
  */
 import { createHmac } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
-import { getAuth, initOidcAuthMiddleware, oidcAuthMiddleware, processOAuthCallback, revokeSession, type OidcAuthEnv, type OidcClaimsHook } from '@hono/oidc-auth';
+import {
+  getAuth,
+  initOidcAuthMiddleware,
+  oidcAuthMiddleware,
+  processOAuthCallback,
+  revokeSession,
+  type OidcAuthEnv,
+  type OidcClaimsHook,
+} from '@hono/oidc-auth';
 import { safeEqual, type Approver } from '../api/http-auth.js';
 import type { InboxSession, SessionManager } from './session.js';
 import type { OidcVariable } from '../../config.js';
@@ -46,10 +54,13 @@ export interface OidcSignInOptions {
 export function oidcOptionsFromEnv(env: OidcSettings): OidcSignInOptions | undefined {
   if (env.OIDC_ISSUER === undefined || env.OIDC_ISSUER === '') return undefined;
   const problems: string[] = [];
-  for (const k of ['OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'OIDC_AUTH_SECRET'] as const) if (!env[k]) problems.push(`${k} is required with OIDC_ISSUER`);
-  if ((env.OIDC_AUTH_SECRET ?? '').length > 0 && (env.OIDC_AUTH_SECRET ?? '').length < 32) problems.push('OIDC_AUTH_SECRET must be at least 32 characters');
+  for (const k of ['OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'OIDC_AUTH_SECRET'] as const)
+    if (!env[k]) problems.push(`${k} is required with OIDC_ISSUER`);
+  if ((env.OIDC_AUTH_SECRET ?? '').length > 0 && (env.OIDC_AUTH_SECRET ?? '').length < 32)
+    problems.push('OIDC_AUTH_SECRET must be at least 32 characters');
   const claim = env.COUNTERSIGN_OIDC_APPROVER_CLAIM ?? 'email';
-  if (!(OIDC_APPROVER_CLAIMS as readonly string[]).includes(claim)) problems.push(`COUNTERSIGN_OIDC_APPROVER_CLAIM must be one of ${OIDC_APPROVER_CLAIMS.join(', ')}`);
+  if (!(OIDC_APPROVER_CLAIMS as readonly string[]).includes(claim))
+    problems.push(`COUNTERSIGN_OIDC_APPROVER_CLAIM must be one of ${OIDC_APPROVER_CLAIMS.join(', ')}`);
   if (problems.length > 0) throw new Error(`approver inbox OIDC configuration:\n  ${problems.join('\n  ')}`);
   const settings = Object.entries(env).filter(([k, v]) => k.startsWith('OIDC_') && v !== undefined && v !== '');
   return { approverClaim: claim as OidcApproverClaim, env: Object.fromEntries(settings) as Partial<OidcAuthEnv> };
@@ -68,7 +79,11 @@ export interface OidcSessionManager extends SessionManager {
 }
 
 /** Create the OIDC session manager over the configured approvers; `key` keys CSRF tokens. */
-export function createOidcSessionManager(opts: { key: string; approvers: readonly Approver[]; oidc: OidcSignInOptions }): OidcSessionManager {
+export function createOidcSessionManager(opts: {
+  key: string;
+  approvers: readonly Approver[];
+  oidc: OidcSignInOptions;
+}): OidcSessionManager {
   const claim = opts.oidc.approverClaim ?? 'email';
   const csrfKey = createHmac('sha256', opts.key).update('countersign inbox oidc csrf v1').digest();
   const env: Partial<OidcAuthEnv> = {

@@ -77,7 +77,9 @@ export function RequestView(props: RequestViewProps) {
           </div>
           <div>
             <dt>Justification</dt>
-            <dd data-testid="justification">{b.context.justification !== undefined ? visible(b.context.justification) : <span class="muted">none given</span>}</dd>
+            <dd data-testid="justification">
+              {b.context.justification !== undefined ? visible(b.context.justification) : <span class="muted">none given</span>}
+            </dd>
           </div>
           <div>
             <dt>Approvals</dt>

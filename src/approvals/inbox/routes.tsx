@@ -154,7 +154,15 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const decider = c.get('decider');
     const pendingCount = store.listPending({ groups: s.approver.groups }).filter((r) => lifecycle.refusalFor(decider, r) === null).length;
     return c.html(
-      <Frame title={title} active={active} approverId={s.approver.id} groups={s.approver.groups} pendingCount={pendingCount} csrf={s.csrf} mark={store.changeMark()}>
+      <Frame
+        title={title}
+        active={active}
+        approverId={s.approver.id}
+        groups={s.approver.groups}
+        pendingCount={pendingCount}
+        csrf={s.csrf}
+        mark={store.changeMark()}
+      >
         {body}
       </Frame>,
     );
@@ -169,7 +177,11 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const facets = store.pendingFacets({ groups: s.approver.groups });
     const filters = filtersOf(c, facets);
     const items = store
-      .listPending({ groups: s.approver.groups, ...(filters.tool ? { tool: filters.tool } : {}), ...(filters.requester ? { requester: filters.requester } : {}) })
+      .listPending({
+        groups: s.approver.groups,
+        ...(filters.tool ? { tool: filters.tool } : {}),
+        ...(filters.requester ? { requester: filters.requester } : {}),
+      })
       .map((record) => ({ record, approvals: lifecycle.votes(record.id).length, refusal: lifecycle.refusalFor(decider, record) }));
     return frame(c, 'Queue', 'queue', <QueueView items={items} nowMs={deps.now()} filters={filters} flash={flashOf(c)} />);
   });
@@ -178,10 +190,17 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     lifecycle.sweep();
     const s = c.get('session');
     const all = store.listResolved({ groups: s.approver.groups }, 500);
-    const facets = { tools: [...new Set(all.map((r) => r.body.resource.id))].sort(), requesters: [...new Set(all.map((r) => r.body.subject.sub))].sort() };
+    const facets = {
+      tools: [...new Set(all.map((r) => r.body.resource.id))].sort(),
+      requesters: [...new Set(all.map((r) => r.body.subject.sub))].sort(),
+    };
     const filters = filtersOf(c, facets);
     const items = store.listResolved(
-      { groups: s.approver.groups, ...(filters.tool ? { tool: filters.tool } : {}), ...(filters.requester ? { requester: filters.requester } : {}) },
+      {
+        groups: s.approver.groups,
+        ...(filters.tool ? { tool: filters.tool } : {}),
+        ...(filters.requester ? { requester: filters.requester } : {}),
+      },
       100,
     );
     const via = (r: AccessRequestRecord) => store.auditTrail(r.id).at(-1)?.via ?? '';

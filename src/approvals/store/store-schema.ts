@@ -71,12 +71,16 @@ function migrate(db: Database.Database): void {
   if (version >= STORE_SCHEMA_VERSION) return;
   db.transaction(() => {
     const cols = (db.prepare('PRAGMA table_info(access_requests)').all() as Array<{ name: string }>).map((c) => c.name);
-    if (!cols.includes('required_approvals')) db.exec('ALTER TABLE access_requests ADD COLUMN required_approvals INTEGER NOT NULL DEFAULT 1');
+    if (!cols.includes('required_approvals'))
+      db.exec('ALTER TABLE access_requests ADD COLUMN required_approvals INTEGER NOT NULL DEFAULT 1');
     if (!cols.includes('quorum_rule')) db.exec('ALTER TABLE access_requests ADD COLUMN quorum_rule TEXT');
-    const audit = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'audit_events'").get() as { sql: string } | undefined;
+    const audit = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'audit_events'").get() as
+      { sql: string } | undefined;
     if (audit !== undefined && !audit.sql.includes("'endorsed'")) {
       db.exec(AUDIT_TABLE('audit_events_v1'));
-      db.exec('INSERT INTO audit_events_v1 (seq, request_id, event, actor, comment, at_ms) SELECT seq, request_id, event, actor, comment, at_ms FROM audit_events');
+      db.exec(
+        'INSERT INTO audit_events_v1 (seq, request_id, event, actor, comment, at_ms) SELECT seq, request_id, event, actor, comment, at_ms FROM audit_events',
+      );
       db.exec('DROP TABLE audit_events');
       db.exec('ALTER TABLE audit_events_v1 RENAME TO audit_events');
     } else if (audit === undefined) {

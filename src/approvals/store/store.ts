@@ -124,7 +124,13 @@ export interface ApprovalStore {
   /** Approvals recorded so far, oldest first. */
   votes(id: string): ApprovalVote[];
   /** Append an audit row that changes no state (e.g. `notified`). */
-  appendAudit(id: string, event: AuditEventKind, actor: string, atMs: number, extra?: { comment?: string; via?: DecisionChannel; rule?: string }): void;
+  appendAudit(
+    id: string,
+    event: AuditEventKind,
+    actor: string,
+    atMs: number,
+    extra?: { comment?: string; via?: DecisionChannel; rule?: string },
+  ): void;
   /** Pending requests matching `filter`, oldest first (at most `limit`, default 200). */
   listPending(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
   /** Resolved requests matching `filter`, most recently resolved first (at most `limit`, default 50). */
@@ -249,7 +255,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   );
   const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
   const insertSession = db.prepare('INSERT INTO inbox_sessions (id_hash, approver, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?)');
-  const selectSession = db.prepare<[string], { approver: string; expires_at_ms: number }>('SELECT approver, expires_at_ms FROM inbox_sessions WHERE id_hash = ?');
+  const selectSession = db.prepare<[string], { approver: string; expires_at_ms: number }>(
+    'SELECT approver, expires_at_ms FROM inbox_sessions WHERE id_hash = ?',
+  );
   const deleteSession = db.prepare('DELETE FROM inbox_sessions WHERE id_hash = ?');
   const deleteExpiredSessions = db.prepare('DELETE FROM inbox_sessions WHERE expires_at_ms <= ?');
   const sessions: InboxSessionStore = {
@@ -306,7 +314,11 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     selectVotes.all(id).map((v) => ({ approver: v.approver, via: v.via, comment: v.comment, atMs: v.at_ms }));
 
   const approveTx = db.transaction(
-    (id: string, vote: ApprovalVote & { rule?: string; final?: boolean }, makeApproval: (approvers: string[]) => WireApproval): ApproveResult['kind'] => {
+    (
+      id: string,
+      vote: ApprovalVote & { rule?: string; final?: boolean },
+      makeApproval: (approvers: string[]) => WireApproval,
+    ): ApproveResult['kind'] => {
       const current = get(id);
       if (current === undefined || current.status !== 'pending') return 'not-pending';
       if (insertVote.run(id, vote.approver, vote.via, vote.comment, vote.atMs).changes !== 1) return 'already-approved-by';
@@ -370,7 +382,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     pendingFacets(filter = {}) {
       const w = whereOf(filter);
       const rows = db
-        .prepare<unknown[], { tool: string; requester_sub: string }>(`SELECT DISTINCT tool, requester_sub FROM access_requests WHERE status = 'pending'${w.sql}`)
+        .prepare<unknown[], { tool: string; requester_sub: string }>(
+          `SELECT DISTINCT tool, requester_sub FROM access_requests WHERE status = 'pending'${w.sql}`,
+        )
         .all(...w.params);
       return {
         tools: [...new Set(rows.map((r) => r.tool))].sort(),

@@ -14,6 +14,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { PROJECT_ROOT } from './project-root.js';
 import { decodePayloadKey } from './temporal/payload-codec.js';
+import { resolveTemporalProfile, type TemporalConnection } from './temporal/connect.js';
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
 const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
@@ -83,6 +84,16 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_PORT: port(8787),
   COUNTERSIGN_APPROVALS_PORT: port(8788),
   COUNTERSIGN_ISSUER_PORT: port(8789),
+  /** `serve --role worker`: the worker's HTTP port for `/livez`, `/readyz`, `/metrics` (the other roles serve them on their own port). */
+  COUNTERSIGN_WORKER_PORT: port(8790),
+  /**
+   * `host:port` where the Temporal SDK runtime's Prometheus exporter listens (worker metrics of the
+   * Rust core: polls, task latencies, slots); appended to each role's `/metrics`. Unset: off.
+   */
+  COUNTERSIGN_TEMPORAL_METRICS_ADDRESS: z
+    .string()
+    .regex(/^[^:\s]+:\d+$/, 'must be host:port')
+    .optional(),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
   /** Gateway configuration file: upstream MCP servers behind the gate (docs/GATEWAY.md); unset: native tools only. */
   COUNTERSIGN_CONFIG: z.string().min(1).optional(),
@@ -92,6 +103,11 @@ export const ConfigSchema = z.object({
   TEMPORAL_PORT: port(7233),
   TEMPORAL_UI_PORT: port(8233),
   COUNTERSIGN_TASK_QUEUE: z.string().default('countersign-approvals'),
+  /**
+   * Typed search attributes on approval workflows (`src/temporal/search-attributes.ts`): `auto`
+   * (upsert when registered on the namespace, checked at MCP start), `on`, `off`.
+   */
+  COUNTERSIGN_SEARCH_ATTRIBUTES: z.enum(['auto', 'on', 'off']).default('auto'),
   /** How long a terminal result stays retrievable (SEP-2848 resultRetention). */
   COUNTERSIGN_RESULT_RETENTION_MS: ms(24 * 3_600_000),
   /** `pollIntervalMs` suggested to clients. */
@@ -177,8 +193,12 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_OIDC_APPROVER_CLAIM: z.string().optional(),
 });
 
-/** Parsed configuration. */
-export type Config = z.infer<typeof ConfigSchema>;
+/**
+ * Parsed configuration. `TEMPORAL_CONNECTION`: the API key, TLS and gRPC metadata of the Temporal
+ * connection, resolved with `TEMPORAL_ADDRESS` and `TEMPORAL_NAMESPACE` from the SDK's environment
+ * configuration (`src/temporal/connect.ts`); empty for the embedded dev server.
+ */
+export type Config = z.infer<typeof ConfigSchema> & { TEMPORAL_CONNECTION: TemporalConnection };
 
 /** Thrown by `loadConfig` with every problem found. */
 export class ConfigError extends Error {
@@ -195,9 +215,36 @@ function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | u
   return r.data;
 }
 
-/** Parse `env` (default `process.env`). Throws `ConfigError` listing every invalid variable. */
+/**
+ * Parse `env` (default `process.env`). Throws `ConfigError` listing every invalid variable.
+ * Temporal's address, namespace and credentials come from the SDK's environment configuration:
+ * the `TEMPORAL_*` variables over the profile `TEMPORAL_PROFILE` of the Temporal CLI's config file
+ * (`TEMPORAL_CONFIG_FILE`, default `~/.config/temporalio/temporal.toml`); a profile naming an
+ * address counts as `TEMPORAL_ADDRESS` (no dev server is started). A bad file, missing named
+ * profile or unreadable certificate is a `ConfigError` issue named `TEMPORAL_PROFILE`.
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
-  return { ...parseEnv(ConfigSchema, env), ...overrides };
+  let profile: ReturnType<typeof resolveTemporalProfile> = { connection: {} };
+  let profileIssue: string | undefined;
+  try {
+    profile = resolveTemporalProfile(env);
+  } catch (err) {
+    profileIssue = `TEMPORAL_PROFILE: ${(err as Error).message}`;
+  }
+  const merged = {
+    ...env,
+    TEMPORAL_ADDRESS: profile.address ?? env.TEMPORAL_ADDRESS,
+    TEMPORAL_NAMESPACE: profile.namespace ?? env.TEMPORAL_NAMESPACE,
+  };
+  let parsed: z.infer<typeof ConfigSchema>;
+  try {
+    parsed = parseEnv(ConfigSchema, merged);
+  } catch (err) {
+    if (err instanceof ConfigError && profileIssue) throw new ConfigError([...err.issues, profileIssue]);
+    throw err;
+  }
+  if (profileIssue) throw new ConfigError([profileIssue]);
+  return { ...parsed, TEMPORAL_CONNECTION: profile.connection, ...overrides };
 }
 
 /** What `countersign conformance-server` reads: an external Temporal (`host:port`) and the log level (unset: `warn`). */

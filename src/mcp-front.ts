@@ -19,6 +19,9 @@ import { createTemporalGuard } from './temporal/availability.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
+import type { AppMetrics } from './ops/metrics.js';
+import { SubmissionLimitedError } from './mcp/submission-limiter.js';
+import type { TaskService } from './mcp/task-service.js';
 
 /** What {@link createMcpFront} needs beyond the configuration. */
 export interface McpFrontParts {
@@ -36,11 +39,13 @@ export interface McpFrontParts {
   resourceUrl: string;
   /** Parent logger; the gate logs as `part: mcp`, the HTTP app as `part: mcp-http`. */
   logger: Logger;
+  /** Application metrics (`src/ops/metrics.ts`): here, submissions refused by a limit. Default: none. */
+  metrics?: AppMetrics;
 }
 
 /** Build the MCP front. Returns the HTTP app and `close()` (tears down the SDK handler). Never throws for configuration that `loadConfig` accepted. */
 export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; close: () => Promise<void> } {
-  const tasks = createTaskService({
+  const service = createTaskService({
     client: p.temporal,
     taskQueue: config.COUNTERSIGN_TASK_QUEUE,
     dedupKey: p.secrets.dedupKey,
@@ -58,6 +63,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
       maxPendingPerPrincipal: config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
     },
   });
+  const tasks = p.metrics ? countingRefusals(service, p.metrics) : service;
   const gateDeps = {
     tools: p.tools,
     pdp: p.pdp,
@@ -80,4 +86,16 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     callbackSecret: p.secrets.callbackSecret,
     logger: p.logger.child({ part: 'mcp-http' }),
   });
+}
+
+/** `tasks` with every submission refused by a per-principal limit counted (by limit, never by principal). */
+function countingRefusals(tasks: TaskService, metrics: AppMetrics): TaskService {
+  return {
+    ...tasks,
+    createOrJoin: (...args) =>
+      tasks.createOrJoin(...args).catch((err: unknown) => {
+        if (err instanceof SubmissionLimitedError) metrics.submissionsRefused.inc({ limit: err.reason });
+        throw err;
+      }),
+  };
 }

@@ -10,10 +10,14 @@
  *
  * - `temporal`: the Temporal dev server on `<data>/temporal.db` at `TEMPORAL_PORT` (a restart
  *   resumes every workflow from that file), its namespace retention set to outlive task results;
- * - `worker`: the Temporal worker with the activities over the approval backend, Cedar and the ledger;
+ * - `worker`: the Temporal worker with the activities over the approval backend, Cedar and the ledger
+ *   (run alone, it answers `/livez`, `/readyz`, `/metrics` at `COUNTERSIGN_WORKER_PORT`);
  * - `mcp`: the MCP endpoint and the backend-callback receiver at `COUNTERSIGN_PORT`;
  * - `approvals`: the reference approval service at `COUNTERSIGN_APPROVALS_PORT`, with its sweeper;
  * - `issuer`: the development token issuer at `COUNTERSIGN_ISSUER_PORT`.
+ *
+ * Every HTTP role also answers `/livez`, `/readyz` and `/metrics` (`src/ops/`, docs/OPERATIONS.md),
+ * and every Temporal connection goes through `src/temporal/connect.ts` with the cluster's credentials.
  *
  * Deliberately does not: supervise or restart anything (an orchestrator or the fault harness does),
  * or pick ports (the embedded stack listens first and passes the real URLs in).
@@ -34,7 +38,9 @@ import { createCedarPdp } from './policy/cedar-pdp.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
 import { openDataDir, type StackSecrets } from './secrets.js';
 import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
+import { connectClient, type TemporalConnection } from './temporal/connect.js';
 import { startDevServer } from './temporal/dev-server.js';
+import { searchAttributesEnabled } from './temporal/search-attributes.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -44,6 +50,8 @@ import { createWireTransferTool } from './tools/wire-transfer.js';
 import { openChangeStore, type ChangeStore } from './tools/change-store.js';
 import { createSubmitChangeTool } from './tools/submit-change.js';
 import { startApprovalWorker } from './worker.js';
+import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
+import { withOpsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
 /** The roles `serve --role` accepts. */
@@ -88,6 +96,8 @@ export interface RoleContext {
   secrets: StackSecrets;
   urls: RoleUrls;
   logger: Logger;
+  /** The process's application metrics (one registry per process or embedded stack); default: a fresh one per role. */
+  metrics?: AppMetrics;
 }
 
 /**
@@ -127,10 +137,27 @@ export function roleUrls(config: Config): RoleUrls {
   );
 }
 
-/** Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only. */
-export function quietTemporalRuntime(): void {
+/**
+ * The credentials and TLS of the configured Temporal cluster (`TEMPORAL_CONNECTION`), applied only
+ * when the cluster is external (`TEMPORAL_ADDRESS`, from the environment or a profile): the
+ * embedded dev server is plain gRPC on 127.0.0.1 whatever the environment says.
+ */
+export function temporalConnectionOf(config: Config): TemporalConnection {
+  return config.TEMPORAL_ADDRESS ? config.TEMPORAL_CONNECTION : {};
+}
+
+/**
+ * Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only.
+ * With `COUNTERSIGN_TEMPORAL_METRICS_ADDRESS` the runtime also serves its Prometheus metrics there
+ * (once per process: the first call decides).
+ */
+export function quietTemporalRuntime(config?: Config): void {
+  const bindAddress = config?.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({
+      logger: new DefaultLogger('WARN'),
+      ...(bindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress } } } } : {}),
+    });
   } catch {
     // already installed (a second stack in the same process)
   }
@@ -173,6 +200,33 @@ export function oauthOf(config: Config, devIssuerUrl: string, resourceUrl: strin
 /** The Temporal data converter of this installation: the AES-256-GCM payload codec over `COUNTERSIGN_PAYLOAD_KEYS` or the generated key. */
 export function dataConverterOf(config: Config, secrets: StackSecrets) {
   return { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] };
+}
+
+/** The Temporal runtime exporter's URL for `/metrics`, when configured. */
+export function temporalMetricsUrlOf(config: Config): string | undefined {
+  return config.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS ? `http://${config.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS}/metrics` : undefined;
+}
+
+/** `mount` with `/livez`, `/readyz` (over `checks`) and `/metrics` in front of the role's handler (`src/ops/ops-routes.ts`). */
+export function withOps(mount: Mount, config: Config, metrics: AppMetrics, checks: ReadinessCheck[]): Mount {
+  const temporalMetricsUrl = temporalMetricsUrlOf(config);
+  return (fetch) => mount(withOpsRoutes(fetch, { metrics, checks, ...(temporalMetricsUrl ? { temporalMetricsUrl } : {}) }));
+}
+
+/**
+ * Readiness of an approval backend at `baseUrl`: any HTTP answer counts (the ARAP API has no
+ * health route of its own); a refused or unanswered connection does not.
+ */
+export function backendReachable(baseUrl: string): ReadinessCheck {
+  return {
+    name: 'approval-backend',
+    async check() {
+      const res = await fetch(baseUrl, { method: 'GET', signal: AbortSignal.timeout(2000) }).catch(() => {
+        throw new Error('approval backend unreachable');
+      });
+      await res.body?.cancel();
+    },
+  };
 }
 
 /** The tools and policy the worker and the MCP front both use: the ledger (`<data>/ledger.db`), the tool registry over it, and Cedar. */
@@ -272,12 +326,13 @@ export async function startTemporalRole(
 export async function startWorkerRole(
   ctx: RoleContext,
   opts: { approvalsUrl?: string; workflowBundle?: WorkflowBundleWithSourceMap; parts?: ToolParts } = {},
-): Promise<{ stop(): Promise<void> }> {
+): Promise<{ stop(): Promise<void>; checks: ReadinessCheck[] }> {
   const { config, secrets } = ctx;
   const parts = await ownOrShared(config, ctx.logger, opts.parts);
   try {
     const worker = await startApprovalWorker({
       address: ctx.urls.temporalAddress,
+      connection: temporalConnectionOf(config),
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.COUNTERSIGN_TASK_QUEUE,
       deps: {
@@ -289,8 +344,10 @@ export async function startWorkerRole(
       dataConverter: dataConverterOf(config, secrets),
       shutdownGraceMs: config.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
       ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
+      ...(ctx.metrics ? { metrics: ctx.metrics } : {}),
     });
     return {
+      checks: [{ name: 'worker', check: () => worker.ready() }, backendReachable(opts.approvalsUrl ?? ctx.urls.approvalsUrl)],
       async stop() {
         await worker.stop();
         await parts.close();
@@ -310,19 +367,30 @@ export async function startWorkerRole(
  */
 export async function startMcpRole(
   ctx: RoleContext,
-  opts: { mount: Mount; callbackBaseUrl?: string; backendCallTimeoutMs?: number; parts?: ToolParts },
+  opts: { mount: Mount; callbackBaseUrl?: string; backendCallTimeoutMs?: number; parts?: ToolParts; extraChecks?: ReadinessCheck[] },
 ): Promise<{ temporal: Client; stop(): Promise<void> }> {
   const { config, secrets, urls } = ctx;
-  const connection = await Connection.connect({ address: urls.temporalAddress });
+  const connection = await connectClient(urls.temporalAddress, temporalConnectionOf(config));
   let parts: ToolParts | undefined;
   try {
     parts = await ownOrShared(config, ctx.logger, opts.parts);
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
+    const searchAttributes = await searchAttributesEnabled(
+      config.COUNTERSIGN_SEARCH_ATTRIBUTES,
+      connection,
+      config.TEMPORAL_NAMESPACE,
+      ctx.logger,
+    );
     const workflowConfig: ApprovalWorkflowConfig = {
       ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
       ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
+      ...(searchAttributes ? { searchAttributes } : {}),
     };
     const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
+    const metrics = ctx.metrics ?? createAppMetrics();
+    metrics.setOpenTasksSource(
+      async () => (await temporal.workflow.count("WorkflowType = 'approvalWorkflow' AND ExecutionStatus = 'Running'")).count,
+    );
     const mcp = createMcpFront(config, {
       temporal,
       tools: parts.tools,
@@ -332,13 +400,21 @@ export async function startMcpRole(
       oauth,
       resourceUrl: urls.resourceUrl,
       logger: ctx.logger,
+      metrics,
     });
-    const unmount = await opts
-      .mount((req, env) => mcp.app.fetch(req, env as object))
-      .catch(async (err: unknown) => {
-        await mcp.close();
-        throw err;
-      });
+    const checks: ReadinessCheck[] = [
+      { name: 'temporal', check: async () => void (await connection.workflowService.getSystemInfo({})) },
+      ...(opts.extraChecks ?? []),
+    ];
+    const unmount = await withOps(
+      opts.mount,
+      config,
+      metrics,
+      checks,
+    )((req, env) => mcp.app.fetch(req, env as object)).catch(async (err: unknown) => {
+      await mcp.close();
+      throw err;
+    });
     const own = parts;
     return {
       temporal,
@@ -387,12 +463,15 @@ export async function startApprovalsRole(
     await approvals.drainCallbacks().catch(() => undefined);
     approvals.close();
   };
-  const unmount = await opts
-    .mount((req, env) => approvals.app.fetch(req, env as object))
-    .catch(async (err: unknown) => {
-      await shut();
-      throw err;
-    });
+  const unmount = await withOps(
+    opts.mount,
+    config,
+    ctx.metrics ?? createAppMetrics(),
+    [],
+  )((req, env) => approvals.app.fetch(req, env as object)).catch(async (err: unknown) => {
+    await shut();
+    throw err;
+  });
   return {
     approvals,
     async stop() {
@@ -412,7 +491,12 @@ export async function startIssuerRole(ctx: RoleContext, opts: { mount: Mount }):
     issuer: ctx.urls.issuerUrl,
     audience: ctx.urls.resourceUrl,
   });
-  const unmount = await opts.mount((req, env) => issuer.app.fetch(req, env as object));
+  const unmount = await withOps(
+    opts.mount,
+    ctx.config,
+    ctx.metrics ?? createAppMetrics(),
+    [],
+  )((req, env) => issuer.app.fetch(req, env as object));
   return { issuer, stop: unmount };
 }
 
@@ -432,9 +516,9 @@ function listenAt(host: string, port: number, variable: string): Mount {
 export async function startRole(role: Role, config: Config, opts: RoleOptions): Promise<RunningRole> {
   const urls = roleUrls(config);
   const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);
-  const ctx: RoleContext = { config, secrets, urls, logger: opts.logger };
+  const ctx: RoleContext = { config, secrets, urls, logger: opts.logger, metrics: createAppMetrics() };
   const host = config.COUNTERSIGN_HOST;
-  quietTemporalRuntime();
+  quietTemporalRuntime(config);
   switch (role) {
     case 'temporal': {
       if (config.TEMPORAL_ADDRESS) throw new Error('TEMPORAL_ADDRESS is set: there is no dev server to run');
@@ -449,7 +533,24 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
         ...(opts.approvalsUrl ? { approvalsUrl: opts.approvalsUrl } : {}),
         ...(workflowBundle ? { workflowBundle } : {}),
       });
-      return { role, url: urls.temporalAddress, stop: () => worker.stop() };
+      // the worker serves no API: its own port only for /livez, /readyz, /metrics
+      const unmount = await withOps(
+        listenAt(host, config.COUNTERSIGN_WORKER_PORT, 'COUNTERSIGN_WORKER_PORT'),
+        config,
+        ctx.metrics!,
+        worker.checks,
+      )(() => new Response('not found', { status: 404 })).catch(async (err: unknown) => {
+        await worker.stop();
+        throw err;
+      });
+      return {
+        role,
+        url: urls.temporalAddress,
+        async stop() {
+          await unmount();
+          await worker.stop();
+        },
+      };
     }
     case 'mcp': {
       const mcp = await startMcpRole(ctx, {

@@ -33,6 +33,8 @@ import {
 } from './stack-roles.js';
 import type { Ledger } from './tools/ledger.js';
 import type { ChangeStore } from './tools/change-store.js';
+import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
+import type { ReadinessCheck } from './ops/ops-routes.js';
 
 /** The demo requester's subject. */
 export const DEMO_REQUESTER = 'alice';
@@ -49,6 +51,8 @@ export interface Stack {
   approvals: ApprovalService;
   temporal: Client;
   logger: Logger;
+  /** The stack's application metrics, served at `/metrics` on every listener (src/ops/). */
+  metrics: AppMetrics;
   /** Stop only the worker (tasks stay pending in Temporal). */
   stopWorker(): Promise<void>;
   /** Start a worker again after `stopWorker`. */
@@ -67,7 +71,7 @@ export async function startStack(
   opts: { workflowBundle?: WorkflowBundleWithSourceMap; logger?: Logger; temporalLog?: (line: string) => void } = {},
 ): Promise<Stack> {
   const logger = opts.logger ?? createLogger({ level: config.LOG_LEVEL });
-  quietTemporalRuntime();
+  quietTemporalRuntime(config);
   const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);
   const cleanups: Array<() => Promise<void>> = [];
   let drainCallbacks: (() => Promise<void>) | undefined;
@@ -113,7 +117,8 @@ export async function startStack(
     const approvalsL = await listener(config.COUNTERSIGN_APPROVALS_PORT, 'COUNTERSIGN_APPROVALS_PORT');
     const mcpL = await listener(config.COUNTERSIGN_PORT, 'COUNTERSIGN_PORT');
     const urls = urlsAt(host, { mcp: mcpL.port, approvals: approvalsL.port, issuer: issuerL.port }, address);
-    const ctx: RoleContext = { config, secrets, urls, logger };
+    const metrics = createAppMetrics();
+    const ctx: RoleContext = { config, secrets, urls, logger, metrics };
 
     const { issuer, stop: stopIssuer } = await startIssuerRole(ctx, { mount: issuerL.mount });
     cleanups.push(stopIssuer);
@@ -125,7 +130,7 @@ export async function startStack(
     const parts = await openToolParts(config, logger);
     cleanups.push(() => parts.close());
 
-    let worker: { stop(): Promise<void> } | undefined;
+    let worker: { stop(): Promise<void>; checks: ReadinessCheck[] } | undefined;
     const startWorker = async () => {
       worker = await startWorkerRole(ctx, { parts, ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}) });
     };
@@ -136,7 +141,16 @@ export async function startStack(
     await startWorker();
     cleanups.push(stopWorker);
 
-    const mcp = await startMcpRole(ctx, { mount: mcpL.mount, parts });
+    // One process: the MCP port's /readyz also answers for the worker and its approval backend.
+    const workerChecks: ReadinessCheck[] = ['worker', 'approval-backend'].map((name) => ({
+      name,
+      check: async () => {
+        const c = worker?.checks.find((w) => w.name === name);
+        if (!c) throw new Error('worker stopped');
+        await c.check();
+      },
+    }));
+    const mcp = await startMcpRole(ctx, { mount: mcpL.mount, parts, extraChecks: workerChecks });
     cleanups.push(() => mcp.stop());
 
     return {
@@ -157,6 +171,7 @@ export async function startStack(
       approvals,
       temporal: mcp.temporal,
       logger,
+      metrics,
       stopWorker,
       startWorker,
       stop,

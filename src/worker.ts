@@ -4,11 +4,14 @@
  * `startApprovalWorker` returns once the worker polls; `stop()` drains it (in-flight activities
  * are cancelled and waited for up to `shutdownGraceMs`) and resolves when it has stopped.
  */
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, bundleWorkflowCode, type InjectedSinks, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import type { DataConverter } from '@temporalio/common';
 import { createActivities, type ActivityDeps } from '../activities/activities.js';
 import { createLimiterActivities } from '../activities/limiter-activities.js';
+import { connectWorker, type TemporalConnection } from './temporal/connect.js';
+import type { AppMetrics } from './ops/metrics.js';
+import type { CountersignSinks } from '../workflows/metrics-sink.js';
 
 /** Absolute path of the workflow module the worker bundles (re-exports every workflow). */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -24,12 +27,19 @@ export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
 /** A running worker. */
 export interface RunningWorker {
   worker: Worker;
+  /**
+   * Resolves when the worker polls and Temporal answers on its connection (`GetSystemInfo`);
+   * rejects with a short reason otherwise (`/readyz`, `src/ops/ops-routes.ts`).
+   */
+  ready(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** Start a worker on `taskQueue`. Throws if the connection or registration fails. */
 export async function startApprovalWorker(opts: {
   address: string;
+  /** API key, TLS and gRPC metadata (`src/temporal/connect.ts`); default: plain gRPC, no credentials. */
+  connection?: TemporalConnection;
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
@@ -48,8 +58,10 @@ export async function startApprovalWorker(opts: {
    * is never run again (SEP-2848 §Completion).
    */
   shutdownGraceMs?: number;
+  /** Where the workflows' metrics sink lands (`src/ops/metrics.ts`); default: nowhere. */
+  metrics?: AppMetrics;
 }): Promise<RunningWorker> {
-  const connection = await NativeConnection.connect({ address: opts.address });
+  const connection = await connectWorker(opts.address, opts.connection);
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
@@ -64,14 +76,34 @@ export async function startApprovalWorker(opts: {
     // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
     maxHeartbeatThrottleInterval: '1s',
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
+    ...(opts.metrics ? { sinks: metricsSinks(opts.metrics) } : {}),
   });
   const running = worker.run();
   return {
     worker,
+    async ready() {
+      if (worker.getState() !== 'RUNNING') throw new Error(`worker ${worker.getState().toLowerCase()}`);
+      await connection.workflowService.getSystemInfo({});
+    },
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running.catch(() => undefined);
       await connection.close();
+    },
+  };
+}
+
+/** The `countersignMetrics` sink over `m`; not called during replay (the SDK's default), so nothing is counted twice. */
+function metricsSinks(m: AppMetrics): InjectedSinks<CountersignSinks> {
+  return {
+    countersignMetrics: {
+      decided: { fn: (_info, outcome, seconds) => m.decisionSeconds.observe({ outcome }, seconds) },
+      terminal: {
+        fn: (_info, status, disposition, expiry) => {
+          m.terminal.inc({ status, disposition: disposition ?? 'none' });
+          if (expiry) m.expiries.inc({ kind: expiry });
+        },
+      },
     },
   };
 }

@@ -87,6 +87,14 @@ export class ApprovalState {
   private inputKey: string | undefined;
   /** True when the run started from an in-band confirmation (`confirmedInBand`). */
   private confirmed = false;
+  /**
+   * Called after every transition (each one stamps `lastUpdatedAt`), synchronously, with the state
+   * already changed: the workflow publishes search attributes and metrics from it. Not called by
+   * the constructor.
+   */
+  onTransition: (() => void) | undefined;
+  /** The reason of the terminal denial, once denied. */
+  private denialReason: DenialReason | undefined;
 
   constructor(
     private readonly input: ApprovalWorkflowInput,
@@ -120,6 +128,11 @@ export class ApprovalState {
     return this.generations[this.generations.length - 1];
   }
 
+  /** The approver group of the latest submission; before the first, the one the policy named at creation. */
+  approverGroup(): string {
+    return this.current()?.body.approverGroup ?? this.input.accessRequest.approverGroup;
+  }
+
   /** True once the first submission's backend handle is in state, or the task already ended (`taskCreated`). */
   isCreated(): boolean {
     return this.current()?.handle !== undefined || this.isTerminal() || this.confirmed;
@@ -147,6 +160,7 @@ export class ApprovalState {
   /** Stamp `lastUpdatedAt` with the current time. */
   touch(): void {
     this.snapshot.lastUpdatedAt = iso(this.now());
+    this.onTransition?.();
   }
 
   /** Move a working task to `phase`; no-op once terminal. */
@@ -163,7 +177,13 @@ export class ApprovalState {
 
   /** Complete as a terminal denial (denied-not-executed) for `reason`. */
   deny(reason: DenialReason): void {
+    if (!this.isTerminal()) this.denialReason = reason;
     this.complete(deniedResult(reason));
+  }
+
+  /** Which window ended the task, when it ended as a request-expired or approval-expired denial (for metrics). */
+  expiryKind(): 'request' | 'approval' | undefined {
+    return this.denialReason === 'request-expired' ? 'request' : this.denialReason === 'approval-expired' ? 'approval' : undefined;
   }
 
   /**

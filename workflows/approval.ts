@@ -38,7 +38,9 @@ import {
   condition,
   patched,
   proxyActivities,
+  proxySinks,
   setHandler,
+  upsertSearchAttributes,
   uuid4,
   workflowInfo,
   type ActivityInterfaceFor,
@@ -52,6 +54,8 @@ import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './executi
 import { ApprovalState, type SubmittedGeneration } from './approval-state.js';
 import { JUSTIFICATION_INPUT_KEY, inTaskJustificationKey } from './wire.js';
 import { UNIQUE_INPUT_KEYS_PATCH } from './justification.js';
+import { SEARCH_ATTRIBUTES_PATCH, SearchAttributePublisher } from './search-attributes.js';
+import type { CountersignSinks, DecisionOutcome } from './metrics-sink.js';
 import {
   FAILURE,
   type AccessRequestHint,
@@ -143,6 +147,30 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     execution: executionActivities(input),
     taskId: taskIdFor(info.workflowId, info.runId),
   };
+  // Typed search attributes for the Web UI and visibility queries, upserted on every transition
+  // (`search-attributes.ts`); only when the front found them registered, and never in runs
+  // recorded before them.
+  let publish: (() => void) | undefined;
+  if (input.config.searchAttributes === true && patched(SEARCH_ATTRIBUTES_PATCH)) {
+    const publisher = new SearchAttributePublisher(upsertSearchAttributes);
+    publish = () =>
+      publisher.publish({
+        tool: input.binding.tool,
+        approverGroup: state.approverGroup(),
+        ownerKey: input.ownerKey,
+        snapshot: state.snapshot,
+      });
+    publish();
+  }
+  // Metrics through a sink (no history, not called during replay; `metrics-sink.ts`).
+  const metrics = proxySinks<CountersignSinks>().countersignMetrics;
+  let terminalReported = false;
+  state.onTransition = () => {
+    publish?.();
+    if (terminalReported || !state.isTerminal()) return;
+    terminalReported = true;
+    metrics.terminal(state.snapshot.status, state.snapshot.disposition, state.expiryKind());
+  };
 
   setHandler(taskQuery, () => state.snapshot);
   setHandler(taskCreatedUpdate, async () => {
@@ -178,6 +206,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     if (!g || state.isTerminal()) break;
     const status = await awaitDecision(run, g);
     if (!status) break;
+    if (status.state !== 'pending') metrics.decided(status.state as DecisionOutcome, (Date.now() - g.submittedAtMs) / 1000);
     if (status.state === 'approved') {
       const next = await reEvaluate(run, status.approval);
       if (!next || !state.consumeForNextRequest(g)) break;

@@ -128,6 +128,11 @@ export interface ApprovalWorkflowConfig {
   backendCallTimeoutMs?: number;
   /** Base URL for backend callbacks; the workflow appends `/<workflowId>/<generation>`. */
   callbackBaseUrl?: string;
+  /**
+   * Upsert the typed search attributes of `search-attributes.ts` on every transition; set only when
+   * they are registered on the namespace (an unregistered one fails the workflow task). Default off.
+   */
+  searchAttributes?: boolean;
 }
 
 /** Input of the approval workflow. */

@@ -1,6 +1,7 @@
 /**
  * Runs `temporal server start-dev` as a child process: SQLite-backed when `dbFile` is given (so
- * pending tasks survive a restart), Update-with-Start enabled. Used by `npm start` and by the
+ * pending tasks survive a restart), Update-with-Start enabled, the approval workflow's search
+ * attributes registered. Used by `npm start` and by the
  * end-to-end tests; production points `TEMPORAL_ADDRESS` at a real cluster instead.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
 import { temporalCliPath } from './binaries.js';
+import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../workflows/search-attributes.js';
 
 /** A running dev server. `stop()` sends SIGTERM and resolves when the process exited. */
 export interface DevServer {
@@ -96,6 +98,8 @@ export async function startDevServer(
     'frontend.enableExecuteMultiOperation=true',
     '--dynamic-config-value',
     'frontend.enableUpdateWorkflowExecution=true',
+    // the approval workflow's typed search attributes (workflows/search-attributes.ts)
+    ...SEARCH_ATTRIBUTE_DEFINITIONS.flatMap((d) => ['--search-attribute', `${d.name}=${d.type}`]),
   ];
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   else args.push('--headless');

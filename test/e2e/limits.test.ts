@@ -139,6 +139,10 @@ describe('per-principal submission limits, end to end', () => {
     await alice.request('tasks/cancel', { taskId: t2.taskId });
     expectLimitDenial(await call(alice, m4), /too many approval requests were opened for this caller recently/);
     expect((await pendingFor(stack, 'carol')).map((r) => r.arguments.memo)).not.toContain(m4);
+
+    // both refusals are counted by limit, never by caller (docs/OPERATIONS.md §Metrics)
+    const refusals = await stack.metrics.submissionsRefused.get();
+    expect(Object.fromEntries(refusals.values.map((v) => [v.labels.limit, v.value]))).toEqual({ 'too-many-pending': 1, 'rate-limited': 1 });
   });
 
   it('two MCP server instances share one limit: tasks opened on either count against the same principal', async () => {

@@ -105,6 +105,7 @@ export class Cluster {
       COUNTERSIGN_APPROVALS_PORT: String(this.ports.approvals),
       COUNTERSIGN_ISSUER_PORT: String(this.ports.issuer),
       TEMPORAL_PORT: String(this.ports.temporal),
+      COUNTERSIGN_WORKER_PORT: String(await restartablePort()), // the worker role's /livez, /readyz, /metrics
       TEMPORAL_UI_PORT: '0',
       COUNTERSIGN_TASK_QUEUE: `faults-${this.ports.temporal}`,
       COUNTERSIGN_EXECUTION_TIMEOUT_MS: String(this.opts.executionTimeoutMs ?? 3000),

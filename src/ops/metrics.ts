@@ -1,0 +1,90 @@
+/**
+ * Countersign's application metrics, named the Prometheus way (prom-client): one registry per role
+ * process (per embedded stack), served at `/metrics` by `src/ops/ops-routes.ts` together with the
+ * Temporal SDK's runtime metrics. No label ever carries a principal, an owner key, a task id or an
+ * argument: labels are closed sets (a disposition, a status, a limit, a refusal kind).
+ *
+ * | metric | type | labels | where it is counted |
+ * |---|---|---|---|
+ * | `countersign_open_approval_tasks` | gauge | — | MCP front: a visibility count of running approval workflows, at scrape time |
+ * | `countersign_approval_decision_seconds` | histogram | `outcome` | worker: submission → the backend's decision (approved, denied, expired, cancelled, failed) |
+ * | `countersign_approval_tasks_terminal_total` | counter | `status`, `disposition` | worker: a task reached a terminal status (`disposition` is `none` unless completed) |
+ * | `countersign_approval_expiries_total` | counter | `kind` | worker: a terminal denial because a window passed: `request`, `approval` |
+ * | `countersign_submissions_refused_total` | counter | `limit` | MCP front: a new approval refused by a per-principal limit |
+ * | `countersign_callback_refusals_total` | counter | `reason` | MCP front: a backend callback refused (`unauthorized`, `not-pending`, `malformed`, `too-large`) |
+ *
+ * The worker's counts come from workflow code through a sink (`workflows/metrics-sink.ts`), which the
+ * SDK does not call during replay, so a restarted worker does not count a task twice.
+ *
+ * Deliberately does not: push anywhere, or keep per-task state.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The registry and instruments of one process. */
+export interface AppMetrics {
+  registry: Registry;
+  decisionSeconds: Histogram<'outcome'>;
+  terminal: Counter<'status' | 'disposition'>;
+  expiries: Counter<'kind'>;
+  submissionsRefused: Counter<'limit'>;
+  callbackRefusals: Counter<'reason'>;
+  /** Sets how `countersign_open_approval_tasks` is read at scrape time (the MCP front's visibility count). */
+  setOpenTasksSource(read: () => Promise<number>): void;
+}
+
+/** A fresh registry with the instruments and Node's default process metrics (`process_*`, `nodejs_*`). */
+export function createAppMetrics(): AppMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let openTasks: (() => Promise<number>) | undefined;
+  new Gauge({
+    name: 'countersign_open_approval_tasks',
+    help: 'Approval tasks whose workflow is running (visibility count, read at scrape time).',
+    registers: [registry],
+    async collect() {
+      if (!openTasks) return;
+      try {
+        this.set(await openTasks());
+      } catch {
+        // Temporal did not answer: keep the last value; /readyz reports the outage
+      }
+    },
+  });
+  return {
+    registry,
+    decisionSeconds: new Histogram({
+      name: 'countersign_approval_decision_seconds',
+      help: "Time from an approval request's submission to the backend's decision.",
+      labelNames: ['outcome'],
+      buckets: [60, 300, 900, 3600, 4 * 3600, 8 * 3600, 86_400, 3 * 86_400, 7 * 86_400, 30 * 86_400],
+      registers: [registry],
+    }),
+    terminal: new Counter({
+      name: 'countersign_approval_tasks_terminal_total',
+      help: 'Approval tasks that reached a terminal status, by status and disposition.',
+      labelNames: ['status', 'disposition'],
+      registers: [registry],
+    }),
+    expiries: new Counter({
+      name: 'countersign_approval_expiries_total',
+      help: 'Approval tasks denied because a request or approval window passed.',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    submissionsRefused: new Counter({
+      name: 'countersign_submissions_refused_total',
+      help: 'New approval tasks refused by a per-principal submission limit.',
+      labelNames: ['limit'],
+      registers: [registry],
+    }),
+    callbackRefusals: new Counter({
+      name: 'countersign_callback_refusals_total',
+      help: 'Approval-backend callbacks refused by the MCP front.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    setOpenTasksSource(read) {
+      openTasks = read;
+    },
+  };
+}

@@ -1,0 +1,47 @@
+// Scope: safe upgrades. Every recorded history in test/workflow/fixtures/ (each released workflow
+// version running approve, deny, expiry, chained request, in-task input and cancel, recorded by
+// fixtures/generate-replay-corpus.ts; plus older recordings) replays with the current workflow code,
+// as the worker bundles it (workflows/index.ts). A change that alters the commands of a recorded run
+// without a `patched(...)` guard fails here before it reaches a worker (docs/OPERATIONS.md §Upgrades).
+import { readdirSync, readFileSync } from 'node:fs';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { DefaultLogger, Runtime, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { WORKFLOWS_PATH } from '../../src/worker.js';
+
+const FIXTURES = new URL('./fixtures/', import.meta.url);
+const histories = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.history.json'))
+  .sort();
+
+let bundle: WorkflowBundleWithSourceMap;
+beforeAll(async () => {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') }); // each replay logs its worker's state changes at INFO
+  } catch {
+    // already installed in this process
+  }
+  bundle = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
+  });
+});
+
+describe('recorded approval histories replay with the current workflow code', () => {
+  it('the corpus covers approve, deny, expiry, chained request, in-task input and cancel', () => {
+    for (const scenario of ['approve', 'deny', 'expiry', 'chained-request', 'in-task-input', 'cancel']) {
+      expect(histories.some((f) => f.endsWith(`-${scenario}.history.json`))).toBe(true);
+    }
+  });
+
+  it('the current version records its search-attribute upserts, so their replay is covered too', () => {
+    const current = histories.filter((f) => f.startsWith('search-attributes-'));
+    expect(current.length).toBeGreaterThanOrEqual(6);
+    for (const f of current) expect(readFileSync(new URL(f, FIXTURES), 'utf8')).toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
+  });
+
+  it.each(histories)('%s replays without nondeterminism', async (file) => {
+    const history = historyFromJSON(JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')));
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history)).resolves.toBeUndefined();
+  });
+});

@@ -15,6 +15,7 @@
  * encrypt payloads, or apply per-principal submission limits. Those are tested by this
  * repository's own suites; this module tests what a team configures.
  */
+import { configFileEnv } from '../config.js';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -245,7 +246,7 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
     })());
   try {
     const gatewayConfig = options.gatewayConfig
-      ? loadGatewayConfig(resolve(options.gatewayConfig), { env: process.env, dataDir })
+      ? loadGatewayConfig(resolve(options.gatewayConfig), { env: configFileEnv(), dataDir })
       : undefined;
     gateway = await startGateway({ nativeTools: options.tools ?? [], ...(gatewayConfig ? { config: gatewayConfig } : {}), logger });
     const registry = gateway.registry;

@@ -87,7 +87,6 @@ describe('SEP-2848 black-box suite against Countersign', () => {
     expect(byStatus('fail')).toEqual(Object.keys(KNOWN_GAPS).sort());
     expect(report.summary).toBe(`${CHECK_IDS.length - Object.keys(KNOWN_GAPS).length} passed, ${Object.keys(KNOWN_GAPS).length} failed`);
     expect(lines.at(-1)).toBe(report.summary);
-    expect(elapsed).toBeLessThan(60_000);
   });
 
   it('docs/CONFORMANCE.md lists exactly these known gaps', () => {

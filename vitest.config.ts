@@ -5,6 +5,8 @@ export default defineConfig({
   test: {
     pool: 'forks',
     include: ['test/**/*.test.ts'],
+    // the real-server cluster tests run with npm run test:cluster (vitest.cluster.config.ts)
+    exclude: ['**/node_modules/**', 'test/cluster/**'],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 120_000,
     hookTimeout: 180_000,

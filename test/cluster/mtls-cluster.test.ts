@@ -78,7 +78,7 @@ dcRedirectionPolicy:
 `;
 }
 
-describe.skipIf(!existsSync(SERVER))('a Temporal server that requires mutual TLS', () => {
+describe('a Temporal server that requires mutual TLS', () => {
   let server: ChildProcess;
   let stack: Stack;
   let pki: TestPki;
@@ -94,6 +94,8 @@ describe.skipIf(!existsSync(SERVER))('a Temporal server that requires mutual TLS
   });
 
   beforeAll(async () => {
+    if (!existsSync(SERVER))
+      throw new Error(`${SERVER} is missing: run npm run test:cluster, which builds it (scripts/install-temporal-server.mjs)`);
     pki = makeTestPki();
     const ports: number[] = [];
     for (let i = 0; i < 6; i++) ports.push(await freePort());

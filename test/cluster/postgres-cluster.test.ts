@@ -23,15 +23,6 @@ import { clientFor, decide, startTestStack, testConfig, waitForTerminal, type Wi
 const BIN = join(PROJECT_ROOT, '.tools/temporal-server/v1.32.2');
 const SERVER = join(BIN, 'server');
 const SQL_TOOL = join(BIN, 'sql');
-const hasPostgres = (() => {
-  try {
-    execFileSync('initdb', ['--version'], { stdio: 'ignore' });
-    execFileSync('pg_ctl', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 const NAMESPACE = 'countersign';
 
 /** Run `cmd` as the unprivileged `nobody` when root (initdb and postgres refuse root). */
@@ -85,7 +76,7 @@ dcRedirectionPolicy:
 `;
 }
 
-describe.skipIf(!existsSync(SERVER) || !existsSync(SQL_TOOL) || !hasPostgres)('a Temporal cluster on PostgreSQL', () => {
+describe('a Temporal cluster on PostgreSQL', () => {
   let server: ChildProcess | undefined;
   let stack: Stack;
   let pgData: string;
@@ -93,6 +84,10 @@ describe.skipIf(!existsSync(SERVER) || !existsSync(SQL_TOOL) || !hasPostgres)('a
   let output = '';
 
   beforeAll(async () => {
+    for (const need of [SERVER, SQL_TOOL]) {
+      if (!existsSync(need))
+        throw new Error(`${need} is missing: run npm run test:cluster, which builds it (scripts/install-temporal-server.mjs)`);
+    }
     const dir = mkdtempSync(join(tmpdir(), 'countersign-pg-'));
     chmodSync(dir, 0o755);
     pgData = join(dir, 'pgdata');

@@ -138,6 +138,29 @@ async function start(taskQueue: string, workflowId: string, overrides: Partial<A
   return { handle, created };
 }
 
+/** A re-evaluation answering `request` for a further approval that needs a justification. */
+const JUSTIFIED_REQUEST: ReEvaluation = {
+  outcome: 'request',
+  accessRequest: {
+    approverGroup: 'risk',
+    requestTtlMs: DAY,
+    reason: 'A risk approval is required.',
+    policyId: 'p2',
+    requiresJustification: true,
+  },
+};
+
+/** Deliver generation 1's callback, then query until the task asks for input (at most 200 turns); returns that snapshot. */
+async function approveUntilInputRequired(handle: Awaited<ReturnType<typeof start>>['handle']) {
+  await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
+  let snap = await handle.query(taskQuery);
+  for (let i = 0; i < 200 && snap.status !== 'input_required'; i++) {
+    await new Promise((r) => setImmediate(r));
+    snap = await handle.query(taskQuery);
+  }
+  return snap;
+}
+
 describe('approval workflow (time-skipping)', () => {
   it('a request nobody decides expires after 7 days and completes denied-not-executed', async () => {
     const { acts, calls } = fakes({ status: (h) => ({ state: 'pending', expiresAt: h.expiresAt }) });
@@ -297,16 +320,7 @@ describe('approval workflow (time-skipping)', () => {
   it('a chained request that needs a justification waits in input_required until tasks/update answers it, then submits with it', async () => {
     const { acts, calls } = fakes({
       status: (h) => (h.requestId === 'req-1' ? approved(DAY) : { state: 'denied' }),
-      evaluate: () => ({
-        outcome: 'request',
-        accessRequest: {
-          approverGroup: 'risk',
-          requestTtlMs: DAY,
-          reason: 'A risk approval is required.',
-          policyId: 'p2',
-          requiresJustification: true,
-        },
-      }),
+      evaluate: () => JUSTIFIED_REQUEST,
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
@@ -317,12 +331,7 @@ describe('approval workflow (time-skipping)', () => {
           }),
         ),
       ).toBe(REFUSAL.noInputRequested);
-      await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
-      let snap = await handle.query(taskQuery);
-      for (let i = 0; i < 200 && snap.status !== 'input_required'; i++) {
-        await new Promise((r) => setImmediate(r));
-        snap = await handle.query(taskQuery);
-      }
+      const snap = await approveUntilInputRequired(handle);
       expect(snap.status).toBe('input_required');
       expect(Object.keys(snap.inputRequests ?? {})).toEqual(['justification-2']);
       expect(calls.submit).toHaveLength(1);
@@ -360,25 +369,11 @@ describe('approval workflow (time-skipping)', () => {
   it('a declined in-task input request ends the task as denied-not-executed at once: no further request is submitted and the tool does not run', async () => {
     const { acts, calls } = fakes({
       status: () => approved(DAY),
-      evaluate: () => ({
-        outcome: 'request',
-        accessRequest: {
-          approverGroup: 'risk',
-          requestTtlMs: DAY,
-          reason: 'A risk approval is required.',
-          policyId: 'p2',
-          requiresJustification: true,
-        },
-      }),
+      evaluate: () => JUSTIFIED_REQUEST,
     });
     const out = await run(acts, async (tq, id) => {
       const { handle } = await start(tq, id);
-      await handle.executeUpdate(backendCallbackUpdate, { args: [{ generation: 1, requestId: 'req-1', callbackId: 'cb-1' }] });
-      let snap = await handle.query(taskQuery);
-      for (let i = 0; i < 200 && snap.status !== 'input_required'; i++) {
-        await new Promise((r) => setImmediate(r));
-        snap = await handle.query(taskQuery);
-      }
+      const snap = await approveUntilInputRequired(handle);
       expect(snap.status).toBe('input_required');
       expect(await handle.executeUpdate(provideInputUpdate, { args: [{ 'justification-2': { action: 'decline' } }] })).toBe('accepted');
       return handle.result();
@@ -392,16 +387,7 @@ describe('approval workflow (time-skipping)', () => {
   it('an input request nobody answers ends as a denial when its window passes, and is never submitted', async () => {
     const { acts, calls } = fakes({
       status: () => approved(DAY),
-      evaluate: () => ({
-        outcome: 'request',
-        accessRequest: {
-          approverGroup: 'risk',
-          requestTtlMs: DAY,
-          reason: 'A risk approval is required.',
-          policyId: 'p2',
-          requiresJustification: true,
-        },
-      }),
+      evaluate: () => JUSTIFIED_REQUEST,
     });
     const out = await run(acts, async (tq, id) => (await start(tq, id)).handle.result());
     expect(out.status).toBe('completed');

@@ -2,27 +2,17 @@
 // against the official 2026-07-28 tasks schemas of the pinned `@modelcontextprotocol/ext-tasks`
 // package — the same schemas its client validates with. One case per terminal result kind, so a
 // new kind that misses `resultType` fails here and not in a user's client.
+import { DENIAL_REASONS } from '../support/snapshot-fixture.js';
 import { describe, expect, it } from 'vitest';
 import { CallToolResultV2Schema, CreateTaskResultV2Schema, GetTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
 import { executionLostFencedResult } from '../../workflows/execution-resolution.js';
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from '../../workflows/results.js';
-import type { DenialReason, Disposition, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
+import type { Disposition, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
 import { workingSnapshot } from '../support/snapshot-fixture.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const TASK_ID = '0123456789abcdef0123456789abcdef.786512e2-9e0d-44bd-8f29-789f320fe840';
-
-const DENIALS: DenialReason[] = [
-  'backend-denied',
-  'request-expired',
-  'approval-expired',
-  'policy-denied',
-  'request-chain-exhausted',
-  'tool-changed',
-  'binding-invalid',
-  'input-declined',
-];
 
 const KINDS: Array<{ name: string; result: StoredCallToolResult }> = [
   {
@@ -39,7 +29,7 @@ const KINDS: Array<{ name: string; result: StoredCallToolResult }> = [
   { name: 'execution-error (the tool threw)', result: executionErrorResult() },
   { name: 'execution-error (lost and fenced before it took effect)', result: executionLostFencedResult() },
   { name: 'outcome-unknown', result: outcomeUnknownResult() },
-  ...DENIALS.map((r) => ({ name: `denied-not-executed (${r})`, result: deniedResult(r) })),
+  ...DENIAL_REASONS.map((r) => ({ name: `denied-not-executed (${r})`, result: deniedResult(r) })),
 ];
 
 function completed(result: StoredCallToolResult): TaskSnapshot {

@@ -1,5 +1,5 @@
 // Scope: a working TaskSnapshot fixture shared by the unit tests of the MCP front.
-import type { TaskSnapshot } from '../../workflows/types.js';
+import type { DenialReason, TaskSnapshot } from '../../workflows/types.js';
 
 /** A pending (`working`, awaiting approval) snapshot; `over` replaces any field. */
 export function workingSnapshot(over: Partial<TaskSnapshot> = {}): TaskSnapshot {
@@ -17,3 +17,15 @@ export function workingSnapshot(over: Partial<TaskSnapshot> = {}): TaskSnapshot 
     ...over,
   };
 }
+
+/** Every denial reason a terminal denial can carry (`DenialReason` in workflows/types.ts), listed once for the tests. */
+export const DENIAL_REASONS: DenialReason[] = [
+  'backend-denied',
+  'request-expired',
+  'approval-expired',
+  'policy-denied',
+  'request-chain-exhausted',
+  'tool-changed',
+  'binding-invalid',
+  'input-declined',
+];

@@ -1,9 +1,10 @@
 // Scope: src/mcp/task-projection.ts — workflow TaskSnapshot → SEP-2663 wire task (CreateTaskResult, tasks/get), the SEP-2643 envelope and the terminal results of workflows/results.ts.
+import { DENIAL_REASONS } from '../support/snapshot-fixture.js';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from '../../workflows/results.js';
-import type { DenialReason, Disposition, Phase, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
+import type { Disposition, Phase, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
 import { workingSnapshot } from '../support/snapshot-fixture.js';
 
 // `_meta` keys as the SEP spells them (not imported, so a renamed constant is caught).
@@ -20,16 +21,6 @@ const OWNER_KEY = createHash('sha256').update('https://issuer.test\u0000alice').
 const RAW_REASON = 'Treasury <b>approval</b> "required" {policy:wire-7}';
 
 const PHASES: Phase[] = ['submitting', 'awaiting-approval', 're-evaluating', 'retry-wait', 'resubmitting', 'executing'];
-const DENIAL_REASONS: DenialReason[] = [
-  'backend-denied',
-  'request-expired',
-  'approval-expired',
-  'policy-denied',
-  'request-chain-exhausted',
-  'tool-changed',
-  'binding-invalid',
-  'input-declined',
-];
 
 function snapshot(over: Partial<TaskSnapshot> = {}): TaskSnapshot {
   return workingSnapshot({ ownerKey: OWNER_KEY, policyReason: RAW_REASON, ...over });

@@ -38,15 +38,16 @@ import { ProtocolError, Server, type McpServerFactory } from '@modelcontextproto
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
-import { opaque, taskNotFound } from './errors.js';
 import {
   cancelledTaskHasNoResult,
   failedTaskError,
+  opaque,
   resultNotReady,
   taskAlreadyTerminal,
   taskAugmentationRequired,
   taskForbiddenForTool,
-} from './legacy-errors.js';
+  taskNotFound,
+} from './errors.js';
 import {
   approvalToolDescriptors,
   callApprovalTool,

@@ -20,6 +20,15 @@ export function invalidArguments(tool: string, issues: Array<{ path: string; mes
   return new ProtocolError(-32602, `Invalid params: arguments do not match the input schema of ${tool}`, { issues });
 }
 
+/**
+ * -32602 for an MRTR answer (`inputResponses`) whose accepted content does not match the form it
+ * answers (an unknown field, a value outside the form); `issues` as for {@link invalidArguments},
+ * paths starting with the input key. Nothing is run or recorded.
+ */
+export function invalidInputResponse(issues: Array<{ path: string; message: string }>): ProtocolError {
+  return new ProtocolError(-32602, 'Invalid params: inputResponses do not match the requested form', { issues });
+}
+
 /** -32602 for an unknown tool name. */
 export function unknownTool(): ProtocolError {
   return new ProtocolError(-32602, 'Invalid params: unknown tool');

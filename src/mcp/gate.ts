@@ -19,13 +19,14 @@ import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { createCallBinding, type CallBinding } from '../binding/call-binding.js';
 import type { AccessRequestHint, PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import type { Tool } from '../tools/tool.js';
+import type { TaskView, Tool } from '../tools/tool.js';
 import { toolPresentation } from '../tools/tool-presentation.js';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import {
   inputRoundsExhausted,
   invalidArguments,
+  invalidInputResponse,
   missingTasksCapability,
   requestStateMismatch,
   taskCreationPending,
@@ -95,9 +96,30 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     );
   }
   const args = parsed.data as Record<string, unknown>;
-  // The tool's own records, before policy (e.g. one caller and body per submit_change change_id): a refusal is -32602.
-  const admission = tool.admit ? await tool.admit(parsed.data, { callerKey: taskOwnerKeyOf(call.principal) }) : { ok: true as const };
-  if (!admission.ok) throw invalidArguments(tool.name, [{ path: admission.path, message: admission.message }]);
+  const callerKey = taskOwnerKeyOf(call.principal);
+  // The tool's own records, before policy (e.g. one caller and body per submit_change change_id): a
+  // refusal is -32602; a repeat of an execution already claimed is answered from them, running nothing.
+  const admission = tool.admit
+    ? await tool.admit(parsed.data, { callerKey, taskOf: (taskId) => taskViewOf(deps, call, taskId) })
+    : { ok: true as const };
+  if (admission.ok === false) throw invalidArguments(tool.name, [{ path: admission.path, message: admission.message }]);
+  if (admission.ok === 'answered') {
+    deps.logger.info(
+      { tool: tool.name, isError: admission.result.isError === true },
+      "tools/call answered from the tool's records; nothing run",
+    );
+    return {
+      content: admission.result.content,
+      ...(admission.result.structuredContent ? { structuredContent: admission.result.structuredContent } : {}),
+      isError: admission.result.isError === true,
+      ...(admission.result._meta ? { _meta: admission.result._meta } : {}),
+    };
+  }
+  // Only a call that proceeds (runs inline, or has its task) owns what `admit` checked (`Tool.own`).
+  const own = async (taskId?: string) => {
+    const owned = tool.own ? await tool.own(parsed.data, { callerKey, ...(taskId ? { taskId } : {}) }) : { ok: true as const };
+    if (!owned.ok) throw invalidArguments(tool.name, [{ path: owned.path, message: owned.message }]);
+  };
   const binding = createCallBinding({
     tool: tool.name,
     arguments: args,
@@ -117,6 +139,7 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
 
   if (decision.decision === 'allow') {
     log.info({ decision: 'allow', policyIds: decision.policyIds }, 'tools/call allowed; running inline');
+    await own();
     return runInline(tool, parsed.data, log);
   }
 
@@ -134,6 +157,7 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   if (decision.accessRequest.approvalMode === 'in-band') {
     // The requester's own confirmation lifts this denial (in-band-confirmation.ts): no backend, any client.
     const answer = call.mrtr.state ? readConfirmation(call.mrtr.inputResponses) : ({ kind: 'none' } as const);
+    if (answer.kind === 'invalid') throw invalidInputResponse(answer.issues);
     if (answer.kind === 'reject' || answer.kind === 'refused') {
       const how = answer.kind === 'reject' ? 'reject' : answer.action;
       log.info(
@@ -165,8 +189,11 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
       'confirmed in band by the requester',
     );
     // A long-running tool runs as a task for a client that can follow one; otherwise inline.
-    if (!tool.longRunning || !call.clientSupportsTasks) return runInline(tool, parsed.data, log);
-    return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, {
+    if (!tool.longRunning || !call.clientSupportsTasks) {
+      await own();
+      return runInline(tool, parsed.data, log);
+    }
+    return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, own, {
       execution: tool.longRunning,
       confirmation,
       toolInfo: toolPresentation(tool),
@@ -219,7 +246,7 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     submissionInput = { justification: given.justification };
   }
 
-  return createOrJoinTask(deps, call, log, binding, decision.accessRequest, submissionInput, {
+  return createOrJoinTask(deps, call, log, binding, decision.accessRequest, submissionInput, own, {
     ...(tool.longRunning ? { execution: tool.longRunning } : {}),
     toolInfo: toolPresentation(tool),
   });
@@ -240,7 +267,22 @@ async function runInline(tool: Tool, args: Record<string, unknown>, log: Logger)
   }
 }
 
-/** Start or join the task and answer `CreateTaskResult` (or, without tasks, the companion-tools result). */
+/**
+ * The caller's view of its task `taskId` for `Tool.admit`: open while `working` or
+ * `input_required`; else ended, with its status and stored result while retained.
+ */
+async function taskViewOf(deps: GateDeps, call: GateCall, taskId: string): Promise<TaskView> {
+  const snap = await deps.tasks.get(taskId, call.principal);
+  if (!snap) return { open: false };
+  if (snap.status === 'working' || snap.status === 'input_required') return { open: true };
+  return { open: false, status: snap.status, ...(snap.result ? { result: snap.result } : {}) };
+}
+
+/**
+ * Start or join the task and answer `CreateTaskResult` (or, without tasks, the companion-tools
+ * result). `own(taskId)` records the task with the tool; when it refuses (another caller owned the
+ * tool's key meanwhile), the task just made is cancelled and the call is -32602.
+ */
 async function createOrJoinTask(
   deps: GateDeps,
   call: GateCall,
@@ -248,10 +290,18 @@ async function createOrJoinTask(
   binding: CallBinding,
   accessRequest: AccessRequestHint,
   submissionInput: { justification: string } | undefined,
+  own: (taskId: string) => Promise<void>,
   options: CreateOptions | undefined,
 ): Promise<Record<string, unknown>> {
   try {
     const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, accessRequest, submissionInput, options);
+    try {
+      await own(taskId);
+    } catch (refused) {
+      await deps.tasks.cancel(taskId, call.principal);
+      log.warn('task cancelled: its tool refused it ownership (another caller took the key)');
+      throw refused;
+    }
     log.info(
       { decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks },
       'approval task created or joined',

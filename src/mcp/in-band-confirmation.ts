@@ -7,7 +7,9 @@
  * (the same codec and rounds as the pre-task justification, `submission-input.ts`: bound to the
  * method, the principal and the call binding digest). The re-sent call with `approve` proceeds;
  * `reject`, a declined or a cancelled form ends the call with an `isError` result saying the tool
- * did not run. This module holds the form, the reading of the answer and those results.
+ * did not run; accepted content that does not match the form (an unknown field, a decision other
+ * than approve / reject, a reason over 500 characters) is -32602 with the failing paths, as for
+ * tool arguments. This module holds the form, the reading of the answer and those results.
  *
  * Deliberately does not: ask anyone but the caller, open a backend request, or lift an
  * out-of-band denial (the PDP only answers in band when every determining forbid is in band).
@@ -26,22 +28,37 @@ export const ConfirmationSchema = z.object({
   reason: z.string().max(500).optional().describe('Optional reason, kept with the decision (at most 500 characters).'),
 });
 
-/** What the caller answered: approve (with an optional reason), reject, a refused form, or nothing usable yet. */
+/** The answer's validator: the form, strict (a field the form did not ask for is refused). */
+const ConfirmationAnswerSchema = ConfirmationSchema.strict();
+
+/**
+ * What the caller answered: approve (with an optional reason), reject, a refused form, accepted
+ * content that does not match the form (`invalid`, with paths under `confirmation` and messages),
+ * or no answer yet.
+ */
 export type ConfirmationAnswer =
   | { kind: 'approve'; reason?: string }
   | { kind: 'reject'; reason?: string }
   | { kind: 'refused'; action: 'decline' | 'cancel' }
+  | { kind: 'invalid'; issues: Array<{ path: string; message: string }> }
   | { kind: 'none' };
 
-/** Read the answer under {@link CONFIRMATION_INPUT_KEY}; anything malformed is `none` (asked again). */
+/**
+ * Read the answer under {@link CONFIRMATION_INPUT_KEY}: no answer (or one that is not an
+ * elicitation result) is `none` (asked again); an `accept` whose content fails the strict form is
+ * `invalid`.
+ */
 export function readConfirmation(inputResponses: Record<string, unknown> | undefined): ConfirmationAnswer {
   const responses = inputResponses ?? {};
   const refused = refusedInput(responses, CONFIRMATION_INPUT_KEY);
   if (refused) return { kind: 'refused', action: refused };
   const r = responses[CONFIRMATION_INPUT_KEY] as { action?: unknown; content?: unknown } | undefined;
   if (r?.action !== 'accept') return { kind: 'none' };
-  const parsed = ConfirmationSchema.safeParse(r.content);
-  if (!parsed.success) return { kind: 'none' };
+  const parsed = ConfirmationAnswerSchema.safeParse(r.content);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => ({ path: [CONFIRMATION_INPUT_KEY, ...i.path].join('.'), message: i.message }));
+    return { kind: 'invalid', issues };
+  }
   return { kind: parsed.data.decision, ...(parsed.data.reason ? { reason: parsed.data.reason } : {}) };
 }
 

@@ -6,10 +6,14 @@
  * risk needs the requester's own in-band confirmation, high risk and production database migrations
  * go to the change-advisory group out of band.
  *
- * Idempotent by `change_id` (`admit`, asked by the gate before policy): the first caller and body
- * seen under a `change_id` own it; the same body from the same caller again is the same call (the
- * call binding joins the same task, or asks the same confirmation again); another body, or another
- * caller, is refused with -32602 at `change_id`.
+ * Idempotent by `change_id`, and fenced to one execution per `change_id` (docs/CHANGE-GATE.md
+ * §Idempotency): the first caller and body whose call *proceeds* (its task is created, or it runs
+ * inline; `own`) own the `change_id`; another body, or another caller, is then refused with -32602
+ * at `change_id` (`admit`, asked by the gate before policy). The same body from the same caller
+ * again is the same call: while its task is open it joins it (call binding); once an execution
+ * was claimed (`begin`, before any step) it never runs again but is answered from the register —
+ * the recorded result, or an `isError` result naming the failure or the unknown outcome; after its
+ * task ended without running, an `isError` result saying so.
  *
  * Long-running (`longRunning`): an execution applies the change in steps (a database migration five),
  * one every `stepMs`, reporting each as progress; the register (`change-store.ts`) records each
@@ -23,12 +27,16 @@ import { z } from 'zod';
 import {
   ToolOutcomeUnknownError,
   type Admission,
+  type AdmissionContext,
   type ExecutionRecord,
   type Tool,
   type ToolExecutionContext,
   type ToolResult,
 } from './tool.js';
-import type { ChangeStore } from './change-store.js';
+import type { ChangeRun, ChangeStore } from './change-store.js';
+import { META } from '../../workflows/types.js';
+
+const DISPOSITION_META = META.disposition;
 
 const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as (
   input: unknown,
@@ -101,11 +109,82 @@ function appliedResult(args: ChangeRequest, steps: number): ToolResult {
   };
 }
 
+const OTHER_OWNER = {
+  ok: false as const,
+  path: 'change_id',
+  message: 'this change_id was already submitted with a different body or by another caller; use a new change_id',
+};
+
+/**
+ * The answer to a repeat of a change whose one execution was claimed (`run`): the recorded result
+ * as it was returned; else an `isError` result saying the change was not run again and why (the
+ * run failed; or it has no recorded outcome: still running, or interrupted and unknown).
+ */
+export function repeatAnswer(args: ChangeRequest, run: ChangeRun): ToolResult {
+  if (run.outcome === 'executed' && run.result) return run.result;
+  const total = CHANGE_STEPS[args.kind].length;
+  const what =
+    run.outcome === 'failed'
+      ? `already ran under this change_id (started ${run.startedAt}) and failed after ${run.stepsDone} of ${total} steps; part of it may be applied`
+      : `was started under this change_id at ${run.startedAt} and has no recorded outcome (${run.stepsDone} of ${total} steps recorded): it is still running, or it was interrupted and its outcome is unknown`;
+  return {
+    content: [
+      {
+        type: 'text',
+        text: `Not run again: change ${args.change_id} ${what}. A change_id is executed at most once; to apply a change again, submit it under a new change_id.`,
+      },
+    ],
+    structuredContent: {
+      change_id: args.change_id,
+      outcome: run.outcome === 'failed' ? 'failed' : 'running-or-unknown',
+      steps: run.stepsDone,
+    },
+    isError: true,
+  };
+}
+
+/** True when a task's stored result says the tool never ran (a denial: SEP-2848 `denied-not-executed`). */
+function notExecuted(result: { _meta?: Record<string, unknown> }): boolean {
+  return result._meta?.[DISPOSITION_META] === 'denied-not-executed';
+}
+
+/** What an execution that found the change already applied under another execution returns: it applied nothing. */
+function alreadyApplied(args: ChangeRequest, run: ChangeRun): ToolResult {
+  return {
+    content: [
+      {
+        type: 'text',
+        text: `Not run again: change ${args.change_id} was already applied under this change_id (started ${run.startedAt}); this call applied nothing. A change_id is executed at most once.`,
+      },
+    ],
+    structuredContent: { change_id: args.change_id, outcome: 'executed', steps: run.stepsDone },
+    isError: true,
+  };
+}
+
+/** The answer to a repeat of a change whose task ended without running it (denied, expired, cancelled, failed). */
+function endedUnexecutedAnswer(args: ChangeRequest, status: string | undefined, disposition: unknown): ToolResult {
+  const how = typeof disposition === 'string' ? `${status ?? 'ended'}, ${disposition}` : (status ?? 'no longer retained');
+  return {
+    content: [
+      {
+        type: 'text',
+        text:
+          `Not run: change ${args.change_id} was submitted under this change_id and its task ended without running it (${how}). ` +
+          'Nothing is pending. A change_id names one submission; to try again, submit the change under a new change_id.',
+      },
+    ],
+    structuredContent: { change_id: args.change_id, outcome: 'not-executed' },
+    isError: true,
+  };
+}
+
 /**
  * Create `submit_change` over `store`. `execute` applies the steps of the change's kind one every
  * `stepMs` (resuming after the last recorded step for a repeated execution id), reports each as
  * progress, and returns "Change chg_… (db_migration) applied: 5 of 5 steps done." with
- * `structuredContent` `{change_id, kind, steps}`. Throws `ChangeStoreError('fenced')` (an execution
+ * `structuredContent` `{change_id, kind, steps}`. When another execution already holds the
+ * change's claim it runs nothing and returns {@link repeatAnswer}. Throws `ChangeStoreError('fenced')` (an execution
  * error; nothing applied) for an execution id already settled as not executed, and
  * `ToolOutcomeUnknownError` when `ctx.signal` aborts between steps (some steps may be applied).
  */
@@ -122,23 +201,48 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
     inputSchema: ChangeRequestSchema,
     version: '1',
     longRunning: { timeoutMs: Math.max(300_000, 4 * maxSteps * opts.stepMs), heartbeatMs: 5_000 },
-    async admit(args: ChangeRequest, ctx: { callerKey: string }): Promise<Admission> {
-      if (store.admit(args.change_id, changeBodyDigest(args, ctx.callerKey)) !== 'conflict') return { ok: true };
-      return {
-        ok: false,
-        path: 'change_id',
-        message: 'this change_id was already submitted with a different body or by another caller; use a new change_id',
-      };
+    // Read-only: a call that is then denied or refused must not own the change_id (`own` does that).
+    async admit(args: ChangeRequest, ctx: AdmissionContext): Promise<Admission> {
+      const look = store.lookup(args.change_id, changeBodyDigest(args, ctx.callerKey));
+      if (look.state === 'conflict') return OTHER_OWNER;
+      if (look.state === 'free') return { ok: true };
+      const { run, taskId } = look;
+      if (taskId) {
+        const task = await ctx.taskOf(taskId);
+        if (task.open) return { ok: true }; // the call binding joins it
+        // the task ended: its own stored answer while retained, the same CallToolResult (a lost run: outcome-unknown)
+        if (task.result && (run || !notExecuted(task.result))) return { ok: 'answered', result: task.result };
+        if (run) return { ok: 'answered', result: repeatAnswer(args, run) };
+        return { ok: 'answered', result: endedUnexecutedAnswer(args, task.status, task.result?._meta?.[DISPOSITION_META]) };
+      }
+      // an inline run holds the claim: its recorded result, or failed, or still running / interrupted (never re-run)
+      if (run) return { ok: 'answered', result: repeatAnswer(args, run) };
+      return { ok: true }; // owned, nothing claimed (e.g. stopped between own and begin): nothing ran
+    },
+    async own(args: ChangeRequest, ctx: { callerKey: string; taskId?: string }) {
+      return store.own(args.change_id, changeBodyDigest(args, ctx.callerKey), ctx.taskId) === 'conflict'
+        ? OTHER_OWNER
+        : { ok: true as const };
     },
     async execute(args: ChangeRequest, ctx: ToolExecutionContext): Promise<ToolResult> {
       const steps = CHANGE_STEPS[args.kind];
-      const done = store.begin(ctx.executionId, args.change_id, ctx.taskId);
-      for (let i = done; i < steps.length; i++) {
-        // the attempt was given up (e.g. its heartbeat timed out): apply no further step
-        if (ctx.signal?.aborted) throw new ToolOutcomeUnknownError(`change ${args.change_id} stopped after ${i} of ${steps.length} steps`);
-        ctx.progress?.({ step: i + 1, of: steps.length, label: steps[i] ?? '' });
-        await sleep(opts.stepMs);
-        store.stepApplied(ctx.executionId, i + 1);
+      // the claim, before any step: one execution per change_id, whichever path (inline or task) comes first
+      const claim = store.begin(ctx.executionId, args.change_id, ctx.taskId);
+      if (!claim.claimed) {
+        return claim.run.outcome === 'executed' ? alreadyApplied(args, claim.run) : repeatAnswer(args, claim.run);
+      }
+      try {
+        for (let i = claim.stepsDone; i < steps.length; i++) {
+          // the attempt was given up (e.g. its heartbeat timed out): apply no further step
+          if (ctx.signal?.aborted)
+            throw new ToolOutcomeUnknownError(`change ${args.change_id} stopped after ${i} of ${steps.length} steps`);
+          ctx.progress?.({ step: i + 1, of: steps.length, label: steps[i] ?? '' });
+          await sleep(opts.stepMs);
+          store.stepApplied(ctx.executionId, i + 1);
+        }
+      } catch (err) {
+        if (!(err instanceof ToolOutcomeUnknownError)) store.fail(ctx.executionId);
+        throw err;
       }
       const result = appliedResult(args, steps.length);
       store.complete(ctx.executionId, result);

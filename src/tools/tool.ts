@@ -100,8 +100,32 @@ export interface LongRunning {
   heartbeatMs: number;
 }
 
-/** What `Tool.admit` answers: admitted, or refused with the failing argument path (-32602). */
-export type Admission = { ok: true } | { ok: false; path: string; message: string };
+/**
+ * What `Tool.admit` answers: admitted (`ok: true`; the call goes on to policy), refused with the
+ * failing argument path (-32602), or `answered`: the call is a repeat of one whose execution was
+ * already claimed, and `result` is the answer (its recorded outcome); nothing is evaluated or run.
+ */
+export type Admission =
+  | { ok: true }
+  | { ok: false; path: string; message: string }
+  | { ok: 'answered'; result: ToolResult & { _meta?: Record<string, unknown> } };
+
+/**
+ * The caller's view of one of its own tasks, for `Tool.admit`: open (working or waiting for
+ * input: a repeat joins it), or ended, with its terminal status and stored `CallToolResult` while
+ * the task is still retained (neither, once it is gone or was never visible to this caller).
+ */
+export type TaskView =
+  | { open: true }
+  | { open: false; status?: 'completed' | 'failed' | 'cancelled'; result?: ToolResult & { _meta?: Record<string, unknown> } };
+
+/** What the gate gives `Tool.admit` and `Tool.own`. */
+export interface AdmissionContext {
+  /** The caller's originating context as a SHA-256 hex key (issuer, subject, delegation chain). */
+  callerKey: string;
+  /** Read one of the caller's tasks by its MCP task id (`tasks/get` rules: another's task reads as gone). */
+  taskOf(taskId: string): Promise<TaskView>;
+}
 
 /**
  * Thrown by `execute` when the tool cannot tell whether its effect happened (e.g. a remote call
@@ -152,13 +176,21 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
   longRunning?: LongRunning;
   /**
    * Optional admission check of validated arguments against the tool's own records, asked by the
-   * gate before policy on every call (e.g. `submit_change`: one caller and body per `change_id`).
-   * `ctx.callerKey` is the caller's originating context as a SHA-256 hex key (issuer, subject and
-   * delegation chain, the same notion of caller as the call binding's). A refusal is -32602 with
-   * `path` and `message`; nothing else happens. May record what it sees (first sight wins); must
-   * be idempotent for the same caller and arguments.
+   * gate before policy on every call (e.g. `submit_change`: one caller and body per `change_id`,
+   * one execution per `change_id`). `ctx.callerKey` is the caller's originating context as a
+   * SHA-256 hex key (the same notion of caller as the call binding's). A refusal is -32602 with
+   * `path` and `message`; an `answered` admission is returned to the caller as the call's result.
+   * Must record nothing: a call that is then denied or refused must leave no trace (see `own`).
    */
-  admit?(args: z.infer<S>, ctx: { callerKey: string }): Promise<Admission>;
+  admit?(args: z.infer<S>, ctx: AdmissionContext): Promise<Admission>;
+  /**
+   * Optional: record that this caller's call with these arguments proceeds, asked by the gate only
+   * when it does — just before an inline run, and once its approval task exists (`taskId`). A
+   * refusal (`ok: false`, e.g. another caller took the key since `admit`) is -32602 at `path`; the
+   * gate then runs nothing (and cancels the task it just created). Must be idempotent for the same
+   * caller and arguments.
+   */
+  own?(args: z.infer<S>, ctx: { callerKey: string; taskId?: string }): Promise<{ ok: true } | { ok: false; path: string; message: string }>;
   /** Run the effect. Throw only for an execution error; the caller maps it to `execution-error`. */
   execute(args: z.infer<S>, ctx: ToolExecutionContext): Promise<ToolResult>;
   /**

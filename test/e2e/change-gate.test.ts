@@ -8,12 +8,21 @@ import type { Stack } from '../../src/stack.js';
 import { basic, clientFor, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
+/** A denial nobody can lift, for calls titled "Forbidden change" (so a denied call can be sent under any change_id). */
+const FORBIDDEN_CHANGE_POLICY = `
+@id("test-forbidden-change")
+@reason("This change is forbidden.")
+forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"submit_change")
+when { context.arguments.title == "Forbidden change" };
+`;
 const PROGRESS = 'dev.countersign/progress';
 
 let stack: Stack;
 beforeAll(async () => {
   // steps slow enough for several polls per step, fast enough for a test
-  stack = await startTestStack(testConfig({ COUNTERSIGN_CHANGE_STEP_MS: 1_500 }));
+  stack = await startTestStack(
+    testConfig({ COUNTERSIGN_CHANGE_STEP_MS: 1_500 }, { 'a-test-forbidden-change.cedar': FORBIDDEN_CHANGE_POLICY }),
+  );
 });
 afterAll(async () => {
   await stack?.stop();
@@ -236,5 +245,158 @@ describe('submit_change: medium risk, confirmed in band by the requester', () =>
     );
     expect(err.code).toBe(-32602);
     expect(stack.changes.executionsOf(other)).toBe(0);
+  });
+});
+
+describe('submit_change: one execution per change_id', () => {
+  const confirm = (decision: 'approve' | 'reject') => ({ confirmation: { action: 'accept', content: { decision } } });
+
+  it('an identical low-risk call sent again is answered with the recorded result and does not run the change again', async () => {
+    const plain = await clientFor(stack, 'alice', { tasks: false });
+    const id = changeId();
+    const args = { change_id: id, kind: 'finance_transfer', risk: 'low' };
+    const first = await plain.request<ToolResult>('tools/call', submit(args));
+    expect(first.isError).toBe(false);
+    expect(first.content[0]?.text).toMatch(/applied: 2 of 2 steps done/);
+    const again = await plain.request<ToolResult>('tools/call', submit(args));
+    expect(again).toEqual(first);
+    // a tasks client of the same caller gets the same answer: no task is opened for it
+    const tasksClient = await clientFor(stack, 'alice');
+    expect(await tasksClient.request<ToolResult>('tools/call', submit(args))).toEqual(first);
+    expect(stack.changes.executionsOf(id)).toBe(1);
+  });
+
+  it('two identical low-risk calls sent at once run the change once', async () => {
+    const plain = await clientFor(stack, 'alice', { tasks: false });
+    const id = changeId();
+    const args = { change_id: id, kind: 'finance_transfer', risk: 'low' };
+    const answers = await Promise.all([
+      plain.request<ToolResult>('tools/call', submit(args)),
+      plain.request<ToolResult>('tools/call', submit(args)),
+    ]);
+    for (const a of answers)
+      expect(a.content[0]?.text).toMatch(/applied: 2 of 2 steps done|^Not run again: change chg_\w+ was started under this change_id/);
+    expect(stack.changes.executionsOf(id)).toBe(1);
+  });
+
+  it('a medium-risk change confirmed in band by a client without tasks, re-sent with its confirmation or afresh, is answered with the recorded result', async () => {
+    const plain = await clientFor(stack, 'alice', { tasks: false, elicitation: true });
+    const id = changeId();
+    const args = { change_id: id, kind: 'finance_transfer', risk: 'medium' };
+    const r = await plain.request<InputRequired>('tools/call', submit(args));
+    const confirmed = { ...submit(args), inputResponses: confirm('approve'), requestState: r.requestState };
+    const out = await plain.request<ToolResult>('tools/call', confirmed);
+    expect(out.content[0]?.text).toMatch(/applied: 2 of 2 steps done/);
+    expect(await plain.request<ToolResult>('tools/call', confirmed)).toEqual(out);
+    // afresh: no confirmation is asked again, since the change already ran
+    expect(await plain.request<ToolResult>('tools/call', submit(args))).toEqual(out);
+    expect(stack.changes.executionsOf(id)).toBe(1);
+  });
+
+  it("a confirmed medium-risk call re-sent after its task ended is answered with the task's result and opens no task", async () => {
+    const alice = await clientFor(stack, 'alice', { elicitation: true });
+    const id = changeId();
+    const args = { change_id: id, kind: 'finance_transfer', risk: 'medium' };
+    const r = await alice.request<InputRequired>('tools/call', submit(args));
+    const confirmed = { ...submit(args), inputResponses: confirm('approve'), requestState: r.requestState };
+    const created = await alice.request<WireTask>('tools/call', confirmed);
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+
+    const again = await alice.request<ToolResult & { _meta?: Record<string, unknown> }>('tools/call', confirmed);
+    expect(again.resultType).not.toBe('task');
+    expect(again.content).toEqual(done.result?.content);
+    expect(again._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(stack.changes.executionsOf(id)).toBe(1);
+  });
+
+  it('an approved high-risk change re-submitted after its task ended is answered with its outcome and opens no approval request', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const id = changeId();
+    const args = { change_id: id, kind: 'finance_transfer', risk: 'high' };
+    const created = await alice.request<WireTask>('tools/call', submit(args));
+    expect(await decideChange(id, 'approve')).toBe(200);
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+
+    const again = await alice.request<ToolResult & { _meta?: Record<string, unknown> }>('tools/call', submit(args));
+    expect(again.resultType).not.toBe('task');
+    expect(again.content).toEqual(done.result?.content);
+    expect(again._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect((await pendingFor(stack, 'bob')).some((p) => p.arguments.change_id === id)).toBe(false);
+    expect(stack.changes.executionsOf(id)).toBe(1);
+  });
+
+  it('a rejected high-risk change re-submitted after its task ended is answered "not run; use a new change_id" and opens no approval request', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const id = changeId();
+    const args = { change_id: id, kind: 'finance_transfer', risk: 'high' };
+    const created = await alice.request<WireTask>('tools/call', submit(args));
+    expect(await decideChange(id, 'deny')).toBe(200);
+    const done = await waitForTerminal(alice, created.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('denied-not-executed');
+
+    const again = await alice.request<ToolResult>('tools/call', submit(args));
+    expect(again.isError).toBe(true);
+    expect(again.content[0]?.text).toMatch(
+      /^Not run: change chg_\w+ was submitted under this change_id and its task ended without running it \(completed, denied-not-executed\)\..*new change_id/,
+    );
+    expect(again.structuredContent).toEqual({ change_id: id, outcome: 'not-executed' });
+    expect((await pendingFor(stack, 'bob')).some((p) => p.arguments.change_id === id)).toBe(false);
+    expect(stack.changes.executionsOf(id)).toBe(0);
+  });
+
+  it('a denied call does not claim its change_id: another caller then submits that change_id and it runs', async () => {
+    const dave = await clientFor(stack, 'dave', { tasks: false });
+    const alice = await clientFor(stack, 'alice', { tasks: false });
+    const id = changeId();
+    const denied = await dave.request<ToolResult>(
+      'tools/call',
+      submit({ change_id: id, kind: 'finance_transfer', risk: 'low', title: 'Forbidden change' }),
+    );
+    expect(denied.isError).toBe(true);
+    expect(denied.content[0]?.text).toMatch(/cannot be approved/);
+    const out = await alice.request<ToolResult>('tools/call', submit({ change_id: id, kind: 'finance_transfer', risk: 'low' }));
+    expect(out.content[0]?.text).toMatch(/applied: 2 of 2 steps done/);
+    expect(stack.changes.executionsOf(id)).toBe(1);
+  });
+
+  it('a call refused for lack of form elicitation does not claim its change_id either', async () => {
+    const dave = await clientFor(stack, 'dave');
+    const alice = await clientFor(stack, 'alice', { elicitation: true });
+    const id = changeId();
+    const args = { change_id: id, kind: 'finance_transfer', risk: 'medium' };
+    expect((await rpcError(dave.request('tools/call', submit(args)))).code).toBe(-32021);
+    const r = await alice.request<InputRequired>('tools/call', submit(args));
+    expect(r.resultType).toBe('input_required');
+    // once alice's confirmed call has its task, the change_id is hers: dave is refused
+    const created = await alice.request<WireTask>('tools/call', {
+      ...submit(args),
+      inputResponses: confirm('approve'),
+      requestState: r.requestState,
+    });
+    expect(created.resultType).toBe('task');
+    const daveWithForm = await clientFor(stack, 'dave', { elicitation: true });
+    const err = await rpcError(daveWithForm.request('tools/call', submit(args)));
+    expect(err.code).toBe(-32602);
+    expect(err.data).toMatchObject({ issues: [{ path: 'change_id' }] });
+    await waitForTerminal(alice, created.taskId);
+  });
+
+  it('a confirmation answer with a field the form did not ask for is refused with -32602 at that field, and nothing runs', async () => {
+    const alice = await clientFor(stack, 'alice', { elicitation: true });
+    const id = changeId();
+    const args = { change_id: id, kind: 'finance_transfer', risk: 'medium' };
+    const r = await alice.request<InputRequired>('tools/call', submit(args));
+    const err = await rpcError(
+      alice.request('tools/call', {
+        ...submit(args),
+        inputResponses: { confirmation: { action: 'accept', content: { decision: 'approve', approver: 'bob' } } },
+        requestState: r.requestState,
+      }),
+    );
+    expect(err.code).toBe(-32602);
+    expect(err.data).toMatchObject({ issues: [{ path: 'confirmation', message: expect.stringMatching(/approver/) }] });
+    expect(stack.changes.executionsOf(id)).toBe(0);
   });
 });

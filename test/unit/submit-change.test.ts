@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openChangeStore } from '../../src/tools/change-store.js';
 import { ChangeRequestSchema, createSubmitChangeTool } from '../../src/tools/submit-change.js';
-import { ToolOutcomeUnknownError, type ToolProgress } from '../../src/tools/tool.js';
+import { ToolOutcomeUnknownError, type TaskView, type ToolProgress } from '../../src/tools/tool.js';
 import { createCedarPdp, PolicyLoadError } from '../../src/policy/cedar-pdp.js';
 import type { ApprovalMaterial } from '../../src/policy/pdp.js';
 
@@ -49,22 +49,89 @@ describe('submit_change arguments (seed 004 ChangeRequest)', () => {
 });
 
 describe('idempotency by change_id', () => {
-  const alice = { callerKey: 'a'.repeat(64) };
-  const bob = { callerKey: 'b'.repeat(64) };
+  const noTask = async (): Promise<TaskView> => ({ open: false });
+  const alice = { callerKey: 'a'.repeat(64), taskOf: noTask };
+  const bob = { callerKey: 'b'.repeat(64), taskOf: noTask };
+  const parse = (over: Record<string, unknown> = {}) => ChangeRequestSchema.parse(change(over));
 
-  it('the same body from the same caller under a change_id is admitted again; a different body is refused at change_id', async () => {
+  it('once a call proceeds and owns a change_id, the same body from the same caller is admitted again and a different body is refused at change_id', async () => {
     const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
-    const first = ChangeRequestSchema.parse(change());
-    expect(await tool.admit!(first, alice)).toEqual({ ok: true });
-    expect(await tool.admit!(ChangeRequestSchema.parse(change({ risk: 'medium', description: '' })), alice)).toEqual({ ok: true });
-    const other = await tool.admit!(ChangeRequestSchema.parse(change({ title: 'Drop index' })), alice);
-    expect(other).toMatchObject({ ok: false, path: 'change_id' });
+    expect(await tool.own!(parse(), alice)).toEqual({ ok: true });
+    expect(await tool.admit!(parse({ risk: 'medium', description: '' }), alice)).toEqual({ ok: true });
+    expect(await tool.admit!(parse({ title: 'Drop index' }), alice)).toMatchObject({ ok: false, path: 'change_id' });
   });
 
-  it('the same body under a change_id from another caller is refused: it would be another task and a second execution', async () => {
+  it('the same body under an owned change_id from another caller is refused: it would be another task and a second execution', async () => {
     const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
-    expect(await tool.admit!(ChangeRequestSchema.parse(change()), alice)).toEqual({ ok: true });
-    expect(await tool.admit!(ChangeRequestSchema.parse(change()), bob)).toMatchObject({ ok: false, path: 'change_id' });
+    await tool.own!(parse(), alice);
+    expect(await tool.admit!(parse(), bob)).toMatchObject({ ok: false, path: 'change_id' });
+    expect(await tool.own!(parse(), bob)).toMatchObject({ ok: false, path: 'change_id' });
+  });
+
+  it('admit records nothing: a caller whose call went no further leaves the change_id to the next caller', async () => {
+    const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
+    expect(await tool.admit!(parse(), bob)).toEqual({ ok: true });
+    expect(await tool.admit!(parse(), alice)).toEqual({ ok: true });
+    expect(await tool.own!(parse(), alice)).toEqual({ ok: true });
+    expect(await tool.admit!(parse(), bob)).toMatchObject({ ok: false });
+  });
+
+  it('a second execution of one change_id applies no step and says the change was already applied', async () => {
+    const store = openChangeStore(':memory:');
+    const tool = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait });
+    const first = await tool.execute(parse(), { executionId: 'inline/1' });
+    const seen: ToolProgress[] = [];
+    const second = await tool.execute(parse(), { executionId: 't2/execution', taskId: 't2', progress: (p) => seen.push(p) });
+    expect(first.isError).toBeUndefined();
+    expect(second.isError).toBe(true);
+    expect(second.content[0]?.text).toMatch(/^Not run again: change chg_abcd1234 was already applied under this change_id/);
+    expect(seen).toEqual([]);
+    expect(store.executionsOf('chg_abcd1234')).toBe(1);
+  });
+
+  it('a repeat after an inline run is answered with the recorded result, and after a failed run with an isError naming the failure', async () => {
+    const store = openChangeStore(':memory:');
+    let failing = false;
+    const tool = createSubmitChangeTool(store, {
+      stepMs: 0,
+      sleep: async () => {
+        if (failing) throw new Error('disk full');
+      },
+    });
+    await tool.own!(parse(), alice);
+    const out = await tool.execute(parse(), { executionId: 'inline/1' });
+    expect(await tool.admit!(parse(), alice)).toEqual({ ok: 'answered', result: out });
+
+    failing = true;
+    const other = parse({ change_id: 'chg_failing01' });
+    await tool.own!(other, alice);
+    await expect(tool.execute(other, { executionId: 'inline/2' })).rejects.toThrow('disk full');
+    const again = await tool.admit!(other, alice);
+    expect(again).toMatchObject({ ok: 'answered', result: { isError: true, structuredContent: { outcome: 'failed', steps: 0 } } });
+    if (again.ok === 'answered')
+      expect(again.result.content[0]?.text).toMatch(/already ran under this change_id .* and failed after 0 of 5 steps/);
+  });
+
+  it('a claim left without an outcome by a stopped process is answered as running or outcome-unknown after a restart, and never run again', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'countersign-changes-')), 'changes.db');
+    const before = openChangeStore(file);
+    await createSubmitChangeTool(before, { stepMs: 0, sleep: noWait }).own!(parse(), alice);
+    expect(before.begin('inline/crashed', 'chg_abcd1234', undefined)).toEqual({ claimed: true, stepsDone: 0 });
+    before.stepApplied('inline/crashed', 2);
+    before.close(); // the process stops here: claimed, two steps applied, no outcome
+
+    const store = openChangeStore(file);
+    const tool = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait });
+    const answer = await tool.admit!(parse(), alice);
+    expect(answer).toMatchObject({
+      ok: 'answered',
+      result: { isError: true, structuredContent: { outcome: 'running-or-unknown', steps: 2 } },
+    });
+    if (answer.ok === 'answered') expect(answer.result.content[0]?.text).toMatch(/no recorded outcome \(2 of 5 steps recorded\)/);
+    const rerun = await tool.execute(parse(), { executionId: 'inline/retry' });
+    expect(rerun).toMatchObject({ isError: true, structuredContent: { outcome: 'running-or-unknown' } });
+    expect(store.executionsOf('chg_abcd1234')).toBe(1);
+    store.close();
   });
 });
 

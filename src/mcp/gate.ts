@@ -1,7 +1,9 @@
 /**
  * The approval gate for `tools/call` (SEP-2848 §Denied-but-requestable returns a task; docs/DESIGN.md §3).
  *
- * One call: validate arguments against the tool's schema → build the immutable call binding →
+ * One call: validate arguments against the tool's schema → ask the tool's admission check
+ * (`Tool.admit`: may refuse, or answer a repeat of an already claimed execution from the tool's
+ * records, e.g. `submit_change`'s one execution per `change_id`) → build the immutable call binding →
  * ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did
  * not run; deny, requestable: for a client that declared `io.modelcontextprotocol/tasks` in this
  * request, start or join the approval workflow and return `CreateTaskResult`; otherwise, by
@@ -9,6 +11,9 @@
  * the default), the degraded `isError` result with next-step guidance, or -32021. A new task
  * past a per-principal submission limit is instead a non-requestable denial naming the limit
  * (`submission-limiter.ts`; SEP-2848 §Security Implications, approval-request amplification).
+ *
+ * A call that proceeds (runs inline, or has its task) is then recorded with the tool (`Tool.own`);
+ * a denied, refused or input-asking call records nothing with it.
  *
  * Deliberately does not: execute on a requestable denial, log arguments, or echo any backend text.
  */
@@ -82,7 +87,8 @@ export interface GateCall {
 
 /**
  * Handle one `tools/call`. Returns a `CallToolResult` or a `CreateTaskResult` (plain objects).
- * Throws `ProtocolError` -32602 (unknown tool, invalid arguments), -32021 (no tasks capability,
+ * Throws `ProtocolError` -32602 (unknown tool, invalid arguments, a refusal of the tool's
+ * admission check, an in-band confirmation answer off its form), -32021 (no tasks capability,
  * when configured), -32603 retryable (task not confirmed in time).
  */
 export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Record<string, unknown>> {

@@ -100,6 +100,8 @@ export interface SubmitChangeOptions {
   stepMs: number;
   /** Waits `ms` (default: a timer); injectable so unit tests do not wait. */
   sleep?: (ms: number) => Promise<void>;
+  /** The clock that tells an interrupted run from a running one (default: the system clock). */
+  now?: () => Date;
 }
 
 function appliedResult(args: ChangeRequest, steps: number): ToolResult {
@@ -117,16 +119,21 @@ const OTHER_OWNER = {
 
 /**
  * The answer to a repeat of a change whose one execution was claimed (`run`): the recorded result
- * as it was returned; else an `isError` result saying the change was not run again and why (the
- * run failed; or it has no recorded outcome: still running, or interrupted and unknown).
+ * as it was returned; else an `isError` result saying the change was not run again and why: the
+ * run failed (`outcome: "failed"`); or it has no recorded outcome — `outcome-unknown` when `ended`
+ * (its task ended, or its time limit passed: it was interrupted, e.g. by a crash between claim and
+ * outcome), else `running-or-unknown`.
  */
-export function repeatAnswer(args: ChangeRequest, run: ChangeRun): ToolResult {
+export function repeatAnswer(args: ChangeRequest, run: ChangeRun, ended = false): ToolResult {
   if (run.outcome === 'executed' && run.result) return run.result;
   const total = CHANGE_STEPS[args.kind].length;
+  const recorded = `${run.stepsDone} of ${total} steps recorded`;
   const what =
     run.outcome === 'failed'
       ? `already ran under this change_id (started ${run.startedAt}) and failed after ${run.stepsDone} of ${total} steps; part of it may be applied`
-      : `was started under this change_id at ${run.startedAt} and has no recorded outcome (${run.stepsDone} of ${total} steps recorded): it is still running, or it was interrupted and its outcome is unknown`;
+      : ended
+        ? `was started under this change_id at ${run.startedAt} and was interrupted before it recorded an outcome (${recorded}): its outcome is unknown`
+        : `was started under this change_id at ${run.startedAt} and has no recorded outcome yet (${recorded}): it is still running, or it was interrupted and its outcome is unknown`;
   return {
     content: [
       {
@@ -136,7 +143,7 @@ export function repeatAnswer(args: ChangeRequest, run: ChangeRun): ToolResult {
     ],
     structuredContent: {
       change_id: args.change_id,
-      outcome: run.outcome === 'failed' ? 'failed' : 'running-or-unknown',
+      outcome: run.outcome === 'failed' ? 'failed' : ended ? 'outcome-unknown' : 'running-or-unknown',
       steps: run.stepsDone,
     },
     isError: true,
@@ -191,6 +198,11 @@ function endedUnexecutedAnswer(args: ChangeRequest, status: string | undefined, 
 export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOptions): Tool<typeof ChangeRequestSchema> {
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const maxSteps = Math.max(...Object.values(CHANGE_STEPS).map((s) => s.length));
+  const timeoutMs = Math.max(300_000, 4 * maxSteps * opts.stepMs);
+  const now = opts.now ?? (() => new Date());
+  // A run with no outcome past the tool's own time limit was interrupted: a task's attempt is stopped
+  // there (start-to-close), and an inline run's paced steps take at most a quarter of it.
+  const overdue = (run: ChangeRun) => now().getTime() - Date.parse(run.startedAt) > timeoutMs;
   return {
     name: SUBMIT_CHANGE_TOOL_NAME,
     title: 'Submit a change',
@@ -200,7 +212,7 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
       'change-advisory group, and the call then returns a task to poll. A change_id names one body only.',
     inputSchema: ChangeRequestSchema,
     version: '1',
-    longRunning: { timeoutMs: Math.max(300_000, 4 * maxSteps * opts.stepMs), heartbeatMs: 5_000 },
+    longRunning: { timeoutMs, heartbeatMs: 5_000 },
     // Read-only: a call that is then denied or refused must not own the change_id (`own` does that).
     async admit(args: ChangeRequest, ctx: AdmissionContext): Promise<Admission> {
       const look = store.lookup(args.change_id, changeBodyDigest(args, ctx.callerKey));
@@ -212,11 +224,11 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
         if (task.open) return { ok: true }; // the call binding joins it
         // the task ended: its own stored answer while retained, the same CallToolResult (a lost run: outcome-unknown)
         if (task.result && (run || !notExecuted(task.result))) return { ok: 'answered', result: task.result };
-        if (run) return { ok: 'answered', result: repeatAnswer(args, run) };
+        if (run) return { ok: 'answered', result: repeatAnswer(args, run, true) };
         return { ok: 'answered', result: endedUnexecutedAnswer(args, task.status, task.result?._meta?.[DISPOSITION_META]) };
       }
       // an inline run holds the claim: its recorded result, or failed, or still running / interrupted (never re-run)
-      if (run) return { ok: 'answered', result: repeatAnswer(args, run) };
+      if (run) return { ok: 'answered', result: repeatAnswer(args, run, overdue(run)) };
       return { ok: true }; // owned, nothing claimed (e.g. stopped between own and begin): nothing ran
     },
     async own(args: ChangeRequest, ctx: { callerKey: string; taskId?: string }) {
@@ -229,7 +241,7 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
       // the claim, before any step: one execution per change_id, whichever path (inline or task) comes first
       const claim = store.begin(ctx.executionId, args.change_id, ctx.taskId);
       if (!claim.claimed) {
-        return claim.run.outcome === 'executed' ? alreadyApplied(args, claim.run) : repeatAnswer(args, claim.run);
+        return claim.run.outcome === 'executed' ? alreadyApplied(args, claim.run) : repeatAnswer(args, claim.run, overdue(claim.run));
       }
       try {
         for (let i = claim.stepsDone; i < steps.length; i++) {

@@ -127,10 +127,21 @@ describe('idempotency by change_id', () => {
       ok: 'answered',
       result: { isError: true, structuredContent: { outcome: 'running-or-unknown', steps: 2 } },
     });
-    if (answer.ok === 'answered') expect(answer.result.content[0]?.text).toMatch(/no recorded outcome \(2 of 5 steps recorded\)/);
+    if (answer.ok === 'answered')
+      expect(answer.result.content[0]?.text).toMatch(
+        /no recorded outcome yet \(2 of 5 steps recorded\): it is still running, or it was interrupted/,
+      );
     const rerun = await tool.execute(parse(), { executionId: 'inline/retry' });
     expect(rerun).toMatchObject({ isError: true, structuredContent: { outcome: 'running-or-unknown' } });
     expect(store.executionsOf('chg_abcd1234')).toBe(1);
+
+    // past the tool's own time limit (at least five minutes) the claim is an interrupted run: outcome-unknown
+    const later = new Date(Date.now() + 301_000);
+    const afterLimit = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait, now: () => later });
+    const late = await afterLimit.admit!(parse(), alice);
+    expect(late).toMatchObject({ ok: 'answered', result: { isError: true, structuredContent: { outcome: 'outcome-unknown', steps: 2 } } });
+    if (late.ok === 'answered')
+      expect(late.result.content[0]?.text).toMatch(/was interrupted before it recorded an outcome .*: its outcome is unknown/);
     store.close();
   });
 });

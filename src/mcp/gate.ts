@@ -122,9 +122,17 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     };
   }
   // Only a call that proceeds (runs inline, or has its task) owns what `admit` checked (`Tool.own`).
-  const own = async (taskId?: string) => {
-    const owned = tool.own ? await tool.own(parsed.data, { callerKey, ...(taskId ? { taskId } : {}) }) : { ok: true as const };
-    if (!owned.ok) throw invalidArguments(tool.name, [{ path: owned.path, message: owned.message }]);
+  const ownership: Ownership = {
+    async own(taskId?: string) {
+      const owned = tool.own
+        ? await tool.own(parsed.data, { callerKey, ...(taskId ? { taskId } : {}) })
+        : { ok: true as const, created: false };
+      if (!owned.ok) throw invalidArguments(tool.name, [{ path: owned.path, message: owned.message }]);
+      return owned.created;
+    },
+    async disown() {
+      await tool.disown?.(parsed.data, { callerKey });
+    },
   };
   const binding = createCallBinding({
     tool: tool.name,
@@ -145,7 +153,7 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
 
   if (decision.decision === 'allow') {
     log.info({ decision: 'allow', policyIds: decision.policyIds }, 'tools/call allowed; running inline');
-    await own();
+    await ownership.own();
     return runInline(tool, parsed.data, log);
   }
 
@@ -196,10 +204,10 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     );
     // A long-running tool runs as a task for a client that can follow one; otherwise inline.
     if (!tool.longRunning || !call.clientSupportsTasks) {
-      await own();
+      await ownership.own();
       return runInline(tool, parsed.data, log);
     }
-    return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, own, {
+    return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, ownership, {
       execution: tool.longRunning,
       confirmation,
       toolInfo: toolPresentation(tool),
@@ -252,7 +260,7 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     submissionInput = { justification: given.justification };
   }
 
-  return createOrJoinTask(deps, call, log, binding, decision.accessRequest, submissionInput, own, {
+  return createOrJoinTask(deps, call, log, binding, decision.accessRequest, submissionInput, ownership, {
     ...(tool.longRunning ? { execution: tool.longRunning } : {}),
     toolInfo: toolPresentation(tool),
   });
@@ -284,10 +292,20 @@ async function taskViewOf(deps: GateDeps, call: GateCall, taskId: string): Promi
   return { open: false, status: snap.status, ...(snap.result ? { result: snap.result } : {}) };
 }
 
+/** The tool's record of a call that proceeds (`Tool.own` / `Tool.disown`), bound to one call. */
+interface Ownership {
+  /** Own the tool's key (with `taskId` once the task exists); true when this call took it first. Throws -32602 on refusal. */
+  own(taskId?: string): Promise<boolean>;
+  /** Undo a first `own` that nothing came of. */
+  disown(): Promise<void>;
+}
+
 /**
  * Start or join the task and answer `CreateTaskResult` (or, without tasks, the companion-tools
- * result). `own(taskId)` records the task with the tool; when it refuses (another caller owned the
- * tool's key meanwhile), the task just made is cancelled and the call is -32602.
+ * result). The tool's key is owned before the task is made (a refusal is -32602 and nothing is
+ * created), recorded with the task id after, and given back when a per-principal submission limit
+ * refuses the task (no task exists). After any other failure it stays owned: the task may exist, and
+ * the same call's retry joins it.
  */
 async function createOrJoinTask(
   deps: GateDeps,
@@ -296,18 +314,13 @@ async function createOrJoinTask(
   binding: CallBinding,
   accessRequest: AccessRequestHint,
   submissionInput: { justification: string } | undefined,
-  own: (taskId: string) => Promise<void>,
+  ownership: Ownership,
   options: CreateOptions | undefined,
 ): Promise<Record<string, unknown>> {
+  const tookKey = await ownership.own();
   try {
     const { taskId, snapshot } = await deps.tasks.createOrJoin(binding, accessRequest, submissionInput, options);
-    try {
-      await own(taskId);
-    } catch (refused) {
-      await deps.tasks.cancel(taskId, call.principal);
-      log.warn('task cancelled: its tool refused it ownership (another caller took the key)');
-      throw refused;
-    }
+    await ownership.own(taskId);
     log.info(
       { decision: 'deny', requestable: true, status: snapshot.status, tasks: call.clientSupportsTasks },
       'approval task created or joined',
@@ -319,6 +332,7 @@ async function createOrJoinTask(
       throw taskCreationPending();
     }
     if (err instanceof SubmissionLimitedError) {
+      if (tookKey) await ownership.disown(); // no task was created: the call leaves no trace
       // SEP-2848 approval-request amplification: a non-requestable denial, so the agent does not retry-loop
       log.warn({ decision: 'deny', requestable: false, limit: err.reason }, 'approval submission refused by a per-principal limit');
       return submissionLimitedResult(err.reason);

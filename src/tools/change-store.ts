@@ -21,8 +21,9 @@
  * refuses with `ChangeStoreError('fenced')`); a run begun and not completed, `unknown` (steps may
  * have been applied).
  *
- * Deliberately does not: apply any real change, delete rows, or hold anything but digests, step
- * counts and results (the body itself lives in the workflow's encrypted input).
+ * Deliberately does not: apply any real change, delete rows (but for `disown` of an ownership
+ * nothing came of), or hold anything but digests, step counts and results (the body itself lives
+ * in the workflow's encrypted input).
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -77,6 +78,11 @@ export interface ChangeStore {
    * given `taskId` then replaces the recorded one) or `conflict` (another digest owns it).
    */
   own(changeId: string, bodyDigest: string, taskId?: string): 'new' | 'same' | 'conflict';
+  /**
+   * Remove `bodyDigest`'s ownership of `changeId` when it has no task and no claimed execution
+   * (the call that took it came to nothing); otherwise change nothing.
+   */
+  disown(changeId: string, bodyDigest: string): void;
   /**
    * Claim the one execution of `changeId` for `executionId`, or continue it (the same execution
    * id again). Throws `ChangeStoreError('fenced')` when the id was settled as not executed,
@@ -157,6 +163,9 @@ export function openChangeStore(path: string, options: { now?: () => Date } = {}
   );
   const requestOf = db.prepare('SELECT body_digest, task_id FROM change_requests WHERE change_id = ?');
   const setRequestTask = db.prepare('UPDATE change_requests SET task_id = ? WHERE change_id = ?');
+  const deleteIdleRequest = db.prepare(
+    'DELETE FROM change_requests WHERE change_id = ? AND body_digest = ? AND task_id IS NULL AND NOT EXISTS (SELECT 1 FROM change_runs WHERE change_runs.change_id = change_requests.change_id)',
+  );
   const RUN_COLUMNS = 'execution_id, change_id, task_id, steps_done, result_json, failed_at, started_at';
   const runOf = db.prepare(`SELECT ${RUN_COLUMNS} FROM change_runs WHERE execution_id = ?`);
   // the first claim under a change (a register from before the one-execution rule may hold several)
@@ -206,6 +215,7 @@ export function openChangeStore(path: string, options: { now?: () => Date } = {}
   return {
     lookup: (changeId, digest) => lookup.deferred(changeId, digest),
     own: (changeId, digest, taskId) => own.immediate(changeId, digest, taskId),
+    disown: (changeId, digest) => void deleteIdleRequest.run(changeId, digest),
     begin: (executionId, changeId, taskId) => begin.immediate(executionId, changeId, taskId),
     stepApplied: (executionId, step) => void setSteps.run(step, executionId),
     complete: (executionId, result) => void setResult.run(JSON.stringify(result), executionId),

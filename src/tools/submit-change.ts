@@ -232,9 +232,11 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
       return { ok: true }; // owned, nothing claimed (e.g. stopped between own and begin): nothing ran
     },
     async own(args: ChangeRequest, ctx: { callerKey: string; taskId?: string }) {
-      return store.own(args.change_id, changeBodyDigest(args, ctx.callerKey), ctx.taskId) === 'conflict'
-        ? OTHER_OWNER
-        : { ok: true as const };
+      const owned = store.own(args.change_id, changeBodyDigest(args, ctx.callerKey), ctx.taskId);
+      return owned === 'conflict' ? OTHER_OWNER : { ok: true as const, created: owned === 'new' };
+    },
+    async disown(args: ChangeRequest, ctx: { callerKey: string }) {
+      store.disown(args.change_id, changeBodyDigest(args, ctx.callerKey));
     },
     async execute(args: ChangeRequest, ctx: ToolExecutionContext): Promise<ToolResult> {
       const steps = CHANGE_STEPS[args.kind];

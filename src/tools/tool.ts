@@ -185,12 +185,21 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
   admit?(args: z.infer<S>, ctx: AdmissionContext): Promise<Admission>;
   /**
    * Optional: record that this caller's call with these arguments proceeds, asked by the gate only
-   * when it does — just before an inline run, and once its approval task exists (`taskId`). A
-   * refusal (`ok: false`, e.g. another caller took the key since `admit`) is -32602 at `path`; the
-   * gate then runs nothing (and cancels the task it just created). Must be idempotent for the same
-   * caller and arguments.
+   * when it does — just before an inline run, and just before its approval task is created or
+   * joined (then again with the task's `taskId`). `created` is true when this call took the key
+   * first. A refusal (`ok: false`: another caller or body took the key since `admit`) is -32602 at
+   * `path`, and nothing is run or created. Must be idempotent for the same caller and arguments.
    */
-  own?(args: z.infer<S>, ctx: { callerKey: string; taskId?: string }): Promise<{ ok: true } | { ok: false; path: string; message: string }>;
+  own?(
+    args: z.infer<S>,
+    ctx: { callerKey: string; taskId?: string },
+  ): Promise<{ ok: true; created: boolean } | { ok: false; path: string; message: string }>;
+  /**
+   * Optional: undo an `own` that took the key first (`created`) when nothing came of the call after
+   * all (no task was created, nothing ran: e.g. a per-principal submission limit refused it), so the
+   * call leaves no trace. Must leave a key that has a task or a claimed execution untouched.
+   */
+  disown?(args: z.infer<S>, ctx: { callerKey: string }): Promise<void>;
   /** Run the effect. Throw only for an execution error; the caller maps it to `execution-error`. */
   execute(args: z.infer<S>, ctx: ToolExecutionContext): Promise<ToolResult>;
   /**

@@ -183,4 +183,25 @@ describe('per-principal submission limits, end to end', () => {
     const audit = createLimiterActivities({ client: stack.temporal });
     expect(await audit.closedWorkflowIds([liveId, deadId, 'approval-never-started'])).toEqual([deadId, 'approval-never-started']);
   });
+
+  // Kept last: it adds a refusal to the metric the first test counts exactly.
+  it('a submit_change refused by the pending bound leaves its change_id to the next caller (the refused call owns nothing)', async () => {
+    const gina = await clientFor(stack, 'gina');
+    const opened = [await call(gina, memo()), await call(gina, memo())];
+    expect(opened.map((r) => r.resultType)).toEqual(['task', 'task']);
+    const change = {
+      name: 'submit_change',
+      arguments: {
+        change_id: `chg_${randomUUID().replace(/-/g, '').slice(0, 12)}`,
+        kind: 'infra_deploy',
+        title: 'Roll out v2',
+        risk: 'high',
+      },
+    };
+    expectLimitDenial(await gina.request<CallResult>('tools/call', change), /too many approval requests pending/);
+    const hank = await clientFor(stack, 'hank');
+    const task = await hank.request<CallResult>('tools/call', change);
+    expect(task.resultType).toBe('task');
+    for (const t of [...opened, task]) await (t === task ? hank : gina).request('tasks/cancel', { taskId: t.taskId });
+  });
 });

@@ -56,7 +56,7 @@ describe('idempotency by change_id', () => {
 
   it('once a call proceeds and owns a change_id, the same body from the same caller is admitted again and a different body is refused at change_id', async () => {
     const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
-    expect(await tool.own!(parse(), alice)).toEqual({ ok: true });
+    expect(await tool.own!(parse(), alice)).toEqual({ ok: true, created: true });
     expect(await tool.admit!(parse({ risk: 'medium', description: '' }), alice)).toEqual({ ok: true });
     expect(await tool.admit!(parse({ title: 'Drop index' }), alice)).toMatchObject({ ok: false, path: 'change_id' });
   });
@@ -72,8 +72,30 @@ describe('idempotency by change_id', () => {
     const tool = createSubmitChangeTool(openChangeStore(':memory:'), { stepMs: 0, sleep: noWait });
     expect(await tool.admit!(parse(), bob)).toEqual({ ok: true });
     expect(await tool.admit!(parse(), alice)).toEqual({ ok: true });
-    expect(await tool.own!(parse(), alice)).toEqual({ ok: true });
+    expect(await tool.own!(parse(), alice)).toEqual({ ok: true, created: true });
     expect(await tool.admit!(parse(), bob)).toMatchObject({ ok: false });
+  });
+
+  it('an ownership nothing came of is given back, while one with a task or a claimed execution is kept', async () => {
+    const store = openChangeStore(':memory:');
+    const tool = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait });
+    await tool.own!(parse(), alice);
+    await tool.disown!(parse(), bob); // not bob's to give back
+    expect(await tool.admit!(parse(), bob)).toMatchObject({ ok: false });
+    await tool.disown!(parse(), alice);
+    expect(await tool.own!(parse(), bob)).toEqual({ ok: true, created: true });
+
+    const withTask = parse({ change_id: 'chg_withtask1' });
+    await tool.own!(withTask, alice);
+    expect(await tool.own!(withTask, { callerKey: alice.callerKey, taskId: 'task-1' })).toEqual({ ok: true, created: false });
+    await tool.disown!(withTask, alice);
+    expect(await tool.admit!(withTask, bob)).toMatchObject({ ok: false });
+
+    const withRun = parse({ change_id: 'chg_withrun01' });
+    await tool.own!(withRun, alice);
+    await tool.execute(withRun, { executionId: 'inline/1' });
+    await tool.disown!(withRun, alice);
+    expect(await tool.admit!(withRun, bob)).toMatchObject({ ok: false });
   });
 
   it('a second execution of one change_id applies no step and says the change was already applied', async () => {

@@ -1,6 +1,6 @@
 // Scope: seed 004's change gate without Temporal: the submit_change argument rules, idempotency by
 // change_id in its register, paced steps with progress, the idempotency hook, the tiers of
-// policies/submit_change.cedar, and the @approval_mode annotation.
+// policies/submit_change.cedar, the @approval_mode annotation, and the reading of an in-band confirmation answer.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -10,6 +10,7 @@ import { openChangeStore } from '../../src/tools/change-store.js';
 import { ChangeRequestSchema, createSubmitChangeTool } from '../../src/tools/submit-change.js';
 import { ToolOutcomeUnknownError, type TaskView, type ToolProgress } from '../../src/tools/tool.js';
 import { createCedarPdp, PolicyLoadError } from '../../src/policy/cedar-pdp.js';
+import { readConfirmation } from '../../src/mcp/in-band-confirmation.js';
 import type { ApprovalMaterial } from '../../src/policy/pdp.js';
 
 const POLICY_DIR = fileURLToPath(new URL('../../policies', import.meta.url));
@@ -267,5 +268,28 @@ describe('@approval_mode annotation', () => {
     await expect(
       load(forbid('@id("f") @requestable("true") @approval_mode("in-band") @submission_input("justification") @reason("r")')),
     ).rejects.toThrow(/do not apply/);
+  });
+});
+
+describe('in-band confirmation answers', () => {
+  const accept = (content: unknown) => ({ confirmation: { action: 'accept', content } });
+
+  it('an accepted answer off the form is invalid at the failing path: an unknown field, a decision other than approve / reject, a reason over 500 characters', () => {
+    expect(readConfirmation(accept({ decision: 'approve', approver: 'bob' }))).toMatchObject({
+      kind: 'invalid',
+      issues: [{ path: 'confirmation', message: expect.stringMatching(/approver/) }],
+    });
+    expect(readConfirmation(accept({ decision: 'maybe' }))).toMatchObject({ kind: 'invalid', issues: [{ path: 'confirmation.decision' }] });
+    expect(readConfirmation(accept({ decision: 'reject', reason: 'x'.repeat(501) }))).toMatchObject({
+      kind: 'invalid',
+      issues: [{ path: 'confirmation.reason' }],
+    });
+  });
+
+  it('a well-formed answer is read as approve or reject with its reason; no answer is none', () => {
+    expect(readConfirmation(accept({ decision: 'approve', reason: 'checked' }))).toEqual({ kind: 'approve', reason: 'checked' });
+    expect(readConfirmation(accept({ decision: 'reject' }))).toEqual({ kind: 'reject' });
+    expect(readConfirmation({})).toEqual({ kind: 'none' });
+    expect(readConfirmation({ confirmation: { action: 'decline' } })).toEqual({ kind: 'refused', action: 'decline' });
   });
 });

@@ -209,9 +209,10 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
     description:
       'Submit a change request (finance transfer, database migration or infrastructure deploy) and apply it. ' +
       'Medium-risk changes ask you to confirm; high-risk changes and production database migrations need the ' +
-      'change-advisory group, and the call then returns a task to poll. A change_id names one body only.',
+      'change-advisory group, and the call then returns a task to poll. A change_id names one change and runs at most ' +
+      'once: sending the same call again returns its recorded outcome; a different body under a used change_id is refused.',
     inputSchema: ChangeRequestSchema,
-    version: '1',
+    version: '2',
     longRunning: { timeoutMs, heartbeatMs: 5_000 },
     // Read-only: a call that is then denied or refused must not own the change_id (`own` does that).
     async admit(args: ChangeRequest, ctx: AdmissionContext): Promise<Admission> {
@@ -219,6 +220,8 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
       if (look.state === 'conflict') return OTHER_OWNER;
       if (look.state === 'free') return { ok: true };
       const { run, taskId } = look;
+      // a run with an outcome that is not its task's (it ran inline, e.g. confirmed from a client without tasks)
+      if (run && run.outcome !== 'none' && run.taskId !== taskId) return { ok: 'answered', result: repeatAnswer(args, run) };
       if (taskId) {
         const task = await ctx.taskOf(taskId);
         if (task.open) return { ok: true }; // the call binding joins it

@@ -113,7 +113,7 @@ async function exportReceipts(
     throw new Error(`could not reach Temporal at ${address}: ${(err as Error).message}`);
   }
   try {
-    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: { payloadCodecs: [codec] } });
     const report = await issuePendingReceipts({ temporal, codec, log, key, ...(records ? { records } : {}) });
     const receipts = log.since(sinceMs);
     const lines: string[] = [];

@@ -394,7 +394,10 @@ export async function startMcpRole(
     metrics.setOpenTasksSource(
       async () => (await temporal.workflow.count("WorkflowType = 'approvalWorkflow' AND ExecutionStatus = 'Running'")).count,
     );
-    const receiptsKey = await loadReceiptSigningKey({ dataDir: config.COUNTERSIGN_DATA_DIR, keyFile: config.COUNTERSIGN_RECEIPTS_KEY_FILE });
+    const receiptsKey = await loadReceiptSigningKey({
+      dataDir: config.COUNTERSIGN_DATA_DIR,
+      keyFile: config.COUNTERSIGN_RECEIPTS_KEY_FILE,
+    });
     const mcp = createMcpFront(config, {
       receiptsJwks: receiptsKey.jwks,
       temporal,

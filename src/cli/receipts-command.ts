@@ -53,7 +53,8 @@ export function parseSince(text: string, nowMs: number): number {
   if (short) return nowMs - Number(short[1]) * SHORT_UNIT_MS[short[2]!]!;
   const iso = parseIsoDurationMs(text);
   if (iso !== null) return nowMs - iso;
-  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) && !Number.isNaN(Date.parse(text))) return Date.parse(text);
+  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) && !Number.isNaN(Date.parse(text)))
+    return Date.parse(text);
   throw new UsageError(
     `--since ${JSON.stringify(text)} is neither an ISO 8601 date-time with offset (2026-12-01T00:00:00Z), an ISO 8601 duration (PT1H, P7D) nor a short duration (30m, 24h, 7d)`,
   );
@@ -67,7 +68,7 @@ async function loadJwks(source: string): Promise<JSONWebKeySet> {
     try {
       res = await fetch(source, { signal: AbortSignal.timeout(10_000) });
     } catch (err) {
-      throw new Error(`could not fetch the JWKS from ${source}: ${(err as Error).message}`);
+      throw new Error(`could not fetch the JWKS from ${source}: ${(err as Error).message}`, { cause: err });
     }
     if (!res.ok) throw new Error(`could not fetch the JWKS from ${source}: HTTP ${res.status}`);
     text = await res.text();
@@ -101,7 +102,10 @@ async function exportReceipts(
   let records: DecisionRecordSource | undefined;
   if (existsSync(approvalsDb)) records = openApprovalStoreRecords(approvalsDb);
   else if (o.approvalsDb !== undefined) throw new UsageError(`no approval store at ${o.approvalsDb}`);
-  else process.stderr.write(`countersign receipts: no approval store at ${approvalsDb}; approvals are taken from the approval material only (no channel, no quorum)\n`);
+  else
+    process.stderr.write(
+      `countersign receipts: no approval store at ${approvalsDb}; approvals are taken from the approval material only (no channel, no quorum)\n`,
+    );
   const log = openReceiptLog(join(dataDir, RECEIPT_LOG_FILE_NAME));
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
   let connection;
@@ -110,7 +114,7 @@ async function exportReceipts(
   } catch (err) {
     log.close();
     records?.close();
-    throw new Error(`could not reach Temporal at ${address}: ${(err as Error).message}`);
+    throw new Error(`could not reach Temporal at ${address}: ${(err as Error).message}`, { cause: err });
   }
   try {
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: { payloadCodecs: [codec] } });
@@ -128,9 +132,12 @@ async function exportReceipts(
     const text = lines.map((l) => `${l}\n`).join('');
     if (o.out !== undefined) writeFileSync(o.out, text, { mode: 0o600 });
     else process.stdout.write(text);
-    for (const s of report.skipped) process.stderr.write(`countersign receipts: no receipt for ${s.workflowId} run ${s.runId}: ${s.reason}\n`);
+    for (const s of report.skipped)
+      process.stderr.write(`countersign receipts: no receipt for ${s.workflowId} run ${s.runId}: ${s.reason}\n`);
     const range = receipts.length ? ` (seq ${receipts[0]!.seq}..${receipts[receipts.length - 1]!.seq})` : '';
-    process.stderr.write(`countersign receipts: ${report.issued} issued, ${receipts.length} exported${range}${o.out !== undefined ? ` to ${o.out}` : ''}\n`);
+    process.stderr.write(
+      `countersign receipts: ${report.issued} issued, ${receipts.length} exported${range}${o.out !== undefined ? ` to ${o.out}` : ''}\n`,
+    );
   } finally {
     log.close();
     records?.close();
@@ -179,7 +186,9 @@ export function registerReceiptsCommand(program: Command, config: () => Config):
     .option('--out <file>', 'write to this file (mode 0600) instead of stdout')
     .option('--include-arguments', "disclose each call's arguments next to its receipt (checked against the signed binding digest)")
     .option('--approvals-db <file>', 'the approval store to read decisions from (default <data>/approvals.db)')
-    .action((o: { since: string; out?: string; includeArguments?: boolean; approvalsDb?: string }) => run(() => exportReceipts(config(), o))());
+    .action((o: { since: string; out?: string; includeArguments?: boolean; approvalsDb?: string }) =>
+      run(() => exportReceipts(config(), o))(),
+    );
   receipts
     .command('verify')
     .description('check every signature and the hash chain of an exported file')

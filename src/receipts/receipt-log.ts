@@ -69,7 +69,14 @@ CREATE INDEX IF NOT EXISTS receipts_terminal ON receipts (terminal_at_ms);
 `;
 
 function toStored(r: Row): StoredReceipt {
-  return { seq: r.seq, taskId: r.task_id, workflowId: r.workflow_id, runId: r.run_id, terminalAtMs: r.terminal_at_ms, jws: JSON.parse(r.jws_json) as FlattenedJWS };
+  return {
+    seq: r.seq,
+    taskId: r.task_id,
+    workflowId: r.workflow_id,
+    runId: r.run_id,
+    terminalAtMs: r.terminal_at_ms,
+    jws: JSON.parse(r.jws_json) as FlattenedJWS,
+  };
 }
 
 /** Open (creating) the log at `dbPath`. Throws the driver's error when the file cannot be opened. */
@@ -101,21 +108,23 @@ export function openReceiptLog(dbPath: string): ReceiptLog {
           ...evidence,
         };
         const jws = await signReceipt(payload, key);
-        const placed = db.transaction(() => {
-          const current = last.get() as { seq: number } | undefined;
-          if ((current?.seq ?? 0) !== payload.seq - 1 || byTask.get(evidence.task.taskId) !== undefined) return false;
-          insert.run(
-            payload.seq,
-            evidence.task.taskId,
-            evidence.task.workflowId,
-            evidence.task.runId,
-            Date.parse(evidence.task.terminalAt),
-            now.getTime(),
-            receiptDigest(payload),
-            JSON.stringify(jws),
-          );
-          return true;
-        }).immediate();
+        const placed = db
+          .transaction(() => {
+            const current = last.get() as { seq: number } | undefined;
+            if ((current?.seq ?? 0) !== payload.seq - 1 || byTask.get(evidence.task.taskId) !== undefined) return false;
+            insert.run(
+              payload.seq,
+              evidence.task.taskId,
+              evidence.task.workflowId,
+              evidence.task.runId,
+              Date.parse(evidence.task.terminalAt),
+              now.getTime(),
+              receiptDigest(payload),
+              JSON.stringify(jws),
+            );
+            return true;
+          })
+          .immediate();
         if (placed) return toStored(byTask.get(evidence.task.taskId) as Row);
       }
     },

@@ -178,7 +178,14 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
       previous = null;
       continue;
     }
-    if (typeof line !== 'object' || line === null || typeof line.payload !== 'string' || typeof line.signature !== 'string' || typeof line.protected !== 'string' || !B64URL.test(line.payload)) {
+    if (
+      typeof line !== 'object' ||
+      line === null ||
+      typeof line.payload !== 'string' ||
+      typeof line.signature !== 'string' ||
+      typeof line.protected !== 'string' ||
+      !B64URL.test(line.payload)
+    ) {
       fail('not a flattened JWS (protected, payload, signature)');
       previous = null;
       continue;
@@ -215,7 +222,12 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
       continue;
     }
     if (canonicalJson(payload) !== payloadText) fail('signed payload is not in JCS canonical form (RFC 8785)');
-    if (payload.version !== RECEIPT_VERSION || !Number.isSafeInteger(payload.seq) || payload.seq < 1 || typeof payload.callBinding?.digest !== 'string') {
+    if (
+      payload.version !== RECEIPT_VERSION ||
+      !Number.isSafeInteger(payload.seq) ||
+      payload.seq < 1 ||
+      typeof payload.callBinding?.digest !== 'string'
+    ) {
       fail(`not a version-${RECEIPT_VERSION} receipt`);
       previous = null;
       continue;
@@ -224,8 +236,10 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
       anchor = { seq: payload.seq, prev: payload.prev };
       if (payload.seq === 1 && payload.prev !== null) fail('chain broken: the first receipt of the log (seq 1) names a previous one');
     } else if (previous !== null) {
-      if (payload.seq !== previous.seq + 1) fail(`chain broken: seq ${payload.seq} follows seq ${previous.seq} (a receipt is missing or out of order)`);
-      else if (payload.prev !== previous.digest) fail(`chain broken: prev ${String(payload.prev)} is not the digest of the receipt before (${previous.digest})`);
+      if (payload.seq !== previous.seq + 1)
+        fail(`chain broken: seq ${payload.seq} follows seq ${previous.seq} (a receipt is missing or out of order)`);
+      else if (payload.prev !== previous.digest)
+        fail(`chain broken: prev ${String(payload.prev)} is not the digest of the receipt before (${previous.digest})`);
     }
     if (line.arguments !== undefined) {
       const { tool, principal, resource, digest } = payload.callBinding;

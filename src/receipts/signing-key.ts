@@ -12,7 +12,16 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, importPKCS8, type CryptoKey, type JSONWebKeySet, type JWK } from 'jose';
+import {
+  calculateJwkThumbprint,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  importPKCS8,
+  type CryptoKey,
+  type JSONWebKeySet,
+  type JWK,
+} from 'jose';
 
 /** JWS algorithm of every receipt (RFC 8037 §3.1; Ed25519 is the only curve used). */
 export const RECEIPT_ALG = 'EdDSA';
@@ -74,7 +83,8 @@ export async function parseReceiptKey(text: string, file: string): Promise<Recei
   } catch {
     throw new ReceiptKeyError(`receipt signing key ${file} is neither a PEM private key nor JSON`);
   }
-  if (!isEd25519PrivateJwk(jwk)) throw new ReceiptKeyError(`receipt signing key ${file} is not a private Ed25519 JWK (kty OKP, crv Ed25519, x, d)`);
+  if (!isEd25519PrivateJwk(jwk))
+    throw new ReceiptKeyError(`receipt signing key ${file} is not a private Ed25519 JWK (kty OKP, crv Ed25519, x, d)`);
   return fromPrivateJwk(jwk);
 }
 
@@ -96,7 +106,9 @@ export async function loadReceiptSigningKey(opts: { dataDir: string; keyFile?: s
     try {
       text = await readFile(opts.keyFile, 'utf8');
     } catch (err) {
-      throw new ReceiptKeyError(`cannot read receipt signing key ${opts.keyFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new ReceiptKeyError(
+        `cannot read receipt signing key ${opts.keyFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
     return parseReceiptKey(text, opts.keyFile);
   }

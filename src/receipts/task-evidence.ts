@@ -13,7 +13,14 @@
 import Database from 'better-sqlite3';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import type { ApprovalMaterial, ApprovalWorkflowInput, BackendHandle, BackendStatus, ReEvaluation, TaskSnapshot } from '../../workflows/types.js';
+import type {
+  ApprovalMaterial,
+  ApprovalWorkflowInput,
+  BackendHandle,
+  BackendStatus,
+  ReEvaluation,
+  TaskSnapshot,
+} from '../../workflows/types.js';
 import { taskIdFor } from '../../workflows/task-id.js';
 import type { ReceiptApprovalRequest, ReceiptApproverDecision, ReceiptEvidence, ReceiptPolicyDecision } from './receipt.js';
 
@@ -173,7 +180,9 @@ export async function evidenceFromHistory(
     policyDecisions,
     approvalMode: input.confirmation ? 'in-band' : 'out-of-band',
     approvalRequests: requests,
-    executionClaim: snapshot.claimed ? { claimed: true, at: claimAt, executionId: `${taskIdFor(ids.workflowId, ids.runId)}/execution` } : { claimed: false },
+    executionClaim: snapshot.claimed
+      ? { claimed: true, at: claimAt, executionId: `${taskIdFor(ids.workflowId, ids.runId)}/execution` }
+      : { claimed: false },
     disposition: snapshot.disposition ?? null,
   };
 }

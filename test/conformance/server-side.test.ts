@@ -371,7 +371,11 @@ describe('re-evaluation reads current policy, tools and binding (real activities
         '@id("alice-suspended")\n@reason("This requester is suspended.")\nforbid (principal, action, resource) when { principal.sub == "alice" };\n',
       );
       await pdp.reload();
-      expect(await acts.evaluatePolicy({ binding: b, approval })).toEqual({ outcome: 'deny', reason: 'policy-denied', policyIds: ['alice-suspended'] });
+      expect(await acts.evaluatePolicy({ binding: b, approval })).toEqual({
+        outcome: 'deny',
+        reason: 'policy-denied',
+        policyIds: ['alice-suspended'],
+      });
     } finally {
       cleanup();
     }

@@ -66,7 +66,12 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
       ['--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'receipts', ...args],
       {
         cwd: PROJECT_ROOT,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, COUNTERSIGN_DATA_DIR: config.COUNTERSIGN_DATA_DIR, TEMPORAL_ADDRESS: stack.urls.temporal },
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          COUNTERSIGN_DATA_DIR: config.COUNTERSIGN_DATA_DIR,
+          TEMPORAL_ADDRESS: stack.urls.temporal,
+        },
       },
       (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
     );
@@ -113,7 +118,10 @@ describe('evidence receipts on the real stack', () => {
     const denied = byTask.get(tasks.denied.taskId)!;
     expect(denied.disposition).toBe('denied-not-executed');
     expect(denied.executionClaim).toEqual({ claimed: false });
-    expect(denied.approvalRequests[0]).toMatchObject({ outcome: 'denied', decisions: [{ approver: 'carol', decision: 'deny', channel: 'api' }] });
+    expect(denied.approvalRequests[0]).toMatchObject({
+      outcome: 'denied',
+      decisions: [{ approver: 'carol', decision: 'deny', channel: 'api' }],
+    });
     expect(denied.policyDecisions).toHaveLength(1);
 
     const cancelled = byTask.get(tasks.cancelled.taskId)!;

@@ -9,7 +9,14 @@ import { FlattenedSign } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { canonicalJson, jcsSha256 } from '../../src/binding/call-binding.js';
 import { parseSince } from '../../src/cli/receipts-command.js';
-import { receiptDigest, RECEIPT_TYP, signReceipt, verifyReceiptLines, type ReceiptEvidence, type ReceiptPayload } from '../../src/receipts/receipt.js';
+import {
+  receiptDigest,
+  RECEIPT_TYP,
+  signReceipt,
+  verifyReceiptLines,
+  type ReceiptEvidence,
+  type ReceiptPayload,
+} from '../../src/receipts/receipt.js';
 import { openReceiptLog, type ReceiptLog } from '../../src/receipts/receipt-log.js';
 import { generateReceiptJwk, loadReceiptSigningKey, parseReceiptKey, type ReceiptSigningKey } from '../../src/receipts/signing-key.js';
 
@@ -27,7 +34,12 @@ function evidence(n: number, over: Partial<ReceiptEvidence> = {}): ReceiptEviden
       createdAt: `2026-12-01T00:0${n}:00.000Z`,
       terminalAt: `2026-12-01T01:0${n}:00.000Z`,
     },
-    callBinding: { digest: jcsSha256({ tool: 'wire_transfer', arguments: { ...args, n }, principal, resource }), tool: 'wire_transfer', principal, resource },
+    callBinding: {
+      digest: jcsSha256({ tool: 'wire_transfer', arguments: { ...args, n }, principal, resource }),
+      tool: 'wire_transfer',
+      principal,
+      resource,
+    },
     policyDecisions: [
       { stage: 'initial', decision: 'deny', requestable: true, policyIds: ['wire-transfer-over-limit'] },
       { stage: 're-evaluation', decision: 'allow', outcome: 'allow', policyIds: ['wire-transfer-permit'], at: '2026-12-01T01:00:00.000Z' },
@@ -90,7 +102,9 @@ describe('receipt signing key', () => {
 
   it('a PKCS#8 PEM file and the same key as a JWK load to the same kid', async () => {
     const jwk = await generateReceiptJwk();
-    const pem = createPrivateKey({ key: jwk as never, format: 'jwk' }).export({ format: 'pem', type: 'pkcs8' }).toString();
+    const pem = createPrivateKey({ key: jwk as never, format: 'jwk' })
+      .export({ format: 'pem', type: 'pkcs8' })
+      .toString();
     const dir = mkdtempSync(join(tmpdir(), 'receipt-key-'));
     writeFileSync(join(dir, 'k.pem'), pem);
     const fromPem = await loadReceiptSigningKey({ dataDir: dir, keyFile: join(dir, 'k.pem') });
@@ -108,7 +122,9 @@ describe('receipt signing key', () => {
   it('a key file that is not an Ed25519 private key is refused naming the file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'receipt-key-'));
     writeFileSync(join(dir, 'ec.json'), JSON.stringify({ kty: 'EC', crv: 'P-256', x: 'a', y: 'b', d: 'c' }));
-    await expect(loadReceiptSigningKey({ dataDir: dir, keyFile: join(dir, 'ec.json') })).rejects.toThrow(/ec\.json is not a private Ed25519 JWK/);
+    await expect(loadReceiptSigningKey({ dataDir: dir, keyFile: join(dir, 'ec.json') })).rejects.toThrow(
+      /ec\.json is not a private Ed25519 JWK/,
+    );
   });
 });
 
@@ -194,7 +210,10 @@ describe('verifying a file', () => {
     p.prev = `sha-256:${'0'.repeat(64)}`;
     const r = await verifyReceiptLines([lines[0], JSON.stringify(await signReceipt(p, key))].join('\n'), key.jwks);
     expect(r.failures).toEqual([
-      { line: 2, reason: `chain broken: prev sha-256:${'0'.repeat(64)} is not the digest of the receipt before (${receiptDigest(payloadOf(lines[0]!))})` },
+      {
+        line: 2,
+        reason: `chain broken: prev sha-256:${'0'.repeat(64)} is not the digest of the receipt before (${receiptDigest(payloadOf(lines[0]!))})`,
+      },
     ]);
   });
 

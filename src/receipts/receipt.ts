@@ -57,7 +57,7 @@ export interface ReceiptApprovalRequest {
   requestId: string;
   /** The backend's final answer for this request. */
   outcome: 'approved' | 'denied' | 'expired' | 'cancelled' | 'failed' | 'pending';
-  /** Quorum: `required` distinct approvals (m of the group's n members are needed); `rule` the quorum rule id or null. Null when the backend does not say. */
+  /** Quorum: `required` distinct approvals (the m of an m-of-n rule; `decisions` lists who gave them); `rule` the quorum rule id or null. Null when the backend does not say. */
   quorum: { required: number; rule: string | null } | null;
   /** Each decision counted, in order. */
   decisions: ReceiptApproverDecision[];

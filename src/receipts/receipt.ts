@@ -94,6 +94,8 @@ export interface ReceiptPayload {
   /** How the denial was lifted: `out-of-band` (approval requests) or `in-band` (the requester's own confirmation; docs/CHANGE-GATE.md). */
   approvalMode: 'out-of-band' | 'in-band';
   approvalRequests: ReceiptApprovalRequest[];
+  /** For `in-band`: the requester's confirmation (docs/CHANGE-GATE.md §In-band confirmation), without their optional reason; else null. */
+  inBandConfirmation: { confirmedBy: 'requester'; confirmedAt: string; policyId: string } | null;
   /** SEP-2848 §Completion: whether the execution claim was made, when, and the execution id. */
   executionClaim: { claimed: false } | { claimed: true; at: string | null; executionId: string };
   /** SEP-2848 §Execution disposition; null unless `task.status` is `completed`. */

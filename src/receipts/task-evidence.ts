@@ -180,6 +180,9 @@ export async function evidenceFromHistory(
     policyDecisions,
     approvalMode: input.confirmation ? 'in-band' : 'out-of-band',
     approvalRequests: requests,
+    inBandConfirmation: input.confirmation
+      ? { confirmedBy: input.confirmation.confirmedBy, confirmedAt: input.confirmation.confirmedAt, policyId: input.confirmation.policyId }
+      : null,
     executionClaim: snapshot.claimed
       ? { claimed: true, at: claimAt, executionId: `${taskIdFor(ids.workflowId, ids.runId)}/execution` }
       : { claimed: false },

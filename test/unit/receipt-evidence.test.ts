@@ -77,6 +77,30 @@ describe('evidence from a recorded history', () => {
     expect(e.executionClaim).toEqual({ claimed: false });
   });
 
+  it('an in-band confirmation in the run input is the approval: mode in-band, its policy id, no reason', async () => {
+    const history = fixture('search-attributes-approve');
+    const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
+    const payload = started.input!.payloads![0]!;
+    const input = JSON.parse(Buffer.from(payload.data!).toString('utf8')) as Record<string, unknown>;
+    input.confirmation = {
+      mode: 'in-band',
+      confirmedBy: 'requester',
+      confirmedAt: '2036-12-05T04:00:00.000Z',
+      policyId: 'change-medium-risk',
+      reason: 'my own words',
+    };
+    payload.data = Buffer.from(JSON.stringify(input));
+    const e = await evidenceFromHistory(ids, history, plain);
+    expect(e.approvalMode).toBe('in-band');
+    expect(e.inBandConfirmation).toEqual({
+      confirmedBy: 'requester',
+      confirmedAt: '2036-12-05T04:00:00.000Z',
+      policyId: 'change-medium-risk',
+    });
+    expect(e.policyDecisions[0]).toEqual({ stage: 'initial', decision: 'deny', requestable: true, policyIds: ['change-medium-risk'] });
+    expect(JSON.stringify(e)).not.toContain('my own words');
+  });
+
   it('a history without the completion event gives no receipt', async () => {
     const history = fixture('search-attributes-approve');
     history.events = history.events!.filter((ev) => !ev.workflowExecutionCompletedEventAttributes);

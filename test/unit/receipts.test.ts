@@ -54,6 +54,7 @@ function evidence(n: number, over: Partial<ReceiptEvidence> = {}): ReceiptEviden
         decisions: [{ approver: 'bob', decision: 'approve', channel: 'inbox', at: '2026-12-01T00:30:00.000Z' }],
       },
     ],
+    inBandConfirmation: null,
     executionClaim: { claimed: true, at: '2026-12-01T01:00:01.000Z', executionId: `t${n}.run/execution` },
     disposition: 'approved-executed',
     ...over,

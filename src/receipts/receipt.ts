@@ -55,7 +55,7 @@ export interface ReceiptApprovalRequest {
   generation: number;
   /** The backend's request id. */
   requestId: string;
-  /** The backend's final answer for this request. */
+  /** The backend's final answer as the task read it; when the task ended before one (cancelled), the backend's status when the receipt was issued. */
   outcome: 'approved' | 'denied' | 'expired' | 'cancelled' | 'failed' | 'pending';
   /** Quorum: `required` distinct approvals (the m of an m-of-n rule; `decisions` lists who gave them); `rule` the quorum rule id or null. Null when the backend does not say. */
   quorum: { required: number; rule: string | null } | null;

@@ -29,6 +29,8 @@ type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 /** The backend's record of one request's decisions (quorum and each counted decision). */
 export interface DecisionRecord {
+  /** The request's status at the backend now (`pending`, `approved`, `denied`, `expired`, `cancelled`, `failed`). */
+  status: ReceiptApprovalRequest['outcome'];
   quorum: { required: number; rule: string | null };
   decisions: ReceiptApproverDecision[];
 }
@@ -47,9 +49,10 @@ export interface DecisionRecordSource {
  */
 export function openApprovalStoreRecords(dbPath: string): DecisionRecordSource {
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-  const request = db.prepare<[string], { required_approvals: number; quorum_rule: string | null }>(
-    'SELECT required_approvals, quorum_rule FROM access_requests WHERE id = ?',
-  );
+  const request = db.prepare<
+    [string],
+    { status: ReceiptApprovalRequest['outcome']; required_approvals: number; quorum_rule: string | null }
+  >('SELECT status, required_approvals, quorum_rule FROM access_requests WHERE id = ?');
   const events = db.prepare<[string], { event: string; actor: string; via: string | null; at_ms: number }>(
     "SELECT event, actor, via, at_ms FROM audit_events WHERE request_id = ? AND event IN ('endorsed', 'approved', 'denied') ORDER BY seq",
   );
@@ -58,6 +61,7 @@ export function openApprovalStoreRecords(dbPath: string): DecisionRecordSource {
       const r = request.get(requestId);
       if (r === undefined) return undefined;
       return {
+        status: r.status,
         quorum: { required: r.required_approvals, rule: r.quorum_rule },
         decisions: events.all(requestId).map((e) => ({
           approver: e.actor,
@@ -157,6 +161,8 @@ export async function evidenceFromHistory(
   for (const req of requests) {
     const record = records?.decisionsOf(req.requestId);
     if (record) {
+      // The task ended before the backend's answer (a cancel, a deadline): the backend's own status since.
+      if (req.outcome === 'pending') req.outcome = record.status;
       req.quorum = record.quorum;
       req.decisions = record.decisions;
     }

@@ -129,6 +129,8 @@ describe('evidence receipts on the real stack', () => {
     expect(cancelled.task.status).toBe('cancelled');
     expect(cancelled.disposition).toBeNull();
     expect(cancelled.executionClaim).toEqual({ claimed: false });
+    // the task ended before any answer; the backend request was cancelled with it
+    expect(cancelled.approvalRequests).toMatchObject([{ generation: 1, outcome: 'cancelled', decisions: [] }]);
   });
 
   it('verify passes against the JWKS the MCP role publishes, and the CLI exports the same key set', async () => {

@@ -49,6 +49,7 @@ describe('evidence from a recorded history', () => {
       decisionsOf: (id) =>
         id === 'req-1'
           ? {
+              status: 'denied',
               quorum: { required: 1, rule: null },
               decisions: [{ approver: 'carol', decision: 'deny', channel: 'inbox', at: '2036-12-05T04:00:00.000Z' }],
             }

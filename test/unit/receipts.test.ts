@@ -143,6 +143,18 @@ describe('the issuing log', () => {
     expect(log.since(0)).toHaveLength(3);
   });
 
+  it('two issuers on one log file at the same time still build one chain, and a task issued by both gets one receipt', async () => {
+    const key = await keyPair();
+    const file = join(mkdtempSync(join(tmpdir(), 'receipts-')), 'receipts.db');
+    const a = openReceiptLog(file);
+    const b = openReceiptLog(file);
+    opened.push(a, b);
+    await Promise.all([1, 2, 3, 4].flatMap((n) => [a.issue(evidence(n), key), b.issue(evidence(n === 4 ? 4 : n + 4), key)]));
+    const lines = a.since(0).map((r) => JSON.stringify(r.jws));
+    expect(lines).toHaveLength(7);
+    expect(await verifyReceiptLines(lines.join('\n'), key.jwks)).toMatchObject({ ok: true, count: 7 });
+  });
+
   it('signs the JCS bytes of the payload, with header alg EdDSA, the kid and the receipt typ; arguments are not in it', async () => {
     const key = await keyPair();
     const { lines } = await logWith(key, 1);

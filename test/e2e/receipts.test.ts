@@ -138,9 +138,13 @@ describe('evidence receipts on the real stack', () => {
     expect(ok).toMatchObject({ stderr: '', code: 0 });
     expect(ok.stdout).toContain('ok: 3 receipt(s) verified, signatures and chain intact, from the start of the log');
     expect(ok.code).toBe(0);
+    const published = await fetch(jwksUrl);
+    expect(published.headers.get('content-type')).toBe('application/jwk-set+json');
+    const body = (await published.json()) as JSONWebKeySet;
+    expect(body.keys.map((k) => [k.kty, k.crv, k.alg, 'd' in k])).toEqual([['OKP', 'Ed25519', 'EdDSA', false]]);
     const jwksFile = join(out, 'jwks.json');
     expect((await cli(['jwks', '--out', jwksFile])).code).toBe(0);
-    expect(JSON.parse(readFileSync(jwksFile, 'utf8'))).toEqual(await (await fetch(jwksUrl)).json());
+    expect(JSON.parse(readFileSync(jwksFile, 'utf8'))).toEqual(body);
     expect((await cli(['verify', file, '--jwks', jwksFile])).code).toBe(0);
   });
 

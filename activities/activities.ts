@@ -134,14 +134,17 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         { workflowId: workflowIdOfActivity(), decision: decision.decision, policyIds: decision.policyIds },
         're-evaluated after approval',
       );
+      // `policyIds` ride along for the evidence receipt (src/receipts/task-evidence.ts); the workflow ignores them.
+      const { policyIds } = decision;
       if (decision.decision === 'allow') {
         faultPoint('worker.evaluate.after'); // allowed, but the workflow has not claimed yet
-        return { outcome: 'allow' };
+        return { outcome: 'allow', policyIds };
       }
-      if (decision.nextAction === 'request' && decision.accessRequest) return { outcome: 'request', accessRequest: decision.accessRequest };
+      if (decision.nextAction === 'request' && decision.accessRequest)
+        return { outcome: 'request', accessRequest: decision.accessRequest, policyIds };
       if (decision.nextAction === 'retry')
-        return { outcome: 'retry', ...(decision.retryAfterMs !== undefined ? { retryAfterMs: decision.retryAfterMs } : {}) };
-      return { outcome: 'deny', reason: 'policy-denied' };
+        return { outcome: 'retry', ...(decision.retryAfterMs !== undefined ? { retryAfterMs: decision.retryAfterMs } : {}), policyIds };
+      return { outcome: 'deny', reason: 'policy-denied', policyIds };
     },
     async executeTool({ binding, taskId, executionId }) {
       if (Context.current().info.attempt > 1) {

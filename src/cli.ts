@@ -9,6 +9,7 @@
  *   the official MCP conformance runner; prints `conformance endpoint <url>` once it answers.
  * - `serve --role <role>`: one part of the stack as its own process (`cli/serve-command.ts`).
  * - `approvals list|show|approve|deny`: the approver's client of the approval service (`cli/approvals-command.ts`).
+ * - `receipts export|verify|jwks`: evidence receipts (`cli/receipts-command.ts`).
  */
 import { Command } from 'commander';
 import { join } from 'node:path';
@@ -21,6 +22,7 @@ import { ensureTemporalBinaries } from './temporal/binaries.js';
 import { startConformanceProfile } from './conformance-profile/profile.js';
 import { registerServeCommand } from './cli/serve-command.js';
 import { registerApprovalsCommand } from './cli/approvals-command.js';
+import { registerReceiptsCommand } from './cli/receipts-command.js';
 
 /** `load()`'s result; on a `ConfigError`, its list of problems on stderr and exit 2. */
 function orExit<T>(load: () => T): T {
@@ -147,5 +149,6 @@ program
 
 registerServeCommand(program, config);
 registerApprovalsCommand(program, () => loadApprovalsClientEnv());
+registerReceiptsCommand(program, config);
 
 await program.parseAsync(process.argv);

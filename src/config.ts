@@ -95,6 +95,11 @@ export const ConfigSchema = z.object({
     .regex(/^[^:\s]+:\d+$/, 'must be host:port')
     .optional(),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
+  /**
+   * Ed25519 private key that signs evidence receipts (PKCS#8 PEM or a private OKP JWK; docs/APPROVERS.md
+   * §Evidence receipts). Unset: `<data>/receipts-signing-key.json`, generated on first use.
+   */
+  COUNTERSIGN_RECEIPTS_KEY_FILE: z.string().min(1).optional(),
   /** Gateway configuration file: upstream MCP servers behind the gate (docs/GATEWAY.md); unset: native tools only. */
   COUNTERSIGN_CONFIG: z.string().min(1).optional(),
   /** Use this Temporal frontend instead of starting a dev server (host:port). */

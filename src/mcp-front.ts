@@ -8,6 +8,7 @@
 import type { Client } from '@temporalio/client';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
+import type { JSONWebKeySet } from 'jose';
 import { createTokenVerifier } from './auth/verify-token.js';
 import type { Config } from './config.js';
 import { createMcpHttpApp } from './mcp/http.js';
@@ -41,6 +42,8 @@ export interface McpFrontParts {
   logger: Logger;
   /** Application metrics (`src/ops/metrics.ts`): here, submissions refused by a limit. Default: none. */
   metrics?: AppMetrics;
+  /** The evidence receipts' public JWKS (`src/receipts/signing-key.ts`), served at `/.well-known/countersign-receipts.jwks.json`; absent: not served. */
+  receiptsJwks?: JSONWebKeySet;
 }
 
 /** Build the MCP front. Returns the HTTP app and `close()` (tears down the SDK handler). Never throws for configuration that `loadConfig` accepted. */
@@ -85,6 +88,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     temporal: p.temporal,
     callbackSecret: p.secrets.callbackSecret,
     logger: p.logger.child({ part: 'mcp-http' }),
+    ...(p.receiptsJwks ? { receiptsJwks: p.receiptsJwks } : {}),
   });
 }
 

@@ -42,6 +42,7 @@ import { connectClient, type TemporalConnection } from './temporal/connect.js';
 import { startDevServer } from './temporal/dev-server.js';
 import { searchAttributesEnabled } from './temporal/search-attributes.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
+import { loadReceiptSigningKey } from './receipts/signing-key.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
 import type { ToolRegistry } from './tools/registry.js';
 import { startConfiguredGateway, toolEntityOf } from './gateway/wiring.js';
@@ -362,8 +363,10 @@ export async function startWorkerRole(
 /**
  * The `mcp` role: a Temporal client with the payload codec, and the MCP front (`src/mcp-front.ts`)
  * served through `mount`; allowed calls run inline here, so it has the tools too (`parts` as for
- * {@link startWorkerRole}). `callbackBaseUrl` defaults to `<mcp origin>/callbacks/arap`. Resolves
- * once it serves; `temporal` is its client. Throws when Temporal is unreachable or the port is taken.
+ * {@link startWorkerRole}). `callbackBaseUrl` defaults to `<mcp origin>/callbacks/arap`. It also
+ * publishes the evidence receipts' public key (`src/receipts/signing-key.ts`, generated in the data
+ * folder on first start unless `COUNTERSIGN_RECEIPTS_KEY_FILE` names one). Resolves once it serves;
+ * `temporal` is its client. Throws when Temporal is unreachable, the port is taken or the receipt key file is unusable.
  */
 export async function startMcpRole(
   ctx: RoleContext,
@@ -391,7 +394,12 @@ export async function startMcpRole(
     metrics.setOpenTasksSource(
       async () => (await temporal.workflow.count("WorkflowType = 'approvalWorkflow' AND ExecutionStatus = 'Running'")).count,
     );
+    const receiptsKey = await loadReceiptSigningKey({
+      dataDir: config.COUNTERSIGN_DATA_DIR,
+      keyFile: config.COUNTERSIGN_RECEIPTS_KEY_FILE,
+    });
     const mcp = createMcpFront(config, {
+      receiptsJwks: receiptsKey.jwks,
       temporal,
       tools: parts.tools,
       pdp: parts.pdp,

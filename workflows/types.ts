@@ -178,12 +178,17 @@ export interface InBandConfirmation {
   reason?: string;
 }
 
-/** What a re-evaluation after approval resolved to (SEP-2848 §Completion). */
-export type ReEvaluation =
+/**
+ * What a re-evaluation after approval resolved to (SEP-2848 §Completion). `policyIds`: the
+ * determining policies, for the evidence receipt only (absent in runs recorded before it and for
+ * denials decided before the PDP was asked: `tool-changed`, `binding-invalid`).
+ */
+export type ReEvaluation = (
   | { outcome: 'allow' }
   | { outcome: 'retry'; retryAfterMs?: number }
   | { outcome: 'request'; accessRequest: AccessRequestHint }
-  | { outcome: 'deny'; reason: DenialReason };
+  | { outcome: 'deny'; reason: DenialReason }
+) & { policyIds?: string[] };
 
 /** Callback update payload: a hint only; the workflow fetches authoritative status. */
 export interface BackendCallback {

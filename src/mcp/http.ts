@@ -27,6 +27,7 @@ import { Hono } from 'hono';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
+import type { JSONWebKeySet } from 'jose';
 import { bearerAuth } from '../auth/bearer-middleware.js';
 import type { TokenVerifier } from '../auth/verify-token.js';
 import { createArapCallbackReceiver } from '../backends/arap-callbacks.js';
@@ -52,7 +53,12 @@ export interface McpHttpOptions {
   temporal: Client;
   callbackSecret: string;
   logger: Logger;
+  /** Public JWKS of the evidence receipts, served at {@link RECEIPTS_JWKS_PATH}; absent: that path is 404. */
+  receiptsJwks?: JSONWebKeySet;
 }
+
+/** Where the MCP role publishes the receipts' public keys (docs/APPROVERS.md §Evidence receipts). */
+export const RECEIPTS_JWKS_PATH = '/.well-known/countersign-receipts.jwks.json';
 
 /** Build the app. `close()` tears down the SDK handler. */
 export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () => Promise<void> } {
@@ -72,6 +78,8 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.get(`/.well-known/oauth-protected-resource${resourcePath}`, prm);
   app.get('/.well-known/oauth-protected-resource', prm);
   app.get('/healthz', (c) => c.json({ ok: true }));
+  const receiptsJwks = opts.receiptsJwks;
+  if (receiptsJwks) app.get(RECEIPTS_JWKS_PATH, (c) => c.json(receiptsJwks, 200, { 'Content-Type': 'application/jwk-set+json' }));
 
   // The body's size first (cheap, bounds what an unauthenticated client can make us hold); then
   // Streamable HTTP's Origin check (DNS rebinding) before the token is looked at; then, for a

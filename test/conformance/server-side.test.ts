@@ -365,13 +365,17 @@ describe('re-evaluation reads current policy, tools and binding (real activities
         context: { arguments: b.arguments },
       });
       expect(without.decision).toBe('deny');
-      expect(await acts.evaluatePolicy({ binding: b, approval })).toEqual({ outcome: 'allow' });
+      expect(await acts.evaluatePolicy({ binding: b, approval })).toEqual({ outcome: 'allow', policyIds: ['wire-transfer-permit'] });
       writeFileSync(
         join(dir, 'suspended.cedar'),
         '@id("alice-suspended")\n@reason("This requester is suspended.")\nforbid (principal, action, resource) when { principal.sub == "alice" };\n',
       );
       await pdp.reload();
-      expect(await acts.evaluatePolicy({ binding: b, approval })).toEqual({ outcome: 'deny', reason: 'policy-denied' });
+      expect(await acts.evaluatePolicy({ binding: b, approval })).toEqual({
+        outcome: 'deny',
+        reason: 'policy-denied',
+        policyIds: ['alice-suspended'],
+      });
     } finally {
       cleanup();
     }

@@ -1,0 +1,202 @@
+/**
+ * What a closed approval task proves, derived after the fact from its durable records: the
+ * workflow's Temporal history (the call binding and policy hint in its input, every activity's
+ * result, the terminal snapshot) and the approval backend's record of who decided (a
+ * {@link DecisionRecordSource}). Nothing here runs inside the workflow, so the workflow stays as it
+ * was recorded (every history in `test/workflow/fixtures/` replays unchanged) and a receipt can be
+ * issued for any task whose history is still retained, including ones that ended before receipts
+ * existed.
+ *
+ * Deliberately does not: keep the call's arguments (only `argumentsOf` returns them, for an export
+ * that discloses them on request), or trust anything the history does not hold.
+ */
+import Database from 'better-sqlite3';
+import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import type {
+  ApprovalMaterial,
+  ApprovalWorkflowInput,
+  BackendHandle,
+  BackendStatus,
+  ReEvaluation,
+  TaskSnapshot,
+} from '../../workflows/types.js';
+import { taskIdFor } from '../../workflows/task-id.js';
+import type { ReceiptApprovalRequest, ReceiptApproverDecision, ReceiptEvidence, ReceiptPolicyDecision } from './receipt.js';
+
+type History = temporal.api.history.v1.IHistory;
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The backend's record of one request's decisions (quorum and each counted decision). */
+export interface DecisionRecord {
+  /** The request's status at the backend now (`pending`, `approved`, `denied`, `expired`, `cancelled`, `failed`). */
+  status: ReceiptApprovalRequest['outcome'];
+  quorum: { required: number; rule: string | null };
+  decisions: ReceiptApproverDecision[];
+}
+
+/** Where the approvers' decisions are read from (the reference service's store, or another backend's adapter). */
+export interface DecisionRecordSource {
+  /** The record of request `requestId`; undefined when the backend does not know it. */
+  decisionsOf(requestId: string): DecisionRecord | undefined;
+  close(): void;
+}
+
+/**
+ * The reference approval service's store (`<data>/approvals.db`), opened read-only: quorum from
+ * the request row, decisions from its audit trail (`endorsed` and `approved` = approve, `denied` =
+ * deny; actor, channel `via`, time). Throws the driver's error when the file does not exist.
+ */
+export function openApprovalStoreRecords(dbPath: string): DecisionRecordSource {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const request = db.prepare<
+    [string],
+    { status: ReceiptApprovalRequest['outcome']; required_approvals: number; quorum_rule: string | null }
+  >('SELECT status, required_approvals, quorum_rule FROM access_requests WHERE id = ?');
+  const events = db.prepare<[string], { event: string; actor: string; via: string | null; at_ms: number }>(
+    "SELECT event, actor, via, at_ms FROM audit_events WHERE request_id = ? AND event IN ('endorsed', 'approved', 'denied') ORDER BY seq",
+  );
+  return {
+    decisionsOf(requestId) {
+      const r = request.get(requestId);
+      if (r === undefined) return undefined;
+      return {
+        status: r.status,
+        quorum: { required: r.required_approvals, rule: r.quorum_rule },
+        decisions: events.all(requestId).map((e) => ({
+          approver: e.actor,
+          decision: e.event === 'denied' ? 'deny' : 'approve',
+          channel: e.via,
+          at: new Date(e.at_ms).toISOString(),
+        })),
+      };
+    },
+    close: () => db.close(),
+  };
+}
+
+/** A history that cannot give a receipt (not an approval workflow, or not closed with a result). */
+export class EvidenceError extends Error {
+  override readonly name = 'EvidenceError';
+}
+
+function timeOf(e: HistoryEvent): string {
+  const t = e.eventTime;
+  if (!t) throw new EvidenceError(`history event ${String(e.eventId)} has no time`);
+  const seconds = typeof t.seconds === 'object' && t.seconds !== null ? t.seconds.toNumber() : Number(t.seconds ?? 0);
+  return new Date(seconds * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString();
+}
+
+async function decodeFirst(codec: PayloadCodec, payloads: temporal.api.common.v1.IPayloads | null | undefined): Promise<unknown> {
+  const list = (payloads?.payloads ?? []) as Payload[];
+  if (list.length === 0) return undefined;
+  const [decoded] = await codec.decode(list.slice(0, 1));
+  return defaultPayloadConverter.fromPayload(decoded!);
+}
+
+/** The workflow input of a history (decoded through `codec`): the call binding with its arguments. */
+export async function workflowInputOf(history: History, codec: PayloadCodec): Promise<ApprovalWorkflowInput> {
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  if (!started || started.workflowType?.name !== 'approvalWorkflow') throw new EvidenceError('not an approval workflow history');
+  return (await decodeFirst(codec, started.input)) as ApprovalWorkflowInput;
+}
+
+/**
+ * The evidence of one closed approval workflow run from its `history` (payloads decoded with
+ * `codec`) and, when given, the backend's decision records. Throws {@link EvidenceError} when the
+ * run is not an approval workflow that completed with a task snapshot (a terminated run has none).
+ */
+export async function evidenceFromHistory(
+  ids: { workflowId: string; runId: string },
+  history: History,
+  codec: PayloadCodec,
+  records?: DecisionRecordSource,
+): Promise<ReceiptEvidence> {
+  const events = history.events ?? [];
+  const input = await workflowInputOf(history, codec);
+  const completed = events.find((e) => e.workflowExecutionCompletedEventAttributes);
+  if (!completed) throw new EvidenceError('the run did not complete with a task result');
+  const snapshot = (await decodeFirst(codec, completed.workflowExecutionCompletedEventAttributes!.result)) as TaskSnapshot;
+
+  // Activities: name and time by scheduled event id, then each completion's decoded result.
+  const scheduled = new Map<string, { name: string; at: string }>();
+  const policyDecisions: ReceiptPolicyDecision[] = [];
+  const requests: ReceiptApprovalRequest[] = [];
+  let claimAt: string | null = null;
+  const initialPolicyIds = input.confirmation ? [input.confirmation.policyId] : [input.accessRequest.policyId];
+  policyDecisions.push({ stage: 'initial', decision: 'deny', requestable: true, policyIds: initialPolicyIds });
+  for (const e of events) {
+    const s = e.activityTaskScheduledEventAttributes;
+    if (s) {
+      const name = s.activityType?.name ?? '';
+      scheduled.set(String(e.eventId), { name, at: timeOf(e) });
+      if (name === 'executeTool' && claimAt === null) claimAt = timeOf(e); // the claim is the step right before
+      continue;
+    }
+    const c = e.activityTaskCompletedEventAttributes;
+    if (!c) continue;
+    const act = scheduled.get(String(c.scheduledEventId));
+    if (!act) continue;
+    if (act.name === 'submitApprovalRequest') {
+      const handle = (await decodeFirst(codec, c.result)) as BackendHandle;
+      requests.push({ generation: requests.length + 1, requestId: handle.requestId, outcome: 'pending', quorum: null, decisions: [] });
+    } else if (act.name === 'fetchApprovalStatus') {
+      const status = (await decodeFirst(codec, c.result)) as BackendStatus;
+      const current = requests[requests.length - 1];
+      if (current && status.state !== 'pending') {
+        current.outcome = status.state;
+        if (status.state === 'approved') current.decisions = fromMaterial(status.approval);
+      }
+    } else if (act.name === 'evaluatePolicy') {
+      const r = (await decodeFirst(codec, c.result)) as ReEvaluation & { policyIds?: string[] };
+      policyDecisions.push({
+        stage: 're-evaluation',
+        decision: r.outcome === 'allow' ? 'allow' : 'deny',
+        outcome: r.outcome,
+        policyIds: r.policyIds ?? (r.outcome === 'request' ? [r.accessRequest.policyId] : []),
+        at: timeOf(e),
+      });
+    }
+  }
+  for (const req of requests) {
+    const record = records?.decisionsOf(req.requestId);
+    if (record) {
+      // The task ended before the backend's answer (a cancel, a deadline): the backend's own status since.
+      if (req.outcome === 'pending') req.outcome = record.status;
+      req.quorum = record.quorum;
+      req.decisions = record.decisions;
+    }
+  }
+  const terminal = snapshot.lastUpdatedAt ?? timeOf(completed);
+  return {
+    task: {
+      taskId: taskIdFor(ids.workflowId, ids.runId),
+      workflowId: ids.workflowId,
+      runId: ids.runId,
+      status: snapshot.status,
+      createdAt: snapshot.createdAt,
+      terminalAt: terminal,
+    },
+    callBinding: {
+      digest: input.binding.digest,
+      tool: input.binding.tool,
+      principal: input.binding.principal,
+      resource: input.binding.resource,
+    },
+    policyDecisions,
+    approvalMode: input.confirmation ? 'in-band' : 'out-of-band',
+    approvalRequests: requests,
+    inBandConfirmation: input.confirmation
+      ? { confirmedBy: input.confirmation.confirmedBy, confirmedAt: input.confirmation.confirmedAt, policyId: input.confirmation.policyId }
+      : null,
+    executionClaim: snapshot.claimed
+      ? { claimed: true, at: claimAt, executionId: `${taskIdFor(ids.workflowId, ids.runId)}/execution` }
+      : { claimed: false },
+    disposition: snapshot.disposition ?? null,
+  };
+}
+
+/** Decisions as the approval material names them (approvers only: no channel, the grant's time for each). */
+function fromMaterial(m: ApprovalMaterial): ReceiptApproverDecision[] {
+  return m.approvers.map((approver) => ({ approver, decision: 'approve', channel: null, at: m.approvedAt }));
+}

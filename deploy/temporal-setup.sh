@@ -15,6 +15,17 @@ if temporal operator namespace describe --namespace "$NAMESPACE" >/dev/null 2>&1
 else
   temporal operator namespace create --namespace "$NAMESPACE" --retention "$RETENTION"
 fi
+# a new namespace reaches the frontend's namespace cache some seconds later (on a multi-service
+# cluster; the dev server sees it at once): wait until its search attributes can be listed
+tries=0
+until temporal operator search-attribute list --namespace "$NAMESPACE" >/dev/null 2>&1; do
+  tries=$((tries + 1))
+  if [ "$tries" -ge 60 ]; then
+    echo "namespace $NAMESPACE not visible after 120 s" >&2
+    exit 1
+  fi
+  sleep 2
+done
 # one command per attribute: the CLI registers only the first of several --name given with one --type
 for name in CountersignTool CountersignApproverGroup CountersignStatus CountersignDisposition CountersignOwner; do
   if ! temporal operator search-attribute list --namespace "$NAMESPACE" | grep -qw "$name"; then

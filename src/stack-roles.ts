@@ -332,15 +332,27 @@ export async function startTemporalRole(
 /**
  * Check the external cluster's namespace retention (`src/temporal/namespace-retention.ts`) per
  * `COUNTERSIGN_NAMESPACE_RETENTION_CHECK`: `warn` logs, `fail` throws `NamespaceRetentionError`,
- * `off` skips. Also throws when the namespace cannot be described (it does not exist).
+ * `off` skips. When the namespace cannot be described (missing, or the credentials may not read
+ * it), `fail` throws that error and `warn` logs it and lets the worker start.
  */
 async function checkExternalRetention(ctx: RoleContext): Promise<void> {
   const { config } = ctx;
-  if (config.COUNTERSIGN_NAMESPACE_RETENTION_CHECK === 'off') return;
+  const mode = config.COUNTERSIGN_NAMESPACE_RETENTION_CHECK;
+  if (mode === 'off') return;
   const connection = await connectClient(ctx.urls.temporalAddress, temporalConnectionOf(config));
   try {
-    const report = await checkNamespaceRetention(connection, config.TEMPORAL_NAMESPACE, config.COUNTERSIGN_RESULT_RETENTION_MS);
-    enforceNamespaceRetention(report, config.COUNTERSIGN_NAMESPACE_RETENTION_CHECK, (message) =>
+    const report = await checkNamespaceRetention(connection, config.TEMPORAL_NAMESPACE, config.COUNTERSIGN_RESULT_RETENTION_MS).catch(
+      (err: unknown) => {
+        if (mode === 'fail') throw err;
+        ctx.logger.warn(
+          { part: 'worker', namespace: config.TEMPORAL_NAMESPACE, err: (err as Error).message },
+          'could not read the namespace retention; not checked',
+        );
+        return undefined;
+      },
+    );
+    if (!report) return;
+    enforceNamespaceRetention(report, mode, (message) =>
       ctx.logger.warn(
         { part: 'worker', namespace: report.namespace, retentionMs: report.retentionMs, requiredMs: report.requiredMs },
         message,

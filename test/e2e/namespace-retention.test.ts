@@ -86,6 +86,11 @@ describe('namespace retention of an external cluster', () => {
     await expect(started).rejects.toThrow(/namespace default .*temporal operator namespace update --namespace default --retention/);
   });
 
+  it('a worker with the check set to fail refuses to start when the namespace cannot be described', async () => {
+    const { ctx } = workerContext({ COUNTERSIGN_NAMESPACE_RETENTION_CHECK: 'fail', TEMPORAL_NAMESPACE: 'no-such-namespace' });
+    await expect(startWorkerRole(ctx)).rejects.toThrow(/no-such-namespace/);
+  });
+
   it('a worker with the check set to warn starts on a short retention and logs one warning, and none once the retention suffices', async () => {
     await setRetention(DAY);
     const warned = workerContext({ COUNTERSIGN_NAMESPACE_RETENTION_CHECK: 'warn', COUNTERSIGN_RESULT_RETENTION_MS: DAY });

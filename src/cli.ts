@@ -109,8 +109,8 @@ program
     const host = cfg.COUNTERSIGN_HOST;
     const issuer = await loadOrCreateDevIssuer({
       keyFile: join(cfg.COUNTERSIGN_DATA_DIR, 'dev-issuer-key.json'),
-      issuer: `http://${host}:${cfg.COUNTERSIGN_ISSUER_PORT}`,
-      audience: `http://${host}:${cfg.COUNTERSIGN_PORT}/mcp`,
+      issuer: cfg.COUNTERSIGN_ISSUER_URL ?? `http://${host}:${cfg.COUNTERSIGN_ISSUER_PORT}`,
+      audience: `${cfg.COUNTERSIGN_MCP_URL ?? `http://${host}:${cfg.COUNTERSIGN_PORT}`}/mcp`,
     });
     process.stdout.write(`${await issuer.mintToken({ sub: o.sub, ttlSeconds: ttl })}\n`);
   });

@@ -18,6 +18,15 @@ import { resolveTemporalProfile, type TemporalConnection } from './temporal/conn
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
 const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
+/** An http(s) origin (no path, query or fragment; a trailing slash is dropped), e.g. `http://approvals:8788`. */
+const origin = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://approvals:8788' })
+  .refine((u) => {
+    const p = new URL(u);
+    return p.pathname === '/' && !p.search && !p.hash;
+  }, 'must be an origin without path, query or fragment, e.g. http://approvals:8788')
+  .transform((u) => u.replace(/\/+$/, ''))
+  .optional();
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional();
 
 /** `@hono/oidc-auth`'s settings (its `OidcAuthEnv`), read here and passed to it explicitly. */
@@ -84,6 +93,18 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_PORT: port(8787),
   COUNTERSIGN_APPROVALS_PORT: port(8788),
   COUNTERSIGN_ISSUER_PORT: port(8789),
+  /**
+   * `serve --role`: the URL (origin, no path) at which the other roles and clients reach a role that
+   * runs on another host or container; unset: `http://COUNTERSIGN_HOST:<its port>`. Needed when the
+   * roles run in separate containers (docker-compose.yml), where `COUNTERSIGN_HOST` is the listen
+   * address (`0.0.0.0`) and each role has its own host name. `COUNTERSIGN_MCP_URL` gives the MCP
+   * front's origin (the endpoint is `<origin>/mcp`, the tokens' default audience);
+   * `COUNTERSIGN_APPROVALS_URL` the approval service's (the worker's backend and its ARAP links);
+   * `COUNTERSIGN_ISSUER_URL` the development issuer's (its tokens' `iss`, the JWKS the MCP front reads).
+   */
+  COUNTERSIGN_MCP_URL: origin,
+  COUNTERSIGN_APPROVALS_URL: origin,
+  COUNTERSIGN_ISSUER_URL: origin,
   /** `serve --role worker`: the worker's HTTP port for `/livez`, `/readyz`, `/metrics` (the other roles serve them on their own port). */
   COUNTERSIGN_WORKER_PORT: port(8790),
   /**
@@ -113,6 +134,12 @@ export const ConfigSchema = z.object({
    * (upsert when registered on the namespace, checked at MCP start), `on`, `off`.
    */
   COUNTERSIGN_SEARCH_ATTRIBUTES: z.enum(['auto', 'on', 'off']).default('auto'),
+  /**
+   * What the worker does at start, against an external cluster (`TEMPORAL_ADDRESS`), when the
+   * namespace's retention is shorter than `COUNTERSIGN_RESULT_RETENTION_MS` + 1 day
+   * (`src/temporal/namespace-retention.ts`): `warn` (log and run), `fail` (refuse to start), `off`.
+   */
+  COUNTERSIGN_NAMESPACE_RETENTION_CHECK: z.enum(['warn', 'fail', 'off']).default('warn'),
   /** How long a terminal result stays retrievable (SEP-2848 resultRetention). */
   COUNTERSIGN_RESULT_RETENTION_MS: ms(24 * 3_600_000),
   /** `pollIntervalMs` suggested to clients. */

@@ -40,6 +40,7 @@ import { openDataDir, type StackSecrets } from './secrets.js';
 import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
 import { connectClient, type TemporalConnection } from './temporal/connect.js';
 import { startDevServer } from './temporal/dev-server.js';
+import { checkNamespaceRetention, enforceNamespaceRetention, requiredRetentionMs } from './temporal/namespace-retention.js';
 import { searchAttributesEnabled } from './temporal/search-attributes.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { loadReceiptSigningKey } from './receipts/signing-key.js';
@@ -120,7 +121,11 @@ export function urlsAt(host: string, ports: { mcp: number; approvals: number; is
   };
 }
 
-/** The URLs every role derives from the configuration. Throws when a port is 0. */
+/**
+ * The URLs every role derives from the configuration: `http://COUNTERSIGN_HOST:<port>` per role,
+ * or the role's `COUNTERSIGN_MCP_URL` / `COUNTERSIGN_APPROVALS_URL` / `COUNTERSIGN_ISSUER_URL` when
+ * set (roles in separate containers). Throws when a port is 0.
+ */
 export function roleUrls(config: Config): RoleUrls {
   for (const [name, port] of Object.entries({
     COUNTERSIGN_PORT: config.COUNTERSIGN_PORT,
@@ -131,11 +136,19 @@ export function roleUrls(config: Config): RoleUrls {
   }
   if (!config.TEMPORAL_ADDRESS && config.TEMPORAL_PORT === 0)
     throw new Error('TEMPORAL_PORT must be a fixed port (or set TEMPORAL_ADDRESS)');
-  return urlsAt(
+  const local = urlsAt(
     config.COUNTERSIGN_HOST,
     { mcp: config.COUNTERSIGN_PORT, approvals: config.COUNTERSIGN_APPROVALS_PORT, issuer: config.COUNTERSIGN_ISSUER_PORT },
     config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
   );
+  const mcpOrigin = config.COUNTERSIGN_MCP_URL ?? local.mcpOrigin;
+  return {
+    ...local,
+    mcpOrigin,
+    resourceUrl: `${mcpOrigin}/mcp`,
+    approvalsUrl: config.COUNTERSIGN_APPROVALS_URL ?? local.approvalsUrl,
+    issuerUrl: config.COUNTERSIGN_ISSUER_URL ?? local.issuerUrl,
+  };
 }
 
 /**
@@ -303,10 +316,9 @@ export async function startTemporalRole(
   try {
     const connection = await Connection.connect({ address: server.address });
     try {
-      const days = Math.ceil(config.COUNTERSIGN_RESULT_RETENTION_MS / 86_400_000) + 1;
       await connection.workflowService.updateNamespace({
         namespace: config.TEMPORAL_NAMESPACE,
-        config: { workflowExecutionRetentionTtl: msToTs(days * 86_400_000) },
+        config: { workflowExecutionRetentionTtl: msToTs(requiredRetentionMs(config.COUNTERSIGN_RESULT_RETENTION_MS)) },
       });
     } finally {
       await connection.close();
@@ -319,16 +331,53 @@ export async function startTemporalRole(
 }
 
 /**
+ * Check the external cluster's namespace retention (`src/temporal/namespace-retention.ts`) per
+ * `COUNTERSIGN_NAMESPACE_RETENTION_CHECK`: `warn` logs, `fail` throws `NamespaceRetentionError`,
+ * `off` skips. When the namespace cannot be described (missing, or the credentials may not read
+ * it), `fail` throws that error and `warn` logs it and lets the worker start.
+ */
+async function checkExternalRetention(ctx: RoleContext): Promise<void> {
+  const { config } = ctx;
+  const mode = config.COUNTERSIGN_NAMESPACE_RETENTION_CHECK;
+  if (mode === 'off') return;
+  const connection = await connectClient(ctx.urls.temporalAddress, temporalConnectionOf(config));
+  try {
+    const report = await checkNamespaceRetention(connection, config.TEMPORAL_NAMESPACE, config.COUNTERSIGN_RESULT_RETENTION_MS).catch(
+      (err: unknown) => {
+        if (mode === 'fail') throw err;
+        ctx.logger.warn(
+          { part: 'worker', namespace: config.TEMPORAL_NAMESPACE, err: (err as Error).message },
+          'could not read the namespace retention; not checked',
+        );
+        return undefined;
+      },
+    );
+    if (!report) return;
+    enforceNamespaceRetention(report, mode, (message) =>
+      ctx.logger.warn(
+        { part: 'worker', namespace: report.namespace, retentionMs: report.retentionMs, requiredMs: report.requiredMs },
+        message,
+      ),
+    );
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
  * The `worker` role: a Temporal worker at `urls.temporalAddress` whose activities call the approval
  * backend at `approvalsUrl` (default `urls.approvalsUrl`), Cedar and the ledger. `parts`: shared
- * tools (the embedded stack's, left open on stop); otherwise its own, closed on stop. Resolves once
- * it polls; `stop()` drains it. Throws when Temporal is unreachable.
+ * tools (the embedded stack's, left open on stop); otherwise its own, closed on stop. Against an
+ * external cluster it first checks the namespace's retention ({@link checkExternalRetention}).
+ * Resolves once it polls; `stop()` drains it. Throws when Temporal is unreachable, and
+ * `NamespaceRetentionError` when the retention is short and the check is `fail`.
  */
 export async function startWorkerRole(
   ctx: RoleContext,
   opts: { approvalsUrl?: string; workflowBundle?: WorkflowBundleWithSourceMap; parts?: ToolParts } = {},
 ): Promise<{ stop(): Promise<void>; checks: ReadinessCheck[] }> {
   const { config, secrets } = ctx;
+  if (config.TEMPORAL_ADDRESS) await checkExternalRetention(ctx);
   const parts = await ownOrShared(config, ctx.logger, opts.parts);
   try {
     const worker = await startApprovalWorker({

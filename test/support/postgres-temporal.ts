@@ -1,0 +1,170 @@
+/**
+ * A production-shaped Temporal for the cluster tests (`npm run test:cluster`): PostgreSQL (initdb /
+ * pg_ctl on PATH, run as `nobody` when root) and the Go server built by
+ * scripts/install-temporal-server.mjs with its four services (frontend, history, matching, worker),
+ * set up with the same scripts docker-compose.yml runs: `deploy/temporal-schema.sh` (the SQL tool,
+ * run twice to prove it can run on every start) and `deploy/temporal-setup.sh` (the Temporal CLI:
+ * namespace, retention, search attributes). Resolves once the namespace answers a search-attribute
+ * query. Throws with the server's first output lines when it does not come up.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { PROJECT_ROOT } from '../../src/project-root.js';
+import { temporalCliPath } from '../../src/temporal/binaries.js';
+import { freePort, restartablePort } from '../../src/temporal/dev-server.js';
+
+const BIN = join(PROJECT_ROOT, '.tools/temporal-server/v1.32.2');
+const SERVER = join(BIN, 'server');
+const SQL_TOOL = join(BIN, 'sql');
+
+/** A running PostgreSQL + Temporal server; `address` is the frontend's `host:port`. */
+export interface PostgresTemporal {
+  address: string;
+  namespace: string;
+  stop(): Promise<void>;
+}
+
+/** Run `cmd` as the unprivileged `nobody` when root (initdb and postgres refuse root). */
+function asPostgresUser(cmd: string, args: string[]): void {
+  const asRoot = process.getuid?.() === 0;
+  execFileSync(asRoot ? 'runuser' : cmd, asRoot ? ['-u', 'nobody', '--', cmd, ...args] : args, { stdio: 'pipe' });
+}
+
+function serverConfig(pgPort: number, p: number[]): string {
+  const store = (db: string) => `
+      sql:
+        pluginName: "postgres12"
+        databaseName: "${db}"
+        connectAddr: "127.0.0.1:${pgPort}"
+        connectProtocol: "tcp"
+        user: "postgres"
+        password: ""
+        maxConns: 20
+        maxIdleConns: 20
+        maxConnLifetime: "1h"`;
+  const svc = (name: string, grpc: number, membership: number) =>
+    `  ${name}: { rpc: { grpcPort: ${grpc}, membershipPort: ${membership}, bindOnLocalHost: true } }\n`;
+  return `log:
+  stdout: true
+  level: error
+persistence:
+  defaultStore: default
+  visibilityStore: visibility
+  numHistoryShards: 4
+  datastores:
+    default:${store('temporal')}
+    visibility:${store('temporal_visibility')}
+global:
+  membership:
+    maxJoinDuration: 30s
+    broadcastAddress: "127.0.0.1"
+services:
+${svc('frontend', p[0]!, p[1]!)}${svc('history', p[2]!, p[3]!)}${svc('matching', p[4]!, p[5]!)}${svc('worker', p[6]!, p[7]!)}clusterMetadata:
+  enableGlobalNamespace: false
+  failoverVersionIncrement: 10
+  masterClusterName: "active"
+  currentClusterName: "active"
+  clusterInformation:
+    active:
+      enabled: true
+      initialFailoverVersion: 1
+      rpcName: "frontend"
+      rpcAddress: "127.0.0.1:${p[0]}"
+dcRedirectionPolicy:
+  policy: "noop"
+`;
+}
+
+/** Run one of docker-compose.yml's setup scripts with `tools` (name → binary) on PATH and `env`. */
+function runComposeScript(script: string, dir: string, tools: Record<string, string>, env: Record<string, string>): void {
+  const toolDir = join(dir, 'tools');
+  mkdirSync(toolDir, { recursive: true });
+  for (const [name, target] of Object.entries(tools)) if (!existsSync(join(toolDir, name))) symlinkSync(target, join(toolDir, name));
+  execFileSync('sh', [join(PROJECT_ROOT, 'deploy', script)], {
+    env: { PATH: `${toolDir}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: dir, ...env },
+    stdio: 'pipe',
+  });
+}
+
+/** Start PostgreSQL and the four-service Temporal server, set up as docker-compose.yml does. `retention`: a CLI duration (`48h`). */
+export async function startPostgresTemporal(opts: { namespace: string; retention: string }): Promise<PostgresTemporal> {
+  for (const need of [SERVER, SQL_TOOL]) {
+    if (!existsSync(need))
+      throw new Error(`${need} is missing: run npm run test:cluster, which builds it (scripts/install-temporal-server.mjs)`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'countersign-pg-'));
+  chmodSync(dir, 0o755);
+  const pgData = join(dir, 'pgdata');
+  mkdirSync(pgData);
+  if (process.getuid?.() === 0) execFileSync('chown', ['nobody', pgData, dir]);
+  const pgPort = await freePort();
+  asPostgresUser('initdb', ['-D', pgData, '-U', 'postgres', '--auth=trust']);
+  asPostgresUser('pg_ctl', [
+    '-D',
+    pgData,
+    '-l',
+    join(dir, 'postgres.log'),
+    '-w',
+    '-o',
+    `-p ${pgPort} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
+    'start',
+  ]);
+  let server: ChildProcess | undefined;
+  const stop = async () => {
+    if (server && server.exitCode === null) {
+      const exited = new Promise((r) => server!.once('exit', r));
+      server.kill('SIGTERM');
+      await exited;
+    }
+    asPostgresUser('pg_ctl', ['-D', pgData, '-m', 'fast', '-w', 'stop']);
+  };
+  try {
+    const sqlEnv = { POSTGRES_SEEDS: '127.0.0.1', DB_PORT: String(pgPort), POSTGRES_USER: 'postgres', POSTGRES_PWD: '' };
+    for (let run = 0; run < 2; run++) runComposeScript('temporal-schema.sh', dir, { 'temporal-sql-tool': SQL_TOOL }, sqlEnv);
+
+    const ports: number[] = [];
+    // below 32768: the cluster-membership table stores the gRPC port as a SMALLINT
+    for (let i = 0; i < 8; i++) ports.push(await restartablePort());
+    const address = `127.0.0.1:${ports[0]}`;
+    const configFile = join(dir, 'temporal.yaml');
+    writeFileSync(configFile, serverConfig(pgPort, ports));
+    let output = '';
+    server = spawn(SERVER, ['--config-file', configFile, '--allow-no-auth', 'start'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    server.stdout?.on('data', (b: Buffer) => (output = (output + b.toString()).slice(0, 4000)));
+    server.stderr?.on('data', (b: Buffer) => (output = (output + b.toString()).slice(0, 4000)));
+
+    runComposeScript(
+      'temporal-setup.sh',
+      dir,
+      { temporal: temporalCliPath() },
+      { TEMPORAL_ADDRESS: address, NAMESPACE: opts.namespace, RETENTION: opts.retention },
+    );
+    // the frontend caches search attributes: wait until a query on one of them is accepted
+    for (let i = 0; ; i++) {
+      try {
+        const conn = await Connection.connect({ address, connectTimeout: 1000 });
+        try {
+          await conn.workflowService.listWorkflowExecutions({
+            namespace: opts.namespace,
+            pageSize: 1,
+            query: "CountersignStatus = 'working'",
+          });
+          break;
+        } finally {
+          await conn.close();
+        }
+      } catch (err) {
+        if (server.exitCode !== null || i >= 240)
+          throw new Error(`Temporal on PostgreSQL not ready: ${(err as Error).message}\n${output}`, { cause: err });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    return { address, namespace: opts.namespace, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -101,6 +101,12 @@ export interface RequestLifecycle {
   votes(id: string): ApprovalVote[];
   /** Call `fn` after each newly created request (risk engine, ITSM notification). `fn` must not throw. */
   onCreated(fn: (record: AccessRequestRecord) => void): void;
+  /**
+   * Call `fn` after each change from `pending` to a terminal status (approved, denied, expired,
+   * cancelled), whatever the channel that caused it (the notification channels update their
+   * messages). `fn` must not throw.
+   */
+  onStatusChanged(fn: (record: AccessRequestRecord) => void): void;
   /** Expire every pending request at or past its deadline; returns how many were expired. */
   sweep(): number;
 }
@@ -122,6 +128,7 @@ export interface RequestLifecycleDeps {
 export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifecycle {
   const { store, callbacks, now, logger } = deps;
   const createdListeners: Array<(record: AccessRequestRecord) => void> = [];
+  const changedListeners: Array<(record: AccessRequestRecord) => void> = [];
 
   function changed(record: AccessRequestRecord): AccessRequestRecord {
     logger.info({ requestId: record.id, status: record.status, actor: record.resolvedBy }, 'access request status changed');
@@ -129,6 +136,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     if (url !== undefined) {
       callbacks.notify({ url, requestId: record.id, status: record.status, generation: record.body.generation });
     }
+    for (const fn of changedListeners) fn(record);
     return record;
   }
 
@@ -285,6 +293,10 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
     onCreated(fn) {
       createdListeners.push(fn);
+    },
+
+    onStatusChanged(fn) {
+      changedListeners.push(fn);
     },
 
     refusalFor,

@@ -33,8 +33,8 @@ export type EmailLinkError = 'invalid' | 'expired';
 
 /** Signs and verifies links under one key. */
 export interface EmailLinkSigner {
-  /** A token for `approver` on `requestId`, expiring at `expiresAtMs` (ms since epoch, whole seconds used). */
-  sign(requestId: string, approver: string, expiresAtMs: number): Promise<string>;
+  /** A token for `approver` on `requestId`, issued at `nowMs` and expiring at `expiresAtMs` (ms since epoch, whole seconds used). */
+  sign(requestId: string, approver: string, expiresAtMs: number, nowMs: number): Promise<string>;
   /** The claims of `token` at `nowMs`, or why it is refused. Never throws. */
   verify(token: string, nowMs: number): Promise<EmailLinkClaims | EmailLinkError>;
 }
@@ -47,14 +47,14 @@ export function createEmailLinkSigner(key: string, issuer: string): EmailLinkSig
   if (key === '') throw new Error('the email link key must be non-empty');
   const secret = new TextEncoder().encode(key);
   return {
-    sign(requestId, approver, expiresAtMs) {
+    sign(requestId, approver, expiresAtMs, nowMs) {
       return new SignJWT({ rid: requestId })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setIssuer(issuer)
         .setAudience(EMAIL_LINK_AUDIENCE)
         .setSubject(approver)
         .setJti(randomBytes(16).toString('base64url'))
-        .setIssuedAt()
+        .setIssuedAt(Math.floor(nowMs / 1000))
         .setExpirationTime(Math.floor(expiresAtMs / 1000))
         .sign(secret);
     },

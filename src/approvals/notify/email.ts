@@ -88,9 +88,10 @@ export function createEmailNotifier(deps: EmailNotifierDeps): ApprovalNotifier {
       (a) => a.groups.includes(group) && Object.hasOwn(settings.addresses, a.id) && !requesters.has(a.id.toLowerCase()),
     );
     for (const approver of recipients) {
-      const expiresAtMs = Math.min(now() + ttl, record.expiresAtMs);
+      const at = now();
+      const expiresAtMs = Math.min(at + ttl, record.expiresAtMs);
       try {
-        const token = await signer.sign(record.id, approver.id, expiresAtMs);
+        const token = await signer.sign(record.id, approver.id, expiresAtMs, at);
         const link = `${base}${emailLinkPath(token)}`;
         const { subject, text } = emailMessage(record, prefix, link, expiresAtMs);
         await transport.sendMail({ from: settings.from, to: settings.addresses[approver.id], subject, text });

@@ -209,7 +209,9 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
         <section class="card">
           <Facts record={record} />
           <h2>Arguments</h2>
-          <pre data-testid="arguments">{visible(JSON.stringify(record.body.context.arguments, null, 2), { keepNewlines: true })}</pre>
+          <pre class="args" data-testid="arguments">
+            {visible(JSON.stringify(record.body.context.arguments, null, 2), { keepNewlines: true })}
+          </pre>
           {record.body.context.justification !== undefined ? (
             <p data-testid="justification">Justification: {visible(record.body.context.justification)}</p>
           ) : (
@@ -220,7 +222,8 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
           </p>
         </section>
         {pending && refused === null ? (
-          <section class="card">
+          <section class="card decide">
+            <h2>Your decision</h2>
             <form method="post" action={self}>
               <input type="hidden" name="csrf" value={session.csrf} />
               <label for="comment" class="muted">

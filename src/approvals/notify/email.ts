@@ -6,8 +6,8 @@
  *
  * The message says what is asked (tool, requester, the policy's reason, the deadline) and holds
  * the link; the tool's arguments are not in the mail — the page shows them to the signed-in
- * approver. Delivery failures are logged (approver id and the SMTP error; never the link or an
- * address) and never thrown.
+ * approver. Delivery failures are logged (approver id and the SMTP server's error; never the link)
+ * and never thrown.
  * Deliberately does not: mail on `decided` (the page of an old link says the request is decided),
  * retry (nodemailer's transport reports the SMTP server's answer; the inbox still shows the request).
  */

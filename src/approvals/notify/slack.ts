@@ -223,6 +223,8 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
     if (res?.ok === true && res.ts !== undefined) {
       store.channels.addSlackMessage(record.id, { channel: res.channel ?? channel, ts: res.ts });
       log.info({ requestId: record.id, group }, 'Slack message posted');
+      // Decided while the post was on its way: the `decided` update may have found no message yet.
+      if (store.get(record.id)?.status !== 'pending') await refresh(record.id);
     }
   }
 

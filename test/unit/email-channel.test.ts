@@ -3,6 +3,7 @@
 // its signed, single-use, expiring link — a GET never decides, a POST needs the addressee's inbox
 // session and CSRF token, the decision lands with via=email, and a reused, expired, tampered or
 // foreign link is refused with a clear page.
+import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
@@ -14,6 +15,8 @@ const ORIGIN = 'http://localhost';
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 const HOUR = 3_600_000;
 let now = T0;
+/** Every log line the service wrote in the current test. */
+const logLines: string[] = [];
 let smtp: SmtpSink;
 let svc: ApprovalService;
 
@@ -25,6 +28,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   now = T0;
+  logLines.length = 0;
   smtp.messages.length = 0;
   svc = createApprovalService({
     dbPath: ':memory:',
@@ -37,7 +41,15 @@ beforeEach(() => {
       { id: 'dave', secret: 'dave-pw', groups: ['ops'] },
     ],
     publicBaseUrl: BASE,
-    logger: pino({ level: 'silent' }),
+    logger: pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          logLines.push(chunk.toString());
+          cb();
+        },
+      }),
+    ),
     now: () => now,
     email: {
       smtpUrl: smtp.url,
@@ -252,5 +264,20 @@ describe('decision link', () => {
     const path = pathOf(decisionLinkOf(mailTo('carol@example.test')));
     expect((await get(path, await signIn('bob'))).status).toBe(403);
     expect(svc.store.get(id)?.status).toBe('pending');
+  });
+});
+
+describe('email channel logs', () => {
+  it('log lines name requests and approvers, but never a link token, the link key or tool arguments', async () => {
+    const id = await submit({ to: 'acct-991', amount: 50_000, memo: 'private-memo-6' });
+    const link = decisionLinkOf(mailTo('bob@example.test'));
+    await decideByLink(pathOf(link), 'bob', 'approve');
+    await svc.drainCallbacks();
+    const all = logLines.join('');
+    expect(all).toContain(id);
+    expect(all).toContain('approval email sent');
+    const token = link.split('/').at(-1)!;
+    for (const hidden of [token, token.split('.')[2]!, 'email-link-key-for-tests', 'private-memo-6', 'acct-991'])
+      expect(all).not.toContain(hidden);
   });
 });

@@ -3,6 +3,7 @@
 // interaction receiver driven with correctly signed, wrongly signed, stale and unmapped-user
 // payloads; the same rules as the inbox (four-eyes, one vote per person, quorum) with via=slack;
 // and a decision from another channel updating the Slack message.
+import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
@@ -14,6 +15,8 @@ const SIGNING_SECRET = 'slack-signing-secret-for-tests';
 const BOT_TOKEN = 'xoxb-test-token';
 const CHANNEL = 'C0TREASURY';
 let now = T0;
+/** Every log line the service wrote in the current test. */
+const logLines: string[] = [];
 let slack: SlackStandIn;
 let svc: ApprovalService;
 
@@ -25,6 +28,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   now = T0;
+  logLines.length = 0;
   slack.calls.length = 0;
   svc = createApprovalService({
     dbPath: ':memory:',
@@ -36,7 +40,15 @@ beforeEach(() => {
       { id: 'carol', secret: 'carol-pw', groups: ['treasury'] },
     ],
     publicBaseUrl: 'http://approvals.test',
-    logger: pino({ level: 'silent' }),
+    logger: pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          logLines.push(chunk.toString());
+          cb();
+        },
+      }),
+    ),
     now: () => now,
     rules: {
       quorum: [
@@ -282,5 +294,19 @@ describe('Slack interaction receiver', () => {
     await svc.drainCallbacks();
     expect(textOf(calls('chat.update')[0]!)).toContain('*Expired*');
     expect(svc.store.get(id)?.status).toBe('expired');
+  });
+});
+
+describe('Slack channel logs', () => {
+  it('log lines name requests, Slack users and outcomes, but never the bot token, the signing secret or tool arguments', async () => {
+    const id = await submit({ to: 'acct-991', amount: 50_000, memo: 'private-memo-5' });
+    await press('U0STRANGER', 'countersign.approve', id);
+    await press('U0BOB', 'countersign.approve', id, { secret: 'wrong' });
+    await press('U0BOB', 'countersign.approve', id);
+    await svc.drainCallbacks();
+    const all = logLines.join('');
+    expect(all).toContain(id);
+    expect(all).toContain('Slack decision');
+    for (const hidden of [BOT_TOKEN, SIGNING_SECRET, 'private-memo-5', 'acct-991']) expect(all).not.toContain(hidden);
   });
 });

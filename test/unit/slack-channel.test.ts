@@ -297,6 +297,22 @@ describe('Slack interaction receiver', () => {
   });
 });
 
+describe('Slack message after a cancel', () => {
+  it('a request the client cancels shows as cancelled by the requester, naming no decider, without buttons', async () => {
+    const id = await submit({ to: 'acct-991', amount: 50_000 });
+    const res = await svc.app.request(`/access/v1/requests/${id}/cancel`, {
+      method: 'POST',
+      headers: { Authorization: 'Bearer client-token' },
+    });
+    expect(res.status).toBe(200);
+    await svc.drainCallbacks();
+    const update = calls('chat.update')[0]!;
+    expect(textOf(update)).toContain('*Cancelled by the requester*\\n');
+    expect(textOf(update)).not.toContain('(via');
+    expect(buttonsOf(update)).toEqual([]);
+  });
+});
+
 describe('Slack channel logs', () => {
   it('log lines name requests, Slack users and outcomes, but never the bot token, the signing secret or tool arguments', async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000, memo: 'private-memo-5' });

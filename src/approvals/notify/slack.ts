@@ -149,8 +149,9 @@ export function pendingBlocks(
 
 /** Blocks of a decided request: the facts and the outcome (status, by whom, through which channel); no buttons. */
 export function decidedBlocks(record: AccessRequestRecord, via: string | null): (KnownBlock | Block)[] {
-  const who = record.resolvedBy !== null && record.status !== 'expired' ? ` by ${slackText(record.resolvedBy)}` : '';
-  const channel = via !== null && via !== 'system' && via !== 'client' ? ` (via ${via})` : '';
+  const decided = record.status === 'approved' || record.status === 'denied';
+  const who = decided && record.resolvedBy !== null ? ` by ${slackText(record.resolvedBy)}` : '';
+  const channel = decided && via !== null ? ` (via ${via})` : '';
   return [
     {
       type: 'section',
@@ -207,7 +208,7 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
   }
 
   async function post(record: AccessRequestRecord, group: string, prefix: string): Promise<void> {
-    const channel = settings.channels[group];
+    const channel = Object.hasOwn(settings.channels, group) ? settings.channels[group] : undefined;
     if (channel === undefined) {
       log.debug({ requestId: record.id, group }, 'no Slack channel configured for this group');
       return;

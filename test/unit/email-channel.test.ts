@@ -281,3 +281,19 @@ describe('email channel logs', () => {
       expect(all).not.toContain(hidden);
   });
 });
+
+describe('reminders through the notification port', () => {
+  it('a reminder mails each addressee a fresh link; the first link still works until one of them decides', async () => {
+    const id = await submit({ to: 'acct-991', amount: 50_000 });
+    const firstLink = decisionLinkOf(mailTo('bob@example.test'));
+    await svc.notify({ kind: 'reminded', request: svc.store.get(id)!, group: 'treasury' });
+    const toBob = smtp.messages.filter((m) => m.to.includes('bob@example.test'));
+    expect(toBob.map((m) => m.subject)).toEqual([
+      'Approval needed: wire_transfer requested by alice',
+      'Reminder: approval still needed: wire_transfer requested by alice',
+    ]);
+    expect(decisionLinkOf(toBob[1]!)).not.toBe(firstLink);
+    expect((await decideByLink(pathOf(firstLink), 'bob', 'approve')).status).toBe(303);
+    expect(svc.store.get(id)?.status).toBe('approved');
+  });
+});

@@ -61,7 +61,7 @@ beforeEach(() => {
       botToken: BOT_TOKEN,
       signingSecret: SIGNING_SECRET,
       apiUrl: slack.url,
-      channels: { treasury: CHANNEL },
+      channels: { treasury: CHANNEL, ops: 'C0OPS' },
       users: { U0BOB: 'bob', U0CAROL: 'carol', U0ALICE: 'alice' },
     },
   });
@@ -294,6 +294,34 @@ describe('Slack interaction receiver', () => {
     await svc.drainCallbacks();
     expect(textOf(calls('chat.update')[0]!)).toContain('*Expired*');
     expect(svc.store.get(id)?.status).toBe('expired');
+  });
+});
+
+describe('reminders and escalations through the notification port', () => {
+  it("a reminder posts again to the group channel and an escalation to the escalation group's channel; the decision then updates every message", async () => {
+    const id = await submit({ to: 'acct-991', amount: 50_000 });
+    const record = svc.store.get(id)!;
+    await svc.notify({ kind: 'reminded', request: record, group: 'treasury' });
+    await svc.notify({ kind: 'escalated', request: record, group: 'ops' });
+    const posts = calls('chat.postMessage');
+    expect(posts.map((p) => [p.args['channel'], String(p.args['text']).split(':')[0]])).toEqual([
+      [CHANNEL, 'Approval needed'],
+      [CHANNEL, 'Reminder'],
+      ['C0OPS', 'Escalated'],
+    ]);
+    expect((await press('U0BOB', 'countersign.approve', id)).status).toBe(200);
+    await svc.drainCallbacks();
+    expect(calls('chat.update').map((u) => [u.args['channel'], u.args['ts']])).toEqual(
+      posts.map((p) => [p.args['channel'], p.answer['ts']]),
+    );
+  });
+
+  it('a reminder for a request that is no longer pending posts nothing', async () => {
+    const id = await submit({ to: 'acct-991', amount: 50_000 });
+    const before = svc.store.get(id)!;
+    await press('U0CAROL', 'countersign.deny', id);
+    await svc.notify({ kind: 'reminded', request: before, group: 'treasury' });
+    expect(calls('chat.postMessage')).toHaveLength(1);
   });
 });
 

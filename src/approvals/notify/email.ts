@@ -79,6 +79,9 @@ export function createEmailNotifier(deps: EmailNotifierDeps): ApprovalNotifier {
   if (!/^smtps?:\/\//.test(settings.smtpUrl)) throw new Error('the SMTP URL must start with smtp:// or smtps://');
   const transport = nodemailer.createTransport(settings.smtpUrl);
   const log = logger.child({ channel: 'email' });
+  for (const approverId of Object.keys(settings.addresses))
+    if (!deps.approvers.some((a) => a.id === approverId))
+      log.warn({ approver: approverId }, 'email address given for an approver id that is not configured: it receives nothing');
   const base = deps.publicBaseUrl.replace(/\/+$/, '');
   const ttl = settings.linkTtlMs ?? DEFAULT_EMAIL_LINK_TTL_MS;
 

@@ -174,6 +174,12 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
   const apiUrl = settings.apiUrl ?? 'https://slack.com/api/';
   if (!/^https?:\/\//.test(apiUrl)) throw new Error('Slack API URL must be http(s)');
   const log = logger.child({ channel: 'slack' });
+  for (const [slackUser, approverId] of Object.entries(settings.users))
+    if (!deps.approvers.some((a) => a.id === approverId))
+      log.warn(
+        { slackUser, approver: approverId },
+        'Slack user mapped to an approver id that is not configured: their presses will be refused',
+      );
   const slackLog = {
     debug: () => undefined,
     info: () => undefined,

@@ -107,6 +107,11 @@ export interface RequestLifecycle {
    * messages). `fn` must not throw.
    */
   onStatusChanged(fn: (record: AccessRequestRecord) => void): void;
+  /**
+   * Call `fn` after each partial approval (a vote recorded while the request stays pending for its
+   * quorum), whatever the channel (the notification channels show the progress). `fn` must not throw.
+   */
+  onVoteRecorded(fn: (record: AccessRequestRecord) => void): void;
   /** Expire every pending request at or past its deadline; returns how many were expired. */
   sweep(): number;
 }
@@ -129,6 +134,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   const { store, callbacks, now, logger } = deps;
   const createdListeners: Array<(record: AccessRequestRecord) => void> = [];
   const changedListeners: Array<(record: AccessRequestRecord) => void> = [];
+  const voteListeners: Array<(record: AccessRequestRecord) => void> = [];
 
   function changed(record: AccessRequestRecord): AccessRequestRecord {
     logger.info({ requestId: record.id, status: record.status, actor: record.resolvedBy }, 'access request status changed');
@@ -281,6 +287,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
             { requestId: id, actor: decider.id, votes: store.votes(id).length, required: result.record.requiredApprovals },
             'partial approval recorded',
           );
+          for (const fn of voteListeners) fn(result.record);
           return { kind: 'recorded', record: result.record, votes: store.votes(id) };
         case 'already-approved-by':
           return { kind: 'forbidden', reason: 'already-approved' };
@@ -297,6 +304,10 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
     onStatusChanged(fn) {
       changedListeners.push(fn);
+    },
+
+    onVoteRecorded(fn) {
+      voteListeners.push(fn);
     },
 
     refusalFor,

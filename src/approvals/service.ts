@@ -228,10 +228,12 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       logger.error({ requestId: record.id, err: (err as Error).message }, 'arrival resolvers failed');
     }
   });
-  // A terminal status from any channel (or expiry, or cancel) updates the channels' messages.
+  // A terminal status from any channel (or expiry, or cancel) updates the channels' messages;
+  // a partial approval from any channel updates Slack's progress line.
   lifecycle.onStatusChanged((record) => {
     void notify({ kind: 'decided', request: record, group: record.body.approver_group });
   });
+  if (slack !== undefined) lifecycle.onVoteRecorded((record) => void slack.refresh(record.id));
   const sessionKey = opts.sessionKey !== undefined && opts.sessionKey !== '' ? opts.sessionKey : randomBytes(32).toString('base64url');
   const throttle = createSignInThrottle({ now, logger });
 

@@ -278,6 +278,20 @@ describe('Slack interaction receiver', () => {
     expect(buttonsOf(last)).toEqual([]);
   });
 
+  it("a partial approval in another channel updates the Slack message's progress, keeping the buttons", async () => {
+    const id = await submit({ to: 'acct-991', amount: 250_000 });
+    const res = await svc.app.request(`/access/v1/requests/${id}/decision`, {
+      method: 'POST',
+      headers: { Authorization: `Basic ${Buffer.from('carol:carol-pw').toString('base64')}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ decision: 'approve' }),
+    });
+    expect(res.status).toBe(200);
+    await svc.drainCallbacks();
+    const update = calls('chat.update')[0]!;
+    expect(textOf(update)).toContain('1 of 2 approvals (carol)');
+    expect(buttonsOf(update).map((b) => b.action_id)).toEqual(['countersign.approve', 'countersign.deny', 'countersign.open']);
+  });
+
   it('a press on a request decided elsewhere decides nothing and says so', async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 });
     expect((await press('U0CAROL', 'countersign.deny', id)).status).toBe(200);

@@ -74,7 +74,9 @@ export interface SlackChannel {
   notifier: ApprovalNotifier;
   /** `POST /interactions`: Slack's Interactivity Request URL is `<service URL>/slack/interactions`. */
   routes: Hono;
-  /** Resolves when every Slack API call started after an interaction has finished. */
+  /** Re-render every Slack message of a request from the store (after a partial approval through any channel). Never rejects. */
+  refresh(requestId: string): Promise<void>;
+  /** Resolves when every Slack API call started after an interaction or a refresh has finished. */
   drain(): Promise<void>;
 }
 
@@ -342,9 +344,9 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
       const outcome = lifecycle.decide(requestId, personDecider(approver, 'slack'), decision);
       log.info({ requestId, slackUser, approver: approver.id, decision, outcome: outcome.kind }, 'Slack decision');
       const answer = answerFor(outcome);
+      // A terminal decision updates the messages through the `decided` notification, a partial
+      // approval through the service's vote hook (`refresh`), as from every other channel.
       if (answer !== null) track(ephemeral(requestId, channel, slackUser, answer));
-      // A terminal decision updates the messages through the `decided` notification; a partial approval here.
-      else if (outcome.kind === 'recorded') track(refresh(requestId));
       return c.body(null, 200);
     },
   );
@@ -352,6 +354,13 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
   return {
     notifier,
     routes,
+    refresh(requestId) {
+      const p = refresh(requestId).catch((err: unknown) => {
+        log.error({ requestId, err: (err as Error).message }, 'Slack refresh failed');
+      });
+      track(p);
+      return p;
+    },
     async drain() {
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },

@@ -4,6 +4,8 @@
 // approves with the page's POST, the task ends approved-executed, the Slack message of the same
 // request shows the email decision, and the used link is refused.
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
 import { startSlackStandIn, type SlackStandIn } from '../support/slack-stand-in.js';
@@ -99,5 +101,35 @@ describe('email approval in a browser', () => {
     expect(reused?.status()).toBe(410);
     expect(await page.getByTestId('link-refusal').innerText()).toContain('already been used');
     await screenshot(page, 'email-link-reused');
+  });
+
+  it('a link clicked on another site opens without the SameSite=Strict session; "Continue" reopens it from this site, signed in', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const memo = `email-${randomUUID().slice(0, 8)}`;
+    await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo } });
+    const requestId = (await pendingFor(stack, 'carol')).find((r) => r.arguments['memo'] === memo)!.id;
+    const link = decisionLinkOf(await smtp.waitFor((m) => m.to.includes('carol@example.test') && ridOf(decisionLinkOf(m)) === requestId));
+    // A stand-in for a webmail page, on another site (localhost, not the service's 127.0.0.1).
+    const webmail: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html', connection: 'close' }).end(`<a id="mail-link" href="${link}">open</a>`);
+    });
+    await new Promise<void>((resolve) => webmail.listen(0, '127.0.0.1', resolve));
+    try {
+      expect(new URL(link).hostname).toBe('127.0.0.1');
+      const b = await openBrowser();
+      browsers.push(b);
+      const { page } = b;
+      await signIn(page, stack.urls.approverPage, 'carol', stack.secrets.approvers.find((a) => a.id === 'carol')!.secret);
+      await page.goto(`http://localhost:${(webmail.address() as AddressInfo).port}/`);
+      await Promise.all([page.waitForURL(link), page.click('#mail-link')]);
+      await page.getByTestId('sign-in-needed').waitFor();
+      await page.getByTestId('continue').click();
+      expect(await page.getByTestId('arguments').textContent()).toContain(memo);
+      expect(await page.locator('button[name=decision][value=approve]').count()).toBe(1);
+      expect(stack.approvals.store.get(requestId)?.status).toBe('pending');
+    } finally {
+      webmail.closeAllConnections();
+      await new Promise<void>((resolve) => webmail.close(() => resolve()));
+    }
   });
 });

@@ -86,6 +86,35 @@ const payloadKeys = z
   )
   .optional();
 
+/**
+ * A comma-separated list of `key=value` pairs (`treasury=C0123,change-advisory=C0456`) as a
+ * record; blanks around entries are ignored, and an entry without `=`, with an empty side, or a
+ * repeated key is an issue naming it. Unset: empty.
+ */
+const keyValueList = (what: string) =>
+  z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      const out: Record<string, string> = {};
+      for (const entry of text.split(',').map((e) => e.trim())) {
+        if (entry === '') continue;
+        const at = entry.indexOf('=');
+        const key = at < 0 ? '' : entry.slice(0, at).trim();
+        const value = at < 0 ? '' : entry.slice(at + 1).trim();
+        if (key === '' || value === '') {
+          ctx.addIssue({ code: 'custom', message: `entries must be ${what}; "${entry.slice(0, 80)}" is not` });
+          return z.NEVER;
+        }
+        if (Object.hasOwn(out, key)) {
+          ctx.addIssue({ code: 'custom', message: `"${key.slice(0, 80)}" is listed twice` });
+          return z.NEVER;
+        }
+        out[key] = value;
+      }
+      return out;
+    });
+
 /** The environment variables Countersign reads, with defaults. */
 export const ConfigSchema = z.object({
   COUNTERSIGN_DATA_DIR: z.string().default(resolve(PROJECT_ROOT, '.data')),
@@ -223,6 +252,33 @@ export const ConfigSchema = z.object({
   ...(Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional()])) as Record<OidcVariable, z.ZodOptional<z.ZodString>>),
   /** ID-token claim naming the approver: `email` (default), `preferred_username` or `sub`; checked with the rest of OIDC. */
   COUNTERSIGN_OIDC_APPROVER_CLAIM: z.string().optional(),
+  /**
+   * Slack channel of the approval service (`src/approvals/notify/slack.ts`, docs/APPROVERS.md): a
+   * non-empty bot token (`xoxb-…`, scope `chat:write`) switches it on; then the signing secret and
+   * at least one group channel are required (checked when the approval service starts).
+   */
+  COUNTERSIGN_SLACK_BOT_TOKEN: z.string().optional(),
+  COUNTERSIGN_SLACK_SIGNING_SECRET: z.string().optional(),
+  /** Slack Web API base URL (tests point it at a local stand-in). */
+  COUNTERSIGN_SLACK_API_URL: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
+  /** Approver group → Slack channel id: `treasury=C0123,change-advisory=C0456`. */
+  COUNTERSIGN_SLACK_CHANNELS: keyValueList('group=channel id'),
+  /** Slack user id → approver id: `U01ABC=bob,U02DEF=carol`. Unmapped Slack users decide nothing. */
+  COUNTERSIGN_SLACK_USERS: keyValueList('Slack user id=approver id'),
+  /**
+   * Email channel (`src/approvals/notify/email.ts`): a non-empty SMTP URL (`smtp://user:pass@host:587`,
+   * `smtps://host:465`) switches it on; then at least one approver address is required.
+   */
+  COUNTERSIGN_SMTP_URL: z
+    .string()
+    .regex(/^(smtps?:\/\/.+)?$/, 'must be an smtp:// or smtps:// URL')
+    .optional(),
+  /** `From:` of approval emails. */
+  COUNTERSIGN_EMAIL_FROM: z.string().min(3).default('Countersign <countersign@localhost>'),
+  /** Approver id → email address: `bob=bob@example.com,carol=carol@example.com`. */
+  COUNTERSIGN_EMAIL_ADDRESSES: keyValueList('approver id=address'),
+  /** Lifetime of an emailed decision link (never past the request's deadline). */
+  COUNTERSIGN_EMAIL_LINK_TTL_MS: ms(24 * 3_600_000),
 });
 
 /**

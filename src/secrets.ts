@@ -48,7 +48,12 @@ export interface StackSecrets extends ApprovalMachineSecrets {
 function readSecrets(file: string): { secrets: StackSecrets; complete: boolean } | undefined {
   if (!existsSync(file)) return undefined;
   const secrets = JSON.parse(readFileSync(file, 'utf8')) as StackSecrets;
-  return { secrets, complete: Boolean(secrets.payloadKeys?.length && secrets.agents && secrets.itsmSecret && secrets.inboxSessionKey) };
+  return {
+    secrets,
+    complete: Boolean(
+      secrets.payloadKeys?.length && secrets.agents && secrets.itsmSecret && secrets.inboxSessionKey && secrets.emailLinkKey,
+    ),
+  };
 }
 
 /** A private temp file next to `file` holding `value` (mode 0600), fully written. */

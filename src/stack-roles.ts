@@ -30,6 +30,7 @@ import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@tempo
 import type { Logger } from 'pino';
 import { createApprovalService, type ApprovalService } from './approvals/service.js';
 import { approvalServiceExtras } from './approvals/stack-wiring.js';
+import { channelOptionsFromConfig } from './approvals/notify/channel-wiring.js';
 import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
 import { createArapHttpBackend } from './backends/arap-http-backend.js';
 import { configFileEnv, type Config } from './config.js';
@@ -492,7 +493,8 @@ export async function startMcpRole(
 /**
  * The `approvals` role: the reference approval service (`<data>/approvals.db`, the approvers and
  * machine secrets of `secrets.json`, the rules file; see `src/approvals/stack-wiring.ts`) served
- * through `mount` at `urls.approvalsUrl`, and its sweeper (every 5 s: expiry and rule re-evaluation).
+ * through `mount` at `urls.approvalsUrl`, its notification channels (Slack, email: `src/approvals/notify/`,
+ * when configured), and its sweeper (every 5 s: expiry and rule re-evaluation).
  * `stop()` stops serving, lets in-flight callbacks land, then closes the database. Throws when the
  * port is taken or the OIDC configuration is incomplete.
  */
@@ -512,6 +514,7 @@ export async function startApprovalsRole(
     trustedProxies: config.COUNTERSIGN_TRUSTED_PROXIES,
     logger: ctx.logger.child({ part: 'approvals' }),
     ...approvalServiceExtras(dataDir, secrets, config),
+    ...channelOptionsFromConfig(config, secrets),
   });
   const sweeper = setInterval(() => void approvals.sweep().catch(() => undefined), 5_000);
   sweeper.unref();

@@ -101,6 +101,17 @@ export interface RequestLifecycle {
   votes(id: string): ApprovalVote[];
   /** Call `fn` after each newly created request (risk engine, ITSM notification). `fn` must not throw. */
   onCreated(fn: (record: AccessRequestRecord) => void): void;
+  /**
+   * Call `fn` after each change from `pending` to a terminal status (approved, denied, expired,
+   * cancelled), whatever the channel that caused it (the notification channels update their
+   * messages). `fn` must not throw.
+   */
+  onStatusChanged(fn: (record: AccessRequestRecord) => void): void;
+  /**
+   * Call `fn` after each partial approval (a vote recorded while the request stays pending for its
+   * quorum), whatever the channel (the notification channels show the progress). `fn` must not throw.
+   */
+  onVoteRecorded(fn: (record: AccessRequestRecord) => void): void;
   /** Expire every pending request at or past its deadline; returns how many were expired. */
   sweep(): number;
 }
@@ -122,6 +133,8 @@ export interface RequestLifecycleDeps {
 export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifecycle {
   const { store, callbacks, now, logger } = deps;
   const createdListeners: Array<(record: AccessRequestRecord) => void> = [];
+  const changedListeners: Array<(record: AccessRequestRecord) => void> = [];
+  const voteListeners: Array<(record: AccessRequestRecord) => void> = [];
 
   function changed(record: AccessRequestRecord): AccessRequestRecord {
     logger.info({ requestId: record.id, status: record.status, actor: record.resolvedBy }, 'access request status changed');
@@ -129,6 +142,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     if (url !== undefined) {
       callbacks.notify({ url, requestId: record.id, status: record.status, generation: record.body.generation });
     }
+    for (const fn of changedListeners) fn(record);
     return record;
   }
 
@@ -273,6 +287,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
             { requestId: id, actor: decider.id, votes: store.votes(id).length, required: result.record.requiredApprovals },
             'partial approval recorded',
           );
+          for (const fn of voteListeners) fn(result.record);
           return { kind: 'recorded', record: result.record, votes: store.votes(id) };
         case 'already-approved-by':
           return { kind: 'forbidden', reason: 'already-approved' };
@@ -285,6 +300,14 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
     onCreated(fn) {
       createdListeners.push(fn);
+    },
+
+    onStatusChanged(fn) {
+      changedListeners.push(fn);
+    },
+
+    onVoteRecorded(fn) {
+      voteListeners.push(fn);
     },
 
     refusalFor,

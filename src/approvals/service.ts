@@ -38,6 +38,11 @@ import type { Approver } from './api/http-auth.js';
 import { problemNotFound, problemOnError } from '../http/error-handlers.js';
 import { createRequestLifecycle } from './request-lifecycle.js';
 import { openApprovalStore, type ApprovalStore } from './store/store.js';
+import { createEmailNotifier, type EmailSettings } from './notify/email.js';
+import { createEmailLinkRoutes } from './notify/email-link-routes.js';
+import { createEmailLinkSigner } from './notify/email-links.js';
+import { notifyAll, type ApprovalNotification, type ApprovalNotifier } from './notify/notifier.js';
+import { createSlackChannel, type SlackSettings } from './notify/slack.js';
 
 /** Default approval validity after a grant: 24 h in ms. */
 export const DEFAULT_APPROVAL_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -90,11 +95,23 @@ export interface ApprovalServiceOptions {
    * addresses, `COUNTERSIGN_TRUSTED_PROXIES`; see `src/http/client-address.ts`); default none.
    */
   trustedProxies?: readonly string[];
+  /**
+   * Slack channel (`notify/slack.ts`, docs/APPROVERS.md): new requests posted to the group's
+   * channel, decisions from its buttons at `POST /slack/interactions`. Absent: off.
+   */
+  slack?: SlackSettings;
+  /**
+   * Email channel (`notify/email.ts`): new requests mailed with signed single-use links to
+   * `/approver/email/:token`; `linkKey` is `secrets.json` `emailLinkKey`. Absent: off.
+   */
+  email?: EmailSettings & { linkKey: string };
+  /** Further notifiers, called like the Slack and email ones (after them). */
+  notifiers?: readonly ApprovalNotifier[];
 }
 
 /** A running service instance. */
 export interface ApprovalService {
-  /** The Hono app: `/access/v1/*`, `/approver`, `/healthz`. Serve `app.fetch`. */
+  /** The Hono app: `/access/v1/*`, `/approver` (with `/approver/email/*` when email is on), `/slack/interactions` (when Slack is on), `/healthz`. Serve `app.fetch`. */
   app: Hono;
   /** The underlying store (audit trail access, tests). */
   store: ApprovalStore;
@@ -106,7 +123,13 @@ export interface ApprovalService {
   sweep(): Promise<void>;
   /** Current rules. */
   rules(): ApprovalRules;
-  /** Resolves when every callback and ITSM notification started so far has finished (tests, graceful shutdown). */
+  /**
+   * Announce `notification` on every configured channel (Slack, email, `notifiers`); resolves when
+   * each accepted or gave up. Never rejects. The service itself sends `opened` on arrival (when
+   * the risk engine left the request pending) and `decided` on every terminal status.
+   */
+  notify(notification: ApprovalNotification): Promise<void>;
+  /** Resolves when every callback, ITSM notification and channel notification started so far has finished (tests, graceful shutdown). */
   drainCallbacks(): Promise<void>;
   /** Close the database. In-flight callbacks still finish. */
   close(): void;
@@ -173,14 +196,44 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
           ...(opts.fetch !== undefined ? { fetch: opts.fetch } : {}),
         })
       : undefined;
-  // On arrival: the risk engine first; a request it leaves pending goes to ITSM.
+  const slack =
+    opts.slack === undefined
+      ? undefined
+      : createSlackChannel({ settings: opts.slack, lifecycle, store, approvers, publicBaseUrl, now, logger });
+  const emailSigner = opts.email === undefined ? undefined : createEmailLinkSigner(opts.email.linkKey, publicBaseUrl);
+  const notifiers: ApprovalNotifier[] = [
+    ...(slack !== undefined ? [slack.notifier] : []),
+    ...(opts.email !== undefined && emailSigner !== undefined
+      ? [createEmailNotifier({ settings: opts.email, signer: emailSigner, approvers, store, publicBaseUrl, now, logger })]
+      : []),
+    ...(opts.notifiers ?? []),
+  ];
+  const notifications = new Set<Promise<void>>();
+  const notify = (notification: ApprovalNotification): Promise<void> => {
+    if (notifiers.length === 0) return Promise.resolve();
+    const p = notifyAll(notifiers, notification);
+    notifications.add(p);
+    void p.finally(() => notifications.delete(p));
+    return p;
+  };
+  // On arrival: the risk engine first; a request it leaves pending goes to ITSM and the channels.
   lifecycle.onCreated((record) => {
     try {
-      if (risk.evaluate(record) === null) itsm?.notify(store.get(record.id) ?? record);
+      if (risk.evaluate(record) === null) {
+        const current = store.get(record.id) ?? record;
+        itsm?.notify(current);
+        void notify({ kind: 'opened', request: current, group: current.body.approver_group });
+      }
     } catch (err) {
       logger.error({ requestId: record.id, err: (err as Error).message }, 'arrival resolvers failed');
     }
   });
+  // A terminal status from any channel (or expiry, or cancel) updates the channels' messages;
+  // a partial approval from any channel updates Slack's progress line.
+  lifecycle.onStatusChanged((record) => {
+    void notify({ kind: 'decided', request: record, group: record.body.approver_group });
+  });
+  if (slack !== undefined) lifecycle.onVoteRecorded((record) => void slack.refresh(record.id));
   const sessionKey = opts.sessionKey !== undefined && opts.sessionKey !== '' ? opts.sessionKey : randomBytes(32).toString('base64url');
   const throttle = createSignInThrottle({ now, logger });
 
@@ -201,13 +254,29 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     }),
   );
   const oidc = opts.oidc === undefined ? undefined : createOidcSessionManager({ key: sessionKey, approvers, oidc: opts.oidc });
+  const sessions =
+    oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' });
+  if (slack !== undefined) app.route('/slack', slack.routes);
+  // Before the inbox: its routes answer `/approver/email/*` themselves (the inbox would redirect to sign-in).
+  if (emailSigner !== undefined)
+    app.route(
+      '/approver/email',
+      createEmailLinkRoutes({
+        lifecycle,
+        store,
+        sessions,
+        signer: emailSigner,
+        now,
+        logger,
+        ...(oidc !== undefined ? { oidcSetup: oidc.setup } : {}),
+      }),
+    );
   app.route(
     '/approver',
     createInboxRoutes({
       lifecycle,
       store,
-      sessions:
-        oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' }),
+      sessions,
       ...(oidc !== undefined ? { oidc } : {}),
       now,
       throttle,
@@ -254,8 +323,11 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       if (decided > 0) logger.info({ decided }, 'risk engine decided pending requests');
     },
     rules: () => rules,
+    notify,
     drainCallbacks: async () => {
       await itsm?.drain();
+      while (notifications.size > 0) await Promise.allSettled([...notifications]);
+      await slack?.drain();
       await callbacks.drain();
     },
     close: () => store.close(),

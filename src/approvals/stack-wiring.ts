@@ -24,6 +24,8 @@ export interface ApprovalMachineSecrets {
   itsmSecret: string;
   /** Key of the approver inbox's session CSRF tokens (see `inbox/session.ts`); only the approvals role uses it. */
   inboxSessionKey: string;
+  /** HS256 key of emailed decision links (see `notify/email-links.ts`); only the approvals role uses it. */
+  emailLinkKey: string;
 }
 
 /** Fresh machine secrets (256-bit random values, base64url). */
@@ -33,6 +35,7 @@ export function generateApprovalMachineSecrets(): ApprovalMachineSecrets {
     agents: [{ id: 'supervisor', secret: rnd(), tools: ['wire_transfer'], decisions: ['approve', 'deny'] }],
     itsmSecret: rnd(),
     inboxSessionKey: rnd(),
+    emailLinkKey: rnd(),
   };
 }
 

@@ -52,8 +52,8 @@ export interface AgentCredential {
   decisions?: Decision[];
 }
 
-/** A configured person deciding through `via` (`inbox` or `api`). */
-export function personDecider(a: Approver, via: 'inbox' | 'api'): Decider {
+/** A configured person deciding through `via`: `inbox`, `api`, or a notification channel (`slack`, `email`). */
+export function personDecider(a: Approver, via: 'inbox' | 'api' | 'slack' | 'email'): Decider {
   return { id: a.id, person: a.id, via, groups: a.groups };
 }
 

@@ -20,8 +20,8 @@ export interface FrameProps {
   children?: Child;
 }
 
-/** Document head with the inbox stylesheet and script. */
-function Head(props: { title: string }) {
+/** The `<head>` of every inbox page: title, the inbox stylesheet and script (same origin, allowed by the CSP). */
+export function Head(props: { title: string }) {
   return (
     <head>
       <meta charset="utf-8" />

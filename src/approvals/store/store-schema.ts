@@ -91,8 +91,30 @@ function migrate(db: Database.Database): void {
   })();
 }
 
+/**
+ * Tables of the notification channels (`src/approvals/notify/`), created idempotently on every
+ * open without a version bump: `slack_messages` (each Slack message announcing a request, so a
+ * decision from any channel can update it with `chat.update`) and `email_links_used` (the `jti` of
+ * every email decision link that decided, so a link decides at most once).
+ */
+const CHANNEL_SCHEMA = `
+CREATE TABLE IF NOT EXISTS slack_messages (
+  request_id TEXT NOT NULL REFERENCES access_requests (id),
+  channel    TEXT NOT NULL,
+  ts         TEXT NOT NULL,
+  PRIMARY KEY (request_id, channel, ts)
+);
+CREATE TABLE IF NOT EXISTS email_links_used (
+  jti        TEXT PRIMARY KEY,
+  request_id TEXT NOT NULL REFERENCES access_requests (id),
+  approver   TEXT NOT NULL,
+  used_at_ms INTEGER NOT NULL
+);
+`;
+
 /** Create missing tables and migrate an older file to {@link STORE_SCHEMA_VERSION}. */
 export function createSchema(db: Database.Database): void {
   db.exec(SCHEMA);
   migrate(db);
+  db.exec(CHANNEL_SCHEMA);
 }

@@ -1,7 +1,7 @@
 /**
  * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
  *
- * Four tables: `access_requests` (one row per request, with its idempotency key, the SHA-256
+ * Four tables (and the notification channels' two, see `ChannelStore`): `access_requests` (one row per request, with its idempotency key, the SHA-256
  * of the canonical body, and the number of distinct approvals it needs), `approval_votes` (one
  * row per person who approved a request, primary key (request, person): a person counts once
  * whatever the channel), `inbox_sessions` (server-side inbox sessions, see `src/approvals/inbox/session.ts`) and
@@ -26,9 +26,11 @@ export type AuditEventKind = (typeof AUDIT_EVENT_KINDS)[number];
 /**
  * Channel a decision came through: `inbox` (web page), `api` (HTTP Basic approver API or the
  * CLI), `agent` (supervising agent credential), `risk-engine`, `itsm` (signed inbound decision),
+ * `slack` (a button of the Slack message, `src/approvals/notify/slack-interactions.ts`), `email`
+ * (the decision page of an emailed link, `src/approvals/notify/email-link-routes.tsx`),
  * `system` (expiry), `client` (the MCP server's cancel or submit).
  */
-export type DecisionChannel = 'inbox' | 'api' | 'agent' | 'risk-engine' | 'itsm' | 'system' | 'client';
+export type DecisionChannel = 'inbox' | 'api' | 'agent' | 'risk-engine' | 'itsm' | 'slack' | 'email' | 'system' | 'client';
 
 /** One stored access request. Times are ms since the Unix epoch. */
 export interface AccessRequestRecord {
@@ -149,7 +151,27 @@ export interface ApprovalStore {
   auditTrail(id: string): AuditEvent[];
   /** Server-side inbox sessions, keyed by the SHA-256 of the session id (the cookie never reaches the file). */
   sessions: InboxSessionStore;
+  /** What the notification channels remember: Slack messages to update, email links already used. */
+  channels: ChannelStore;
   close(): void;
+}
+
+/** A Slack message that announced a request: channel id and message `ts` (Slack's message id). */
+export interface SlackMessageRef {
+  channel: string;
+  ts: string;
+}
+
+/** State of the notification channels (`src/approvals/notify/`) in the approval store's file. */
+export interface ChannelStore {
+  /** Remember a posted Slack message of `requestId` (idempotent). */
+  addSlackMessage(requestId: string, ref: SlackMessageRef): void;
+  /** Every Slack message posted for `requestId`, oldest first. */
+  slackMessages(requestId: string): SlackMessageRef[];
+  /** Whether the email link `jti` has already decided. */
+  emailLinkUsed(jti: string): boolean;
+  /** Record that the email link `jti` decided; false when it was already recorded (a reuse). `atMs` ms since epoch. */
+  consumeEmailLink(jti: string, requestId: string, approver: string, atMs: number): boolean;
 }
 
 /** Inbox sessions in SQLite: a session exists until signed out or expired. */
@@ -260,6 +282,26 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   );
   const deleteSession = db.prepare('DELETE FROM inbox_sessions WHERE id_hash = ?');
   const deleteExpiredSessions = db.prepare('DELETE FROM inbox_sessions WHERE expires_at_ms <= ?');
+  const insertSlackMessage = db.prepare('INSERT OR IGNORE INTO slack_messages (request_id, channel, ts) VALUES (?, ?, ?)');
+  const selectSlackMessages = db.prepare<[string], SlackMessageRef>(
+    'SELECT channel, ts FROM slack_messages WHERE request_id = ? ORDER BY rowid',
+  );
+  const selectEmailLink = db.prepare<[string], { jti: string }>('SELECT jti FROM email_links_used WHERE jti = ?');
+  const insertEmailLink = db.prepare('INSERT OR IGNORE INTO email_links_used (jti, request_id, approver, used_at_ms) VALUES (?, ?, ?, ?)');
+  const channels: ChannelStore = {
+    addSlackMessage(requestId, ref) {
+      insertSlackMessage.run(requestId, ref.channel, ref.ts);
+    },
+    slackMessages(requestId) {
+      return selectSlackMessages.all(requestId).map((r) => ({ channel: r.channel, ts: r.ts }));
+    },
+    emailLinkUsed(jti) {
+      return selectEmailLink.get(jti) !== undefined;
+    },
+    consumeEmailLink(jti, requestId, approver, atMs) {
+      return insertEmailLink.run(jti, requestId, approver, atMs).changes === 1;
+    },
+  };
   const sessions: InboxSessionStore = {
     create(idHash, approver, createdAtMs, expiresAtMs) {
       insertSession.run(idHash, approver, createdAtMs, expiresAtMs);
@@ -407,6 +449,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       }));
     },
     sessions,
+    channels,
     close() {
       if (db.open) db.close();
     },

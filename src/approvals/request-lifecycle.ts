@@ -19,7 +19,7 @@ import type { CallbackDispatcher } from './api/callbacks.js';
 import { requiredApprovals, type ApprovalRules } from './deciders/approval-rules.js';
 import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from '../auth/principal-keys.js';
-import type { AccessRequestRecord, ApprovalStore, ApprovalVote, Transition } from './store/store.js';
+import type { AccessRequestRecord, ApprovalStore, ApprovalVote, RequestFilter, Transition } from './store/store.js';
 
 // `canonicalize` is CommonJS with an ESM-style `export default` typing; under NodeNext the default
 // import is the function at runtime, but TypeScript types it as the module object.
@@ -97,6 +97,12 @@ export interface RequestLifecycle {
   decide(id: string, decider: Decider, decision: Decision, comment?: string, rule?: string): DecideOutcome;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
   refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
+  /**
+   * The store filter of the pending requests `decider` may decide now: the SQL form of
+   * {@link RequestLifecycle.refusalFor} returning null (its groups and tools, not a request of any
+   * of its names, not one it already approved), for paging and counting in the store.
+   */
+  decidableFilter(decider: Decider): RequestFilter;
   /** Approvals recorded on a request so far, oldest first. */
   votes(id: string): ApprovalVote[];
   /** Call `fn` after each newly created request (risk engine, ITSM notification). `fn` must not throw. */
@@ -288,6 +294,15 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     },
 
     refusalFor,
+
+    decidableFilter(decider) {
+      return {
+        ...(decider.groups !== undefined ? { groups: decider.groups } : {}),
+        ...(decider.tools !== undefined ? { tools: decider.tools } : {}),
+        excludeNames: deciderNames(decider),
+        excludeApprovedBy: decider.person,
+      };
+    },
 
     sweep() {
       let count = 0;

@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS access_requests (
 );
 CREATE INDEX IF NOT EXISTS access_requests_pending ON access_requests (status, expires_at_ms);
 CREATE INDEX IF NOT EXISTS access_requests_group ON access_requests (approver_group, status);
+CREATE INDEX IF NOT EXISTS access_requests_pending_order ON access_requests (status, created_at_ms, id);
 CREATE TABLE IF NOT EXISTS approval_votes (
   request_id TEXT NOT NULL REFERENCES access_requests (id),
   approver   TEXT NOT NULL,

@@ -103,7 +103,42 @@ export interface RequestFilter {
   groups?: readonly string[];
   tools?: readonly string[];
   tool?: string;
+  /** One approver group (within `groups`, when both are given). */
+  group?: string;
   requester?: string;
+  /**
+   * Leave out requests whose requester (`subject.sub`) or any actor in its `act` chain has one of
+   * these names, compared lower-cased as `String.prototype.toLowerCase` does (four-eyes, as
+   * `principalNames` in `src/auth/principal-keys.ts`).
+   */
+  excludeNames?: readonly string[];
+  /** Leave out requests this person (an `approval_votes.approver`, compared case-insensitively) already approved. */
+  excludeApprovedBy?: string;
+}
+
+/** A position in the pending order (oldest first): `created_at_ms`, ties broken by `id`. */
+export interface PendingKey {
+  /** ms since the Unix epoch. */
+  createdAtMs: number;
+  id: string;
+}
+
+/** Which page of {@link ApprovalStore.pagePending}: at most `limit` rows after `after` or before `before` (keyset, never an offset). */
+export interface PendingPageRequest {
+  limit: number;
+  after?: PendingKey;
+  before?: PendingKey;
+}
+
+/** One page of pending requests, oldest first. */
+export interface PendingPage {
+  records: AccessRequestRecord[];
+  /** Pending requests matching the filter, on every page. */
+  total: number;
+  /** Whether rows exist after the last record of this page. */
+  hasAfter: boolean;
+  /** Whether rows exist before the first record of this page. */
+  hasBefore: boolean;
 }
 
 /** The store's API. All methods are synchronous (better-sqlite3). */
@@ -133,6 +168,14 @@ export interface ApprovalStore {
   ): void;
   /** Pending requests matching `filter`, oldest first (at most `limit`, default 200). */
   listPending(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
+  /**
+   * One keyset page of pending requests matching `filter`, oldest first (`created_at_ms`, then
+   * `id`), with the true count. Rows inserted while a caller pages land after every key it has
+   * seen (a later `created_at_ms`), so following `after` visits each row present at the start once.
+   */
+  pagePending(filter: RequestFilter, page: PendingPageRequest): PendingPage;
+  /** How many pending requests match `filter`. */
+  countPending(filter?: RequestFilter): number;
   /** Resolved requests matching `filter`, most recently resolved first (at most `limit`, default 50). */
   listResolved(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
   /** Distinct tools and requesters among pending requests of `groups` (for filter menus). */
@@ -216,7 +259,21 @@ function whereOf(filter: RequestFilter): { sql: string; params: unknown[] } {
   if (filter.groups !== undefined) inList('approver_group', filter.groups);
   if (filter.tools !== undefined) inList('tool', filter.tools);
   if (filter.tool !== undefined) inList('tool', [filter.tool]);
+  if (filter.group !== undefined) inList('approver_group', [filter.group]);
   if (filter.requester !== undefined) inList('requester_sub', [filter.requester]);
+  if (filter.excludeNames !== undefined && filter.excludeNames.length > 0) {
+    const names = JSON.stringify(filter.excludeNames.map((n) => n.toLowerCase()));
+    parts.push(
+      'cs_lower(requester_sub) NOT IN (SELECT value FROM json_each(?))',
+      `NOT EXISTS (SELECT 1 FROM json_each(access_requests.body_json, '$.subject.act') AS a
+         WHERE cs_lower(json_extract(a.value, '$.sub')) IN (SELECT value FROM json_each(?)))`,
+    );
+    params.push(names, names);
+  }
+  if (filter.excludeApprovedBy !== undefined) {
+    parts.push('NOT EXISTS (SELECT 1 FROM approval_votes AS v WHERE v.request_id = access_requests.id AND cs_lower(v.approver) = ?)');
+    params.push(filter.excludeApprovedBy.toLowerCase());
+  }
   return { sql: parts.length === 0 ? '' : ` AND ${parts.join(' AND ')}`, params };
 }
 
@@ -230,6 +287,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   db.pragma('journal_mode = WAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  // JavaScript's lower-casing (Unicode), so four-eyes comparisons in SQL equal those in request-lifecycle.ts.
+  db.function('cs_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
   createSchema(db);
 
   const insertRequest = db.prepare(
@@ -345,6 +404,37 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       .map(fromRow);
   };
 
+  const pagePending = (filter: RequestFilter, page: PendingPageRequest): PendingPage => {
+    const w = whereOf(filter);
+    const base = `FROM access_requests WHERE status = 'pending'${w.sql}`;
+    const total = db.prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n ${base}`).get(...w.params)?.n ?? 0;
+    const limit = Math.max(0, Math.floor(page.limit));
+    const key = page.before ?? page.after;
+    const backwards = page.before !== undefined;
+    const keySql = key === undefined ? '' : backwards ? ' AND (created_at_ms, id) < (?, ?)' : ' AND (created_at_ms, id) > (?, ?)';
+    const keyParams = key === undefined ? [] : [key.createdAtMs, key.id];
+    const order = backwards ? 'ORDER BY created_at_ms DESC, id DESC' : 'ORDER BY created_at_ms, id';
+    const rows = db
+      .prepare<unknown[], RequestRow>(`SELECT * ${base}${keySql} ${order} LIMIT ?`)
+      .all(...w.params, ...keyParams, limit + 1);
+    const more = rows.length > limit;
+    const pageRows = rows.slice(0, limit);
+    if (backwards) pageRows.reverse();
+    /** Whether a matching pending row lies beyond `k` in direction `op` (the opposite side of the page). */
+    const beyond = (op: '<' | '>', k: PendingKey | undefined): boolean =>
+      k !== undefined &&
+      db.prepare(`SELECT 1 ${base} AND (created_at_ms, id) ${op} (?, ?) LIMIT 1`).get(...w.params, k.createdAtMs, k.id) !== undefined;
+    const first = pageRows[0];
+    const last = pageRows[pageRows.length - 1];
+    const keyOf = (r: RequestRow | undefined): PendingKey | undefined => (r === undefined ? undefined : { createdAtMs: r.created_at_ms, id: r.id });
+    return {
+      records: pageRows.map(fromRow),
+      total,
+      hasAfter: backwards ? beyond('>', keyOf(last) ?? key) : more,
+      hasBefore: backwards ? more : beyond('<', keyOf(first) ?? key),
+    };
+  };
+
   return {
     insert(record, actor) {
       insertTx(record, actor);
@@ -375,6 +465,11 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     },
     listPending(filter = {}, limit = 200) {
       return list('pending', filter, limit);
+    },
+    pagePending,
+    countPending(filter = {}) {
+      const w = whereOf(filter);
+      return db.prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM access_requests WHERE status = 'pending'${w.sql}`).get(...w.params)?.n ?? 0;
     },
     listResolved(filter = {}, limit = 50) {
       return list('resolved', filter, limit);

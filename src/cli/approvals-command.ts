@@ -160,7 +160,8 @@ function approvalsText(i: ApprovalItem): string {
 
 /** The `approvals list` table for `items` (as `GET /access/v1/approvals/pending` returns them); `total`: how many wait in all (default the rows shown). */
 export function listText(items: ApprovalItem[], total: number = items.length): string {
-  if (items.length === 0) return total === 0 ? 'Nothing is waiting for your decision.\n' : `${total} waiting for your decision; none on this page.\n`;
+  if (items.length === 0)
+    return total === 0 ? 'Nothing is waiting for your decision.\n' : `${total} waiting for your decision; none on this page.\n`;
   const now = Date.now();
   const rows = items.map((i) => [
     v(i.id),
@@ -177,7 +178,8 @@ export function listText(items: ApprovalItem[], total: number = items.length): s
       .map((v, c) => v.padEnd(widths[c] ?? 0))
       .join('  ')
       .trimEnd();
-  const count = total === items.length ? `${total} waiting for your decision.` : `${items.length} shown of ${total} waiting for your decision.`;
+  const count =
+    total === items.length ? `${total} waiting for your decision.` : `${items.length} shown of ${total} waiting for your decision.`;
   return `${[line(head), ...rows.map(line)].join('\n')}\n${count}\n`;
 }
 
@@ -281,7 +283,10 @@ async function list(client: ApprovalsClient, o: ListOptions): Promise<string> {
   if (o.limit !== undefined || o.cursor !== undefined) {
     const page = (await call(client, 'GET', query(o.limit ?? '50', o.cursor))) as ApprovalsPage;
     if (o.json) return `${JSON.stringify(page, null, 2)}\n`;
-    const more = typeof page.next_cursor === 'string' ? `More: countersign approvals list --limit ${o.limit ?? '50'} --cursor ${v(page.next_cursor)}\n` : '';
+    const more =
+      typeof page.next_cursor === 'string'
+        ? `More: countersign approvals list --limit ${o.limit ?? '50'} --cursor ${v(page.next_cursor)}\n`
+        : '';
     return `${listText(page.items, page.total)}${more}`;
   }
   const items: ApprovalItem[] = [];

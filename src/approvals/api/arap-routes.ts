@@ -225,7 +225,10 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     if (!page.ok) return problem('invalid-request', page.detail);
     const tool = c.req.query('tool');
     const group = c.req.query('group');
-    for (const [name, value] of [['tool', tool], ['group', group]] as const) {
+    for (const [name, value] of [
+      ['tool', tool],
+      ['group', group],
+    ] as const) {
       if (value !== undefined && (value === '' || value.length > MAX_FILTER_LENGTH)) {
         return problem('invalid-request', `${name} must be 1 to ${MAX_FILTER_LENGTH} characters.`);
       }

@@ -90,7 +90,13 @@ function YourPart(props: { refusal: DecideRefusal | null }) {
 }
 
 /** The queue (`GET /approver`). `nowMs` renders ages and countdowns; the script keeps them ticking. */
-export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: ListFilters; paging: QueuePaging; flash?: Child | undefined }) {
+export function QueueView(props: {
+  items: QueueItem[];
+  nowMs: number;
+  filters: ListFilters;
+  paging: QueuePaging;
+  flash?: Child | undefined;
+}) {
   const p = props.paging;
   return (
     <>

@@ -414,9 +414,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     const keySql = key === undefined ? '' : backwards ? ' AND (created_at_ms, id) < (?, ?)' : ' AND (created_at_ms, id) > (?, ?)';
     const keyParams = key === undefined ? [] : [key.createdAtMs, key.id];
     const order = backwards ? 'ORDER BY created_at_ms DESC, id DESC' : 'ORDER BY created_at_ms, id';
-    const rows = db
-      .prepare<unknown[], RequestRow>(`SELECT * ${base}${keySql} ${order} LIMIT ?`)
-      .all(...w.params, ...keyParams, limit + 1);
+    const rows = db.prepare<unknown[], RequestRow>(`SELECT * ${base}${keySql} ${order} LIMIT ?`).all(...w.params, ...keyParams, limit + 1);
     const more = rows.length > limit;
     const pageRows = rows.slice(0, limit);
     if (backwards) pageRows.reverse();
@@ -426,7 +424,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       db.prepare(`SELECT 1 ${base} AND (created_at_ms, id) ${op} (?, ?) LIMIT 1`).get(...w.params, k.createdAtMs, k.id) !== undefined;
     const first = pageRows[0];
     const last = pageRows[pageRows.length - 1];
-    const keyOf = (r: RequestRow | undefined): PendingKey | undefined => (r === undefined ? undefined : { createdAtMs: r.created_at_ms, id: r.id });
+    const keyOf = (r: RequestRow | undefined): PendingKey | undefined =>
+      r === undefined ? undefined : { createdAtMs: r.created_at_ms, id: r.id };
     return {
       records: pageRows.map(fromRow),
       total,
@@ -469,7 +468,10 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     pagePending,
     countPending(filter = {}) {
       const w = whereOf(filter);
-      return db.prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM access_requests WHERE status = 'pending'${w.sql}`).get(...w.params)?.n ?? 0;
+      return (
+        db.prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM access_requests WHERE status = 'pending'${w.sql}`).get(...w.params)
+          ?.n ?? 0
+      );
     },
     listResolved(filter = {}, limit = 50) {
       return list('resolved', filter, limit);

@@ -7,7 +7,8 @@
  *
  * Implements the backend half of SEP-2848's approval-backend contract as the AuthZEN ARAP
  * worked example (`src/backends/approval-backend.ts`). Every status change is a compare-and-set from `pending` in the
- * store and then one callback (when the request has a `callback_url`).
+ * store, which writes the callback to the outbox in the same transaction (when the request has a
+ * `callback_url`); the dispatcher (`api/callbacks.ts`) delivers it after the caller has its answer.
  * Deliberately does not: authenticate callers (routes do), run the risk engine or webhooks
  * (they subscribe with `onCreated`), or extend deadlines.
  */
@@ -131,10 +132,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
   function changed(record: AccessRequestRecord): AccessRequestRecord {
     logger.info({ requestId: record.id, status: record.status, actor: record.resolvedBy }, 'access request status changed');
-    const url = record.body.callback_url;
-    if (url !== undefined) {
-      callbacks.notify({ url, requestId: record.id, status: record.status, generation: record.body.generation });
-    }
+    // The store wrote the callback's outbox row with the change; deliver it in the background.
+    if (record.body.callback_url !== undefined) callbacks.wake();
     return record;
   }
 

@@ -2,7 +2,8 @@
  * The approval store's SQLite schema and its migration (see `store.ts` for what the tables hold).
  * Version 1 (`PRAGMA user_version`) added the quorum columns, `approval_votes`, and the audit
  * columns `via`/`rule` with the `endorsed` and `notified` events. Older files are migrated in
- * one transaction, keeping every row. Deliberately does not: downgrade.
+ * one transaction, keeping every row. `callback_outbox` (status-change callbacks to deliver,
+ * `../api/callbacks.ts`) is created on open in any version's file. Deliberately does not: downgrade.
  */
 import type Database from 'better-sqlite3';
 import { REQUEST_STATUSES } from '../api/arap-wire.js';
@@ -46,6 +47,20 @@ CREATE TABLE IF NOT EXISTS inbox_sessions (
   expires_at_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS inbox_sessions_expiry ON inbox_sessions (expires_at_ms);
+CREATE TABLE IF NOT EXISTS callback_outbox (
+  seq                INTEGER PRIMARY KEY AUTOINCREMENT,
+  request_id         TEXT NOT NULL REFERENCES access_requests (id),
+  url                TEXT NOT NULL,
+  status             TEXT NOT NULL,
+  generation         INTEGER NOT NULL,
+  state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'gave-up')),
+  attempts           INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at_ms INTEGER NOT NULL,
+  created_at_ms      INTEGER NOT NULL,
+  finished_at_ms     INTEGER,
+  last_failure       TEXT
+);
+CREATE INDEX IF NOT EXISTS callback_outbox_due ON callback_outbox (state, next_attempt_at_ms);
 `;
 
 const AUDIT_TABLE = (name: string): string => `

@@ -1,7 +1,8 @@
 /**
  * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
  *
- * Four tables: `access_requests` (one row per request, with its idempotency key, the SHA-256
+ * Five tables: `callback_outbox` (status-change callbacks to deliver, written in the transaction
+ * of the change; see `CallbackOutboxStore`), `access_requests` (one row per request, with its idempotency key, the SHA-256
  * of the canonical body, and the number of distinct approvals it needs), `approval_votes` (one
  * row per person who approved a request, primary key (request, person): a person counts once
  * whatever the channel), `inbox_sessions` (server-side inbox sessions, see `src/approvals/inbox/session.ts`) and
@@ -141,6 +142,43 @@ export interface PendingPage {
   hasBefore: boolean;
 }
 
+/** One status-change callback to deliver (`callback_outbox`). Times in ms since epoch. */
+export interface CallbackOutboxRow {
+  seq: number;
+  requestId: string;
+  url: string;
+  status: RequestStatus;
+  generation: number;
+  state: 'pending' | 'delivered' | 'gave-up';
+  /** Attempts made so far. */
+  attempts: number;
+  /** When the row is next due (while pending; an attempt in flight pushes it past its timeout). */
+  nextAttemptAtMs: number;
+  createdAtMs: number;
+  finishedAtMs: number | null;
+  /** Why the last attempt failed (`HTTP 503`, `TimeoutError`…), or null. */
+  lastFailure: string | null;
+}
+
+/**
+ * The callback outbox. A row is written in the transaction of every status change of a request
+ * with a `callback_url` (so it survives a crash right after the change); the dispatcher in
+ * `../api/callbacks.ts` delivers it.
+ */
+export interface CallbackOutboxStore {
+  /** Pending rows due at `nowMs`, oldest due first, at most `limit`. */
+  due(nowMs: number, limit: number): CallbackOutboxRow[];
+  /** The earliest `nextAttemptAtMs` of a pending row, or null when none is pending. */
+  nextDueAtMs(): number | null;
+  /** An attempt starts: the row is not due again before `untilMs` (a crash mid-attempt retries after it). */
+  lease(seq: number, untilMs: number): void;
+  delivered(seq: number, attempts: number, atMs: number): void;
+  retryAt(seq: number, attempts: number, nextAtMs: number, failure: string): void;
+  gaveUp(seq: number, attempts: number, atMs: number, failure: string): void;
+  /** Every row of a request, oldest first (tests, operators). */
+  forRequest(requestId: string): CallbackOutboxRow[];
+}
+
 /** The store's API. All methods are synchronous (better-sqlite3). */
 export interface ApprovalStore {
   /** Insert a new pending request and its `submitted` audit row. Throws on a duplicate id or key. */
@@ -192,6 +230,8 @@ export interface ApprovalStore {
   auditTrail(id: string): AuditEvent[];
   /** Server-side inbox sessions, keyed by the SHA-256 of the session id (the cookie never reaches the file). */
   sessions: InboxSessionStore;
+  /** Status-change callbacks to deliver. */
+  callbacks: CallbackOutboxStore;
   close(): void;
 }
 
@@ -218,6 +258,20 @@ interface RequestRow {
   approval_json: string | null;
   required_approvals: number;
   quorum_rule: string | null;
+}
+
+interface OutboxRowRaw {
+  seq: number;
+  request_id: string;
+  url: string;
+  status: RequestStatus;
+  generation: number;
+  state: CallbackOutboxRow['state'];
+  attempts: number;
+  next_attempt_at_ms: number;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  last_failure: string | null;
 }
 
 interface AuditRow {
@@ -313,6 +367,53 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     'SELECT approver, via, comment, at_ms FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid',
   );
   const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
+  const insertOutbox = db.prepare(
+    'INSERT INTO callback_outbox (request_id, url, status, generation, next_attempt_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const outboxFromRow = (r: OutboxRowRaw): CallbackOutboxRow => ({
+    seq: r.seq,
+    requestId: r.request_id,
+    url: r.url,
+    status: r.status,
+    generation: r.generation,
+    state: r.state,
+    attempts: r.attempts,
+    nextAttemptAtMs: r.next_attempt_at_ms,
+    createdAtMs: r.created_at_ms,
+    finishedAtMs: r.finished_at_ms,
+    lastFailure: r.last_failure,
+  });
+  const selectDueOutbox = db.prepare<[number, number], OutboxRowRaw>(
+    "SELECT * FROM callback_outbox WHERE state = 'pending' AND next_attempt_at_ms <= ? ORDER BY next_attempt_at_ms, seq LIMIT ?",
+  );
+  const selectNextDue = db.prepare<[], { next: number | null }>(
+    "SELECT MIN(next_attempt_at_ms) AS next FROM callback_outbox WHERE state = 'pending'",
+  );
+  const leaseOutbox = db.prepare<[number, number]>("UPDATE callback_outbox SET next_attempt_at_ms = ? WHERE seq = ? AND state = 'pending'");
+  const finishOutbox = db.prepare<[string, number, number, string | null, number]>(
+    "UPDATE callback_outbox SET state = ?, attempts = ?, finished_at_ms = ?, last_failure = ? WHERE seq = ? AND state = 'pending'",
+  );
+  const retryOutbox = db.prepare<[number, number, string, number]>(
+    "UPDATE callback_outbox SET attempts = ?, next_attempt_at_ms = ?, last_failure = ? WHERE seq = ? AND state = 'pending'",
+  );
+  const selectOutboxFor = db.prepare<[string], OutboxRowRaw>('SELECT * FROM callback_outbox WHERE request_id = ? ORDER BY seq');
+  const callbacks: CallbackOutboxStore = {
+    due: (nowMs, limit) => selectDueOutbox.all(nowMs, limit).map(outboxFromRow),
+    nextDueAtMs: () => selectNextDue.get()?.next ?? null,
+    lease(seq, untilMs) {
+      leaseOutbox.run(untilMs, seq);
+    },
+    delivered(seq, attempts, atMs) {
+      finishOutbox.run('delivered', attempts, atMs, null, seq);
+    },
+    retryAt(seq, attempts, nextAtMs, failure) {
+      retryOutbox.run(attempts, nextAtMs, failure, seq);
+    },
+    gaveUp(seq, attempts, atMs, failure) {
+      finishOutbox.run('gave-up', attempts, atMs, failure, seq);
+    },
+    forRequest: (requestId) => selectOutboxFor.all(requestId).map(outboxFromRow),
+  };
   const insertSession = db.prepare('INSERT INTO inbox_sessions (id_hash, approver, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?)');
   const selectSession = db.prepare<[string], { approver: string; expires_at_ms: number }>(
     'SELECT approver, expires_at_ms FROM inbox_sessions WHERE id_hash = ?',
@@ -362,6 +463,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     const changed = updateFromPending.run(t.to, t.atMs, t.actor, approvalJson, id).changes;
     if (changed !== 1) return false;
     insertAudit.run(id, t.to, t.actor, t.comment ?? null, t.atMs, t.via ?? null, t.rule ?? null);
+    const body = JSON.parse(selectById.get(id)?.body_json ?? '{}') as { callback_url?: string; generation?: number };
+    if (body.callback_url !== undefined) insertOutbox.run(id, body.callback_url, t.to, body.generation ?? 1, t.atMs, t.atMs);
     return true;
   });
 
@@ -504,6 +607,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       }));
     },
     sessions,
+    callbacks,
     close() {
       if (db.open) db.close();
     },

@@ -3,6 +3,7 @@
 // pages while new ones arrive, the true total of what this approver may decide, filters, and 400s
 // for a bad limit or cursor. (The inbox's pages: test/browser/inbox-paging.test.ts; the CLI:
 // test/e2e/approvals-cli.test.ts.)
+import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { decodePageCursor, encodePageCursor, parsePageQuery } from '../../src/approvals/api/page-cursor.js';
@@ -194,6 +195,35 @@ describe('GET /access/v1/approvals/pending pages', () => {
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(await res.json()).toMatchObject({ type: 'urn:countersign:problem:invalid-request', status: 400, detail });
+  });
+});
+
+describe('GET /access/v1/approvals/pending with any query', () => {
+  it('answers a page or a 400 problem+json, never anything else, whatever limit, cursor, tool and group hold', async () => {
+    for (let i = 0; i < 3; i += 1) await submit();
+    const value = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.integer({ min: -5, max: 300 }).map(String),
+      fc.constant(encodePageCursor({ createdAtMs: T0, id: 'ar_x' })),
+      fc.uint8Array({ maxLength: 60 }).map((b) => Buffer.from(b).toString('base64url')),
+    );
+    const query = fc.record({ limit: value, cursor: value, tool: value, group: value, other: value }, { requiredKeys: [] });
+    await fc.assert(
+      fc.asyncProperty(query, async (q) => {
+        const res = await pending('carol', `?${new URLSearchParams(q as Record<string, string>).toString()}`);
+        const body = (await res.json()) as Record<string, unknown>;
+        if (res.status === 200) {
+          expect(Array.isArray(body['items'])).toBe(true);
+          expect(typeof body['total']).toBe('number');
+          expect(body['next_cursor'] === null || typeof body['next_cursor'] === 'string').toBe(true);
+        } else {
+          expect(res.status).toBe(400);
+          expect(res.headers.get('content-type')).toBe('application/problem+json');
+          expect(typeof body['detail']).toBe('string');
+        }
+      }),
+      { numRuns: 100 },
+    );
   });
 });
 

@@ -178,6 +178,21 @@ describe('callback delivery', () => {
     expect(svc.store.get(id)?.status).toBe('approved');
   });
 
+  it('a receiver that refuses for good (409: it already has this callback) is not asked again; 429 and 408 are retried', async () => {
+    const r = await receiver([409]);
+    const busy = await receiver([429, 408]);
+    const svc = service();
+    const refused = await submit(svc, r.url);
+    const retried = await submit(svc, busy.url);
+    await approve(svc, refused);
+    await approve(svc, retried);
+    await until(() => rowOf(svc, refused)?.state === 'refused' && rowOf(svc, retried)?.state === 'delivered', 'both settled');
+    await svc.drainCallbacks();
+    expect(r.received).toHaveLength(1);
+    expect(rowOf(svc, refused)).toMatchObject({ attempts: 1, lastFailure: 'HTTP 409' });
+    expect(busy.received.map((x) => x.answered)).toEqual([429, 408, 204]);
+  });
+
   it('the decision is answered, and recorded, while the receiver hangs; the timed-out attempt is retried and delivered once the receiver answers', async () => {
     const r = await receiver(['hang']);
     const svc = service({ policy: { attemptTimeoutMs: 300 } });

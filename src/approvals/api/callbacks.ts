@@ -10,8 +10,9 @@
  * - in the background, at most {@link CallbackDeliveryPolicy.concurrency} attempts at once and at
  *   most {@link CallbackDeliveryPolicy.perReceiverConcurrency} per receiver origin, so one slow
  *   receiver cannot hold every slot;
- * - each attempt bounded by {@link CallbackDeliveryPolicy.attemptTimeoutMs}; any 2xx delivers;
- * - a failed attempt (non-2xx, network error, timeout) is retried after
+ * - each attempt bounded by {@link CallbackDeliveryPolicy.attemptTimeoutMs}; any 2xx delivers; a
+ *   final refusal ({@link isFinalRefusal}: most 4xx) ends it with state `refused`;
+ * - a failed attempt (5xx, 408, 425, 429, network error, timeout) is retried after
  *   {@link callbackRetryDelayMs}: exponential backoff with full jitter and a cap;
  * - after {@link CallbackDeliveryPolicy.maxAttempts} attempts the row is given up (kept with state
  *   `gave-up`, logged at error). The receiver's workflow then learns the status from its fallback
@@ -103,6 +104,16 @@ export interface CallbackDispatcher {
   stop(): Promise<void>;
 }
 
+/**
+ * Whether an HTTP status refuses the callback for good: a 4xx other than 408 (timeout), 425 (too
+ * early) and 429 (too many requests). Countersign's receiver answers 409 to a callback it already
+ * accepted or for no current generation (`src/backends/arap-callbacks.ts`), 400/401 to one it can
+ * never accept; retrying would only repeat the answer.
+ */
+export function isFinalRefusal(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408 && status !== 425 && status !== 429;
+}
+
 function originOf(url: string): string {
   try {
     return new URL(url).origin;
@@ -122,7 +133,8 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
 
-  async function attempt(row: CallbackOutboxRow): Promise<string | null> {
+  /** `null` delivered; `{failure, final}` otherwise (`final`: a refusal no retry can change). */
+  async function attempt(row: CallbackOutboxRow): Promise<{ failure: string; final: boolean } | null> {
     const body: WireCallbackBody = { request_id: row.requestId, status: row.status, generation: row.generation };
     const rawBody = JSON.stringify(body);
     const { timestamp, signature } = signCallback(opts.secret, rawBody, now() / 1000);
@@ -135,20 +147,27 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
         redirect: 'manual',
       });
       await res.body?.cancel().catch(() => undefined);
-      return res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}`;
+      if (res.status >= 200 && res.status < 300) return null;
+      return { failure: `HTTP ${res.status}`, final: isFinalRefusal(res.status) };
     } catch (err) {
-      return err instanceof Error ? err.name : 'error';
+      return { failure: err instanceof Error ? err.name : 'error', final: false };
     }
   }
 
   async function run(row: CallbackOutboxRow, origin: string): Promise<void> {
     const n = row.attempts + 1;
     const log = { requestId: row.requestId, status: row.status, origin, attempt: n };
-    const failure = await attempt(row);
+    const outcome = await attempt(row);
     if (stopped) return; // the store may be closed; the lease lets the next process retry
-    if (failure === null) {
+    if (outcome === null) {
       outbox.delivered(row.seq, n, now());
       logger.debug(log, 'callback delivered');
+      return;
+    }
+    const { failure } = outcome;
+    if (outcome.final) {
+      outbox.refused(row.seq, n, now(), failure);
+      logger.warn({ ...log, failure }, 'callback refused by the receiver; not retried');
     } else if (n >= policy.maxAttempts) {
       outbox.gaveUp(row.seq, n, now(), failure);
       logger.error({ ...log, failure }, 'callback delivery gave up; the receiver falls back to its status poll');

@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS callback_outbox (
   url                TEXT NOT NULL,
   status             TEXT NOT NULL,
   generation         INTEGER NOT NULL,
-  state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'gave-up')),
+  state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'refused', 'gave-up')),
   attempts           INTEGER NOT NULL DEFAULT 0,
   next_attempt_at_ms INTEGER NOT NULL,
   created_at_ms      INTEGER NOT NULL,

@@ -149,7 +149,8 @@ export interface CallbackOutboxRow {
   url: string;
   status: RequestStatus;
   generation: number;
-  state: 'pending' | 'delivered' | 'gave-up';
+  /** `refused`: the receiver answered a 4xx that no retry can change (e.g. 409, already had it). */
+  state: 'pending' | 'delivered' | 'refused' | 'gave-up';
   /** Attempts made so far. */
   attempts: number;
   /** When the row is next due (while pending; an attempt in flight pushes it past its timeout). */
@@ -175,6 +176,7 @@ export interface CallbackOutboxStore {
   delivered(seq: number, attempts: number, atMs: number): void;
   retryAt(seq: number, attempts: number, nextAtMs: number, failure: string): void;
   gaveUp(seq: number, attempts: number, atMs: number, failure: string): void;
+  refused(seq: number, attempts: number, atMs: number, failure: string): void;
   /** Every row of a request, oldest first (tests, operators). */
   forRequest(requestId: string): CallbackOutboxRow[];
 }
@@ -411,6 +413,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     },
     gaveUp(seq, attempts, atMs, failure) {
       finishOutbox.run('gave-up', attempts, atMs, failure, seq);
+    },
+    refused(seq, attempts, atMs, failure) {
+      finishOutbox.run('refused', attempts, atMs, failure, seq);
     },
     forRequest: (requestId) => selectOutboxFor.all(requestId).map(outboxFromRow),
   };

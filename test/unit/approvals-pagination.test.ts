@@ -3,11 +3,16 @@
 // pages while new ones arrive, the true total of what this approver may decide, filters, and 400s
 // for a bad limit or cursor. (The inbox's pages: test/browser/inbox-paging.test.ts; the CLI:
 // test/e2e/approvals-cli.test.ts.)
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { decodePageCursor, encodePageCursor, parsePageQuery } from '../../src/approvals/api/page-cursor.js';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { openApprovalStore } from '../../src/approvals/store/store.js';
 
 const CLIENT_TOKEN = 'client-token-for-tests';
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
@@ -224,6 +229,57 @@ describe('GET /access/v1/approvals/pending with any query', () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+describe('stores from before request_principals', () => {
+  it("opening a version-1 file fills in the requesters' names, so an approver's own older requests stay out of their count", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-principals-'));
+    try {
+      const file = join(dir, 'approvals.db');
+      const old = openApprovalStore(file);
+      const body = (sub: string, act?: Array<{ sub: string }>) => ({
+        subject: { iss: 'https://idp.example.test', sub, ...(act ? { act } : {}) },
+        action: { name: 'tools/call' as const },
+        resource: { type: 'tool' as const, id: 'wire_transfer' },
+        context: { arguments: { amount: 1 } },
+        approver_group: 'treasury',
+        reason: 'r',
+        expires_at: new Date(T0 + HOUR).toISOString(),
+        binding_digest: 'a'.repeat(64),
+        generation: 1,
+      });
+      const add = (id: string, b: ReturnType<typeof body>) =>
+        old.insert(
+          {
+            id,
+            idempotencyKey: id,
+            bodyHash: id,
+            body: b,
+            createdAtMs: T0,
+            expiresAtMs: T0 + HOUR,
+            requiredApprovals: 1,
+            quorumRule: null,
+          },
+          'x',
+        );
+      add('ar_1', body('Bob'));
+      add('ar_2', body('alice', [{ sub: 'BOB' }]));
+      add('ar_3', body('alice'));
+      old.close();
+      // What a version-1 file looks like: no names recorded.
+      const raw = new Database(file);
+      raw.exec('DELETE FROM request_principals');
+      raw.pragma('user_version = 1');
+      raw.close();
+
+      const reopened = openApprovalStore(file);
+      expect(reopened.countPending({ excludeNames: ['bob'] })).toBe(1);
+      expect(reopened.countPending({})).toBe(3);
+      reopened.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

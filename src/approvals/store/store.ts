@@ -1,14 +1,15 @@
 /**
  * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
  *
- * Five tables: `callback_outbox` (status-change callbacks to deliver, written in the transaction
- * of the change; see `CallbackOutboxStore`), `access_requests` (one row per request, with its idempotency key, the SHA-256
+ * Six tables: `callback_outbox` (status-change callbacks to deliver, written in the transaction
+ * of the change; see `CallbackOutboxStore`), `request_principals` (see below), `access_requests` (one row per request, with its idempotency key, the SHA-256
  * of the canonical body, and the number of distinct approvals it needs), `approval_votes` (one
  * row per person who approved a request, primary key (request, person): a person counts once
  * whatever the channel), `inbox_sessions` (server-side inbox sessions, see `src/approvals/inbox/session.ts`) and
  * `audit_events` (append-only: submitted, endorsed (a partial approval), approved,
  * denied, expired, cancelled, notified — who, through which channel, which rule, when, comment).
- * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 1).
+ * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 2).
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
  * that completes a quorum is the one that approves.
@@ -17,7 +18,7 @@
  */
 import Database from 'better-sqlite3';
 import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from '../api/arap-wire.js';
-import { AUDIT_EVENT_KINDS, createSchema } from './store-schema.js';
+import { AUDIT_EVENT_KINDS, createSchema, requesterNames } from './store-schema.js';
 
 export { AUDIT_EVENT_KINDS };
 
@@ -110,7 +111,7 @@ export interface RequestFilter {
   /**
    * Leave out requests whose requester (`subject.sub`) or any actor in its `act` chain has one of
    * these names, compared lower-cased as `String.prototype.toLowerCase` does (four-eyes, as
-   * `principalNames` in `src/auth/principal-keys.ts`).
+   * `principalNames` in `src/auth/principal-keys.ts`; table `request_principals`).
    */
   excludeNames?: readonly string[];
   /** Leave out requests this person (an `approval_votes.approver`, compared case-insensitively) already approved. */
@@ -318,13 +319,8 @@ function whereOf(filter: RequestFilter): { sql: string; params: unknown[] } {
   if (filter.group !== undefined) inList('approver_group', [filter.group]);
   if (filter.requester !== undefined) inList('requester_sub', [filter.requester]);
   if (filter.excludeNames !== undefined && filter.excludeNames.length > 0) {
-    const names = JSON.stringify(filter.excludeNames.map((n) => n.toLowerCase()));
-    parts.push(
-      'cs_lower(requester_sub) NOT IN (SELECT value FROM json_each(?))',
-      `NOT EXISTS (SELECT 1 FROM json_each(access_requests.body_json, '$.subject.act') AS a
-         WHERE cs_lower(json_extract(a.value, '$.sub')) IN (SELECT value FROM json_each(?)))`,
-    );
-    params.push(names, names);
+    parts.push('access_requests.id NOT IN (SELECT request_id FROM request_principals WHERE name IN (SELECT value FROM json_each(?)))');
+    params.push(JSON.stringify(filter.excludeNames.map((n) => n.toLowerCase())));
   }
   if (filter.excludeApprovedBy !== undefined) {
     parts.push('NOT EXISTS (SELECT 1 FROM approval_votes AS v WHERE v.request_id = access_requests.id AND cs_lower(v.approver) = ?)');
@@ -369,6 +365,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     'SELECT approver, via, comment, at_ms FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid',
   );
   const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
+  const insertPrincipal = db.prepare('INSERT OR IGNORE INTO request_principals (name, request_id) VALUES (?, ?)');
   const insertOutbox = db.prepare(
     'INSERT INTO callback_outbox (request_id, url, status, generation, next_attempt_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)',
   );
@@ -461,6 +458,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       quorum_rule: record.quorumRule,
     });
     insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs, 'client', record.quorumRule);
+    for (const name of requesterNames(JSON.stringify(record.body))) insertPrincipal.run(name, record.id);
   });
 
   const transitionTx = db.transaction((id: string, t: Transition): boolean => {

@@ -471,10 +471,12 @@ export async function startApprovalsRole(
     await approvals.drainCallbacks().catch(() => undefined);
     approvals.close();
   };
+  const metrics = ctx.metrics ?? createAppMetrics();
+  metrics.setCallbackOutboxSource(() => approvals.store.callbacks.counts());
   const unmount = await withOps(
     opts.mount,
     config,
-    ctx.metrics ?? createAppMetrics(),
+    metrics,
     [],
   )((req, env) => approvals.app.fetch(req, env as object)).catch(async (err: unknown) => {
     await shut();

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { callbackRetryDelayMs, DEFAULT_CALLBACK_DELIVERY, type CallbackDeliveryPolicy } from '../../src/approvals/api/callbacks.js';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
 import { verifyCallback } from '../../src/backends/callback-signature.js';
+import { createAppMetrics } from '../../src/ops/metrics.js';
 
 const CLIENT_TOKEN = 'client-token';
 const SECRET = 'callback-secret';
@@ -167,7 +168,7 @@ describe('callback delivery', () => {
     expect(svc.store.callbacks.nextDueAtMs()).toBeNull();
   });
 
-  it('after the attempt budget the callback is given up and recorded so; the request stays decided', async () => {
+  it('after the attempt budget the callback is given up, recorded so and counted on /metrics; the request stays decided', async () => {
     const r = await receiver([], 500);
     const svc = service({ policy: { maxAttempts: 3 } });
     const id = await submit(svc, r.url);
@@ -176,6 +177,12 @@ describe('callback delivery', () => {
     expect(r.received).toHaveLength(3);
     expect(rowOf(svc, id)).toMatchObject({ state: 'gave-up', attempts: 3, lastFailure: 'HTTP 500' });
     expect(svc.store.get(id)?.status).toBe('approved');
+    // Operators see it on /metrics.
+    const metrics = createAppMetrics();
+    metrics.setCallbackOutboxSource(() => svc.store.callbacks.counts());
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('countersign_callback_outbox{state="gave-up"} 1');
+    expect(text).toContain('countersign_callback_outbox{state="pending"} 0');
   });
 
   it('a receiver that refuses for good (409: it already has this callback) is not asked again; 429 and 408 are retried', async () => {

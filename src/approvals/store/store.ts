@@ -180,6 +180,8 @@ export interface CallbackOutboxStore {
   refused(seq: number, attempts: number, atMs: number, failure: string): void;
   /** Every row of a request, oldest first (tests, operators). */
   forRequest(requestId: string): CallbackOutboxRow[];
+  /** Rows per state (absent: none), for `countersign_callback_outbox`. */
+  counts(): Partial<Record<CallbackOutboxRow['state'], number>>;
 }
 
 /** The store's API. All methods are synchronous (better-sqlite3). */
@@ -395,6 +397,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   const retryOutbox = db.prepare<[number, number, string, number]>(
     "UPDATE callback_outbox SET attempts = ?, next_attempt_at_ms = ?, last_failure = ? WHERE seq = ? AND state = 'pending'",
   );
+  const selectOutboxCounts = db.prepare<[], { state: CallbackOutboxRow['state']; n: number }>(
+    'SELECT state, COUNT(*) AS n FROM callback_outbox GROUP BY state',
+  );
   const selectOutboxFor = db.prepare<[string], OutboxRowRaw>('SELECT * FROM callback_outbox WHERE request_id = ? ORDER BY seq');
   const callbacks: CallbackOutboxStore = {
     due: (nowMs, limit) => selectDueOutbox.all(nowMs, limit).map(outboxFromRow),
@@ -415,6 +420,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       finishOutbox.run('refused', attempts, atMs, failure, seq);
     },
     forRequest: (requestId) => selectOutboxFor.all(requestId).map(outboxFromRow),
+    counts: () => Object.fromEntries(selectOutboxCounts.all().map((r) => [r.state, r.n])),
   };
   const insertSession = db.prepare('INSERT INTO inbox_sessions (id_hash, approver, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?)');
   const selectSession = db.prepare<[string], { approver: string; expires_at_ms: number }>(

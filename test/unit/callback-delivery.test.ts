@@ -222,7 +222,8 @@ describe('callback delivery', () => {
     const fast = await receiver([]);
     const svc = service({ policy: { concurrency: 4, perReceiverConcurrency: 2, attemptTimeoutMs: 60_000 } });
     const slowIds: string[] = [];
-    for (let i = 0; i < 6; i += 1) slowIds.push(await submit(svc, slow.url));
+    // Many more callbacks due for the slow receiver than there are slots: they must not crowd out the fast one.
+    for (let i = 0; i < 40; i += 1) slowIds.push(await submit(svc, slow.url));
     for (const id of slowIds) await approve(svc, id);
     await until(() => slow.open() === 2, 'two callbacks held by the slow receiver');
 
@@ -232,7 +233,7 @@ describe('callback delivery', () => {
 
     expect(slow.maxOpen()).toBe(2);
     expect(slow.received).toHaveLength(2);
-    expect(slowIds.map((id) => rowOf(svc, id)?.state)).toEqual(Array(6).fill('pending'));
+    expect(slowIds.map((id) => rowOf(svc, id)?.state)).toEqual(Array(40).fill('pending'));
   });
 
   it('a restart of the service resumes the deliveries that were waiting for a retry or in flight when it stopped', async () => {

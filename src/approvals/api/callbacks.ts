@@ -114,14 +114,6 @@ export function isFinalRefusal(status: number): boolean {
   return status >= 400 && status < 500 && status !== 408 && status !== 425 && status !== 429;
 }
 
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return 'invalid-url';
-  }
-}
-
 /** Create the dispatcher and start delivering what the outbox holds (rows left by an earlier process included). */
 export function createCallbackDispatcher(opts: CallbackDispatcherOptions): CallbackDispatcher {
   const doFetch = opts.fetch ?? globalThis.fetch;
@@ -178,7 +170,8 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
     }
   }
 
-  function start(row: CallbackOutboxRow, origin: string): void {
+  function start(row: CallbackOutboxRow): void {
+    const origin = row.origin;
     outbox.lease(row.seq, now() + policy.attemptTimeoutMs);
     perOrigin.set(origin, (perOrigin.get(origin) ?? 0) + 1);
     const p = run(row, origin)
@@ -193,24 +186,25 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
     inFlight.set(row.seq, p);
   }
 
-  /** Start every due row the limits allow, then sleep until the next row falls due. */
+  /** Receivers whose every slot is busy. */
+  const saturated = (): string[] =>
+    [...perOrigin.entries()].filter(([, n]) => n >= policy.perReceiverConcurrency).map(([origin]) => origin);
+
+  /** Start every due row the limits allow, then sleep until the next startable row falls due. */
   function pump(): void {
     if (stopped) return;
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     try {
-      let free = policy.concurrency - inFlight.size;
-      if (free > 0) {
-        for (const row of outbox.due(now(), free + inFlight.size + policy.concurrency)) {
-          if (free <= 0) break;
-          if (inFlight.has(row.seq)) continue;
-          const origin = originOf(row.url);
-          if ((perOrigin.get(origin) ?? 0) >= policy.perReceiverConcurrency) continue;
-          start(row, origin);
-          free -= 1;
-        }
+      while (inFlight.size < policy.concurrency) {
+        const skip = saturated();
+        // Rows of busy receivers are skipped in the query, so they never crowd out the others.
+        const row = outbox.due(now(), 1, skip).find((r) => !inFlight.has(r.seq));
+        if (row === undefined) break;
+        start(row);
       }
-      const next = outbox.nextDueAtMs();
+      if (inFlight.size >= policy.concurrency) return; // a finishing attempt pumps again
+      const next = outbox.nextDueAtMs(saturated());
       if (next !== null) {
         timer = setTimeout(pump, Math.min(Math.max(0, next - now()), 2 ** 31 - 1));
         timer.unref();

@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS callback_outbox (
   seq                INTEGER PRIMARY KEY AUTOINCREMENT,
   request_id         TEXT NOT NULL REFERENCES access_requests (id),
   url                TEXT NOT NULL,
+  origin             TEXT NOT NULL,
   status             TEXT NOT NULL,
   generation         INTEGER NOT NULL,
   state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'refused', 'gave-up')),

@@ -148,6 +148,8 @@ export interface CallbackOutboxRow {
   seq: number;
   requestId: string;
   url: string;
+  /** The receiver: `url`'s scheme, host and port (the unit of per-receiver concurrency). */
+  origin: string;
   status: RequestStatus;
   generation: number;
   /** `refused`: the receiver answered a 4xx that no retry can change (e.g. 409, already had it). */
@@ -168,10 +170,10 @@ export interface CallbackOutboxRow {
  * `../api/callbacks.ts` delivers it.
  */
 export interface CallbackOutboxStore {
-  /** Pending rows due at `nowMs`, oldest due first, at most `limit`. */
-  due(nowMs: number, limit: number): CallbackOutboxRow[];
-  /** The earliest `nextAttemptAtMs` of a pending row, or null when none is pending. */
-  nextDueAtMs(): number | null;
+  /** Pending rows due at `nowMs` whose receiver origin is not in `skipOrigins`, oldest due first, at most `limit`. */
+  due(nowMs: number, limit: number, skipOrigins?: readonly string[]): CallbackOutboxRow[];
+  /** The earliest `nextAttemptAtMs` of a pending row whose origin is not in `skipOrigins`, or null when there is none. */
+  nextDueAtMs(skipOrigins?: readonly string[]): number | null;
   /** An attempt starts: the row is not due again before `untilMs` (a crash mid-attempt retries after it). */
   lease(seq: number, untilMs: number): void;
   delivered(seq: number, attempts: number, atMs: number): void;
@@ -269,6 +271,7 @@ interface OutboxRowRaw {
   seq: number;
   request_id: string;
   url: string;
+  origin: string;
   status: RequestStatus;
   generation: number;
   state: CallbackOutboxRow['state'];
@@ -305,6 +308,15 @@ function fromRow(row: RequestRow): AccessRequestRecord {
     requiredApprovals: row.required_approvals,
     quorumRule: row.quorum_rule,
   };
+}
+
+/** `url`'s origin (scheme, host, port), or `invalid-url`. */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'invalid-url';
+  }
 }
 
 /** SQL `WHERE` fragment and parameters for a filter (column names are fixed, values bound). */
@@ -369,12 +381,13 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
   const insertPrincipal = db.prepare('INSERT OR IGNORE INTO request_principals (name, request_id) VALUES (?, ?)');
   const insertOutbox = db.prepare(
-    'INSERT INTO callback_outbox (request_id, url, status, generation, next_attempt_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT INTO callback_outbox (request_id, url, origin, status, generation, next_attempt_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const outboxFromRow = (r: OutboxRowRaw): CallbackOutboxRow => ({
     seq: r.seq,
     requestId: r.request_id,
     url: r.url,
+    origin: r.origin,
     status: r.status,
     generation: r.generation,
     state: r.state,
@@ -384,11 +397,12 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     finishedAtMs: r.finished_at_ms,
     lastFailure: r.last_failure,
   });
-  const selectDueOutbox = db.prepare<[number, number], OutboxRowRaw>(
-    "SELECT * FROM callback_outbox WHERE state = 'pending' AND next_attempt_at_ms <= ? ORDER BY next_attempt_at_ms, seq LIMIT ?",
+  const selectDueOutbox = db.prepare<[number, string, number], OutboxRowRaw>(
+    `SELECT * FROM callback_outbox WHERE state = 'pending' AND next_attempt_at_ms <= ?
+       AND origin NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at_ms, seq LIMIT ?`,
   );
-  const selectNextDue = db.prepare<[], { next: number | null }>(
-    "SELECT MIN(next_attempt_at_ms) AS next FROM callback_outbox WHERE state = 'pending'",
+  const selectNextDue = db.prepare<[string], { next: number | null }>(
+    "SELECT MIN(next_attempt_at_ms) AS next FROM callback_outbox WHERE state = 'pending' AND origin NOT IN (SELECT value FROM json_each(?))",
   );
   const leaseOutbox = db.prepare<[number, number]>("UPDATE callback_outbox SET next_attempt_at_ms = ? WHERE seq = ? AND state = 'pending'");
   const finishOutbox = db.prepare<[string, number, number, string | null, number]>(
@@ -402,8 +416,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   );
   const selectOutboxFor = db.prepare<[string], OutboxRowRaw>('SELECT * FROM callback_outbox WHERE request_id = ? ORDER BY seq');
   const callbacks: CallbackOutboxStore = {
-    due: (nowMs, limit) => selectDueOutbox.all(nowMs, limit).map(outboxFromRow),
-    nextDueAtMs: () => selectNextDue.get()?.next ?? null,
+    due: (nowMs, limit, skipOrigins = []) => selectDueOutbox.all(nowMs, JSON.stringify(skipOrigins), limit).map(outboxFromRow),
+    nextDueAtMs: (skipOrigins = []) => selectNextDue.get(JSON.stringify(skipOrigins))?.next ?? null,
     lease(seq, untilMs) {
       leaseOutbox.run(untilMs, seq);
     },
@@ -473,7 +487,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     if (changed !== 1) return false;
     insertAudit.run(id, t.to, t.actor, t.comment ?? null, t.atMs, t.via ?? null, t.rule ?? null);
     const body = JSON.parse(selectById.get(id)?.body_json ?? '{}') as { callback_url?: string; generation?: number };
-    if (body.callback_url !== undefined) insertOutbox.run(id, body.callback_url, t.to, body.generation ?? 1, t.atMs, t.atMs);
+    if (body.callback_url !== undefined) {
+      insertOutbox.run(id, body.callback_url, originOf(body.callback_url), t.to, body.generation ?? 1, t.atMs, t.atMs);
+    }
     return true;
   });
 

@@ -108,7 +108,9 @@ describe('supervising agent', () => {
   });
 
   it('a wrong agent secret is a 401 and decides nothing', async () => {
-    const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending?limit=200`, { headers: { authorization: 'Bearer not-the-agent' } });
+    const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending?limit=200`, {
+      headers: { authorization: 'Bearer not-the-agent' },
+    });
     expect(res.status).toBe(401);
     const client = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending?limit=200`, {
       headers: { authorization: `Bearer ${stack.secrets.approvalsClientToken}` },

@@ -223,6 +223,19 @@ export const ConfigSchema = z.object({
   /** Approval validity the reference approval service grants. */
   COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000),
   /**
+   * The reference approval service's status-change callbacks (`src/approvals/api/callbacks.ts`,
+   * docs/APPROVERS.md): attempts per callback before it is given up (then the workflow's status
+   * poll finds the status), the first retry's delay bound and the cap (full jitter: each delay is
+   * drawn from [0, min(cap, base × 2^(n−1))) ms), the per-attempt timeout, and attempts in flight
+   * at once overall and per receiver origin.
+   */
+  COUNTERSIGN_CALLBACK_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(10),
+  COUNTERSIGN_CALLBACK_BASE_DELAY_MS: ms(500),
+  COUNTERSIGN_CALLBACK_MAX_DELAY_MS: ms(60_000),
+  COUNTERSIGN_CALLBACK_TIMEOUT_MS: ms(5_000),
+  COUNTERSIGN_CALLBACK_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16),
+  COUNTERSIGN_CALLBACK_RECEIVER_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(4),
+  /**
    * Production: the OAuth 2.1 authorization server whose access tokens the MCP endpoint accepts
    * (exact `iss`). Unset: the embedded development issuer.
    */

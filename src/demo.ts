@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     const bob = secrets.approvers.find((a) => a.id === 'bob')!;
     const basic = `Basic ${Buffer.from(`${bob.id}:${bob.secret}`).toString('base64')}`;
     const pendingList = (await (
-      await fetch(`${approvalsUrl}/access/v1/approvals/pending`, { headers: { authorization: basic } })
+      await fetch(`${approvalsUrl}/access/v1/approvals/pending?limit=200`, { headers: { authorization: basic } })
     ).json()) as { items: Array<{ id: string; arguments: { memo?: string } }> };
     const req = pendingList.items.find((i) => i.arguments.memo === `demo ${run}`);
     check(!!req, "the request is in bob's queue");

@@ -510,6 +510,14 @@ export async function startApprovalsRole(
     callbackSecret: secrets.callbackSecret,
     approvers: secrets.approvers,
     approvalValidityMs: config.COUNTERSIGN_APPROVAL_VALIDITY_MS,
+    callbackDelivery: {
+      maxAttempts: config.COUNTERSIGN_CALLBACK_ATTEMPTS,
+      baseDelayMs: config.COUNTERSIGN_CALLBACK_BASE_DELAY_MS,
+      maxDelayMs: config.COUNTERSIGN_CALLBACK_MAX_DELAY_MS,
+      attemptTimeoutMs: config.COUNTERSIGN_CALLBACK_TIMEOUT_MS,
+      concurrency: config.COUNTERSIGN_CALLBACK_CONCURRENCY,
+      perReceiverConcurrency: config.COUNTERSIGN_CALLBACK_RECEIVER_CONCURRENCY,
+    },
     publicBaseUrl: ctx.urls.approvalsUrl,
     trustedProxies: config.COUNTERSIGN_TRUSTED_PROXIES,
     logger: ctx.logger.child({ part: 'approvals' }),
@@ -523,10 +531,12 @@ export async function startApprovalsRole(
     await approvals.drainCallbacks().catch(() => undefined);
     approvals.close();
   };
+  const metrics = ctx.metrics ?? createAppMetrics();
+  metrics.setCallbackOutboxSource(() => approvals.store.callbacks.counts());
   const unmount = await withOps(
     opts.mount,
     config,
-    ctx.metrics ?? createAppMetrics(),
+    metrics,
     [],
   )((req, env) => approvals.app.fetch(req, env as object)).catch(async (err: unknown) => {
     await shut();

@@ -38,7 +38,7 @@ export async function approveResultScenario(ctx: BenchContext): Promise<ApproveR
     const memo = `approve ${seq++} ${randomUUID()}`;
     const taskId = await createTask(client, memo);
     const list = (await (
-      await fetch(`${approvals}/access/v1/approvals/pending`, { headers: { authorization: ctx.approverAuth } })
+      await fetch(`${approvals}/access/v1/approvals/pending?limit=200`, { headers: { authorization: ctx.approverAuth } })
     ).json()) as { items: Array<{ id: string; arguments: { memo?: string } }> };
     const req = list.items.find((i) => i.arguments.memo === memo);
     if (!req) throw new Error('approval request not found at the approval service');

@@ -7,7 +7,8 @@
  *
  * Implements the backend half of SEP-2848's approval-backend contract as the AuthZEN ARAP
  * worked example (`src/backends/approval-backend.ts`). Every status change is a compare-and-set from `pending` in the
- * store and then one callback (when the request has a `callback_url`).
+ * store, which writes the callback to the outbox in the same transaction (when the request has a
+ * `callback_url`); the dispatcher (`api/callbacks.ts`) delivers it after the caller has its answer.
  * Deliberately does not: authenticate callers (routes do), run the risk engine or webhooks
  * (they subscribe with `onCreated`), or extend deadlines.
  */
@@ -19,7 +20,7 @@ import type { CallbackDispatcher } from './api/callbacks.js';
 import { requiredApprovals, type ApprovalRules } from './deciders/approval-rules.js';
 import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from '../auth/principal-keys.js';
-import type { AccessRequestRecord, ApprovalStore, ApprovalVote, Transition } from './store/store.js';
+import type { AccessRequestRecord, ApprovalStore, ApprovalVote, RequestFilter, Transition } from './store/store.js';
 
 // `canonicalize` is CommonJS with an ESM-style `export default` typing; under NodeNext the default
 // import is the function at runtime, but TypeScript types it as the module object.
@@ -97,6 +98,12 @@ export interface RequestLifecycle {
   decide(id: string, decider: Decider, decision: Decision, comment?: string, rule?: string): DecideOutcome;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
   refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
+  /**
+   * The store filter of the pending requests `decider` may decide now: the SQL form of
+   * {@link RequestLifecycle.refusalFor} returning null (its groups and tools, not a request of any
+   * of its names, not one it already approved), for paging and counting in the store.
+   */
+  decidableFilter(decider: Decider): RequestFilter;
   /** Approvals recorded on a request so far, oldest first. */
   votes(id: string): ApprovalVote[];
   /** Call `fn` after each newly created request (risk engine, ITSM notification). `fn` must not throw. */
@@ -138,10 +145,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
   function changed(record: AccessRequestRecord): AccessRequestRecord {
     logger.info({ requestId: record.id, status: record.status, actor: record.resolvedBy }, 'access request status changed');
-    const url = record.body.callback_url;
-    if (url !== undefined) {
-      callbacks.notify({ url, requestId: record.id, status: record.status, generation: record.body.generation });
-    }
+    // The store wrote the callback's outbox row with the change; deliver it in the background.
+    if (record.body.callback_url !== undefined) callbacks.wake();
     for (const fn of changedListeners) fn(record);
     return record;
   }
@@ -311,6 +316,15 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     },
 
     refusalFor,
+
+    decidableFilter(decider) {
+      return {
+        ...(decider.groups !== undefined ? { groups: decider.groups } : {}),
+        ...(decider.tools !== undefined ? { tools: decider.tools } : {}),
+        excludeNames: deciderNames(decider),
+        excludeApprovedBy: decider.person,
+      };
+    },
 
     sweep() {
       let count = 0;

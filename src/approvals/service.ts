@@ -33,7 +33,7 @@ import { createRiskEngine } from './deciders/risk-engine.js';
 import { createOidcSessionManager, type OidcSignInOptions } from './inbox/oidc-sessions.js';
 import { createSessionManager } from './inbox/session.js';
 import { createSignInThrottle } from './inbox/sign-in-throttle.js';
-import { createCallbackDispatcher } from './api/callbacks.js';
+import { createCallbackDispatcher, type CallbackDeliveryPolicy } from './api/callbacks.js';
 import type { Approver } from './api/http-auth.js';
 import { problemNotFound, problemOnError } from '../http/error-handlers.js';
 import { createRequestLifecycle } from './request-lifecycle.js';
@@ -67,8 +67,13 @@ export interface ApprovalServiceOptions {
   now?: () => number;
   /** HTTP client for callbacks; default global `fetch`. */
   fetch?: typeof fetch;
-  /** Waits before callback attempts 2 and 3, ms; default `[250, 1000]`. */
-  callbackRetryDelaysMs?: readonly number[];
+  /**
+   * Callback delivery: attempts, backoff bounds, per-attempt timeout, concurrency (overrides of
+   * `DEFAULT_CALLBACK_DELIVERY` in `api/callbacks.ts`; `COUNTERSIGN_CALLBACK_*` in `src/config.ts`).
+   */
+  callbackDelivery?: Partial<CallbackDeliveryPolicy>;
+  /** Random source in [0, 1) for the callback retry jitter; default `Math.random`. */
+  callbackRandom?: () => number;
   /**
    * The operator's rules file (JSON, see docs/APPROVERS.md); a missing file is created at start
    * with `DEFAULT_APPROVAL_RULES`. Read at start (an invalid file throws `ApprovalRulesError`) and
@@ -129,9 +134,15 @@ export interface ApprovalService {
    * the risk engine left the request pending) and `decided` on every terminal status.
    */
   notify(notification: ApprovalNotification): Promise<void>;
-  /** Resolves when every callback, ITSM notification and channel notification started so far has finished (tests, graceful shutdown). */
+  /**
+   * Resolves when every ITSM and channel notification started so far has finished and no callback
+   * is in flight or due now (each is delivered, given up, or waiting for a later retry). Tests, graceful shutdown.
+   */
   drainCallbacks(): Promise<void>;
-  /** Close the database. In-flight callbacks still finish. */
+  /**
+   * Stop delivering callbacks and close the database. Attempts in flight finish without recording
+   * their outcome; undelivered callbacks stay in the outbox for the next start.
+   */
   close(): void;
 }
 
@@ -168,10 +179,15 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
   let rules = opts.rules ?? (opts.rulesFile !== undefined ? loadApprovalRules(opts.rulesFile) : DEFAULT_APPROVAL_RULES);
   warnOverlaps(rules);
   const store = openApprovalStore(opts.dbPath);
-  const callbackOpts: Parameters<typeof createCallbackDispatcher>[0] = { secret: opts.callbackSecret, now, logger };
-  if (opts.fetch !== undefined) callbackOpts.fetch = opts.fetch;
-  if (opts.callbackRetryDelaysMs !== undefined) callbackOpts.retryDelaysMs = opts.callbackRetryDelaysMs;
-  const callbacks = createCallbackDispatcher(callbackOpts);
+  const callbacks = createCallbackDispatcher({
+    secret: opts.callbackSecret,
+    outbox: store.callbacks,
+    now,
+    logger,
+    ...(opts.fetch !== undefined ? { fetch: opts.fetch } : {}),
+    ...(opts.callbackDelivery !== undefined ? { policy: opts.callbackDelivery } : {}),
+    ...(opts.callbackRandom !== undefined ? { random: opts.callbackRandom } : {}),
+  });
   const lifecycle = createRequestLifecycle({
     store,
     callbacks,
@@ -330,6 +346,9 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       await slack?.drain();
       await callbacks.drain();
     },
-    close: () => store.close(),
+    close: () => {
+      void callbacks.stop();
+      store.close();
+    },
   };
 }

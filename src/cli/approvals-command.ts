@@ -1,5 +1,5 @@
 /**
- * `countersign approvals list | show <id> | approve <id> | deny <id> --comment …`: the approver's
+ * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | approve <id> | deny <id> --comment …`: the approver's
  * command line, a client of the approval service's HTTP API (`/access/v1`, see
  * `src/approvals/api/arap-routes.ts`), never of its database.
  *
@@ -158,9 +158,10 @@ function approvalsText(i: ApprovalItem): string {
   return `${i.approvals.length}/${i.required_approvals}`;
 }
 
-/** The `approvals list` table for `items` (as `GET /access/v1/approvals/pending` returns them). */
-export function listText(items: ApprovalItem[]): string {
-  if (items.length === 0) return 'Nothing is waiting for your decision.\n';
+/** The `approvals list` table for `items` (as `GET /access/v1/approvals/pending` returns them); `total`: how many wait in all (default the rows shown). */
+export function listText(items: ApprovalItem[], total: number = items.length): string {
+  if (items.length === 0)
+    return total === 0 ? 'Nothing is waiting for your decision.\n' : `${total} waiting for your decision; none on this page.\n`;
   const now = Date.now();
   const rows = items.map((i) => [
     v(i.id),
@@ -177,7 +178,9 @@ export function listText(items: ApprovalItem[]): string {
       .map((v, c) => v.padEnd(widths[c] ?? 0))
       .join('  ')
       .trimEnd();
-  return `${[line(head), ...rows.map(line)].join('\n')}\n${items.length} waiting for your decision.\n`;
+  const count =
+    total === items.length ? `${total} waiting for your decision.` : `${items.length} shown of ${total} waiting for your decision.`;
+  return `${[line(head), ...rows.map(line)].join('\n')}\n${count}\n`;
 }
 
 /** The `approvals show` text for one item: the tool and where it comes from, then every argument on its own row. */
@@ -246,6 +249,59 @@ async function decide(
   return `${v(id)} is now ${v(body.status)}.\n`;
 }
 
+/** Options of `approvals list`. */
+interface ListOptions {
+  limit?: string;
+  cursor?: string;
+  tool?: string;
+  group?: string;
+  json?: boolean;
+}
+
+/** One page of `GET /access/v1/approvals/pending`. */
+export interface ApprovalsPage {
+  items: ApprovalItem[];
+  /** Every pending request this caller may decide (absent from services before paging). */
+  total?: number;
+  /** Cursor of the next page; null or absent on the last. */
+  next_cursor?: string | null;
+}
+
+/**
+ * `approvals list`: with `--limit` or `--cursor`, the one page asked for (and the cursor of the
+ * next); otherwise every page, following `next_cursor` (pages of 200). A bad `--limit` or
+ * `--cursor` is the service's 400, exit 1 with its detail.
+ */
+async function list(client: ApprovalsClient, o: ListOptions): Promise<string> {
+  const query = (limit: string, cursor: string | undefined) => {
+    const q = new URLSearchParams({ limit });
+    if (cursor !== undefined) q.set('cursor', cursor);
+    if (o.tool !== undefined) q.set('tool', o.tool);
+    if (o.group !== undefined) q.set('group', o.group);
+    return `/approvals/pending?${q.toString()}`;
+  };
+  if (o.limit !== undefined || o.cursor !== undefined) {
+    const page = (await call(client, 'GET', query(o.limit ?? '50', o.cursor))) as ApprovalsPage;
+    if (o.json) return `${JSON.stringify(page, null, 2)}\n`;
+    const more =
+      typeof page.next_cursor === 'string'
+        ? `More: countersign approvals list --limit ${o.limit ?? '50'} --cursor ${v(page.next_cursor)}\n`
+        : '';
+    return `${listText(page.items, page.total)}${more}`;
+  }
+  const items: ApprovalItem[] = [];
+  let cursor: string | undefined;
+  let total: number | undefined;
+  for (;;) {
+    const page = (await call(client, 'GET', query('200', cursor))) as ApprovalsPage;
+    items.push(...page.items);
+    total = page.total;
+    if (typeof page.next_cursor !== 'string' || page.next_cursor === '') break;
+    cursor = page.next_cursor;
+  }
+  return o.json ? `${JSON.stringify(items, null, 2)}\n` : listText(items, total ?? items.length);
+}
+
 /** Register `approvals` and its subcommands on `program`; `env()` reads the client's variables (`loadApprovalsClientEnv`). */
 export function registerApprovalsCommand(program: Command, env: () => ApprovalsClientEnv): void {
   const approvals = program
@@ -256,14 +312,13 @@ export function registerApprovalsCommand(program: Command, env: () => ApprovalsC
     .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : APPROVALS_EXIT.usage));
   approvals
     .command('list')
-    .description('pending requests you may decide')
-    .option('--json', 'print the service JSON')
-    .action((o: { json?: boolean }) =>
-      run(env, async (client) => {
-        const { items } = (await call(client, 'GET', '/approvals/pending')) as { items: ApprovalItem[] };
-        return o.json ? `${JSON.stringify(items, null, 2)}\n` : listText(items);
-      }),
-    );
+    .description('pending requests you may decide: every page, or one page with --limit / --cursor')
+    .option('--limit <n>', 'one page of at most n requests (1-200); prints the cursor of the next page')
+    .option('--cursor <cursor>', 'the page after this cursor (next_cursor of a previous page)')
+    .option('--tool <name>', 'only requests for this tool')
+    .option('--group <name>', 'only requests of this approver group')
+    .option('--json', 'print the service JSON (all pages: the items; one page: the page as the service returns it)')
+    .action((o: ListOptions) => run(env, (client) => list(client, o)));
   approvals
     .command('show <id>')
     .description('one request: arguments, reason, approvals so far, audit trail')

@@ -12,6 +12,7 @@
  * | `countersign_approval_expiries_total` | counter | `kind` | worker: a terminal denial because a window passed: `request`, `approval` |
  * | `countersign_submissions_refused_total` | counter | `limit` | MCP front: a new approval refused by a per-principal limit |
  * | `countersign_callback_refusals_total` | counter | `reason` | MCP front: a backend callback refused (`unauthorized`, `not-pending`, `malformed`, `too-large`) |
+ * | `countersign_callback_outbox` | gauge | `state` | approval service: its status-change callbacks by `state` (`pending`, `delivered`, `refused`, `gave-up`), at scrape time |
  *
  * The worker's counts come from workflow code through a sink (`workflows/metrics-sink.ts`), which the
  * SDK does not call during replay, so a restarted worker does not count a task twice.
@@ -30,7 +31,12 @@ export interface AppMetrics {
   callbackRefusals: Counter<'reason'>;
   /** Sets how `countersign_open_approval_tasks` is read at scrape time (the MCP front's visibility count). */
   setOpenTasksSource(read: () => Promise<number>): void;
+  /** Sets how `countersign_callback_outbox` is read at scrape time: rows per state (the approval service's outbox). */
+  setCallbackOutboxSource(read: () => Record<string, number>): void;
 }
+
+/** The `state` values `countersign_callback_outbox` always reports (0 when none). */
+const OUTBOX_STATES = ['pending', 'delivered', 'refused', 'gave-up'] as const;
 
 /** A fresh registry with the instruments and Node's default process metrics (`process_*`, `nodejs_*`). */
 export function createAppMetrics(): AppMetrics {
@@ -47,6 +53,22 @@ export function createAppMetrics(): AppMetrics {
         this.set(await openTasks());
       } catch {
         // Temporal did not answer: keep the last value; /readyz reports the outage
+      }
+    },
+  });
+  let callbackOutbox: (() => Record<string, number>) | undefined;
+  new Gauge({
+    name: 'countersign_callback_outbox',
+    help: "The approval service's status-change callbacks by delivery state (outbox rows, read at scrape time).",
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      if (!callbackOutbox) return;
+      try {
+        const counts = callbackOutbox();
+        for (const state of OUTBOX_STATES) this.set({ state }, counts[state] ?? 0);
+      } catch {
+        // the store is closed (shutting down): keep the last values
       }
     },
   });
@@ -85,6 +107,9 @@ export function createAppMetrics(): AppMetrics {
     }),
     setOpenTasksSource(read) {
       openTasks = read;
+    },
+    setCallbackOutboxSource(read) {
+      callbackOutbox = read;
     },
   };
 }

@@ -181,4 +181,32 @@ describe('countersign approvals', () => {
     expect(show.stdout).toContain('looks fine\\u{2066} honest');
     expect(show.stdout).toContain('pay\\u{d}now\\u{2069}');
   });
+  it('list follows next_cursor past 200 pending requests, and --limit / --cursor print one page and the command for the next', async () => {
+    const bulk = { resource: { type: 'tool', id: 'bulk_payment' } };
+    const ids: string[] = [];
+    for (let i = 0; i < 205; i += 1) ids.push(await submit('alice', { to: 'acct-9', amount: 30_000 + i }, `k-bulk-${i}`, bulk));
+
+    const all = await cli(['list', '--tool', 'bulk_payment', '--json'], bob);
+    expect(all.code).toBe(0);
+    // Every request once (oldest first; requests made in the same millisecond are ordered by id).
+    const listed = (JSON.parse(all.stdout) as Array<{ id: string }>).map((i) => i.id);
+    expect([...listed].sort()).toEqual([...ids].sort());
+    const text = await cli(['list', '--tool', 'bulk_payment'], bob);
+    expect(text.stdout).toContain('205 waiting for your decision.');
+    for (const id of [ids[0]!, ids[204]!]) expect(text.stdout).toContain(id);
+
+    const first = await cli(['list', '--tool', 'bulk_payment', '--limit', '2'], bob);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('2 shown of 205 waiting for your decision.');
+    const next = /--cursor (\S+)/.exec(first.stdout)?.[1];
+    expect(next).toBeDefined();
+    const second = await cli(['list', '--tool', 'bulk_payment', '--limit', '2', '--cursor', next!, '--json'], bob);
+    const page = JSON.parse(second.stdout) as { items: Array<{ id: string }>; total: number; next_cursor: string | null };
+    expect(page.items.map((i) => i.id)).toEqual(listed.slice(2, 4));
+    expect(page.total).toBe(205);
+
+    const bad = await cli(['list', '--limit', '0'], bob);
+    expect(bad.code).toBe(APPROVALS_EXIT.unavailable);
+    expect(bad.stderr).toContain('limit must be a whole number from 1 to 200.');
+  });
 });

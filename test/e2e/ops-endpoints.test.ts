@@ -125,6 +125,9 @@ describe('Prometheus metrics', () => {
     expect(sample(text, 'countersign_approval_decision_seconds_count', { outcome: 'approved' })).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'countersign_callback_refusals_total', { reason: 'unauthorized' })).toBe(1);
     expect(sample(text, 'countersign_open_approval_tasks')).toBeGreaterThanOrEqual(1); // the pending one
+    // the approval's callback reached the MCP front through the approval service's outbox
+    expect(sample(text, 'countersign_callback_outbox', { state: 'delivered' })).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'countersign_callback_outbox', { state: 'gave-up' })).toBe(0);
     expect(text).toMatch(/^# TYPE countersign_submissions_refused_total counter$/m);
     expect(text).toMatch(/^temporal_\w+/m); // the SDK runtime's exporter, appended
     expect(text).not.toMatch(/alice|acct-991|ops [0-9a-f]{12}|[0-9a-f]{64}/);

@@ -24,7 +24,7 @@ const memo = () => `agent-${randomUUID().slice(0, 8)}`;
 async function agentPending(): Promise<
   Array<{ id: string; arguments: Record<string, unknown>; required_approvals: number; approvals: string[] }>
 > {
-  const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: agentAuth() });
+  const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending?limit=200`, { headers: agentAuth() });
   expect(res.status).toBe(200);
   return (
     (await res.json()) as {
@@ -108,9 +108,11 @@ describe('supervising agent', () => {
   });
 
   it('a wrong agent secret is a 401 and decides nothing', async () => {
-    const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: { authorization: 'Bearer not-the-agent' } });
+    const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending?limit=200`, {
+      headers: { authorization: 'Bearer not-the-agent' },
+    });
     expect(res.status).toBe(401);
-    const client = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, {
+    const client = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending?limit=200`, {
       headers: { authorization: `Bearer ${stack.secrets.approvalsClientToken}` },
     });
     expect(client.status).toBe(401); // the MCP server's client token cannot decide

@@ -225,7 +225,7 @@ export class Driver {
       try {
         let decided = false;
         for (const a of this.cluster.secrets.approvers) {
-          const res = await fetch(`${this.cluster.approvalsUrl}/access/v1/approvals/pending`, {
+          const res = await fetch(`${this.cluster.approvalsUrl}/access/v1/approvals/pending?limit=200`, {
             headers: { authorization: basic(a.id, a.secret) },
           });
           const items = ((await res.json()) as { items: Array<{ id: string; arguments: Record<string, unknown> }> }).items;
@@ -249,7 +249,7 @@ export class Driver {
 
   private async isPending(memo: string): Promise<boolean> {
     for (const a of this.cluster.secrets.approvers) {
-      const res = await fetch(`${this.cluster.approvalsUrl}/access/v1/approvals/pending`, {
+      const res = await fetch(`${this.cluster.approvalsUrl}/access/v1/approvals/pending?limit=200`, {
         headers: { authorization: basic(a.id, a.secret) },
       });
       const items = ((await res.json()) as { items: Array<{ arguments: Record<string, unknown> }> }).items;

@@ -116,7 +116,7 @@ describe('gateway in separate roles', () => {
     const bob = secrets.approvers.find((a) => a.id === 'bob')!;
     const urls = roleUrls(config);
     const pending = (await (
-      await fetch(`${urls.approvalsUrl}/access/v1/approvals/pending`, { headers: { authorization: basic(bob.id, bob.secret) } })
+      await fetch(`${urls.approvalsUrl}/access/v1/approvals/pending?limit=200`, { headers: { authorization: basic(bob.id, bob.secret) } })
     ).json()) as {
       items: Array<{ id: string; arguments: Record<string, unknown> }>;
     };

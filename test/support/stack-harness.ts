@@ -86,7 +86,9 @@ export async function pendingFor(
   approverId: string,
 ): Promise<Array<{ id: string; requester: string; arguments: Record<string, unknown> }>> {
   const a = stack.secrets.approvers.find((x) => x.id === approverId)!;
-  const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending`, { headers: { authorization: basic(a.id, a.secret) } });
+  const res = await fetch(`${stack.urls.approvals}/access/v1/approvals/pending?limit=200`, {
+    headers: { authorization: basic(a.id, a.secret) },
+  });
   return ((await res.json()) as { items: Array<{ id: string; requester: string; arguments: Record<string, unknown> }> }).items;
 }
 

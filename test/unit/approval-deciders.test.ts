@@ -163,7 +163,7 @@ describe('supervising agent scope', () => {
     });
     const id = await submit(s, { amount: 50_000, to: 'acct-1' }, 'k');
     const seen = await s.app.request('/access/v1/approvals/pending', { headers: { Authorization: 'Bearer agent-a' } });
-    expect(await seen.json()).toEqual({ items: [] });
+    expect(await seen.json()).toEqual({ items: [], total: 0, next_cursor: null });
     expect(await decide(s, id, 'Bearer agent-a', 'approve')).toMatchObject({
       status: 403,
       body: { detail: "This credential may not decide requests for this request's tool." },

@@ -63,7 +63,7 @@ function makeService(extra: Partial<ApprovalServiceOptions> = {}): ApprovalServi
     logger: pino({ level: 'silent' }),
     now: () => now,
     fetch: sink.fetchImpl,
-    callbackRetryDelaysMs: [0, 0],
+    callbackDelivery: { maxAttempts: 3, baseDelayMs: 0 },
     ...extra,
   });
 }

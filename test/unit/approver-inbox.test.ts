@@ -4,6 +4,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { encodePageCursor } from '../../src/approvals/api/page-cursor.js';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
 
 const ORIGIN = 'http://localhost';
@@ -255,6 +256,25 @@ describe('CSRF', () => {
 });
 
 describe('queue, request page and history', () => {
+  it('a queue page link this inbox did not make is an HTML 400 page, and a valid one pages from there', async () => {
+    const ids = [await submit('dave', { amount: 50_000, to: 'acct-1' }, 'p1')];
+    now += 1;
+    ids.push(await submit('dave', { amount: 50_000, to: 'acct-2' }, 'p2'));
+    const { cookie } = await signIn('alice', 'alice-pw');
+    for (const bad of ['?after=%%%', '?before=bm90LWEtY3Vyc29y', `?after=${Buffer.from('[1]').toString('base64url')}`]) {
+      const res = await svc.app.request(`/approver${bad}`, { headers: { Cookie: cookie } });
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(await res.text()).toContain('That page link is not one this inbox made.');
+    }
+    const first = svc.store.get(ids[0]!)!;
+    const after = encodePageCursor({ createdAtMs: first.createdAtMs, id: first.id });
+    const html = await page(`/approver?after=${after}`, cookie);
+    expect(html).toContain(`data-request-id="${ids[1]}"`);
+    expect(html).not.toContain(`data-request-id="${ids[0]}"`);
+    expect(html).toContain('data-testid="page-previous"');
+  });
+
   it('the queue lists the group’s pending requests with summary and countdown, filters by tool and requester, and escapes user data', async () => {
     await submit('dave', { amount: 50_000, to: 'acct-991', memo: 'rent' }, 'k1');
     await submit('<img src=x onerror=alert(1)>', { amount: 30_000, to: 'acct-2', memo: '<script>alert(1)</script>' }, 'k2');

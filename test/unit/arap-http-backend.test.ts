@@ -96,7 +96,7 @@ beforeAll(async () => {
     approvers: [{ id: 'alice', secret: 'alice-pw', groups: ['treasury'] }],
     publicBaseUrl: baseUrl,
     logger: pino({ level: 'silent' }),
-    callbackRetryDelaysMs: [0, 0],
+    callbackDelivery: { maxAttempts: 3, baseDelayMs: 0 },
   });
 });
 

@@ -8,8 +8,10 @@
  * - `POST /requests/:id/decision` (approver Basic, or a supervising agent's Bearer secret) →
  *   status body (+ `approvals`, `required_approvals`; still `pending` after a partial approval)
  *   | 403 | 409
- * - `GET /approvals/pending` (approver Basic or agent Bearer) → the pending requests this decider
- *   may decide (their groups or tools, never their own, not already approved by them)
+ * - `GET /approvals/pending?limit=&cursor=&tool=&group=` (approver Basic or agent Bearer) → one page
+ *   `{items, total, next_cursor}` of the pending requests this decider may decide (their groups or
+ *   tools, never their own, not already approved by them), oldest first; `total` counts every such
+ *   request, `next_cursor` (null on the last page) continues after this page (`page-cursor.ts`)
  * - `GET /approvals/:id` (approver Basic or agent Bearer) → one request in their scope with its
  *   approvals so far and audit trail (the CLI's `show`)
  * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `src/approvals/deciders/itsm-webhook.ts`)
@@ -31,13 +33,16 @@ import { parseJsonWithLimits } from '../../http/json-limits.js';
 import { problem } from '../../http/problem.js';
 import { faultPoint } from '../../fault-point.js';
 import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
-import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
+import type { AccessRequestRecord, ApprovalStore, RequestFilter } from '../store/store.js';
+import { encodePageCursor, parsePageQuery } from './page-cursor.js';
 import { headline } from '../inbox/format.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 /** Largest accepted body of `POST /requests`, in bytes (1 MiB). */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Longest accepted `tool=` / `group=` filter of the pending list, in characters. */
+export const MAX_FILTER_LENGTH = 200;
 /** Largest accepted body of every other route (decisions, cancels, ITSM decisions), in bytes (64 KiB). */
 export const MAX_SMALL_BODY_BYTES = 64 * 1024;
 
@@ -216,21 +221,40 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   app.get('/approvals/pending', (c) => {
     const who = decider(c);
     if (who instanceof Response) return who;
+    const page = parsePageQuery(c.req.query('limit'), c.req.query('cursor'));
+    if (!page.ok) return problem('invalid-request', page.detail);
+    const tool = c.req.query('tool');
+    const group = c.req.query('group');
+    for (const [name, value] of [
+      ['tool', tool],
+      ['group', group],
+    ] as const) {
+      if (value !== undefined && (value === '' || value.length > MAX_FILTER_LENGTH)) {
+        return problem('invalid-request', `${name} must be 1 to ${MAX_FILTER_LENGTH} characters.`);
+      }
+    }
     lifecycle.sweep();
-    const filter = {
-      ...(who.groups !== undefined ? { groups: who.groups } : {}),
-      ...(who.tools !== undefined ? { tools: who.tools } : {}),
+    const filter: RequestFilter = {
+      ...lifecycle.decidableFilter(who),
+      ...(tool !== undefined ? { tool } : {}),
+      ...(group !== undefined ? { group } : {}),
     };
-    const items = deps.store
-      .listPending(filter)
-      .filter((r) => lifecycle.refusalFor(who, r) === null)
-      .map((r) =>
-        approvalItem(
-          r,
-          lifecycle.votes(r.id).map((v) => v.approver),
-        ),
-      );
-    return c.json({ items }, 200);
+    const result = deps.store.pagePending(filter, { limit: page.limit, ...(page.after !== undefined ? { after: page.after } : {}) });
+    const last = result.records[result.records.length - 1];
+    const items = result.records.map((r) =>
+      approvalItem(
+        r,
+        lifecycle.votes(r.id).map((v) => v.approver),
+      ),
+    );
+    return c.json(
+      {
+        items,
+        total: result.total,
+        next_cursor: result.hasAfter && last !== undefined ? encodePageCursor({ createdAtMs: last.createdAtMs, id: last.id }) : null,
+      },
+      200,
+    );
   });
 
   app.get('/approvals/:id', (c) => {

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { firstMatchingRiskRule, type ApprovalRules } from './approval-rules.js';
 import { RISK_ENGINE_DECIDER } from './decider.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
-import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
+import type { AccessRequestRecord, ApprovalStore, PendingKey } from '../store/store.js';
 
 /** The engine. */
 export interface RiskEngine {
@@ -55,8 +55,15 @@ export function createRiskEngine(deps: {
     evaluatePending() {
       if (deps.rules().risk.length === 0) return 0;
       let count = 0;
-      for (const r of deps.store.listPending({}, 1000)) if (evaluate(r) !== null) count += 1;
-      return count;
+      // Every pending request, a keyset page at a time (not only the oldest 1,000).
+      let after: PendingKey | undefined;
+      for (;;) {
+        const page = deps.store.pagePending({}, { limit: 500, ...(after !== undefined ? { after } : {}) });
+        for (const r of page.records) if (evaluate(r) !== null) count += 1;
+        const last = page.records[page.records.length - 1];
+        if (!page.hasAfter || last === undefined) return count;
+        after = { createdAtMs: last.createdAtMs, id: last.id };
+      }
     },
   };
 }

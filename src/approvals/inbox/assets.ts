@@ -20,6 +20,7 @@ header.top .who{margin-left:auto;display:flex;align-items:center;gap:.8rem;color
 header.top .who button{background:transparent;border:1px solid #51607f;color:#fff;border-radius:4px;padding:.2rem .6rem;cursor:pointer}
 .badge{display:inline-block;min-width:1.4em;padding:0 .45em;border-radius:999px;background:#e85d04;color:#fff;font-size:.8rem;font-weight:700;text-align:center}
 .badge.zero{background:#d0d4d9;color:#555}
+.pager{display:flex;gap:1em;align-items:center;margin:1em 0}
 main{max-width:76rem;margin:1.5rem auto;padding:0 1.5rem}
 h1{font-size:1.35rem;margin:.2rem 0 1rem}h2{font-size:1.05rem;margin:1.6rem 0 .6rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:1rem 1.2rem;margin-bottom:1rem}

@@ -3,7 +3,9 @@
  * (tool, requester, one-line argument summary, approvals so far, age, live countdown, what the
  * approver can do; filters by tool and requester) and the history of decided, expired and
  * cancelled requests. Every value is escaped by hono/jsx.
- * Deliberately does not: decide anything or paginate (200 pending / 100 history rows at most).
+ * The queue is one page of the pending requests (previous / next links carry keyset cursors) with
+ * the true counts; the history shows its newest 100 rows.
+ * Deliberately does not: decide anything, or paginate the history.
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
@@ -16,6 +18,16 @@ export interface QueueItem {
   record: AccessRequestRecord;
   approvals: number;
   refusal: DecideRefusal | null;
+}
+
+/** The queue's counts and page links (absent link: no such page). */
+export interface QueuePaging {
+  /** Pending requests in the approver's groups matching the filters, on every page. */
+  total: number;
+  /** Of those, how many this approver may decide now. */
+  waiting: number;
+  previous?: string | undefined;
+  next?: string | undefined;
 }
 
 /** Current filter values and the choices offered. */
@@ -78,14 +90,20 @@ function YourPart(props: { refusal: DecideRefusal | null }) {
 }
 
 /** The queue (`GET /approver`). `nowMs` renders ages and countdowns; the script keeps them ticking. */
-export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: ListFilters; flash?: Child | undefined }) {
-  const mine = props.items.filter((i) => i.refusal === null).length;
+export function QueueView(props: {
+  items: QueueItem[];
+  nowMs: number;
+  filters: ListFilters;
+  paging: QueuePaging;
+  flash?: Child | undefined;
+}) {
+  const p = props.paging;
   return (
     <>
       <h1>
         Pending requests{' '}
-        <span class="muted">
-          · {mine} waiting for your decision, {props.items.length} open in your groups
+        <span class="muted" data-testid="queue-counts">
+          · {p.waiting} waiting for your decision, {p.total} open in your groups
         </span>
       </h1>
       {props.flash ?? ''}
@@ -136,7 +154,35 @@ export function QueueView(props: { items: QueueItem[]; nowMs: number; filters: L
           </tbody>
         </table>
       )}
+      <Pager paging={p} shown={props.items.length} />
     </>
+  );
+}
+
+/** Previous / next links of the queue, and how many rows this page shows of how many. */
+function Pager(props: { paging: QueuePaging; shown: number }) {
+  const p = props.paging;
+  if (p.previous === undefined && p.next === undefined) return '';
+  return (
+    <nav class="pager" data-testid="pager">
+      {p.previous !== undefined ? (
+        <a class="btn" href={p.previous} rel="prev" data-testid="page-previous">
+          ← Older
+        </a>
+      ) : (
+        ''
+      )}
+      <span class="muted">
+        showing {props.shown} of {p.total}, oldest first
+      </span>
+      {p.next !== undefined ? (
+        <a class="btn" href={p.next} rel="next" data-testid="page-next">
+          Newer →
+        </a>
+      ) : (
+        ''
+      )}
+    </nav>
   );
 }
 

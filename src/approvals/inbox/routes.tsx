@@ -4,7 +4,8 @@
  * - `GET /login`, `POST /login` (id + password → session cookie, see `session.ts`), `POST /logout`;
  *   with OIDC configured (`oidc-sessions.ts`) instead `GET /login` starts the IdP flow and
  *   `GET /callback` finishes it, and `POST /login` is gone
- * - `GET /` the queue (`?tool=&requester=` filters), `GET /history`, `GET /requests/:id`
+ * - `GET /` the queue (`?tool=&requester=` filters; {@link INBOX_PAGE_SIZE} rows a page, `?after=` /
+ *   `?before=` keyset cursors of `../api/page-cursor.ts` for the next and previous page), `GET /history`, `GET /requests/:id`
  * - `POST /requests/:id/decision` (`decision=approve|deny`, `comment`, `csrf`) → 303 back to the
  *   request page with `?flash=<kind>`
  * - `GET /live` → `{mark}`, the store's change mark (the page script polls it)
@@ -22,7 +23,7 @@
  * read by script, answers 401 problem+json; unknown paths and hono middleware refusals (`csrf()`)
  * reach the service's problem+json handlers (`src/http/error-handlers.ts`).
  *
- * Deliberately does not: accept HTTP Basic (scripts use `/access/v1`), or paginate.
+ * Deliberately does not: accept HTTP Basic (scripts use `/access/v1`), or paginate the history (its newest 100 rows).
  */
 import type { Child } from 'hono/jsx';
 import { Hono, type Context } from 'hono';
@@ -34,7 +35,8 @@ import { personDecider } from '../deciders/decider.js';
 import { INBOX_CSS, INBOX_JS } from './assets.js';
 import { visible } from './format.js';
 import { ErrorPage, Flash, Frame, LoginPage } from './layout.js';
-import { HistoryView, QueueView, type ListFilters } from './lists.js';
+import { HistoryView, QueueView, type ListFilters, type QueuePaging } from './lists.js';
+import { decodePageCursor, encodePageCursor } from '../api/page-cursor.js';
 import { RequestView } from './request-page.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
@@ -73,6 +75,9 @@ const CSP =
   "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 type Env = { Variables: { session: InboxSession; decider: Decider } };
+
+/** Queue rows per page. */
+export const INBOX_PAGE_SIZE = 50;
 
 /** Largest accepted body of the sign-in form, bytes (id and password, URL-encoded). */
 export const INBOX_LOGIN_BODY_BYTES = 4 * 1024;
@@ -200,7 +205,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request', body: Child) => {
     const s = c.get('session');
     const decider = c.get('decider');
-    const pendingCount = store.listPending({ groups: s.approver.groups }).filter((r) => lifecycle.refusalFor(decider, r) === null).length;
+    const pendingCount = store.countPending(lifecycle.decidableFilter(decider));
     return c.html(
       <Frame
         title={title}
@@ -219,19 +224,43 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   app.get('/live', (c) => c.json({ mark: store.changeMark() }));
 
   app.get('/', (c) => {
-    lifecycle.sweep();
     const s = c.get('session');
     const decider = c.get('decider');
+    const after = c.req.query('after');
+    const before = c.req.query('before');
+    const afterKey = after === undefined || after === '' ? undefined : decodePageCursor(after);
+    const beforeKey = before === undefined || before === '' ? undefined : decodePageCursor(before);
+    if (afterKey === null || beforeKey === null) {
+      return errorPage(c, 400, 'Bad request', 'That page link is not one this inbox made. Open the queue again.');
+    }
+    lifecycle.sweep();
     const facets = store.pendingFacets({ groups: s.approver.groups });
     const filters = filtersOf(c, facets);
-    const items = store
-      .listPending({
-        groups: s.approver.groups,
-        ...(filters.tool ? { tool: filters.tool } : {}),
-        ...(filters.requester ? { requester: filters.requester } : {}),
-      })
-      .map((record) => ({ record, approvals: lifecycle.votes(record.id).length, refusal: lifecycle.refusalFor(decider, record) }));
-    return frame(c, 'Queue', 'queue', <QueueView items={items} nowMs={deps.now()} filters={filters} flash={flashOf(c)} />);
+    const narrow = {
+      ...(filters.tool ? { tool: filters.tool } : {}),
+      ...(filters.requester ? { requester: filters.requester } : {}),
+    };
+    const page = store.pagePending(
+      { groups: s.approver.groups, ...narrow },
+      { limit: INBOX_PAGE_SIZE, ...(beforeKey !== undefined ? { before: beforeKey } : afterKey !== undefined ? { after: afterKey } : {}) },
+    );
+    const items = page.records.map((record) => ({
+      record,
+      approvals: lifecycle.votes(record.id).length,
+      refusal: lifecycle.refusalFor(decider, record),
+    }));
+    const link = (key: 'after' | 'before', r: AccessRequestRecord | undefined): string | undefined => {
+      if (r === undefined) return undefined;
+      const q = new URLSearchParams({ ...narrow, [key]: encodePageCursor({ createdAtMs: r.createdAtMs, id: r.id }) });
+      return `/approver?${q.toString()}`;
+    };
+    const paging: QueuePaging = {
+      total: page.total,
+      waiting: store.countPending({ ...lifecycle.decidableFilter(decider), ...narrow }),
+      previous: page.hasBefore ? link('before', page.records[0]) : undefined,
+      next: page.hasAfter ? link('after', page.records.at(-1)) : undefined,
+    };
+    return frame(c, 'Queue', 'queue', <QueueView items={items} nowMs={deps.now()} filters={filters} paging={paging} flash={flashOf(c)} />);
   });
 
   app.get('/history', (c) => {

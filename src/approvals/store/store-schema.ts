@@ -1,11 +1,14 @@
 /**
  * The approval store's SQLite schema and its migration (see `store.ts` for what the tables hold).
+ * Version 2 added `request_principals` (the requester's lower-cased names, for four-eyes in SQL).
  * Version 1 (`PRAGMA user_version`) added the quorum columns, `approval_votes`, and the audit
  * columns `via`/`rule` with the `endorsed` and `notified` events. Older files are migrated in
- * one transaction, keeping every row. Deliberately does not: downgrade.
+ * one transaction, keeping every row. `callback_outbox` (status-change callbacks to deliver,
+ * `../api/callbacks.ts`) is created on open in any version's file. Deliberately does not: downgrade.
  */
 import type Database from 'better-sqlite3';
 import { REQUEST_STATUSES } from '../api/arap-wire.js';
+import { principalNames } from '../../auth/principal-keys.js';
 
 /** Audit event kinds: one per status change, plus `submitted`, `endorsed` (a partial approval counted towards a quorum) and `notified` (an ITSM notification delivered). */
 export const AUDIT_EVENT_KINDS = ['submitted', 'endorsed', 'approved', 'denied', 'expired', 'cancelled', 'notified'] as const;
@@ -30,6 +33,7 @@ CREATE TABLE IF NOT EXISTS access_requests (
 );
 CREATE INDEX IF NOT EXISTS access_requests_pending ON access_requests (status, expires_at_ms);
 CREATE INDEX IF NOT EXISTS access_requests_group ON access_requests (approver_group, status);
+CREATE INDEX IF NOT EXISTS access_requests_pending_order ON access_requests (status, created_at_ms, id);
 CREATE TABLE IF NOT EXISTS approval_votes (
   request_id TEXT NOT NULL REFERENCES access_requests (id),
   approver   TEXT NOT NULL,
@@ -45,6 +49,26 @@ CREATE TABLE IF NOT EXISTS inbox_sessions (
   expires_at_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS inbox_sessions_expiry ON inbox_sessions (expires_at_ms);
+CREATE TABLE IF NOT EXISTS request_principals (
+  name       TEXT NOT NULL,
+  request_id TEXT NOT NULL REFERENCES access_requests (id),
+  PRIMARY KEY (name, request_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS callback_outbox (
+  seq                INTEGER PRIMARY KEY AUTOINCREMENT,
+  request_id         TEXT NOT NULL REFERENCES access_requests (id),
+  url                TEXT NOT NULL,
+  origin             TEXT NOT NULL,
+  status             TEXT NOT NULL,
+  generation         INTEGER NOT NULL,
+  state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'refused', 'gave-up')),
+  attempts           INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at_ms INTEGER NOT NULL,
+  created_at_ms      INTEGER NOT NULL,
+  finished_at_ms     INTEGER,
+  last_failure       TEXT
+);
+CREATE INDEX IF NOT EXISTS callback_outbox_due ON callback_outbox (state, next_attempt_at_ms);
 `;
 
 const AUDIT_TABLE = (name: string): string => `
@@ -60,11 +84,22 @@ CREATE TABLE IF NOT EXISTS ${name} (
 );`;
 
 /** Schema version this module writes (`PRAGMA user_version`). */
-export const STORE_SCHEMA_VERSION = 1;
+export const STORE_SCHEMA_VERSION = 2;
 
 /**
- * Bring a file from before version 1 (no quorum columns, audit events limited to five kinds and
- * without `via`/`rule`) up to date, keeping every row. One transaction.
+ * The lower-cased names of a request's requester: `subject.sub` and every `act` actor's `sub`
+ * (`principalNames` in `src/auth/principal-keys.ts`), rows of `request_principals`, which
+ * four-eyes filters in SQL read.
+ */
+export function requesterNames(bodyJson: string): string[] {
+  const subject = (JSON.parse(bodyJson) as { subject: { sub: string; act?: Array<{ sub: string }> } }).subject;
+  return [...principalNames(subject)];
+}
+
+/**
+ * Bring a file from before version 2 up to date, keeping every row, in one transaction: version 1
+ * added the quorum columns and the audit events `endorsed`/`notified` with `via`/`rule` (each step
+ * skipped when already done); version 2 fills `request_principals` for existing requests.
  */
 function migrate(db: Database.Database): void {
   const version = db.pragma('user_version', { simple: true }) as number;
@@ -87,6 +122,9 @@ function migrate(db: Database.Database): void {
       db.exec(AUDIT_TABLE('audit_events'));
     }
     db.exec('CREATE INDEX IF NOT EXISTS audit_events_request ON audit_events (request_id, seq)');
+    const addName = db.prepare('INSERT OR IGNORE INTO request_principals (name, request_id) VALUES (?, ?)');
+    const rows = db.prepare('SELECT id, body_json FROM access_requests').all() as Array<{ id: string; body_json: string }>;
+    for (const row of rows) for (const name of requesterNames(row.body_json)) addName.run(name, row.id);
     db.pragma(`user_version = ${STORE_SCHEMA_VERSION}`);
   })();
 }

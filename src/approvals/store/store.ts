@@ -1,13 +1,15 @@
 /**
  * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
  *
- * Four tables (and the notification channels' two, see `ChannelStore`): `access_requests` (one row per request, with its idempotency key, the SHA-256
+ * Six tables (and the notification channels' two, see `ChannelStore`): `callback_outbox` (status-change callbacks to deliver, written in the transaction
+ * of the change; see `CallbackOutboxStore`), `request_principals` (see below), `access_requests` (one row per request, with its idempotency key, the SHA-256
  * of the canonical body, and the number of distinct approvals it needs), `approval_votes` (one
  * row per person who approved a request, primary key (request, person): a person counts once
  * whatever the channel), `inbox_sessions` (server-side inbox sessions, see `src/approvals/inbox/session.ts`) and
  * `audit_events` (append-only: submitted, endorsed (a partial approval), approved,
  * denied, expired, cancelled, notified — who, through which channel, which rule, when, comment).
- * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 1).
+ * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 2).
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
  * that completes a quorum is the one that approves.
@@ -16,7 +18,7 @@
  */
 import Database from 'better-sqlite3';
 import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from '../api/arap-wire.js';
-import { AUDIT_EVENT_KINDS, createSchema } from './store-schema.js';
+import { AUDIT_EVENT_KINDS, createSchema, requesterNames } from './store-schema.js';
 
 export { AUDIT_EVENT_KINDS };
 
@@ -105,7 +107,85 @@ export interface RequestFilter {
   groups?: readonly string[];
   tools?: readonly string[];
   tool?: string;
+  /** One approver group (within `groups`, when both are given). */
+  group?: string;
   requester?: string;
+  /**
+   * Leave out requests whose requester (`subject.sub`) or any actor in its `act` chain has one of
+   * these names, compared lower-cased as `String.prototype.toLowerCase` does (four-eyes, as
+   * `principalNames` in `src/auth/principal-keys.ts`; table `request_principals`).
+   */
+  excludeNames?: readonly string[];
+  /** Leave out requests this person (an `approval_votes.approver`, compared case-insensitively) already approved. */
+  excludeApprovedBy?: string;
+}
+
+/** A position in the pending order (oldest first): `created_at_ms`, ties broken by `id`. */
+export interface PendingKey {
+  /** ms since the Unix epoch. */
+  createdAtMs: number;
+  id: string;
+}
+
+/** Which page of {@link ApprovalStore.pagePending}: at most `limit` rows after `after` or before `before` (keyset, never an offset). */
+export interface PendingPageRequest {
+  limit: number;
+  after?: PendingKey;
+  before?: PendingKey;
+}
+
+/** One page of pending requests, oldest first. */
+export interface PendingPage {
+  records: AccessRequestRecord[];
+  /** Pending requests matching the filter, on every page. */
+  total: number;
+  /** Whether rows exist after the last record of this page. */
+  hasAfter: boolean;
+  /** Whether rows exist before the first record of this page. */
+  hasBefore: boolean;
+}
+
+/** One status-change callback to deliver (`callback_outbox`). Times in ms since epoch. */
+export interface CallbackOutboxRow {
+  seq: number;
+  requestId: string;
+  url: string;
+  /** The receiver: `url`'s scheme, host and port (the unit of per-receiver concurrency). */
+  origin: string;
+  status: RequestStatus;
+  generation: number;
+  /** `refused`: the receiver answered a 4xx that no retry can change (e.g. 409, already had it). */
+  state: 'pending' | 'delivered' | 'refused' | 'gave-up';
+  /** Attempts made so far. */
+  attempts: number;
+  /** When the row is next due (while pending; an attempt in flight pushes it past its timeout). */
+  nextAttemptAtMs: number;
+  createdAtMs: number;
+  finishedAtMs: number | null;
+  /** Why the last attempt failed (`HTTP 503`, `TimeoutError`…), or null. */
+  lastFailure: string | null;
+}
+
+/**
+ * The callback outbox. A row is written in the transaction of every status change of a request
+ * with a `callback_url` (so it survives a crash right after the change); the dispatcher in
+ * `../api/callbacks.ts` delivers it.
+ */
+export interface CallbackOutboxStore {
+  /** Pending rows due at `nowMs` whose receiver origin is not in `skipOrigins`, oldest due first, at most `limit`. */
+  due(nowMs: number, limit: number, skipOrigins?: readonly string[]): CallbackOutboxRow[];
+  /** The earliest `nextAttemptAtMs` of a pending row whose origin is not in `skipOrigins`, or null when there is none. */
+  nextDueAtMs(skipOrigins?: readonly string[]): number | null;
+  /** An attempt starts: the row is not due again before `untilMs` (a crash mid-attempt retries after it). */
+  lease(seq: number, untilMs: number): void;
+  delivered(seq: number, attempts: number, atMs: number): void;
+  retryAt(seq: number, attempts: number, nextAtMs: number, failure: string): void;
+  gaveUp(seq: number, attempts: number, atMs: number, failure: string): void;
+  refused(seq: number, attempts: number, atMs: number, failure: string): void;
+  /** Every row of a request, oldest first (tests, operators). */
+  forRequest(requestId: string): CallbackOutboxRow[];
+  /** Rows per state (absent: none), for `countersign_callback_outbox`. */
+  counts(): Partial<Record<CallbackOutboxRow['state'], number>>;
 }
 
 /** The store's API. All methods are synchronous (better-sqlite3). */
@@ -135,6 +215,14 @@ export interface ApprovalStore {
   ): void;
   /** Pending requests matching `filter`, oldest first (at most `limit`, default 200). */
   listPending(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
+  /**
+   * One keyset page of pending requests matching `filter`, oldest first (`created_at_ms`, then
+   * `id`), with the true count. Rows inserted while a caller pages land after every key it has
+   * seen (a later `created_at_ms`), so following `after` visits each row present at the start once.
+   */
+  pagePending(filter: RequestFilter, page: PendingPageRequest): PendingPage;
+  /** How many pending requests match `filter`. */
+  countPending(filter?: RequestFilter): number;
   /** Resolved requests matching `filter`, most recently resolved first (at most `limit`, default 50). */
   listResolved(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
   /** Distinct tools and requesters among pending requests of `groups` (for filter menus). */
@@ -153,6 +241,8 @@ export interface ApprovalStore {
   sessions: InboxSessionStore;
   /** What the notification channels remember: Slack messages to update, email links already used. */
   channels: ChannelStore;
+  /** Status-change callbacks to deliver. */
+  callbacks: CallbackOutboxStore;
   close(): void;
 }
 
@@ -199,6 +289,21 @@ interface RequestRow {
   quorum_rule: string | null;
 }
 
+interface OutboxRowRaw {
+  seq: number;
+  request_id: string;
+  url: string;
+  origin: string;
+  status: RequestStatus;
+  generation: number;
+  state: CallbackOutboxRow['state'];
+  attempts: number;
+  next_attempt_at_ms: number;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  last_failure: string | null;
+}
+
 interface AuditRow {
   seq: number;
   request_id: string;
@@ -227,6 +332,15 @@ function fromRow(row: RequestRow): AccessRequestRecord {
   };
 }
 
+/** `url`'s origin (scheme, host, port), or `invalid-url`. */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'invalid-url';
+  }
+}
+
 /** SQL `WHERE` fragment and parameters for a filter (column names are fixed, values bound). */
 function whereOf(filter: RequestFilter): { sql: string; params: unknown[] } {
   const parts: string[] = [];
@@ -238,7 +352,16 @@ function whereOf(filter: RequestFilter): { sql: string; params: unknown[] } {
   if (filter.groups !== undefined) inList('approver_group', filter.groups);
   if (filter.tools !== undefined) inList('tool', filter.tools);
   if (filter.tool !== undefined) inList('tool', [filter.tool]);
+  if (filter.group !== undefined) inList('approver_group', [filter.group]);
   if (filter.requester !== undefined) inList('requester_sub', [filter.requester]);
+  if (filter.excludeNames !== undefined && filter.excludeNames.length > 0) {
+    parts.push('access_requests.id NOT IN (SELECT request_id FROM request_principals WHERE name IN (SELECT value FROM json_each(?)))');
+    params.push(JSON.stringify(filter.excludeNames.map((n) => n.toLowerCase())));
+  }
+  if (filter.excludeApprovedBy !== undefined) {
+    parts.push('NOT EXISTS (SELECT 1 FROM approval_votes AS v WHERE v.request_id = access_requests.id AND cs_lower(v.approver) = ?)');
+    params.push(filter.excludeApprovedBy.toLowerCase());
+  }
   return { sql: parts.length === 0 ? '' : ` AND ${parts.join(' AND ')}`, params };
 }
 
@@ -252,6 +375,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   db.pragma('journal_mode = WAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  // JavaScript's lower-casing (Unicode), so four-eyes comparisons in SQL equal those in request-lifecycle.ts.
+  db.function('cs_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
   createSchema(db);
 
   const insertRequest = db.prepare(
@@ -276,6 +401,63 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     'SELECT approver, via, comment, at_ms FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid',
   );
   const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
+  const insertPrincipal = db.prepare('INSERT OR IGNORE INTO request_principals (name, request_id) VALUES (?, ?)');
+  const insertOutbox = db.prepare(
+    'INSERT INTO callback_outbox (request_id, url, origin, status, generation, next_attempt_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const outboxFromRow = (r: OutboxRowRaw): CallbackOutboxRow => ({
+    seq: r.seq,
+    requestId: r.request_id,
+    url: r.url,
+    origin: r.origin,
+    status: r.status,
+    generation: r.generation,
+    state: r.state,
+    attempts: r.attempts,
+    nextAttemptAtMs: r.next_attempt_at_ms,
+    createdAtMs: r.created_at_ms,
+    finishedAtMs: r.finished_at_ms,
+    lastFailure: r.last_failure,
+  });
+  const selectDueOutbox = db.prepare<[number, string, number], OutboxRowRaw>(
+    `SELECT * FROM callback_outbox WHERE state = 'pending' AND next_attempt_at_ms <= ?
+       AND origin NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at_ms, seq LIMIT ?`,
+  );
+  const selectNextDue = db.prepare<[string], { next: number | null }>(
+    "SELECT MIN(next_attempt_at_ms) AS next FROM callback_outbox WHERE state = 'pending' AND origin NOT IN (SELECT value FROM json_each(?))",
+  );
+  const leaseOutbox = db.prepare<[number, number]>("UPDATE callback_outbox SET next_attempt_at_ms = ? WHERE seq = ? AND state = 'pending'");
+  const finishOutbox = db.prepare<[string, number, number, string | null, number]>(
+    "UPDATE callback_outbox SET state = ?, attempts = ?, finished_at_ms = ?, last_failure = ? WHERE seq = ? AND state = 'pending'",
+  );
+  const retryOutbox = db.prepare<[number, number, string, number]>(
+    "UPDATE callback_outbox SET attempts = ?, next_attempt_at_ms = ?, last_failure = ? WHERE seq = ? AND state = 'pending'",
+  );
+  const selectOutboxCounts = db.prepare<[], { state: CallbackOutboxRow['state']; n: number }>(
+    'SELECT state, COUNT(*) AS n FROM callback_outbox GROUP BY state',
+  );
+  const selectOutboxFor = db.prepare<[string], OutboxRowRaw>('SELECT * FROM callback_outbox WHERE request_id = ? ORDER BY seq');
+  const callbacks: CallbackOutboxStore = {
+    due: (nowMs, limit, skipOrigins = []) => selectDueOutbox.all(nowMs, JSON.stringify(skipOrigins), limit).map(outboxFromRow),
+    nextDueAtMs: (skipOrigins = []) => selectNextDue.get(JSON.stringify(skipOrigins))?.next ?? null,
+    lease(seq, untilMs) {
+      leaseOutbox.run(untilMs, seq);
+    },
+    delivered(seq, attempts, atMs) {
+      finishOutbox.run('delivered', attempts, atMs, null, seq);
+    },
+    retryAt(seq, attempts, nextAtMs, failure) {
+      retryOutbox.run(attempts, nextAtMs, failure, seq);
+    },
+    gaveUp(seq, attempts, atMs, failure) {
+      finishOutbox.run('gave-up', attempts, atMs, failure, seq);
+    },
+    refused(seq, attempts, atMs, failure) {
+      finishOutbox.run('refused', attempts, atMs, failure, seq);
+    },
+    forRequest: (requestId) => selectOutboxFor.all(requestId).map(outboxFromRow),
+    counts: () => Object.fromEntries(selectOutboxCounts.all().map((r) => [r.state, r.n])),
+  };
   const insertSession = db.prepare('INSERT INTO inbox_sessions (id_hash, approver, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?)');
   const selectSession = db.prepare<[string], { approver: string; expires_at_ms: number }>(
     'SELECT approver, expires_at_ms FROM inbox_sessions WHERE id_hash = ?',
@@ -338,6 +520,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       quorum_rule: record.quorumRule,
     });
     insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs, 'client', record.quorumRule);
+    for (const name of requesterNames(JSON.stringify(record.body))) insertPrincipal.run(name, record.id);
   });
 
   const transitionTx = db.transaction((id: string, t: Transition): boolean => {
@@ -345,6 +528,10 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     const changed = updateFromPending.run(t.to, t.atMs, t.actor, approvalJson, id).changes;
     if (changed !== 1) return false;
     insertAudit.run(id, t.to, t.actor, t.comment ?? null, t.atMs, t.via ?? null, t.rule ?? null);
+    const body = JSON.parse(selectById.get(id)?.body_json ?? '{}') as { callback_url?: string; generation?: number };
+    if (body.callback_url !== undefined) {
+      insertOutbox.run(id, body.callback_url, originOf(body.callback_url), t.to, body.generation ?? 1, t.atMs, t.atMs);
+    }
     return true;
   });
 
@@ -387,6 +574,36 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       .map(fromRow);
   };
 
+  const pagePending = (filter: RequestFilter, page: PendingPageRequest): PendingPage => {
+    const w = whereOf(filter);
+    const base = `FROM access_requests WHERE status = 'pending'${w.sql}`;
+    const total = db.prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n ${base}`).get(...w.params)?.n ?? 0;
+    const limit = Math.max(0, Math.floor(page.limit));
+    const key = page.before ?? page.after;
+    const backwards = page.before !== undefined;
+    const keySql = key === undefined ? '' : backwards ? ' AND (created_at_ms, id) < (?, ?)' : ' AND (created_at_ms, id) > (?, ?)';
+    const keyParams = key === undefined ? [] : [key.createdAtMs, key.id];
+    const order = backwards ? 'ORDER BY created_at_ms DESC, id DESC' : 'ORDER BY created_at_ms, id';
+    const rows = db.prepare<unknown[], RequestRow>(`SELECT * ${base}${keySql} ${order} LIMIT ?`).all(...w.params, ...keyParams, limit + 1);
+    const more = rows.length > limit;
+    const pageRows = rows.slice(0, limit);
+    if (backwards) pageRows.reverse();
+    /** Whether a matching pending row lies beyond `k` in direction `op` (the opposite side of the page). */
+    const beyond = (op: '<' | '>', k: PendingKey | undefined): boolean =>
+      k !== undefined &&
+      db.prepare(`SELECT 1 ${base} AND (created_at_ms, id) ${op} (?, ?) LIMIT 1`).get(...w.params, k.createdAtMs, k.id) !== undefined;
+    const first = pageRows[0];
+    const last = pageRows[pageRows.length - 1];
+    const keyOf = (r: RequestRow | undefined): PendingKey | undefined =>
+      r === undefined ? undefined : { createdAtMs: r.created_at_ms, id: r.id };
+    return {
+      records: pageRows.map(fromRow),
+      total,
+      hasAfter: backwards ? beyond('>', keyOf(last) ?? key) : more,
+      hasBefore: backwards ? more : beyond('<', keyOf(first) ?? key),
+    };
+  };
+
   return {
     insert(record, actor) {
       insertTx(record, actor);
@@ -417,6 +634,14 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     },
     listPending(filter = {}, limit = 200) {
       return list('pending', filter, limit);
+    },
+    pagePending,
+    countPending(filter = {}) {
+      const w = whereOf(filter);
+      return (
+        db.prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM access_requests WHERE status = 'pending'${w.sql}`).get(...w.params)
+          ?.n ?? 0
+      );
     },
     listResolved(filter = {}, limit = 50) {
       return list('resolved', filter, limit);
@@ -450,6 +675,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     },
     sessions,
     channels,
+    callbacks,
     close() {
       if (db.open) db.close();
     },

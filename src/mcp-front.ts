@@ -5,6 +5,7 @@
  * limits), the gate (`createMcpServerFactory`) and the HTTP app (bearer verification, RFC 9728
  * metadata, the backend callback receiver). It does not listen: the caller serves `app.fetch`.
  */
+import type { Tracer } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
@@ -41,6 +42,8 @@ export interface McpFrontParts {
   logger: Logger;
   /** Application metrics (`src/ops/metrics.ts`): here, submissions refused by a limit. Default: none. */
   metrics?: AppMetrics;
+  /** OpenTelemetry tracer of the MCP server spans and callback spans (`src/mcp/tracing.ts`); unset: none. */
+  tracer?: Tracer;
 }
 
 /** Build the MCP front. Returns the HTTP app and `close()` (tears down the SDK handler). Never throws for configuration that `loadConfig` accepted. */
@@ -51,6 +54,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     dedupKey: p.secrets.dedupKey,
     workflowConfig: p.workflowConfig,
     createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
+    workflowSummary: config.COUNTERSIGN_WORKFLOW_SUMMARY === 'sealed',
     guard: createTemporalGuard({
       client: p.temporal,
       callTimeoutMs: config.COUNTERSIGN_TEMPORAL_CALL_TIMEOUT_MS,
@@ -85,6 +89,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     temporal: p.temporal,
     callbackSecret: p.secrets.callbackSecret,
     logger: p.logger.child({ part: 'mcp-http' }),
+    ...(p.tracer ? { tracer: p.tracer } : {}),
   });
 }
 

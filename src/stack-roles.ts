@@ -52,6 +52,7 @@ import { createSubmitChangeTool } from './tools/submit-change.js';
 import { startApprovalWorker } from './worker.js';
 import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
 import { withOpsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
+import { startTracing, type Tracing } from './ops/tracing.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
 /** The roles `serve --role` accepts. */
@@ -98,6 +99,8 @@ export interface RoleContext {
   logger: Logger;
   /** The process's application metrics (one registry per process or embedded stack); default: a fresh one per role. */
   metrics?: AppMetrics;
+  /** The process's OpenTelemetry tracing (`src/ops/tracing.ts`, one per process or embedded stack); default: off. */
+  tracing?: Tracing;
 }
 
 /**
@@ -340,11 +343,13 @@ export async function startWorkerRole(
         pdp: parts.pdp,
         tools: parts.tools,
         logger: ctx.logger.child({ part: 'worker' }),
+        ...(ctx.tracing?.enabled ? { tracer: ctx.tracing.tracer } : {}),
       },
       dataConverter: dataConverterOf(config, secrets),
       shutdownGraceMs: config.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
       ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
       ...(ctx.metrics ? { metrics: ctx.metrics } : {}),
+      ...(ctx.tracing ? { tracing: ctx.tracing } : {}),
     });
     return {
       checks: [{ name: 'worker', check: () => worker.ready() }, backendReachable(opts.approvalsUrl ?? ctx.urls.approvalsUrl)],
@@ -374,7 +379,12 @@ export async function startMcpRole(
   let parts: ToolParts | undefined;
   try {
     parts = await ownOrShared(config, ctx.logger, opts.parts);
-    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
+    const temporal = new Client({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      dataConverter: dataConverterOf(config, secrets),
+      ...(ctx.tracing?.enabled ? { interceptors: { workflow: ctx.tracing.clientInterceptors } } : {}),
+    });
     const searchAttributes = await searchAttributesEnabled(
       config.COUNTERSIGN_SEARCH_ATTRIBUTES,
       connection,
@@ -401,6 +411,7 @@ export async function startMcpRole(
       resourceUrl: urls.resourceUrl,
       logger: ctx.logger,
       metrics,
+      ...(ctx.tracing?.enabled ? { tracer: ctx.tracing.tracer } : {}),
     });
     const checks: ReadinessCheck[] = [
       { name: 'temporal', check: async () => void (await connection.workflowService.getSystemInfo({})) },
@@ -516,9 +527,31 @@ function listenAt(host: string, port: number, variable: string): Mount {
 export async function startRole(role: Role, config: Config, opts: RoleOptions): Promise<RunningRole> {
   const urls = roleUrls(config);
   const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);
-  const ctx: RoleContext = { config, secrets, urls, logger: opts.logger, metrics: createAppMetrics() };
+  const ctx: RoleContext = {
+    config,
+    secrets,
+    urls,
+    logger: opts.logger,
+    metrics: createAppMetrics(),
+    tracing: startTracing(config.TRACING),
+  };
   const host = config.COUNTERSIGN_HOST;
   quietTemporalRuntime(config);
+  const running = await startRoleIn(role, ctx, opts, host).catch(async (err: unknown) => {
+    await ctx.tracing!.shutdown();
+    throw err;
+  });
+  return {
+    ...running,
+    async stop() {
+      await running.stop();
+      await ctx.tracing!.shutdown(); // flushes the spans still batched
+    },
+  };
+}
+
+async function startRoleIn(role: Role, ctx: RoleContext, opts: RoleOptions, host: string): Promise<RunningRole> {
+  const { config, urls } = ctx;
   switch (role) {
     case 'temporal': {
       if (config.TEMPORAL_ADDRESS) throw new Error('TEMPORAL_ADDRESS is set: there is no dev server to run');

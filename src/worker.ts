@@ -12,14 +12,21 @@ import { createLimiterActivities } from '../activities/limiter-activities.js';
 import { connectWorker, type TemporalConnection } from './temporal/connect.js';
 import type { AppMetrics } from './ops/metrics.js';
 import type { CountersignSinks } from '../workflows/metrics-sink.js';
+import { TRACING_OFF, WORKFLOW_TRACING_MODULE, type Tracing } from './ops/tracing.js';
 
 /** Absolute path of the workflow module the worker bundles (re-exports every workflow). */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
-/** Bundle the workflow code once (1–2 s); pass the result to every worker of this process. */
-export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+/**
+ * Bundle the workflow code once (1–2 s); pass the result to every worker of this process.
+ * `tracing: true` bundles Temporal's OpenTelemetry workflow interceptors too (`src/ops/tracing.ts`):
+ * a worker with tracing on needs such a bundle for workflow spans (without them its activities'
+ * spans still join the client's trace, through the start's header only).
+ */
+export function bundleWorkflows(opts: { tracing?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
+    ...(opts.tracing ? { workflowInterceptorModules: [WORKFLOW_TRACING_MODULE] } : {}),
     logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
   });
 }
@@ -60,13 +67,23 @@ export async function startApprovalWorker(opts: {
   shutdownGraceMs?: number;
   /** Where the workflows' metrics sink lands (`src/ops/metrics.ts`); default: nowhere. */
   metrics?: AppMetrics;
+  /**
+   * OpenTelemetry (`src/ops/tracing.ts`): activity interceptors, the workflow span sink and, when
+   * the worker bundles the code itself, the workflow interceptors. Default: off.
+   */
+  tracing?: Tracing;
 }): Promise<RunningWorker> {
+  const tracing = opts.tracing ?? TRACING_OFF;
   const connection = await connectWorker(opts.address, opts.connection);
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    interceptors: {
+      ...tracing.workerInterceptors,
+      ...(opts.workflowBundle ? {} : { workflowModules: tracing.workflowInterceptorModules }),
+    },
     activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
     // in-flight activities may finish for most of the grace, are then cancelled, and at its end the
@@ -76,7 +93,7 @@ export async function startApprovalWorker(opts: {
     // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
     maxHeartbeatThrottleInterval: '1s',
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
-    ...(opts.metrics ? { sinks: metricsSinks(opts.metrics) } : {}),
+    sinks: { ...tracing.workflowSinks, ...(opts.metrics ? metricsSinks(opts.metrics) : {}) },
   });
   const running = worker.run();
   return {

@@ -19,14 +19,16 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', imp
 
 /**
  * Bundle the workflow code once (1–2 s); pass the result to every worker of this process.
- * `tracing: true` bundles Temporal's OpenTelemetry workflow interceptors too (`src/ops/tracing.ts`):
- * a worker with tracing on needs such a bundle for workflow spans (without them its activities'
- * spans still join the client's trace, through the start's header only).
+ * The bundle always holds Temporal's OpenTelemetry workflow interceptors (`src/ops/tracing.ts`),
+ * tracing on or off: they change the order of a workflow task's commands (their handler spans add
+ * awaits), so a run started by a worker with them must be replayed with them, and switching
+ * `OTEL_*` on or off must not change the workflow code (test/e2e/tracing.test.ts,
+ * test/workflow/replay-corpus.test.ts). With tracing off their spans go to a no-op sink.
  */
-export function bundleWorkflows(opts: { tracing?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
+export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
-    ...(opts.tracing ? { workflowInterceptorModules: [WORKFLOW_TRACING_MODULE] } : {}),
+    workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
     logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
   });
 }
@@ -68,8 +70,8 @@ export async function startApprovalWorker(opts: {
   /** Where the workflows' metrics sink lands (`src/ops/metrics.ts`); default: nowhere. */
   metrics?: AppMetrics;
   /**
-   * OpenTelemetry (`src/ops/tracing.ts`): activity interceptors, the workflow span sink and, when
-   * the worker bundles the code itself, the workflow interceptors. Default: off.
+   * OpenTelemetry (`src/ops/tracing.ts`): activity interceptors and the sink the workflow
+   * interceptors export through. Default: off (the sink drops the workflow spans).
    */
   tracing?: Tracing;
 }): Promise<RunningWorker> {
@@ -80,10 +82,8 @@ export async function startApprovalWorker(opts: {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    interceptors: {
-      ...tracing.workerInterceptors,
-      ...(opts.workflowBundle ? {} : { workflowModules: tracing.workflowInterceptorModules }),
-    },
+    // the workflow interceptors whatever the tracing (see bundleWorkflows); a prebuilt bundle has them
+    interceptors: { ...tracing.workerInterceptors, ...(opts.workflowBundle ? {} : { workflowModules: [WORKFLOW_TRACING_MODULE] }) },
     activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
     // in-flight activities may finish for most of the grace, are then cancelled, and at its end the

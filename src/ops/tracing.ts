@@ -38,6 +38,7 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
   OpenTelemetryWorkflowClientInterceptor,
   makeWorkflowExporter,
+  type OpenTelemetrySinks,
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
@@ -202,10 +203,11 @@ export interface Tracing {
   clientInterceptors: WorkflowClientInterceptor[];
   /** Worker interceptors (activities) for `Worker.create`; empty when off. */
   workerInterceptors: WorkerInterceptors;
-  /** Workflow interceptor modules to bundle with the workflow code; empty when off. */
-  workflowInterceptorModules: string[];
-  /** The `exporter` sink the workflow interceptors export through; empty when off. */
-  workflowSinks: InjectedSinks<Record<string, never>>;
+  /**
+   * The `exporter` sink the workflow interceptors ({@link WORKFLOW_TRACING_MODULE}, bundled whatever
+   * the tracing) export through; when off, one that drops the spans.
+   */
+  workflowSinks: InjectedSinks<OpenTelemetrySinks>;
   /** Flush pending spans and stop exporting; resolves even when the collector is down. */
   shutdown(): Promise<void>;
 }
@@ -216,8 +218,7 @@ export const TRACING_OFF: Tracing = {
   tracer: trace.getTracer(TRACER_NAME),
   clientInterceptors: [],
   workerInterceptors: {},
-  workflowInterceptorModules: [],
-  workflowSinks: {},
+  workflowSinks: { exporter: { export: { fn: () => undefined } } },
   shutdown: async () => undefined,
 };
 
@@ -226,8 +227,8 @@ const require = createRequire(import.meta.url);
 /**
  * The module of `@temporalio/interceptors-opentelemetry` exporting the workflow interceptors
  * (inbound: RunWorkflow, HandleSignal, HandleUpdate spans; outbound: StartActivity spans and
- * the trace header on each scheduled activity). Bundle it with the workflow code
- * (`bundleWorkflows({ tracing: true })`, `src/worker.ts`).
+ * the trace header on each scheduled activity). Always bundled with the workflow code, tracing on
+ * or off (`bundleWorkflows`, `src/worker.ts`, says why).
  */
 export const WORKFLOW_TRACING_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
@@ -292,8 +293,7 @@ export function startTracing(settings: TracingSettings | undefined): Tracing {
         }),
       ],
     },
-    workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
-    workflowSinks: { exporter: makeWorkflowExporter(processor, resource) } as unknown as InjectedSinks<Record<string, never>>,
+    workflowSinks: { exporter: makeWorkflowExporter(processor, resource) },
     shutdown: () => provider.shutdown().catch(() => undefined),
   };
 }

@@ -5,15 +5,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { dataConverterOf } from '../../src/stack-roles.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startStack, type Stack } from '../../src/stack.js';
-import { bundleWorkflows } from '../../src/worker.js';
+import { WORKFLOWS_PATH, bundleWorkflows } from '../../src/worker.js';
 import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { clientFor, decide, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
+
+const quiet = { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never;
 
 interface OtlpValue {
   stringValue?: string;
@@ -39,6 +42,8 @@ const bodies: string[] = [];
 let receiver: Server;
 let stack: Stack;
 let bundle: WorkflowBundleWithSourceMap;
+/** The approval workflow the first test ran with tracing on (its history is replayed below). */
+let tracedWorkflowId: string | undefined;
 
 beforeAll(async () => {
   receiver = createServer((req, res) => {
@@ -57,7 +62,7 @@ beforeAll(async () => {
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_SERVICE_NAME: 'countersign-e2e',
   });
-  bundle = await bundleWorkflows({ tracing: true });
+  bundle = await bundleWorkflows();
   stack = await startStack(testConfig({ ...(TRACING ? { TRACING } : {}), COUNTERSIGN_WORKFLOW_SUMMARY: 'sealed' }), {
     workflowBundle: bundle,
     logger: createLogger({ level: process.env.LOG_LEVEL ?? 'warn' }),
@@ -120,6 +125,7 @@ describe('OpenTelemetry traces of an approval task', () => {
     expect(await decide(stack, memo, 'approve')).toBe(200);
     expect((await waitForTerminal(alice, created.taskId)).status).toBe('completed');
     const { workflowId } = parseTaskId(created.taskId)!;
+    tracedWorkflowId = workflowId;
 
     const spans = await spansUntil(
       (s) =>
@@ -221,6 +227,22 @@ describe('OpenTelemetry traces of an approval task', () => {
     expect(call.status?.code).toBe(STATUS_CODE_ERROR);
     expect(attrs(call)).toMatchObject({ 'error.type': '-32602', 'rpc.response.status_code': '-32602', 'jsonrpc.request.id': 'bad-1' });
     expect(bodies.join('\n')).not.toContain('acct-7732'); // (no digits: ids and timestamps cannot hold it)
+  });
+});
+
+describe('switching tracing on or off is safe for open workflows', () => {
+  it("a run traced end to end replays with the worker's bundle, which tracing off uses too, and would not replay without the workflow interceptors", async () => {
+    expect(tracedWorkflowId).toBeDefined();
+    const history = await stack.temporal.workflow.getHandle(tracedWorkflowId!).fetchHistory();
+    // the run really went through the interceptors: its start carries their trace header
+    expect(Object.keys(history.events?.[0]?.workflowExecutionStartedEventAttributes?.header?.fields ?? {})).toContain('_tracer-data');
+    const dataConverter = dataConverterOf(stack.config, stack.secrets);
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle, dataConverter }, history)).resolves.toBeUndefined();
+    // why bundleWorkflows() always includes them (src/worker.ts): their handler spans reorder commands
+    const withoutInterceptors = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet });
+    await expect(Worker.runReplayHistory({ workflowBundle: withoutInterceptors, dataConverter }, history)).rejects.toThrow(
+      /nondeterminism/i,
+    );
   });
 });
 

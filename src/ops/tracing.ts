@@ -7,8 +7,10 @@
  *
  * Configured only by the standard `OTEL_*` variables, which `src/config.ts` parses into
  * {@link TracingSettings} with {@link tracingSettingsOf}. Off by default: with no settings,
- * {@link startTracing} returns {@link TRACING_OFF} — no provider, no exporter, no interceptor, and
- * the spans the code asks for are the `@opentelemetry/api` no-ops.
+ * {@link startTracing} returns {@link TRACING_OFF} — no provider, no exporter, no client or activity
+ * interceptor, and the spans Countersign asks for are the `@opentelemetry/api` no-ops. The workflow
+ * interceptors are the exception: they are bundled whatever the settings (`bundleWorkflows` in
+ * `src/worker.ts` says why), and with tracing off their spans end in a sink that drops them.
  *
  * Deliberately does not: record tool arguments, tokens or justifications on any span; read
  * `process.env`; register a global tracer provider (every part receives the tracer it uses, so

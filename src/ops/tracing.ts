@@ -44,7 +44,7 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
 /** Instrumentation scope name of every span Countersign itself starts. */
 export const TRACER_NAME = 'countersign';
@@ -224,15 +224,14 @@ export const TRACING_OFF: Tracing = {
   shutdown: async () => undefined,
 };
 
-const require = createRequire(import.meta.url);
-
 /**
- * The module of `@temporalio/interceptors-opentelemetry` exporting the workflow interceptors
- * (inbound: RunWorkflow, HandleSignal, HandleUpdate spans; outbound: StartActivity spans and
- * the trace header on each scheduled activity). Always bundled with the workflow code, tracing on
- * or off (`bundleWorkflows`, `src/worker.ts`, says why).
+ * The workflow interceptor module (`workflows/tracing-interceptors.ts`: Temporal's OpenTelemetry
+ * workflow interceptors without the spans of queries and update validators, which would break
+ * replay): RunWorkflow, HandleSignal, HandleUpdate, StartActivity spans and the trace header on
+ * each scheduled activity. Always bundled with the workflow code, tracing on or off
+ * (`bundleWorkflows`, `src/worker.ts`, says why).
  */
-export const WORKFLOW_TRACING_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+export const WORKFLOW_TRACING_MODULE = fileURLToPath(new URL('../../workflows/tracing-interceptors.ts', import.meta.url));
 
 let globalsInstalled = false;
 

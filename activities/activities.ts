@@ -41,7 +41,7 @@ export interface ActivityDeps {
   logger?: Logger;
   /**
    * OpenTelemetry tracer (`src/ops/tracing.ts`): `executeTool` wraps the tool in an
-   * `execute_tool {tool}` span (semconv gen-ai spans: `gen_ai.operation.name`, `gen_ai.tool.name`;
+   * `execute_tool {tool}` span (OpenTelemetry gen-ai conventions: `gen_ai.operation.name`, `gen_ai.tool.name`;
    * never the arguments or the result). Unset: the API's no-op tracer.
    */
   tracer?: Tracer;
@@ -208,8 +208,8 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
 }
 
 /**
- * Run `execute` in an INTERNAL span `execute_tool {tool}` (OpenTelemetry gen-ai semconv, §Execute
- * tool span): `error.type` is `tool_error` for an `isError` result, else the thrown error's name.
+ * Run `execute` in an INTERNAL span `execute_tool {tool}` (OpenTelemetry gen-ai conventions,
+ * docs/OPERATIONS.md §Traces): `error.type` is `tool_error` for an `isError` result, else the thrown error's name.
  * Records neither arguments nor result. Rethrows what `execute` throws.
  */
 function withToolSpan(tracer: Tracer | undefined, toolName: string, execute: () => Promise<ToolResult>): Promise<ToolResult> {

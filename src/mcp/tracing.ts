@@ -1,13 +1,13 @@
 /**
  * The MCP server span of one `/mcp` request, after the OpenTelemetry semantic conventions for MCP
- * (semconv `gen-ai/mcp.md`, §Server): kind SERVER, name `{mcp.method.name} {target}` (target: the
+ * (docs/OPERATIONS.md §Traces lists what is recorded): kind SERVER, name `{mcp.method.name} {target}` (target: the
  * tool of a `tools/call`), attributes `mcp.method.name`, `jsonrpc.request.id`,
  * `jsonrpc.protocol.version`, `mcp.protocol.version`, `mcp.session.id` (when the request has one),
  * `gen_ai.tool.name` and `gen_ai.operation.name` (`execute_tool`) for `tools/call`,
  * `network.transport`, `network.protocol.name`; on a JSON-RPC error `error.type` and
  * `rpc.response.status_code` (the error code as a string) and status ERROR; on a tool result with
- * `isError` `error.type = tool_error` (semconv §Recording errors). The parent is the trace context
- * in `params._meta` (`traceparent` / `tracestate`, semconv §Context propagation), else the HTTP
+ * `isError` `error.type = tool_error`. The parent is the trace context
+ * in `params._meta` (`traceparent` / `tracestate`, the conventions' propagation for MCP), else the HTTP
  * `traceparent` header, else none (a new trace).
  *
  * Deliberately does not record arguments, `_meta` values other than the trace context and the

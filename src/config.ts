@@ -251,7 +251,10 @@ function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | u
  * the `TEMPORAL_*` variables over the profile `TEMPORAL_PROFILE` of the Temporal CLI's config file
  * (`TEMPORAL_CONFIG_FILE`, default `~/.config/temporalio/temporal.toml`); a profile naming an
  * address counts as `TEMPORAL_ADDRESS` (no dev server is started). A bad file, missing named
- * profile or unreadable certificate is a `ConfigError` issue named `TEMPORAL_PROFILE`.
+ * profile or unreadable certificate is a `ConfigError` issue named `TEMPORAL_PROFILE`. The
+ * `OTEL_*` variables become `TRACING` (`tracingSettingsOf`, `src/ops/tracing.ts`); an unsupported
+ * exporter, protocol or sampler, or a malformed endpoint or key=value list, is an issue naming its
+ * variable (never echoing a header value).
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
   let profile: ReturnType<typeof resolveTemporalProfile> = { connection: {} };

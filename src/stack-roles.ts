@@ -522,7 +522,8 @@ function listenAt(host: string, port: number, variable: string): Mount {
 /**
  * Start `role` as its own process's only part, on the configured fixed ports. Resolves once it
  * serves (Temporal: answers; worker: polls). Throws when a port is taken, Temporal is unreachable,
- * or the configuration lacks a fixed port.
+ * or the configuration lacks a fixed port. Tracing (`OTEL_*`, `src/ops/tracing.ts`) starts with the
+ * role and is flushed by `stop()`.
  */
 export async function startRole(role: Role, config: Config, opts: RoleOptions): Promise<RunningRole> {
   const urls = roleUrls(config);
@@ -550,6 +551,7 @@ export async function startRole(role: Role, config: Config, opts: RoleOptions): 
   };
 }
 
+/** {@link startRole}'s work once the process's context (metrics, tracing) exists. */
 async function startRoleIn(role: Role, ctx: RoleContext, opts: RoleOptions, host: string): Promise<RunningRole> {
   const { config, urls } = ctx;
   switch (role) {

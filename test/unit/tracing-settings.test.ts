@@ -1,10 +1,12 @@
 // Scope: how the standard OTEL_* variables turn OpenTelemetry traces on and shape the export
 // (src/config.ts → tracingSettingsOf in src/ops/tracing.ts), off by default; and the MCP server
 // span's name, attributes and parent context read from a JSON-RPC request (src/mcp/tracing.ts).
-import { trace } from '@opentelemetry/api';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { TRACING_OFF, startTracing } from '../../src/ops/tracing.js';
+import { TRACING_OFF, startTracing, tracingSettingsOf } from '../../src/ops/tracing.js';
 import { mcpParentContext, mcpRequestSpanShape } from '../../src/mcp/tracing.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -78,6 +80,43 @@ describe('OTEL_* variables', () => {
       'OTEL_TRACES_SAMPLER_ARG',
     ]);
     expect(issues.join('\n')).not.toContain('s3cr3t-value');
+  });
+});
+
+describe('OTLP export in the default protocol', () => {
+  it('with only an endpoint set, spans go out as OTLP/HTTP protobuf to <endpoint>/v1/traces, flushed by shutdown', async () => {
+    const received: Array<{ url: string; type: string; auth: string; body: Buffer }> = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push({
+          url: req.url ?? '',
+          type: req.headers['content-type'] ?? '',
+          auth: String(req.headers['x-api-key']),
+          body: Buffer.concat(chunks),
+        });
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const tracing = startTracing(
+        tracingSettingsOf({
+          OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=k-123',
+        }),
+      );
+      const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: TRACE, spanId: '00f067aa0ba902b7', traceFlags: 1 });
+      tracing.tracer.startSpan('tools/call probe_tool', {}, parent).end();
+      await tracing.shutdown();
+      expect(received.map((r) => [r.url, r.type, r.auth])).toEqual([['/v1/traces', 'application/x-protobuf', 'k-123']]);
+      // protobuf carries the trace id as its 16 raw bytes and the span name as UTF-8
+      expect(received[0]!.body.includes(Buffer.from(TRACE, 'hex'))).toBe(true);
+      expect(received[0]!.body.includes(Buffer.from('tools/call probe_tool'))).toBe(true);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 });
 

@@ -12,6 +12,7 @@
  * Deliberately does not log arguments, approval material, backend URLs or the (unkeyed) binding
  * digest; log lines name the workflow id instead.
  */
+import { SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import { boundStoredResult, MAX_STORED_RESULT_CHARS } from '../src/tools/stored-result.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
@@ -38,6 +39,12 @@ export interface ActivityDeps {
   /** `refresh`, when present (the gateway's registry), re-reads upstream descriptors before the drift check. */
   tools: { get(name: string): Tool | undefined; descriptorDigest(name: string): string; refresh?(): Promise<void> };
   logger?: Logger;
+  /**
+   * OpenTelemetry tracer (`src/ops/tracing.ts`): `executeTool` wraps the tool in an
+   * `execute_tool {tool}` span (OpenTelemetry gen-ai conventions: `gen_ai.operation.name`, `gen_ai.tool.name`;
+   * never the arguments or the result). Unset: the API's no-op tracer.
+   */
+  tracer?: Tracer;
 }
 
 /** The activity set, as the workflow sees it (imported there as a type only). */
@@ -167,11 +174,13 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         beat();
       };
       try {
-        const out = await tool.execute(parsed.data, {
-          taskId,
-          executionId,
-          ...(long ? { progress, signal: Context.current().cancellationSignal } : {}),
-        });
+        const out = await withToolSpan(deps.tracer, binding.tool, () =>
+          tool.execute(parsed.data, {
+            taskId,
+            executionId,
+            ...(long ? { progress, signal: Context.current().cancellationSignal } : {}),
+          }),
+        );
         log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');
         // the result must fit through Temporal: a failure here would read as outcome-unknown after the tool ran
         const bounded = boundStoredResult(out);
@@ -199,4 +208,32 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
       return record.executed ? { state: 'executed', result: record.result } : { state: 'not-executed' };
     },
   };
+}
+
+/**
+ * Run `execute` in an INTERNAL span `execute_tool {tool}` (OpenTelemetry gen-ai conventions,
+ * docs/OPERATIONS.md §Traces): `error.type` is `tool_error` for an `isError` result, else the thrown error's name.
+ * Records neither arguments nor result. Rethrows what `execute` throws.
+ */
+function withToolSpan(tracer: Tracer | undefined, toolName: string, execute: () => Promise<ToolResult>): Promise<ToolResult> {
+  return (tracer ?? trace.getTracer('countersign')).startActiveSpan(
+    `execute_tool ${toolName}`,
+    { kind: SpanKind.INTERNAL, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': toolName } },
+    async (span) => {
+      try {
+        const out = await execute();
+        if (out.isError === true) {
+          span.setAttribute('error.type', 'tool_error');
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        return out;
+      } catch (err) {
+        span.setAttribute('error.type', (err as Error)?.name ?? 'Error');
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }

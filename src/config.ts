@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { PROJECT_ROOT } from './project-root.js';
 import { decodePayloadKey } from './temporal/payload-codec.js';
 import { resolveTemporalProfile, type TemporalConnection } from './temporal/connect.js';
+import { TracingSettingsError, tracingSettingsOf, type OtelEnv, type TracingSettings } from './ops/tracing.js';
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
 const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
@@ -46,6 +47,22 @@ export const OIDC_VARIABLES = [
   'OIDC_AUTH_EXTERNAL_URL',
   'OIDC_JWT_ALG',
 ] as const;
+
+/** The OpenTelemetry SDK variables Countersign reads (`src/ops/tracing.ts`). */
+export const OTEL_VARIABLES = [
+  'OTEL_SDK_DISABLED',
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+] as const satisfies ReadonlyArray<keyof OtelEnv>;
 
 /** One of {@link OIDC_VARIABLES}. */
 export type OidcVariable = (typeof OIDC_VARIABLES)[number];
@@ -169,6 +186,12 @@ export const ConfigSchema = z.object({
    * (`src/temporal/namespace-retention.ts`): `warn` (log and run), `fail` (refuse to start), `off`.
    */
   COUNTERSIGN_NAMESPACE_RETENTION_CHECK: z.enum(['warn', 'fail', 'off']).default('warn'),
+  /**
+   * The Temporal Web UI summary line of each approval workflow (`workflowSummaryOf`,
+   * `src/mcp/task-service.ts`): `off` (default) or `sealed` — set, and encrypted by the payload
+   * codec like every payload, so the UI shows it only through a codec server (docs/OPERATIONS.md).
+   */
+  COUNTERSIGN_WORKFLOW_SUMMARY: z.enum(['off', 'sealed']).default('off'),
   /** How long a terminal result stays retrievable (SEP-2848 resultRetention). */
   COUNTERSIGN_RESULT_RETENTION_MS: ms(24 * 3_600_000),
   /** `pollIntervalMs` suggested to clients. */
@@ -254,6 +277,12 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: z.coerce.number().int().positive().default(50),
   /** Temporal payload encryption keys (production); unset: the key generated in `<data>/secrets.json`. */
   COUNTERSIGN_PAYLOAD_KEYS: payloadKeys,
+  /**
+   * OpenTelemetry traces (docs/OPERATIONS.md §Traces), the SDK's standard variables: off unless
+   * `OTEL_TRACES_EXPORTER` is `otlp`/`console` or an OTLP endpoint is set; `OTEL_SDK_DISABLED=true`
+   * turns them off. Parsed into `Config.TRACING` by `tracingSettingsOf` (`src/ops/tracing.ts`).
+   */
+  ...(Object.fromEntries(OTEL_VARIABLES.map((k) => [k, z.string().optional()])) as Record<keyof OtelEnv, z.ZodOptional<z.ZodString>>),
   /** pino level of the process logger; unset: `info` for the stack and its roles. */
   LOG_LEVEL: logLevel,
   /**
@@ -297,9 +326,10 @@ export const ConfigSchema = z.object({
 /**
  * Parsed configuration. `TEMPORAL_CONNECTION`: the API key, TLS and gRPC metadata of the Temporal
  * connection, resolved with `TEMPORAL_ADDRESS` and `TEMPORAL_NAMESPACE` from the SDK's environment
- * configuration (`src/temporal/connect.ts`); empty for the embedded dev server.
+ * configuration (`src/temporal/connect.ts`); empty for the embedded dev server. `TRACING`: the
+ * OpenTelemetry export parsed from the `OTEL_*` variables; undefined when tracing is off (the default).
  */
-export type Config = z.infer<typeof ConfigSchema> & { TEMPORAL_CONNECTION: TemporalConnection };
+export type Config = z.infer<typeof ConfigSchema> & { TEMPORAL_CONNECTION: TemporalConnection; TRACING?: TracingSettings | undefined };
 
 /** Thrown by `loadConfig` with every problem found. */
 export class ConfigError extends Error {
@@ -322,7 +352,10 @@ function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | u
  * the `TEMPORAL_*` variables over the profile `TEMPORAL_PROFILE` of the Temporal CLI's config file
  * (`TEMPORAL_CONFIG_FILE`, default `~/.config/temporalio/temporal.toml`); a profile naming an
  * address counts as `TEMPORAL_ADDRESS` (no dev server is started). A bad file, missing named
- * profile or unreadable certificate is a `ConfigError` issue named `TEMPORAL_PROFILE`.
+ * profile or unreadable certificate is a `ConfigError` issue named `TEMPORAL_PROFILE`. The
+ * `OTEL_*` variables become `TRACING` (`tracingSettingsOf`, `src/ops/tracing.ts`); an unsupported
+ * exporter, protocol or sampler, or a malformed endpoint or key=value list, is an issue naming its
+ * variable (never echoing a header value).
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
   let profile: ReturnType<typeof resolveTemporalProfile> = { connection: {} };
@@ -345,7 +378,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw err;
   }
   if (profileIssue) throw new ConfigError([profileIssue]);
-  return { ...parsed, TEMPORAL_CONNECTION: profile.connection, ...overrides };
+  let tracing: TracingSettings | undefined;
+  try {
+    tracing = tracingSettingsOf(parsed);
+  } catch (err) {
+    if (err instanceof TracingSettingsError) throw new ConfigError(err.issues);
+    throw err;
+  }
+  return { ...parsed, TEMPORAL_CONNECTION: profile.connection, ...(tracing ? { TRACING: tracing } : {}), ...overrides };
 }
 
 /** What `countersign conformance-server` reads: an external Temporal (`host:port`) and the log level (unset: `warn`). */

@@ -5,6 +5,7 @@
  * limits), the gate (`createMcpServerFactory`) and the HTTP app (bearer verification, RFC 9728
  * metadata, the backend callback receiver). It does not listen: the caller serves `app.fetch`.
  */
+import type { Tracer } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
@@ -44,6 +45,8 @@ export interface McpFrontParts {
   metrics?: AppMetrics;
   /** The evidence receipts' public JWKS (`src/receipts/signing-key.ts`), served at `/.well-known/countersign-receipts.jwks.json`; absent: not served. */
   receiptsJwks?: JSONWebKeySet;
+  /** OpenTelemetry tracer of the MCP server spans and callback spans (`src/mcp/tracing.ts`); unset: none. */
+  tracer?: Tracer;
 }
 
 /** Build the MCP front. Returns the HTTP app and `close()` (tears down the SDK handler). Never throws for configuration that `loadConfig` accepted. */
@@ -54,6 +57,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     dedupKey: p.secrets.dedupKey,
     workflowConfig: p.workflowConfig,
     createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
+    workflowSummary: config.COUNTERSIGN_WORKFLOW_SUMMARY === 'sealed',
     guard: createTemporalGuard({
       client: p.temporal,
       callTimeoutMs: config.COUNTERSIGN_TEMPORAL_CALL_TIMEOUT_MS,
@@ -89,6 +93,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     callbackSecret: p.secrets.callbackSecret,
     logger: p.logger.child({ part: 'mcp-http' }),
     ...(p.receiptsJwks ? { receiptsJwks: p.receiptsJwks } : {}),
+    ...(p.tracer ? { tracer: p.tracer } : {}),
   });
 }
 

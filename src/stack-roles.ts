@@ -55,6 +55,7 @@ import { createSubmitChangeTool } from './tools/submit-change.js';
 import { startApprovalWorker } from './worker.js';
 import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
 import { withOpsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
+import { startTracing, type Tracing } from './ops/tracing.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
 /** The roles `serve --role` accepts. */
@@ -101,6 +102,8 @@ export interface RoleContext {
   logger: Logger;
   /** The process's application metrics (one registry per process or embedded stack); default: a fresh one per role. */
   metrics?: AppMetrics;
+  /** The process's OpenTelemetry tracing (`src/ops/tracing.ts`, one per process or embedded stack); default: off. */
+  tracing?: Tracing;
 }
 
 /**
@@ -391,11 +394,13 @@ export async function startWorkerRole(
         pdp: parts.pdp,
         tools: parts.tools,
         logger: ctx.logger.child({ part: 'worker' }),
+        ...(ctx.tracing?.enabled ? { tracer: ctx.tracing.tracer } : {}),
       },
       dataConverter: dataConverterOf(config, secrets),
       shutdownGraceMs: config.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
       ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
       ...(ctx.metrics ? { metrics: ctx.metrics } : {}),
+      ...(ctx.tracing ? { tracing: ctx.tracing } : {}),
     });
     return {
       checks: [{ name: 'worker', check: () => worker.ready() }, backendReachable(opts.approvalsUrl ?? ctx.urls.approvalsUrl)],
@@ -427,7 +432,12 @@ export async function startMcpRole(
   let parts: ToolParts | undefined;
   try {
     parts = await ownOrShared(config, ctx.logger, opts.parts);
-    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, secrets) });
+    const temporal = new Client({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      dataConverter: dataConverterOf(config, secrets),
+      ...(ctx.tracing?.enabled ? { interceptors: { workflow: ctx.tracing.clientInterceptors } } : {}),
+    });
     const searchAttributes = await searchAttributesEnabled(
       config.COUNTERSIGN_SEARCH_ATTRIBUTES,
       connection,
@@ -459,6 +469,7 @@ export async function startMcpRole(
       resourceUrl: urls.resourceUrl,
       logger: ctx.logger,
       metrics,
+      ...(ctx.tracing?.enabled ? { tracer: ctx.tracing.tracer } : {}),
     });
     const checks: ReadinessCheck[] = [
       { name: 'temporal', check: async () => void (await connection.workflowService.getSystemInfo({})) },
@@ -581,14 +592,38 @@ function listenAt(host: string, port: number, variable: string): Mount {
 /**
  * Start `role` as its own process's only part, on the configured fixed ports. Resolves once it
  * serves (Temporal: answers; worker: polls). Throws when a port is taken, Temporal is unreachable,
- * or the configuration lacks a fixed port.
+ * or the configuration lacks a fixed port. Tracing (`OTEL_*`, `src/ops/tracing.ts`) starts with the
+ * role and is flushed by `stop()`.
  */
 export async function startRole(role: Role, config: Config, opts: RoleOptions): Promise<RunningRole> {
   const urls = roleUrls(config);
   const secrets = openDataDir(config.COUNTERSIGN_DATA_DIR);
-  const ctx: RoleContext = { config, secrets, urls, logger: opts.logger, metrics: createAppMetrics() };
+  const ctx: RoleContext = {
+    config,
+    secrets,
+    urls,
+    logger: opts.logger,
+    metrics: createAppMetrics(),
+    tracing: startTracing(config.TRACING),
+  };
   const host = config.COUNTERSIGN_HOST;
   quietTemporalRuntime(config);
+  const running = await startRoleIn(role, ctx, opts, host).catch(async (err: unknown) => {
+    await ctx.tracing!.shutdown();
+    throw err;
+  });
+  return {
+    ...running,
+    async stop() {
+      await running.stop();
+      await ctx.tracing!.shutdown(); // flushes the spans still batched
+    },
+  };
+}
+
+/** {@link startRole}'s work once the process's context (metrics, tracing) exists. */
+async function startRoleIn(role: Role, ctx: RoleContext, opts: RoleOptions, host: string): Promise<RunningRole> {
+  const { config, urls } = ctx;
   switch (role) {
     case 'temporal': {
       if (config.TEMPORAL_ADDRESS) throw new Error('TEMPORAL_ADDRESS is set: there is no dev server to run');

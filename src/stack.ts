@@ -34,6 +34,7 @@ import {
 import type { Ledger } from './tools/ledger.js';
 import type { ChangeStore } from './tools/change-store.js';
 import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
+import { startTracing } from './ops/tracing.js';
 import type { ReadinessCheck } from './ops/ops-routes.js';
 
 /** The demo requester's subject. */
@@ -118,7 +119,9 @@ export async function startStack(
     const mcpL = await listener(config.COUNTERSIGN_PORT, 'COUNTERSIGN_PORT');
     const urls = urlsAt(host, { mcp: mcpL.port, approvals: approvalsL.port, issuer: issuerL.port }, address);
     const metrics = createAppMetrics();
-    const ctx: RoleContext = { config, secrets, urls, logger, metrics };
+    const tracing = startTracing(config.TRACING);
+    cleanups.push(() => tracing.shutdown()); // runs last: flushes what the other parts traced
+    const ctx: RoleContext = { config, secrets, urls, logger, metrics, tracing };
 
     const { issuer, stop: stopIssuer } = await startIssuerRole(ctx, { mount: issuerL.mount });
     cleanups.push(stopIssuer);

@@ -12,14 +12,23 @@ import { createLimiterActivities } from '../activities/limiter-activities.js';
 import { connectWorker, type TemporalConnection } from './temporal/connect.js';
 import type { AppMetrics } from './ops/metrics.js';
 import type { CountersignSinks } from '../workflows/metrics-sink.js';
+import { TRACING_OFF, WORKFLOW_TRACING_MODULE, type Tracing } from './ops/tracing.js';
 
 /** Absolute path of the workflow module the worker bundles (re-exports every workflow). */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
-/** Bundle the workflow code once (1–2 s); pass the result to every worker of this process. */
+/**
+ * Bundle the workflow code once (1–2 s); pass the result to every worker of this process.
+ * The bundle always holds Temporal's OpenTelemetry workflow interceptors (`src/ops/tracing.ts`),
+ * tracing on or off: they change the order of a workflow task's commands (their handler spans add
+ * awaits), so a run started by a worker with them must be replayed with them, and switching
+ * `OTEL_*` on or off must not change the workflow code (test/e2e/tracing.test.ts,
+ * test/workflow/replay-corpus.test.ts). With tracing off their spans go to a no-op sink.
+ */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
     logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
   });
 }
@@ -60,13 +69,21 @@ export async function startApprovalWorker(opts: {
   shutdownGraceMs?: number;
   /** Where the workflows' metrics sink lands (`src/ops/metrics.ts`); default: nowhere. */
   metrics?: AppMetrics;
+  /**
+   * OpenTelemetry (`src/ops/tracing.ts`): activity interceptors and the sink the workflow
+   * interceptors export through. Default: off (the sink drops the workflow spans).
+   */
+  tracing?: Tracing;
 }): Promise<RunningWorker> {
+  const tracing = opts.tracing ?? TRACING_OFF;
   const connection = await connectWorker(opts.address, opts.connection);
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    // the workflow interceptors whatever the tracing (see bundleWorkflows); a prebuilt bundle has them
+    interceptors: { ...tracing.workerInterceptors, ...(opts.workflowBundle ? {} : { workflowModules: [WORKFLOW_TRACING_MODULE] }) },
     activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
     // in-flight activities may finish for most of the grace, are then cancelled, and at its end the
@@ -76,7 +93,7 @@ export async function startApprovalWorker(opts: {
     // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
     maxHeartbeatThrottleInterval: '1s',
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
-    ...(opts.metrics ? { sinks: metricsSinks(opts.metrics) } : {}),
+    sinks: { ...tracing.workflowSinks, ...(opts.metrics ? metricsSinks(opts.metrics) : {}) },
   });
   const running = worker.run();
   return {

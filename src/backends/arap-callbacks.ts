@@ -13,14 +13,23 @@
  * (SEP-2848 §Security, callback authenticity). Closed or unknown workflows are answered 202; no
  * worker within 5 s → 500 so the backend retries later.
  *
+ * With a tracer, each verified callback is a SERVER span `POST /callbacks/arap` whose parent is the
+ * backend's `traceparent` header (if any) and which carries a **span link** to the trace that
+ * started the task (the workflow start's trace header, read from the run's first history event):
+ * a decision taken days later is its own trace, linked to the agent's `tools/call`, instead of one
+ * span held open for the whole wait (docs/OPERATIONS.md §Traces).
+ *
  * Deliberately does not: act on the callback's `status` (it is only a hint), track replays itself
  * (the workflow's update validator does), or log bodies or signatures.
  */
 import { createHash } from 'node:crypto';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, defaultTextMapGetter, trace, type Link, type Tracer } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -36,7 +45,13 @@ export interface ArapCallbackReceiverOptions {
   /** HMAC key shared with the backend (`secrets.json` `callbackSecret`). */
   callbackSecret: string;
   logger: Logger;
+  /** OpenTelemetry tracer (`src/ops/tracing.ts`); unset: no spans. */
+  tracer?: Tracer;
 }
+
+/** Header of Temporal's OpenTelemetry interceptors holding the W3C carrier (`@temporalio/interceptors-opentelemetry`). */
+const TEMPORAL_TRACE_HEADER = '_tracer-data';
+const w3c = new W3CTraceContextPropagator();
 
 /** An approval workflow id as a callback URL may name it (`approvalWorkflowId`). */
 const APPROVAL_WORKFLOW_ID = new RegExp(`^${APPROVAL_WORKFLOW_ID_PREFIX}[0-9a-f]{32}$`);
@@ -58,50 +73,114 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
     '/callbacks/arap/:workflowId/:generation',
     bodyLimit({ maxSize: 16 * 1024, onError: () => problem('payload-too-large', 'callback bodies are limited to 16 KiB') }),
     async (c) => {
-      const raw = await c.req.text();
-      const verdict = verifyCallback(
-        opts.callbackSecret,
-        raw,
-        { timestamp: c.req.header(CALLBACK_TIMESTAMP_HEADER), signature: c.req.header(CALLBACK_SIGNATURE_HEADER) },
-        Math.floor(Date.now() / 1000),
+      const tracer = opts.tracer;
+      if (!tracer) return deliver(c);
+      const parent = w3c.extract(
+        ROOT_CONTEXT,
+        { traceparent: c.req.header('traceparent') ?? '', tracestate: c.req.header('tracestate') ?? '' },
+        defaultTextMapGetter,
       );
-      if (!verdict.ok) {
-        opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
-        return problem('unauthorized', `callback rejected: ${verdict.reason}`);
-      }
-      const workflowId = c.req.param('workflowId');
-      const generation = Number(c.req.param('generation'));
-      const json = parseJsonWithLimits(raw);
-      const body = CallbackBody.safeParse(json.ok ? json.value : undefined);
-      if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
-        return problem('invalid-request', 'malformed callback');
-      }
-      // The delivery's identity is what the signature covers (timestamp and body), not the header's
-      // spelling: a re-cased or re-encoded signature of the same delivery is the same delivery.
-      const callbackId = createHash('sha256')
-        .update(`${c.req.header(CALLBACK_TIMESTAMP_HEADER) ?? ''}.${raw}`)
-        .digest('hex');
+      const workflowId = c.req.param('workflowId') ?? '';
+      const span = tracer.startSpan(
+        'POST /callbacks/arap',
+        {
+          kind: SpanKind.SERVER,
+          attributes: {
+            'http.request.method': 'POST',
+            'http.route': '/callbacks/arap/:workflowId/:generation',
+            temporalWorkflowId: workflowId,
+          },
+        },
+        parent,
+      );
       try {
-        // Bounded wait: with no worker running the update cannot be validated; the backend retries
-        // and the workflow's status poll covers a callback that never lands.
-        await opts.temporal.withDeadline(Date.now() + 5_000, () =>
-          opts.temporal.workflow
-            .getHandle(workflowId)
-            .executeUpdate(backendCallbackUpdate, { args: [{ generation, requestId: body.data.request_id, callbackId }] }),
+        // the link is looked up only for a verified callback: a forged one cannot make us read history
+        const res = await context.with(trace.setSpan(parent, span), () =>
+          deliver(c, async (id) => void span.addLinks(await taskStartLinks(opts.temporal, id))),
         );
-      } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) {
-          opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
-          return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
+        span.setAttribute('http.response.status_code', res.status);
+        if (res.status >= 400) {
+          span.setAttribute('error.type', String(res.status));
+          if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
         }
-        if (isWorkflowNotFound(err)) {
-          return c.body(null, 202); // closed or unknown task: nothing to do
-        }
-        opts.logger.warn({ err: (err as Error).name }, 'backend callback not delivered');
-        return problem('internal', 'callback not delivered; retry later');
+        return res;
+      } finally {
+        span.end();
       }
-      return c.body(null, 202);
     },
   );
+
+  /** The route's work; `onVerified` runs once the signature and the ids check out, before delivery. */
+  async function deliver(c: Context, onVerified?: (workflowId: string) => Promise<void>): Promise<Response> {
+    const raw = await c.req.text();
+    const verdict = verifyCallback(
+      opts.callbackSecret,
+      raw,
+      { timestamp: c.req.header(CALLBACK_TIMESTAMP_HEADER), signature: c.req.header(CALLBACK_SIGNATURE_HEADER) },
+      Math.floor(Date.now() / 1000),
+    );
+    if (!verdict.ok) {
+      opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
+      return problem('unauthorized', `callback rejected: ${verdict.reason}`);
+    }
+    const workflowId = c.req.param('workflowId') ?? '';
+    const generation = Number(c.req.param('generation') ?? '');
+    const json = parseJsonWithLimits(raw);
+    const body = CallbackBody.safeParse(json.ok ? json.value : undefined);
+    if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
+      return problem('invalid-request', 'malformed callback');
+    }
+    await onVerified?.(workflowId);
+    // The delivery's identity is what the signature covers (timestamp and body), not the header's
+    // spelling: a re-cased or re-encoded signature of the same delivery is the same delivery.
+    const callbackId = createHash('sha256')
+      .update(`${c.req.header(CALLBACK_TIMESTAMP_HEADER) ?? ''}.${raw}`)
+      .digest('hex');
+    try {
+      // Bounded wait: with no worker running the update cannot be validated; the backend retries
+      // and the workflow's status poll covers a callback that never lands.
+      await opts.temporal.withDeadline(Date.now() + 5_000, () =>
+        opts.temporal.workflow
+          .getHandle(workflowId)
+          .executeUpdate(backendCallbackUpdate, { args: [{ generation, requestId: body.data.request_id, callbackId }] }),
+      );
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) {
+        opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
+        return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
+      }
+      if (isWorkflowNotFound(err)) {
+        return c.body(null, 202); // closed or unknown task: nothing to do
+      }
+      opts.logger.warn({ err: (err as Error).name }, 'backend callback not delivered');
+      return problem('internal', 'callback not delivered; retry later');
+    }
+    return c.body(null, 202);
+  }
   return app;
+}
+
+/**
+ * A link to the trace that started approval workflow `workflowId`: the W3C context Temporal's
+ * client interceptor put in the start's header (first history event). Empty when the run was
+ * started without tracing, the header is not plain JSON, or the read fails within 2 s — a missing
+ * link never fails a callback.
+ */
+async function taskStartLinks(temporal: Client, workflowId: string): Promise<Link[]> {
+  try {
+    const history = await temporal.withDeadline(Date.now() + 2_000, () =>
+      temporal.workflowService.getWorkflowExecutionHistory({
+        namespace: temporal.options.namespace,
+        execution: { workflowId },
+        maximumPageSize: 1,
+      }),
+    );
+    const payload = history.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.header?.fields?.[TEMPORAL_TRACE_HEADER];
+    if (!payload) return [];
+    const carrier = defaultPayloadConverter.fromPayload<Record<string, string>>(payload);
+    const spanContext = trace.getSpanContext(w3c.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter));
+    return spanContext ? [{ context: spanContext, attributes: { 'countersign.link': 'task-start' } }] : [];
+  } catch {
+    return [];
+  }
 }

@@ -38,6 +38,8 @@ import { MAX_JSON_DEPTH, parseJsonWithLimits } from '../http/json-limits.js';
 import { sameOriginOnly } from '../http/origin.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 import { jsonRpcErrorResponse } from './errors.js';
+import type { Tracer } from '@opentelemetry/api';
+import { withMcpServerSpan } from './tracing.js';
 
 /** Largest accepted body of a `/mcp` request, bytes (1 MiB; the SDK's own default is 4 MiB). */
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
@@ -55,6 +57,11 @@ export interface McpHttpOptions {
   logger: Logger;
   /** Public JWKS of the evidence receipts, served at {@link RECEIPTS_JWKS_PATH}; absent: that path is 404. */
   receiptsJwks?: JSONWebKeySet;
+  /**
+   * OpenTelemetry tracer (`src/ops/tracing.ts`): each authenticated `/mcp` POST gets its MCP server
+   * span (`src/mcp/tracing.ts`), each backend callback its span linked to the task's trace. Unset: no spans.
+   */
+  tracer?: Tracer;
 }
 
 /** Where the MCP role publishes the receipts' public keys (docs/APPROVERS.md §Evidence receipts). */
@@ -97,11 +104,21 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.all('/mcp', async (c) => {
     const principal = c.get('principal');
     const token = c.get('bearerToken');
-    const res = await handler.fetch(c.req.raw, { authInfo: { token, clientId: principal.sub, scopes: [], extra: { principal } } });
-    return finishMcpResponse(res);
+    const run = async () =>
+      finishMcpResponse(await handler.fetch(c.req.raw, { authInfo: { token, clientId: principal.sub, scopes: [], extra: { principal } } }));
+    if (!opts.tracer || c.req.method !== 'POST') return run();
+    return withMcpServerSpan(opts.tracer, c.req.raw, await c.req.raw.clone().text(), run);
   });
 
-  app.route('/', createArapCallbackReceiver({ temporal: opts.temporal, callbackSecret: opts.callbackSecret, logger: opts.logger }));
+  app.route(
+    '/',
+    createArapCallbackReceiver({
+      temporal: opts.temporal,
+      callbackSecret: opts.callbackSecret,
+      logger: opts.logger,
+      ...(opts.tracer ? { tracer: opts.tracer } : {}),
+    }),
+  );
 
   // Under the endpoint (`/mcp/`, `/MCP`, `/mcp/x`) a client speaks JSON-RPC: answer it in kind.
   const underEndpoint = (path: string) =>

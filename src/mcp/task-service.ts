@@ -71,6 +71,22 @@ export interface TaskServiceOptions {
    * Methods then throw `TemporalUnavailableError` when Temporal or a worker does not answer.
    */
   guard?: TemporalGuard;
+  /**
+   * Set each new run's Temporal Web UI summary line (user metadata `staticSummary`,
+   * {@link workflowSummaryOf}). It is a payload, so the client's payload codec seals it like every
+   * other (docs/OPERATIONS.md §Workflow summary). Default: off.
+   */
+  workflowSummary?: boolean;
+}
+
+/**
+ * The summary line of an approval workflow for the Temporal Web UI: the tool, whether it is native
+ * or whose upstream, and the approver group, e.g. `approval: submit_change (native) for group
+ * change-advisory`. Never arguments, justifications or names of people (the same facts as the
+ * run's search attributes, `workflows/search-attributes.ts`).
+ */
+export function workflowSummaryOf(tool: string, approverGroup: string, upstream?: string): string {
+  return `approval: ${tool} (${upstream ? `upstream ${upstream}` : 'native'}) for group ${approverGroup}`;
 }
 
 /** Thrown by `createOrJoin` when the task was not confirmed within `createWaitMs`. */
@@ -229,6 +245,9 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           ],
           workflowIdConflictPolicy: 'USE_EXISTING',
           memo: { owner: ownerKey },
+          ...(opts.workflowSummary
+            ? { staticSummary: workflowSummaryOf(binding.tool, accessRequest.approverGroup, options.toolInfo?.upstream) }
+            : {}),
         });
         const { runId, snapshot } = await client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation });
         faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)

@@ -1,13 +1,14 @@
 // Scope: safe upgrades. Every recorded history in test/workflow/fixtures/ (each released workflow
 // version running approve, deny, expiry, chained request, in-task input and cancel, recorded by
 // fixtures/generate-replay-corpus.ts; plus older recordings) replays with the current workflow code,
-// as the worker bundles it (workflows/index.ts). A change that alters the commands of a recorded run
+// as the worker bundles it (`bundleWorkflows`: workflows/index.ts and the OpenTelemetry workflow
+// interceptors). A change that alters the commands of a recorded run
 // without a `patched(...)` guard fails here before it reaches a worker (docs/OPERATIONS.md §Upgrades).
 import { readdirSync, readFileSync } from 'node:fs';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
-import { DefaultLogger, Runtime, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { WORKFLOWS_PATH } from '../../src/worker.js';
+import { bundleWorkflows } from '../../src/worker.js';
 
 const FIXTURES = new URL('./fixtures/', import.meta.url);
 const histories = readdirSync(FIXTURES)
@@ -21,10 +22,7 @@ beforeAll(async () => {
   } catch {
     // already installed in this process
   }
-  bundle = await bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
-  });
+  bundle = await bundleWorkflows(); // exactly the worker's bundle, OpenTelemetry workflow interceptors included
 });
 
 describe('recorded approval histories replay with the current workflow code', () => {
@@ -38,6 +36,13 @@ describe('recorded approval histories replay with the current workflow code', ()
     const current = histories.filter((f) => f.startsWith('search-attributes-'));
     expect(current.length).toBeGreaterThanOrEqual(6);
     for (const f of current) expect(readFileSync(new URL(f, FIXTURES), 'utf8')).toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
+  });
+
+  it('the current version ran under the OpenTelemetry workflow interceptors, so their replay is covered too', () => {
+    const current = histories.filter((f) => f.startsWith('otel-interceptors-'));
+    expect(current.length).toBeGreaterThanOrEqual(6);
+    // the SDK records the interceptors' flags (`langUsedFlags`) in the run's first workflow task
+    for (const f of current) expect(readFileSync(new URL(f, FIXTURES), 'utf8')).toMatch(/"langUsedFlags": \[\s*\d/);
   });
 
   it.each(histories)('%s replays without nondeterminism', async (file) => {

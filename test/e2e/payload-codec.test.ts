@@ -94,10 +94,19 @@ describe('payload codec: arguments are not stored in plain text', () => {
     const payloads = payloadsIn(history);
     expect(payloads.length).toBeGreaterThan(5);
     const notSealed = payloads.filter(({ payload }) => Buffer.from(payload.metadata?.encoding ?? []).toString() !== ENCRYPTED_ENCODING);
-    // Not ours to seal: search attributes, and the SDK's patch markers (they hold only the patch id).
+    // Not ours to seal: search attributes, the SDK's patch markers (they hold only the patch id), and
+    // the OpenTelemetry interceptors' headers (workflows/tracing-interceptors.ts), which the SDK does
+    // not pass through the codec: they must hold W3C trace context and nothing else.
+    const tracerData = /header\.fields\._tracer-data$/;
     expect(
-      notSealed.map((p) => p.path).filter((p) => !/searchAttributes|markerRecordedEventAttributes\.details\.patch-data/.test(p)),
+      notSealed
+        .map((p) => p.path)
+        .filter((p) => !/searchAttributes|markerRecordedEventAttributes\.details\.patch-data/.test(p) && !tracerData.test(p)),
     ).toEqual([]);
+    for (const { payload } of notSealed.filter((p) => tracerData.test(p.path))) {
+      const carrier = JSON.parse(Buffer.from(payload.data ?? []).toString()) as Record<string, unknown>;
+      expect(Object.keys(carrier).filter((k) => k !== 'traceparent' && k !== 'tracestate')).toEqual([]);
+    }
     const started = events[0]!.workflowExecutionStartedEventAttributes!;
     const input = started.input!.payloads![0]!;
     expect(Buffer.from(input.metadata!.encoding!).toString()).toBe(ENCRYPTED_ENCODING);

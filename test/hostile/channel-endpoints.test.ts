@@ -117,7 +117,8 @@ describe('hostile input to the channel endpoints', () => {
 
   it('random tokens on the email decision page, GET or POST: a 4xx HTML page, nothing decided', async () => {
     const tokens = fc.oneof(
-      fc.stringMatching(/^[A-Za-z0-9_.-]{1,3000}$/),
+      // `.` and `..` are dot segments, not tokens: the URL resolves them to another page first
+      fc.stringMatching(/^[A-Za-z0-9_.-]{1,3000}$/).filter((t) => t !== '.' && t !== '..'),
       fc.tuple(fc.base64String(), fc.base64String(), fc.base64String()).map((p) => p.join('.').replace(/[+/=]/g, '_') || 'x'),
     );
     await fc.assert(

@@ -61,7 +61,9 @@ export type DecideRefusal =
   /** An approval by a decider outside the request's group on a request needing more than one approval. */
   | 'quorum-needs-members'
   /** An ITSM decision whose `decided_by` is not a configured approver of the request's group. */
-  | 'unknown-person';
+  | 'unknown-person'
+  /** A decision "for" someone without an active delegation from them to this approver. */
+  | 'no-delegation';
 
 /** Result of {@link RequestLifecycle.decide}. `recorded`: a partial approval, the quorum is not met yet. */
 export type DecideOutcome =
@@ -144,7 +146,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   }
 
   function scopeRefusal(decider: Decider, record: AccessRequestRecord): DecideRefusal | null {
-    if (decider.groups !== undefined && !decider.groups.includes(record.body.approver_group)) return 'not-in-group';
+    if (decider.groups !== undefined && !isMember(decider, record)) return 'not-in-group';
     if (decider.tools !== undefined && !decider.tools.includes(record.body.resource.id)) return 'tool-out-of-scope';
     const subject = record.body.subject;
     const requesters = principalNames(subject);
@@ -154,16 +156,37 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
   const samePerson = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
+  /**
+   * Whether `decider` is a member of the request's group, or — once the request was escalated — of
+   * the escalation group, or is the escalation approver (the delegator's membership for a delegate).
+   */
+  function isMember(decider: Decider, record: AccessRequestRecord): boolean {
+    const groups = decider.groups ?? [];
+    if (groups.includes(record.body.approver_group)) return true;
+    const e = record.escalation;
+    if (e === null) return false;
+    return (e.group !== null && groups.includes(e.group)) || (e.approver !== null && samePerson(e.approver, decider.person));
+  }
+
+  /**
+   * Whether a person behind `decider` (itself, or the delegate casting for it) already approved
+   * `id` in either role: one vote per person, whether in their own right or for a delegator.
+   */
+  function alreadyVoted(decider: Decider, id: string): boolean {
+    const humans = [decider.person, ...(decider.castBy !== undefined ? [decider.castBy] : [])];
+    return store.votes(id).some((v) => humans.some((h) => samePerson(v.approver, h) || (v.castBy != null && samePerson(v.castBy, h))));
+  }
+
   function refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null {
     const scope = scopeRefusal(decider, record);
     if (scope !== null) return scope;
-    if (store.votes(record.id).some((v) => samePerson(v.approver, decider.person))) return 'already-approved';
+    if (alreadyVoted(decider, record.id)) return 'already-approved';
     return null;
   }
 
-  /** Whether `decider`'s approval counts towards `record`'s quorum (a member of its group, or final). */
+  /** Whether `decider`'s approval counts towards `record`'s quorum (a member of its group or escalation, or final). */
   function countsTowardsQuorum(decider: Decider, record: AccessRequestRecord): boolean {
-    return decider.final === true || record.requiredApprovals <= 1 || (decider.groups?.includes(record.body.approver_group) ?? false);
+    return decider.final === true || record.requiredApprovals <= 1 || (decider.groups !== undefined && isMember(decider, record));
   }
 
   function read(id: string): AccessRequestRecord | undefined {
@@ -242,19 +265,21 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       if (decision === 'deny') {
         const t: Transition = { to: 'denied', atMs: at, actor: decider.id, via: decider.via };
         if (note !== undefined) t.comment = note;
+        if (decider.castBy !== undefined) t.onBehalfOf = decider.person;
         if (rule !== undefined) t.rule = rule;
         const updated = transition(id, t);
         if (updated !== undefined) return { kind: 'decided', record: updated };
         return { kind: 'not-pending', record: store.get(id) ?? current };
       }
       if (!countsTowardsQuorum(decider, current)) return { kind: 'forbidden', reason: 'quorum-needs-members' };
-      if (store.votes(id).some((v) => samePerson(v.approver, decider.person))) return { kind: 'forbidden', reason: 'already-approved' };
+      if (alreadyVoted(decider, id)) return { kind: 'forbidden', reason: 'already-approved' };
       const vote: ApprovalVote & { rule?: string; final?: boolean } = {
         approver: decider.person,
         actor: decider.id,
         via: decider.via,
         comment: note ?? null,
         atMs: at,
+        castBy: decider.castBy ?? null,
       };
       if (rule !== undefined) vote.rule = rule;
       if (decider.final === true) vote.final = true;

@@ -7,8 +7,9 @@
  * and wire types, credential checks, callbacks, signed per `src/backends/callback-signature.ts`),
  * `inbox/` (approver inbox pages, sessions, OIDC sign-in, sign-in throttle), `deciders/` (the
  * operator's rules file `approval-rules.ts`: quorum, risk rules, ITSM target; resolvers that are
- * not people: `risk-engine.ts`, supervising agents via `decider.ts`, `itsm-webhook.ts`); errors
- * are problem+json (`src/http/problem.ts`).
+ * not people: `risk-engine.ts`, supervising agents via `decider.ts`, `itsm-webhook.ts`), reminder and
+ * escalation timers (`reminders.ts`, fired from `sweep()`), delegation (`delegation.ts`), and the
+ * notification port (`notify/notifier.ts`); errors are problem+json (`src/http/problem.ts`).
  * Deliberately does not: listen on a port (the caller serves `app.fetch`), run `sweep()` on a
  * timer (the caller does; it also drives the risk engine's scheduled pass), or read the
  * environment.
@@ -38,6 +39,8 @@ import type { Approver } from './api/http-auth.js';
 import { problemNotFound, problemOnError } from '../http/error-handlers.js';
 import { createRequestLifecycle } from './request-lifecycle.js';
 import { openApprovalStore, type ApprovalStore } from './store/store.js';
+import type { ApprovalNotifier } from './notify/notifier.js';
+import { createReminderTimers } from './reminders.js';
 
 /** Default approval validity after a grant: 24 h in ms. */
 export const DEFAULT_APPROVAL_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -90,6 +93,8 @@ export interface ApprovalServiceOptions {
    * addresses, `COUNTERSIGN_TRUSTED_PROXIES`; see `src/http/client-address.ts`); default none.
    */
   trustedProxies?: readonly string[];
+  /** Channels that announce reminders and escalations (`notify/notifier.ts`); default none. */
+  notifiers?: readonly ApprovalNotifier[];
 }
 
 /** A running service instance. */
@@ -99,7 +104,8 @@ export interface ApprovalService {
   /** The underlying store (audit trail access, tests). */
   store: ApprovalStore;
   /**
-   * Expire every pending request past its deadline (with callbacks), and, once per
+   * Expire every pending request past its deadline (with callbacks), fire due reminders and
+   * escalations (`reminders.ts`; resolves after their notifiers settled), and, once per
    * `riskIntervalMs`, re-read the rules file and let the risk engine evaluate every pending
    * request. Run it on an interval (every few seconds).
    */
@@ -158,6 +164,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     rules: () => rules,
   });
   const risk = createRiskEngine({ lifecycle, store, rules: () => rules, now, logger });
+  const reminders = createReminderTimers({ store, rules: () => rules, now, logger, notifiers: opts.notifiers ?? [] });
   const itsmSecret = opts.itsmSecret;
   const itsm =
     itsmSecret !== undefined && itsmSecret !== ''
@@ -194,6 +201,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       approvers,
       publicBaseUrl,
       store,
+      now,
       agents: opts.agents ?? [],
       throttle,
       trustedProxies: opts.trustedProxies ?? [],
@@ -206,6 +214,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     createInboxRoutes({
       lifecycle,
       store,
+      approvers,
       sessions:
         oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' }),
       ...(oidc !== undefined ? { oidc } : {}),
@@ -235,6 +244,8 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       const expired = lifecycle.sweep();
       if (expired > 0) logger.info({ expired }, 'swept expired access requests');
       store.sessions.purgeExpired(now());
+      const fired = await reminders.fire();
+      if (fired.reminded + fired.escalated > 0) logger.info(fired, 'reminder timers fired');
       const at = now();
       if (at - lastRiskPassMs < rules.riskIntervalMs) return;
       lastRiskPassMs = at;

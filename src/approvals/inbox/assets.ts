@@ -96,6 +96,7 @@ export const INBOX_JS = `
     var a = document.activeElement;
     var busy = false;
     document.querySelectorAll('textarea').forEach(function (t) { if (t.value.trim() !== '') busy = true; });
+    if (document.querySelector('input[name=ids]:checked')) busy = true;
     return busy || (a && (a.tagName === 'TEXTAREA' || a.tagName === 'INPUT' || a.tagName === 'SELECT'));
   }
   function refresh() {

@@ -51,6 +51,7 @@ export function Frame(props: FrameProps) {
             <a href="/approver/history" class={props.active === 'history' ? 'on' : ''}>
               History
             </a>
+            <a href="/approver/delegations">Delegations</a>
           </nav>
           <div class="who">
             <span>

@@ -21,6 +21,7 @@ export const REFUSAL_TEXT: Record<DecideRefusal, string> = {
   'already-approved': 'You approved this request. It needs another approver before it is approved.',
   'quorum-needs-members': 'This request needs approvals from several members of its approver group.',
   'unknown-person': 'You are not a configured approver of this request.',
+  'no-delegation': 'No active delegation lets you decide for this person.',
 };
 
 const EVENT_TEXT: Record<AuditEvent['event'], string> = {
@@ -31,6 +32,8 @@ const EVENT_TEXT: Record<AuditEvent['event'], string> = {
   expired: 'expired',
   cancelled: 'cancelled by the client',
   notified: 'sent to ITSM',
+  reminded: 'approvers reminded',
+  escalated: 'escalated',
 };
 
 /** Props of {@link RequestView}. */
@@ -40,6 +43,8 @@ export interface RequestViewProps {
   audit: AuditEvent[];
   /** Why this approver may not decide it (null: they may, if it is pending). */
   refusal: DecideRefusal | null;
+  /** The delegator this approver decides for on this page (`../delegation.ts`); undefined: in their own right. */
+  onBehalfOf?: string | undefined;
   csrf: string;
   nowMs: number;
   flash?: Child | undefined;
@@ -156,7 +161,14 @@ export function RequestView(props: RequestViewProps) {
       </p>
       {pending && props.refusal === null ? (
         <section class="card decide">
-          <h2>Your decision</h2>
+          <h2>Your decision{props.onBehalfOf !== undefined ? ` for ${visible(props.onBehalfOf)}` : ''}</h2>
+          {props.onBehalfOf !== undefined ? (
+            <p class="muted" data-testid="on-behalf-of">
+              {visible(props.onBehalfOf)} delegated to you: you decide under your own name, for them.
+            </p>
+          ) : (
+            ''
+          )}
           {r.requiredApprovals > 1 ? (
             <p class="muted">
               Needs {r.requiredApprovals} distinct approvers; {props.votes.length} so far. One denial denies.
@@ -166,6 +178,7 @@ export function RequestView(props: RequestViewProps) {
           )}
           <form method="post" action={action}>
             <input type="hidden" name="csrf" value={props.csrf} />
+            {props.onBehalfOf !== undefined ? <input type="hidden" name="on_behalf_of" value={props.onBehalfOf} /> : ''}
             <label for="comment" class="muted">
               Comment (recorded in the audit trail)
             </label>
@@ -204,7 +217,7 @@ export function RequestView(props: RequestViewProps) {
             <tr>
               <td class="muted">{formatTime(e.atMs)}</td>
               <td>{EVENT_TEXT[e.event]}</td>
-              <td>{visible(e.actor)}</td>
+              <td>{visible(e.onBehalfOf !== null ? `${e.actor} for ${e.onBehalfOf}` : e.actor)}</td>
               <td class="muted">{e.via ?? ''}</td>
               <td class="mono">{e.rule ?? ''}</td>
               <td>{visible(e.comment ?? '')}</td>

@@ -7,6 +7,11 @@
  * - `GET /` the queue (`?tool=&requester=` filters), `GET /history`, `GET /requests/:id`
  * - `POST /requests/:id/decision` (`decision=approve|deny`, `comment`, `csrf`) → 303 back to the
  *   request page with `?flash=<kind>`
+ * - `GET /batch?ids=…` the preflight of a batch decision, `POST /batch` (`ids`, `decision`, `comment`,
+ *   `csrf`) decides each request on its own and shows a per-request result
+ * - `GET /delegations`, `POST /delegations` (`to`, `until` ISO 8601), `POST /delegations/:id/revoke`;
+ *   a request that only a delegation lets this approver decide is decided for the delegator
+ *   (`on_behalf_of` in the decision form, see `../delegation.ts`)
  * - `GET /live` → `{mark}`, the store's change mark (the page script polls it)
  * - `GET /assets/inbox.css|inbox.js`
  *
@@ -35,7 +40,12 @@ import { INBOX_CSS, INBOX_JS } from './assets.js';
 import { visible } from './format.js';
 import { ErrorPage, Flash, Frame, LoginPage } from './layout.js';
 import { HistoryView, QueueView, type ListFilters } from './lists.js';
-import { RequestView } from './request-page.js';
+import { RequestView, REFUSAL_TEXT } from './request-page.js';
+import { BatchPreflightView, BatchResultView, DelegationsView, type BatchResult, type BatchRow } from './batch-and-delegation-pages.js';
+import { DelegationBodySchema } from '../api/arap-wire.js';
+import type { Approver } from '../api/http-auth.js';
+import { createDelegation, delegatedDecider } from '../delegation.js';
+import type { DecideRefusal } from '../request-lifecycle.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
 import type { InboxSession, SessionManager } from './session.js';
@@ -56,7 +66,12 @@ export interface InboxDeps {
   throttle: SignInThrottle;
   /** Proxies whose `X-Forwarded-For` names the client (`COUNTERSIGN_TRUSTED_PROXIES`); default none. */
   trustedProxies?: readonly string[];
+  /** Configured approvers (delegation targets and delegators); default none: delegation is off. */
+  approvers?: readonly Approver[];
 }
+
+/** Most requests one batch decision takes. */
+export const INBOX_BATCH_MAX = 50;
 
 /** Flash messages after a decision (`?flash=<kind>`); `ok` selects the colour. */
 export const INBOX_FLASH = {
@@ -66,6 +81,12 @@ export const INBOX_FLASH = {
   'not-pending': { text: 'Not decided: the request is no longer pending.', ok: false },
   forbidden: { text: 'Not decided: you may not decide this request.', ok: false },
   invalid: { text: 'Not decided: the form was invalid; try again.', ok: false },
+  delegated: { text: 'Delegated.', ok: true },
+  revoked: { text: 'Delegation revoked.', ok: true },
+  'delegation-refused': {
+    text: 'Not delegated: choose a colleague and a time in the future, at most 90 days ahead (ISO 8601).',
+    ok: false,
+  },
 } as const;
 type FlashKind = keyof typeof INBOX_FLASH;
 
@@ -197,10 +218,31 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     return c.redirect(oidc === undefined ? '/approver/login' : '/approver/signed-out', 303);
   });
 
+  const approvers = deps.approvers ?? [];
+  /** Deciders this approver may act as: themselves, then for each active delegator (direct only). */
+  const actingAs = (c: Context<Env>): Decider[] => {
+    const me = c.get('session').approver;
+    const others = store.delegations
+      .activeTo(me.id, deps.now())
+      .map((d) => delegatedDecider(store, approvers, me, d.delegator, 'inbox', deps.now()))
+      .filter((d): d is Decider => d !== null);
+    return [c.get('decider'), ...others];
+  };
+  /** The decider that may decide `record` (own right first), or the own refusal when none may. */
+  const bestDecider = (c: Context<Env>, record: AccessRequestRecord): { decider: Decider; refusal: DecideRefusal | null } => {
+    const all = actingAs(c);
+    for (const d of all) if (lifecycle.refusalFor(d, record) === null) return { decider: d, refusal: null };
+    return { decider: all[0]!, refusal: lifecycle.refusalFor(all[0]!, record) };
+  };
+  /** Pending-list filter: own and delegators' groups, plus requests escalated to this approver. */
+  const pendingScope = (c: Context<Env>) => ({
+    groups: [...new Set(actingAs(c).flatMap((d) => d.groups ?? []))],
+    escalatedTo: c.get('session').approver.id,
+  });
+
   const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request', body: Child) => {
     const s = c.get('session');
-    const decider = c.get('decider');
-    const pendingCount = store.listPending({ groups: s.approver.groups }).filter((r) => lifecycle.refusalFor(decider, r) === null).length;
+    const pendingCount = store.listPending(pendingScope(c)).filter((r) => bestDecider(c, r).refusal === null).length;
     return c.html(
       <Frame
         title={title}
@@ -220,17 +262,16 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
 
   app.get('/', (c) => {
     lifecycle.sweep();
-    const s = c.get('session');
-    const decider = c.get('decider');
-    const facets = store.pendingFacets({ groups: s.approver.groups });
+    const scope = pendingScope(c);
+    const facets = store.pendingFacets(scope);
     const filters = filtersOf(c, facets);
     const items = store
       .listPending({
-        groups: s.approver.groups,
+        ...scope,
         ...(filters.tool ? { tool: filters.tool } : {}),
         ...(filters.requester ? { requester: filters.requester } : {}),
       })
-      .map((record) => ({ record, approvals: lifecycle.votes(record.id).length, refusal: lifecycle.refusalFor(decider, record) }));
+      .map((record) => ({ record, approvals: lifecycle.votes(record.id).length, refusal: bestDecider(c, record).refusal }));
     return frame(c, 'Queue', 'queue', <QueueView items={items} nowMs={deps.now()} filters={filters} flash={flashOf(c)} />);
   });
 
@@ -258,7 +299,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   app.get('/requests/:id', (c) => {
     const s = c.get('session');
     const record = lifecycle.read(c.req.param('id'));
-    if (record === undefined || !s.approver.groups.includes(record.body.approver_group)) {
+    const best = record === undefined ? undefined : bestDecider(c, record);
+    if (record === undefined || best === undefined || best.refusal === 'not-in-group') {
       return c.html(<p>No such request in your groups.</p>, 404);
     }
     const view = (
@@ -266,7 +308,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         record={record}
         votes={lifecycle.votes(record.id)}
         audit={store.auditTrail(record.id)}
-        refusal={lifecycle.refusalFor(c.get('decider'), record)}
+        refusal={best.refusal}
+        onBehalfOf={best.decider.castBy !== undefined ? best.decider.person : undefined}
         csrf={s.csrf}
         nowMs={deps.now()}
         flash={flashOf(c)}
@@ -284,7 +327,13 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const decision = form['decision'];
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
     if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000) return back('invalid');
-    const outcome = lifecycle.decide(id, c.get('decider'), decision, comment === '' ? undefined : comment);
+    const onBehalfOf = typeof form['on_behalf_of'] === 'string' && form['on_behalf_of'] !== '' ? form['on_behalf_of'] : undefined;
+    const decider =
+      onBehalfOf === undefined
+        ? c.get('decider')
+        : delegatedDecider(store, approvers, c.get('session').approver, onBehalfOf, 'inbox', deps.now());
+    if (decider === null) return back('forbidden');
+    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment);
     switch (outcome.kind) {
       case 'decided':
         return back(outcome.record.status === 'approved' ? 'approved' : 'denied');
@@ -297,6 +346,110 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       case 'not-found':
         return back('forbidden');
     }
+  });
+
+  /** Selected ids from a query or form value (one or many), deduplicated, at most {@link INBOX_BATCH_MAX}. */
+  const idsOf = (value: unknown): string[] | null => {
+    const list = (Array.isArray(value) ? value : value === undefined ? [] : [value]).filter((v): v is string => typeof v === 'string');
+    const ids = [...new Set(list.map((v) => v.trim()).filter((v) => v !== ''))];
+    return ids.length === 0 || ids.length > INBOX_BATCH_MAX ? null : ids;
+  };
+  const badBatch = (c: Context) =>
+    errorPage(c, 400, 'Nothing selected', `Select between 1 and ${INBOX_BATCH_MAX} requests in the queue, then review them.`);
+
+  app.get('/batch', (c) => {
+    const ids = idsOf(c.req.queries('ids'));
+    if (ids === null) return badBatch(c);
+    const rows: BatchRow[] = [];
+    for (const id of ids) {
+      const record = lifecycle.read(id);
+      if (record === undefined) continue;
+      const best = bestDecider(c, record);
+      if (best.refusal === 'not-in-group') continue;
+      const refusal = record.status !== 'pending' ? `already ${record.status}` : best.refusal === null ? null : REFUSAL_TEXT[best.refusal];
+      rows.push({ record, refusal, onBehalfOf: best.decider.castBy !== undefined ? best.decider.person : undefined });
+    }
+    return frame(c, 'Batch decision', 'queue', <BatchPreflightView rows={rows} csrf={c.get('session').csrf} />);
+  });
+
+  app.post('/batch', async (c) => {
+    const form = await c.req.parseBody({ all: true }).catch(() => null);
+    if (form === null) return unreadableForm(c);
+    if (!sessions.csrfMatches(c.get('session'), form['csrf'])) return missingToken(c, ': nothing was decided');
+    const ids = idsOf(form['ids']);
+    if (ids === null) return badBatch(c);
+    const decision = form['decision'];
+    const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
+    if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000) {
+      return errorPage(c, 400, 'Invalid form', 'Choose approve or deny; a comment has at most 1,000 characters.');
+    }
+    const results: BatchResult[] = ids.map((id) => {
+      const record = lifecycle.read(id);
+      if (record === undefined) return { id, tool: null, outcome: 'not found', ok: false };
+      const tool = record.body.resource.id;
+      const best = bestDecider(c, record);
+      if (best.refusal === 'not-in-group') return { id, tool: null, outcome: 'not found', ok: false };
+      const outcome = lifecycle.decide(id, best.decider, decision, comment === '' ? undefined : comment);
+      switch (outcome.kind) {
+        case 'decided':
+          return { id, tool, outcome: outcome.record.status, ok: true };
+        case 'recorded':
+          return { id, tool, outcome: 'approval recorded (needs another approver)', ok: true };
+        case 'forbidden':
+          return { id, tool, outcome: `not decided: ${REFUSAL_TEXT[outcome.reason]}`, ok: false };
+        case 'not-pending':
+          return { id, tool, outcome: `not decided: already ${outcome.record.status}`, ok: false };
+        case 'not-found':
+          return { id, tool: null, outcome: 'not found', ok: false };
+      }
+    });
+    return frame(c, 'Batch decision', 'queue', <BatchResultView results={results} />);
+  });
+
+  app.get('/delegations', (c) => {
+    const me = c.get('session').approver;
+    const at = deps.now();
+    return frame(
+      c,
+      'Delegations',
+      'queue',
+      <DelegationsView
+        given={store.delegations.activeFrom(me.id, at)}
+        received={store.delegations.activeTo(me.id, at)}
+        colleagues={approvers.map((a) => a.id).filter((id) => id !== me.id)}
+        csrf={c.get('session').csrf}
+        flash={flashOf(c)}
+      />,
+    );
+  });
+
+  app.post('/delegations', async (c) => {
+    const form = await formWithToken(c);
+    if (form === 'unreadable') return unreadableForm(c);
+    if (form === null) return missingToken(c, ': nothing was delegated');
+    const back = (kind: FlashKind) => c.redirect(`/approver/delegations?flash=${kind}`, 303);
+    const parsed = DelegationBodySchema.safeParse({
+      to: form['to'],
+      until: typeof form['until'] === 'string' ? form['until'].trim() : form['until'],
+    });
+    if (!parsed.success) return back('delegation-refused');
+    const outcome = createDelegation(
+      store,
+      approvers,
+      c.get('session').approver,
+      parsed.data.to,
+      Date.parse(parsed.data.until),
+      deps.now(),
+    );
+    return back(outcome.kind === 'created' ? 'delegated' : 'delegation-refused');
+  });
+
+  app.post('/delegations/:id/revoke', async (c) => {
+    const form = await formWithToken(c);
+    if (form === 'unreadable') return unreadableForm(c);
+    if (form === null) return missingToken(c, ': nothing was revoked');
+    store.delegations.revoke(c.req.param('id'), c.get('session').approver.id, deps.now());
+    return c.redirect('/approver/delegations?flash=revoked', 303);
   });
 
   return app;

@@ -15,7 +15,7 @@
  * control and bidi characters shown as `\u{…}`. Errors go to stderr as one line naming the cause.
  * Exit codes: 0 ok; 1 service unreachable, not an approval service (an answer that is not the
  * service's JSON or problem+json, e.g. a 404 page), or an unexpected answer; 2 usage (including
- * `deny` without `--comment`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
+ * `deny` without `--comment`, and input the service refused with 400, e.g. a bad `--until`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
  * decide (403: own request, outside group or scope, already approved); 5 no such request (404);
  * 6 no longer pending (409). Never prints the credential.
  * Batch: `approve` and `deny` take several ids and decide each on its own (its own audit entry),
@@ -144,15 +144,17 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
   }
   const detail = (json as { detail?: string } | null)?.detail ?? `HTTP ${res.status}`;
   const code =
-    res.status === 401
-      ? APPROVALS_EXIT.unauthorized
-      : res.status === 403
-        ? APPROVALS_EXIT.forbidden
-        : res.status === 404
-          ? APPROVALS_EXIT.notFound
-          : res.status === 409
-            ? APPROVALS_EXIT.notPending
-            : APPROVALS_EXIT.unavailable;
+    res.status === 400
+      ? APPROVALS_EXIT.usage
+      : res.status === 401
+        ? APPROVALS_EXIT.unauthorized
+        : res.status === 403
+          ? APPROVALS_EXIT.forbidden
+          : res.status === 404
+            ? APPROVALS_EXIT.notFound
+            : res.status === 409
+              ? APPROVALS_EXIT.notPending
+              : APPROVALS_EXIT.unavailable;
   throw new ApprovalsCliError(
     res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail,
     code,

@@ -16,10 +16,10 @@ import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
 import type { AccessRequestBody } from './api/arap-wire.js';
 import type { CallbackDispatcher } from './api/callbacks.js';
-import { requiredApprovals, type ApprovalRules } from './deciders/approval-rules.js';
+import { requiredApprovals, stepUpRuleFor, type ApprovalRules } from './deciders/approval-rules.js';
 import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from '../auth/principal-keys.js';
-import type { AccessRequestRecord, ApprovalStore, ApprovalVote, Transition } from './store/store.js';
+import type { AccessRequestRecord, ApprovalStore, ApprovalVote, StepUpProof, Transition } from './store/store.js';
 
 // `canonicalize` is CommonJS with an ESM-style `export default` typing; under NodeNext the default
 // import is the function at runtime, but TypeScript types it as the module object.
@@ -63,7 +63,9 @@ export type DecideRefusal =
   /** An ITSM decision whose `decided_by` is not a configured approver of the request's group. */
   | 'unknown-person'
   /** A decision "for" someone without an active delegation from them to this approver. */
-  | 'no-delegation';
+  | 'no-delegation'
+  /** An approval without the passkey confirmation a step-up rule requires (`inbox/passkeys.ts`). */
+  | 'step-up-required';
 
 /** Result of {@link RequestLifecycle.decide}. `recorded`: a partial approval, the quorum is not met yet. */
 export type DecideOutcome =
@@ -95,8 +97,10 @@ export interface RequestLifecycle {
    * Deny → `denied`. Approve → `recorded` while fewer than `requiredApprovals` distinct people approved, then
    * `approved` with approval material (all approvers, valid for `approvalValidityMs`); a `final`
    * decider (risk engine) approves at once. `rule` names the risk rule that decided, for the audit.
+   * A request with a step-up rule is approved only with `stepUp`, a verified passkey assertion over
+   * its binding digest (else `step-up-required`; denying never needs it); the proof is stored with the vote.
    */
-  decide(id: string, decider: Decider, decision: Decision, comment?: string, rule?: string): DecideOutcome;
+  decide(id: string, decider: Decider, decision: Decision, comment?: string, rule?: string, stepUp?: StepUpProof): DecideOutcome;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
   refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
   /** Approvals recorded on a request so far, oldest first. */
@@ -204,14 +208,16 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       const at = now();
       const expiresAtMs = Date.parse(body.expires_at);
       if (!(expiresAtMs > at)) return { kind: 'deadline-passed' };
-      const quorum = requiredApprovals(deps.rules(), {
+      const facts = {
         tool: body.resource.id,
         requester: body.subject.sub,
         group: body.approver_group,
         generation: body.generation,
         pendingMs: 0,
         arguments: body.context.arguments,
-      });
+      };
+      const quorum = requiredApprovals(deps.rules(), facts);
+      const stepUpRule = stepUpRuleFor(deps.rules(), facts);
       const record = store.insert(
         {
           id: randomId('ar_'),
@@ -222,6 +228,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
           expiresAtMs,
           requiredApprovals: quorum.approvals,
           quorumRule: quorum.ruleId,
+          stepUpRule,
         },
         body.subject.sub,
       );
@@ -252,7 +259,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       return raced.status === 'cancelled' ? { kind: 'cancelled', record: raced } : { kind: 'not-pending', record: raced };
     },
 
-    decide(id, decider, decision, comment, rule) {
+    decide(id, decider, decision, comment, rule, stepUp) {
       const current = read(id);
       if (current === undefined) return { kind: 'not-found' };
       const refusal = scopeRefusal(decider, current);
@@ -272,6 +279,9 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         return { kind: 'not-pending', record: store.get(id) ?? current };
       }
       if (!countsTowardsQuorum(decider, current)) return { kind: 'forbidden', reason: 'quorum-needs-members' };
+      if (current.stepUpRule !== null && (stepUp === undefined || stepUp.challenge !== current.body.binding_digest)) {
+        return { kind: 'forbidden', reason: 'step-up-required' };
+      }
       if (alreadyVoted(decider, id)) return { kind: 'forbidden', reason: 'already-approved' };
       const vote: ApprovalVote & { rule?: string; final?: boolean } = {
         approver: decider.person,
@@ -280,16 +290,22 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         comment: note ?? null,
         atMs: at,
         castBy: decider.castBy ?? null,
+        stepUp: current.stepUpRule !== null && stepUp !== undefined ? stepUp : null,
       };
       if (rule !== undefined) vote.rule = rule;
       if (decider.final === true) vote.final = true;
-      const result = store.approve(id, vote, (approvers) => ({
-        id: randomId('apv_'),
-        approved_at: new Date(at).toISOString(),
-        approved_until: new Date(at + deps.approvalValidityMs).toISOString(),
-        state: 'approved',
-        approvers,
-      }));
+      if (vote.stepUp !== null && vote.stepUp !== undefined && vote.rule === undefined) vote.rule = vote.stepUp.rule;
+      const result = store.approve(id, vote, (approvers) => {
+        const proofs = store.votes(id).flatMap((v) => (v.stepUp != null ? [{ approver: v.approver, ...v.stepUp }] : []));
+        return {
+          id: randomId('apv_'),
+          approved_at: new Date(at).toISOString(),
+          approved_until: new Date(at + deps.approvalValidityMs).toISOString(),
+          state: 'approved',
+          approvers,
+          ...(proofs.length > 0 ? { step_up: proofs } : {}),
+        };
+      });
       switch (result.kind) {
         case 'approved':
           return { kind: 'decided', record: changed(result.record) };

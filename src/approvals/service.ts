@@ -41,6 +41,7 @@ import { createRequestLifecycle } from './request-lifecycle.js';
 import { openApprovalStore, type ApprovalStore } from './store/store.js';
 import type { ApprovalNotifier } from './notify/notifier.js';
 import { createReminderTimers } from './reminders.js';
+import { createPasskeys } from './inbox/passkeys.js';
 
 /** Default approval validity after a grant: 24 h in ms. */
 export const DEFAULT_APPROVAL_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -215,6 +216,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       lifecycle,
       store,
       approvers,
+      passkeys: createPasskeys({ store, publicBaseUrl, now }),
       sessions:
         oidc ?? createSessionManager({ key: sessionKey, approvers, store: store.sessions, now, secure: base.protocol === 'https:' }),
       ...(oidc !== undefined ? { oidc } : {}),

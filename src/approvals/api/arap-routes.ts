@@ -90,6 +90,7 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
   'quorum-needs-members':
     'This request needs approvals from several members of its approver group, and this credential is not a member: it may deny, or approve only requests that one approval settles.',
   'unknown-person': "decided_by does not name a configured approver of this request's approver group.",
+  'step-up-required': 'Approving this request needs a passkey confirmation: approve it in the inbox.',
   'no-delegation': 'on_behalf_of names no one who has delegated to this approver right now (delegations are direct, never chained).',
 };
 

@@ -90,6 +90,20 @@ export interface WireApproval {
   approved_until: string;
   state: 'approved';
   approvers: string[];
+  /**
+   * Passkey confirmations of the approvals, when a step-up rule required them
+   * (`src/approvals/inbox/passkeys.ts`): approver, credential id, user verified, the binding digest
+   * signed as the challenge, rule, when. An extension field; ARAP clients that do not know it ignore it.
+   */
+  step_up?: Array<{
+    approver: string;
+    method: 'webauthn';
+    credential_id: string;
+    user_verified: true;
+    challenge: string;
+    rule: string;
+    verified_at: string;
+  }>;
 }
 
 /** ARAP Task Handle returned by submit (201 new, 200 idempotent replay). URLs are absolute. */

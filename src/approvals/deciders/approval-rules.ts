@@ -120,6 +120,23 @@ export const EscalationRuleSchema = z
 /** A validated escalation rule. */
 export type EscalationRule = z.infer<typeof EscalationRuleSchema>;
 
+/**
+ * A step-up rule: approving a matching request needs a user-verified WebAuthn assertion (passkey)
+ * over the request's binding digest, given in the inbox (`src/approvals/inbox/passkeys.ts`).
+ * Fixed at submission, like a quorum. Denying never needs it.
+ */
+export const StepUpRuleSchema = z
+  .object({
+    id: z.string().min(1).max(100),
+    /** Approver group; absent: every group. */
+    group: z.string().min(1).optional(),
+    tool: z.string().min(1).optional(),
+    when: z.array(ConditionSchema).default([]),
+  })
+  .strict();
+/** A validated step-up rule. */
+export type StepUpRule = z.infer<typeof StepUpRuleSchema>;
+
 /** The whole rules file. Every key is optional. */
 export const ApprovalRulesSchema = z
   .object({
@@ -131,6 +148,8 @@ export const ApprovalRulesSchema = z
     itsm: ItsmConfigSchema.optional(),
     /** Reminders and escalation per approver group (at most one rule per group); default none. */
     escalation: z.array(EscalationRuleSchema).optional(),
+    /** Requests whose approval needs a passkey (user-verified WebAuthn); default none. */
+    stepUp: z.array(StepUpRuleSchema).optional(),
   })
   .strict();
 /** Validated approval rules. */
@@ -324,6 +343,11 @@ export function requiredApprovals(rules: ApprovalRules, facts: RequestFacts): { 
     if (r.group === facts.group && ruleMatches(r, facts) && r.approvals > best.approvals) best = { approvals: r.approvals, ruleId: r.id };
   }
   return best;
+}
+
+/** Id of the first step-up rule (file order) matching `facts`, or null: no passkey needed. */
+export function stepUpRuleFor(rules: ApprovalRules, facts: RequestFacts): string | null {
+  return (rules.stepUp ?? []).find((r) => (r.group === undefined || r.group === facts.group) && ruleMatches(r, facts))?.id ?? null;
 }
 
 /** The first risk rule (file order) matching `facts`, or null. */

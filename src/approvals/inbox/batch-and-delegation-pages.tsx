@@ -164,6 +164,25 @@ function DelegationTable(props: { items: Delegation[]; who: 'delegate' | 'delega
   );
 }
 
+/** The passkeys page: how many this approver registered, and a button that registers one (script). */
+export function PasskeysView(props: { count: number; csrf: string; flash?: Child | undefined }) {
+  return (
+    <>
+      <h1>Passkeys</h1>
+      {props.flash ?? ''}
+      <p class="muted">
+        Some requests need your passkey to approve: your device confirms it is you (fingerprint, face or PIN) and signs the exact call being
+        approved.
+      </p>
+      <p data-testid="passkey-count">{props.count === 0 ? 'No passkey registered.' : `${props.count} passkey(s) registered.`}</p>
+      <button class="btn" type="button" data-passkey-register="1" data-csrf={props.csrf} data-testid="passkey-register">
+        Register a passkey
+      </button>
+      <p class="flash warn" id="passkey-error" hidden></p>
+    </>
+  );
+}
+
 /** The delegations page. `colleagues`: approver ids one may delegate to. */
 export function DelegationsView(props: {
   given: Delegation[];

@@ -28,6 +28,7 @@ function Head(props: { title: string }) {
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <title>{props.title} · Countersign approvals</title>
       <link rel="stylesheet" href="/approver/assets/inbox.css" />
+      <script src="/approver/assets/webauthn.js" defer></script>
       <script src="/approver/assets/inbox.js" defer></script>
     </head>
   );

@@ -12,6 +12,9 @@
  * - `GET /delegations`, `POST /delegations` (`to`, `until` ISO 8601), `POST /delegations/:id/revoke`;
  *   a request that only a delegation lets this approver decide is decided for the delegator
  *   (`on_behalf_of` in the decision form, see `../delegation.ts`)
+ * - `GET /passkeys`, `GET /passkeys/registration-options`, `POST /passkeys` (JSON `{csrf, response}`),
+ *   `GET /requests/:id/step-up-options`: passkey registration and the step-up assertion a step-up
+ *   rule requires to approve (the decision form then carries `webauthn`, see `passkeys.ts`)
  * - `GET /live` → `{mark}`, the store's change mark (the page script polls it)
  * - `GET /assets/inbox.css|inbox.js`
  *
@@ -41,10 +44,21 @@ import { visible } from './format.js';
 import { ErrorPage, Flash, Frame, LoginPage } from './layout.js';
 import { HistoryView, QueueView, type ListFilters } from './lists.js';
 import { RequestView, REFUSAL_TEXT } from './request-page.js';
-import { BatchPreflightView, BatchResultView, DelegationsView, type BatchResult, type BatchRow } from './batch-and-delegation-pages.js';
+import {
+  BatchPreflightView,
+  BatchResultView,
+  DelegationsView,
+  PasskeysView,
+  type BatchResult,
+  type BatchRow,
+} from './batch-and-delegation-pages.js';
 import { DelegationBodySchema } from '../api/arap-wire.js';
 import type { Approver } from '../api/http-auth.js';
 import { createDelegation, delegatedDecider } from '../delegation.js';
+import { webauthnBrowserScript, type Passkeys } from './passkeys.js';
+import type { StepUpProof } from '../store/store.js';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
+import { parseJsonWithLimits } from '../../http/json-limits.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
@@ -68,6 +82,8 @@ export interface InboxDeps {
   trustedProxies?: readonly string[];
   /** Configured approvers (delegation targets and delegators); default none: delegation is off. */
   approvers?: readonly Approver[];
+  /** Passkey registration and step-up (`passkeys.ts`); absent: step-up requests cannot be approved here. */
+  passkeys?: Passkeys;
 }
 
 /** Most requests one batch decision takes. */
@@ -83,6 +99,9 @@ export const INBOX_FLASH = {
   invalid: { text: 'Not decided: the form was invalid; try again.', ok: false },
   delegated: { text: 'Delegated.', ok: true },
   revoked: { text: 'Delegation revoked.', ok: true },
+  'step-up-failed': { text: 'Not approved: the passkey confirmation did not verify.', ok: false },
+  'passkey-added': { text: 'Passkey registered.', ok: true },
+  'passkey-refused': { text: 'The passkey was not registered: it did not verify (it must confirm it is you).', ok: false },
   'delegation-refused': {
     text: 'Not delegated: choose a colleague and a time in the future, at most 90 days ahead (ISO 8601).',
     ok: false,
@@ -155,6 +174,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
 
   app.get('/assets/inbox.css', (c) => c.body(INBOX_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
   app.get('/assets/inbox.js', (c) => c.body(INBOX_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
+  app.get('/assets/webauthn.js', (c) => c.body(webauthnBrowserScript(), 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
 
   const oidc = deps.oidc;
   if (oidc !== undefined) {
@@ -310,6 +330,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         audit={store.auditTrail(record.id)}
         refusal={best.refusal}
         onBehalfOf={best.decider.castBy !== undefined ? best.decider.person : undefined}
+        passkeyCount={store.passkeys.forApprover(s.approver.id).length}
         csrf={s.csrf}
         nowMs={deps.now()}
         flash={flashOf(c)}
@@ -333,7 +354,18 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         ? c.get('decider')
         : delegatedDecider(store, approvers, c.get('session').approver, onBehalfOf, 'inbox', deps.now());
     if (decider === null) return back('forbidden');
-    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment);
+    let stepUp: StepUpProof | undefined;
+    const assertion = form['webauthn'];
+    if (decision === 'approve' && typeof assertion === 'string' && assertion !== '' && deps.passkeys !== undefined) {
+      const record = lifecycle.read(id);
+      const parsed = parseJsonWithLimits(assertion);
+      if (record !== undefined && parsed.ok) {
+        const proof = await deps.passkeys.verifyStepUp(c.get('session').approver.id, record, parsed.value as AuthenticationResponseJSON);
+        if (proof === null) return back('step-up-failed');
+        stepUp = proof;
+      }
+    }
+    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment, undefined, stepUp);
     switch (outcome.kind) {
       case 'decided':
         return back(outcome.record.status === 'approved' ? 'approved' : 'denied');
@@ -404,6 +436,45 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       }
     });
     return frame(c, 'Batch decision', 'queue', <BatchResultView results={results} />);
+  });
+
+  const passkeys = deps.passkeys;
+  app.get('/passkeys', (c) =>
+    frame(
+      c,
+      'Passkeys',
+      'queue',
+      <PasskeysView
+        count={store.passkeys.forApprover(c.get('session').approver.id).length}
+        csrf={c.get('session').csrf}
+        flash={flashOf(c)}
+      />,
+    ),
+  );
+  app.get('/passkeys/registration-options', async (c) => {
+    if (passkeys === undefined) return problem('not-found', 'Passkeys are not configured.');
+    return c.json(await passkeys.registrationOptions(c.get('session').approver.id));
+  });
+  app.post('/passkeys', async (c) => {
+    if (passkeys === undefined) return problem('not-found', 'Passkeys are not configured.');
+    if ((c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/json') {
+      return problem('unsupported-media-type', 'Send the body as application/json.');
+    }
+    const parsed = parseJsonWithLimits(await c.req.text());
+    const body = parsed.ok ? (parsed.value as { csrf?: unknown; response?: unknown }) : null;
+    if (body === null || typeof body !== 'object' || typeof body.response !== 'object' || body.response === null) {
+      return problem('invalid-request', 'Send {"csrf", "response"} with the registration response.');
+    }
+    if (!sessions.csrfMatches(c.get('session'), body.csrf)) return problem('forbidden', 'Missing or invalid CSRF token.');
+    const ok = await passkeys.register(c.get('session').approver.id, body.response as RegistrationResponseJSON);
+    return ok ? c.json({ registered: true }, 201) : problem('invalid-request', 'The passkey did not verify.');
+  });
+  app.get('/requests/:id/step-up-options', async (c) => {
+    const record = lifecycle.read(c.req.param('id'));
+    if (passkeys === undefined || record === undefined || record.stepUpRule === null)
+      return problem('not-found', 'No step-up for this request.');
+    if (bestDecider(c, record).refusal === 'not-in-group') return problem('not-found', 'No step-up for this request.');
+    return c.json(await passkeys.stepUpOptions(c.get('session').approver.id, record));
   });
 
   app.get('/delegations', (c) => {

@@ -3,7 +3,8 @@
  * Version 1 (`PRAGMA user_version`) added the quorum columns, `approval_votes`, and the audit
  * columns `via`/`rule` with the `endorsed` and `notified` events. Version 2 added the reminder and
  * escalation marks of a request, `approval_votes.cast_by` and `audit_events.on_behalf_of`
- * (a delegate's vote for a delegator), the `delegations` table, and the audit events `reminded`
+ * (a delegate's vote for a delegator), `access_requests.step_up_rule`, `approval_votes.step_up_json`
+ * and `webauthn_credentials` (passkey step-up), the `delegations` table, and the audit events `reminded`
  * and `escalated` (the audit table is rebuilt for its CHECK list). Older files are migrated in
  * one transaction, keeping every row; each step is idempotent. Deliberately does not: downgrade.
  */
@@ -48,7 +49,8 @@ CREATE TABLE IF NOT EXISTS access_requests (
   reminded_at_ms      INTEGER,
   escalated_at_ms     INTEGER,
   escalation_group    TEXT,
-  escalation_approver TEXT
+  escalation_approver TEXT,
+  step_up_rule        TEXT
 );
 CREATE INDEX IF NOT EXISTS access_requests_pending ON access_requests (status, expires_at_ms);
 CREATE INDEX IF NOT EXISTS access_requests_group ON access_requests (approver_group, status);
@@ -59,8 +61,18 @@ CREATE TABLE IF NOT EXISTS approval_votes (
   comment    TEXT,
   at_ms      INTEGER NOT NULL,
   cast_by    TEXT,
+  step_up_json TEXT,
   PRIMARY KEY (request_id, approver)
 );
+CREATE TABLE IF NOT EXISTS webauthn_credentials (
+  id            TEXT PRIMARY KEY,
+  approver      TEXT NOT NULL,
+  public_key    BLOB NOT NULL,
+  counter       INTEGER NOT NULL,
+  transports    TEXT,
+  created_at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webauthn_credentials_approver ON webauthn_credentials (approver);
 CREATE TABLE IF NOT EXISTS inbox_sessions (
   id_hash       TEXT PRIMARY KEY,
   approver      TEXT NOT NULL,
@@ -122,8 +134,12 @@ function migrate(db: Database.Database): void {
       ['escalated_at_ms', 'INTEGER'],
       ['escalation_group', 'TEXT'],
       ['escalation_approver', 'TEXT'],
+      ['step_up_rule', 'TEXT'],
     ]);
-    addMissing('approval_votes', [['cast_by', 'TEXT']]);
+    addMissing('approval_votes', [
+      ['cast_by', 'TEXT'],
+      ['step_up_json', 'TEXT'],
+    ]);
     const audit = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'audit_events'").get() as
       { sql: string } | undefined;
     const newest = AUDIT_EVENT_KINDS[AUDIT_EVENT_KINDS.length - 1];

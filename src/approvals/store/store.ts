@@ -59,6 +59,36 @@ export interface AccessRequestRecord {
   escalatedAtMs: number | null;
   /** Who may also decide since the escalation: a fallback group and/or one approver; null before. */
   escalation: { group: string | null; approver: string | null } | null;
+  /** Id of the step-up rule that makes approving need a passkey, or null (absent on inserts: null). */
+  stepUpRule: string | null;
+}
+
+/**
+ * Proof that a person confirmed an approval with a user-verified WebAuthn assertion whose
+ * challenge was the request's binding digest (`src/approvals/inbox/passkeys.ts`).
+ */
+export interface StepUpProof {
+  method: 'webauthn';
+  /** Base64url credential id of the passkey used. */
+  credential_id: string;
+  user_verified: true;
+  /** The binding digest the assertion signed (as its challenge). */
+  challenge: string;
+  /** Step-up rule that required it. */
+  rule: string;
+  /** ISO 8601. */
+  verified_at: string;
+}
+
+/** A registered passkey of an approver (WebAuthn credential). */
+export interface PasskeyRecord {
+  /** Base64url credential id. */
+  id: string;
+  approver: string;
+  publicKey: Uint8Array;
+  counter: number;
+  transports: string[];
+  createdAtMs: number;
 }
 
 /**
@@ -74,6 +104,8 @@ export interface ApprovalVote {
   atMs: number;
   /** The delegate who cast this vote for `approver` (see {@link Delegation}); absent or null: `approver` in person. */
   castBy?: string | null;
+  /** The passkey confirmation of this approval, when its request required one. */
+  stepUp?: StepUpProof | null;
 }
 
 /** One audit row. `at` in ms since epoch. */
@@ -129,8 +161,8 @@ export interface ApprovalStore {
   insert(
     record: Omit<
       AccessRequestRecord,
-      'status' | 'resolvedAtMs' | 'resolvedBy' | 'approval' | 'remindedAtMs' | 'escalatedAtMs' | 'escalation'
-    >,
+      'status' | 'resolvedAtMs' | 'resolvedBy' | 'approval' | 'remindedAtMs' | 'escalatedAtMs' | 'escalation' | 'stepUpRule'
+    > & { stepUpRule?: string | null },
     actor: string,
   ): AccessRequestRecord;
   /**
@@ -169,6 +201,8 @@ export interface ApprovalStore {
   markEscalated(id: string, to: { group: string | null; approver: string | null }, atMs: number): AccessRequestRecord | undefined;
   /** Delegations between approvers. */
   delegations: DelegationStore;
+  /** Approvers' registered passkeys. */
+  passkeys: PasskeyStore;
   /** Pending requests matching `filter`, oldest first (at most `limit`, default 200). */
   listPending(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
   /** Resolved requests matching `filter`, most recently resolved first (at most `limit`, default 50). */
@@ -213,6 +247,16 @@ export interface DelegationStore {
   activeFrom(delegator: string, nowMs: number): Delegation[];
 }
 
+/** Passkeys in SQLite. */
+export interface PasskeyStore {
+  add(p: PasskeyRecord): void;
+  /** The approver's passkeys, oldest first. */
+  forApprover(approver: string): PasskeyRecord[];
+  get(id: string): PasskeyRecord | undefined;
+  /** Store the authenticator's signature counter after a verified assertion. */
+  setCounter(id: string, counter: number): void;
+}
+
 /** Inbox sessions in SQLite: a session exists until signed out or expired. */
 export interface InboxSessionStore {
   create(idHash: string, approver: string, createdAtMs: number, expiresAtMs: number): void;
@@ -240,6 +284,7 @@ interface RequestRow {
   escalated_at_ms: number | null;
   escalation_group: string | null;
   escalation_approver: string | null;
+  step_up_rule: string | null;
 }
 
 interface AuditRow {
@@ -289,6 +334,7 @@ function fromRow(row: RequestRow): AccessRequestRecord {
     remindedAtMs: row.reminded_at_ms,
     escalatedAtMs: row.escalated_at_ms,
     escalation: row.escalated_at_ms === null ? null : { group: row.escalation_group, approver: row.escalation_approver },
+    stepUpRule: row.step_up_rule,
   };
 }
 
@@ -326,8 +372,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   createSchema(db);
 
   const insertRequest = db.prepare(
-    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule)
-     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms, @required_approvals, @quorum_rule)`,
+    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule)
+     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms, @required_approvals, @quorum_rule, @step_up_rule)`,
   );
   const insertAudit = db.prepare(
     'INSERT INTO audit_events (request_id, event, actor, comment, at_ms, via, rule, on_behalf_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -343,12 +389,44 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   );
   const selectAudit = db.prepare<[string], AuditRow>('SELECT * FROM audit_events WHERE request_id = ? ORDER BY seq');
   const insertVote = db.prepare(
-    'INSERT OR IGNORE INTO approval_votes (request_id, approver, via, comment, at_ms, cast_by) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT OR IGNORE INTO approval_votes (request_id, approver, via, comment, at_ms, cast_by, step_up_json) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const selectVotes = db.prepare<
     [string],
-    { approver: string; via: DecisionChannel; comment: string | null; at_ms: number; cast_by: string | null }
-  >('SELECT approver, via, comment, at_ms, cast_by FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid');
+    { approver: string; via: DecisionChannel; comment: string | null; at_ms: number; cast_by: string | null; step_up_json: string | null }
+  >('SELECT approver, via, comment, at_ms, cast_by, step_up_json FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid');
+  const insertPasskey = db.prepare(
+    'INSERT INTO webauthn_credentials (id, approver, public_key, counter, transports, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  type PasskeyRow = { id: string; approver: string; public_key: Buffer; counter: number; transports: string | null; created_at_ms: number };
+  const passkeyOf = (r: PasskeyRow): PasskeyRecord => ({
+    id: r.id,
+    approver: r.approver,
+    publicKey: new Uint8Array(r.public_key),
+    counter: r.counter,
+    transports: r.transports === null ? [] : (JSON.parse(r.transports) as string[]),
+    createdAtMs: r.created_at_ms,
+  });
+  const selectPasskeys = db.prepare<[string], PasskeyRow>(
+    'SELECT * FROM webauthn_credentials WHERE approver = ? ORDER BY created_at_ms, id',
+  );
+  const selectPasskey = db.prepare<[string], PasskeyRow>('SELECT * FROM webauthn_credentials WHERE id = ?');
+  const updatePasskeyCounter = db.prepare('UPDATE webauthn_credentials SET counter = ? WHERE id = ?');
+  const passkeys: PasskeyStore = {
+    add(p) {
+      insertPasskey.run(p.id, p.approver, Buffer.from(p.publicKey), p.counter, JSON.stringify(p.transports), p.createdAtMs);
+    },
+    forApprover(approver) {
+      return selectPasskeys.all(approver).map(passkeyOf);
+    },
+    get(id) {
+      const row = selectPasskey.get(id);
+      return row === undefined ? undefined : passkeyOf(row);
+    },
+    setCounter(id, counter) {
+      updatePasskeyCounter.run(counter, id);
+    },
+  };
   const markRemindedStmt = db.prepare(
     "UPDATE access_requests SET reminded_at_ms = ? WHERE id = ? AND status = 'pending' AND reminded_at_ms IS NULL",
   );
@@ -422,6 +500,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       expires_at_ms: record.expiresAtMs,
       required_approvals: record.requiredApprovals,
       quorum_rule: record.quorumRule,
+      step_up_rule: record.stepUpRule ?? null,
     });
     insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs, 'client', record.quorumRule, null);
   });
@@ -439,7 +518,14 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     return row === undefined ? undefined : fromRow(row);
   };
   const votes = (id: string): ApprovalVote[] =>
-    selectVotes.all(id).map((v) => ({ approver: v.approver, via: v.via, comment: v.comment, atMs: v.at_ms, castBy: v.cast_by }));
+    selectVotes.all(id).map((v) => ({
+      approver: v.approver,
+      via: v.via,
+      comment: v.comment,
+      atMs: v.at_ms,
+      castBy: v.cast_by,
+      stepUp: v.step_up_json === null ? null : (JSON.parse(v.step_up_json) as StepUpProof),
+    }));
 
   const approveTx = db.transaction(
     (
@@ -450,7 +536,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       const current = get(id);
       if (current === undefined || current.status !== 'pending') return 'not-pending';
       const castBy = vote.castBy ?? null;
-      if (insertVote.run(id, vote.approver, vote.via, vote.comment, vote.atMs, castBy).changes !== 1) return 'already-approved-by';
+      const stepUpJson = vote.stepUp == null ? null : JSON.stringify(vote.stepUp);
+      if (insertVote.run(id, vote.approver, vote.via, vote.comment, vote.atMs, castBy, stepUpJson).changes !== 1)
+        return 'already-approved-by';
       const approvers = votes(id).map((v) => v.approver);
       const actor = vote.actor ?? vote.approver;
       const onBehalfOf = castBy === null ? undefined : vote.approver;
@@ -536,6 +624,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
         : undefined;
     },
     delegations,
+    passkeys,
     listDuePending(nowMs) {
       return selectDue.all(nowMs).map((r) => r.id);
     },

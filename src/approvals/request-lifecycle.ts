@@ -2,8 +2,11 @@
  * Business rules of the reference Access Request Service: submit (idempotent; fixes the quorum
  * from the operator's rules), read (expiring on read), cancel, decide (four-eyes, group and tool
  * scope, M-of-N distinct approvers: a partial approval is recorded and visible, and the request
- * is approved only by the vote that meets the quorum; one denial denies), sweep. Outcomes are
- * values; the HTTP routes and the inbox map them to responses.
+ * is approved only by the vote that meets the quorum; one denial denies; once escalated
+ * (`reminders.ts`) the escalation group or approver counts as a member; a delegate votes as the
+ * delegator (`delegation.ts`), and one person votes once in either role; a step-up rule needs a
+ * passkey proof to approve, `inbox/passkeys.ts`), sweep. Outcomes are values; the HTTP routes and
+ * the inbox map them to responses.
  *
  * Implements the backend half of SEP-2848's approval-backend contract as the AuthZEN ARAP
  * worked example (`src/backends/approval-backend.ts`). Every status change is a compare-and-set from `pending` in the

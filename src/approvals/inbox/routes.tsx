@@ -398,7 +398,14 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       if (record === undefined) continue;
       const best = bestDecider(c, record);
       if (best.refusal === 'not-in-group') continue;
-      const refusal = record.status !== 'pending' ? `already ${record.status}` : best.refusal === null ? null : REFUSAL_TEXT[best.refusal];
+      const refusal =
+        record.status !== 'pending'
+          ? `already ${record.status}`
+          : best.refusal !== null
+            ? REFUSAL_TEXT[best.refusal]
+            : record.stepUpRule !== null
+              ? 'needs your passkey to approve: open it on its own page (a batch denial still applies)'
+              : null;
       rows.push({ record, refusal, onBehalfOf: best.decider.castBy !== undefined ? best.decider.person : undefined });
     }
     return frame(c, 'Batch decision', 'queue', <BatchPreflightView rows={rows} csrf={c.get('session').csrf} />);

@@ -69,7 +69,7 @@ export function BatchPreflightView(props: { rows: BatchRow[]; csrf: string }) {
       ) : (
         <form method="post" action="/approver/batch" class="card decide">
           <input type="hidden" name="csrf" value={props.csrf} />
-          {props.rows.map((row) => (
+          {decidable.map((row) => (
             <input type="hidden" name="ids" value={row.record.id} />
           ))}
           <label for="comment" class="muted">

@@ -404,7 +404,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
           : best.refusal !== null
             ? REFUSAL_TEXT[best.refusal]
             : record.stepUpRule !== null
-              ? 'needs your passkey to approve: open it on its own page (a batch denial still applies)'
+              ? 'needs your passkey: decide it on its own page'
               : null;
       rows.push({ record, refusal, onBehalfOf: best.decider.castBy !== undefined ? best.decider.person : undefined });
     }

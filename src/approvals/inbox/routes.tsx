@@ -248,11 +248,11 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       .filter((d): d is Decider => d !== null);
     return [c.get('decider'), ...others];
   };
-  /** The decider that may decide `record` (own right first), or the own refusal when none may. */
+  /** The decider that may decide `record` (own right first), or, when none may, the most telling refusal. */
   const bestDecider = (c: Context<Env>, record: AccessRequestRecord): { decider: Decider; refusal: DecideRefusal | null } => {
-    const all = actingAs(c);
-    for (const d of all) if (lifecycle.refusalFor(d, record) === null) return { decider: d, refusal: null };
-    return { decider: all[0]!, refusal: lifecycle.refusalFor(all[0]!, record) };
+    const all = actingAs(c).map((decider) => ({ decider, refusal: lifecycle.refusalFor(decider, record) }));
+    // may decide; else the first in whose scope it is (its refusal explains why not); else not theirs
+    return all.find((r) => r.refusal === null) ?? all.find((r) => r.refusal !== 'not-in-group') ?? all[0]!;
   };
   /** Pending-list filter: own and delegators' groups, plus requests escalated to this approver. */
   const pendingScope = (c: Context<Env>) => ({

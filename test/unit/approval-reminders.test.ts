@@ -266,10 +266,11 @@ PRAGMA user_version = 1;`);
       status: 'pending',
       requiredApprovals: 2,
       quorumRule: 'four-eyes',
+      stepUpRule: null,
       remindedAtMs: null,
       escalation: null,
     });
-    expect(s.store.votes('ar_v1')).toEqual([{ approver: 'bob', via: 'inbox', comment: 'ok', atMs: T0 + MIN, castBy: null }]);
+    expect(s.store.votes('ar_v1')).toEqual([{ approver: 'bob', via: 'inbox', comment: 'ok', atMs: T0 + MIN, castBy: null, stepUp: null }]);
     expect(s.store.auditTrail('ar_v1')).toEqual([
       {
         seq: 4,

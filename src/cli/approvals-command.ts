@@ -73,7 +73,16 @@ export interface ApprovalItem {
   resolved_by?: string | null;
   you_may_decide?: boolean;
   refusal?: string | null;
-  audit?: Array<{ event: string; actor: string; via: string | null; rule: string | null; comment: string | null; at: string }>;
+  audit?: Array<{
+    event: string;
+    actor: string;
+    /** The delegator a delegate decided for (absent from older services). */
+    on_behalf_of?: string | null;
+    via: string | null;
+    rule: string | null;
+    comment: string | null;
+    at: string;
+  }>;
 }
 
 /** Where and as whom the CLI talks. */
@@ -211,7 +220,7 @@ export function showText(i: ApprovalItem): string {
     '  audit',
     ...(i.audit ?? []).map(
       (e) =>
-        `    ${formatTime(Date.parse(e.at))}  ${v(e.event).padEnd(9)} ${v(e.actor)}${e.via ? ` via ${v(e.via)}` : ''}${e.rule ? ` rule ${v(e.rule)}` : ''}${e.comment ? ` — ${v(e.comment)}` : ''}`,
+        `    ${formatTime(Date.parse(e.at))}  ${v(e.event).padEnd(9)} ${v(e.actor)}${e.on_behalf_of ? ` for ${v(e.on_behalf_of)}` : ''}${e.via ? ` via ${v(e.via)}` : ''}${e.rule ? ` rule ${v(e.rule)}` : ''}${e.comment ? ` — ${v(e.comment)}` : ''}`,
     ),
   ];
   return `${lines.join('\n')}\n`;

@@ -114,6 +114,7 @@ describe('countersign approvals batch and delegation', () => {
     const r = await cli(['approve', id, '--for', 'carol'], 'dave');
     expect(r).toMatchObject({ code: 0, stdout: `${id} is now approved.\n` });
     expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'dave', onBehalfOf: 'carol' });
+    expect((await cli(['show', id], 'carol')).stdout).toMatch(/approved\s+dave for carol via api/);
     const bad = await cli(['delegate', '--to', 'dave', '--until', 'soon'], 'carol');
     expect(bad.code).toBe(APPROVALS_EXIT.usage);
     expect(bad.stderr).toContain('until:');

@@ -275,6 +275,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         audit: deps.store.auditTrail(record.id).map((e) => ({
           event: e.event,
           actor: e.actor,
+          on_behalf_of: e.onBehalfOf,
           via: e.via,
           rule: e.rule,
           comment: e.comment,

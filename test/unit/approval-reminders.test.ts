@@ -36,7 +36,10 @@ const failingNotifier: ApprovalNotifier = { channel: 'broken', notify: () => Pro
 
 const RULES: ApprovalRules = parseApprovalRules(
   JSON.stringify({
-    escalation: [{ group: 'treasury', remindAfterMs: 30 * MIN, escalateAfterMs: 2 * HOUR, escalateTo: { group: 'treasury-leads' } }],
+    escalation: [
+      { group: 'treasury', remindAfterMs: 30 * MIN, escalateAfterMs: 2 * HOUR, escalateTo: { group: 'treasury-leads' } },
+      { group: 'payroll', escalateAfterMs: HOUR, escalateTo: { approver: 'omar' } },
+    ],
   }),
 );
 
@@ -49,6 +52,7 @@ function makeService(dbPath: string, notifiers: ApprovalNotifier[] = []): Approv
       { id: 'bob', secret: 'bob-pw', groups: ['treasury'] },
       { id: 'carol', secret: 'carol-pw', groups: ['treasury'] },
       { id: 'lena', secret: 'lena-pw', groups: ['treasury-leads'] },
+      { id: 'omar', secret: 'omar-pw', groups: ['ops'] },
     ],
     publicBaseUrl: 'https://approvals.example.test',
     logger: pino({ level: 'silent' }),
@@ -194,9 +198,24 @@ describe('reminders and escalation', () => {
     expect(seen.seen).toEqual([]);
   });
 
+  it('escalation to one approver: that approver may decide once it escalated, not before', async () => {
+    const seen = recordingNotifier();
+    const s = makeService(':memory:', [seen]);
+    const id = await submit(s, 'k8', 24 * HOUR, 'payroll');
+    expect((await decide(s, id, 'omar', 'approve')).status).toBe(403);
+    now = T0 + HOUR;
+    await s.sweep();
+    expect(events(s, id).at(-1)).toEqual(['escalated', 'system', 'to approver omar']);
+    expect(seen.seen.map((n) => [n.kind, n.group, n.request.escalation])).toEqual([
+      ['escalated', 'payroll', { group: null, approver: 'omar' }],
+    ]);
+    expect((await decide(s, id, 'omar', 'approve')).status).toBe(200);
+    expect(s.store.get(id)).toMatchObject({ status: 'approved', resolvedBy: 'omar' });
+  });
+
   it('a group without an escalation rule is left alone', async () => {
     const s = makeService(':memory:');
-    const id = await submit(s, 'k7', 24 * HOUR, 'payroll');
+    const id = await submit(s, 'k7', 24 * HOUR, 'engineering');
     now = T0 + 10 * HOUR;
     await s.sweep();
     expect(s.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);

@@ -2,8 +2,11 @@
  * Business rules of the reference Access Request Service: submit (idempotent; fixes the quorum
  * from the operator's rules), read (expiring on read), cancel, decide (four-eyes, group and tool
  * scope, M-of-N distinct approvers: a partial approval is recorded and visible, and the request
- * is approved only by the vote that meets the quorum; one denial denies), sweep. Outcomes are
- * values; the HTTP routes and the inbox map them to responses.
+ * is approved only by the vote that meets the quorum; one denial denies; once escalated
+ * (`reminders.ts`) the escalation group or approver counts as a member; a delegate votes as the
+ * delegator (`delegation.ts`), and one person votes once in either role; a step-up rule needs a
+ * passkey proof to approve, `inbox/passkeys.ts`), sweep. Outcomes are values; the HTTP routes and
+ * the inbox map them to responses.
  *
  * Implements the backend half of SEP-2848's approval-backend contract as the AuthZEN ARAP
  * worked example (`src/backends/approval-backend.ts`). Every status change is a compare-and-set from `pending` in the
@@ -17,10 +20,10 @@ import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
 import type { AccessRequestBody } from './api/arap-wire.js';
 import type { CallbackDispatcher } from './api/callbacks.js';
-import { requiredApprovals, type ApprovalRules } from './deciders/approval-rules.js';
+import { requiredApprovals, stepUpRuleFor, type ApprovalRules } from './deciders/approval-rules.js';
 import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from '../auth/principal-keys.js';
-import type { AccessRequestRecord, ApprovalStore, ApprovalVote, RequestFilter, Transition } from './store/store.js';
+import type { AccessRequestRecord, ApprovalStore, ApprovalVote, RequestFilter, StepUpProof, Transition } from './store/store.js';
 
 // `canonicalize` is CommonJS with an ESM-style `export default` typing; under NodeNext the default
 // import is the function at runtime, but TypeScript types it as the module object.
@@ -62,7 +65,11 @@ export type DecideRefusal =
   /** An approval by a decider outside the request's group on a request needing more than one approval. */
   | 'quorum-needs-members'
   /** An ITSM decision whose `decided_by` is not a configured approver of the request's group. */
-  | 'unknown-person';
+  | 'unknown-person'
+  /** A decision "for" someone without an active delegation from them to this approver. */
+  | 'no-delegation'
+  /** An approval without the passkey confirmation a step-up rule requires (`inbox/passkeys.ts`). */
+  | 'step-up-required';
 
 /** Result of {@link RequestLifecycle.decide}. `recorded`: a partial approval, the quorum is not met yet. */
 export type DecideOutcome =
@@ -94,8 +101,10 @@ export interface RequestLifecycle {
    * Deny → `denied`. Approve → `recorded` while fewer than `requiredApprovals` distinct people approved, then
    * `approved` with approval material (all approvers, valid for `approvalValidityMs`); a `final`
    * decider (risk engine) approves at once. `rule` names the risk rule that decided, for the audit.
+   * A request with a step-up rule is approved only with `stepUp`, a verified passkey assertion over
+   * its binding digest (else `step-up-required`; denying never needs it); the proof is stored with the vote.
    */
-  decide(id: string, decider: Decider, decision: Decision, comment?: string, rule?: string): DecideOutcome;
+  decide(id: string, decider: Decider, decision: Decision, comment?: string, rule?: string, stepUp?: StepUpProof): DecideOutcome;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
   refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
   /**
@@ -163,7 +172,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   }
 
   function scopeRefusal(decider: Decider, record: AccessRequestRecord): DecideRefusal | null {
-    if (decider.groups !== undefined && !decider.groups.includes(record.body.approver_group)) return 'not-in-group';
+    if (decider.groups !== undefined && !isMember(decider, record)) return 'not-in-group';
     if (decider.tools !== undefined && !decider.tools.includes(record.body.resource.id)) return 'tool-out-of-scope';
     const subject = record.body.subject;
     const requesters = principalNames(subject);
@@ -173,16 +182,37 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
   const samePerson = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
+  /**
+   * Whether `decider` is a member of the request's group, or — once the request was escalated — of
+   * the escalation group, or is the escalation approver (the delegator's membership for a delegate).
+   */
+  function isMember(decider: Decider, record: AccessRequestRecord): boolean {
+    const groups = decider.groups ?? [];
+    if (groups.includes(record.body.approver_group)) return true;
+    const e = record.escalation;
+    if (e === null) return false;
+    return (e.group !== null && groups.includes(e.group)) || (e.approver !== null && samePerson(e.approver, decider.person));
+  }
+
+  /**
+   * Whether a person behind `decider` (itself, or the delegate casting for it) already approved
+   * `id` in either role: one vote per person, whether in their own right or for a delegator.
+   */
+  function alreadyVoted(decider: Decider, id: string): boolean {
+    const humans = [decider.person, ...(decider.castBy !== undefined ? [decider.castBy] : [])];
+    return store.votes(id).some((v) => humans.some((h) => samePerson(v.approver, h) || (v.castBy != null && samePerson(v.castBy, h))));
+  }
+
   function refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null {
     const scope = scopeRefusal(decider, record);
     if (scope !== null) return scope;
-    if (store.votes(record.id).some((v) => samePerson(v.approver, decider.person))) return 'already-approved';
+    if (alreadyVoted(decider, record.id)) return 'already-approved';
     return null;
   }
 
-  /** Whether `decider`'s approval counts towards `record`'s quorum (a member of its group, or final). */
+  /** Whether `decider`'s approval counts towards `record`'s quorum (a member of its group or escalation, or final). */
   function countsTowardsQuorum(decider: Decider, record: AccessRequestRecord): boolean {
-    return decider.final === true || record.requiredApprovals <= 1 || (decider.groups?.includes(record.body.approver_group) ?? false);
+    return decider.final === true || record.requiredApprovals <= 1 || (decider.groups !== undefined && isMember(decider, record));
   }
 
   function read(id: string): AccessRequestRecord | undefined {
@@ -200,14 +230,16 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       const at = now();
       const expiresAtMs = Date.parse(body.expires_at);
       if (!(expiresAtMs > at)) return { kind: 'deadline-passed' };
-      const quorum = requiredApprovals(deps.rules(), {
+      const facts = {
         tool: body.resource.id,
         requester: body.subject.sub,
         group: body.approver_group,
         generation: body.generation,
         pendingMs: 0,
         arguments: body.context.arguments,
-      });
+      };
+      const quorum = requiredApprovals(deps.rules(), facts);
+      const stepUpRule = stepUpRuleFor(deps.rules(), facts);
       const record = store.insert(
         {
           id: randomId('ar_'),
@@ -218,6 +250,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
           expiresAtMs,
           requiredApprovals: quorum.approvals,
           quorumRule: quorum.ruleId,
+          stepUpRule,
         },
         body.subject.sub,
       );
@@ -248,7 +281,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       return raced.status === 'cancelled' ? { kind: 'cancelled', record: raced } : { kind: 'not-pending', record: raced };
     },
 
-    decide(id, decider, decision, comment, rule) {
+    decide(id, decider, decision, comment, rule, stepUp) {
       const current = read(id);
       if (current === undefined) return { kind: 'not-found' };
       const refusal = scopeRefusal(decider, current);
@@ -261,29 +294,40 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       if (decision === 'deny') {
         const t: Transition = { to: 'denied', atMs: at, actor: decider.id, via: decider.via };
         if (note !== undefined) t.comment = note;
+        if (decider.castBy !== undefined) t.onBehalfOf = decider.person;
         if (rule !== undefined) t.rule = rule;
         const updated = transition(id, t);
         if (updated !== undefined) return { kind: 'decided', record: updated };
         return { kind: 'not-pending', record: store.get(id) ?? current };
       }
       if (!countsTowardsQuorum(decider, current)) return { kind: 'forbidden', reason: 'quorum-needs-members' };
-      if (store.votes(id).some((v) => samePerson(v.approver, decider.person))) return { kind: 'forbidden', reason: 'already-approved' };
+      if (current.stepUpRule !== null && (stepUp === undefined || stepUp.challenge !== current.body.binding_digest)) {
+        return { kind: 'forbidden', reason: 'step-up-required' };
+      }
+      if (alreadyVoted(decider, id)) return { kind: 'forbidden', reason: 'already-approved' };
       const vote: ApprovalVote & { rule?: string; final?: boolean } = {
         approver: decider.person,
         actor: decider.id,
         via: decider.via,
         comment: note ?? null,
         atMs: at,
+        castBy: decider.castBy ?? null,
+        stepUp: current.stepUpRule !== null && stepUp !== undefined ? stepUp : null,
       };
       if (rule !== undefined) vote.rule = rule;
       if (decider.final === true) vote.final = true;
-      const result = store.approve(id, vote, (approvers) => ({
-        id: randomId('apv_'),
-        approved_at: new Date(at).toISOString(),
-        approved_until: new Date(at + deps.approvalValidityMs).toISOString(),
-        state: 'approved',
-        approvers,
-      }));
+      if (vote.stepUp !== null && vote.stepUp !== undefined && vote.rule === undefined) vote.rule = vote.stepUp.rule;
+      const result = store.approve(id, vote, (approvers) => {
+        const proofs = store.votes(id).flatMap((v) => (v.stepUp != null ? [{ approver: v.approver, ...v.stepUp }] : []));
+        return {
+          id: randomId('apv_'),
+          approved_at: new Date(at).toISOString(),
+          approved_until: new Date(at + deps.approvalValidityMs).toISOString(),
+          state: 'approved',
+          approvers,
+          ...(proofs.length > 0 ? { step_up: proofs } : {}),
+        };
+      });
       switch (result.kind) {
         case 'approved':
           return { kind: 'decided', record: changed(result.record) };
@@ -319,7 +363,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
     decidableFilter(decider) {
       return {
-        ...(decider.groups !== undefined ? { groups: decider.groups } : {}),
+        // its groups, the escalation of a request to one of them, or to this person (isMember)
+        ...(decider.groups !== undefined ? { groups: decider.groups, escalatedTo: decider.person } : {}),
         ...(decider.tools !== undefined ? { tools: decider.tools } : {}),
         excludeNames: deciderNames(decider),
         excludeApprovedBy: decider.person,

@@ -7,8 +7,9 @@
  * and wire types, credential checks, callbacks, signed per `src/backends/callback-signature.ts`),
  * `inbox/` (approver inbox pages, sessions, OIDC sign-in, sign-in throttle), `deciders/` (the
  * operator's rules file `approval-rules.ts`: quorum, risk rules, ITSM target; resolvers that are
- * not people: `risk-engine.ts`, supervising agents via `decider.ts`, `itsm-webhook.ts`); errors
- * are problem+json (`src/http/problem.ts`).
+ * not people: `risk-engine.ts`, supervising agents via `decider.ts`, `itsm-webhook.ts`), reminder and
+ * escalation timers (`reminders.ts`, fired from `sweep()`), delegation (`delegation.ts`), and the
+ * notification port (`notify/notifier.ts`); errors are problem+json (`src/http/problem.ts`).
  * Deliberately does not: listen on a port (the caller serves `app.fetch`), run `sweep()` on a
  * timer (the caller does; it also drives the risk engine's scheduled pass), or read the
  * environment.
@@ -43,6 +44,8 @@ import { createEmailLinkRoutes } from './notify/email-link-routes.js';
 import { createEmailLinkSigner } from './notify/email-links.js';
 import { notifyAll, type ApprovalNotification, type ApprovalNotifier } from './notify/notifier.js';
 import { createSlackChannel, type SlackSettings } from './notify/slack.js';
+import { createReminderTimers } from './reminders.js';
+import { createPasskeys } from './inbox/passkeys.js';
 
 /** Default approval validity after a grant: 24 h in ms. */
 export const DEFAULT_APPROVAL_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -110,7 +113,10 @@ export interface ApprovalServiceOptions {
    * `/approver/email/:token`; `linkKey` is `secrets.json` `emailLinkKey`. Absent: off.
    */
   email?: EmailSettings & { linkKey: string };
-  /** Further notifiers, called like the Slack and email ones (after them). */
+  /**
+   * Further notifiers, called like the Slack and email ones (after them); all of them also announce
+   * reminders and escalations (`reminders.ts`). Default none.
+   */
   notifiers?: readonly ApprovalNotifier[];
 }
 
@@ -121,7 +127,8 @@ export interface ApprovalService {
   /** The underlying store (audit trail access, tests). */
   store: ApprovalStore;
   /**
-   * Expire every pending request past its deadline (with callbacks), and, once per
+   * Expire every pending request past its deadline (with callbacks), fire due reminders and
+   * escalations (`reminders.ts`; resolves after their notifiers settled), and, once per
    * `riskIntervalMs`, re-read the rules file and let the risk engine evaluate every pending
    * request. Run it on an interval (every few seconds).
    */
@@ -224,6 +231,8 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       : []),
     ...(opts.notifiers ?? []),
   ];
+  // reminders and escalations go out on every channel too (Slack, email, `notifiers`)
+  const reminders = createReminderTimers({ store, rules: () => rules, now, logger, notifiers });
   const notifications = new Set<Promise<void>>();
   const notify = (notification: ApprovalNotification): Promise<void> => {
     if (notifiers.length === 0) return Promise.resolve();
@@ -263,6 +272,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       approvers,
       publicBaseUrl,
       store,
+      now,
       agents: opts.agents ?? [],
       throttle,
       trustedProxies: opts.trustedProxies ?? [],
@@ -292,6 +302,8 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     createInboxRoutes({
       lifecycle,
       store,
+      approvers,
+      passkeys: createPasskeys({ store, publicBaseUrl, now }),
       sessions,
       ...(oidc !== undefined ? { oidc } : {}),
       now,
@@ -320,6 +332,8 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       const expired = lifecycle.sweep();
       if (expired > 0) logger.info({ expired }, 'swept expired access requests');
       store.sessions.purgeExpired(now());
+      const fired = await reminders.fire();
+      if (fired.reminded + fired.escalated > 0) logger.info(fired, 'reminder timers fired');
       const at = now();
       if (at - lastRiskPassMs < rules.riskIntervalMs) return;
       lastRiskPassMs = at;

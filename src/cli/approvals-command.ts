@@ -1,5 +1,6 @@
 /**
- * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | approve <id> | deny <id> --comment …`: the approver's
+ * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | approve <id>… | deny <id>… --comment … |
+ * delegate --to X --until ISO | delegations | revoke-delegation <id>`: the approver's
  * command line, a client of the approval service's HTTP API (`/access/v1`, see
  * `src/approvals/api/arap-routes.ts`), never of its database.
  *
@@ -14,9 +15,13 @@
  * control and bidi characters shown as `\u{…}`. Errors go to stderr as one line naming the cause.
  * Exit codes: 0 ok; 1 service unreachable, not an approval service (an answer that is not the
  * service's JSON or problem+json, e.g. a 404 page), or an unexpected answer; 2 usage (including
- * `deny` without `--comment`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
+ * `deny` without `--comment`, and input the service refused with 400, e.g. a bad `--until`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
  * decide (403: own request, outside group or scope, already approved); 5 no such request (404);
  * 6 no longer pending (409). Never prints the credential.
+ * Batch: `approve` and `deny` take several ids and decide each on its own (its own audit entry),
+ * printing one result line per id; one failing id does not stop the others, and the exit code is
+ * that of the first failing id (0 when all succeeded). `--for <approver>` decides for a delegator
+ * (`src/approvals/delegation.ts`).
  * Deliberately does not: cache, retry, or read `.data/secrets.json`.
  */
 import type { Command } from 'commander';
@@ -68,7 +73,16 @@ export interface ApprovalItem {
   resolved_by?: string | null;
   you_may_decide?: boolean;
   refusal?: string | null;
-  audit?: Array<{ event: string; actor: string; via: string | null; rule: string | null; comment: string | null; at: string }>;
+  audit?: Array<{
+    event: string;
+    actor: string;
+    /** The delegator a delegate decided for (absent from older services). */
+    on_behalf_of?: string | null;
+    via: string | null;
+    rule: string | null;
+    comment: string | null;
+    at: string;
+  }>;
 }
 
 /** Where and as whom the CLI talks. */
@@ -139,15 +153,17 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
   }
   const detail = (json as { detail?: string } | null)?.detail ?? `HTTP ${res.status}`;
   const code =
-    res.status === 401
-      ? APPROVALS_EXIT.unauthorized
-      : res.status === 403
-        ? APPROVALS_EXIT.forbidden
-        : res.status === 404
-          ? APPROVALS_EXIT.notFound
-          : res.status === 409
-            ? APPROVALS_EXIT.notPending
-            : APPROVALS_EXIT.unavailable;
+    res.status === 400
+      ? APPROVALS_EXIT.usage
+      : res.status === 401
+        ? APPROVALS_EXIT.unauthorized
+        : res.status === 403
+          ? APPROVALS_EXIT.forbidden
+          : res.status === 404
+            ? APPROVALS_EXIT.notFound
+            : res.status === 409
+              ? APPROVALS_EXIT.notPending
+              : APPROVALS_EXIT.unavailable;
   throw new ApprovalsCliError(
     res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail,
     code,
@@ -207,7 +223,7 @@ export function showText(i: ApprovalItem): string {
     '  audit',
     ...(i.audit ?? []).map(
       (e) =>
-        `    ${formatTime(Date.parse(e.at))}  ${v(e.event).padEnd(9)} ${v(e.actor)}${e.via ? ` via ${v(e.via)}` : ''}${e.rule ? ` rule ${v(e.rule)}` : ''}${e.comment ? ` — ${v(e.comment)}` : ''}`,
+        `    ${formatTime(Date.parse(e.at))}  ${v(e.event).padEnd(9)} ${v(e.actor)}${e.on_behalf_of ? ` for ${v(e.on_behalf_of)}` : ''}${e.via ? ` via ${v(e.via)}` : ''}${e.rule ? ` rule ${v(e.rule)}` : ''}${e.comment ? ` — ${v(e.comment)}` : ''}`,
     ),
   ];
   return `${lines.join('\n')}\n`;
@@ -226,27 +242,74 @@ async function run(env: () => ApprovalsClientEnv, action: (client: ApprovalsClie
   }
 }
 
-async function decide(
+/** One id's outcome in a batch decision: the service's JSON, or the failure and its exit code. */
+export type BatchOutcome =
+  | { id: string; ok: true; body: { status: string; approvals: string[]; required_approvals: number } }
+  | { id: string; ok: false; error: string; exitCode: number };
+
+/**
+ * Decide every id in `ids` on its own, in order, as `client` (for `onBehalfOf` when given); a
+ * failure is recorded and the next id is tried. Throws only for a failure that concerns every id
+ * (unreachable service, refused credentials), before or while deciding.
+ */
+export async function decideEach(
   client: ApprovalsClient,
-  id: string,
+  ids: readonly string[],
   decision: 'approve' | 'deny',
   comment: string | undefined,
-  json: boolean,
-): Promise<string> {
-  const body = (await call(
-    client,
-    'POST',
-    `/requests/${encodeURIComponent(id)}/decision`,
-    comment === undefined ? { decision } : { decision, comment },
-  )) as {
-    status: string;
-    approvals: string[];
-    required_approvals: number;
-  };
-  if (json) return `${JSON.stringify(body, null, 2)}\n`;
-  if (body.status === 'pending')
-    return `Approval recorded for ${v(id)}: ${body.approvals.length} of ${body.required_approvals}; another approver must approve.\n`;
-  return `${v(id)} is now ${v(body.status)}.\n`;
+  onBehalfOf: string | undefined,
+): Promise<BatchOutcome[]> {
+  const out: BatchOutcome[] = [];
+  for (const id of ids) {
+    try {
+      const body = (await call(client, 'POST', `/requests/${encodeURIComponent(id)}/decision`, {
+        decision,
+        ...(comment !== undefined ? { comment } : {}),
+        ...(onBehalfOf !== undefined ? { on_behalf_of: onBehalfOf } : {}),
+      })) as { status: string; approvals: string[]; required_approvals: number };
+      out.push({ id, ok: true, body });
+    } catch (err) {
+      if (!(err instanceof ApprovalsCliError)) throw err;
+      if (err.exitCode === APPROVALS_EXIT.unauthorized || err.exitCode === APPROVALS_EXIT.unavailable) throw err;
+      out.push({ id, ok: false, error: err.message, exitCode: err.exitCode });
+    }
+  }
+  return out;
+}
+
+/** One line per outcome: `<id> is now approved.`, `Approval recorded for <id>: 1 of 2 …`, or `<id> not decided: <why>`. */
+export function batchText(outcomes: readonly BatchOutcome[]): string {
+  return outcomes
+    .map((o) => {
+      if (!o.ok) return `${v(o.id)} not decided: ${v(o.error)}\n`;
+      if (o.body.status === 'pending')
+        return `Approval recorded for ${v(o.id)}: ${o.body.approvals.length} of ${o.body.required_approvals}; another approver must approve.\n`;
+      return `${v(o.id)} is now ${v(o.body.status)}.\n`;
+    })
+    .join('');
+}
+
+/** Decide `ids`, print per-id results (stdout) and exit with the first failure's code, if any. */
+async function decideCommand(
+  env: () => ApprovalsClientEnv,
+  ids: string[],
+  decision: 'approve' | 'deny',
+  o: { comment?: string; json?: boolean; for?: string },
+): Promise<void> {
+  let failure = 0;
+  await run(env, async (client) => {
+    const outcomes = await decideEach(client, ids, decision, o.comment, o.for);
+    const first = outcomes.find((x) => !x.ok);
+    // one id: the single-decision behaviour (the failure as one stderr line, its exit code)
+    if (ids.length === 1 && first !== undefined && !first.ok) throw new ApprovalsCliError(first.error, first.exitCode);
+    failure = first !== undefined && !first.ok ? first.exitCode : 0;
+    if (o.json === true) {
+      const view = outcomes.map((x) => (x.ok ? { id: x.id, ok: true, ...x.body } : { id: x.id, ok: false, error: x.error }));
+      return `${JSON.stringify(ids.length === 1 && outcomes[0]?.ok === true ? outcomes[0].body : view, null, 2)}\n`;
+    }
+    return batchText(outcomes);
+  });
+  if (failure !== 0) process.exit(failure);
 }
 
 /** Options of `approvals list`. */
@@ -330,19 +393,58 @@ export function registerApprovalsCommand(program: Command, env: () => ApprovalsC
       }),
     );
   approvals
-    .command('approve <id>')
-    .description('approve a request (with an M-of-N rule, your approval may be one of several needed)')
+    .command('approve <ids...>')
+    .description('approve one or more requests, each on its own (with an M-of-N rule, your approval may be one of several needed)')
     .option('--comment <text>', 'comment for the audit trail')
+    .option('--for <approver>', 'decide for this approver, who delegated to you')
     .option('--json', 'print the service JSON')
-    .action((id: string, o: { comment?: string; json?: boolean }) =>
-      run(env, (client) => decide(client, id, 'approve', o.comment, o.json === true)),
+    .action((ids: string[], o: { comment?: string; json?: boolean; for?: string }) => decideCommand(env, ids, 'approve', o));
+  approvals
+    .command('deny <ids...>')
+    .description('deny one or more requests, each on its own')
+    .requiredOption('--comment <text>', 'why (recorded in the audit trail)')
+    .option('--for <approver>', 'decide for this approver, who delegated to you')
+    .option('--json', 'print the service JSON')
+    .action((ids: string[], o: { comment: string; json?: boolean; for?: string }) => decideCommand(env, ids, 'deny', o));
+  approvals
+    .command('delegate')
+    .description('let a colleague decide for you until a time (out of office)')
+    .requiredOption('--to <approver>', 'the colleague (a configured approver id)')
+    .requiredOption('--until <iso>', 'end of the delegation, ISO 8601 with offset, e.g. 2026-12-24T18:00:00Z')
+    .option('--json', 'print the service JSON')
+    .action((o: { to: string; until: string; json?: boolean }) =>
+      run(env, async (client) => {
+        const d = (await call(client, 'POST', '/delegations', { to: o.to, until: o.until })) as {
+          id: string;
+          delegate: string;
+          until: string;
+        };
+        return o.json === true ? `${JSON.stringify(d, null, 2)}\n` : `Delegated to ${v(d.delegate)} until ${v(d.until)} (${v(d.id)}).\n`;
+      }),
     );
   approvals
-    .command('deny <id>')
-    .description('deny a request')
-    .requiredOption('--comment <text>', 'why (recorded in the audit trail)')
+    .command('delegations')
+    .description('your active delegations, given and received')
     .option('--json', 'print the service JSON')
-    .action((id: string, o: { comment: string; json?: boolean }) =>
-      run(env, (client) => decide(client, id, 'deny', o.comment, o.json === true)),
+    .action((o: { json?: boolean }) =>
+      run(env, async (client) => {
+        type Item = { id: string; delegator: string; delegate: string; until: string };
+        const body = (await call(client, 'GET', '/delegations')) as { given: Item[]; received: Item[] };
+        if (o.json === true) return `${JSON.stringify(body, null, 2)}\n`;
+        const lines = [
+          ...body.given.map((d) => `you → ${v(d.delegate)} until ${v(d.until)}  (${v(d.id)})`),
+          ...body.received.map((d) => `${v(d.delegator)} → you until ${v(d.until)}`),
+        ];
+        return lines.length === 0 ? 'No active delegations.\n' : `${lines.join('\n')}\n`;
+      }),
+    );
+  approvals
+    .command('revoke-delegation <id>')
+    .description('end a delegation you gave')
+    .action((id: string) =>
+      run(env, async (client) => {
+        await call(client, 'POST', `/delegations/${encodeURIComponent(id)}/revoke`);
+        return `Revoked ${v(id)}.\n`;
+      }),
     );
 }

@@ -206,7 +206,7 @@ describe('countersign approvals', () => {
     expect(page.total).toBe(205);
 
     const bad = await cli(['list', '--limit', '0'], bob);
-    expect(bad.code).toBe(APPROVALS_EXIT.unavailable);
+    expect(bad.code).toBe(APPROVALS_EXIT.usage);
     expect(bad.stderr).toContain('limit must be a whole number from 1 to 200.');
   });
 });

@@ -269,7 +269,7 @@ CREATE TABLE audit_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEX
     const s = makeService({ dbPath });
     expect(s.store.get('ar_old')).toMatchObject({ status: 'pending', requiredApprovals: 1, quorumRule: null });
     expect(s.store.auditTrail('ar_old')).toEqual([
-      { seq: 1, requestId: 'ar_old', event: 'submitted', actor: 'erin', comment: null, atMs: T0, via: null, rule: null },
+      { seq: 1, requestId: 'ar_old', event: 'submitted', actor: 'erin', comment: null, atMs: T0, via: null, rule: null, onBehalfOf: null },
     ]);
     // an open request keeps the single-approval rule it was submitted under
     expect((await decide(s, 'ar_old', basic('alice'), 'approve')).body).toMatchObject({ status: 'approved' });

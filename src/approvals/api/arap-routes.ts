@@ -14,6 +14,10 @@
  *   request, `next_cursor` (null on the last page) continues after this page (`page-cursor.ts`)
  * - `GET /approvals/:id` (approver Basic or agent Bearer) → one request in their scope with its
  *   approvals so far and audit trail (the CLI's `show`)
+ * - `POST /delegations` (approver Basic; `{to, until}`) → 201 the delegation | 400; `GET /delegations`
+ *   → `{given, received}` (active ones); `POST /delegations/:id/revoke` → 200 | 404 (see
+ *   `src/approvals/delegation.ts`); a decision with `on_behalf_of` decides for a delegator (403 without
+ *   an active delegation)
  * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `src/approvals/deciders/itsm-webhook.ts`)
  * Every error is problem+json. Bodies are bounded before they are read: {@link MAX_BODY_BYTES} for a
  * new request, {@link MAX_SMALL_BODY_BYTES} for every other route (413); JSON bodies are parsed
@@ -23,7 +27,9 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createMiddleware } from 'hono/factory';
 import type { z } from 'zod';
-import { AccessRequestBodySchema, DecisionBodySchema, toStatusBody, toTaskHandle } from './arap-wire.js';
+import { AccessRequestBodySchema, DecisionBodySchema, DelegationBodySchema, toStatusBody, toTaskHandle } from './arap-wire.js';
+import { createDelegation, delegatedDecider, DELEGATION_REFUSAL_DETAIL } from '../delegation.js';
+import type { Delegation } from '../store/store.js';
 import type { AgentCredential } from '../deciders/decider.js';
 import { authenticateDecider, bearerMatches, parseBasic, type Approver } from './http-auth.js';
 import type { Decider } from '../deciders/decider.js';
@@ -64,6 +70,19 @@ export interface ArapRoutesDeps {
   trustedProxies?: readonly string[];
   /** Inbound ITSM decisions (`POST /itsm/decisions`); absent: the route answers 404. */
   itsmDecisions?: (c: Context) => Promise<Response>;
+  /** Clock, ms since epoch (delegations); default `Date.now`. */
+  now?: () => number;
+}
+
+/** JSON view of a delegation (times ISO 8601). */
+function delegationItem(d: Delegation): Record<string, unknown> {
+  return {
+    id: d.id,
+    delegator: d.delegator,
+    delegate: d.delegate,
+    created_at: new Date(d.createdAtMs).toISOString(),
+    until: new Date(d.untilMs).toISOString(),
+  };
 }
 
 /** Problem detail for each refusal (server-authored, no input echoed). */
@@ -76,6 +95,8 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
   'quorum-needs-members':
     'This request needs approvals from several members of its approver group, and this credential is not a member: it may deny, or approve only requests that one approval settles.',
   'unknown-person': "decided_by does not name a configured approver of this request's approver group.",
+  'step-up-required': 'Approving this request needs a passkey confirmation: approve it in the inbox.',
+  'no-delegation': 'on_behalf_of names no one who has delegated to this approver right now (delegations are direct, never chained).',
 };
 
 /**
@@ -147,6 +168,7 @@ const notFound = (): Response => problem('not-found', 'No such access request.')
 /** Build the `/access/v1` sub-application. */
 export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   const { lifecycle } = deps;
+  const now = deps.now ?? Date.now;
   const app = new Hono();
 
   // One limit per request, before anything reads the body: the larger for new requests only.
@@ -277,6 +299,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         audit: deps.store.auditTrail(record.id).map((e) => ({
           event: e.event,
           actor: e.actor,
+          on_behalf_of: e.onBehalfOf,
           via: e.via,
           rule: e.rule,
           comment: e.comment,
@@ -294,7 +317,15 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     if (!json.ok) return json.response;
     const parsed = DecisionBodySchema.safeParse(json.value);
     if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
-    const outcome = lifecycle.decide(c.req.param('id'), who, parsed.data.decision, parsed.data.comment);
+    let acting: Decider = who;
+    if (parsed.data.on_behalf_of !== undefined) {
+      const self = personOf(who);
+      const forDelegator =
+        self === undefined ? null : delegatedDecider(deps.store, deps.approvers, self, parsed.data.on_behalf_of, 'api', now());
+      if (forDelegator === null) return problem('forbidden', REFUSAL_DETAIL['no-delegation']);
+      acting = forDelegator;
+    }
+    const outcome = lifecycle.decide(c.req.param('id'), acting, parsed.data.decision, parsed.data.comment);
     switch (outcome.kind) {
       case 'decided':
       case 'recorded':
@@ -313,6 +344,49 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       case 'not-found':
         return notFound();
     }
+  });
+
+  /** The configured approver behind a person's credential (never an agent's). */
+  const personOf = (who: Decider) => (who.via === 'api' ? deps.approvers.find((a) => a.id === who.id) : undefined);
+  const onlyPeople = () => problem('forbidden', 'Only an approver (HTTP Basic) has delegations.');
+
+  app.post('/delegations', async (c) => {
+    const who = decider(c);
+    if (who instanceof Response) return who;
+    const self = personOf(who);
+    if (self === undefined) return onlyPeople();
+    const json = await readJson(c);
+    if (!json.ok) return json.response;
+    const parsed = DelegationBodySchema.safeParse(json.value);
+    if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
+    const outcome = createDelegation(deps.store, deps.approvers, self, parsed.data.to, Date.parse(parsed.data.until), now());
+    if (outcome.kind === 'refused') return problem('invalid-request', DELEGATION_REFUSAL_DETAIL[outcome.reason]);
+    return c.json(delegationItem(outcome.delegation), 201);
+  });
+
+  app.get('/delegations', (c) => {
+    const who = decider(c);
+    if (who instanceof Response) return who;
+    const self = personOf(who);
+    if (self === undefined) return onlyPeople();
+    const at = now();
+    return c.json(
+      {
+        given: deps.store.delegations.activeFrom(self.id, at).map(delegationItem),
+        received: deps.store.delegations.activeTo(self.id, at).map(delegationItem),
+      },
+      200,
+    );
+  });
+
+  app.post('/delegations/:id/revoke', (c) => {
+    const who = decider(c);
+    if (who instanceof Response) return who;
+    const self = personOf(who);
+    if (self === undefined) return onlyPeople();
+    return deps.store.delegations.revoke(c.req.param('id'), self.id, now())
+      ? c.json({ id: c.req.param('id'), revoked: true }, 200)
+      : problem('not-found', 'No such active delegation of yours.');
   });
 
   app.post('/itsm/decisions', (c) => (deps.itsmDecisions === undefined ? notFound() : deps.itsmDecisions(c)));

@@ -63,13 +63,25 @@ export const AccessRequestBodySchema = z.object({
 /** A validated access request body. */
 export type AccessRequestBody = z.infer<typeof AccessRequestBodySchema>;
 
-/** Body of `POST /access/v1/requests/:id/decision` (approver decision; comment ≤ 1000 chars). */
+/**
+ * Body of `POST /access/v1/requests/:id/decision` (approver decision; comment ≤ 1000 chars;
+ * `on_behalf_of`: the approver id of a delegator, to decide for them, see `src/approvals/delegation.ts`).
+ */
 export const DecisionBodySchema = z.object({
   decision: z.enum(['approve', 'deny']),
   comment: z.string().max(1000).optional(),
+  on_behalf_of: z.string().min(1).max(200).optional(),
 });
 /** A validated decision body. */
 export type DecisionBody = z.infer<typeof DecisionBodySchema>;
+
+/** Body of `POST /access/v1/delegations`: delegate to approver `to` until `until` (ISO 8601 with offset). */
+export const DelegationBodySchema = z
+  .object({
+    to: z.string().min(1).max(200),
+    until: z.iso.datetime({ offset: true }),
+  })
+  .strict();
 
 /** ARAP `result.approval`: times ISO 8601; `approvers` are approver ids (audit only). */
 export interface WireApproval {
@@ -78,6 +90,20 @@ export interface WireApproval {
   approved_until: string;
   state: 'approved';
   approvers: string[];
+  /**
+   * Passkey confirmations of the approvals, when a step-up rule required them
+   * (`src/approvals/inbox/passkeys.ts`): approver, credential id, user verified, the binding digest
+   * signed as the challenge, rule, when. An extension field; ARAP clients that do not know it ignore it.
+   */
+  step_up?: Array<{
+    approver: string;
+    method: 'webauthn';
+    credential_id: string;
+    user_verified: true;
+    challenge: string;
+    rule: string;
+    verified_at: string;
+  }>;
 }
 
 /** ARAP Task Handle returned by submit (201 new, 200 idempotent replay). URLs are absolute. */

@@ -88,6 +88,55 @@ export const ItsmConfigSchema = z
 /** A validated ITSM config. */
 export type ItsmConfig = z.infer<typeof ItsmConfigSchema>;
 
+/**
+ * Reminders and escalation for one approver group: a request of `group` still pending
+ * `remindAfterMs` after submission reminds the group once (audit `reminded`, notifier kind
+ * `reminded`); one still pending `escalateAfterMs` after submission is escalated once to
+ * `escalateTo` (a fallback group and/or one approver, who may then decide it under the same rules;
+ * audit `escalated`, notifier kind `escalated`). Times in ms since submission; at least one step.
+ */
+export const EscalationRuleSchema = z
+  .object({
+    group: z.string().min(1),
+    remindAfterMs: z.int().min(1000).optional(),
+    escalateAfterMs: z.int().min(1000).optional(),
+    escalateTo: z
+      .object({ group: z.string().min(1).optional(), approver: z.string().min(1).optional() })
+      .strict()
+      .refine((t) => t.group !== undefined || t.approver !== undefined, { message: 'escalateTo needs a group or an approver' })
+      .optional(),
+  })
+  .strict()
+  .refine((r) => r.remindAfterMs !== undefined || r.escalateAfterMs !== undefined, {
+    message: 'an escalation rule needs remindAfterMs, escalateAfterMs, or both',
+  })
+  .refine((r) => (r.escalateAfterMs === undefined) === (r.escalateTo === undefined), {
+    message: 'escalateAfterMs and escalateTo go together',
+  })
+  .refine((r) => r.remindAfterMs === undefined || r.escalateAfterMs === undefined || r.escalateAfterMs > r.remindAfterMs, {
+    message: 'escalateAfterMs must be later than remindAfterMs',
+  })
+  .refine((r) => r.escalateTo?.group !== r.group, { message: 'escalateTo.group must differ from group' });
+/** A validated escalation rule. */
+export type EscalationRule = z.infer<typeof EscalationRuleSchema>;
+
+/**
+ * A step-up rule: approving a matching request needs a user-verified WebAuthn assertion (passkey)
+ * over the request's binding digest, given in the inbox (`src/approvals/inbox/passkeys.ts`).
+ * Fixed at submission, like a quorum. Denying never needs it.
+ */
+export const StepUpRuleSchema = z
+  .object({
+    id: z.string().min(1).max(100),
+    /** Approver group; absent: every group. */
+    group: z.string().min(1).optional(),
+    tool: z.string().min(1).optional(),
+    when: z.array(ConditionSchema).default([]),
+  })
+  .strict();
+/** A validated step-up rule. */
+export type StepUpRule = z.infer<typeof StepUpRuleSchema>;
+
 /** The whole rules file. Every key is optional. */
 export const ApprovalRulesSchema = z
   .object({
@@ -97,6 +146,10 @@ export const ApprovalRulesSchema = z
     /** How often the risk engine re-evaluates pending requests (and re-reads this file), ms; default 30 s. */
     riskIntervalMs: z.int().min(1000).max(86_400_000).default(30_000),
     itsm: ItsmConfigSchema.optional(),
+    /** Reminders and escalation per approver group (at most one rule per group); default none. */
+    escalation: z.array(EscalationRuleSchema).optional(),
+    /** Requests whose approval needs a passkey (user-verified WebAuthn); default none. */
+    stepUp: z.array(StepUpRuleSchema).optional(),
   })
   .strict();
 /** Validated approval rules. */
@@ -150,6 +203,9 @@ export function parseApprovalRules(text: string, source = 'approval rules'): App
   const ids = [...parsed.data.quorum.map((r) => r.id), ...parsed.data.risk.map((r) => r.id)];
   const dup = ids.find((id, i) => ids.indexOf(id) !== i);
   if (dup !== undefined) throw new ApprovalRulesError(`${source} is invalid:\n  rule id "${dup}" is used twice`);
+  const groups = (parsed.data.escalation ?? []).map((r) => r.group);
+  const dupGroup = groups.find((g, i) => groups.indexOf(g) !== i);
+  if (dupGroup !== undefined) throw new ApprovalRulesError(`${source} is invalid:\n  escalation: group "${dupGroup}" has two rules`);
   return parsed.data;
 }
 
@@ -287,6 +343,11 @@ export function requiredApprovals(rules: ApprovalRules, facts: RequestFacts): { 
     if (r.group === facts.group && ruleMatches(r, facts) && r.approvals > best.approvals) best = { approvals: r.approvals, ruleId: r.id };
   }
   return best;
+}
+
+/** Id of the first step-up rule (file order) matching `facts`, or null: no passkey needed. */
+export function stepUpRuleFor(rules: ApprovalRules, facts: RequestFacts): string | null {
+  return (rules.stepUp ?? []).find((r) => (r.group === undefined || r.group === facts.group) && ruleMatches(r, facts))?.id ?? null;
 }
 
 /** The first risk rule (file order) matching `facts`, or null. */

@@ -38,6 +38,12 @@ export interface Decider {
   decisions?: readonly Decision[];
   /** Its approval resolves the request whatever the quorum (the operator's risk engine only). */
   final?: boolean;
+  /**
+   * A delegate deciding for `person` (see `src/approvals/delegation.ts`): then `id` is the
+   * delegate (audit actor), `person` the delegator (quorum identity, audit `on_behalf_of`),
+   * `groups` the delegator's, and `names` holds the delegate so four-eyes checks both.
+   */
+  castBy?: string;
 }
 
 /** A supervising agent's credential (from `secrets.json` `agents`). */

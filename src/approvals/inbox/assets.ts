@@ -3,7 +3,9 @@
  * stylesheet and one small script. The script (a) ticks every `[data-expires-at]` countdown and
  * `[data-since]` age once a second, and (b) polls `GET /approver/live` every 3 s; when the change
  * mark moved it re-fetches the page and swaps `#live`, unless the approver is typing a comment
- * (then it shows a "new activity" notice instead). The page works without it.
+ * or has ticked requests for a batch (then it shows a "new activity" notice instead), and (c) runs
+ * the passkey ceremonies (register; approve where a step-up rule asks) with `@simplewebauthn/browser`,
+ * served beside it as `webauthn.js`. The pages work without it, except passkey step-up.
  * Deliberately does not: use a framework, inline scripts (the CSP forbids them), or WebSockets.
  */
 
@@ -97,6 +99,7 @@ export const INBOX_JS = `
     var a = document.activeElement;
     var busy = false;
     document.querySelectorAll('textarea').forEach(function (t) { if (t.value.trim() !== '') busy = true; });
+    if (document.querySelector('input[name=ids]:checked')) busy = true;
     return busy || (a && (a.tagName === 'TEXTAREA' || a.tagName === 'INPUT' || a.tagName === 'SELECT'));
   }
   function refresh() {
@@ -127,6 +130,47 @@ export const INBOX_JS = `
       })
       .catch(function () {});
   }
+  // Passkeys (src/approvals/inbox/passkeys.ts): register one, and approve with one where a step-up rule asks.
+  function passkeyFailed(where, err) {
+    var p = document.getElementById(where);
+    if (p) { p.textContent = 'Passkey not used: ' + (err && err.message ? err.message : 'cancelled'); p.hidden = false; }
+  }
+  document.addEventListener('click', function (e) {
+    var W = window.SimpleWebAuthnBrowser;
+    var t = e.target;
+    var reg = t && t.closest ? t.closest('[data-passkey-register]') : null;
+    if (reg && W) {
+      e.preventDefault();
+      fetch('/approver/passkeys/registration-options', { credentials: 'same-origin' })
+        .then(function (r) { return r.json(); })
+        .then(function (opts) { return W.startRegistration({ optionsJSON: opts }); })
+        .then(function (resp) {
+          return fetch('/approver/passkeys', {
+            method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ csrf: reg.getAttribute('data-csrf'), response: resp }),
+          });
+        })
+        .then(function (r) { location.href = '/approver/passkeys?flash=' + (r.ok ? 'passkey-added' : 'passkey-refused'); })
+        .catch(function (err) { passkeyFailed('passkey-error', err); });
+      return;
+    }
+    var up = t && t.closest ? t.closest('[data-step-up]') : null;
+    if (up && W) {
+      e.preventDefault();
+      var form = up.form;
+      fetch(form.getAttribute('data-step-up-url'), { credentials: 'same-origin' })
+        .then(function (r) { return r.json(); })
+        .then(function (opts) { return W.startAuthentication({ optionsJSON: opts }); })
+        .then(function (resp) {
+          form.querySelector('input[name=webauthn]').value = JSON.stringify(resp);
+          var d = document.createElement('input');
+          d.type = 'hidden'; d.name = 'decision'; d.value = 'approve';
+          form.appendChild(d);
+          form.submit();
+        })
+        .catch(function (err) { passkeyFailed('passkey-error', err); });
+    }
+  });
   tick();
   setInterval(tick, 1000);
   if (mark !== null) setInterval(poll, 3000);

@@ -28,6 +28,7 @@ export function Head(props: { title: string }) {
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <title>{props.title} · Countersign approvals</title>
       <link rel="stylesheet" href="/approver/assets/inbox.css" />
+      <script src="/approver/assets/webauthn.js" defer></script>
       <script src="/approver/assets/inbox.js" defer></script>
     </head>
   );
@@ -51,6 +52,7 @@ export function Frame(props: FrameProps) {
             <a href="/approver/history" class={props.active === 'history' ? 'on' : ''}>
               History
             </a>
+            <a href="/approver/delegations">Delegations</a>
           </nav>
           <div class="who">
             <span>

@@ -111,48 +111,65 @@ export function QueueView(props: {
       {props.items.length === 0 ? (
         <p class="empty">Nothing is pending. New requests appear here without a reload.</p>
       ) : (
-        <table data-testid="queue">
-          <thead>
-            <tr>
-              <th>Tool</th>
-              <th>Requester</th>
-              <th>Request</th>
-              <th>Approvals</th>
-              <th>Age</th>
-              <th>Expires</th>
-              <th>Your part</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.items.map(({ record: r, approvals, refusal }) => (
-              <tr data-request-id={r.id}>
-                <td>
-                  <a href={requestLink(r.id)} class="mono">
-                    {visible(r.body.resource.id)}
-                  </a>
-                  <ToolNote props={r.body.resource.properties} />
-                </td>
-                <td>{visible(r.body.subject.sub)}</td>
-                <td>
-                  <a href={requestLink(r.id)} class="mono summary">
-                    {headline(r.body.context.arguments)}
-                  </a>
-                  <div class="muted">{visible(r.body.reason)}</div>
-                </td>
-                <td>
-                  <Progress have={approvals} need={r.requiredApprovals} />
-                </td>
-                <td data-since={String(r.createdAtMs)}>{formatAge(props.nowMs - r.createdAtMs)}</td>
-                <td>
-                  <Countdown expiresAtMs={r.expiresAtMs} text={formatCountdown(r.expiresAtMs, props.nowMs)} />
-                </td>
-                <td>
-                  <YourPart refusal={refusal} />
-                </td>
+        <form method="get" action="/approver/batch" id="batch-form">
+          <table data-testid="queue">
+            <thead>
+              <tr>
+                <th>
+                  <span class="muted">Select</span>
+                </th>
+                <th>Tool</th>
+                <th>Requester</th>
+                <th>Request</th>
+                <th>Approvals</th>
+                <th>Age</th>
+                <th>Expires</th>
+                <th>Your part</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {props.items.map(({ record: r, approvals, refusal }) => (
+                <tr data-request-id={r.id}>
+                  <td>
+                    {refusal === null ? (
+                      <input type="checkbox" name="ids" value={r.id} aria-label="select for a batch decision" data-testid="select" />
+                    ) : (
+                      ''
+                    )}
+                  </td>
+                  <td>
+                    <a href={requestLink(r.id)} class="mono">
+                      {visible(r.body.resource.id)}
+                    </a>
+                    <ToolNote props={r.body.resource.properties} />
+                  </td>
+                  <td>{visible(r.body.subject.sub)}</td>
+                  <td>
+                    <a href={requestLink(r.id)} class="mono summary">
+                      {headline(r.body.context.arguments)}
+                    </a>
+                    <div class="muted">{visible(r.body.reason)}</div>
+                  </td>
+                  <td>
+                    <Progress have={approvals} need={r.requiredApprovals} />
+                  </td>
+                  <td data-since={String(r.createdAtMs)}>{formatAge(props.nowMs - r.createdAtMs)}</td>
+                  <td>
+                    <Countdown expiresAtMs={r.expiresAtMs} text={formatCountdown(r.expiresAtMs, props.nowMs)} />
+                  </td>
+                  <td>
+                    <YourPart refusal={refusal} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <p>
+            <button class="btn" type="submit" data-testid="batch-review">
+              Review selected
+            </button>
+          </p>
+        </form>
       )}
       <Pager paging={p} shown={props.items.length} />
     </>

@@ -21,6 +21,8 @@ export const REFUSAL_TEXT: Record<DecideRefusal, string> = {
   'already-approved': 'You approved this request. It needs another approver before it is approved.',
   'quorum-needs-members': 'This request needs approvals from several members of its approver group.',
   'unknown-person': 'You are not a configured approver of this request.',
+  'step-up-required': 'Approving this request needs your passkey.',
+  'no-delegation': 'No active delegation lets you decide for this person.',
 };
 
 const EVENT_TEXT: Record<AuditEvent['event'], string> = {
@@ -31,6 +33,8 @@ const EVENT_TEXT: Record<AuditEvent['event'], string> = {
   expired: 'expired',
   cancelled: 'cancelled by the client',
   notified: 'sent to ITSM',
+  reminded: 'approvers reminded',
+  escalated: 'escalated',
 };
 
 /** Props of {@link RequestView}. */
@@ -40,6 +44,10 @@ export interface RequestViewProps {
   audit: AuditEvent[];
   /** Why this approver may not decide it (null: they may, if it is pending). */
   refusal: DecideRefusal | null;
+  /** The delegator this approver decides for on this page (`../delegation.ts`); undefined: in their own right. */
+  onBehalfOf?: string | undefined;
+  /** How many passkeys the signed-in approver has (a step-up request needs one; `passkeys.ts`). */
+  passkeyCount?: number;
   csrf: string;
   nowMs: number;
   flash?: Child | undefined;
@@ -156,7 +164,14 @@ export function RequestView(props: RequestViewProps) {
       </p>
       {pending && props.refusal === null ? (
         <section class="card decide">
-          <h2>Your decision</h2>
+          <h2>Your decision{props.onBehalfOf !== undefined ? ` for ${visible(props.onBehalfOf)}` : ''}</h2>
+          {props.onBehalfOf !== undefined ? (
+            <p class="muted" data-testid="on-behalf-of">
+              {visible(props.onBehalfOf)} delegated to you: you decide under your own name, for them.
+            </p>
+          ) : (
+            ''
+          )}
           {r.requiredApprovals > 1 ? (
             <p class="muted">
               Needs {r.requiredApprovals} distinct approvers; {props.votes.length} so far. One denial denies.
@@ -164,21 +179,42 @@ export function RequestView(props: RequestViewProps) {
           ) : (
             ''
           )}
-          <form method="post" action={action}>
+          {r.stepUpRule !== null ? (
+            <p class="muted" data-testid="step-up">
+              Approving needs your passkey (rule {r.stepUpRule}).{' '}
+              {(props.passkeyCount ?? 0) === 0 ? <a href="/approver/passkeys">Register one first.</a> : ''}
+            </p>
+          ) : (
+            ''
+          )}
+          <form
+            method="post"
+            action={action}
+            data-step-up-url={r.stepUpRule !== null ? `/approver/requests/${encodeURIComponent(r.id)}/step-up-options` : undefined}
+          >
             <input type="hidden" name="csrf" value={props.csrf} />
+            {r.stepUpRule !== null ? <input type="hidden" name="webauthn" value="" /> : ''}
+            {props.onBehalfOf !== undefined ? <input type="hidden" name="on_behalf_of" value={props.onBehalfOf} /> : ''}
             <label for="comment" class="muted">
               Comment (recorded in the audit trail)
             </label>
             <textarea id="comment" name="comment" maxlength={1000}></textarea>
             <div class="actions">
-              <button class="btn approve" type="submit" name="decision" value="approve">
-                Approve
-              </button>
+              {r.stepUpRule !== null ? (
+                <button class="btn approve" type="button" data-step-up="1">
+                  Approve with passkey
+                </button>
+              ) : (
+                <button class="btn approve" type="submit" name="decision" value="approve">
+                  Approve
+                </button>
+              )}
               <button class="btn deny" type="submit" name="decision" value="deny">
                 Deny
               </button>
             </div>
           </form>
+          <p class="flash warn" id="passkey-error" hidden></p>
         </section>
       ) : pending && props.refusal !== null ? (
         <p class="flash warn" data-testid="refusal">
@@ -204,7 +240,7 @@ export function RequestView(props: RequestViewProps) {
             <tr>
               <td class="muted">{formatTime(e.atMs)}</td>
               <td>{EVENT_TEXT[e.event]}</td>
-              <td>{visible(e.actor)}</td>
+              <td>{visible(e.onBehalfOf !== null ? `${e.actor} for ${e.onBehalfOf}` : e.actor)}</td>
               <td class="muted">{e.via ?? ''}</td>
               <td class="mono">{e.rule ?? ''}</td>
               <td>{visible(e.comment ?? '')}</td>

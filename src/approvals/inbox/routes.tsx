@@ -8,6 +8,14 @@
  *   `?before=` keyset cursors of `../api/page-cursor.ts` for the next and previous page), `GET /history`, `GET /requests/:id`
  * - `POST /requests/:id/decision` (`decision=approve|deny`, `comment`, `csrf`) → 303 back to the
  *   request page with `?flash=<kind>`
+ * - `GET /batch?ids=…` the preflight of a batch decision, `POST /batch` (`ids`, `decision`, `comment`,
+ *   `csrf`) decides each request on its own and shows a per-request result
+ * - `GET /delegations`, `POST /delegations` (`to`, `until` ISO 8601), `POST /delegations/:id/revoke`;
+ *   a request that only a delegation lets this approver decide is decided for the delegator
+ *   (`on_behalf_of` in the decision form, see `../delegation.ts`)
+ * - `GET /passkeys`, `GET /passkeys/registration-options`, `POST /passkeys` (JSON `{csrf, response}`),
+ *   `GET /requests/:id/step-up-options`: passkey registration and the step-up assertion a step-up
+ *   rule requires to approve (the decision form then carries `webauthn`, see `passkeys.ts`)
  * - `GET /live` → `{mark}`, the store's change mark (the page script polls it)
  * - `GET /assets/inbox.css|inbox.js`
  *
@@ -37,13 +45,29 @@ import { visible } from './format.js';
 import { ErrorPage, Flash, Frame, LoginPage } from './layout.js';
 import { HistoryView, QueueView, type ListFilters, type QueuePaging } from './lists.js';
 import { decodePageCursor, encodePageCursor } from '../api/page-cursor.js';
-import { RequestView } from './request-page.js';
+import { RequestView, REFUSAL_TEXT } from './request-page.js';
+import {
+  BatchPreflightView,
+  BatchResultView,
+  DelegationsView,
+  PasskeysView,
+  type BatchResult,
+  type BatchRow,
+} from './batch-and-delegation-pages.js';
+import { DelegationBodySchema } from '../api/arap-wire.js';
+import type { Approver } from '../api/http-auth.js';
+import { createDelegation, delegatedDecider } from '../delegation.js';
+import { webauthnBrowserScript, type Passkeys } from './passkeys.js';
+import type { StepUpProof } from '../store/store.js';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
+import { parseJsonWithLimits } from '../../http/json-limits.js';
+import type { DecideRefusal } from '../request-lifecycle.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
 import type { InboxSession, SessionManager } from './session.js';
 import type { SignInThrottle } from './sign-in-throttle.js';
 import { clientAddress } from '../../http/client-address.js';
-import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
+import type { AccessRequestRecord, ApprovalStore, PendingKey, RequestFilter } from '../store/store.js';
 
 /** Dependencies of {@link createInboxRoutes}. */
 export interface InboxDeps {
@@ -58,7 +82,14 @@ export interface InboxDeps {
   throttle: SignInThrottle;
   /** Proxies whose `X-Forwarded-For` names the client (`COUNTERSIGN_TRUSTED_PROXIES`); default none. */
   trustedProxies?: readonly string[];
+  /** Configured approvers (delegation targets and delegators); default none: delegation is off. */
+  approvers?: readonly Approver[];
+  /** Passkey registration and step-up (`passkeys.ts`); absent: step-up requests cannot be approved here. */
+  passkeys?: Passkeys;
 }
+
+/** Most requests one batch decision takes. */
+export const INBOX_BATCH_MAX = 50;
 
 /** Flash messages after a decision (`?flash=<kind>`); `ok` selects the colour. */
 export const INBOX_FLASH = {
@@ -68,6 +99,15 @@ export const INBOX_FLASH = {
   'not-pending': { text: 'Not decided: the request is no longer pending.', ok: false },
   forbidden: { text: 'Not decided: you may not decide this request.', ok: false },
   invalid: { text: 'Not decided: the form was invalid; try again.', ok: false },
+  delegated: { text: 'Delegated.', ok: true },
+  revoked: { text: 'Delegation revoked.', ok: true },
+  'step-up-failed': { text: 'Not approved: the passkey confirmation did not verify.', ok: false },
+  'passkey-added': { text: 'Passkey registered.', ok: true },
+  'passkey-refused': { text: 'The passkey was not registered: it did not verify (it must confirm it is you).', ok: false },
+  'delegation-refused': {
+    text: 'Not delegated: choose a colleague and a time in the future, at most 90 days ahead (ISO 8601).',
+    ok: false,
+  },
 } as const;
 type FlashKind = keyof typeof INBOX_FLASH;
 
@@ -139,6 +179,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
 
   app.get('/assets/inbox.css', (c) => c.body(INBOX_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
   app.get('/assets/inbox.js', (c) => c.body(INBOX_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
+  app.get('/assets/webauthn.js', (c) => c.body(webauthnBrowserScript(), 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
 
   const oidc = deps.oidc;
   if (oidc !== undefined) {
@@ -202,10 +243,50 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     return c.redirect(oidc === undefined ? '/approver/login' : '/approver/signed-out', 303);
   });
 
+  const approvers = deps.approvers ?? [];
+  /** Deciders this approver may act as: themselves, then for each active delegator (direct only). */
+  const actingAs = (c: Context<Env>): Decider[] => {
+    const me = c.get('session').approver;
+    const others = store.delegations
+      .activeTo(me.id, deps.now())
+      .map((d) => delegatedDecider(store, approvers, me, d.delegator, 'inbox', deps.now()))
+      .filter((d): d is Decider => d !== null);
+    return [c.get('decider'), ...others];
+  };
+  /** The decider that may decide `record` (own right first), or, when none may, the most telling refusal. */
+  const bestDecider = (c: Context<Env>, record: AccessRequestRecord): { decider: Decider; refusal: DecideRefusal | null } => {
+    const all = actingAs(c).map((decider) => ({ decider, refusal: lifecycle.refusalFor(decider, record) }));
+    // may decide; else the first in whose scope it is (its refusal explains why not); else not theirs
+    return all.find((r) => r.refusal === null) ?? all.find((r) => r.refusal !== 'not-in-group') ?? all[0]!;
+  };
+  /** Pending-list filter: own and delegators' groups, plus requests escalated to this approver. */
+  const pendingScope = (c: Context<Env>) => ({
+    groups: [...new Set(actingAs(c).flatMap((d) => d.groups ?? []))],
+    escalatedTo: c.get('session').approver.id,
+  });
+
+  /**
+   * How many pending requests (narrowed by `narrow`) this approver may decide now, in their own
+   * right or for a delegator: one SQL count without delegations; with them, the union of what each
+   * may decide, counted one keyset page at a time (never a capped list).
+   */
+  const decidableCount = (c: Context<Env>, narrow: Pick<RequestFilter, 'tool' | 'requester'> = {}): number => {
+    const deciders = actingAs(c);
+    if (deciders.length === 1) return store.countPending({ ...lifecycle.decidableFilter(deciders[0]!), ...narrow });
+    let count = 0;
+    let after: PendingKey | undefined;
+    for (;;) {
+      const page = store.pagePending({ ...pendingScope(c), ...narrow }, { limit: 200, ...(after !== undefined ? { after } : {}) });
+      count += page.records.filter((r) => bestDecider(c, r).refusal === null).length;
+      const last = page.records.at(-1);
+      if (!page.hasAfter || last === undefined) return count;
+      after = { createdAtMs: last.createdAtMs, id: last.id };
+    }
+  };
+
   const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request', body: Child) => {
     const s = c.get('session');
-    const decider = c.get('decider');
-    const pendingCount = store.countPending(lifecycle.decidableFilter(decider));
+    const pendingCount = decidableCount(c);
     return c.html(
       <Frame
         title={title}
@@ -224,8 +305,6 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   app.get('/live', (c) => c.json({ mark: store.changeMark() }));
 
   app.get('/', (c) => {
-    const s = c.get('session');
-    const decider = c.get('decider');
     const after = c.req.query('after');
     const before = c.req.query('before');
     const afterKey = after === undefined || after === '' ? undefined : decodePageCursor(after);
@@ -234,20 +313,21 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       return errorPage(c, 400, 'Bad request', 'That page link is not one this inbox made. Open the queue again.');
     }
     lifecycle.sweep();
-    const facets = store.pendingFacets({ groups: s.approver.groups });
+    const scope = pendingScope(c);
+    const facets = store.pendingFacets(scope);
     const filters = filtersOf(c, facets);
     const narrow = {
       ...(filters.tool ? { tool: filters.tool } : {}),
       ...(filters.requester ? { requester: filters.requester } : {}),
     };
     const page = store.pagePending(
-      { groups: s.approver.groups, ...narrow },
+      { ...scope, ...narrow },
       { limit: INBOX_PAGE_SIZE, ...(beforeKey !== undefined ? { before: beforeKey } : afterKey !== undefined ? { after: afterKey } : {}) },
     );
     const items = page.records.map((record) => ({
       record,
       approvals: lifecycle.votes(record.id).length,
-      refusal: lifecycle.refusalFor(decider, record),
+      refusal: bestDecider(c, record).refusal,
     }));
     const link = (key: 'after' | 'before', r: AccessRequestRecord | undefined): string | undefined => {
       if (r === undefined) return undefined;
@@ -256,7 +336,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     };
     const paging: QueuePaging = {
       total: page.total,
-      waiting: store.countPending({ ...lifecycle.decidableFilter(decider), ...narrow }),
+      waiting: decidableCount(c, narrow),
       previous: page.hasBefore ? link('before', page.records[0]) : undefined,
       next: page.hasAfter ? link('after', page.records.at(-1)) : undefined,
     };
@@ -287,7 +367,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   app.get('/requests/:id', (c) => {
     const s = c.get('session');
     const record = lifecycle.read(c.req.param('id'));
-    if (record === undefined || !s.approver.groups.includes(record.body.approver_group)) {
+    const best = record === undefined ? undefined : bestDecider(c, record);
+    if (record === undefined || best === undefined || best.refusal === 'not-in-group') {
       return c.html(<p>No such request in your groups.</p>, 404);
     }
     const view = (
@@ -295,7 +376,9 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         record={record}
         votes={lifecycle.votes(record.id)}
         audit={store.auditTrail(record.id)}
-        refusal={lifecycle.refusalFor(c.get('decider'), record)}
+        refusal={best.refusal}
+        onBehalfOf={best.decider.castBy !== undefined ? best.decider.person : undefined}
+        passkeyCount={store.passkeys.forApprover(s.approver.id).length}
         csrf={s.csrf}
         nowMs={deps.now()}
         flash={flashOf(c)}
@@ -313,7 +396,24 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const decision = form['decision'];
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
     if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000) return back('invalid');
-    const outcome = lifecycle.decide(id, c.get('decider'), decision, comment === '' ? undefined : comment);
+    const onBehalfOf = typeof form['on_behalf_of'] === 'string' && form['on_behalf_of'] !== '' ? form['on_behalf_of'] : undefined;
+    const decider =
+      onBehalfOf === undefined
+        ? c.get('decider')
+        : delegatedDecider(store, approvers, c.get('session').approver, onBehalfOf, 'inbox', deps.now());
+    if (decider === null) return back('forbidden');
+    let stepUp: StepUpProof | undefined;
+    const assertion = form['webauthn'];
+    if (decision === 'approve' && typeof assertion === 'string' && assertion !== '' && deps.passkeys !== undefined) {
+      const record = lifecycle.read(id);
+      const parsed = parseJsonWithLimits(assertion);
+      if (record !== undefined && parsed.ok) {
+        const proof = await deps.passkeys.verifyStepUp(c.get('session').approver.id, record, parsed.value as AuthenticationResponseJSON);
+        if (proof === null) return back('step-up-failed');
+        stepUp = proof;
+      }
+    }
+    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment, undefined, stepUp);
     switch (outcome.kind) {
       case 'decided':
         return back(outcome.record.status === 'approved' ? 'approved' : 'denied');
@@ -326,6 +426,156 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       case 'not-found':
         return back('forbidden');
     }
+  });
+
+  /** Selected ids from a query or form value (one or many), deduplicated, at most {@link INBOX_BATCH_MAX}. */
+  const idsOf = (value: unknown): string[] | null => {
+    const list = (Array.isArray(value) ? value : value === undefined ? [] : [value]).filter((v): v is string => typeof v === 'string');
+    const ids = [...new Set(list.map((v) => v.trim()).filter((v) => v !== ''))];
+    return ids.length === 0 || ids.length > INBOX_BATCH_MAX ? null : ids;
+  };
+  const badBatch = (c: Context) =>
+    errorPage(c, 400, 'Nothing selected', `Select between 1 and ${INBOX_BATCH_MAX} requests in the queue, then review them.`);
+
+  app.get('/batch', (c) => {
+    const ids = idsOf(c.req.queries('ids'));
+    if (ids === null) return badBatch(c);
+    const rows: BatchRow[] = [];
+    for (const id of ids) {
+      const record = lifecycle.read(id);
+      if (record === undefined) continue;
+      const best = bestDecider(c, record);
+      if (best.refusal === 'not-in-group') continue;
+      const refusal =
+        record.status !== 'pending'
+          ? `already ${record.status}`
+          : best.refusal !== null
+            ? REFUSAL_TEXT[best.refusal]
+            : record.stepUpRule !== null
+              ? 'needs your passkey: decide it on its own page'
+              : null;
+      rows.push({ record, refusal, onBehalfOf: best.decider.castBy !== undefined ? best.decider.person : undefined });
+    }
+    return frame(c, 'Batch decision', 'queue', <BatchPreflightView rows={rows} csrf={c.get('session').csrf} />);
+  });
+
+  app.post('/batch', async (c) => {
+    const form = await c.req.parseBody({ all: true }).catch(() => null);
+    if (form === null) return unreadableForm(c);
+    if (!sessions.csrfMatches(c.get('session'), form['csrf'])) return missingToken(c, ': nothing was decided');
+    const ids = idsOf(form['ids']);
+    if (ids === null) return badBatch(c);
+    const decision = form['decision'];
+    const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
+    if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000) {
+      return errorPage(c, 400, 'Invalid form', 'Choose approve or deny; a comment has at most 1,000 characters.');
+    }
+    const results: BatchResult[] = ids.map((id) => {
+      const record = lifecycle.read(id);
+      if (record === undefined) return { id, tool: null, outcome: 'not found', ok: false };
+      const tool = record.body.resource.id;
+      const best = bestDecider(c, record);
+      if (best.refusal === 'not-in-group') return { id, tool: null, outcome: 'not found', ok: false };
+      const outcome = lifecycle.decide(id, best.decider, decision, comment === '' ? undefined : comment);
+      switch (outcome.kind) {
+        case 'decided':
+          return { id, tool, outcome: outcome.record.status, ok: true };
+        case 'recorded':
+          return { id, tool, outcome: 'approval recorded (needs another approver)', ok: true };
+        case 'forbidden':
+          return { id, tool, outcome: `not decided: ${REFUSAL_TEXT[outcome.reason]}`, ok: false };
+        case 'not-pending':
+          return { id, tool, outcome: `not decided: already ${outcome.record.status}`, ok: false };
+        case 'not-found':
+          return { id, tool: null, outcome: 'not found', ok: false };
+      }
+    });
+    return frame(c, 'Batch decision', 'queue', <BatchResultView results={results} />);
+  });
+
+  const passkeys = deps.passkeys;
+  app.get('/passkeys', (c) =>
+    frame(
+      c,
+      'Passkeys',
+      'queue',
+      <PasskeysView
+        count={store.passkeys.forApprover(c.get('session').approver.id).length}
+        csrf={c.get('session').csrf}
+        flash={flashOf(c)}
+      />,
+    ),
+  );
+  app.get('/passkeys/registration-options', async (c) => {
+    if (passkeys === undefined) return problem('not-found', 'Passkeys are not configured.');
+    return c.json(await passkeys.registrationOptions(c.get('session').approver.id));
+  });
+  app.post('/passkeys', async (c) => {
+    if (passkeys === undefined) return problem('not-found', 'Passkeys are not configured.');
+    if ((c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/json') {
+      return problem('unsupported-media-type', 'Send the body as application/json.');
+    }
+    const parsed = parseJsonWithLimits(await c.req.text());
+    const body = parsed.ok ? (parsed.value as { csrf?: unknown; response?: unknown }) : null;
+    if (body === null || typeof body !== 'object' || typeof body.response !== 'object' || body.response === null) {
+      return problem('invalid-request', 'Send {"csrf", "response"} with the registration response.');
+    }
+    if (!sessions.csrfMatches(c.get('session'), body.csrf)) return problem('forbidden', 'Missing or invalid CSRF token.');
+    const ok = await passkeys.register(c.get('session').approver.id, body.response as RegistrationResponseJSON);
+    return ok ? c.json({ registered: true }, 201) : problem('invalid-request', 'The passkey did not verify.');
+  });
+  app.get('/requests/:id/step-up-options', async (c) => {
+    const record = lifecycle.read(c.req.param('id'));
+    if (passkeys === undefined || record === undefined || record.stepUpRule === null)
+      return problem('not-found', 'No step-up for this request.');
+    if (bestDecider(c, record).refusal === 'not-in-group') return problem('not-found', 'No step-up for this request.');
+    return c.json(await passkeys.stepUpOptions(c.get('session').approver.id, record));
+  });
+
+  app.get('/delegations', (c) => {
+    const me = c.get('session').approver;
+    const at = deps.now();
+    return frame(
+      c,
+      'Delegations',
+      'queue',
+      <DelegationsView
+        given={store.delegations.activeFrom(me.id, at)}
+        received={store.delegations.activeTo(me.id, at)}
+        colleagues={approvers.map((a) => a.id).filter((id) => id !== me.id)}
+        csrf={c.get('session').csrf}
+        flash={flashOf(c)}
+      />,
+    );
+  });
+
+  app.post('/delegations', async (c) => {
+    const form = await formWithToken(c);
+    if (form === 'unreadable') return unreadableForm(c);
+    if (form === null) return missingToken(c, ': nothing was delegated');
+    const back = (kind: FlashKind) => c.redirect(`/approver/delegations?flash=${kind}`, 303);
+    const parsed = DelegationBodySchema.safeParse({
+      to: form['to'],
+      until: typeof form['until'] === 'string' ? form['until'].trim() : form['until'],
+    });
+    if (!parsed.success) return back('delegation-refused');
+    const outcome = createDelegation(
+      store,
+      approvers,
+      c.get('session').approver,
+      parsed.data.to,
+      Date.parse(parsed.data.until),
+      deps.now(),
+    );
+    return back(outcome.kind === 'created' ? 'delegated' : 'delegation-refused');
+  });
+
+  app.post('/delegations/:id/revoke', async (c) => {
+    const form = await formWithToken(c);
+    if (form === 'unreadable') return unreadableForm(c);
+    if (form === null) return missingToken(c, ': nothing was revoked');
+    store.delegations.revoke(c.req.param('id'), c.get('session').approver.id, deps.now());
+    return c.redirect('/approver/delegations?flash=revoked', 303);
   });
 
   return app;

@@ -2,34 +2,59 @@
  * The approval store's SQLite schema and its migration (see `store.ts` for what the tables hold).
  * Version 2 added `request_principals` (the requester's lower-cased names, for four-eyes in SQL).
  * Version 1 (`PRAGMA user_version`) added the quorum columns, `approval_votes`, and the audit
- * columns `via`/`rule` with the `endorsed` and `notified` events. Older files are migrated in
- * one transaction, keeping every row. `callback_outbox` (status-change callbacks to deliver,
- * `../api/callbacks.ts`) is created on open in any version's file. Deliberately does not: downgrade.
+ * columns `via`/`rule` with the `endorsed` and `notified` events. Version 3 added the reminder and
+ * escalation marks of a request, `approval_votes.cast_by` and `audit_events.on_behalf_of`
+ * (a delegate's vote for a delegator), `access_requests.step_up_rule`, `approval_votes.step_up_json`
+ * and `webauthn_credentials` (passkey step-up), the `delegations` table, and the audit events `reminded`
+ * and `escalated` (the audit table is rebuilt for its CHECK list). Older files are migrated in
+ * one transaction, keeping every row; each step is idempotent. `callback_outbox` (status-change
+ * callbacks to deliver, `../api/callbacks.ts`) is created on open in any version's file.
+ * Deliberately does not: downgrade.
  */
 import type Database from 'better-sqlite3';
 import { REQUEST_STATUSES } from '../api/arap-wire.js';
 import { principalNames } from '../../auth/principal-keys.js';
 
-/** Audit event kinds: one per status change, plus `submitted`, `endorsed` (a partial approval counted towards a quorum) and `notified` (an ITSM notification delivered). */
-export const AUDIT_EVENT_KINDS = ['submitted', 'endorsed', 'approved', 'denied', 'expired', 'cancelled', 'notified'] as const;
+/**
+ * Audit event kinds: one per status change, plus `submitted`, `endorsed` (a partial approval
+ * counted towards a quorum), `notified` (an ITSM notification delivered), `reminded` (the group
+ * was reminded after its quiet period) and `escalated` (the request was handed to the fallback
+ * group or approver).
+ */
+export const AUDIT_EVENT_KINDS = [
+  'submitted',
+  'endorsed',
+  'approved',
+  'denied',
+  'expired',
+  'cancelled',
+  'notified',
+  'reminded',
+  'escalated',
+] as const;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS access_requests (
-  id                 TEXT PRIMARY KEY,
-  idempotency_key    TEXT NOT NULL UNIQUE,
-  body_hash          TEXT NOT NULL,
-  body_json          TEXT NOT NULL,
-  tool               TEXT NOT NULL,
-  requester_sub      TEXT NOT NULL,
-  approver_group     TEXT NOT NULL,
-  status             TEXT NOT NULL CHECK (status IN (${REQUEST_STATUSES.map((s) => `'${s}'`).join(', ')})),
-  created_at_ms      INTEGER NOT NULL,
-  expires_at_ms      INTEGER NOT NULL,
-  resolved_at_ms     INTEGER,
-  resolved_by        TEXT,
-  approval_json      TEXT,
-  required_approvals INTEGER NOT NULL DEFAULT 1,
-  quorum_rule        TEXT
+  id                  TEXT PRIMARY KEY,
+  idempotency_key     TEXT NOT NULL UNIQUE,
+  body_hash           TEXT NOT NULL,
+  body_json           TEXT NOT NULL,
+  tool                TEXT NOT NULL,
+  requester_sub       TEXT NOT NULL,
+  approver_group      TEXT NOT NULL,
+  status              TEXT NOT NULL CHECK (status IN (${REQUEST_STATUSES.map((s) => `'${s}'`).join(', ')})),
+  created_at_ms       INTEGER NOT NULL,
+  expires_at_ms       INTEGER NOT NULL,
+  resolved_at_ms      INTEGER,
+  resolved_by         TEXT,
+  approval_json       TEXT,
+  required_approvals  INTEGER NOT NULL DEFAULT 1,
+  quorum_rule         TEXT,
+  reminded_at_ms      INTEGER,
+  escalated_at_ms     INTEGER,
+  escalation_group    TEXT,
+  escalation_approver TEXT,
+  step_up_rule        TEXT
 );
 CREATE INDEX IF NOT EXISTS access_requests_pending ON access_requests (status, expires_at_ms);
 CREATE INDEX IF NOT EXISTS access_requests_group ON access_requests (approver_group, status);
@@ -40,8 +65,19 @@ CREATE TABLE IF NOT EXISTS approval_votes (
   via        TEXT NOT NULL,
   comment    TEXT,
   at_ms      INTEGER NOT NULL,
+  cast_by    TEXT,
+  step_up_json TEXT,
   PRIMARY KEY (request_id, approver)
 );
+CREATE TABLE IF NOT EXISTS webauthn_credentials (
+  id            TEXT PRIMARY KEY,
+  approver      TEXT NOT NULL,
+  public_key    BLOB NOT NULL,
+  counter       INTEGER NOT NULL,
+  transports    TEXT,
+  created_at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webauthn_credentials_approver ON webauthn_credentials (approver);
 CREATE TABLE IF NOT EXISTS inbox_sessions (
   id_hash       TEXT PRIMARY KEY,
   approver      TEXT NOT NULL,
@@ -69,22 +105,35 @@ CREATE TABLE IF NOT EXISTS callback_outbox (
   last_failure       TEXT
 );
 CREATE INDEX IF NOT EXISTS callback_outbox_due ON callback_outbox (state, next_attempt_at_ms);
+CREATE TABLE IF NOT EXISTS delegations (
+  id            TEXT PRIMARY KEY,
+  delegator     TEXT NOT NULL,
+  delegate      TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  until_ms      INTEGER NOT NULL,
+  revoked_at_ms INTEGER,
+  CHECK (delegator <> delegate)
+);
+CREATE INDEX IF NOT EXISTS delegations_delegate ON delegations (delegate, until_ms);
 `;
+
+const AUDIT_COLUMNS = ['seq', 'request_id', 'event', 'actor', 'comment', 'at_ms', 'via', 'rule', 'on_behalf_of'] as const;
 
 const AUDIT_TABLE = (name: string): string => `
 CREATE TABLE IF NOT EXISTS ${name} (
-  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-  request_id TEXT NOT NULL REFERENCES access_requests (id),
-  event      TEXT NOT NULL CHECK (event IN (${AUDIT_EVENT_KINDS.map((k) => `'${k}'`).join(', ')})),
-  actor      TEXT NOT NULL,
-  comment    TEXT,
-  at_ms      INTEGER NOT NULL,
-  via        TEXT,
-  rule       TEXT
+  seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+  request_id   TEXT NOT NULL REFERENCES access_requests (id),
+  event        TEXT NOT NULL CHECK (event IN (${AUDIT_EVENT_KINDS.map((k) => `'${k}'`).join(', ')})),
+  actor        TEXT NOT NULL,
+  comment      TEXT,
+  at_ms        INTEGER NOT NULL,
+  via          TEXT,
+  rule         TEXT,
+  on_behalf_of TEXT
 );`;
 
 /** Schema version this module writes (`PRAGMA user_version`). */
-export const STORE_SCHEMA_VERSION = 2;
+export const STORE_SCHEMA_VERSION = 3;
 
 /**
  * The lower-cased names of a request's requester: `subject.sub` and every `act` actor's `sub`
@@ -96,28 +145,47 @@ export function requesterNames(bodyJson: string): string[] {
   return [...principalNames(subject)];
 }
 
+const columnsOf = (db: Database.Database, table: string): string[] =>
+  (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name);
+
 /**
- * Bring a file from before version 2 up to date, keeping every row, in one transaction: version 1
- * added the quorum columns and the audit events `endorsed`/`notified` with `via`/`rule` (each step
- * skipped when already done); version 2 fills `request_principals` for existing requests.
+ * Bring a file from an older version up to date, keeping every row, in one transaction: missing
+ * columns are added (`ALTER TABLE … ADD COLUMN`, each only when absent), and an audit table whose
+ * CHECK list lacks the newest event kind is rebuilt, copying every row and column it has (`seq`
+ * included, so audit order and the inbox's change mark survive); `request_principals` is filled for
+ * existing requests.
  */
 function migrate(db: Database.Database): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version >= STORE_SCHEMA_VERSION) return;
   db.transaction(() => {
-    const cols = (db.prepare('PRAGMA table_info(access_requests)').all() as Array<{ name: string }>).map((c) => c.name);
-    if (!cols.includes('required_approvals'))
-      db.exec('ALTER TABLE access_requests ADD COLUMN required_approvals INTEGER NOT NULL DEFAULT 1');
-    if (!cols.includes('quorum_rule')) db.exec('ALTER TABLE access_requests ADD COLUMN quorum_rule TEXT');
+    const addMissing = (table: string, columns: Array<[string, string]>) => {
+      const have = columnsOf(db, table);
+      for (const [name, type] of columns) if (!have.includes(name)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+    };
+    addMissing('access_requests', [
+      ['required_approvals', 'INTEGER NOT NULL DEFAULT 1'],
+      ['quorum_rule', 'TEXT'],
+      ['reminded_at_ms', 'INTEGER'],
+      ['escalated_at_ms', 'INTEGER'],
+      ['escalation_group', 'TEXT'],
+      ['escalation_approver', 'TEXT'],
+      ['step_up_rule', 'TEXT'],
+    ]);
+    addMissing('approval_votes', [
+      ['cast_by', 'TEXT'],
+      ['step_up_json', 'TEXT'],
+    ]);
     const audit = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'audit_events'").get() as
       { sql: string } | undefined;
-    if (audit !== undefined && !audit.sql.includes("'endorsed'")) {
-      db.exec(AUDIT_TABLE('audit_events_v1'));
-      db.exec(
-        'INSERT INTO audit_events_v1 (seq, request_id, event, actor, comment, at_ms) SELECT seq, request_id, event, actor, comment, at_ms FROM audit_events',
-      );
+    const newest = AUDIT_EVENT_KINDS[AUDIT_EVENT_KINDS.length - 1];
+    if (audit !== undefined && !audit.sql.includes(`'${newest}'`)) {
+      const kept = columnsOf(db, 'audit_events').filter((c) => (AUDIT_COLUMNS as readonly string[]).includes(c));
+      db.exec('DROP TABLE IF EXISTS audit_events_next');
+      db.exec(AUDIT_TABLE('audit_events_next'));
+      db.exec(`INSERT INTO audit_events_next (${kept.join(', ')}) SELECT ${kept.join(', ')} FROM audit_events`);
       db.exec('DROP TABLE audit_events');
-      db.exec('ALTER TABLE audit_events_v1 RENAME TO audit_events');
+      db.exec('ALTER TABLE audit_events_next RENAME TO audit_events');
     } else if (audit === undefined) {
       db.exec(AUDIT_TABLE('audit_events'));
     }

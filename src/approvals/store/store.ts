@@ -1,15 +1,19 @@
 /**
  * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
  *
- * Six tables (and the notification channels' two, see `ChannelStore`): `callback_outbox` (status-change callbacks to deliver, written in the transaction
- * of the change; see `CallbackOutboxStore`), `request_principals` (see below), `access_requests` (one row per request, with its idempotency key, the SHA-256
- * of the canonical body, and the number of distinct approvals it needs), `approval_votes` (one
- * row per person who approved a request, primary key (request, person): a person counts once
- * whatever the channel), `inbox_sessions` (server-side inbox sessions, see `src/approvals/inbox/session.ts`) and
- * `audit_events` (append-only: submitted, endorsed (a partial approval), approved,
- * denied, expired, cancelled, notified — who, through which channel, which rule, when, comment).
+ * Eight tables (and the notification channels' two, see `ChannelStore`): `callback_outbox`
+ * (status-change callbacks to deliver, written in the transaction of the change; see
+ * `CallbackOutboxStore`), `request_principals` (see below), `access_requests` (one row per request,
+ * with its idempotency key, the SHA-256 of the canonical body, the number of distinct approvals it
+ * needs, and when it was reminded and escalated, and to whom), `approval_votes` (one row per person
+ * who approved a request, primary key (request, person): a person counts once whatever the channel;
+ * `cast_by` names a delegate voting for that person), `inbox_sessions` (server-side inbox sessions,
+ * see `src/approvals/inbox/session.ts`), `delegations` (who decides for whom until when), passkeys
+ * (see `PasskeyStore`) and `audit_events` (append-only: submitted, endorsed (a partial approval),
+ * approved, denied, expired, cancelled, notified, reminded, escalated — who, for whom, through which
+ * channel, which rule, when, comment).
  * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
- * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 2).
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 3).
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
  * that completes a quorum is the one that approves.
@@ -55,6 +59,42 @@ export interface AccessRequestRecord {
   requiredApprovals: number;
   /** Id of the quorum rule that set `requiredApprovals`, or null. */
   quorumRule: string | null;
+  /** When the group was reminded (ms since epoch), or null: never. */
+  remindedAtMs: number | null;
+  /** When the request was escalated (ms since epoch), or null: never. */
+  escalatedAtMs: number | null;
+  /** Who may also decide since the escalation: a fallback group and/or one approver; null before. */
+  escalation: { group: string | null; approver: string | null } | null;
+  /** Id of the step-up rule that makes approving need a passkey, or null (absent on inserts: null). */
+  stepUpRule: string | null;
+}
+
+/**
+ * Proof that a person confirmed an approval with a user-verified WebAuthn assertion whose
+ * challenge was the request's binding digest (`src/approvals/inbox/passkeys.ts`).
+ */
+export interface StepUpProof {
+  method: 'webauthn';
+  /** Base64url credential id of the passkey used. */
+  credential_id: string;
+  user_verified: true;
+  /** The binding digest the assertion signed (as its challenge). */
+  challenge: string;
+  /** Step-up rule that required it. */
+  rule: string;
+  /** ISO 8601. */
+  verified_at: string;
+}
+
+/** A registered passkey of an approver (WebAuthn credential). */
+export interface PasskeyRecord {
+  /** Base64url credential id. */
+  id: string;
+  approver: string;
+  publicKey: Uint8Array;
+  counter: number;
+  transports: string[];
+  createdAtMs: number;
 }
 
 /**
@@ -68,6 +108,10 @@ export interface ApprovalVote {
   via: DecisionChannel;
   comment: string | null;
   atMs: number;
+  /** The delegate who cast this vote for `approver` (see {@link Delegation}); absent or null: `approver` in person. */
+  castBy?: string | null;
+  /** The passkey confirmation of this approval, when its request required one. */
+  stepUp?: StepUpProof | null;
 }
 
 /** One audit row. `at` in ms since epoch. */
@@ -82,6 +126,8 @@ export interface AuditEvent {
   via: DecisionChannel | null;
   /** Id of the risk or quorum rule that decided, or null. */
   rule: string | null;
+  /** The delegator a delegate (`actor`) decided for, or null. */
+  onBehalfOf: string | null;
 }
 
 /** A compare-and-set from `pending` and the audit row that records it. */
@@ -93,6 +139,8 @@ export interface Transition {
   approval?: WireApproval;
   via?: DecisionChannel;
   rule?: string;
+  /** The delegator `actor` decides for (a delegate's decision). */
+  onBehalfOf?: string;
 }
 
 /** Outcome of {@link ApprovalStore.approve}. */
@@ -104,7 +152,10 @@ export type ApproveResult =
 
 /** Filters of the list queries; each absent field matches everything. */
 export interface RequestFilter {
+  /** Requests of these groups, or escalated to one of them (or to `escalatedTo`). */
   groups?: readonly string[];
+  /** With `groups`: also requests escalated to this approver id. */
+  escalatedTo?: string;
   tools?: readonly string[];
   tool?: string;
   /** One approver group (within `groups`, when both are given). */
@@ -116,7 +167,7 @@ export interface RequestFilter {
    * `principalNames` in `src/auth/principal-keys.ts`; table `request_principals`).
    */
   excludeNames?: readonly string[];
-  /** Leave out requests this person (an `approval_votes.approver`, compared case-insensitively) already approved. */
+  /** Leave out requests this person already approved, in their own right (`approval_votes.approver`) or as a delegate (`cast_by`); compared case-insensitively. */
   excludeApprovedBy?: string;
 }
 
@@ -191,7 +242,13 @@ export interface CallbackOutboxStore {
 /** The store's API. All methods are synchronous (better-sqlite3). */
 export interface ApprovalStore {
   /** Insert a new pending request and its `submitted` audit row. Throws on a duplicate id or key. */
-  insert(record: Omit<AccessRequestRecord, 'status' | 'resolvedAtMs' | 'resolvedBy' | 'approval'>, actor: string): AccessRequestRecord;
+  insert(
+    record: Omit<
+      AccessRequestRecord,
+      'status' | 'resolvedAtMs' | 'resolvedBy' | 'approval' | 'remindedAtMs' | 'escalatedAtMs' | 'escalation' | 'stepUpRule'
+    > & { stepUpRule?: string | null },
+    actor: string,
+  ): AccessRequestRecord;
   /**
    * Record `vote` on a pending request, in one transaction: a second vote by the same approver is
    * `already-approved-by` (nothing written); a vote that brings the count to `requiredApprovals`
@@ -211,8 +268,25 @@ export interface ApprovalStore {
     event: AuditEventKind,
     actor: string,
     atMs: number,
-    extra?: { comment?: string; via?: DecisionChannel; rule?: string },
+    extra?: { comment?: string; via?: DecisionChannel; rule?: string; onBehalfOf?: string },
   ): void;
+  /** Pending requests not yet marked `reminded` (or `escalated`), oldest first: the reminder timers' candidates. */
+  listUnmarkedPending(mark: 'reminded' | 'escalated'): AccessRequestRecord[];
+  /**
+   * Mark a pending request reminded and append its `reminded` audit row (actor `system`, comment
+   * naming the group), in one transaction; compare-and-set on "pending and not yet reminded", so it
+   * happens at most once. Returns the updated record, or undefined when it was not (any more) due.
+   */
+  markReminded(id: string, group: string, atMs: number): AccessRequestRecord | undefined;
+  /**
+   * Mark a pending request escalated to `to` (a group and/or an approver) with its `escalated`
+   * audit row; at most once, as {@link ApprovalStore.markReminded}.
+   */
+  markEscalated(id: string, to: { group: string | null; approver: string | null }, atMs: number): AccessRequestRecord | undefined;
+  /** Delegations between approvers. */
+  delegations: DelegationStore;
+  /** Approvers' registered passkeys. */
+  passkeys: PasskeyStore;
   /** Pending requests matching `filter`, oldest first (at most `limit`, default 200). */
   listPending(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
   /**
@@ -264,6 +338,39 @@ export interface ChannelStore {
   consumeEmailLink(jti: string, requestId: string, approver: string, atMs: number): boolean;
 }
 
+/** One delegation: `delegate` may decide for `delegator` from `createdAtMs` until `untilMs` (ms since epoch). */
+export interface Delegation {
+  id: string;
+  delegator: string;
+  delegate: string;
+  createdAtMs: number;
+  untilMs: number;
+  /** When the delegator withdrew it, or null. */
+  revokedAtMs: number | null;
+}
+
+/** Delegations in SQLite. Times ms since epoch; "active" means not revoked and `nowMs < untilMs`. */
+export interface DelegationStore {
+  /** Insert a new delegation. Throws on `delegator === delegate` (CHECK constraint). */
+  create(d: Omit<Delegation, 'revokedAtMs'>): Delegation;
+  /** Revoke `id` if it belongs to `delegator` and is not yet revoked; returns whether it did. */
+  revoke(id: string, delegator: string, atMs: number): boolean;
+  /** Active delegations to `delegate` (whom they may decide for), oldest first. */
+  activeTo(delegate: string, nowMs: number): Delegation[];
+  /** Active delegations from `delegator`, oldest first. */
+  activeFrom(delegator: string, nowMs: number): Delegation[];
+}
+
+/** Passkeys in SQLite. */
+export interface PasskeyStore {
+  add(p: PasskeyRecord): void;
+  /** The approver's passkeys, oldest first. */
+  forApprover(approver: string): PasskeyRecord[];
+  get(id: string): PasskeyRecord | undefined;
+  /** Store the authenticator's signature counter after a verified assertion. */
+  setCounter(id: string, counter: number): void;
+}
+
 /** Inbox sessions in SQLite: a session exists until signed out or expired. */
 export interface InboxSessionStore {
   create(idHash: string, approver: string, createdAtMs: number, expiresAtMs: number): void;
@@ -287,6 +394,11 @@ interface RequestRow {
   approval_json: string | null;
   required_approvals: number;
   quorum_rule: string | null;
+  reminded_at_ms: number | null;
+  escalated_at_ms: number | null;
+  escalation_group: string | null;
+  escalation_approver: string | null;
+  step_up_rule: string | null;
 }
 
 interface OutboxRowRaw {
@@ -313,7 +425,26 @@ interface AuditRow {
   at_ms: number;
   via: DecisionChannel | null;
   rule: string | null;
+  on_behalf_of: string | null;
 }
+
+interface DelegationRow {
+  id: string;
+  delegator: string;
+  delegate: string;
+  created_at_ms: number;
+  until_ms: number;
+  revoked_at_ms: number | null;
+}
+
+const fromDelegationRow = (r: DelegationRow): Delegation => ({
+  id: r.id,
+  delegator: r.delegator,
+  delegate: r.delegate,
+  createdAtMs: r.created_at_ms,
+  untilMs: r.until_ms,
+  revokedAtMs: r.revoked_at_ms,
+});
 
 function fromRow(row: RequestRow): AccessRequestRecord {
   return {
@@ -329,6 +460,10 @@ function fromRow(row: RequestRow): AccessRequestRecord {
     approval: row.approval_json === null ? null : (JSON.parse(row.approval_json) as WireApproval),
     requiredApprovals: row.required_approvals,
     quorumRule: row.quorum_rule,
+    remindedAtMs: row.reminded_at_ms,
+    escalatedAtMs: row.escalated_at_ms,
+    escalation: row.escalated_at_ms === null ? null : { group: row.escalation_group, approver: row.escalation_approver },
+    stepUpRule: row.step_up_rule,
   };
 }
 
@@ -349,7 +484,13 @@ function whereOf(filter: RequestFilter): { sql: string; params: unknown[] } {
     parts.push(values.length === 0 ? '0' : `${column} IN (${values.map(() => '?').join(', ')})`);
     params.push(...values);
   };
-  if (filter.groups !== undefined) inList('approver_group', filter.groups);
+  if (filter.groups !== undefined) {
+    const marks = filter.groups.map(() => '?').join(', ');
+    const alternatives = filter.groups.length === 0 ? [] : [`approver_group IN (${marks})`, `escalation_group IN (${marks})`];
+    if (filter.escalatedTo !== undefined) alternatives.push('escalation_approver = ?');
+    parts.push(alternatives.length === 0 ? '0' : `(${alternatives.join(' OR ')})`);
+    params.push(...filter.groups, ...filter.groups, ...(filter.escalatedTo !== undefined ? [filter.escalatedTo] : []));
+  }
   if (filter.tools !== undefined) inList('tool', filter.tools);
   if (filter.tool !== undefined) inList('tool', [filter.tool]);
   if (filter.group !== undefined) inList('approver_group', [filter.group]);
@@ -359,8 +500,11 @@ function whereOf(filter: RequestFilter): { sql: string; params: unknown[] } {
     params.push(JSON.stringify(filter.excludeNames.map((n) => n.toLowerCase())));
   }
   if (filter.excludeApprovedBy !== undefined) {
-    parts.push('NOT EXISTS (SELECT 1 FROM approval_votes AS v WHERE v.request_id = access_requests.id AND cs_lower(v.approver) = ?)');
-    params.push(filter.excludeApprovedBy.toLowerCase());
+    // one vote per person, in their own right or as a delegate (`cast_by`)
+    parts.push(
+      'NOT EXISTS (SELECT 1 FROM approval_votes AS v WHERE v.request_id = access_requests.id AND (cs_lower(v.approver) = ? OR cs_lower(v.cast_by) = ?))',
+    );
+    params.push(filter.excludeApprovedBy.toLowerCase(), filter.excludeApprovedBy.toLowerCase());
   }
   return { sql: parts.length === 0 ? '' : ` AND ${parts.join(' AND ')}`, params };
 }
@@ -380,11 +524,11 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   createSchema(db);
 
   const insertRequest = db.prepare(
-    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule)
-     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms, @required_approvals, @quorum_rule)`,
+    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule)
+     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms, @required_approvals, @quorum_rule, @step_up_rule)`,
   );
   const insertAudit = db.prepare(
-    'INSERT INTO audit_events (request_id, event, actor, comment, at_ms, via, rule) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    'INSERT INTO audit_events (request_id, event, actor, comment, at_ms, via, rule, on_behalf_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   );
   const selectById = db.prepare<[string], RequestRow>('SELECT * FROM access_requests WHERE id = ?');
   const selectByKey = db.prepare<[string], RequestRow>('SELECT * FROM access_requests WHERE idempotency_key = ?');
@@ -396,10 +540,77 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     "SELECT id FROM access_requests WHERE status = 'pending' AND expires_at_ms <= ? ORDER BY expires_at_ms",
   );
   const selectAudit = db.prepare<[string], AuditRow>('SELECT * FROM audit_events WHERE request_id = ? ORDER BY seq');
-  const insertVote = db.prepare('INSERT OR IGNORE INTO approval_votes (request_id, approver, via, comment, at_ms) VALUES (?, ?, ?, ?, ?)');
-  const selectVotes = db.prepare<[string], { approver: string; via: DecisionChannel; comment: string | null; at_ms: number }>(
-    'SELECT approver, via, comment, at_ms FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid',
+  const insertVote = db.prepare(
+    'INSERT OR IGNORE INTO approval_votes (request_id, approver, via, comment, at_ms, cast_by, step_up_json) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
+  const selectVotes = db.prepare<
+    [string],
+    { approver: string; via: DecisionChannel; comment: string | null; at_ms: number; cast_by: string | null; step_up_json: string | null }
+  >('SELECT approver, via, comment, at_ms, cast_by, step_up_json FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid');
+  const insertPasskey = db.prepare(
+    'INSERT INTO webauthn_credentials (id, approver, public_key, counter, transports, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  type PasskeyRow = { id: string; approver: string; public_key: Buffer; counter: number; transports: string | null; created_at_ms: number };
+  const passkeyOf = (r: PasskeyRow): PasskeyRecord => ({
+    id: r.id,
+    approver: r.approver,
+    publicKey: new Uint8Array(r.public_key),
+    counter: r.counter,
+    transports: r.transports === null ? [] : (JSON.parse(r.transports) as string[]),
+    createdAtMs: r.created_at_ms,
+  });
+  const selectPasskeys = db.prepare<[string], PasskeyRow>(
+    'SELECT * FROM webauthn_credentials WHERE approver = ? ORDER BY created_at_ms, id',
+  );
+  const selectPasskey = db.prepare<[string], PasskeyRow>('SELECT * FROM webauthn_credentials WHERE id = ?');
+  const updatePasskeyCounter = db.prepare('UPDATE webauthn_credentials SET counter = ? WHERE id = ?');
+  const passkeys: PasskeyStore = {
+    add(p) {
+      insertPasskey.run(p.id, p.approver, Buffer.from(p.publicKey), p.counter, JSON.stringify(p.transports), p.createdAtMs);
+    },
+    forApprover(approver) {
+      return selectPasskeys.all(approver).map(passkeyOf);
+    },
+    get(id) {
+      const row = selectPasskey.get(id);
+      return row === undefined ? undefined : passkeyOf(row);
+    },
+    setCounter(id, counter) {
+      updatePasskeyCounter.run(counter, id);
+    },
+  };
+  const markRemindedStmt = db.prepare(
+    "UPDATE access_requests SET reminded_at_ms = ? WHERE id = ? AND status = 'pending' AND reminded_at_ms IS NULL",
+  );
+  const markEscalatedStmt = db.prepare(
+    "UPDATE access_requests SET escalated_at_ms = ?, escalation_group = ?, escalation_approver = ? WHERE id = ? AND status = 'pending' AND escalated_at_ms IS NULL",
+  );
+  const insertDelegation = db.prepare('INSERT INTO delegations (id, delegator, delegate, created_at_ms, until_ms) VALUES (?, ?, ?, ?, ?)');
+  const revokeDelegation = db.prepare('UPDATE delegations SET revoked_at_ms = ? WHERE id = ? AND delegator = ? AND revoked_at_ms IS NULL');
+  const selectDelegationsTo = db.prepare<[string, number], DelegationRow>(
+    'SELECT * FROM delegations WHERE delegate = ? AND revoked_at_ms IS NULL AND until_ms > ? ORDER BY created_at_ms, id',
+  );
+  const selectDelegationsFrom = db.prepare<[string, number], DelegationRow>(
+    'SELECT * FROM delegations WHERE delegator = ? AND revoked_at_ms IS NULL AND until_ms > ? ORDER BY created_at_ms, id',
+  );
+  const selectDelegation = db.prepare<[string], DelegationRow>('SELECT * FROM delegations WHERE id = ?');
+  const delegations: DelegationStore = {
+    create(d) {
+      insertDelegation.run(d.id, d.delegator, d.delegate, d.createdAtMs, d.untilMs);
+      const row = selectDelegation.get(d.id);
+      if (row === undefined) throw new Error('delegation vanished after insert');
+      return fromDelegationRow(row);
+    },
+    revoke(id, delegator, atMs) {
+      return revokeDelegation.run(atMs, id, delegator).changes === 1;
+    },
+    activeTo(delegate, nowMs) {
+      return selectDelegationsTo.all(delegate, nowMs).map(fromDelegationRow);
+    },
+    activeFrom(delegator, nowMs) {
+      return selectDelegationsFrom.all(delegator, nowMs).map(fromDelegationRow);
+    },
+  };
   const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
   const insertPrincipal = db.prepare('INSERT OR IGNORE INTO request_principals (name, request_id) VALUES (?, ?)');
   const insertOutbox = db.prepare(
@@ -518,8 +729,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       expires_at_ms: record.expiresAtMs,
       required_approvals: record.requiredApprovals,
       quorum_rule: record.quorumRule,
+      step_up_rule: record.stepUpRule ?? null,
     });
-    insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs, 'client', record.quorumRule);
+    insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs, 'client', record.quorumRule, null);
     for (const name of requesterNames(JSON.stringify(record.body))) insertPrincipal.run(name, record.id);
   });
 
@@ -527,7 +739,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     const approvalJson = t.approval === undefined ? null : JSON.stringify(t.approval);
     const changed = updateFromPending.run(t.to, t.atMs, t.actor, approvalJson, id).changes;
     if (changed !== 1) return false;
-    insertAudit.run(id, t.to, t.actor, t.comment ?? null, t.atMs, t.via ?? null, t.rule ?? null);
+    insertAudit.run(id, t.to, t.actor, t.comment ?? null, t.atMs, t.via ?? null, t.rule ?? null, t.onBehalfOf ?? null);
     const body = JSON.parse(selectById.get(id)?.body_json ?? '{}') as { callback_url?: string; generation?: number };
     if (body.callback_url !== undefined) {
       insertOutbox.run(id, body.callback_url, originOf(body.callback_url), t.to, body.generation ?? 1, t.atMs, t.atMs);
@@ -540,7 +752,14 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     return row === undefined ? undefined : fromRow(row);
   };
   const votes = (id: string): ApprovalVote[] =>
-    selectVotes.all(id).map((v) => ({ approver: v.approver, via: v.via, comment: v.comment, atMs: v.at_ms }));
+    selectVotes.all(id).map((v) => ({
+      approver: v.approver,
+      via: v.via,
+      comment: v.comment,
+      atMs: v.at_ms,
+      castBy: v.cast_by,
+      stepUp: v.step_up_json === null ? null : (JSON.parse(v.step_up_json) as StepUpProof),
+    }));
 
   const approveTx = db.transaction(
     (
@@ -550,19 +769,40 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     ): ApproveResult['kind'] => {
       const current = get(id);
       if (current === undefined || current.status !== 'pending') return 'not-pending';
-      if (insertVote.run(id, vote.approver, vote.via, vote.comment, vote.atMs).changes !== 1) return 'already-approved-by';
+      const castBy = vote.castBy ?? null;
+      const stepUpJson = vote.stepUp == null ? null : JSON.stringify(vote.stepUp);
+      if (insertVote.run(id, vote.approver, vote.via, vote.comment, vote.atMs, castBy, stepUpJson).changes !== 1)
+        return 'already-approved-by';
       const approvers = votes(id).map((v) => v.approver);
       const actor = vote.actor ?? vote.approver;
+      const onBehalfOf = castBy === null ? undefined : vote.approver;
       if (vote.final === true || approvers.length >= current.requiredApprovals) {
         const t: Transition = { to: 'approved', atMs: vote.atMs, actor, via: vote.via, approval: makeApproval(approvers) };
         if (vote.comment !== null) t.comment = vote.comment;
         if (vote.rule !== undefined) t.rule = vote.rule;
+        if (onBehalfOf !== undefined) t.onBehalfOf = onBehalfOf;
         return transitionTx(id, t) ? 'approved' : 'not-pending';
       }
-      insertAudit.run(id, 'endorsed', actor, vote.comment, vote.atMs, vote.via, vote.rule ?? null);
+      insertAudit.run(id, 'endorsed', actor, vote.comment, vote.atMs, vote.via, vote.rule ?? null, onBehalfOf ?? null);
       return 'endorsed';
     },
   );
+
+  const markTx = db.transaction(
+    (id: string, atMs: number, event: 'reminded' | 'escalated', comment: string, apply: () => number): boolean => {
+      if (apply() !== 1) return false;
+      insertAudit.run(id, event, 'system', comment, atMs, 'system', null, null);
+      return true;
+    },
+  );
+  const selectUnmarked = {
+    reminded: db.prepare<[], RequestRow>(
+      "SELECT * FROM access_requests WHERE status = 'pending' AND reminded_at_ms IS NULL ORDER BY created_at_ms, id",
+    ),
+    escalated: db.prepare<[], RequestRow>(
+      "SELECT * FROM access_requests WHERE status = 'pending' AND escalated_at_ms IS NULL ORDER BY created_at_ms, id",
+    ),
+  };
 
   const list = (status: 'pending' | 'resolved', filter: RequestFilter, limit: number): AccessRequestRecord[] => {
     const w = whereOf(filter);
@@ -627,8 +867,28 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     },
     votes,
     appendAudit(id, event, actor, atMs, extra = {}) {
-      insertAudit.run(id, event, actor, extra.comment ?? null, atMs, extra.via ?? null, extra.rule ?? null);
+      insertAudit.run(id, event, actor, extra.comment ?? null, atMs, extra.via ?? null, extra.rule ?? null, extra.onBehalfOf ?? null);
     },
+    listUnmarkedPending(mark) {
+      return selectUnmarked[mark].all().map(fromRow);
+    },
+    markReminded(id, group, atMs) {
+      return markTx(id, atMs, 'reminded', `group ${group}`, () => markRemindedStmt.run(atMs, id).changes) ? get(id) : undefined;
+    },
+    markEscalated(id, to, atMs) {
+      const names = [...(to.group !== null ? [`group ${to.group}`] : []), ...(to.approver !== null ? [`approver ${to.approver}`] : [])];
+      return markTx(
+        id,
+        atMs,
+        'escalated',
+        `to ${names.join(' and ')}`,
+        () => markEscalatedStmt.run(atMs, to.group, to.approver, id).changes,
+      )
+        ? get(id)
+        : undefined;
+    },
+    delegations,
+    passkeys,
     listDuePending(nowMs) {
       return selectDue.all(nowMs).map((r) => r.id);
     },
@@ -671,6 +931,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
         atMs: r.at_ms,
         via: r.via,
         rule: r.rule,
+        onBehalfOf: r.on_behalf_of,
       }));
     },
     sessions,

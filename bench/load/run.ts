@@ -91,7 +91,7 @@ export interface LoadResults {
 const TRANSFER_TO = 'acct-200';
 const GATED_AMOUNT = 50_000; // over the 25,000 of policies/wire_transfer.cedar, under the two-approver 100,000
 const ALLOWED_AMOUNT = 100;
-const FOLLOW_GAP_MS = 250;
+const FOLLOW_GAP_MS = 500;
 const FOLLOW_LIMIT_MS = 120_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -269,7 +269,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       for (;;) {
         let status: string | undefined;
         let result: { _meta?: Record<string, unknown> } | undefined;
-        await timed(tallies['tasks/get (following approved tasks)']!, async () => {
+        const answered = await timed(tallies['tasks/get (following approved tasks)']!, async () => {
           const r = await t.owner.client.request<{ status: string; result?: { _meta?: Record<string, unknown> } }>('tasks/get', {
             taskId: t.taskId,
           });
@@ -287,7 +287,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
           notFinished++;
           return;
         }
-        await sleep(FOLLOW_GAP_MS);
+        await sleep(answered ? FOLLOW_GAP_MS : 2 * FOLLOW_GAP_MS);
       }
     };
     const follows: Array<Promise<void>> = [];

@@ -73,8 +73,14 @@ export interface TemporalGuard {
    * Run `fn` under a deadline (`deadlineMs` from now, default `callTimeoutMs`). Resolves with its
    * result; throws {@link TemporalUnavailableError} when Temporal did not answer or the circuit is
    * open; rethrows every other error unchanged.
+   *
+   * `options.tripsCircuit` (default true): whether a missed deadline counts toward opening the
+   * circuit. False for a wait whose length is set by more than Temporal — the creation wait, which
+   * lasts until a worker has submitted the request to the approval backend (`src/mcp/task-service.ts`):
+   * a slow backend or a busy worker must not make every other call fail fast (docs/DESIGN.md §3.1).
+   * An unreachable server always counts.
    */
-  run<T>(fn: () => Promise<T>, deadlineMs?: number): Promise<T>;
+  run<T>(fn: () => Promise<T>, deadlineMs?: number, options?: { tripsCircuit?: boolean }): Promise<T>;
   /** Whether the circuit is open now (for health reporting). */
   isOpen(): boolean;
 }
@@ -90,7 +96,7 @@ export function createTemporalGuard(opts: TemporalGuardOptions): TemporalGuard {
   const retryAfter = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
   return {
-    async run(fn, deadlineMs = callTimeoutMs) {
+    async run(fn, deadlineMs = callTimeoutMs, options = {}) {
       const t = now();
       if (t < openUntil) throw new TemporalUnavailableError('circuit-open', retryAfter(openUntil - t));
       try {
@@ -100,7 +106,7 @@ export function createTemporalGuard(opts: TemporalGuardOptions): TemporalGuard {
       } catch (err) {
         const unreachable = isTemporalUnreachable(err);
         if (!unreachable && !isTemporalNoAnswer(err)) throw err;
-        if (++failures >= failureThreshold) {
+        if ((unreachable || options.tripsCircuit !== false) && ++failures >= failureThreshold) {
           openUntil = now() + openMs;
           failures = 0;
         }

@@ -1,7 +1,7 @@
 // Scope: src/temporal/availability.ts — the deadline and circuit breaker in front of every Temporal
 // call the MCP front makes, against a real Temporal client whose server is not there (a lazy
 // connection to a closed local port), on a fake clock for the circuit's open window.
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTemporalGuard, TemporalUnavailableError } from '../../src/temporal/availability.js';
 import { freePort } from '../../src/temporal/dev-server.js';
@@ -55,6 +55,20 @@ describe('Temporal guard', () => {
     clock.ms += 4_000;
     expect((await unavailable(guard.run(counted))).retryAfterSeconds).toBe(6);
     expect(reached).toBe(2);
+  });
+
+  it('a wait that runs out with tripsCircuit false (the creation wait) is still TemporalUnavailableError but never opens the circuit; the same misses on ordinary calls do', async () => {
+    const guard = createTemporalGuard({ client, callTimeoutMs: 300, failureThreshold: 2, openMs: 10_000 });
+    // what the SDK throws when an update's wait for a worker ran out (the update RPC timed out)
+    const updateWaitRanOut = () => Promise.reject(new WorkflowUpdateRPCTimeoutOrCancelledError('update timed out'));
+    for (let i = 0; i < 5; i++) {
+      const err = await unavailable(guard.run(updateWaitRanOut, 300, { tripsCircuit: false }));
+      expect(err.reason).toBe('no-answer');
+    }
+    expect(guard.isOpen()).toBe(false);
+    await unavailable(guard.run(updateWaitRanOut));
+    await unavailable(guard.run(updateWaitRanOut));
+    expect(guard.isOpen()).toBe(true);
   });
 
   it('past the open window one call is let through (half-open); a success closes the circuit and resets the count', async () => {

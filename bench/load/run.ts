@@ -21,6 +21,8 @@ import { checkExactlyOnce, memosWithApprovalRequest, readToolRecords, type Exact
 import { startStackProcess, type StackProcess } from './stack-process.js';
 import { errorKind, openSchedule, parseMix, Tally, weightedSequence, type MethodFigures } from './traffic.js';
 import { loadMarkdown } from './report.js';
+import { creationStages, type CreationStages } from './creation-stages.js';
+import { parseTaskId } from '../../workflows/task-id.js';
 
 const KINDS = ['get', 'allowed', 'gated'] as const;
 type Kind = (typeof KINDS)[number];
@@ -83,6 +85,8 @@ export interface LoadResults {
   /** Gated calls answered with an error whose approval request nevertheless exists (the client got no handle). */
   erroredButCreated: { errored: number; created: number };
   maxInFlight: number;
+  /** Where creation spent its time, from the histories of up to 100 tasks created during the traffic. */
+  creation: CreationStages;
   memory: MemoryPoint[];
   exactlyOnce: ExactlyOnceResult;
   notes: string[];
@@ -213,6 +217,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
         return false;
       }
     };
+    const createdInTraffic: Array<{ workflowId: string; runId: string; sentAtMs: number }> = [];
     let allowedSeq = 0;
     let gatedSeq = 0;
     const next = weightedSequence(o.mix);
@@ -237,8 +242,13 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
         const n = gatedSeq++;
         const memo = `gated-${n}`;
         const p = principals[n % principalsN]!;
+        const sentAtMs = Date.now();
         track(
-          timed(tallies['tools/call (gated, new task)']!, () => gatedCall(p, memo)).then((ok) => {
+          timed(tallies['tools/call (gated, new task)']!, async () => {
+            const t = await gatedCall(p, memo);
+            const ids = parseTaskId(t.taskId);
+            if (ids) createdInTraffic.push({ ...ids, sentAtMs });
+          }).then((ok) => {
             if (!ok) gated.get(memo)!.errored = true;
           }),
         );
@@ -334,6 +344,12 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     const erroredMemos = [...gated.entries()].filter(([m, g]) => g.errored && !byMemo.has(m)).map(([m]) => m);
     const created = memosWithApprovalRequest(stack.dataDir, erroredMemos).length;
     const approved = calls.filter((c) => c.approved).length;
+    const step = Math.max(1, Math.ceil(createdInTraffic.length / 100));
+    const creation = await creationStages(
+      stack.urls.temporal,
+      'default',
+      createdInTraffic.filter((_, i) => i % step === 0),
+    );
     const results: LoadResults = {
       generatedAt: new Date().toISOString(),
       command: o.command,
@@ -361,6 +377,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       },
       erroredButCreated: { errored: erroredMemos.length, created },
       maxInFlight,
+      creation,
       memory,
       exactlyOnce,
       notes: o.notes,

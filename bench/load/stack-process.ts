@@ -14,8 +14,8 @@ import { freePort } from '../../src/temporal/dev-server.js';
 
 /** A running stack process. */
 export interface StackProcess {
-  /** MCP endpoint, approval service base URL, token issuer URL. */
-  urls: { mcp: string; approvals: string; issuer: string };
+  /** MCP endpoint, approval service base URL, token issuer URL, Temporal address (host:port). */
+  urls: { mcp: string; approvals: string; issuer: string; temporal: string };
   dataDir: string;
   issuer: DevIssuer;
   /** Approvers from `<data>/secrets.json` (`id`, `secret`, `groups`). */
@@ -114,10 +114,13 @@ export async function startStackProcess(opts: StackProcessOptions = {}): Promise
     if (!m) throw new Error(`stack output has no ${label} URL`);
     return m[1]!;
   };
+  const temporal = /Temporal\s+(\S+:\d+)/.exec(out)?.[1];
+  if (!temporal) throw new Error('stack output has no Temporal address');
   const urls = {
     mcp: url('MCP endpoint'),
     approvals: url('approval API').replace(/\/access\/v1\/requests$/, ''),
     issuer: url('token issuer'),
+    temporal,
   };
   const issuer = await loadOrCreateDevIssuer({ keyFile: join(dataDir, 'dev-issuer-key.json'), issuer: urls.issuer, audience: urls.mcp });
   const secrets = JSON.parse(readFileSync(join(dataDir, 'secrets.json'), 'utf8')) as { approvers: StackProcess['approvers'] };

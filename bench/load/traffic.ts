@@ -45,9 +45,21 @@ export class Tally {
   }
 }
 
-/** The kind of a failed request: `-32603/503` for a JSON-RPC error with its HTTP status, `http-401`, `network`, … */
+/**
+ * The kind of a failed request: `-32603/503` for a JSON-RPC error with its HTTP status, then what
+ * the error data says — `creation pending, taskStarted=true` (docs/DESIGN.md §3.1), `unavailable`
+ * (Temporal did not answer or the circuit is open, `src/temporal/availability.ts`); `http-401`,
+ * `network`, …
+ */
 export function errorKind(err: unknown): string {
-  if (err instanceof McpRpcError) return err.code === 0 ? `http-${err.httpStatus ?? '?'}` : `${err.code}/${err.httpStatus ?? '?'}`;
+  if (err instanceof McpRpcError) {
+    if (err.code === 0) return `http-${err.httpStatus ?? '?'}`;
+    const base = `${err.code}/${err.httpStatus ?? '?'}`;
+    const data = err.data as { taskStarted?: unknown } | undefined;
+    if (data && 'taskStarted' in data) return `${base} creation pending, taskStarted=${String(data.taskStarted)}`;
+    if (err.message.startsWith('Service unavailable')) return `${base} unavailable`;
+    return base;
+  }
   if (err instanceof TypeError) return 'network';
   return 'other';
 }

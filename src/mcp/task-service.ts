@@ -47,7 +47,7 @@ import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } fro
 /** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
 const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
 
-/** Options of the task service. `createWaitMs` bounds the Update-with-Start wait. */
+/** Options of the task service. `createWaitMs` bounds the creation wait (limiter reserve, start, `taskCreated`). */
 export interface TaskServiceOptions {
   client: Client;
   taskQueue: string;

@@ -48,15 +48,11 @@ export function stagesOf(events: HistoryEvent[], sentAtMs: number): number[] | n
   const actSched = idx(10);
   const actStart = idx(11, actSched);
   const actDone = idx(12, actStart);
-  const wt2Sched = idx(5, actDone);
-  const wt2Start = idx(6, wt2Sched);
   const updDone = idx(43);
-  const at = [started, wts, wtStart, wtDone, actSched, actStart, actDone, wt2Start, updDone].map((i) =>
-    i < 0 ? undefined : ms(events[i]),
-  );
+  const at = [started, wts, wtStart, wtDone, actSched, actStart, actDone, updDone].map((i) => (i < 0 ? undefined : ms(events[i])));
   if (at.some((t) => t === undefined)) return null;
-  const [s, , wS, wD, aSch, aS, aD, w2S, uD] = at as number[];
-  return [s! - sentAtMs, wS! - ms(events[wts])!, wD! - wS!, aS! - aSch!, aD! - aS!, w2S! - aD!, uD! - w2S!];
+  const [s, wSch, wS, wD, aSch, aS, aD, uD] = at as number[];
+  return [s! - sentAtMs, wS! - wSch!, wD! - wS!, aS! - aSch!, aD! - aS!, uD! - aD!];
 }
 
 /** Fetch the histories of `tasks` (workflow id, run id, when the call was sent) and summarise the stages. */

@@ -10,7 +10,7 @@
 // and each process's memory at start, after warm-up and at the end; writes docs/LOAD.md.
 // Exit code 1 when the exactly-once check fails or the stack breaks; errors are reported, not fatal.
 import { Command, InvalidArgumentError } from 'commander';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
@@ -424,6 +424,9 @@ const positive = (name: string) => (v: string) => {
   if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`${name} must be a number ≥ 0`);
   return n;
 };
+/** `arg` as a POSIX shell word: as is when plain, else in single quotes. */
+export const shellQuoted = (arg: string): string => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
+
 /** `90`, `90s`, `3m`, `1500ms` → ms. */
 const duration = (v: string): number => {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
@@ -450,7 +453,8 @@ async function main(): Promise<void> {
     .option('--cpu-prof <dir>', 'write a V8 CPU profile of the stack process there')
     .option('--out <file>', 'report file', join(PROJECT_ROOT, 'docs', 'LOAD.md'))
     .option('--no-write', 'print the results only')
-    .option('--note <text...>', 'a line for the report (e.g. that the machine was shared)', []);
+    .option('--note <text...>', 'a line for the report (e.g. that the machine was shared)', [])
+    .option('--report-from <results.json>', 'only write the report from the results a run printed');
   program.parse();
   const f = program.opts<{
     pending: number;
@@ -465,7 +469,14 @@ async function main(): Promise<void> {
     out: string;
     write: boolean;
     note: string[];
+    reportFrom?: string;
   }>();
+  if (f.reportFrom) {
+    const text = readFileSync(f.reportFrom, 'utf8');
+    writeFileSync(f.out, loadMarkdown(JSON.parse(text.slice(text.indexOf('{'))) as LoadResults));
+    process.stderr.write(`load: wrote ${f.out}\n`);
+    return;
+  }
   const stackEnv = Object.fromEntries(
     f.stackEnv.map((kv) => {
       const i = kv.indexOf('=');
@@ -485,7 +496,7 @@ async function main(): Promise<void> {
     ...(f.cpuProf ? { cpuProfDir: f.cpuProf } : {}),
     out: f.write ? f.out : null,
     notes: f.note,
-    command: ['npm run load --', ...process.argv.slice(2)].join(' '),
+    command: ['npm run load --', ...process.argv.slice(2).map(shellQuoted)].join(' '),
     log: (l) => process.stderr.write(`${l}\n`),
   });
   process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);

@@ -6,8 +6,8 @@
 //   workflow task          started → completed (the worker running workflow code);
 //   wait for worker (act)  submit activity scheduled → started;
 //   submit (backend)       activity started → completed (the POST to the approval service);
-//   wait for worker (wf 2) activity completed → next workflow task started;
-//   → handle in state      that workflow task → the update completed.
+//   submit done → update   activity completed → the update completed (the next workflow task
+//                          puts the handle in state, and the update returns).
 import { Client, Connection } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { percentile, round } from '../lib/stats.js';
@@ -21,8 +21,7 @@ export const CREATION_STAGES = [
   'workflow task',
   'wait for worker (submit activity)',
   'submit (approval backend)',
-  'wait for worker (workflow task after submit)',
-  '→ update completed',
+  'submit done → update completed',
 ] as const;
 
 /** p50 / p99 / max per stage, ms, over `samples` tasks. */

@@ -5,10 +5,14 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 
-/** A gated call of the run: its memo (unique per call) and whether the driver approved it. */
+/**
+ * A gated call of the run: its memo (unique per call), whether the driver approved it, and whether
+ * its task was still unfinished when the driver stopped following it (approved calls only).
+ */
 export interface GatedCall {
   memo: string;
   approved: boolean;
+  unfinished?: boolean;
 }
 
 /** One ledger row, as the check needs it. */
@@ -23,13 +27,19 @@ export interface ToolRecords {
   invocationsByExecution: Map<string, number>;
 }
 
-/** The check's answer. `ok`: every approved call executed once, nothing else gated executed. */
+/**
+ * The check's answer. `ok` (safety): nothing executed more than once, nothing unapproved executed,
+ * and no approved task finished without executing. `notFinished` (liveness) is reported apart: an
+ * approved task still working when the driver stopped following it has not executed *yet*.
+ */
 export interface ExactlyOnceResult {
   ok: boolean;
   approved: number;
   executedOnce: number;
-  /** Approved, no ledger row (memos). */
+  /** Approved, finished, no ledger row (memos). */
   notExecuted: string[];
+  /** Approved, no ledger row, task still unfinished when the driver stopped following it (memos). */
+  notFinished: string[];
   /** Approved, more than one ledger row or tool entry (memos). */
   executedMoreThanOnce: string[];
   /** Not approved by the driver, yet executed (memos). */
@@ -45,6 +55,7 @@ export function checkExactlyOnce(calls: GatedCall[], records: ToolRecords): Exac
     approved: 0,
     executedOnce: 0,
     notExecuted: [],
+    notFinished: [],
     executedMoreThanOnce: [],
     executedWithoutApproval: [],
   };
@@ -56,7 +67,7 @@ export function checkExactlyOnce(calls: GatedCall[], records: ToolRecords): Exac
     }
     out.approved++;
     const entries = rows.reduce((n, r) => n + (records.invocationsByExecution.get(r.executionId) ?? 0), 0);
-    if (rows.length === 0) out.notExecuted.push(call.memo);
+    if (rows.length === 0) (call.unfinished ? out.notFinished : out.notExecuted).push(call.memo);
     else if (rows.length > 1 || entries > 1) out.executedMoreThanOnce.push(call.memo);
     else out.executedOnce++;
   }

@@ -27,7 +27,7 @@ export function loadMarkdown(r: LoadResults): string {
     '',
     `Generated ${r.generatedAt}. The stack runs as \`npm start\` runs it: \`${r.stackCommand}\` (worker, MCP endpoint, approval`,
     'service and token issuer in one process, "main"; the Temporal dev server its child process). Method: the header of',
-    '`bench/load/run.ts` — open model (requests leave on schedule), real bearer tokens, real approval API',
+    '`bench/load/run.ts` — open model (requests leave on schedule), real bearer tokens, real approval API.',
     '',
     `Machine: ${m.cores} × ${m.cpuModel}, ${m.totalMemoryMiB} MiB, ${m.platform}, Node ${m.node}; load average ${m.loadAvgStart} at the start, ${m.loadAvgEnd ?? '?'} at the end.`,
     ...r.notes.map((n) => `**Note:** ${n}`),
@@ -65,12 +65,14 @@ export function loadMarkdown(r: LoadResults): string {
     '',
     '## Exactly once',
     '',
-    `**${eo.ok ? 'PASSED' : 'FAILED'}.** ${eo.approved} approved tasks: ${eo.executedOnce} executed exactly once (one ledger row, one tool entry), ${eo.notExecuted.length} not executed, ${eo.executedMoreThanOnce.length} executed more than once; ${eo.executedWithoutApproval.length} unapproved gated calls executed.`,
+    `**${eo.ok ? 'PASSED' : 'FAILED'}** (safety). ${eo.approved} approved tasks: ${eo.executedOnce} executed exactly once (one ledger row, one tool entry), ${eo.executedMoreThanOnce.length} executed more than once, ${eo.notExecuted.length} finished without executing; ${eo.executedWithoutApproval.length} unapproved gated calls executed.`,
+    '',
+    `Liveness: ${eo.notFinished.length} approved tasks had not finished (nor executed) when the driver stopped following them, 120 s after their approval${eo.notFinished.length ? `: ${eo.notFinished.slice(0, 20).join(', ')}` : ''}.`,
     ...(eo.ok
       ? []
       : [
           '',
-          `Not executed: ${eo.notExecuted.slice(0, 20).join(', ')}; more than once: ${eo.executedMoreThanOnce.slice(0, 20).join(', ')}; without approval: ${eo.executedWithoutApproval.slice(0, 20).join(', ')}.`,
+          `Finished without executing: ${eo.notExecuted.slice(0, 20).join(', ') || 'none'}; more than once: ${eo.executedMoreThanOnce.slice(0, 20).join(', ') || 'none'}; without approval: ${eo.executedWithoutApproval.slice(0, 20).join(', ') || 'none'}.`,
         ]),
     '',
     `Gated calls answered with an error: ${r.erroredButCreated.errored}; of those, approval requests that exist anyway (a task the client got no handle for): ${r.erroredButCreated.created}.`,

@@ -155,7 +155,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     const known: KnownTask[] = [];
     const byMemo = new Map<string, KnownTask>();
     /** Every gated call of the run (backlog included) by memo; `approved` once the decision was accepted. */
-    const gated = new Map<string, { approved: boolean; errored: boolean }>();
+    const gated = new Map<string, { approved: boolean; errored: boolean; unfinished?: boolean }>();
     const gatedCall = async (owner: Principal, memo: string): Promise<KnownTask> => {
       gated.set(memo, { approved: false, errored: false });
       const out = await owner.client.request<{ resultType?: string; taskId?: string; isError?: boolean }>('tools/call', {
@@ -305,7 +305,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
           refill = undefined;
         }
       })());
-    const follow = async (t: KnownTask, decidedAt: number) => {
+    const follow = async (t: KnownTask, memo: string, decidedAt: number) => {
       for (;;) {
         let status: string | undefined;
         let result: { _meta?: Record<string, unknown> } | undefined;
@@ -325,6 +325,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
         }
         if (performance.now() - decidedAt > FOLLOW_LIMIT_MS) {
           notFinished++;
+          gated.get(memo)!.unfinished = true;
           return;
         }
         await sleep(answered ? FOLLOW_GAP_MS : 2 * FOLLOW_GAP_MS);
@@ -349,7 +350,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       });
       if (ok) {
         entry.approved = true;
-        follows.push(follow(task, decidedAt));
+        follows.push(follow(task, item.memo, decidedAt));
       }
     };
 
@@ -369,7 +370,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     sampleMemory('end');
 
     // 3. checks on the tool's records and the approval service's
-    const calls = [...gated.entries()].map(([memo, g]) => ({ memo, approved: g.approved }));
+    const calls = [...gated.entries()].map(([memo, g]) => ({ memo, approved: g.approved, unfinished: g.unfinished === true }));
     const exactlyOnce = checkExactlyOnce(calls, readToolRecords(stack.dataDir));
     const erroredMemos = [...gated.entries()].filter(([m, g]) => g.errored && !byMemo.has(m)).map(([m]) => m);
     const created = memosWithApprovalRequest(stack.dataDir, erroredMemos).length;

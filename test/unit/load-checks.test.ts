@@ -59,6 +59,18 @@ describe('exactly-once check of a load run', () => {
     expect(r.executedOnce).toBe(0);
   });
 
+  it('reports an approved task still unfinished when following stopped as not finished, apart from the safety verdict', () => {
+    execute('e1', 'done');
+    const r = checkExactlyOnce(
+      [
+        { memo: 'done', approved: true },
+        { memo: 'slow', approved: true, unfinished: true },
+      ],
+      readToolRecords(dir),
+    );
+    expect(r).toMatchObject({ ok: true, executedOnce: 1, notFinished: ['slow'], notExecuted: [] });
+  });
+
   it('fails when a gated call that was not approved executed', () => {
     execute('e1', 'unapproved');
     const r = checkExactlyOnce([{ memo: 'unapproved', approved: false }], readToolRecords(dir));

@@ -503,7 +503,9 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
   if (f.write) {
     writeFileSync(f.out, loadMarkdown(results));
-    process.stderr.write(`load: wrote ${f.out}\n`);
+    // the figures behind the report, for `--report-from`
+    writeFileSync(join(PROJECT_ROOT, 'bench', 'load', 'last-run.json'), `${JSON.stringify(results, null, 2)}\n`);
+    process.stderr.write(`load: wrote ${f.out} and bench/load/last-run.json\n`);
   }
   if (!results.exactlyOnce.ok) {
     process.stderr.write('load: the exactly-once check FAILED\n');

@@ -8,7 +8,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.tools/', '.data/', 'test-results/', 'bench/results*.json'] },
+  { ignores: ['node_modules/', '.tools/', '.data/', 'test-results/', 'bench/results*.json', 'bench/load/last-run.json'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,7 +1,7 @@
 /**
  * The MCP front assembled from its parts, the one wiring shared by the `mcp` role
  * (`stack-roles.ts`: `serve --role mcp` and the embedded stack) and the bench's MCP server
- * process: the task service (Temporal client side, Update-with-Start with the configured submission
+ * process: the task service (Temporal client side: start, then the `taskCreated` update, with the configured submission
  * limits), the gate (`createMcpServerFactory`) and the HTTP app (bearer verification, RFC 9728
  * metadata, the backend callback receiver). It does not listen: the caller serves `app.fetch`.
  */

@@ -1,7 +1,7 @@
 /**
  * Every signal, query and update of the approval workflow, defined once and imported by the
  * workflow, the MCP front and the tests. The SEP-2848 ↔ Temporal mapping: task creation is
- * Update-with-Start waiting on `taskCreated`; `tasks/get` is the `task` query; `tasks/update` the
+ * a durable start, then the `taskCreated` update; `tasks/get` is the `task` query; `tasks/update` the
  * `provideInput` update; `tasks/cancel` the `cancel` update; backend callbacks the
  * `backendCallback` update.
  */

@@ -40,13 +40,29 @@ export function inputRefused(reason: string): ProtocolError {
 }
 
 /**
- * -32603 when the approval workflow could not confirm the task in time (backend slow or down).
- * Retryable: the workflow keeps trying, and the same call joins it through dedup.
+ * -32603 when the approval task was not confirmed within the creation wait (a busy worker, a slow
+ * or unreachable approval backend). Retryable, HTTP 503 with `Retry-After` (`src/mcp/http.ts`).
+ * `data`: `{retryable: true, retryAfterSeconds, taskStarted, retryJoins: true}` — `taskStarted`
+ * is `true` when the approval workflow is durably started (the task exists and is submitting its
+ * request; the retry answers its `CreateTaskResult`), `false` when this call started nothing, `null`
+ * when the start was in flight. Whatever it says, the same call repeated joins the task if one
+ * exists and never opens a second (workflow id keyed on the call binding; SEP-2848 §At-most-once
+ * and deduplication), and uses no submission budget for it. docs/DESIGN.md §3.1.
  */
-export function taskCreationPending(): ProtocolError {
-  return new ProtocolError(-32603, 'Internal error: the approval request is still being submitted; retry the same call to join it', {
-    retryable: true,
-  });
+export function taskCreationPending(progress: 'started' | 'unknown' | 'not-started'): ProtocolError {
+  const started = progress === 'started';
+  return new ProtocolError(
+    -32603,
+    started
+      ? 'Internal error: the approval task exists and its request is still being submitted; retry the same call to receive the task'
+      : 'Internal error: the approval task could not be confirmed in time; retry the same call (it joins the task if one was started)',
+    {
+      retryable: true,
+      retryAfterSeconds: started ? 1 : 2,
+      taskStarted: started ? true : progress === 'not-started' ? false : null,
+      retryJoins: true,
+    },
+  );
 }
 
 /** -32021: the call needs the tasks extension and the client did not declare it (SEP-2848, -32003 renumbered). */

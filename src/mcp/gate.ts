@@ -328,8 +328,8 @@ async function createOrJoinTask(
     return call.clientSupportsTasks ? createTaskResult(taskId, snapshot) : approvalOpenedResult(taskId, snapshot);
   } catch (err) {
     if (err instanceof TaskCreationPendingError) {
-      log.warn('approval task not confirmed in time; client should retry');
-      throw taskCreationPending();
+      log.warn({ progress: err.progress }, 'approval task not confirmed in time; client should retry');
+      throw taskCreationPending(err.progress);
     }
     if (err instanceof SubmissionLimitedError) {
       if (tookKey) await ownership.disown(); // no task was created: the call leaves no trace

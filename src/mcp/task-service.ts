@@ -1,10 +1,12 @@
 /**
  * The MCP front's side of Temporal: tasks/* methods as workflow operations (`workflows/messages.ts`).
  *
- * - create or join: Update-with-Start with `workflowIdConflictPolicy: USE_EXISTING` and a workflow
- *   id keyed on the binding, waiting (bounded) on `taskCreated` so `CreateTaskResult` is only
- *   returned once the backend handle is persisted; before it, the caller's submission limiter
- *   reserves a slot (`submission-limiter.ts`; a join of a pending task consumes none);
+ * - create or join: a durable start with `workflowIdConflictPolicy: USE_EXISTING` and a workflow
+ *   id keyed on the binding, then the `taskCreated` update, waited on (bounded) so `CreateTaskResult`
+ *   is only returned once the backend handle is persisted; before it, the caller's submission
+ *   limiter reserves a slot (`submission-limiter.ts`; a join of a pending task consumes none). A wait
+ *   that runs out says how far creation got (`TaskCreationPendingError.progress`); a retry of the
+ *   same call joins (docs/DESIGN.md §3.1);
  * - get: the `task` query while the run is open (one round trip: the query is refused by the server,
  *   not replayed, once the run has closed, and the owner check reads the owner key the run carries
  *   in its snapshot, the same value as in its memo); the stored workflow result once closed (no
@@ -17,14 +19,7 @@
  *
  * Holds no task state itself: any instance serves any task.
  */
-import {
-  QueryNotRegisteredError,
-  QueryRejectedError,
-  WithStartWorkflowOperation,
-  WorkflowClient,
-  WorkflowUpdateFailedError,
-  type Client,
-} from '@temporalio/client';
+import { QueryNotRegisteredError, QueryRejectedError, WorkflowClient, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
 import type { Principal } from '../auth/principal.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
@@ -52,7 +47,7 @@ import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } fro
 /** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
 const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
 
-/** Options of the task service. `createWaitMs` bounds the Update-with-Start wait. */
+/** Options of the task service. `createWaitMs` bounds the creation wait (limiter reserve, start, `taskCreated`). */
 export interface TaskServiceOptions {
   client: Client;
   taskQueue: string;
@@ -89,10 +84,19 @@ export function workflowSummaryOf(tool: string, approverGroup: string, upstream?
   return `approval: ${tool} (${upstream ? `upstream ${upstream}` : 'native'}) for group ${approverGroup}`;
 }
 
-/** Thrown by `createOrJoin` when the task was not confirmed within `createWaitMs`. */
+/**
+ * How far a creation got before its wait ran out: `started` — the approval workflow is durably
+ * started (or was already running) and is submitting the request, so the task exists; `unknown` —
+ * the start request was in flight; `not-started` — the caller's submission limiter had not answered,
+ * so this call started nothing. In every case a retry of the same call joins the task if one exists
+ * (workflow id keyed on the call binding, `USE_EXISTING`) and never opens a second.
+ */
+export type CreationProgress = 'started' | 'unknown' | 'not-started';
+
+/** Thrown by `createOrJoin` when the task was not confirmed within `createWaitMs`; `progress` says how far it got. */
 export class TaskCreationPendingError extends Error {
-  constructor() {
-    super('approval task not confirmed in time');
+  constructor(readonly progress: CreationProgress) {
+    super(`approval task not confirmed in time (${progress})`);
     this.name = 'TaskCreationPendingError';
   }
 }
@@ -176,11 +180,16 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
 
   return {
     async createOrJoin(binding, accessRequest, submissionInput, options) {
+      const progress = { at: 'not-started' as CreationProgress };
       try {
-        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput, options), opts.createWaitMs);
+        // The wait lasts until a worker has submitted to the approval backend: its length says little
+        // about Temporal itself, so running out of it does not count toward the circuit.
+        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput, options, progress), opts.createWaitMs, {
+          tripsCircuit: false,
+        });
       } catch (err) {
-        // Temporal answers but the task was not confirmed in time: the existing retryable answer.
-        if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError();
+        // Temporal answers but the task was not confirmed in time: retryable, and the retry joins.
+        if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError(progress.at);
         throw err;
       }
     },
@@ -217,8 +226,9 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
   async function createOrJoinNow(
     binding: CallBinding,
     accessRequest: AccessRequestHint,
-    submissionInput?: { justification?: string },
+    submissionInput: { justification?: string } | undefined,
     options: CreateOptions = {},
+    progress: { at: CreationProgress },
   ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
     {
       const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
@@ -227,7 +237,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         // Per-principal submission limits (`submission-limiter.ts`): throws SubmissionLimitedError past one.
         // Both steps run under the guard's deadline (createWaitMs): a late answer is TaskCreationPendingError.
         const limiter = limits ? await limits.reserve(quotaKeyOf(opts.dedupKey, binding.principal), workflowId) : null;
-        const startWorkflowOperation = new WithStartWorkflowOperation<typeof approvalWorkflow>('approvalWorkflow', {
+        // Two steps, so that a wait that runs out knows whether the task exists (`CreationProgress`):
+        // the durable start (Temporal server only), then the `taskCreated` update, which resolves once
+        // the backend's handle is in workflow state (SEP-2848 §Crash-consistent creation).
+        progress.at = 'unknown';
+        const handle = await client.workflow.start<typeof approvalWorkflow>('approvalWorkflow', {
           workflowId,
           taskQueue: opts.taskQueue,
           args: [
@@ -249,7 +263,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
             ? { staticSummary: workflowSummaryOf(binding.tool, accessRequest.approverGroup, options.toolInfo?.upstream) }
             : {}),
         });
-        const { runId, snapshot } = await client.workflow.executeUpdateWithStart(taskCreatedUpdate, { startWorkflowOperation });
+        progress.at = 'started';
+        // the start answered with the run id of the run it started or found running (`USE_EXISTING`)
+        const { runId, snapshot } = await client.workflow
+          .getHandle<typeof approvalWorkflow>(workflowId, handle.firstExecutionRunId)
+          .executeUpdate(taskCreatedUpdate);
         faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
         return { taskId: taskIdFor(workflowId, runId), snapshot };
       }

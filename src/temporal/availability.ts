@@ -10,8 +10,10 @@
  * - `failureThreshold` consecutive such failures open a circuit for `openMs`: until then every
  *   guarded call fails at once with the same error, instead of each request paying the timeout. The
  *   first call after `openMs` is let through (half-open) and closes the circuit if it succeeds.
- *   The SDK retries `UNAVAILABLE` internally, so a stopped server usually shows as a deadline: both
- *   kinds count.
+ *   The SDK retries `UNAVAILABLE` internally, so a stopped server usually shows as a deadline: a
+ *   missed deadline counts unless a probe of the server itself (`GetSystemInfo`) answers — then the
+ *   wait was for a busy worker, not for Temporal, and the circuit stays closed (issue 18: under
+ *   load, slow queries opened it and every task method failed for 10 s).
  *
  * Deliberately does not: retry (the client does, after `Retry-After`), or guard the worker's own
  * connection (the worker reconnects by itself).
@@ -65,6 +67,14 @@ export interface TemporalGuardOptions {
   openMs?: number;
   /** Clock, ms since the epoch (tests move it); default `Date.now`. */
   now?: () => number;
+  /**
+   * Deadline of the probe that tells a busy worker from an absent server, ms; default 1,000. When a
+   * call misses its deadline without the server refusing the connection, the guard asks the server
+   * itself (`GetSystemInfo`, answered without any worker) before counting the miss: a server that
+   * answers means the wait was for a worker (a query or update of a busy worker), which is no
+   * reason to fail every other call fast (docs/DESIGN.md §6).
+   */
+  probeTimeoutMs?: number;
 }
 
 /** Runs Temporal calls with a deadline and a circuit breaker (module header). */
@@ -73,8 +83,14 @@ export interface TemporalGuard {
    * Run `fn` under a deadline (`deadlineMs` from now, default `callTimeoutMs`). Resolves with its
    * result; throws {@link TemporalUnavailableError} when Temporal did not answer or the circuit is
    * open; rethrows every other error unchanged.
+   *
+   * `options.tripsCircuit` (default true): whether a missed deadline counts toward opening the
+   * circuit. False for a wait whose length is set by more than Temporal — the creation wait, which
+   * lasts until a worker has submitted the request to the approval backend (`src/mcp/task-service.ts`):
+   * a slow backend or a busy worker must not make every other call fail fast (docs/DESIGN.md §3.1).
+   * An unreachable server always counts.
    */
-  run<T>(fn: () => Promise<T>, deadlineMs?: number): Promise<T>;
+  run<T>(fn: () => Promise<T>, deadlineMs?: number, options?: { tripsCircuit?: boolean }): Promise<T>;
   /** Whether the circuit is open now (for health reporting). */
   isOpen(): boolean;
 }
@@ -85,12 +101,25 @@ export function createTemporalGuard(opts: TemporalGuardOptions): TemporalGuard {
   const failureThreshold = opts.failureThreshold ?? 3;
   const openMs = opts.openMs ?? 10_000;
   const now = opts.now ?? Date.now;
+  const probeTimeoutMs = opts.probeTimeoutMs ?? 1_000;
   let failures = 0;
   let openUntil = 0;
   const retryAfter = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+  // one probe at a time; concurrent misses share its answer
+  let probe: Promise<boolean> | undefined;
+  const serverAnswers = (): Promise<boolean> =>
+    (probe ??= opts.client
+      .withDeadline(Date.now() + probeTimeoutMs, () => opts.client.connection.workflowService.getSystemInfo({}))
+      .then(
+        () => true,
+        () => false,
+      )
+      .finally(() => {
+        probe = undefined;
+      }));
 
   return {
-    async run(fn, deadlineMs = callTimeoutMs) {
+    async run(fn, deadlineMs = callTimeoutMs, options = {}) {
       const t = now();
       if (t < openUntil) throw new TemporalUnavailableError('circuit-open', retryAfter(openUntil - t));
       try {
@@ -100,7 +129,8 @@ export function createTemporalGuard(opts: TemporalGuardOptions): TemporalGuard {
       } catch (err) {
         const unreachable = isTemporalUnreachable(err);
         if (!unreachable && !isTemporalNoAnswer(err)) throw err;
-        if (++failures >= failureThreshold) {
+        const counts = unreachable || (options.tripsCircuit !== false && !(await serverAnswers()));
+        if (counts && ++failures >= failureThreshold) {
           openUntil = now() + openMs;
           failures = 0;
         }

@@ -4,7 +4,7 @@
  *
  * `startGateTest` runs the real parts in-process: the gate of the MCP front (`src/mcp/gate.ts`),
  * the Cedar PDP over your policy folder, the tool registry (with the gateway's upstreams when a
- * configuration file is given), the task service (Update-with-Start), and a worker running the
+ * configuration file is given), the task service (start, then `taskCreated`), and a worker running the
  * real approval workflow and activities. Only the approval backend is replaced, by
  * `scriptedApprover` (`scripted-approver.ts`). Waiting for a task's outcome lets the test server
  * skip time, so a 7-day expiry takes seconds.

@@ -65,7 +65,7 @@ export const POINTS = [
     issue: 4,
     via: 'hook',
     role: 'mcp',
-    what: 'MCP server killed between Update-with-Start and returning CreateTaskResult; the client retries the call',
+    what: 'MCP server killed between the start (and taskCreated) and returning CreateTaskResult; the client retries the call',
     expect: 'approved-executed',
     ledger: 1,
     invocations: 1,

@@ -1,10 +1,11 @@
 // Scope: src/temporal/availability.ts — the deadline and circuit breaker in front of every Temporal
 // call the MCP front makes, against a real Temporal client whose server is not there (a lazy
-// connection to a closed local port), on a fake clock for the circuit's open window.
-import { Client, Connection } from '@temporalio/client';
+// connection to a closed local port), on a fake clock for the circuit's open window; and against a
+// real dev server with no worker, where calls that wait for a worker miss their deadline.
+import { Client, Connection, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTemporalGuard, TemporalUnavailableError } from '../../src/temporal/availability.js';
-import { freePort } from '../../src/temporal/dev-server.js';
+import { freePort, startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 
 let connection: Connection;
 let client: Client;
@@ -57,6 +58,20 @@ describe('Temporal guard', () => {
     expect(reached).toBe(2);
   });
 
+  it('a wait that runs out with tripsCircuit false (the creation wait) is still TemporalUnavailableError but never opens the circuit; the same misses on ordinary calls do', async () => {
+    const guard = createTemporalGuard({ client, callTimeoutMs: 300, failureThreshold: 2, openMs: 10_000 });
+    // what the SDK throws when an update's wait for a worker ran out (the update RPC timed out)
+    const updateWaitRanOut = () => Promise.reject(new WorkflowUpdateRPCTimeoutOrCancelledError('update timed out'));
+    for (let i = 0; i < 5; i++) {
+      const err = await unavailable(guard.run(updateWaitRanOut, 300, { tripsCircuit: false }));
+      expect(err.reason).toBe('no-answer');
+    }
+    expect(guard.isOpen()).toBe(false);
+    await unavailable(guard.run(updateWaitRanOut));
+    await unavailable(guard.run(updateWaitRanOut));
+    expect(guard.isOpen()).toBe(true);
+  });
+
   it('past the open window one call is let through (half-open); a success closes the circuit and resets the count', async () => {
     const clock = { ms: 2_000_000 };
     const guard = createTemporalGuard({ client, callTimeoutMs: 300, failureThreshold: 1, openMs: 5_000, now: () => clock.ms });
@@ -72,5 +87,33 @@ describe('Temporal guard', () => {
     const own = new RangeError('not about Temporal');
     await expect(guard.run(async () => Promise.reject(own))).rejects.toBe(own);
     expect(guard.isOpen()).toBe(false);
+  });
+});
+
+describe('Temporal guard, server up and no worker', () => {
+  let dev: DevServer;
+  let liveConnection: Connection;
+  let live: Client;
+  beforeAll(async () => {
+    dev = await startDevServer();
+    liveConnection = await Connection.connect({ address: dev.address });
+    live = new Client({ connection: liveConnection });
+  });
+  afterAll(async () => {
+    await liveConnection?.close();
+    await dev?.stop();
+  });
+
+  it('updates no worker answers miss their deadline as no-answer, but while the server itself answers they never open the circuit', async () => {
+    // a workflow on a task queue nobody polls: the server holds every update for a worker
+    const handle = await live.workflow.start('nobodyRunsThis', { workflowId: `no-worker-${Date.now()}`, taskQueue: 'no-worker-here' });
+    const guard = createTemporalGuard({ client: live, callTimeoutMs: 300, failureThreshold: 2, openMs: 10_000 });
+    for (let i = 0; i < 4; i++) {
+      const err = await unavailable(guard.run(() => handle.executeUpdate('poke')));
+      expect(err.reason).toBe('no-answer');
+    }
+    expect(guard.isOpen()).toBe(false);
+    expect(await guard.run(() => handle.describe().then((d) => d.status.name))).toBe('RUNNING');
+    await handle.terminate();
   });
 });

@@ -1,0 +1,89 @@
+// Scope: where task creation spends its time under load, read from the approval workflows' own
+// histories (event times written by the Temporal server; nothing added to the product). For each
+// sampled task, from the driver sending `tools/call` to the `taskCreated` update completing:
+//   front → started        HTTP, bearer check, policy, the caller's limiter reserve, the start;
+//   wait for worker (wf)   workflow task scheduled → started (worker slots, poller, sticky queue);
+//   workflow task          started → completed (the worker running workflow code);
+//   wait for worker (act)  submit activity scheduled → started;
+//   submit (backend)       activity started → completed (the POST to the approval service);
+//   submit done → update   activity completed → the update completed (the next workflow task
+//                          puts the handle in state, and the update returns).
+import { Client, Connection } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { percentile, round } from '../lib/stats.js';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The stages, in order. */
+export const CREATION_STAGES = [
+  'front → started',
+  'wait for worker (workflow task)',
+  'workflow task',
+  'wait for worker (submit activity)',
+  'submit (approval backend)',
+  'submit done → update completed',
+] as const;
+
+/** p50 / p99 / max per stage, ms, over `samples` tasks. */
+export interface CreationStages {
+  samples: number;
+  stages: Record<string, { p50Ms: number; p99Ms: number; maxMs: number }>;
+}
+
+const ms = (e: HistoryEvent | undefined): number | undefined => {
+  const t = e?.eventTime;
+  if (!t) return undefined;
+  return Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
+};
+
+/** Stage durations of one history (ms), or null when a stage is missing; `sentAtMs`: wall clock of the call. */
+export function stagesOf(events: HistoryEvent[], sentAtMs: number): number[] | null {
+  const type = (e: HistoryEvent) => Number(e.eventType);
+  const idx = (t: number, from = 0) => events.findIndex((e, i) => i >= from && type(e) === t);
+  const started = idx(1);
+  const wts = idx(5);
+  const wtStart = idx(6, wts);
+  const wtDone = idx(7, wtStart);
+  const actSched = idx(10);
+  const actStart = idx(11, actSched);
+  const actDone = idx(12, actStart);
+  const updDone = idx(43);
+  const at = [started, wts, wtStart, wtDone, actSched, actStart, actDone, updDone].map((i) => (i < 0 ? undefined : ms(events[i])));
+  if (at.some((t) => t === undefined)) return null;
+  const [s, wSch, wS, wD, aSch, aS, aD, uD] = at as number[];
+  return [s! - sentAtMs, wS! - wSch!, wD! - wS!, aS! - aSch!, aD! - aS!, uD! - aD!];
+}
+
+/** Fetch the histories of `tasks` (workflow id, run id, when the call was sent) and summarise the stages. */
+export async function creationStages(
+  temporalAddress: string,
+  namespace: string,
+  tasks: Array<{ workflowId: string; runId: string; sentAtMs: number }>,
+): Promise<CreationStages> {
+  const connection = await Connection.connect({ address: temporalAddress });
+  try {
+    const client = new Client({ connection, namespace });
+    const per: number[][] = CREATION_STAGES.map(() => []);
+    let samples = 0;
+    for (const t of tasks) {
+      const history = await client.workflow.getHandle(t.workflowId, t.runId).fetchHistory();
+      const st = stagesOf(history.events ?? [], t.sentAtMs);
+      if (!st) continue;
+      samples++;
+      st.forEach((v, i) => per[i]!.push(v));
+    }
+    return {
+      samples,
+      stages: Object.fromEntries(
+        CREATION_STAGES.map((name, i) => [
+          name,
+          samples === 0
+            ? { p50Ms: Number.NaN, p99Ms: Number.NaN, maxMs: Number.NaN }
+            : { p50Ms: round(percentile(per[i]!, 50), 1), p99Ms: round(percentile(per[i]!, 99), 1), maxMs: round(Math.max(...per[i]!), 1) },
+        ]),
+      ),
+    };
+  } finally {
+    await connection.close();
+  }
+}

@@ -29,6 +29,24 @@ export function invalidInputResponse(issues: Array<{ path: string; message: stri
   return new ProtocolError(-32602, 'Invalid params: inputResponses do not match the requested form', { issues });
 }
 
+/** One reason a request was refused: a JSON path (`$.params.cursor`) and what was expected there, never the value sent. */
+export interface ParamsIssue {
+  path: string;
+  message: string;
+}
+
+/**
+ * -32602 for a spec-method request whose params fail the served era's wire schema (`spec-params.ts`):
+ * message `Invalid params for <method>: <path>: <expected>` (first issue, `(+N more)` when there are
+ * more), `data: {issues}` with every reported issue. JSON-RPC 2.0 §5.1 (-32602 Invalid params).
+ */
+export function invalidRequestParams(method: string, issues: ParamsIssue[]): ProtocolError {
+  const [first] = issues;
+  const more = issues.length > 1 ? ` (+${issues.length - 1} more)` : '';
+  const detail = first ? `: ${first.path}: ${first.message}${more}` : '';
+  return new ProtocolError(-32602, `Invalid params for ${method}${detail}`, { issues });
+}
+
 /** -32602 for an unknown tool name. */
 export function unknownTool(): ProtocolError {
   return new ProtocolError(-32602, 'Invalid params: unknown tool');

@@ -34,7 +34,7 @@
  * `notifications/tasks/status` (stateless, nothing to push on), or accept MRTR input: a policy
  * needing a justification answers with an `isError` result pointing at a 2026-07-28 client.
  */
-import { ProtocolError, Server, type McpServerFactory } from '@modelcontextprotocol/server';
+import { ProtocolError, type McpServerFactory, type Server } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
@@ -57,6 +57,7 @@ import {
 } from './approval-tools.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { createInlineTaskSealer, INLINE_TASK_MAX_RESULT_CHARS, type InlineTask } from './legacy-inline-task.js';
+import { SpecParamsServer } from './spec-params.js';
 import { statusMessage } from './status-text.js';
 
 /** `_meta` key relating a message to a task (2025-11-25 tasks utility). */
@@ -169,9 +170,9 @@ type Handler = Parameters<Server['_wrapHandler']>[1];
  * `Server` whose `tools/call` may answer a task-augmented request with `CreateTaskResult`
  * (2025-11-25 tasks utility): the SDK 2.4 wraps every `tools/call` handler in a `CallToolResult`
  * check, which refuses `{task}`; such a result is handed past that check unchanged, every other
- * result still goes through it.
+ * result still goes through it. Params failing the 2025-11-25 wire schema answer -32602 (`spec-params.ts`).
  */
-class LegacyTaskServer extends Server {
+class LegacyTaskServer extends SpecParamsServer {
   protected override _wrapHandler(method: string, handler: Handler): Handler {
     if (method !== 'tools/call') return super._wrapHandler(method, handler);
     return async (request, ctx) => {

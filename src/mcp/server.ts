@@ -7,18 +7,13 @@
  * The caller's principal arrives in `ctx.http.authInfo.extra.principal`, set by the HTTP layer
  * after bearer-token verification (`http.ts`); requests without it never reach here.
  */
-import {
-  CLIENT_CAPABILITIES_META_KEY,
-  ProtocolError,
-  Server,
-  type McpServerFactory,
-  type RequestStateCodec,
-} from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, type McpServerFactory, type RequestStateCodec } from '@modelcontextprotocol/server';
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { inputRefused, missingTasksCapability, opaque, taskNotFound } from './errors.js';
 import { gateToolCall, type GateDeps } from './gate.js';
+import { SpecParamsServer } from './spec-params.js';
 import { getTaskResult } from './task-projection.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './approval-tools.js';
 import { TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION } from '../../workflows/wire.js';
@@ -60,7 +55,8 @@ export function createMcpServerFactory(
   version = '0.1.0',
 ): McpServerFactory {
   return () => {
-    const server = new Server({ name: 'countersign', version }, {
+    // params failing the era's wire schema answer -32602, not the SDK's -32603 (spec-params.ts)
+    const server = new SpecParamsServer({ name: 'countersign', version }, {
       capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {}, [TOOL_APPROVAL_EXTENSION]: {} } },
       requestState: { verify: deps.requestStateCodec.verify },
     } as never);

@@ -10,6 +10,7 @@ import { loadOrCreateDevIssuer, type DevIssuer } from '../../src/auth/dev-issuer
 import type { Principal } from '../../src/auth/principal.js';
 import { AuthError, type TokenVerifier } from '../../src/auth/verify-token.js';
 import { createMcpHttpApp } from '../../src/mcp/http.js';
+import { byEra, createLegacyServerFactory } from '../../src/mcp/legacy-server.js';
 import { createMcpServerFactory } from '../../src/mcp/server.js';
 import { createSubmissionStateCodec } from '../../src/mcp/submission-input.js';
 import type { TaskService } from '../../src/mcp/task-service.js';
@@ -35,7 +36,7 @@ export interface McpUnderTest {
   close(): Promise<void>;
 }
 
-/** Build the MCP HTTP app over an allow-all policy: any `tools/call` that reaches the tool writes a ledger row. */
+/** Build the MCP HTTP app (both protocol faces) over an allow-all policy: any `tools/call` that reaches the tool writes a ledger row. */
 export function mcpUnderTest(): McpUnderTest {
   const ledger = openLedger(':memory:');
   const taskCalls: string[] = [];
@@ -63,14 +64,18 @@ export function mcpUnderTest(): McpUnderTest {
       throw new AuthError('invalid', 'token could not be verified');
     },
   };
-  const factory = createMcpServerFactory({
+  const gateDeps = {
     tools: createToolRegistry([createWireTransferTool(ledger)]),
     pdp,
     tasks,
     logger: silent,
-    noTasksResponse: 'degraded-result',
-    requestStateCodec: createSubmissionStateCodec('hostile-test-key'),
-  });
+    noTasksResponse: 'degraded-result' as const,
+  };
+  // both faces, composed as src/mcp-front.ts does: 2026-07-28 requests get the modern one, 2025-11-25 ones the legacy one
+  const factory = byEra(
+    createMcpServerFactory({ ...gateDeps, requestStateCodec: createSubmissionStateCodec('hostile-test-key') }),
+    createLegacyServerFactory({ ...gateDeps, sealKey: 'hostile-test-key' }),
+  );
   const { app, close } = createMcpHttpApp({
     factory,
     verifier,

@@ -1,0 +1,84 @@
+/**
+ * Params validation of spec methods, answered as JSON-RPC -32602 "Invalid params" on both protocol
+ * faces (`server.ts`, `legacy-server.ts`).
+ *
+ * Why a pre-check in `_wrapHandler` rather than the SDK's schema form
+ * (`setRequestHandler(method, {params}, handler)`): the function form validates each request with
+ * the wire codec of the era the instance serves (2026-07-28 or 2025-11-25), and on failure throws a
+ * plain `Error`, which the SDK answers as -32603 with the zod issue dump as message. The schema form
+ * answers -32602 but validates against one era-neutral schema, drops the era's wire schema and
+ * marks the method as custom (`_customSchemaRequestMethods`), which changes how the SDK routes a
+ * spec method the era lacks. The check here asks the same codec the same question the SDK is about
+ * to ask (`validateRequest`, then `validateInputRequest` for MRTR retries), so it refuses exactly
+ * what the SDK would refuse and nothing else: valid requests (MRTR `requestState`/`inputResponses`,
+ * 2025-11-25 task augmentation `params.task`, `_meta`) reach the handler unchanged. Methods the
+ * era has no schema for (the tasks extension's `tasks/update` on 2026-07-28) are left to their own
+ * schema-form registration.
+ *
+ * A `params` that is not an object at all (`"x"`, `7`, `null`) never reaches a handler: the
+ * transport refuses the message with HTTP 400 / -32600 (JSON-RPC 2.0 §4.2: params MUST be a
+ * structured value).
+ */
+import { Server } from '@modelcontextprotocol/server';
+import { invalidRequestParams, type ParamsIssue } from './errors.js';
+
+type Handler = Parameters<Server['_wrapHandler']>[1];
+
+/** Most issues reported in one error (the first is in the message, all in `data.issues`). */
+const MAX_ISSUES = 5;
+
+/**
+ * The issues of a failed codec validation as `{path, message}`: `path` in the `$.params.cursor`
+ * form, `message` the expectation without zod's "Invalid input: " prefix, never the offending value.
+ * `dump` is the codec's `message`, the zod 4 `ZodError` message (its issues as JSON); anything else
+ * gives one issue at `$.params` saying the params do not match the method's schema.
+ */
+export function paramsIssues(method: string, dump: string): ParamsIssue[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(dump);
+  } catch {
+    parsed = undefined;
+  }
+  const issues = Array.isArray(parsed) ? parsed.filter(isZodIssue) : [];
+  if (issues.length === 0) return [{ path: '$.params', message: `do not match the ${method} request schema` }];
+  return issues.slice(0, MAX_ISSUES).map((i) => ({
+    path: jsonPath(i.path),
+    message: i.code === 'invalid_union' ? 'matches none of the allowed shapes' : i.message.replace(/^Invalid input: /, ''),
+  }));
+}
+
+interface ZodIssueLike {
+  code: string;
+  path: Array<string | number>;
+  message: string;
+}
+
+function isZodIssue(v: unknown): v is ZodIssueLike {
+  const i = v as Partial<ZodIssueLike> | null;
+  return typeof i?.code === 'string' && typeof i.message === 'string' && Array.isArray(i.path);
+}
+
+/** `["params","cursor"]` → `$.params.cursor`; `["params","a",0]` → `$.params.a[0]`. */
+function jsonPath(path: Array<string | number>): string {
+  return path.reduce<string>((acc, seg) => (typeof seg === 'number' ? `${acc}[${seg}]` : `${acc}.${seg}`), '$');
+}
+
+/**
+ * `Server` whose spec-method requests with params failing the served era's wire schema are answered
+ * -32602 `Invalid params for <method>: <path>: <expected>` with `data.issues` (`errors.ts`
+ * `invalidRequestParams`), before the SDK's own validation (which would answer -32603, or -32602
+ * with a zod dump for `tools/call`). Everything else behaves as `Server`. Both faces build on it.
+ */
+export class SpecParamsServer extends Server {
+  protected override _wrapHandler(method: string, handler: Handler): Handler {
+    const wrapped = super._wrapHandler(method, handler);
+    return async (request, ctx) => {
+      const codec = this._wireCodec();
+      let outcome = codec.validateRequest(method, request);
+      if (!outcome.ok && outcome.reason === 'not-in-era') outcome = codec.validateInputRequest(method, request);
+      if (!outcome.ok && outcome.reason === 'invalid') throw invalidRequestParams(method, paramsIssues(method, outcome.message));
+      return wrapped(request, ctx);
+    };
+  }
+}

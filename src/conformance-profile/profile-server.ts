@@ -15,17 +15,12 @@
  * Deliberately does not: advertise or implement the tool-approval extension (the profile has no
  * approval tools), or emit task status notifications.
  */
-import {
-  CLIENT_CAPABILITIES_META_KEY,
-  ProtocolError,
-  Server,
-  type McpServerFactory,
-  type RequestStateCodec,
-} from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, type McpServerFactory, type RequestStateCodec } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { missingTasksCapability, taskNotFound } from '../mcp/errors.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
+import { SpecParamsServer } from '../mcp/spec-params.js';
 import { ownerKeyOf } from '../auth/principal-keys.js';
 import { completeCallToolResult } from '../mcp/task-projection.js';
 import type { FixtureTaskService } from './fixture-task-service.js';
@@ -101,7 +96,8 @@ export interface ProfileServerDeps {
 /** Build the per-request server factory of the conformance profile. */
 export function createProfileServerFactory(deps: ProfileServerDeps): McpServerFactory {
   return () => {
-    const server = new Server({ name: 'countersign-conformance-profile', version: deps.version ?? '0.1.0' }, {
+    // params failing the era's wire schema answer -32602, as on the front (src/mcp/spec-params.ts)
+    const server = new SpecParamsServer({ name: 'countersign-conformance-profile', version: deps.version ?? '0.1.0' }, {
       capabilities: { tools: {}, prompts: {}, extensions: { [TASKS_EXTENSION]: {} } },
       requestState: { verify: deps.requestStateCodec.verify },
     } as never);

@@ -174,3 +174,36 @@ export function accessRequestBody(args: unknown): Record<string, unknown> {
 export function submitHeaders(key: string): Record<string, string> {
   return { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_TOKEN}`, 'idempotency-key': key };
 }
+
+/** Protocol revision of the legacy (`initialize`-era) face of `/mcp` (src/mcp/legacy-server.ts). */
+export const LEGACY_PROTOCOL_VERSION = '2025-11-25';
+
+/** Headers of an authenticated 2025-11-25 JSON-RPC POST: served statelessly by the legacy face, no `initialize` needed. */
+export function legacyMcpHeaders(): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': LEGACY_PROTOCOL_VERSION,
+    authorization: `Bearer ${GOOD_TOKEN}`,
+  };
+}
+
+/** The 2026-07-28 per-request envelope (`params._meta`) of a client that declares the tasks extension. */
+export function modernEnvelope(): Record<string, unknown> {
+  return {
+    'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
+    'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    'io.modelcontextprotocol/clientInfo': { name: 'hostile-test', version: '0.0.0' },
+  };
+}
+
+/** A JSON-RPC answer from `/mcp`: the HTTP status and the message, read from a JSON body or from the one SSE `data:` line of the legacy face. */
+export async function rpcAnswer(
+  res: Response,
+): Promise<{ status: number; message: { error?: { code: number; message: string; data?: unknown }; result?: unknown } }> {
+  const text = await res.text();
+  const json = (res.headers.get('content-type') ?? '').startsWith('text/event-stream')
+    ? (text.split('\n').find((l) => l.startsWith('data: ')) ?? 'data: null').slice('data: '.length)
+    : text;
+  return { status: res.status, message: JSON.parse(json) as { error?: { code: number; message: string; data?: unknown } } };
+}

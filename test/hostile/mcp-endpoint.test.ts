@@ -1,8 +1,8 @@
-// Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys in tool arguments, JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
+// Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys in tool arguments, spec-method params of the wrong type on both protocol faces (src/mcp/spec-params.ts), JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_MCP_BODY_BYTES } from '../../src/mcp/http.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
-import { mcpHeaders, mcpUnderTest, toolsCallText, type McpUnderTest } from './apps.js';
+import { legacyMcpHeaders, mcpHeaders, mcpUnderTest, modernEnvelope, rpcAnswer, toolsCallText, type McpUnderTest } from './apps.js';
 
 let mcp: McpUnderTest;
 beforeEach(() => {
@@ -99,4 +99,79 @@ describe('the MCP endpoint under hostile input', () => {
     }
     expect(mcp.temporalUses).toEqual([]);
   });
+});
+
+/** POST one JSON-RPC request to `/mcp` on `face`; the modern face gets the 2026-07-28 envelope in `params._meta` when params is an object. */
+async function call(face: 'modern' | 'legacy', method: string, params: unknown) {
+  const withEnvelope =
+    face === 'modern' && params !== null && typeof params === 'object' && !Array.isArray(params)
+      ? { ...(params as Record<string, unknown>), _meta: modernEnvelope() }
+      : params;
+  const headers = face === 'modern' ? mcpHeaders(method, 'wire_transfer') : legacyMcpHeaders();
+  const res = await mcp.app.request('/mcp', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method, params: withEnvelope }),
+  });
+  return rpcAnswer(res);
+}
+
+for (const face of ['modern', 'legacy'] as const) {
+  describe(`spec-method params of the wrong type on the ${face === 'modern' ? '2026-07-28' : '2025-11-25'} face`, () => {
+    const cases: Array<{ method: string; params: Record<string, unknown>; path: string; expected: string }> = [
+      { method: 'tools/list', params: { cursor: null }, path: '$.params.cursor', expected: 'expected string, received null' },
+      { method: 'tools/list', params: { cursor: 5 }, path: '$.params.cursor', expected: 'expected string, received number' },
+      { method: 'tools/call', params: { name: 5 }, path: '$.params.name', expected: 'expected string, received number' },
+      {
+        method: 'tools/call',
+        params: { name: 'wire_transfer', arguments: 'x' },
+        path: '$.params.arguments',
+        expected: 'expected record, received string',
+      },
+    ];
+    for (const c of cases) {
+      it(`${c.method} with ${JSON.stringify(c.params)} answers -32602 naming ${c.path} and what it expects, without a zod dump, and runs nothing`, async () => {
+        const { status, message } = await call(face, c.method, c.params);
+        expect(status).toBeLessThan(500);
+        expect(message.error).toEqual({
+          code: -32602,
+          message: `Invalid params for ${c.method}: ${c.path}: ${c.expected}`,
+          data: { issues: [{ path: c.path, message: c.expected }] },
+        });
+        expect(mcp.ledger.count()).toBe(0);
+      });
+    }
+
+    it('params that are a string are an invalid JSON-RPC request: HTTP 400 -32600 (JSON-RPC 2.0 §4.2: params is a structured value)', async () => {
+      for (const method of ['tools/list', 'tools/call']) {
+        const { status, message } = await call(face, method, 'string');
+        expect(status).toBe(400);
+        expect(message.error?.code).toBe(-32600);
+      }
+      expect(mcp.ledger.count()).toBe(0);
+    });
+
+    it('the valid requests next to them still work: tools/list with empty params lists wire_transfer, tools/call runs it once', async () => {
+      const listed = await call(face, 'tools/list', {});
+      expect((listed.message.result as { tools: Array<{ name: string }> }).tools.map((t) => t.name)).toContain('wire_transfer');
+      const called = await call(face, 'tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 5 } });
+      expect(called.message.error).toBeUndefined();
+      expect(mcp.ledger.count()).toBe(1);
+    });
+  });
+}
+
+it('on the 2025-11-25 face a task-augmented tools/call with a task that is not an object answers -32602 at $.params.task, and a valid one is still accepted', async () => {
+  const bad = await call('legacy', 'tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 5 }, task: 'soon' });
+  expect(bad.message.error?.code).toBe(-32602);
+  expect(bad.message.error?.message).toMatch(/^Invalid params for tools\/call: \$\.params\.task: /);
+  expect(mcp.ledger.count()).toBe(0);
+  const good = await call('legacy', 'tools/call', {
+    name: 'wire_transfer',
+    arguments: { to: 'acct-991', amount: 5 },
+    task: { ttl: 60000 },
+  });
+  expect(good.message.error).toBeUndefined();
+  expect((good.message.result as { task?: { status: string } }).task?.status).toBe('completed');
+  expect(mcp.ledger.count()).toBe(1);
 });

@@ -18,7 +18,9 @@
  * -32700, nested deeper than `MAX_JSON_DEPTH` or holding a `__proto__` key
  * anywhere → 400 -32602 naming the limit or the key's path (`__proto__` would
  * otherwise vanish when the SDK copies `arguments`, and the tool would run without the key its
- * schema refuses). Every error of this app is JSON: JSON-RPC errors for any path under the
+ * schema refuses); a request whose MRTR `params.inputResponses` is not an object → 400 -32602 at
+ * `$.params.inputResponses` (`spec-params.ts` `retryFieldIssue`: the SDK would read it as no
+ * responses). Every error of this app is JSON: JSON-RPC errors for any path under the
  * endpoint, in any letter case or with a trailing slash (404 -32000), problem+json elsewhere
  * (`src/http/error-handlers.ts`).
  * Deliberately does not log tokens, bodies or arguments.
@@ -37,7 +39,8 @@ import { problemNotFound, problemOnError } from '../http/error-handlers.js';
 import { MAX_JSON_DEPTH, parseJsonWithLimits } from '../http/json-limits.js';
 import { sameOriginOnly } from '../http/origin.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
-import { jsonRpcErrorResponse } from './errors.js';
+import { invalidRequestParams, jsonRpcErrorResponse } from './errors.js';
+import { retryFieldIssue } from './spec-params.js';
 import type { Tracer } from '@opentelemetry/api';
 import { withMcpServerSpan } from './tracing.js';
 
@@ -157,6 +160,11 @@ function jsonWithinLimits(): MiddlewareHandler {
         if (parsed.reason === 'too-deep')
           return jsonRpcErrorResponse(400, -32602, `Invalid params: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
         return jsonRpcErrorResponse(400, -32602, `Invalid params: forbidden key at ${parsed.path}`, { path: parsed.path }, idOf(text));
+      }
+      const retry = retryFieldIssue(parsed.value);
+      if (retry) {
+        const { message, data } = invalidRequestParams(retry.method, [retry.issue]);
+        return jsonRpcErrorResponse(400, -32602, message, data, idOf(text));
       }
     }
     c.req.raw = new Request(c.req.raw, { body: text });

@@ -64,6 +64,30 @@ function jsonPath(path: Array<string | number>): string {
   return path.reduce<string>((acc, seg) => (typeof seg === 'number' ? `${acc}[${seg}]` : `${acc}.${seg}`), '$');
 }
 
+/** JSON kind of `v` in the words of the codec's messages (`null`, `array`, `object`, `string`, `number`, `boolean`). */
+function jsonKind(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v;
+}
+
+/**
+ * The -32602 issue of a request whose MRTR `params.inputResponses` is present but not an object
+ * (SEP-2322 multi-round-trip requests: a map of input keys to responses), or undefined. The SDK
+ * lifts `inputResponses` out of the params before any schema sees them and reads a non-object as
+ * "no responses", so the check runs on the parsed body (`http.ts`). `message` is one parsed JSON-RPC
+ * message; anything that is not a request with object params passes (the SDK answers it).
+ */
+export function retryFieldIssue(message: unknown): { method: string; issue: ParamsIssue } | undefined {
+  const m = message as { method?: unknown; id?: unknown; params?: unknown } | null;
+  if (m === null || typeof m !== 'object' || typeof m.method !== 'string' || m.id === undefined) return undefined;
+  const params = m.params as Record<string, unknown> | null | undefined;
+  if (params === null || typeof params !== 'object' || Array.isArray(params) || !('inputResponses' in params)) return undefined;
+  const kind = jsonKind(params.inputResponses);
+  if (kind === 'object') return undefined;
+  return { method: m.method, issue: { path: '$.params.inputResponses', message: `expected object, received ${kind}` } };
+}
+
 /**
  * `Server` whose spec-method requests with params failing the served era's wire schema are answered
  * -32602 `Invalid params for <method>: <path>: <expected>` with `data.issues` (`errors.ts`

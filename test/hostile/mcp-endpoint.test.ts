@@ -1,6 +1,7 @@
 // Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys in tool arguments, spec-method params of the wrong type on both protocol faces (src/mcp/spec-params.ts), JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_MCP_BODY_BYTES } from '../../src/mcp/http.js';
+import { paramsIssues } from '../../src/mcp/spec-params.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import { legacyMcpHeaders, mcpHeaders, mcpUnderTest, modernEnvelope, rpcAnswer, toolsCallText, type McpUnderTest } from './apps.js';
 
@@ -174,4 +175,26 @@ it('on the 2025-11-25 face a task-augmented tools/call with a task that is not a
   expect(good.message.error).toBeUndefined();
   expect((good.message.result as { task?: { status: string } }).task?.status).toBe('completed');
   expect(mcp.ledger.count()).toBe(1);
+});
+
+it('an MRTR inputResponses that is not an object answers -32602 at $.params.inputResponses instead of being read as no responses, and touches no task', async () => {
+  for (const [method, params] of [
+    ['tasks/update', { taskId: 't' }],
+    ['tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 5 } }],
+  ] as const) {
+    for (const inputResponses of [0, 'x', null, ['a']]) {
+      const { status, message } = await call('modern', method, { ...params, inputResponses });
+      expect(status).toBe(400);
+      expect(message.error?.code).toBe(-32602);
+      expect(message.error?.message).toMatch(
+        new RegExp(`^Invalid params for ${method}: \\$\\.params\\.inputResponses: expected object, received `),
+      );
+    }
+  }
+  expect(mcp.taskCalls).toEqual([]);
+  expect(mcp.ledger.count()).toBe(0);
+});
+
+it('the params issues of a codec message that is not a zod issue list fall back to one issue at $.params naming the method', () => {
+  expect(paramsIssues('tools/list', 'not json')).toEqual([{ path: '$.params', message: 'do not match the tools/list request schema' }]);
 });

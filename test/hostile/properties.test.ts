@@ -11,9 +11,12 @@ import {
   CLIENT_TOKEN,
   GOOD_TOKEN,
   issuerUnderTest,
+  legacyMcpHeaders,
   MCP_ORIGIN,
   mcpHeaders,
   mcpUnderTest,
+  modernEnvelope,
+  rpcAnswer,
   storedRequests,
   toolsCallText,
   type McpUnderTest,
@@ -64,6 +67,86 @@ const bodies: fc.Arbitrary<string | Uint8Array | undefined> = fc.oneof(
   bigString,
   fc.json({ maxDepth: 4 }).map((j) => j.slice(0, Math.max(0, j.length - 1))),
 );
+
+/** Any JSON value except the kinds in `not`, for a field that must be one of them. */
+function jsonOtherThan(...not: Array<'string' | 'object'>): fc.Arbitrary<unknown> {
+  return fc.oneof(
+    ...(not.includes('string') ? [] : [fc.string({ maxLength: 8 })]),
+    ...(not.includes('object') ? [] : [fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 2 })]),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(fc.integer(), { maxLength: 3 }),
+  );
+}
+
+type FieldKind = 'string' | 'object';
+/**
+ * The request methods each face of `/mcp` serves (src/mcp/server.ts, src/mcp/legacy-server.ts and
+ * the SDK's own `server/discover`, `initialize`, `ping`) with the params fields the spec gives them
+ * and their JSON kinds, plus a valid value for each (so one field at a time can be wrong).
+ */
+const SERVED: Record<'modern' | 'legacy', Record<string, Record<string, [FieldKind, unknown]>>> = {
+  modern: {
+    'server/discover': {},
+    ping: {},
+    'tools/list': { cursor: ['string', 'c'] },
+    'tools/call': { name: ['string', 'wire_transfer'], arguments: ['object', { to: 'acct-991', amount: 5 }] },
+    'tasks/get': { taskId: ['string', 't'] },
+    'tasks/cancel': { taskId: ['string', 't'] },
+    'tasks/update': { taskId: ['string', 't'], inputResponses: ['object', {}] },
+  },
+  legacy: {
+    initialize: {
+      protocolVersion: ['string', '2025-11-25'],
+      capabilities: ['object', {}],
+      clientInfo: ['object', { name: 'hostile-test', version: '0.0.0' }],
+    },
+    ping: {},
+    'tools/list': { cursor: ['string', 'c'] },
+    'tools/call': {
+      name: ['string', 'wire_transfer'],
+      arguments: ['object', { to: 'acct-991', amount: 5 }],
+      task: ['object', { ttl: 60000 }],
+    },
+    'tasks/get': { taskId: ['string', 't'] },
+    'tasks/result': { taskId: ['string', 't'] },
+    'tasks/cancel': { taskId: ['string', 't'] },
+  },
+};
+
+/**
+ * A request to a served method whose `params` is not an object at all, or an object with at least
+ * one spec field of the wrong JSON kind (the others valid or absent).
+ */
+const wrongTypeRequest: fc.Arbitrary<{ face: 'modern' | 'legacy'; method: string; params: unknown }> = fc
+  .constantFrom(...(['modern', 'legacy'] as const).flatMap((face) => Object.keys(SERVED[face]).map((method) => ({ face, method }))))
+  .chain(({ face, method }) => {
+    const fields = Object.entries(SERVED[face][method] ?? {});
+    const notAnObject = jsonOtherThan('object').map((params) => ({ face, method, params }));
+    if (fields.length === 0) return notAnObject;
+    const wrongField = fc
+      .record({
+        wrong: fc.constantFrom(...fields.map(([name]) => name)),
+        others: fc.subarray(fields.map(([name]) => name)),
+      })
+      .chain(({ wrong, others }) =>
+        jsonOtherThan((SERVED[face][method] ?? {})[wrong]![0]).map((bad) => {
+          const params: Record<string, unknown> = {};
+          for (const [name, [, valid]] of fields) if (others.includes(name)) params[name] = valid;
+          params[wrong] = bad;
+          return { face, method, params };
+        }),
+      );
+    return fc.oneof(notAnObject, wrongField);
+  });
+
+/** The `Mcp-Name` header agreeing with the body (SEP-2243): its string `name` or `taskId`, else none. */
+function mcpNameOf(params: unknown): string | undefined {
+  const p = (params !== null && typeof params === 'object' ? params : {}) as { name?: unknown; taskId?: unknown };
+  return typeof p.name === 'string' ? p.name : typeof p.taskId === 'string' ? p.taskId : undefined;
+}
 
 /** A request the app under test answers: method, path, headers, body. */
 interface HostileRequest {
@@ -163,6 +246,28 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
         noSideEffect();
       }),
       { numRuns: RUNS },
+    );
+  });
+
+  it('every method either face serves, with params or a params field of the wrong JSON type, answers -32602 or -32600, never -32603 or a 5xx, and runs nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(wrongTypeRequest, fc.integer({ min: 1, max: 1e6 }), async ({ face, method, params }, id) => {
+        const withEnvelope =
+          face === 'modern' && params !== null && typeof params === 'object' && !Array.isArray(params)
+            ? { ...params, _meta: modernEnvelope() }
+            : params;
+        const res = await mcp.app.request('/mcp', {
+          method: 'POST',
+          headers: face === 'modern' ? mcpHeaders(method, mcpNameOf(params)) : legacyMcpHeaders(),
+          body: JSON.stringify({ jsonrpc: '2.0', id, method, params: withEnvelope }),
+        });
+        const { status, message } = await rpcAnswer(res);
+        const seen = `${face} ${method} ${JSON.stringify(params)} → ${status} ${JSON.stringify(message)}`;
+        expect(status, seen).toBeLessThan(500);
+        expect([-32602, -32600], seen).toContain(message.error?.code);
+        noSideEffect();
+      }),
+      { numRuns: RUNS * 2 },
     );
   });
 

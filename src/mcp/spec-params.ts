@@ -1,15 +1,17 @@
 /**
  * Params validation of spec methods, answered as JSON-RPC -32602 "Invalid params" on both protocol
- * faces (`server.ts`, `legacy-server.ts`).
+ * faces (`server.ts`, `legacy-server.ts`) and in the conformance profile
+ * (`src/conformance-profile/profile-server.ts`).
  *
  * Why a pre-check in `_wrapHandler` rather than the SDK's schema form
  * (`setRequestHandler(method, {params}, handler)`): the function form validates each request with
  * the wire codec of the era the instance serves (2026-07-28 or 2025-11-25), and on failure throws a
  * plain `Error`, which the SDK answers as -32603 with the zod issue dump as message. The schema form
  * answers -32602 but validates against one era-neutral schema, drops the era's wire schema and
- * marks the method as custom (`_customSchemaRequestMethods`), which changes how the SDK routes a
- * spec method the era lacks. The check here asks the same codec the same question the SDK is about
- * to ask (`validateRequest`, then `validateInputRequest` for MRTR retries), so it refuses exactly
+ * registers the method as a custom-schema one, which changes how the SDK's era gate routes a spec
+ * method the era lacks. The check here asks the same codec the same question the SDK is about
+ * to ask, in the same order (`validateRequest`, then `validateInputRequest` when the era has no
+ * request schema for the method), so it refuses exactly
  * what the SDK would refuse and nothing else: valid requests (MRTR `requestState`/`inputResponses`,
  * 2025-11-25 task augmentation `params.task`, `_meta`) reach the handler unchanged. Methods the
  * era has no schema for (the tasks extension's `tasks/update` on 2026-07-28) are left to their own

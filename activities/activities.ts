@@ -62,7 +62,8 @@ export interface ApprovalActivities {
   /**
    * After a lost execution: ask the tool's idempotency hook what happened under `executionId`
    * (`Tool.resolveExecution`). Never invokes the tool. `unknown` when the tool has no
-   * hook or is gone; a hook that throws fails the activity (retried; the workflow then gives up
+   * hook or is gone, or when the hook throws `ToolOutcomeUnknownError` (it knows it cannot tell);
+   * any other throw fails the activity (a transient failure: retried; the workflow then gives up
    * with outcome-unknown). Safe to repeat: the hook is idempotent. Optional only so test fakes may
    * omit it (a fake without it leaves a lost execution outcome-unknown); `createActivities` has it.
    */
@@ -203,7 +204,17 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
     async resolveExecution({ binding, executionId }) {
       const tool = deps.tools.get(binding.tool);
       if (!tool?.resolveExecution) return { state: 'unknown' };
-      const record = await tool.resolveExecution(executionId);
+      let record;
+      try {
+        record = await tool.resolveExecution(executionId);
+      } catch (err) {
+        // the hook's definite "cannot tell" (Tool.resolveExecution): outcome-unknown now, no retry
+        if (err instanceof ToolOutcomeUnknownError) {
+          log?.info({ workflowId: workflowIdOfActivity() }, 'lost execution: the tool cannot tell whether it took effect');
+          return { state: 'unknown' };
+        }
+        throw err;
+      }
       log?.info({ workflowId: workflowIdOfActivity(), executed: record.executed }, 'lost execution resolved by the tool');
       return record.executed ? { state: 'executed', result: record.result } : { state: 'not-executed' };
     },

@@ -271,7 +271,7 @@ export function createSubmitChangeTool(store: ChangeStore, opts: SubmitChangeOpt
       const settled = store.settle(executionId);
       if (settled.state === 'executed') return { executed: true, result: settled.result };
       if (settled.state === 'fenced') return { executed: false };
-      throw new Error('the change was started and may be partly applied');
+      throw new ToolOutcomeUnknownError('the change was started and may be partly applied');
     },
   };
 }

@@ -216,8 +216,11 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
    *   `execution-error` (after the claim a failure is never a denial, SEP-2848 §Completion) with a
    *   fixed body saying the execution was lost and fenced, no side effect occurred, and a new call
    *   is needed to try again.
-   * Must be idempotent (asked again, it answers the same). Throw when it cannot tell: the task
-   * then ends `outcome-unknown`. Tools without the hook always end `outcome-unknown` after a loss.
+   * Must be idempotent (asked again, it answers the same). When it knows it cannot tell (e.g. the
+   * run began and may be partly applied), throw {@link ToolOutcomeUnknownError}: the task ends
+   * `outcome-unknown` at once. Any other throw is taken as transient (the record is unreachable) and
+   * asked again under the activity's retry policy (up to 15 minutes) before the task ends
+   * `outcome-unknown`. Tools without the hook always end `outcome-unknown` after a loss.
    */
   resolveExecution?(executionId: string): Promise<ExecutionRecord>;
 }

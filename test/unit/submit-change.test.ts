@@ -6,6 +6,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities } from '../../activities/activities.js';
+import { createCallBinding } from '../../src/binding/call-binding.js';
+import { createToolRegistry } from '../../src/tools/registry.js';
 import { openChangeStore } from '../../src/tools/change-store.js';
 import { ChangeRequestSchema, createSubmitChangeTool } from '../../src/tools/submit-change.js';
 import { ToolOutcomeUnknownError, type TaskView, type ToolProgress } from '../../src/tools/tool.js';
@@ -197,6 +201,7 @@ describe('paced execution with progress', () => {
     await expect(run).rejects.toBeInstanceOf(ToolOutcomeUnknownError);
     expect(seen).toEqual([1, 2]);
     await expect(tool.resolveExecution!('e2')).rejects.toThrow(/partly applied/);
+    await expect(tool.resolveExecution!('e2')).rejects.toBeInstanceOf(ToolOutcomeUnknownError);
   });
 
   it('the idempotency hook fences an execution that never began, and cannot tell for one begun and not completed', async () => {
@@ -205,7 +210,23 @@ describe('paced execution with progress', () => {
     expect(await tool.resolveExecution!('never')).toEqual({ executed: false });
     await expect(tool.execute(ChangeRequestSchema.parse(change()), { executionId: 'never' })).rejects.toMatchObject({ code: 'fenced' });
     store.begin('half', 'chg_abcd1234', undefined);
-    await expect(tool.resolveExecution!('half')).rejects.toThrow(/partly applied/);
+    await expect(tool.resolveExecution!('half')).rejects.toBeInstanceOf(ToolOutcomeUnknownError);
+  });
+
+  it("a run begun and not completed makes the resolution activity answer unknown at once, not a retried failure (the task ends outcome-unknown, never 'running' for the retry window)", async () => {
+    const store = openChangeStore(':memory:');
+    const tool = createSubmitChangeTool(store, { stepMs: 0, sleep: noWait });
+    const acts = createActivities({ backend: undefined as never, pdp: undefined as never, tools: createToolRegistry([tool]) });
+    const binding = createCallBinding({
+      tool: 'submit_change',
+      arguments: change(),
+      principal: { iss: 'https://issuer.test', sub: 'alice' },
+      toolDescriptorDigest: 'sha256:test',
+    });
+    const env = new MockActivityEnvironment();
+    store.begin('half', 'chg_abcd1234', undefined);
+    expect(await env.run(acts.resolveExecution, { binding, executionId: 'half' })).toEqual({ state: 'unknown' });
+    expect(await env.run(acts.resolveExecution, { binding, executionId: 'never' })).toEqual({ state: 'not-executed' });
   });
 });
 

@@ -313,7 +313,7 @@ async function decideCommand(
 }
 
 /** Options of `approvals list`. */
-interface ListOptions {
+export interface ListOptions {
   limit?: string;
   cursor?: string;
   tool?: string;
@@ -328,6 +328,26 @@ export interface ApprovalsPage {
   total?: number;
   /** Cursor of the next page; null or absent on the last. */
   next_cursor?: string | null;
+}
+
+/** `s` as one POSIX shell word: unchanged when it holds only `[A-Za-z0-9_./:@%+=,-]`, else single-quoted. */
+function shellWord(s: string): string {
+  return /^[\w./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The command that prints the page after `nextCursor` with the same `--limit` (default 50),
+ * `--tool` and `--group` as `o`, e.g. `countersign approvals list --limit 1 --tool wire_transfer
+ * --group treasury --cursor WzE3…`: the filters are kept, since the cursor only positions the keyset
+ * (docs/APPROVERS.md §Paging the pending list). Values are shell-quoted when needed and control
+ * characters shown as `\u{…}` escapes.
+ */
+export function nextPageCommand(o: Pick<ListOptions, 'limit' | 'tool' | 'group'>, nextCursor: string): string {
+  const words = ['countersign', 'approvals', 'list', '--limit', shellWord(o.limit ?? '50')];
+  if (o.tool !== undefined) words.push('--tool', shellWord(o.tool));
+  if (o.group !== undefined) words.push('--group', shellWord(o.group));
+  words.push('--cursor', shellWord(nextCursor));
+  return v(words.join(' '));
 }
 
 /**
@@ -346,10 +366,7 @@ async function list(client: ApprovalsClient, o: ListOptions): Promise<string> {
   if (o.limit !== undefined || o.cursor !== undefined) {
     const page = (await call(client, 'GET', query(o.limit ?? '50', o.cursor))) as ApprovalsPage;
     if (o.json) return `${JSON.stringify(page, null, 2)}\n`;
-    const more =
-      typeof page.next_cursor === 'string'
-        ? `More: countersign approvals list --limit ${o.limit ?? '50'} --cursor ${v(page.next_cursor)}\n`
-        : '';
+    const more = typeof page.next_cursor === 'string' ? `More: ${nextPageCommand(o, page.next_cursor)}\n` : '';
     return `${listText(page.items, page.total)}${more}`;
   }
   const items: ApprovalItem[] = [];

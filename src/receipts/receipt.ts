@@ -11,7 +11,15 @@
  *
  * Deliberately does not: read files or the network (see `receipt-log.ts`, `issuer.ts`, the CLI).
  */
-import { createLocalJWKSet, errors as joseErrors, flattenedVerify, FlattenedSign, type FlattenedJWS, type JSONWebKeySet } from 'jose';
+import {
+  calculateJwkThumbprint,
+  createLocalJWKSet,
+  errors as joseErrors,
+  flattenedVerify,
+  FlattenedSign,
+  type FlattenedJWS,
+  type JSONWebKeySet,
+} from 'jose';
 import type { Principal } from '../auth/principal.js';
 import { canonicalJson, jcsSha256 } from '../binding/call-binding.js';
 import { RECEIPT_ALG, type ReceiptSigningKey } from './signing-key.js';
@@ -142,6 +150,27 @@ export interface ReceiptVerificationReport {
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
 
+/** The members a receipt line may hold: the flattened JWS without an unprotected `header` (RFC 7515 §7.2.2), plus disclosed `arguments`. */
+const LINE_MEMBERS: ReadonlySet<string> = new Set(['protected', 'payload', 'signature', 'arguments']);
+
+/**
+ * For each `kid` of `jwks` that is not the RFC 7638 SHA-256 thumbprint of its key: the kid mapped
+ * to the thumbprint the key actually has (or to why none could be computed).
+ */
+async function mislabelledKids(jwks: JSONWebKeySet): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const jwk of jwks.keys) {
+    if (typeof jwk.kid !== 'string') continue;
+    try {
+      const thumbprint = await calculateJwkThumbprint(jwk, 'sha256');
+      if (thumbprint !== jwk.kid) out.set(jwk.kid, `its RFC 7638 thumbprint is ${JSON.stringify(thumbprint)}`);
+    } catch (err) {
+      out.set(jwk.kid, `no RFC 7638 thumbprint can be computed: ${(err as Error).message}`);
+    }
+  }
+  return out;
+}
+
 function describeJoseError(err: unknown, kid: unknown): string {
   if (err instanceof joseErrors.JWKSNoMatchingKey) return `no key with kid ${JSON.stringify(kid)} in the JWKS`;
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'signature does not verify with the published key';
@@ -158,9 +187,16 @@ function describeJoseError(err: unknown, kid: unknown): string {
  * must be null at `seq` 1); disclosed `arguments` must hash, with the signed binding fields, to
  * the signed `callBinding.digest`. Empty lines are skipped. Never throws; every problem is a
  * failure naming its line. A file with no receipt fails.
+ *
+ * A line holding any member besides `protected`, `payload`, `signature` and `arguments` is refused
+ * (an unprotected JWS `header` in particular, RFC 7515 §7.2.1: nothing outside the signature may
+ * name the key); so is a protected header without a `kid` (`missing kid`), and a line whose `kid`
+ * labels a JWKS key whose RFC 7638 thumbprint is another value (a JWKS that relabels a key cannot
+ * vouch for it).
  */
 export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Promise<ReceiptVerificationReport> {
   const keys = createLocalJWKSet(jwks);
+  const mislabelled = await mislabelledKids(jwks);
   const failures: ReceiptVerificationFailure[] = [];
   let count = 0;
   let anchor: ReceiptVerificationReport['anchor'] = null;
@@ -192,11 +228,42 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
       previous = null;
       continue;
     }
+    const extra = Object.keys(line).filter((k) => !LINE_MEMBERS.has(k));
+    if (extra.includes('header')) {
+      fail('unprotected JWS header is not allowed: every header parameter must be in "protected"');
+      previous = null;
+      continue;
+    }
+    if (extra.length > 0) {
+      fail(
+        `unexpected member ${extra.map((k) => JSON.stringify(k)).join(', ')}: a receipt line holds only protected, payload, signature and arguments`,
+      );
+      previous = null;
+      continue;
+    }
     let kid: unknown;
     try {
       kid = (JSON.parse(Buffer.from(line.protected, 'base64url').toString('utf8')) as { kid?: unknown }).kid;
     } catch {
-      kid = undefined;
+      fail('not a valid JWS: the protected header is not base64url JSON');
+      previous = null;
+      continue;
+    }
+    if (kid === undefined || kid === null || kid === '') {
+      fail('missing kid: the protected header names no key');
+      previous = null;
+      continue;
+    }
+    if (typeof kid !== 'string') {
+      fail(`kid is not a string: ${JSON.stringify(kid)}`);
+      previous = null;
+      continue;
+    }
+    const mislabel = mislabelled.get(kid);
+    if (mislabel !== undefined) {
+      fail(`the JWKS key labelled kid ${JSON.stringify(kid)} is refused: ${mislabel}`);
+      previous = null;
+      continue;
     }
     let payloadBytes: Uint8Array;
     try {

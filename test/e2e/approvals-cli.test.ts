@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APPROVALS_EXIT } from '../../src/cli/approvals-command.js';
+import { APPROVALS_EXIT, nextPageCommand } from '../../src/cli/approvals-command.js';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 
@@ -208,5 +208,27 @@ describe('countersign approvals', () => {
     const bad = await cli(['list', '--limit', '0'], bob);
     expect(bad.code).toBe(APPROVALS_EXIT.usage);
     expect(bad.stderr).toContain('limit must be a whole number from 1 to 200.');
+  });
+
+  it('the printed next-page command keeps --tool and --group, so running it shows the next filtered page', async () => {
+    const ledger = { resource: { type: 'tool', id: 'export_ledger' } };
+    const firstId = await submit('alice', { to: 'acct-1', amount: 40_000 }, 'k-ledger-1', ledger);
+    await submit('alice', { to: 'acct-2', amount: 40_000 }, 'k-between', { resource: { type: 'tool', id: 'close_account' } });
+    const secondId = await submit('alice', { to: 'acct-3', amount: 40_000 }, 'k-ledger-2', ledger);
+
+    const first = await cli(['list', '--limit', '1', '--group', 'treasury', '--tool', 'export_ledger'], bob);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain(firstId);
+    const more = /^More: countersign approvals (.+)$/m.exec(first.stdout)?.[1];
+    expect(more).toMatch(/^list --limit 1 --tool export_ledger --group treasury --cursor \S+$/);
+    const second = await cli([...more!.split(' '), '--json'], bob);
+    const page = JSON.parse(second.stdout) as { items: Array<{ id: string }>; total: number; next_cursor: string | null };
+    expect(page).toMatchObject({ items: [{ id: secondId }], total: 2, next_cursor: null });
+  });
+
+  it('the next-page command single-quotes a filter value a shell would split or expand', () => {
+    expect(nextPageCommand({ limit: '5', tool: "pay $vendor's bill" }, 'WzEsImEiXQ')).toBe(
+      "countersign approvals list --limit 5 --tool 'pay $vendor'\\''s bill' --cursor WzEsImEiXQ",
+    );
   });
 });

@@ -138,6 +138,20 @@ describe('M-of-N over the API', () => {
     expect((await decide(s, id, basic('dave'), 'deny')).body).toMatchObject({ status: 'denied' });
   });
 
+  it('an approver who endorsed a request may still deny it, and that denial ends it; only a second approval from them is refused', async () => {
+    const s = makeService();
+    const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');
+    expect((await decide(s, id, basic('alice'), 'approve')).body).toMatchObject({ status: 'pending', approvals: ['alice'] });
+    expect((await decide(s, id, basic('alice'), 'approve')).status).toBe(403);
+    expect(await decide(s, id, basic('alice'), 'deny')).toMatchObject({ status: 200, body: { status: 'denied' } });
+    expect((await decide(s, id, basic('carol'), 'approve')).status).toBe(409);
+    expect(s.store.auditTrail(id).map((e) => [e.event, e.actor])).toEqual([
+      ['submitted', 'erin'],
+      ['endorsed', 'alice'],
+      ['denied', 'alice'],
+    ]);
+  });
+
   it('the pending list hides requests the caller already approved and shows approvals so far', async () => {
     const s = makeService();
     const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');

@@ -182,17 +182,31 @@ describe('GET /access/v1/approvals/pending pages', () => {
     expect(await page('bob', '?group=ops')).toEqual({ items: [], total: 0, next_cursor: null });
   });
 
+  it('a well-formed cursor the service never issued only positions the page: the caller still sees only their own scope', async () => {
+    const mine = [await submit(), await submit()];
+    await submit({ group: 'ops' }); // bob is not in ops
+    const made = encodePageCursor({ createdAtMs: 0, id: 'ar_made_up' });
+    expect(await page('bob', `?cursor=${made}`)).toEqual(await page('bob'));
+    expect((await page('bob', `?cursor=${made}`)).items.map((i) => i.id)).toEqual(mine);
+  });
+
   it.each([
     ['?limit=0', 'limit must be a whole number from 1 to 200.'],
     ['?limit=201', 'limit must be a whole number from 1 to 200.'],
     ['?limit=ten', 'limit must be a whole number from 1 to 200.'],
     ['?limit=-5', 'limit must be a whole number from 1 to 200.'],
-    ['?cursor=not*base64', 'cursor is not a cursor this service issued; use next_cursor from a previous page.'],
+    ['?cursor=not*base64', 'cursor is malformed; use next_cursor from a previous page.'],
+    [`?cursor=${Buffer.from('{"offset":50}').toString('base64url')}`, 'cursor is malformed; use next_cursor from a previous page.'],
+    ['?cursor=', 'cursor is malformed; use next_cursor from a previous page.'],
+    ['?limit=1&limit=2', 'limit must be given at most once.'],
     [
-      `?cursor=${Buffer.from('{"offset":50}').toString('base64url')}`,
-      'cursor is not a cursor this service issued; use next_cursor from a previous page.',
+      `?cursor=${encodePageCursor({ createdAtMs: T0, id: 'ar_a' })}&cursor=${encodePageCursor({ createdAtMs: T0, id: 'ar_b' })}`,
+      'cursor must be given at most once.',
     ],
-    ['?cursor=', 'cursor is not a cursor this service issued; use next_cursor from a previous page.'],
+    ['?cursor[]=x', 'cursor must be a plain query parameter (cursor=…), not cursor[].'],
+    ['?cursor%5B%5D=x', 'cursor must be a plain query parameter (cursor=…), not cursor[].'],
+    ['?limit[0]=1', 'limit must be a plain query parameter (limit=…), not limit[0].'],
+    ['?tool=a&tool=b', 'tool must be given at most once.'],
     ['?tool=', 'tool must be 1 to 200 characters.'],
     [`?group=${'g'.repeat(201)}`, 'group must be 1 to 200 characters.'],
   ])('%s is refused with 400 problem+json saying what is wrong', async (query, detail) => {

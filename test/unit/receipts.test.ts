@@ -251,6 +251,46 @@ describe('verifying a file', () => {
     ]);
   });
 
+  it('a line with an unprotected header naming another kid, or any member outside the flattened JWS shape, is refused', async () => {
+    const key = await keyPair();
+    const other = await keyPair();
+    const { lines } = await logWith(key, 1);
+    const withHeader = { ...(JSON.parse(lines[0]!) as object), header: { kid: other.kid } };
+    expect((await verifyReceiptLines(JSON.stringify(withHeader), key.jwks)).failures).toEqual([
+      { line: 1, reason: 'unprotected JWS header is not allowed: every header parameter must be in "protected"' },
+    ]);
+    const withExtra = { ...(JSON.parse(lines[0]!) as object), note: 'ok' };
+    expect((await verifyReceiptLines(JSON.stringify(withExtra), key.jwks)).failures).toEqual([
+      { line: 1, reason: 'unexpected member "note": a receipt line holds only protected, payload, signature and arguments' },
+    ]);
+  });
+
+  it('a file re-signed with another key fails against a JWKS that labels that key with the real kid: the kid is not its thumbprint', async () => {
+    const key = await keyPair();
+    const other = await keyPair();
+    const { lines } = await logWith(key, 1);
+    const forged = await new FlattenedSign(new TextEncoder().encode(canonicalJson(payloadOf(lines[0]!))))
+      .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: RECEIPT_TYP })
+      .sign(other.privateKey);
+    const relabelled = { keys: [{ ...other.publicJwk, kid: key.kid }] };
+    const r = await verifyReceiptLines(JSON.stringify(forged), relabelled);
+    expect(r.ok).toBe(false);
+    expect(r.failures).toEqual([
+      { line: 1, reason: `the JWKS key labelled kid "${key.kid}" is refused: its RFC 7638 thumbprint is "${other.kid}"` },
+    ]);
+  });
+
+  it('a receipt whose protected header has no kid fails as "missing kid", even when its signature is good', async () => {
+    const key = await keyPair();
+    const { lines } = await logWith(key, 1);
+    const noKid = await new FlattenedSign(new TextEncoder().encode(canonicalJson(payloadOf(lines[0]!))))
+      .setProtectedHeader({ alg: 'EdDSA', typ: RECEIPT_TYP })
+      .sign(key.privateKey);
+    expect((await verifyReceiptLines(JSON.stringify(noKid), key.jwks)).failures).toEqual([
+      { line: 1, reason: 'missing kid: the protected header names no key' },
+    ]);
+  });
+
   it('garbage and an empty file fail with their reasons', async () => {
     const key = await keyPair();
     expect((await verifyReceiptLines('{"a":1}\nnot json\n', key.jwks)).failures).toEqual([

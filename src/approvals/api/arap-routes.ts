@@ -40,7 +40,7 @@ import { problem } from '../../http/problem.js';
 import { faultPoint } from '../../fault-point.js';
 import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, RequestFilter } from '../store/store.js';
-import { encodePageCursor, parsePageQuery } from './page-cursor.js';
+import { encodePageCursor, pageQueryShapeProblem, parsePageQuery } from './page-cursor.js';
 import { headline } from '../inbox/format.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
@@ -243,6 +243,8 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   app.get('/approvals/pending', (c) => {
     const who = decider(c);
     if (who instanceof Response) return who;
+    const shape = pageQueryShapeProblem(new URL(c.req.url).searchParams);
+    if (shape !== null) return problem('invalid-request', shape);
     const page = parsePageQuery(c.req.query('limit'), c.req.query('cursor'));
     if (!page.ok) return problem('invalid-request', page.detail);
     const tool = c.req.query('tool');

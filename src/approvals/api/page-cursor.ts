@@ -4,8 +4,10 @@
  * (`../inbox/routes.tsx`). A cursor is the base64url of the JSON array `[created_at_ms, id]` of a
  * request (a position in the store's pending order, `PendingKey` in `../store/store.ts`), never an
  * offset, so requests that arrive while someone pages neither repeat nor hide older ones.
- * Deliberately does not: sign cursors (a forged cursor only moves the caller's own view; every
- * row is still filtered by the caller's scope).
+ * A cursor is not a capability: it only positions the keyset, and what a page may hold comes from
+ * the caller's credentials. Deliberately does not: sign cursors (any well-formed `[ms, "id"]` is
+ * accepted, and only moves the caller's own view; every row is still filtered by the caller's
+ * scope, and the values are bound SQL parameters).
  */
 import type { PendingKey } from '../store/store.js';
 
@@ -54,6 +56,29 @@ export function parsePageQuery(limit: string | undefined, cursor: string | undef
   }
   if (cursor === undefined) return { ok: true, limit: n };
   const after = decodePageCursor(cursor);
-  if (after === null) return { ok: false, detail: 'cursor is not a cursor this service issued; use next_cursor from a previous page.' };
+  if (after === null) return { ok: false, detail: 'cursor is malformed; use next_cursor from a previous page.' };
   return { ok: true, limit: n, after };
+}
+
+/** Query parameters of `GET /access/v1/approvals/pending` that must appear at most once, by their plain name. */
+export const PAGE_QUERY_PARAMETERS: readonly string[] = ['limit', 'cursor', 'tool', 'group'];
+
+/**
+ * The 400 detail for a query that repeats one of `names` (`limit=1&limit=2`) or gives one in
+ * bracket form (`cursor[]=x`, `limit[0]=1`), which would otherwise be read as its first value or
+ * as absent; null when each appears at most once under its plain name. `search` is the request
+ * URL's query; its names are percent-decoded, so `cursor%5B%5D` counts as `cursor[]`. Other
+ * parameters are not looked at.
+ */
+export function pageQueryShapeProblem(search: URLSearchParams, names: readonly string[] = PAGE_QUERY_PARAMETERS): string | null {
+  const seen = new Set<string>();
+  for (const key of search.keys()) {
+    const bracket = key.indexOf('[');
+    const base = bracket === -1 ? key : key.slice(0, bracket);
+    if (!names.includes(base)) continue;
+    if (bracket !== -1) return `${base} must be a plain query parameter (${base}=…), not ${key}.`;
+    if (seen.has(key)) return `${key} must be given at most once.`;
+    seen.add(key);
+  }
+  return null;
 }

@@ -256,7 +256,7 @@ describe('CSRF', () => {
 });
 
 describe('queue, request page and history', () => {
-  it('a queue page link this inbox did not make is an HTML 400 page, and a valid one pages from there', async () => {
+  it('a malformed queue page link is an HTML 400 page, and a valid one pages from there', async () => {
     const ids = [await submit('dave', { amount: 50_000, to: 'acct-1' }, 'p1')];
     now += 1;
     ids.push(await submit('dave', { amount: 50_000, to: 'acct-2' }, 'p2'));

@@ -12,7 +12,9 @@
  * interceptors are the exception: they are bundled whatever the settings (`bundleWorkflows` in
  * `src/worker.ts` says why), and with tracing off their spans end in a sink that drops them.
  *
- * Deliberately does not: record tool arguments, tokens or justifications on any span; read
+ * Deliberately does not: record tool arguments, tokens, justifications or principals on any span
+ * (workflow spans keep only the allowlisted `WorkflowInfo` fields, {@link WORKFLOW_SPAN_INFO_ATTRIBUTES},
+ * not the memo or search attributes that hold the task owner key); read
  * `process.env`; register a global tracer provider (every part receives the tracer it uses, so
  * two stacks in one process do not share one); instrument HTTP in general (only the MCP requests,
  * `src/mcp/tracing.ts`, and the backend callbacks).
@@ -209,7 +211,8 @@ export interface Tracing {
   workerInterceptors: WorkerInterceptors;
   /**
    * The `exporter` sink the workflow interceptors ({@link WORKFLOW_TRACING_MODULE}, bundled whatever
-   * the tracing) export through; when off, one that drops the spans.
+   * the tracing) export through, keeping only allowlisted attributes ({@link WORKFLOW_SPAN_INFO_ATTRIBUTES});
+   * when off, one that drops the spans.
    */
   workflowSinks: InjectedSinks<OpenTelemetrySinks>;
   /** Flush pending spans and stop exporting; resolves even when the collector is down. */

@@ -215,7 +215,7 @@ describe('OpenTelemetry traces of an approval task', () => {
     const alicePrincipal = { iss: stack.issuer.issuer, sub: 'alice' };
     const ownerKey = taskOwnerKeyOf(alicePrincipal);
 
-    // workflow spans of this run from the sink (HandleUpdate, StartActivity), and the earlier test's
+    // this run's workflow spans from the sink (HandleUpdate, StartActivity); the checks below cover every span exported so far
     await spansUntil(
       (s) =>
         s.some((x) => x.name === 'HandleUpdate:taskCreated' && x.traceId === traceId) &&

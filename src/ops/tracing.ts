@@ -12,12 +12,14 @@
  * interceptors are the exception: they are bundled whatever the settings (`bundleWorkflows` in
  * `src/worker.ts` says why), and with tracing off their spans end in a sink that drops them.
  *
- * Deliberately does not: record tool arguments, tokens or justifications on any span; read
+ * Deliberately does not: record tool arguments, tokens, justifications or principals on any span
+ * (workflow spans keep only the allowlisted `WorkflowInfo` fields, {@link WORKFLOW_SPAN_INFO_ATTRIBUTES},
+ * not the memo or search attributes that hold the task owner key); read
  * `process.env`; register a global tracer provider (every part receives the tracer it uses, so
  * two stacks in one process do not share one); instrument HTTP in general (only the MCP requests,
  * `src/mcp/tracing.ts`, and the backend callbacks).
  */
-import { context, propagation, trace, type Tracer } from '@opentelemetry/api';
+import { context, propagation, trace, type Attributes, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -41,9 +43,11 @@ import {
   OpenTelemetryWorkflowClientInterceptor,
   makeWorkflowExporter,
   type OpenTelemetrySinks,
+  type SerializableSpan,
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
+import type { WorkflowInfo } from '@temporalio/workflow';
 import { fileURLToPath } from 'node:url';
 
 /** Instrumentation scope name of every span Countersign itself starts. */
@@ -207,7 +211,8 @@ export interface Tracing {
   workerInterceptors: WorkerInterceptors;
   /**
    * The `exporter` sink the workflow interceptors ({@link WORKFLOW_TRACING_MODULE}, bundled whatever
-   * the tracing) export through; when off, one that drops the spans.
+   * the tracing) export through, keeping only allowlisted attributes ({@link WORKFLOW_SPAN_INFO_ATTRIBUTES});
+   * when off, one that drops the spans.
    */
   workflowSinks: InjectedSinks<OpenTelemetrySinks>;
   /** Flush pending spans and stop exporting; resolves even when the collector is down. */
@@ -294,7 +299,60 @@ export function startTracing(settings: TracingSettings | undefined): Tracing {
         }),
       ],
     },
-    workflowSinks: { exporter: makeWorkflowExporter(processor, resource) },
+    workflowSinks: workflowSpanSinks(processor, resource),
     shutdown: () => provider.shutdown().catch(() => undefined),
   };
+}
+
+/**
+ * The `WorkflowInfo` fields a span exported through the workflow sink carries, as attributes of
+ * the same name: workflow type, workflow id, run id, task queue, namespace, attempt (a number).
+ * The workflow id is kept: it is `approval-` + the 128-bit HMAC of the call binding under the
+ * server key (`workflows/task-id.ts`), which nobody without that key can compute from a guessed
+ * call, and the client spans (`temporalWorkflowId`) and the callback span carry it anyway.
+ * Everything else of `WorkflowInfo` is dropped: the memo and search attributes (the task owner key,
+ * `src/auth/principal-keys.ts`, an unkeyed hash that confirms who asked), the static summary,
+ * `unsafe`, `priority` and the rest (docs/OPERATIONS.md §Traces).
+ */
+export const WORKFLOW_SPAN_INFO_ATTRIBUTES = ['workflowType', 'workflowId', 'runId', 'taskQueue', 'namespace', 'attempt'] as const;
+
+/**
+ * Attributes the workflow interceptors (`workflows/tracing-interceptors.ts`) set on their own
+ * spans that a workflow span keeps: the update id of `HandleUpdate:*` (`temporalUpdateId`, a
+ * client-chosen UUID here). Any other attribute set inside the workflow is dropped.
+ */
+export const WORKFLOW_SPAN_OWN_ATTRIBUTES = ['temporalUpdateId'] as const;
+
+/**
+ * The `exporter` sink of the workflow interceptors: the SDK's `makeWorkflowExporter` (which merges
+ * the whole `WorkflowInfo` into every span's attributes), given only the allowlisted info fields
+ * ({@link WORKFLOW_SPAN_INFO_ATTRIBUTES}) and spans whose own attributes are cut to
+ * {@link WORKFLOW_SPAN_OWN_ATTRIBUTES}. Events and links pass unchanged (the interceptors record
+ * only exceptions there, whose messages name no principal).
+ */
+function workflowSpanSinks(processor: SpanProcessor, resource: Resource): InjectedSinks<OpenTelemetrySinks> {
+  const sdk = makeWorkflowExporter(processor, resource);
+  return {
+    exporter: {
+      export: {
+        ...sdk.export,
+        fn: (info: WorkflowInfo, spans: SerializableSpan[]) =>
+          sdk.export.fn(
+            // only these fields are read: the SDK's exporter Object.assigns `info` into each span's attributes
+            pick(info, WORKFLOW_SPAN_INFO_ATTRIBUTES) as unknown as WorkflowInfo,
+            spans.map((span) => ({ ...span, attributes: pick(span.attributes, WORKFLOW_SPAN_OWN_ATTRIBUTES) })),
+          ),
+      },
+    },
+  };
+}
+
+/** The entries of `from` under `keys` that are set, as span attributes (a copy; `from` is untouched). */
+function pick(from: object, keys: readonly string[]): Attributes {
+  const out: Attributes = {};
+  for (const k of keys) {
+    const v = (from as Record<string, unknown>)[k];
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
+  }
+  return out;
 }

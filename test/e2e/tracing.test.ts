@@ -14,6 +14,9 @@ import { startStack, type Stack } from '../../src/stack.js';
 import { WORKFLOWS_PATH, bundleWorkflows } from '../../src/worker.js';
 import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec.js';
 import { parseTaskId } from '../../workflows/task-id.js';
+import { SEARCH_ATTRIBUTE_DEFINITIONS, SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes.js';
+import { ownerKeyOf, taskOwnerKeyOf } from '../../src/auth/principal-keys.js';
+import { WORKFLOW_SPAN_INFO_ATTRIBUTES, WORKFLOW_SPAN_OWN_ATTRIBUTES } from '../../src/ops/tracing.js';
 import { clientFor, decide, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
 const quiet = { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never;
@@ -147,10 +150,15 @@ describe('OpenTelemetry traces of an approval task', () => {
     });
     expect(attrs(call)['error.type']).toBeUndefined();
 
-    // Update-with-Start from the MCP front (client interceptor) under the server span, handled by the workflow
-    const start = only(spans, 'UpdateWithStartWorkflow:taskCreated', traceId);
+    // the creation path (src/mcp/task-service.ts, docs/DESIGN.md §3.1), both steps under the server span:
+    // the durable start, which the run continues, then the `taskCreated` update, handled by the workflow
+    const start = only(spans, 'StartWorkflow:approvalWorkflow', traceId);
     expect(start.parentSpanId).toBe(call.spanId);
-    expect(only(spans, 'HandleUpdate:taskCreated', traceId).parentSpanId).toBe(start.spanId);
+    expect(attrs(start).temporalWorkflowId).toBe(workflowId);
+    const awaitCreated = only(spans, 'StartWorkflowUpdate:taskCreated', traceId);
+    expect(awaitCreated.parentSpanId).toBe(call.spanId);
+    expect(attrs(awaitCreated).temporalWorkflowId).toBe(workflowId);
+    expect(only(spans, 'HandleUpdate:taskCreated', traceId).parentSpanId).toBe(awaitCreated.spanId);
     // the workflow's spans (through the sink) in the same trace: the run (exported when it closes,
     // after result retention) schedules the submission and, after the decision, the execution
     const submit = only(spans, 'StartActivity:submitApprovalRequest', traceId);
@@ -192,6 +200,74 @@ describe('OpenTelemetry traces of an approval task', () => {
       ),
     );
     for (const secret of ['acct-7731', memo, '54321', 'alice']) expect(said).not.toContain(secret);
+  });
+
+  it("workflow spans carry only the allowlisted workflow info: neither the caller's owner key nor any memo or search attribute is in any exported span", async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const alice = await clientFor(stack, 'alice');
+    const created = await alice.request<WireTask>(
+      'tools/call',
+      { name: 'wire_transfer', arguments: { to: 'acct-7734', amount: 50_001, memo: `owner ${randomUUID().slice(0, 12)}` } },
+      { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+    );
+    const { workflowId } = parseTaskId(created.taskId)!;
+    // the caller's owner key as the product computes it (src/auth/principal-keys.ts), checked against the run's memo
+    const alicePrincipal = { iss: stack.issuer.issuer, sub: 'alice' };
+    const ownerKey = taskOwnerKeyOf(alicePrincipal);
+
+    // this run's workflow spans from the sink (HandleUpdate, StartActivity); the checks below cover every span exported so far
+    await spansUntil(
+      (s) =>
+        s.some((x) => x.name === 'HandleUpdate:taskCreated' && x.traceId === traceId) &&
+        s.some((x) => x.name === 'StartActivity:submitApprovalRequest' && x.traceId === traceId),
+    );
+    // (described once the run has scheduled its submission: the search attributes are upserted by then)
+    const desc = await stack.temporal.workflow.getHandle(workflowId).describe();
+    expect(desc.memo?.owner).toBe(ownerKey);
+    expect(desc.typedSearchAttributes.get(SEARCH_ATTRIBUTE_KEYS.owner)).toBe(ownerKey);
+    await alice.request('tasks/cancel', { taskId: created.taskId });
+
+    const exported = bodies.flatMap((b) =>
+      (
+        JSON.parse(b) as { resourceSpans: Array<{ scopeSpans: Array<{ scope?: { name?: string }; spans: OtlpSpan[] }> }> }
+      ).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((span) => ({ scope: ss.scope?.name, span })))),
+    );
+    const workflowSpans = exported.filter((e) => e.scope === '@temporalio/interceptor-workflow').map((e) => e.span);
+    expect(workflowSpans.filter((s) => s.traceId === traceId).map((s) => s.name)).toEqual(
+      expect.arrayContaining(['HandleUpdate:taskCreated', 'StartActivity:submitApprovalRequest']),
+    );
+    // every attribute key of a workflow span is an allowlisted WorkflowInfo field or the interceptors' own
+    const allowed = new Set<string>([...WORKFLOW_SPAN_INFO_ATTRIBUTES, ...WORKFLOW_SPAN_OWN_ATTRIBUTES]);
+    const workflowKeys = new Set(workflowSpans.flatMap((s) => (s.attributes ?? []).map((a) => a.key)));
+    expect([...workflowKeys].filter((k) => !allowed.has(k))).toEqual([]);
+    const handled = only(workflowSpans, 'HandleUpdate:taskCreated', traceId);
+    expect(attrs(handled)).toMatchObject({ workflowType: 'approvalWorkflow', workflowId, runId: desc.runId });
+
+    // no span (attributes, events, links; of any scope) holds the owner key, nor a key naming a memo or search attribute
+    const said = JSON.stringify(
+      exported.map(({ span }) => ({
+        name: span.name,
+        attributes: span.attributes,
+        events: (span as { events?: unknown }).events,
+        links: span.links,
+      })),
+    );
+    for (const secret of [ownerKey, ownerKeyOf(alicePrincipal)]) expect(said).not.toContain(secret);
+    const keysOf = (list: unknown): string[] =>
+      JSON.stringify(list ?? [])
+        .match(/"key":"[^"]*"/g)
+        ?.map((k) => k.slice(7, -1)) ?? [];
+    const everyKey = new Set(
+      exported.flatMap(({ span }) => [...keysOf(span.attributes), ...keysOf((span as { events?: unknown }).events), ...keysOf(span.links)]),
+    );
+    const forbidden = [
+      'memo',
+      'owner',
+      'searchattributes',
+      'typedsearchattributes',
+      ...SEARCH_ATTRIBUTE_DEFINITIONS.map((d) => d.name.toLowerCase()),
+    ];
+    expect([...everyKey].filter((k) => forbidden.some((f) => k.toLowerCase().includes(f)))).toEqual([]);
   });
 
   it('a tools/call refused with a JSON-RPC error records the error code as error.type and rpc.response.status_code, and the HTTP traceparent is the parent when _meta has none', async () => {

@@ -2,7 +2,8 @@
  * A production-shaped Temporal for the cluster tests (`npm run test:cluster`): PostgreSQL (initdb /
  * pg_ctl on PATH, run as `nobody` when root) and the Go server built by
  * scripts/install-temporal-server.mjs with its four services (frontend, history, matching, worker),
- * set up with the same scripts docker-compose.yml runs: `deploy/temporal-schema.sh` (the SQL tool,
+ * in one process or, with `processes: 'per-service'`, one process per service (`start --service`),
+ * each of which can be SIGKILLed and started again on the same ports and database; set up with the same scripts docker-compose.yml runs: `deploy/temporal-schema.sh` (the SQL tool,
  * run twice to prove it can run on every start) and `deploy/temporal-setup.sh` (the Temporal CLI:
  * namespace, retention, search attributes). Resolves once the namespace answers a search-attribute
  * query. Throws with the server's first output lines when it does not come up.
@@ -19,11 +20,30 @@ import { freePort, restartablePort } from '../../src/temporal/dev-server.js';
 const BIN = join(PROJECT_ROOT, '.tools/temporal-server/v1.32.2');
 const SERVER = join(BIN, 'server');
 const SQL_TOOL = join(BIN, 'sql');
+/** gRPC status code NOT_FOUND. */
+const GRPC_NOT_FOUND = 5;
+
+/** One of the Temporal server's services, as `temporal-server start --service` names them. */
+export type TemporalService = 'frontend' | 'history' | 'matching' | 'worker';
+
+const SERVICES: readonly TemporalService[] = ['frontend', 'history', 'matching', 'worker'];
 
 /** A running PostgreSQL + Temporal server; `address` is the frontend's `host:port`. */
 export interface PostgresTemporal {
   address: string;
   namespace: string;
+  /**
+   * SIGKILL the process of `service` and wait until it has exited. Only with `processes:
+   * 'per-service'`; throws otherwise, or when that service is not running.
+   */
+  kill(service: TemporalService): Promise<void>;
+  /**
+   * Start `service` again on its ports and the same database; resolves once the namespace answers
+   * a visibility query, a `DescribeTaskQueue` (matching) and a `DescribeWorkflowExecution` (history)
+   * through the frontend again. Only with `processes: 'per-service'`; throws when it is already running or does not
+   * come back within 60 s (with its first output lines).
+   */
+  start(service: TemporalService): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -89,8 +109,16 @@ function runComposeScript(script: string, dir: string, tools: Record<string, str
   });
 }
 
-/** Start PostgreSQL and the four-service Temporal server, set up as docker-compose.yml does. `retention`: a CLI duration (`48h`). */
-export async function startPostgresTemporal(opts: { namespace: string; retention: string }): Promise<PostgresTemporal> {
+/**
+ * Start PostgreSQL and the four-service Temporal server, set up as docker-compose.yml does.
+ * `retention`: a CLI duration (`48h`). `processes`: `'one'` (default) runs the four services in one
+ * server process; `'per-service'` runs each in its own, so a test can kill and restart one of them.
+ */
+export async function startPostgresTemporal(opts: {
+  namespace: string;
+  retention: string;
+  processes?: 'one' | 'per-service';
+}): Promise<PostgresTemporal> {
   for (const need of [SERVER, SQL_TOOL]) {
     if (!existsSync(need))
       throw new Error(`${need} is missing: run npm run test:cluster, which builds it (scripts/install-temporal-server.mjs)`);
@@ -112,13 +140,21 @@ export async function startPostgresTemporal(opts: { namespace: string; retention
     `-p ${pgPort} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
     'start',
   ]);
-  let server: ChildProcess | undefined;
-  const stop = async () => {
-    if (server && server.exitCode === null) {
-      const exited = new Promise((r) => server!.once('exit', r));
-      server.kill('SIGTERM');
+  // key: the service name, or `all` for the one process running the four
+  const servers = new Map<string, ChildProcess>();
+  const output = new Map<string, string>();
+  const halt = async (key: string, signal: NodeJS.Signals) => {
+    const server = servers.get(key);
+    servers.delete(key);
+    if (server && server.exitCode === null && server.signalCode === null) {
+      const exited = new Promise((r) => server.once('exit', r));
+      server.kill(signal);
       await exited;
     }
+  };
+  const stop = async () => {
+    // frontend first, so no new call reaches a half-stopped cluster
+    for (const key of ['frontend', ...servers.keys()]) await halt(key, 'SIGTERM');
     asPostgresUser('pg_ctl', ['-D', pgData, '-m', 'fast', '-w', 'stop']);
   };
   try {
@@ -131,10 +167,21 @@ export async function startPostgresTemporal(opts: { namespace: string; retention
     const address = `127.0.0.1:${ports[0]}`;
     const configFile = join(dir, 'temporal.yaml');
     writeFileSync(configFile, serverConfig(pgPort, ports));
-    let output = '';
-    server = spawn(SERVER, ['--config-file', configFile, '--allow-no-auth', 'start'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    server.stdout?.on('data', (b: Buffer) => (output = (output + b.toString()).slice(0, 4000)));
-    server.stderr?.on('data', (b: Buffer) => (output = (output + b.toString()).slice(0, 4000)));
+    const launch = (key: string) => {
+      const services = key === 'all' ? [] : ['--service', key];
+      const server = spawn(SERVER, ['--config-file', configFile, '--allow-no-auth', 'start', ...services], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      servers.set(key, server);
+      output.set(key, '');
+      const keep = (b: Buffer) => output.set(key, (output.get(key)! + b.toString()).slice(0, 4000));
+      server.stdout?.on('data', keep);
+      server.stderr?.on('data', keep);
+    };
+    const perService = opts.processes === 'per-service';
+    for (const key of perService ? SERVICES : ['all']) launch(key);
+    const exited = () => [...servers.values()].some((s) => s.exitCode !== null || s.signalCode !== null);
+    const outputs = () => [...output.entries()].map(([k, o]) => `[${k}] ${o}`).join('\n');
 
     runComposeScript(
       'temporal-setup.sh',
@@ -143,26 +190,59 @@ export async function startPostgresTemporal(opts: { namespace: string; retention
       { TEMPORAL_ADDRESS: address, NAMESPACE: opts.namespace, RETENTION: opts.retention },
     );
     // the frontend caches search attributes: wait until a query on one of them is accepted
-    for (let i = 0; ; i++) {
-      try {
-        const conn = await Connection.connect({ address, connectTimeout: 1000 });
+    const ready = async (tries: number) => {
+      for (let i = 0; ; i++) {
         try {
-          await conn.workflowService.listWorkflowExecutions({
-            namespace: opts.namespace,
-            pageSize: 1,
-            query: "CountersignStatus = 'working'",
-          });
-          break;
-        } finally {
-          await conn.close();
+          const conn = await Connection.connect({ address, connectTimeout: 1000 });
+          try {
+            await conn.withDeadline(Date.now() + 5_000, async () => {
+              await conn.workflowService.listWorkflowExecutions({
+                namespace: opts.namespace,
+                pageSize: 1,
+                query: "CountersignStatus = 'working'",
+              });
+              // matching answers this one, history the next (NOT_FOUND: history looked and found none)
+              await conn.workflowService.describeTaskQueue({
+                namespace: opts.namespace,
+                taskQueue: { name: 'countersign-readiness' },
+              });
+              await conn.workflowService
+                .describeWorkflowExecution({ namespace: opts.namespace, execution: { workflowId: 'countersign-readiness' } })
+                .catch((err: unknown) => {
+                  if ((err as { code?: unknown }).code !== GRPC_NOT_FOUND) throw err;
+                });
+            });
+            return;
+          } finally {
+            await conn.close();
+          }
+        } catch (err) {
+          if (exited() || i >= tries)
+            throw new Error(`Temporal on PostgreSQL not ready: ${(err as Error).message}\n${outputs()}`, { cause: err });
+          await new Promise((r) => setTimeout(r, 500));
         }
-      } catch (err) {
-        if (server.exitCode !== null || i >= 240)
-          throw new Error(`Temporal on PostgreSQL not ready: ${(err as Error).message}\n${output}`, { cause: err });
-        await new Promise((r) => setTimeout(r, 500));
       }
-    }
-    return { address, namespace: opts.namespace, stop };
+    };
+    await ready(240);
+    const perServiceOnly = (service: TemporalService) => {
+      if (!perService) throw new Error(`${service}: the services run in one process (processes: 'per-service' to kill one)`);
+    };
+    return {
+      address,
+      namespace: opts.namespace,
+      stop,
+      async kill(service) {
+        perServiceOnly(service);
+        if (!servers.has(service)) throw new Error(`Temporal ${service} is not running`);
+        await halt(service, 'SIGKILL');
+      },
+      async start(service) {
+        perServiceOnly(service);
+        if (servers.has(service)) throw new Error(`Temporal ${service} is already running`);
+        launch(service);
+        await ready(120);
+      },
+    };
   } catch (err) {
     await stop();
     throw err;

@@ -8,6 +8,10 @@
 // and a new gated call with a retryable error; a task approved at the backend during the outage
 // executes once history is back; afterwards every pending task is approved and executed exactly once
 // (the ledger counts executions per task), and the refused call, retried, becomes exactly one task.
+// Then history is killed again while an approved task is about to execute: the fault hook of the
+// fault harness (test/faults/install-fault-hook.mjs) kills its worker after the re-evaluation allowed
+// it and before the execution claim; a new worker started during the outage executes it exactly once
+// after the restart. The tests share the processes and run in order.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -29,20 +33,33 @@ let temporal: PostgresTemporal;
 let dataDir: string;
 let ledger: Ledger;
 const procs = new Map<string, ChildProcess>();
+/** The last 3,000 characters each process wrote to stderr, by name. */
+const stderrOf = new Map<string, string>();
+/** `countersign serve` environment shared by every role; set in beforeAll. */
+let common: Record<string, string>;
+let bundlePath: string;
+/** The fault hook of the fault harness (test/faults/install-fault-hook.mjs): COUNTERSIGN_FAULT=<point> SIGKILLs at that point. */
+const FAULT_HOOK = join(PROJECT_ROOT, 'test/faults/install-fault-hook.mjs');
 const ports = { approvals: 0, issuer: 0, mcp: 0, worker: 0 };
 let alice: WireClient;
 let token: string;
 let bob: { id: string; secret: string };
 
-/** Start `countersign serve --role <role> …args` with `env` only; resolves once it prints countersign-ready. */
-async function serve(name: string, role: string, env: Record<string, string>, args: string[] = []): Promise<void> {
-  const child = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/countersign.mjs'), 'serve', '--role', role, ...args], {
+/**
+ * Start `countersign serve --role <role> …args` with `env` only; resolves once it prints
+ * countersign-ready. `nodeArgs` go before the command (the fault hook's `--import`).
+ */
+async function serve(name: string, role: string, env: Record<string, string>, args: string[] = [], nodeArgs: string[] = []): Promise<void> {
+  const child = spawn(process.execPath, [...nodeArgs, join(PROJECT_ROOT, 'bin/countersign.mjs'), 'serve', '--role', role, ...args], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   procs.set(name, child);
   let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-3000)));
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-3000);
+    stderrOf.set(name, stderr);
+  });
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
       if (d.toString().includes('countersign-ready')) resolve();
@@ -131,14 +148,62 @@ async function rawTasksGet(taskId: string): Promise<{
   return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as never };
 }
 
+/**
+ * `tools/call` as a client following the contract of a retryable create error (-32603 "retry the
+ * same call to join it", docs/DESIGN.md §3.1): the same call again, which joins the same task. Seen
+ * right after a worker was replaced: the first workflow task can go to the dead worker's last poll.
+ */
+async function callJoining(params: Record<string, unknown>): Promise<WireTask> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await alice.request<WireTask>('tools/call', params);
+    } catch (err) {
+      if (!(err instanceof McpRpcError && err.code === -32603 && /retry the same call/.test(err.message)) || attempt >= 10) throw err;
+    }
+  }
+}
+
+/**
+ * {@link waitForTerminal} as a client following the retryable-error contract: a 503 with a
+ * retryable JSON-RPC error (the task store or a worker did not answer yet) is retried after its
+ * `retryAfterSeconds`, up to 60 times.
+ */
+async function terminalRetrying(taskId: string): Promise<WireTask> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await waitForTerminal(alice, taskId);
+    } catch (err) {
+      const data = err instanceof McpRpcError ? (err.data as { retryable?: boolean; retryAfterSeconds?: number } | undefined) : undefined;
+      if (!data?.retryable || attempt >= 60) throw err;
+      await new Promise((r) => setTimeout(r, (data.retryAfterSeconds ?? 1) * 1000));
+    }
+  }
+}
+
+/** Start the one worker; `fault`: a fault point at which it SIGKILLs itself (first hit). */
+async function startWorker(fault?: string): Promise<void> {
+  const env = { ...common, COUNTERSIGN_WORKER_PORT: String(ports.worker), ...(fault ? { COUNTERSIGN_FAULT: fault } : {}) };
+  await serve('worker', 'worker', env, ['--workflow-bundle', bundlePath], fault ? ['--import', FAULT_HOOK] : []);
+}
+
+/** SIGKILL `name` (if still running) and wait until it is gone. */
+async function kill(name: string): Promise<void> {
+  const child = procs.get(name)!;
+  procs.delete(name);
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await gone;
+}
+
 beforeAll(async () => {
   temporal = await startPostgresTemporal({ namespace: 'countersign', retention: '48h', processes: 'per-service' });
   dataDir = mkdtempSync(join(tmpdir(), 'countersign-temporal-outage-'));
   for (const k of Object.keys(ports) as Array<keyof typeof ports>) ports[k] = await freePort();
-  const bundlePath = join(dataDir, 'workflow-bundle.json');
+  bundlePath = join(dataDir, 'workflow-bundle.json');
   writeFileSync(bundlePath, JSON.stringify(await bundleWorkflows()));
   const publicMcp = `http://127.0.0.1:${ports.mcp}`;
-  const common = {
+  common = {
     COUNTERSIGN_DATA_DIR: dataDir,
     COUNTERSIGN_HOST: '127.0.0.1',
     COUNTERSIGN_APPROVALS_PORT: String(ports.approvals),
@@ -160,7 +225,7 @@ beforeAll(async () => {
   };
   await serve('approvals', 'approvals', common);
   await serve('issuer', 'issuer', common);
-  await serve('worker', 'worker', { ...common, COUNTERSIGN_WORKER_PORT: String(ports.worker) }, ['--workflow-bundle', bundlePath]);
+  await startWorker();
   await serve('mcp', 'mcp', common, ['--callback-base-url', `http://127.0.0.1:${ports.mcp}/callbacks/arap`]);
   const issuer = await loadOrCreateDevIssuer({
     keyFile: join(dataDir, 'dev-issuer-key.json'),
@@ -178,12 +243,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const child of procs.values()) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const gone = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await gone;
-  }
+  for (const name of [...procs.keys()]) await kill(name);
   ledger?.close();
   await temporal?.stop();
 });
@@ -223,7 +283,7 @@ describe('the Temporal history service killed and restarted on the same PostgreS
     expect(back.status).toBe('working');
     expect(await approve(waitingRequest)).toBe(200);
     for (const task of [waiting, approvedDuring]) {
-      const done = await waitForTerminal(alice, task.taskId);
+      const done = await terminalRetrying(task.taskId);
       expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
       expect(ledger.countByTask(task.taskId)).toBe(1);
     }
@@ -234,8 +294,37 @@ describe('the Temporal history service killed and restarted on the same PostgreS
     const retriedRequest = await pendingRequest(memos.refused);
     expect(await pendingWith(memos.refused)).toEqual([retriedRequest]);
     expect(await approve(retriedRequest)).toBe(200);
-    const retriedDone = await waitForTerminal(alice, retried.taskId);
+    const retriedDone = await terminalRetrying(retried.taskId);
     expect(retriedDone.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(ledger.countByTask(retried.taskId)).toBe(1);
+  });
+
+  it('with history killed while an approved task is about to execute (re-evaluation allowed it, its worker died before the execution claim), after the restart a new worker executes it exactly once', async () => {
+    const memo = `outage ${randomUUID().slice(0, 8)} about-to-execute`;
+    // the worker that dies between the approval's re-evaluation and the execution claim (fault point
+    // worker.evaluate.after, docs/RELIABILITY.md), so the task is approved and not yet executed
+    await kill('worker');
+    await startWorker('worker.evaluate.after');
+    const worker = procs.get('worker')!;
+    const died = new Promise<void>((r) => worker.once('exit', () => r()));
+    const created = await callJoining(transfer(memo));
+    expect(await approve(await pendingRequest(memo))).toBe(200);
+    await died;
+    expect(stderrOf.get('worker')).toContain('countersign-fault-hit worker.evaluate.after 1');
+    expect(ledger.countByTask(created.taskId)).toBe(0);
+
+    await temporal.kill('history');
+    const r = await rawTasksGet(created.taskId);
+    expect([r.status, r.body.error?.data?.retryable]).toEqual([503, true]);
+    // a worker started during the outage picks the task up once history is back
+    await kill('worker');
+    await startWorker();
+    await temporal.start('history');
+    // the first reads after the restart can fail with a non-retryable -32603 (docs/TESTING.md §cluster)
+    await eventually(() => alice.request<WireTask>('tasks/get', { taskId: created.taskId }));
+
+    const done = await terminalRetrying(created.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(ledger.countByTask(created.taskId)).toBe(1);
   });
 });

@@ -8,10 +8,11 @@
  * namespace, retention, search attributes). Resolves once the namespace answers a search-attribute
  * query. Throws with the server's first output lines when it does not come up.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { PROJECT_ROOT } from '../../src/project-root.js';
 import { temporalCliPath } from '../../src/temporal/binaries.js';
@@ -98,14 +99,18 @@ dcRedirectionPolicy:
 `;
 }
 
-/** Run one of docker-compose.yml's setup scripts with `tools` (name → binary) on PATH and `env`. */
-function runComposeScript(script: string, dir: string, tools: Record<string, string>, env: Record<string, string>): void {
+/**
+ * Run one of docker-compose.yml's setup scripts with `tools` (name → binary) on PATH and `env`.
+ * Asynchronous, so the server processes are watched meanwhile; killed after 180 s (the setup script
+ * waits for the frontend without a limit of its own).
+ */
+async function runComposeScript(script: string, dir: string, tools: Record<string, string>, env: Record<string, string>): Promise<void> {
   const toolDir = join(dir, 'tools');
   mkdirSync(toolDir, { recursive: true });
   for (const [name, target] of Object.entries(tools)) if (!existsSync(join(toolDir, name))) symlinkSync(target, join(toolDir, name));
-  execFileSync('sh', [join(PROJECT_ROOT, 'deploy', script)], {
+  await promisify(execFile)('sh', [join(PROJECT_ROOT, 'deploy', script)], {
     env: { PATH: `${toolDir}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: dir, ...env },
-    stdio: 'pipe',
+    timeout: 180_000,
   });
 }
 
@@ -159,7 +164,7 @@ export async function startPostgresTemporal(opts: {
   };
   try {
     const sqlEnv = { POSTGRES_SEEDS: '127.0.0.1', DB_PORT: String(pgPort), POSTGRES_USER: 'postgres', POSTGRES_PWD: '' };
-    for (let run = 0; run < 2; run++) runComposeScript('temporal-schema.sh', dir, { 'temporal-sql-tool': SQL_TOOL }, sqlEnv);
+    for (let run = 0; run < 2; run++) await runComposeScript('temporal-schema.sh', dir, { 'temporal-sql-tool': SQL_TOOL }, sqlEnv);
 
     const ports: number[] = [];
     // below 32768: the cluster-membership table stores the gRPC port as a SMALLINT
@@ -167,23 +172,45 @@ export async function startPostgresTemporal(opts: {
     const address = `127.0.0.1:${ports[0]}`;
     const configFile = join(dir, 'temporal.yaml');
     writeFileSync(configFile, serverConfig(pgPort, ports));
-    const launch = (key: string) => {
+    // While a service is starting, an early exit is restarted (up to 5 times), as a supervisor
+    // would: started together on an empty membership table, a service sometimes exits before the
+    // others have registered. Each process's output is kept in <dir>/temporal-<service>.log.
+    const starting = new Set<string>();
+    // services that exited unexpectedly and were not restarted
+    const failed = new Set<string>();
+    const launch = (key: string, restartsLeft = 5) => {
       const services = key === 'all' ? [] : ['--service', key];
       const server = spawn(SERVER, ['--config-file', configFile, '--allow-no-auth', 'start', ...services], {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       servers.set(key, server);
-      output.set(key, '');
-      const keep = (b: Buffer) => output.set(key, (output.get(key)! + b.toString()).slice(0, 4000));
+      output.set(key, output.get(key) ?? '');
+      const keep = (b: Buffer) => {
+        output.set(key, (output.get(key)! + b.toString()).slice(0, 4000));
+        appendFileSync(join(dir, `temporal-${key}.log`), b);
+      };
       server.stdout?.on('data', keep);
       server.stderr?.on('data', keep);
+      server.once('exit', (code, signal) => {
+        if (servers.get(key) !== server) return; // killed on purpose (halt)
+        if (!starting.has(key) || restartsLeft === 0) {
+          failed.add(key);
+          return;
+        }
+        appendFileSync(join(dir, `temporal-${key}.log`), `\n-- exited (${code ?? signal}) while starting; restarted\n`);
+        setTimeout(() => {
+          if (servers.get(key) === server && starting.has(key)) launch(key, restartsLeft - 1);
+        }, 1_000);
+      });
     };
     const perService = opts.processes === 'per-service';
-    for (const key of perService ? SERVICES : ['all']) launch(key);
-    const exited = () => [...servers.values()].some((s) => s.exitCode !== null || s.signalCode !== null);
+    const keys = perService ? SERVICES : ['all'];
+    for (const key of keys) starting.add(key);
+    for (const key of keys) launch(key);
+    const exited = () => failed.size > 0;
     const outputs = () => [...output.entries()].map(([k, o]) => `[${k}] ${o}`).join('\n');
 
-    runComposeScript(
+    await runComposeScript(
       'temporal-setup.sh',
       dir,
       { temporal: temporalCliPath() },
@@ -224,6 +251,7 @@ export async function startPostgresTemporal(opts: {
       }
     };
     await ready(240);
+    starting.clear();
     const perServiceOnly = (service: TemporalService) => {
       if (!perService) throw new Error(`${service}: the services run in one process (processes: 'per-service' to kill one)`);
     };
@@ -239,8 +267,14 @@ export async function startPostgresTemporal(opts: {
       async start(service) {
         perServiceOnly(service);
         if (servers.has(service)) throw new Error(`Temporal ${service} is already running`);
+        starting.add(service);
+        failed.delete(service);
         launch(service);
-        await ready(120);
+        try {
+          await ready(120);
+        } finally {
+          starting.delete(service);
+        }
       },
     };
   } catch (err) {

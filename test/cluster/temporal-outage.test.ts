@@ -320,7 +320,7 @@ describe('the Temporal history service killed and restarted on the same PostgreS
     await kill('worker');
     await startWorker();
     await temporal.start('history');
-    // the first reads after the restart can fail with a non-retryable -32603 (docs/TESTING.md §cluster)
+    // the first reads after the restart can fail with a non-retryable -32603 (docs/TESTING.md, cluster tests)
     await eventually(() => alice.request<WireTask>('tasks/get', { taskId: created.taskId }));
 
     const done = await terminalRetrying(created.taskId);

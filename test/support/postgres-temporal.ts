@@ -173,8 +173,8 @@ export async function startPostgresTemporal(opts: {
     const configFile = join(dir, 'temporal.yaml');
     writeFileSync(configFile, serverConfig(pgPort, ports));
     // While a service is starting, an early exit is restarted (up to 5 times), as a supervisor
-    // would: started together on an empty membership table, a service sometimes exits before the
-    // others have registered. Each process's output is kept in <dir>/temporal-<service>.log.
+    // would: started together on a fresh database, the processes race to write its initial rows
+    // and a loser exits ("duplicate key value violates unique constraint"). Each process's output is kept in <dir>/temporal-<service>.log.
     const starting = new Set<string>();
     // services that exited unexpectedly and were not restarted
     const failed = new Set<string>();

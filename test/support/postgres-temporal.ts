@@ -2,15 +2,17 @@
  * A production-shaped Temporal for the cluster tests (`npm run test:cluster`): PostgreSQL (initdb /
  * pg_ctl on PATH, run as `nobody` when root) and the Go server built by
  * scripts/install-temporal-server.mjs with its four services (frontend, history, matching, worker),
- * set up with the same scripts docker-compose.yml runs: `deploy/temporal-schema.sh` (the SQL tool,
+ * in one process or, with `processes: 'per-service'`, one process per service (`start --service`),
+ * each of which can be SIGKILLed and started again on the same ports and database; set up with the same scripts docker-compose.yml runs: `deploy/temporal-schema.sh` (the SQL tool,
  * run twice to prove it can run on every start) and `deploy/temporal-setup.sh` (the Temporal CLI:
  * namespace, retention, search attributes). Resolves once the namespace answers a search-attribute
  * query. Throws with the server's first output lines when it does not come up.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { PROJECT_ROOT } from '../../src/project-root.js';
 import { temporalCliPath } from '../../src/temporal/binaries.js';
@@ -19,11 +21,30 @@ import { freePort, restartablePort } from '../../src/temporal/dev-server.js';
 const BIN = join(PROJECT_ROOT, '.tools/temporal-server/v1.32.2');
 const SERVER = join(BIN, 'server');
 const SQL_TOOL = join(BIN, 'sql');
+/** gRPC status code NOT_FOUND. */
+const GRPC_NOT_FOUND = 5;
+
+/** One of the Temporal server's services, as `temporal-server start --service` names them. */
+export type TemporalService = 'frontend' | 'history' | 'matching' | 'worker';
+
+const SERVICES: readonly TemporalService[] = ['frontend', 'history', 'matching', 'worker'];
 
 /** A running PostgreSQL + Temporal server; `address` is the frontend's `host:port`. */
 export interface PostgresTemporal {
   address: string;
   namespace: string;
+  /**
+   * SIGKILL the process of `service` and wait until it has exited. Only with `processes:
+   * 'per-service'`; throws otherwise, or when that service is not running.
+   */
+  kill(service: TemporalService): Promise<void>;
+  /**
+   * Start `service` again on its ports and the same database; resolves once the namespace answers
+   * a visibility query, a `DescribeTaskQueue` (matching) and a `DescribeWorkflowExecution` (history)
+   * through the frontend again. Only with `processes: 'per-service'`; throws when it is already running or does not
+   * come back within 60 s (with its first output lines).
+   */
+  start(service: TemporalService): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -78,19 +99,31 @@ dcRedirectionPolicy:
 `;
 }
 
-/** Run one of docker-compose.yml's setup scripts with `tools` (name → binary) on PATH and `env`. */
-function runComposeScript(script: string, dir: string, tools: Record<string, string>, env: Record<string, string>): void {
+/**
+ * Run one of docker-compose.yml's setup scripts with `tools` (name → binary) on PATH and `env`.
+ * Asynchronous, so the server processes are watched meanwhile; killed after 180 s (the setup script
+ * waits for the frontend without a limit of its own).
+ */
+async function runComposeScript(script: string, dir: string, tools: Record<string, string>, env: Record<string, string>): Promise<void> {
   const toolDir = join(dir, 'tools');
   mkdirSync(toolDir, { recursive: true });
   for (const [name, target] of Object.entries(tools)) if (!existsSync(join(toolDir, name))) symlinkSync(target, join(toolDir, name));
-  execFileSync('sh', [join(PROJECT_ROOT, 'deploy', script)], {
+  await promisify(execFile)('sh', [join(PROJECT_ROOT, 'deploy', script)], {
     env: { PATH: `${toolDir}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: dir, ...env },
-    stdio: 'pipe',
+    timeout: 180_000,
   });
 }
 
-/** Start PostgreSQL and the four-service Temporal server, set up as docker-compose.yml does. `retention`: a CLI duration (`48h`). */
-export async function startPostgresTemporal(opts: { namespace: string; retention: string }): Promise<PostgresTemporal> {
+/**
+ * Start PostgreSQL and the four-service Temporal server, set up as docker-compose.yml does.
+ * `retention`: a CLI duration (`48h`). `processes`: `'one'` (default) runs the four services in one
+ * server process; `'per-service'` runs each in its own, so a test can kill and restart one of them.
+ */
+export async function startPostgresTemporal(opts: {
+  namespace: string;
+  retention: string;
+  processes?: 'one' | 'per-service';
+}): Promise<PostgresTemporal> {
   for (const need of [SERVER, SQL_TOOL]) {
     if (!existsSync(need))
       throw new Error(`${need} is missing: run npm run test:cluster, which builds it (scripts/install-temporal-server.mjs)`);
@@ -112,18 +145,26 @@ export async function startPostgresTemporal(opts: { namespace: string; retention
     `-p ${pgPort} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
     'start',
   ]);
-  let server: ChildProcess | undefined;
-  const stop = async () => {
-    if (server && server.exitCode === null) {
-      const exited = new Promise((r) => server!.once('exit', r));
-      server.kill('SIGTERM');
+  // key: the service name, or `all` for the one process running the four
+  const servers = new Map<string, ChildProcess>();
+  const output = new Map<string, string>();
+  const halt = async (key: string, signal: NodeJS.Signals) => {
+    const server = servers.get(key);
+    servers.delete(key);
+    if (server && server.exitCode === null && server.signalCode === null) {
+      const exited = new Promise((r) => server.once('exit', r));
+      server.kill(signal);
       await exited;
     }
+  };
+  const stop = async () => {
+    // frontend first, so no new call reaches a half-stopped cluster
+    for (const key of ['frontend', ...servers.keys()]) await halt(key, 'SIGTERM');
     asPostgresUser('pg_ctl', ['-D', pgData, '-m', 'fast', '-w', 'stop']);
   };
   try {
     const sqlEnv = { POSTGRES_SEEDS: '127.0.0.1', DB_PORT: String(pgPort), POSTGRES_USER: 'postgres', POSTGRES_PWD: '' };
-    for (let run = 0; run < 2; run++) runComposeScript('temporal-schema.sh', dir, { 'temporal-sql-tool': SQL_TOOL }, sqlEnv);
+    for (let run = 0; run < 2; run++) await runComposeScript('temporal-schema.sh', dir, { 'temporal-sql-tool': SQL_TOOL }, sqlEnv);
 
     const ports: number[] = [];
     // below 32768: the cluster-membership table stores the gRPC port as a SMALLINT
@@ -131,38 +172,111 @@ export async function startPostgresTemporal(opts: { namespace: string; retention
     const address = `127.0.0.1:${ports[0]}`;
     const configFile = join(dir, 'temporal.yaml');
     writeFileSync(configFile, serverConfig(pgPort, ports));
-    let output = '';
-    server = spawn(SERVER, ['--config-file', configFile, '--allow-no-auth', 'start'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    server.stdout?.on('data', (b: Buffer) => (output = (output + b.toString()).slice(0, 4000)));
-    server.stderr?.on('data', (b: Buffer) => (output = (output + b.toString()).slice(0, 4000)));
+    // While a service is starting, an early exit is restarted (up to 5 times), as a supervisor
+    // would: started together on a fresh database, the processes race to write its initial rows
+    // and a loser exits ("duplicate key value violates unique constraint"). Each process's output is kept in <dir>/temporal-<service>.log.
+    const starting = new Set<string>();
+    // services that exited unexpectedly and were not restarted
+    const failed = new Set<string>();
+    const launch = (key: string, restartsLeft = 5) => {
+      const services = key === 'all' ? [] : ['--service', key];
+      const server = spawn(SERVER, ['--config-file', configFile, '--allow-no-auth', 'start', ...services], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      servers.set(key, server);
+      output.set(key, output.get(key) ?? '');
+      const keep = (b: Buffer) => {
+        output.set(key, (output.get(key)! + b.toString()).slice(0, 4000));
+        appendFileSync(join(dir, `temporal-${key}.log`), b);
+      };
+      server.stdout?.on('data', keep);
+      server.stderr?.on('data', keep);
+      server.once('exit', (code, signal) => {
+        if (servers.get(key) !== server) return; // killed on purpose (halt)
+        if (!starting.has(key) || restartsLeft === 0) {
+          failed.add(key);
+          return;
+        }
+        appendFileSync(join(dir, `temporal-${key}.log`), `\n-- exited (${code ?? signal}) while starting; restarted\n`);
+        setTimeout(() => {
+          if (servers.get(key) === server && starting.has(key)) launch(key, restartsLeft - 1);
+        }, 1_000);
+      });
+    };
+    const perService = opts.processes === 'per-service';
+    const keys = perService ? SERVICES : ['all'];
+    for (const key of keys) starting.add(key);
+    for (const key of keys) launch(key);
+    const exited = () => failed.size > 0;
+    const outputs = () => [...output.entries()].map(([k, o]) => `[${k}] ${o}`).join('\n');
 
-    runComposeScript(
+    await runComposeScript(
       'temporal-setup.sh',
       dir,
       { temporal: temporalCliPath() },
       { TEMPORAL_ADDRESS: address, NAMESPACE: opts.namespace, RETENTION: opts.retention },
     );
     // the frontend caches search attributes: wait until a query on one of them is accepted
-    for (let i = 0; ; i++) {
-      try {
-        const conn = await Connection.connect({ address, connectTimeout: 1000 });
+    const ready = async (tries: number) => {
+      for (let i = 0; ; i++) {
         try {
-          await conn.workflowService.listWorkflowExecutions({
-            namespace: opts.namespace,
-            pageSize: 1,
-            query: "CountersignStatus = 'working'",
-          });
-          break;
-        } finally {
-          await conn.close();
+          const conn = await Connection.connect({ address, connectTimeout: 1000 });
+          try {
+            await conn.withDeadline(Date.now() + 5_000, async () => {
+              await conn.workflowService.listWorkflowExecutions({
+                namespace: opts.namespace,
+                pageSize: 1,
+                query: "CountersignStatus = 'working'",
+              });
+              // matching answers this one, history the next (NOT_FOUND: history looked and found none)
+              await conn.workflowService.describeTaskQueue({
+                namespace: opts.namespace,
+                taskQueue: { name: 'countersign-readiness' },
+              });
+              await conn.workflowService
+                .describeWorkflowExecution({ namespace: opts.namespace, execution: { workflowId: 'countersign-readiness' } })
+                .catch((err: unknown) => {
+                  if ((err as { code?: unknown }).code !== GRPC_NOT_FOUND) throw err;
+                });
+            });
+            return;
+          } finally {
+            await conn.close();
+          }
+        } catch (err) {
+          if (exited() || i >= tries)
+            throw new Error(`Temporal on PostgreSQL not ready: ${(err as Error).message}\n${outputs()}`, { cause: err });
+          await new Promise((r) => setTimeout(r, 500));
         }
-      } catch (err) {
-        if (server.exitCode !== null || i >= 240)
-          throw new Error(`Temporal on PostgreSQL not ready: ${(err as Error).message}\n${output}`, { cause: err });
-        await new Promise((r) => setTimeout(r, 500));
       }
-    }
-    return { address, namespace: opts.namespace, stop };
+    };
+    await ready(240);
+    starting.clear();
+    const perServiceOnly = (service: TemporalService) => {
+      if (!perService) throw new Error(`${service}: the services run in one process (processes: 'per-service' to kill one)`);
+    };
+    return {
+      address,
+      namespace: opts.namespace,
+      stop,
+      async kill(service) {
+        perServiceOnly(service);
+        if (!servers.has(service)) throw new Error(`Temporal ${service} is not running`);
+        await halt(service, 'SIGKILL');
+      },
+      async start(service) {
+        perServiceOnly(service);
+        if (servers.has(service)) throw new Error(`Temporal ${service} is already running`);
+        starting.add(service);
+        failed.delete(service);
+        launch(service);
+        try {
+          await ready(120);
+        } finally {
+          starting.delete(service);
+        }
+      },
+    };
   } catch (err) {
     await stop();
     throw err;

@@ -68,9 +68,38 @@ export async function freePort(): Promise<number> {
  * `port` defaults to a free port; `uiPort` 0/undefined disables the web UI. Throws with the
  * server's last stderr lines if it exits or does not become ready.
  */
-export async function startDevServer(
-  opts: { port?: number; uiPort?: number; dbFile?: string; namespace?: string; readyTimeoutMs?: number; log?: (line: string) => void } = {},
-): Promise<DevServer> {
+export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
+  // The CLI picks its own free ports for the HTTP API, metrics and each service's membership, and
+  // binds them later: another process can take one in between (seen with many stacks starting at
+  // once). Such a start fails with "address already in use"; when the caller fixed no port, try again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDevServerOnce(opts);
+    } catch (err) {
+      const raced = err instanceof DevServerPortRaceError;
+      if (!raced || opts.port !== undefined || attempt >= DEV_SERVER_START_ATTEMPTS) throw raced ? new Error(err.message) : err;
+      opts.log?.(`temporal dev server lost a port race on start (attempt ${attempt}); starting again on other ports\n`);
+    }
+  }
+}
+
+/** Options of {@link startDevServer}. */
+export interface DevServerOptions {
+  port?: number;
+  uiPort?: number;
+  dbFile?: string;
+  namespace?: string;
+  readyTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+/** Starts tried by {@link startDevServer} when the server loses a port race during start-up. */
+const DEV_SERVER_START_ATTEMPTS = 3;
+
+/** The dev server exited during start-up because a port it chose was taken meanwhile. */
+class DevServerPortRaceError extends Error {}
+
+async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
   // Never adopt a server we did not start (a leftover dev server, another stack's): its tasks,
   // approvals and ledger would mix with ours.
@@ -118,7 +147,10 @@ export async function startDevServer(
   const address = `127.0.0.1:${port}`;
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
   for (;;) {
-    if (dead) throw new Error(`temporal dev server exited during start-up:\n${tail}`);
+    if (dead) {
+      const message = `temporal dev server exited during start-up:\n${tail}`;
+      throw /address already in use/.test(tail) ? new DevServerPortRaceError(message) : new Error(message);
+    }
     try {
       if (dead) throw new Error('exited');
       const conn = await Connection.connect({ address, connectTimeout: 1000 });

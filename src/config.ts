@@ -206,6 +206,12 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_EXECUTION_TIMEOUT_MS: ms(60_000),
   /** How long a stopping worker waits for in-flight activities (a hung tool) before it stops anyway. */
   COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS: ms(30_000),
+  /**
+   * Workflow runs the worker keeps in its sticky cache (Temporal `maxCachedWorkflows`). Every open
+   * approval task and every per-principal limiter is a run: past this number, runs are evicted and
+   * their next workflow task or `tasks/get` query replays the history (docs/LOAD.md).
+   */
+  COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   /** Pace of one step of a `submit_change` execution (docs/CHANGE-GATE.md), ms. */
   COUNTERSIGN_CHANGE_STEP_MS: ms(1_500),
   COUNTERSIGN_MAX_REQUEST_WINDOW_MS: ms(30 * 86_400_000),

@@ -398,6 +398,7 @@ export async function startWorkerRole(
       },
       dataConverter: dataConverterOf(config, secrets),
       shutdownGraceMs: config.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
+      maxCachedWorkflows: config.COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS,
       ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
       ...(ctx.metrics ? { metrics: ctx.metrics } : {}),
       ...(ctx.tracing ? { tracing: ctx.tracing } : {}),

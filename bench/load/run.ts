@@ -1,4 +1,4 @@
-// Scope: `npm run load` (issue 18, "A load scenario you keep"). Starts the stack as `npm start`
+// Scope: `npm run load` (docs/TESTING.md §Load, docs/LOAD.md). Starts the stack as `npm start`
 // runs it (bench/load/stack-process.ts), builds a backlog of pending approval tasks over many
 // principals, then drives mixed MCP traffic at a fixed arrival rate (open model: each request
 // leaves on schedule, whatever earlier ones are doing) over the real wire with real bearer tokens —

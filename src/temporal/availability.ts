@@ -12,7 +12,7 @@
  *   first call after `openMs` is let through (half-open) and closes the circuit if it succeeds.
  *   The SDK retries `UNAVAILABLE` internally, so a stopped server usually shows as a deadline: a
  *   missed deadline counts unless a probe of the server itself (`GetSystemInfo`) answers — then the
- *   wait was for a busy worker, not for Temporal, and the circuit stays closed (issue 18: under
+ *   wait was for a busy worker, not for Temporal, and the circuit stays closed (docs/LOAD.md: under
  *   load, slow queries opened it and every task method failed for 10 s).
  *
  * Deliberately does not: retry (the client does, after `Retry-After`), or guard the worker's own

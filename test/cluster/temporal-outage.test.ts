@@ -1,4 +1,4 @@
-// Scope: Countersign while one Temporal service is down (issue 14's "kill a Temporal service" row).
+// Scope: Countersign while one Temporal service is down (docs/TESTING.md, cluster tests: the "kill a Temporal service" row).
 // The cluster is the production-shaped one of test/support/postgres-temporal.ts with each service
 // (frontend, history, matching, worker) in its own process on PostgreSQL; Countersign runs as
 // separate `countersign serve` processes (approval service, issuer, one worker, one MCP front). The

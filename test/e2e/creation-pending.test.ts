@@ -1,4 +1,4 @@
-// Scope: task creation that outlasts the creation wait (issue 18, found under load), end to end on
+// Scope: task creation that outlasts the creation wait (docs/DESIGN.md §3.1, found under load), end to end on
 // a real Temporal dev server, the real approval service and real HTTP. The slow path is forced
 // deterministically, not by timing: the submit activity fails at its fault point
 // (`worker.submit.before`, src/fault-point.ts) for as long as the test holds it, so the approval

@@ -58,6 +58,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     workflowConfig: p.workflowConfig,
     createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
     workflowSummary: config.COUNTERSIGN_WORKFLOW_SUMMARY === 'sealed',
+    traceRuns: p.tracer !== undefined,
     guard: createTemporalGuard({
       client: p.temporal,
       callTimeoutMs: config.COUNTERSIGN_TEMPORAL_CALL_TIMEOUT_MS,

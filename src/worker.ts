@@ -23,7 +23,8 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', imp
  * tracing on or off: they change the order of a workflow task's commands (their handler spans add
  * awaits), so a run started by a worker with them must be replayed with them, and switching
  * `OTEL_*` on or off must not change the workflow code (test/e2e/tracing.test.ts,
- * test/workflow/replay-corpus.test.ts). With tracing off their spans go to a no-op sink.
+ * test/workflow/replay-corpus.test.ts). They trace only the runs whose start memo asks for it
+ * (`workflows/tracing-interceptors.ts`); in the others they pass every call straight through.
  */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({

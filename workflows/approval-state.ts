@@ -242,6 +242,8 @@ export class ApprovalState {
   validateCallback(cb: BackendCallback): void {
     if (this.acceptedCallbacks.includes(cb.callbackId)) throw refusal(REFUSAL.replayedCallback);
     const g = this.current();
+    // the backend can decide (and call back) before the submit activity's result is in history
+    if (!this.isTerminal() && g && !g.consumed && !g.handle && cb.generation === g.generation) throw refusal(REFUSAL.earlyCallback);
     if (this.isTerminal() || !g || g.consumed || !g.handle || cb.generation !== g.generation || cb.requestId !== g.handle.requestId) {
       throw refusal(REFUSAL.staleCallback);
     }

@@ -16,6 +16,12 @@ export const REFUSAL = {
   replayedCallback: 'ReplayedCallback',
   /** `backendCallback`: for a consumed, superseded or unknown generation, or a terminal task (SEP-2848 §Completion, request). */
   staleCallback: 'StaleCallback',
+  /**
+   * `backendCallback`: for the current generation while its submission is still in flight (the
+   * backend answered, the workflow has not recorded the handle yet). Not final: the same delivery
+   * is accepted once the handle is recorded, so the receiver asks the backend to retry.
+   */
+  earlyCallback: 'EarlyCallback',
   /** `provideInput`: the task is not `input_required`. */
   noInputRequested: 'NoInputRequested',
   /** `provideInput`: the outstanding key is neither declined, cancelled, nor an accepted justification of the allowed length. */
@@ -34,6 +40,7 @@ export type Refusal = (typeof REFUSAL)[keyof typeof REFUSAL];
 export const REFUSAL_TEXT: Readonly<Record<Refusal, string>> = {
   [REFUSAL.replayedCallback]: 'replayed callback',
   [REFUSAL.staleCallback]: 'callback for no current generation',
+  [REFUSAL.earlyCallback]: 'callback for a submission not recorded yet',
   [REFUSAL.noInputRequested]: 'the task has no outstanding input request',
   [REFUSAL.invalidInput]: `inputResponses must answer the outstanding key: accept with a justification of ${JUSTIFICATION_LENGTH.min} to ${JUSTIFICATION_LENGTH.max} characters, or decline or cancel`,
   [REFUSAL.unknownInputKey]: 'inputResponses names a key that is not outstanding; read inputRequests from tasks/get',

@@ -80,3 +80,15 @@ export interface JustificationInputRequest {
   method: 'elicitation/create';
   params: { mode: 'form'; message: string; requestedSchema: JustificationRequestedSchema };
 }
+
+/**
+ * Memo key fixing at a run's start whether its workflow interceptors trace it
+ * (`workflows/tracing-interceptors.ts`): `'on'` or `'off'`, from whether the starting process traces
+ * (`OTEL_*`, `src/ops/tracing.ts`). A run without the key (started before it existed) is traced.
+ */
+export const RUN_TRACING_MEMO_KEY = 'tracing';
+
+/** The {@link RUN_TRACING_MEMO_KEY} entry of a new run's memo. */
+export function runTracingMemo(traced: boolean): Record<typeof RUN_TRACING_MEMO_KEY, 'on' | 'off'> {
+  return { [RUN_TRACING_MEMO_KEY]: traced ? 'on' : 'off' };
+}

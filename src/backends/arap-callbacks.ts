@@ -9,7 +9,9 @@
  * app's 404 problem+json.
  * A verified callback is delivered as the workflow's `backendCallback` update, whose validator
  * refuses a replay of an accepted delivery and a callback for no current generation (409, nothing
- * recorded); an accepted one makes the workflow fetch authoritative status before acting
+ * recorded) and answers a callback that overtook its own submission's result (the backend decided
+ * before the workflow recorded the handle) with 503 + `Retry-After: 1`, so the backend retries the
+ * same delivery, which then lands; an accepted one makes the workflow fetch authoritative status before acting
  * (SEP-2848 §Security, callback authenticity). Closed or unknown workflows are answered 202; no
  * worker within 5 s → 500 so the backend retries later.
  *
@@ -37,6 +39,7 @@ import { parseJsonWithLimits } from '../http/json-limits.js';
 import { problem } from '../http/problem.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from './callback-signature.js';
 import { backendCallbackUpdate } from '../../workflows/messages.js';
+import { REFUSAL, refusalOf } from '../../workflows/refusals.js';
 
 /** Options of {@link createArapCallbackReceiver}. */
 export interface ArapCallbackReceiverOptions {
@@ -145,6 +148,11 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
           .executeUpdate(backendCallbackUpdate, { args: [{ generation, requestId: body.data.request_id, callbackId }] }),
       );
     } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError && refusalOf(err.cause) === REFUSAL.earlyCallback) {
+        // decided before the workflow recorded its submission: the same delivery lands once it has
+        opts.logger.info('backend callback early: submission not recorded yet; asked to retry');
+        return problem('not-recorded-yet', 'callback arrived before the submission was recorded; retry later', { 'Retry-After': '1' });
+      }
       if (err instanceof WorkflowUpdateFailedError) {
         opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
         return problem('not-pending', 'callback refused: replayed, stale, or for no current request');

@@ -22,6 +22,7 @@ export const PROBLEMS = {
   'payload-too-large': { status: 413, title: 'Payload too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'too-many-attempts': { status: 429, title: 'Too many failed sign-ins' },
+  'not-recorded-yet': { status: 503, title: 'Request not recorded yet' },
   internal: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

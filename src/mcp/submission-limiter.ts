@@ -27,6 +27,7 @@ import {
   type SubmissionLimits,
 } from '../../workflows/limiter-messages.js';
 import { META } from '../../workflows/types.js';
+import { runTracingMemo } from '../../workflows/wire.js';
 
 export type { LimitReason, SubmissionLimits };
 
@@ -54,6 +55,8 @@ export interface SubmissionLimiterOptions {
   client: Client;
   taskQueue: string;
   limits: SubmissionLimits;
+  /** Whether a limiter run this client starts is traced by its workflow interceptors (memo `tracing`); default false. */
+  traceRuns?: boolean;
 }
 
 const ATTEMPTS = 3;
@@ -68,6 +71,7 @@ export function createSubmissionLimiter(opts: SubmissionLimiterOptions): Submiss
       taskQueue: opts.taskQueue,
       args: [{ ownerKey }],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      memo: runTracingMemo(opts.traceRuns ?? false),
     });
     return client.workflow.executeUpdateWithStart(reserveUpdate, {
       args: [{ approvalWorkflowId, limits: opts.limits }],

@@ -27,6 +27,7 @@ import { quotaKeyOf, taskOwnerKeyOf } from '../auth/principal-keys.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
+import { runTracingMemo } from '../../workflows/wire.js';
 import { outcomeUnknownResult } from '../../workflows/results.js';
 import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
 import type {
@@ -72,6 +73,12 @@ export interface TaskServiceOptions {
    * other (docs/OPERATIONS.md §Workflow summary). Default: off.
    */
   workflowSummary?: boolean;
+  /**
+   * Whether the runs this service starts are traced by their workflow interceptors (memo
+   * `tracing`, `workflows/tracing-interceptors.ts`); pass whether this process traces. Default:
+   * false — an untraced run holds no OpenTelemetry state in the worker.
+   */
+  traceRuns?: boolean;
 }
 
 /**
@@ -151,7 +158,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
   const { client } = opts;
   const guard = opts.guard ?? createTemporalGuard({ client });
   const limits = opts.submissionLimits
-    ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits })
+    ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits, traceRuns: opts.traceRuns ?? false })
     : undefined;
   // Same connection, codec and interceptors; queries of a closed run are rejected (status only),
   // never dispatched to a worker for replay.
@@ -258,7 +265,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
             },
           ],
           workflowIdConflictPolicy: 'USE_EXISTING',
-          memo: { owner: ownerKey },
+          memo: { owner: ownerKey, ...runTracingMemo(opts.traceRuns ?? false) },
           ...(opts.workflowSummary
             ? { staticSummary: workflowSummaryOf(binding.tool, accessRequest.approverGroup, options.toolInfo?.upstream) }
             : {}),

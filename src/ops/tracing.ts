@@ -10,7 +10,9 @@
  * {@link startTracing} returns {@link TRACING_OFF} — no provider, no exporter, no client or activity
  * interceptor, and the spans Countersign asks for are the `@opentelemetry/api` no-ops. The workflow
  * interceptors are the exception: they are bundled whatever the settings (`bundleWorkflows` in
- * `src/worker.ts` says why), and with tracing off their spans end in a sink that drops them.
+ * `src/worker.ts` says why), and trace only the runs started by a process that traces (memo
+ * `tracing`, `workflows/tracing-interceptors.ts`); spans of traced runs a worker without tracing
+ * replays end in a sink that drops them.
  *
  * Deliberately does not: record tool arguments, tokens, justifications or principals on any span
  * (workflow spans keep only the allowlisted `WorkflowInfo` fields, {@link WORKFLOW_SPAN_INFO_ATTRIBUTES},

@@ -16,6 +16,7 @@ import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { SEARCH_ATTRIBUTE_DEFINITIONS, SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes.js';
 import { ownerKeyOf, taskOwnerKeyOf } from '../../src/auth/principal-keys.js';
+import { RUN_TRACING_MEMO_KEY } from '../../workflows/wire.js';
 import { WORKFLOW_SPAN_INFO_ATTRIBUTES, WORKFLOW_SPAN_OWN_ATTRIBUTES } from '../../src/ops/tracing.js';
 import { clientFor, decide, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
@@ -312,6 +313,11 @@ describe('switching tracing on or off is safe for open workflows', () => {
     const history = await stack.temporal.workflow.getHandle(tracedWorkflowId!).fetchHistory();
     // the run really went through the interceptors: its start carries their trace header
     expect(Object.keys(history.events?.[0]?.workflowExecutionStartedEventAttributes?.header?.fields ?? {})).toContain('_tracer-data');
+    // and it was marked traced at its start (workflows/tracing-interceptors.ts): its scheduled activities carry the trace header too
+    expect((await stack.temporal.workflow.getHandle(tracedWorkflowId!).describe()).memo?.[RUN_TRACING_MEMO_KEY]).toBe('on');
+    const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
+    expect(scheduled.length).toBeGreaterThan(0);
+    for (const e of scheduled) expect(Object.keys(e.activityTaskScheduledEventAttributes?.header?.fields ?? {})).toContain('_tracer-data');
     const dataConverter = dataConverterOf(stack.config, stack.secrets);
     await expect(Worker.runReplayHistory({ workflowBundle: bundle, dataConverter }, history)).resolves.toBeUndefined();
     // why bundleWorkflows() always includes them (src/worker.ts): their handler spans reorder commands

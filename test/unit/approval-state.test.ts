@@ -340,12 +340,12 @@ describe('ApprovalState: generations and callbacks (SEP-2848 §Completion, reque
     expect(refusalOf(() => state.validateCallback(cb))).toBe(REFUSAL.replayedCallback);
   });
 
-  it('a callback before any handle, for another generation or request, for a consumed generation or a terminal task is refused as stale', () => {
+  it('a callback before any submission, for another generation or request, for a consumed generation or a terminal task is refused as stale', () => {
     const { state } = fixture();
     const cb = { generation: 1, requestId: 'req-1', callbackId: 'd' };
     expect(refusalOf(() => state.validateCallback(cb))).toBe(REFUSAL.staleCallback);
     state.recordSubmission(hint, 'k1');
-    expect(refusalOf(() => state.validateCallback(cb))).toBe(REFUSAL.staleCallback); // no handle yet
+    expect(refusalOf(() => state.validateCallback({ ...cb, generation: 2 }))).toBe(REFUSAL.staleCallback); // not this submission
     const g1 = state.current()!;
     g1.handle = { requestId: 'req-1', statusUrl: 'http://backend/req-1', expiresAt: g1.body.expiresAt };
     expect(refusalOf(() => state.validateCallback({ ...cb, generation: 2 }))).toBe(REFUSAL.staleCallback);
@@ -358,6 +358,18 @@ describe('ApprovalState: generations and callbacks (SEP-2848 §Completion, reque
     expect(refusalOf(() => state.validateCallback({ generation: 2, requestId: g2.handle.requestId, callbackId: 'd2' }))).toBe(
       REFUSAL.staleCallback,
     );
+  });
+
+  it('a callback for the current generation whose submission is in flight (no handle recorded yet) is refused as early, not stale, and accepted once the handle is recorded', () => {
+    const { state } = fixture();
+    const cb = { generation: 1, requestId: 'req-1', callbackId: 'early' };
+    state.recordSubmission(hint, 'k1');
+    expect(refusalOf(() => state.validateCallback(cb))).toBe(REFUSAL.earlyCallback);
+    const g1 = state.current()!;
+    g1.handle = { requestId: 'req-1', statusUrl: 'http://backend/req-1', expiresAt: g1.body.expiresAt };
+    expect(() => state.validateCallback(cb)).not.toThrow();
+    state.deny('backend-denied');
+    expect(refusalOf(() => state.validateCallback(cb))).toBe(REFUSAL.staleCallback);
   });
 
   it('replay protection remembers the last 256 delivery ids', () => {

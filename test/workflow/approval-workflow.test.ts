@@ -301,6 +301,33 @@ describe('approval workflow (time-skipping)', () => {
     expect(calls.execute).toBe(0);
   });
 
+  it('a callback that arrives while its submission is in flight is refused as early (retryable), then accepted once the handle is recorded', async () => {
+    let release!: () => void;
+    const submitted = new Promise<void>((r) => (release = r));
+    let submitStarted!: () => void;
+    const submitting = new Promise<void>((r) => (submitStarted = r));
+    const { acts, calls } = fakes({ status: (h) => ({ state: 'pending', expiresAt: h.expiresAt }) });
+    const submit = acts.submitApprovalRequest;
+    acts.submitApprovalRequest = async (req) => {
+      submitStarted();
+      await submitted; // the backend has the request (and may decide) before the workflow records its handle
+      return submit(req);
+    };
+    await run(acts, async (tq, id) => {
+      const handle = await t.env.client.workflow.start(approvalWorkflow, { taskQueue: tq, workflowId: id, args: [{ ...input(), config }] });
+      await submitting;
+      const cb = { generation: 1, requestId: 'req-1', callbackId: 'early-delivery' };
+      expect(await refusalFrom(handle.executeUpdate(backendCallbackUpdate, { args: [cb] }))).toBe(REFUSAL.earlyCallback);
+      release();
+      await handle.executeUpdate(taskCreatedUpdate);
+      // the same delivery, retried by the backend, now lands
+      expect(await handle.executeUpdate(backendCallbackUpdate, { args: [cb] })).toBe('accepted');
+      await handle.executeUpdate(cancelUpdate);
+      return handle.result();
+    });
+    expect(calls.status).toEqual(['req-1']);
+  });
+
   it('a replayed callback is refused by the update validator: no second status fetch', async () => {
     const { acts, calls } = fakes({ status: (h) => ({ state: 'pending', expiresAt: h.expiresAt }) });
     await run(acts, async (tq, id) => {

@@ -137,7 +137,11 @@ export async function opaque<T>(logger: Logger, fn: () => Promise<T>): Promise<T
       logger.warn({ reason: err.reason }, 'Temporal unavailable; answered retryable');
       throw temporalUnavailable(err.retryAfterSeconds);
     }
-    logger.error({ err: (err as Error)?.name, code: (err as { code?: unknown })?.code }, 'request failed');
+    const cause = (err as { cause?: { name?: unknown; code?: unknown } })?.cause;
+    logger.error(
+      { err: (err as Error)?.name, code: (err as { code?: unknown })?.code, cause: cause?.name, causeCode: cause?.code },
+      'request failed',
+    );
     throw internalError();
   }
 }

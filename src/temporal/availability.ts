@@ -22,16 +22,19 @@ import { isGrpcDeadlineError, isGrpcServiceError, WorkflowUpdateRPCTimeoutOrCanc
 
 /** gRPC status code UNAVAILABLE (the server could not be reached). */
 const GRPC_UNAVAILABLE = 14;
+/** gRPC status code RESOURCE_EXHAUSTED (a server limit: rate limits, a full query buffer). */
+const GRPC_RESOURCE_EXHAUSTED = 8;
 
 /**
  * Temporal (or a worker behind it) did not answer in time. Local error, never serialized as is: the
  * MCP front maps it to a retryable JSON-RPC error and HTTP 503 with `Retry-After: retryAfterSeconds`.
  * `reason`: `unreachable` (the server refused or dropped the connection), `no-answer` (the deadline
- * passed: no worker, or overload), `circuit-open` (recent calls found the server unreachable).
+ * passed: no worker, or overload), `overloaded` (the server answered RESOURCE_EXHAUSTED),
+ * `circuit-open` (recent calls found the server unreachable).
  */
 export class TemporalUnavailableError extends Error {
   constructor(
-    readonly reason: 'unreachable' | 'no-answer' | 'circuit-open',
+    readonly reason: 'unreachable' | 'no-answer' | 'overloaded' | 'circuit-open',
     readonly retryAfterSeconds: number,
   ) {
     super(`Temporal unavailable (${reason})`);
@@ -52,6 +55,18 @@ export function isTemporalUnreachable(err: unknown): boolean {
 export function isTemporalNoAnswer(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcDeadlineError(e) || e instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return true;
+  }
+  return false;
+}
+
+/**
+ * True when Temporal answered that it is over a limit (gRPC RESOURCE_EXHAUSTED, possibly wrapped:
+ * a namespace or per-host rate limit, a full buffer of queries for one run). It answered, so it
+ * is no reason to open the circuit, but the same call later may well succeed: retryable.
+ */
+export function isTemporalOverloaded(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((isGrpcServiceError(e) || e instanceof Error) && (e as { code?: unknown }).code === GRPC_RESOURCE_EXHAUSTED) return true;
   }
   return false;
 }
@@ -128,6 +143,7 @@ export function createTemporalGuard(opts: TemporalGuardOptions): TemporalGuard {
         return out;
       } catch (err) {
         const unreachable = isTemporalUnreachable(err);
+        if (!unreachable && isTemporalOverloaded(err)) throw new TemporalUnavailableError('overloaded', 1);
         if (!unreachable && !isTemporalNoAnswer(err)) throw err;
         const counts = unreachable || (options.tripsCircuit !== false && !(await serverAnswers()));
         if (counts && ++failures >= failureThreshold) {

@@ -2,7 +2,7 @@
 // call the MCP front makes, against a real Temporal client whose server is not there (a lazy
 // connection to a closed local port), on a fake clock for the circuit's open window; and against a
 // real dev server with no worker, where calls that wait for a worker miss their deadline.
-import { Client, Connection, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { Client, Connection, ServiceError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTemporalGuard, TemporalUnavailableError } from '../../src/temporal/availability.js';
 import { freePort, startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
@@ -79,6 +79,19 @@ describe('Temporal guard', () => {
     expect(guard.isOpen()).toBe(true);
     clock.ms += 5_001;
     expect(await guard.run(async () => 'answered')).toBe('answered');
+    expect(guard.isOpen()).toBe(false);
+  });
+
+  it('Temporal answering RESOURCE_EXHAUSTED (a rate limit, a full query buffer), as the SDK wraps it, is retryable "overloaded" and never opens the circuit', async () => {
+    const guard = createTemporalGuard({ client, failureThreshold: 1 });
+    // the shape of a query refused by the server's limits: the SDK's ServiceError around the gRPC status
+    const limited = Object.assign(new Error('8 RESOURCE_EXHAUSTED: consistent query buffer is full'), { code: 8 });
+    const refused = () => Promise.reject(new ServiceError('Failed to query workflow', { cause: limited }));
+    for (let i = 0; i < 3; i++) {
+      const err = await unavailable(guard.run(refused));
+      expect(err.reason).toBe('overloaded');
+      expect(err.retryAfterSeconds).toBe(1);
+    }
     expect(guard.isOpen()).toBe(false);
   });
 

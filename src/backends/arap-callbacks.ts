@@ -154,7 +154,10 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
         return problem('not-recorded-yet', 'callback arrived before the submission was recorded; retry later', { 'Retry-After': '1' });
       }
       if (err instanceof WorkflowUpdateFailedError) {
-        opts.logger.warn('backend callback refused: replayed, stale or for no current generation');
+        opts.logger.warn(
+          { refusal: refusalOf(err.cause) ?? 'other' },
+          'backend callback refused: replayed, stale or for no current generation',
+        );
         return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
       }
       if (isWorkflowNotFound(err)) {

@@ -87,3 +87,52 @@ export async function creationStages(
     await connection.close();
   }
 }
+
+/** One slow approval: the run's history events after the decision, as offsets from it. */
+export interface ApprovalTimeline {
+  workflowId: string;
+  /** Decision (the driver's POST) → the first `tasks/get` that showed the task finished, ms. */
+  finishedAfterMs: number;
+  /** Each history event at or after the decision: its type (the proto enum name, shortened) and offset, ms. */
+  events: Array<{ type: string; atMs: number }>;
+}
+
+/**
+ * Timelines of the given approvals, read from their histories (event times written by the
+ * Temporal server; the driver's wall clock and the server's are the same machine's): where an
+ * approval that took long spent its time (a callback refused, the status poll, a busy worker).
+ */
+export async function approvalTimelines(
+  temporalAddress: string,
+  namespace: string,
+  approvals: Array<{ workflowId: string; runId: string; decidedAtMs: number; finishedAfterMs: number }>,
+): Promise<ApprovalTimeline[]> {
+  const connection = await Connection.connect({ address: temporalAddress });
+  try {
+    const client = new Client({ connection, namespace });
+    const out: ApprovalTimeline[] = [];
+    for (const a of approvals) {
+      const history = await client.workflow.getHandle(a.workflowId, a.runId).fetchHistory();
+      const events = (history.events ?? [])
+        .map((e) => ({ e, at: ms(e) }))
+        .filter((x): x is { e: HistoryEvent; at: number } => x.at !== undefined && x.at >= a.decidedAtMs - 1000)
+        .map(({ e, at }) => ({ type: eventTypeName(e), atMs: at - a.decidedAtMs }));
+      out.push({ workflowId: a.workflowId, finishedAfterMs: round(a.finishedAfterMs, 1), events });
+    }
+    return out;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** A history event's type, e.g. `ActivityTaskScheduled:fetchApprovalStatus`, `WorkflowExecutionUpdateAccepted:backendCallback`. */
+function eventTypeName(e: HistoryEvent): string {
+  const key = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]);
+  const base = key ? key.replace(/EventAttributes$/, '') : String(e.eventType);
+  const activity = e.activityTaskScheduledEventAttributes?.activityType?.name;
+  const update =
+    e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name ??
+    e.workflowExecutionUpdateAdmittedEventAttributes?.request?.input?.name;
+  const detail = activity ?? update;
+  return detail ? `${base}:${detail}` : base;
+}

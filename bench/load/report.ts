@@ -62,6 +62,17 @@ export function loadMarkdown(r: LoadResults): string {
     '## Approval → finished',
     '',
     `From the approver's decision (POST to the approval API) to the first \`tasks/get\` that shows the task finished (polled every 500 ms, 1 s after an error): ${r.approvals.approved} approved, ${r.approvals.finished} finished, ${r.approvals.notFinished} not finished within 120 s; p50 ${ms(r.approvals.p50Ms)}, p99 ${ms(r.approvals.p99Ms)}, max ${ms(r.approvals.maxMs)}. Dispositions: ${errs(r.approvals.dispositions)}.`,
+    ...(r.slowApprovals?.length
+      ? [
+          '',
+          `Slowest approvals past 5 s (${r.slowApprovals.length}), their runs' history from the decision on (offsets in ms; \`bench/load/creation-stages.ts\`):`,
+          '',
+          ...r.slowApprovals.map(
+            (a) =>
+              `- ${a.workflowId}, finished after ${ms(a.finishedAfterMs)}: ${a.events.map((e) => `${e.type} +${Math.round(e.atMs)}`).join(', ')}`,
+          ),
+        ]
+      : []),
     '',
     '## Exactly once',
     '',

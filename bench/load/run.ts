@@ -21,7 +21,7 @@ import { checkExactlyOnce, memosWithApprovalRequest, readToolRecords, type Exact
 import { startStackProcess, type StackProcess } from './stack-process.js';
 import { errorKind, openSchedule, parseMix, Tally, weightedSequence, type MethodFigures } from './traffic.js';
 import { loadMarkdown } from './report.js';
-import { creationStages, type CreationStages } from './creation-stages.js';
+import { approvalTimelines, creationStages, type ApprovalTimeline, type CreationStages } from './creation-stages.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 
 const KINDS = ['get', 'allowed', 'gated'] as const;
@@ -82,6 +82,8 @@ export interface LoadResults {
     maxMs: number | null;
     dispositions: Record<string, number>;
   };
+  /** The (up to 3) slowest approvals past 5 s, with their runs' history after the decision. */
+  slowApprovals?: ApprovalTimeline[];
   /** Gated calls answered with an error whose approval request nevertheless exists (the client got no handle). */
   erroredButCreated: { errored: number; created: number };
   maxInFlight: number;
@@ -305,7 +307,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
           refill = undefined;
         }
       })());
-    const follow = async (t: KnownTask, memo: string, decidedAt: number) => {
+    const finishedApprovals: Array<{ workflowId: string; runId: string; decidedAtMs: number; finishedAfterMs: number }> = [];
+    const follow = async (t: KnownTask, memo: string, decidedAt: number, decidedWallMs: number) => {
       for (;;) {
         let status: string | undefined;
         let result: { _meta?: Record<string, unknown> } | undefined;
@@ -318,6 +321,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
         });
         if (status !== undefined && status !== 'working' && status !== 'input_required') {
           approvalLatencies.push(performance.now() - decidedAt);
+          const ids = parseTaskId(t.taskId);
+          if (ids) finishedApprovals.push({ ...ids, decidedAtMs: decidedWallMs, finishedAfterMs: performance.now() - decidedAt });
           const d = result?._meta?.['io.modelcontextprotocol/tool-approval-disposition'];
           const key = status === 'completed' ? (typeof d === 'string' ? d : 'unknown') : status;
           dispositions[key] = (dispositions[key] ?? 0) + 1;
@@ -339,6 +344,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       const entry = gated.get(item.memo)!;
       const task = byMemo.get(item.memo)!;
       const decidedAt = performance.now();
+      const decidedWallMs = Date.now();
       const ok = await timed(tallies['approval decision (approval API)']!, async () => {
         const res = await fetch(`${stack.urls.approvals}/access/v1/requests/${item.id}/decision`, {
           method: 'POST',
@@ -350,7 +356,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       });
       if (ok) {
         entry.approved = true;
-        follows.push(follow(task, item.memo, decidedAt));
+        follows.push(follow(task, item.memo, decidedAt, decidedWallMs));
       }
     };
 
@@ -376,6 +382,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     const created = memosWithApprovalRequest(stack.dataDir, erroredMemos).length;
     const approved = calls.filter((c) => c.approved).length;
     const step = Math.max(1, Math.ceil(createdInTraffic.length / 100));
+    const slowest = finishedApprovals
+      .filter((a) => a.finishedAfterMs > 5_000)
+      .sort((a, b) => b.finishedAfterMs - a.finishedAfterMs)
+      .slice(0, 3);
+    const slowApprovals = slowest.length ? await approvalTimelines(stack.urls.temporal, 'default', slowest) : [];
     const creation = await creationStages(
       stack.urls.temporal,
       'default',
@@ -408,6 +419,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       },
       erroredButCreated: { errored: erroredMemos.length, created },
       maxInFlight,
+      slowApprovals,
       creation,
       memory,
       exactlyOnce,

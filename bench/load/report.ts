@@ -94,6 +94,19 @@ export function loadMarkdown(r: LoadResults): string {
     '|---|---:|---:|---:|',
     ...r.memory.map((p) => `| ${p.label} | ${p.atS} | ${p.mainMiB ?? '–'} | ${p.temporalMiB ?? '–'} |`),
     '',
+    ...memoryGrowth(r.memory),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** The end-to-warm-up ratio of each process's RSS (1.00× = flat), as a report line; none without both points. */
+function memoryGrowth(points: LoadResults['memory']): string[] {
+  const warm = points.find((p) => p.label === 'after warm-up');
+  const end = points.find((p) => p.label === 'end');
+  if (!warm || !end) return [];
+  const ratio = (a: number | null, b: number | null) => (a && b ? `${(b / a).toFixed(2)}×` : '–');
+  return [
+    `RSS at the end / after warm-up: main ${ratio(warm.mainMiB, end.mainMiB)}, temporal ${ratio(warm.temporalMiB, end.temporalMiB)}.`,
+    '',
+  ];
 }

@@ -244,9 +244,11 @@ export class ApprovalState {
     const g = this.current();
     // the backend can decide (and call back) before the submit activity's result is in history
     if (!this.isTerminal() && g && !g.consumed && !g.handle && cb.generation === g.generation) throw refusal(REFUSAL.earlyCallback);
-    if (this.isTerminal() || !g || g.consumed || !g.handle || cb.generation !== g.generation || cb.requestId !== g.handle.requestId) {
-      throw refusal(REFUSAL.staleCallback);
-    }
+    if (this.isTerminal()) throw refusal(REFUSAL.staleCallback, 'terminal');
+    if (!g || !g.handle) throw refusal(REFUSAL.staleCallback, 'no-submission');
+    if (g.consumed) throw refusal(REFUSAL.staleCallback, 'consumed');
+    if (cb.generation !== g.generation) throw refusal(REFUSAL.staleCallback, 'other-generation');
+    if (cb.requestId !== g.handle.requestId) throw refusal(REFUSAL.staleCallback, 'other-request');
   }
 
   /** `backendCallback` handler: remember the delivery id (bounded) and wake the status poll. */

@@ -46,9 +46,19 @@ export const REFUSAL_TEXT: Readonly<Record<Refusal, string>> = {
   [REFUSAL.unknownInputKey]: 'inputResponses names a key that is not outstanding; read inputRequests from tasks/get',
 };
 
-/** The failure an update validator throws to refuse: non-retryable, typed, with the fixed sentence. */
-export function refusal(type: Refusal): ApplicationFailure {
-  return ApplicationFailure.create({ type, message: REFUSAL_TEXT[type], nonRetryable: true });
+/**
+ * The failure an update validator throws to refuse: non-retryable, typed, with the fixed sentence.
+ * `why`: an optional fixed word for logs (e.g. which check a stale callback failed), carried as
+ * the failure's one detail; never caller or backend text.
+ */
+export function refusal(type: Refusal, why?: string): ApplicationFailure {
+  return ApplicationFailure.create({ type, message: REFUSAL_TEXT[type], nonRetryable: true, ...(why ? { details: [why] } : {}) });
+}
+
+/** The `why` word of a refusal (see {@link refusal}), or undefined. */
+export function refusalWhy(cause: unknown): string | undefined {
+  const d = cause instanceof ApplicationFailure ? cause.details?.[0] : undefined;
+  return typeof d === 'string' ? d : undefined;
 }
 
 /** The refusal `type` of an update failure's cause (`WorkflowUpdateFailedError.cause`), or undefined if it is not one. */

@@ -39,7 +39,7 @@ import { parseJsonWithLimits } from '../http/json-limits.js';
 import { problem } from '../http/problem.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from './callback-signature.js';
 import { backendCallbackUpdate } from '../../workflows/messages.js';
-import { REFUSAL, refusalOf } from '../../workflows/refusals.js';
+import { REFUSAL, refusalOf, refusalWhy } from '../../workflows/refusals.js';
 
 /** Options of {@link createArapCallbackReceiver}. */
 export interface ArapCallbackReceiverOptions {
@@ -155,7 +155,7 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
       }
       if (err instanceof WorkflowUpdateFailedError) {
         opts.logger.warn(
-          { refusal: refusalOf(err.cause) ?? 'other' },
+          { refusal: refusalOf(err.cause) ?? 'other', why: refusalWhy(err.cause), workflowId },
           'backend callback refused: replayed, stale or for no current generation',
         );
         return problem('not-pending', 'callback refused: replayed, stale, or for no current request');

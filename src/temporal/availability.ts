@@ -22,6 +22,8 @@ import { isGrpcDeadlineError, isGrpcServiceError, WorkflowUpdateRPCTimeoutOrCanc
 
 /** gRPC status code UNAVAILABLE (the server could not be reached). */
 const GRPC_UNAVAILABLE = 14;
+/** gRPC status code CANCELLED (the call was cut off on the client side). */
+const GRPC_CANCELLED = 1;
 /** gRPC status code RESOURCE_EXHAUSTED (a server limit: rate limits, a full query buffer). */
 const GRPC_RESOURCE_EXHAUSTED = 8;
 
@@ -51,10 +53,15 @@ export function isTemporalUnreachable(err: unknown): boolean {
   return false;
 }
 
-/** True when `err` is a deadline that passed before Temporal (or a worker) answered. */
+/**
+ * True when `err` is a deadline that passed before Temporal (or a worker) answered: gRPC
+ * DEADLINE_EXCEEDED, the update RPC timing out, or gRPC CANCELLED, which is how a call cut off by
+ * the deadline of `withDeadline` sometimes ends (nothing else in the front cancels a call).
+ */
 export function isTemporalNoAnswer(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcDeadlineError(e) || e instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return true;
+    if (e instanceof Error && (e as { code?: unknown }).code === GRPC_CANCELLED) return true;
   }
   return false;
 }

@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { ApprovalState, type SubmittedGeneration } from '../../workflows/approval-state.js';
-import { REFUSAL, REFUSAL_TEXT } from '../../workflows/refusals.js';
+import { REFUSAL, REFUSAL_TEXT, refusalWhy } from '../../workflows/refusals.js';
 import { inTaskJustificationKey } from '../../workflows/wire.js';
 import type { AccessRequestHint, ApprovalWorkflowInput } from '../../workflows/types.js';
 import { DAY, HOUR, workflowTestConfig } from '../support/workflow-env.js';
@@ -370,6 +370,27 @@ describe('ApprovalState: generations and callbacks (SEP-2848 §Completion, reque
     expect(() => state.validateCallback(cb)).not.toThrow();
     state.deny('backend-denied');
     expect(refusalOf(() => state.validateCallback(cb))).toBe(REFUSAL.staleCallback);
+  });
+
+  it('a stale refusal names, for the logs, which check the callback failed: no submission, other generation, other request, consumed, terminal', () => {
+    const { state } = fixture();
+    const why = (validate: () => void): string | undefined => {
+      try {
+        validate();
+      } catch (err) {
+        return refusalWhy(err);
+      }
+      return undefined;
+    };
+    const cb = { generation: 1, requestId: 'req-1', callbackId: 'w' };
+    expect(why(() => state.validateCallback(cb))).toBe('no-submission');
+    const g1 = submitted(state);
+    expect(why(() => state.validateCallback({ ...cb, generation: 2 }))).toBe('other-generation');
+    expect(why(() => state.validateCallback({ ...cb, requestId: 'req-forged' }))).toBe('other-request');
+    state.consumeForNextRequest(g1);
+    expect(why(() => state.validateCallback({ ...cb, requestId: g1.handle.requestId }))).toBe('consumed');
+    state.deny('backend-denied');
+    expect(why(() => state.validateCallback(cb))).toBe('terminal');
   });
 
   it('replay protection remembers the last 256 delivery ids', () => {

@@ -95,6 +95,13 @@ describe('Temporal guard', () => {
     expect(guard.isOpen()).toBe(false);
   });
 
+  it('a call cut off as gRPC CANCELLED (how a deadline sometimes ends a query), as the SDK wraps it, is retryable "no-answer", not an internal error', async () => {
+    const guard = createTemporalGuard({ client, failureThreshold: 10 });
+    const cut = Object.assign(new Error('1 CANCELLED: Cancelled on client'), { code: 1 });
+    const err = await unavailable(guard.run(() => Promise.reject(new ServiceError('Failed to query workflow', { cause: cut }))));
+    expect(err.reason).toBe('no-answer');
+  });
+
   it('errors that are not about availability pass through unchanged and do not count', async () => {
     const guard = createTemporalGuard({ client, failureThreshold: 1 });
     const own = new RangeError('not about Temporal');

@@ -107,10 +107,14 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.all('/mcp', async (c) => {
     const principal = c.get('principal');
     const token = c.get('bearerToken');
+    const body = c.get('mcpBody');
+    const authInfo = { token, clientId: principal.sub, scopes: [], extra: { principal } };
+    // A body already parsed by `jsonWithinLimits` goes to the SDK as `parsedBody`: it then reads,
+    // clones and parses nothing again (see `createMcpHandler`'s `parsedBody` option).
     const run = async () =>
-      finishMcpResponse(await handler.fetch(c.req.raw, { authInfo: { token, clientId: principal.sub, scopes: [], extra: { principal } } }));
+      finishMcpResponse(await handler.fetch(c.req.raw, { authInfo, ...(body?.parsed ? { parsedBody: body.value } : {}) }));
     if (!opts.tracer || c.req.method !== 'POST') return run();
-    return withMcpServerSpan(opts.tracer, c.req.raw, await c.req.raw.clone().text(), run);
+    return withMcpServerSpan(opts.tracer, c.req.raw, body?.text ?? (await c.req.raw.clone().text()), run);
   });
 
   app.route(
@@ -140,9 +144,29 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
 }
 
 /**
+ * The `/mcp` POST body as `jsonWithinLimits` read it: `text` as received; `parsed` true when it was
+ * JSON (then `value` is `JSON.parse(text)`, checked within the limits), false for an empty or
+ * whitespace-only body, which stays on the request for the SDK to answer as before.
+ */
+export interface McpRequestBody {
+  text: string;
+  parsed: boolean;
+  value?: unknown;
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Set by `jsonWithinLimits` for a `/mcp` POST with a body. */
+    mcpBody?: McpRequestBody;
+  }
+}
+
+/**
  * Middleware: a POST body (already size-bounded) is parsed within `src/http/json-limits.ts` before
- * the SDK sees it; refusals are JSON-RPC errors (see the module header). The body passes on as
- * the same text, so the SDK's own parsing and routing are unchanged.
+ * the SDK sees it; refusals are JSON-RPC errors (see the module header). A body that parsed is
+ * handed to the SDK as that value (`parsedBody`, the same `JSON.parse` result the SDK would compute
+ * from the text), so the request is not rebuilt, cloned or parsed again; an empty one is put back
+ * on the request as the same text, so the SDK's own answer to it is unchanged.
  */
 function jsonWithinLimits(): MiddlewareHandler {
   return async (c, next) => {
@@ -166,7 +190,10 @@ function jsonWithinLimits(): MiddlewareHandler {
         const { message, data } = invalidRequestParams(retry.method, [retry.issue]);
         return jsonRpcErrorResponse(400, -32602, message, data, idOf(text));
       }
+      c.set('mcpBody', { text, parsed: true, value: parsed.value });
+      return next();
     }
+    c.set('mcpBody', { text, parsed: false });
     c.req.raw = new Request(c.req.raw, { body: text });
     await next();
   };

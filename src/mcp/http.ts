@@ -43,6 +43,7 @@ import { invalidRequestParams, jsonRpcErrorResponse } from './errors.js';
 import { retryFieldIssue } from './spec-params.js';
 import type { Tracer } from '@opentelemetry/api';
 import { withMcpServerSpan } from './tracing.js';
+import { newResponseNote, RESPONSE_NOTE_KEY, type ResponseNote } from './response-note.js';
 
 /** Largest accepted body of a `/mcp` request, bytes (1 MiB; the SDK's own default is 4 MiB). */
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
@@ -108,11 +109,12 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     const principal = c.get('principal');
     const token = c.get('bearerToken');
     const body = c.get('mcpBody');
-    const authInfo = { token, clientId: principal.sub, scopes: [], extra: { principal } };
+    const note = newResponseNote();
+    const authInfo = { token, clientId: principal.sub, scopes: [], extra: { principal, [RESPONSE_NOTE_KEY]: note } };
     // A body already parsed by `jsonWithinLimits` goes to the SDK as `parsedBody`: it then reads,
     // clones and parses nothing again (see `createMcpHandler`'s `parsedBody` option).
     const run = async () =>
-      finishMcpResponse(await handler.fetch(c.req.raw, { authInfo, ...(body?.parsed ? { parsedBody: body.value } : {}) }));
+      finishMcpResponse(await handler.fetch(c.req.raw, { authInfo, ...(body?.parsed ? { parsedBody: body.value } : {}) }), note);
     if (!opts.tracer || c.req.method !== 'POST') return run();
     return withMcpServerSpan(opts.tracer, c.req.raw, body?.text ?? (await c.req.raw.clone().text()), run);
   });
@@ -218,7 +220,9 @@ function idOf(text: string): string | number | null {
  *   not answer) is sent with HTTP 503 and `Retry-After: <data.retryAfterSeconds>`, so HTTP clients
  *   and proxies see an outage as one (the JSON-RPC body is unchanged).
  */
-async function finishMcpResponse(res: Response): Promise<Response> {
+async function finishMcpResponse(res: Response, note: ResponseNote): Promise<Response> {
+  // a plain CallToolResult (`response-note.ts`) needs neither fix-up: not read, passed on as is
+  if (note.plainToolResult) return res;
   if (!(res.headers.get('content-type') ?? '').includes('application/json')) return res;
   const text = await res.text();
   if (text.includes('"retryAfterSeconds"')) {

@@ -3,8 +3,8 @@
  *
  * One call: validate arguments against the tool's schema → ask the tool's admission check
  * (`Tool.admit`: may refuse, or answer a repeat of an already claimed execution from the tool's
- * records, e.g. `submit_change`'s one execution per `change_id`) → build the immutable call binding →
- * ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did
+ * records, e.g. `submit_change`'s one execution per `change_id`) → check an MRTR retry against the
+ * immutable call binding → ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did
  * not run; deny, requestable: for a client that declared `io.modelcontextprotocol/tasks` in this
  * request, start or join the approval workflow and return `CreateTaskResult`; otherwise, by
  * configuration, the same workflow followed through the companion tools (`approval-tools.ts`,
@@ -13,7 +13,9 @@
  * (`submission-limiter.ts`; SEP-2848 §Security Implications, approval-request amplification).
  *
  * A call that proceeds (runs inline, or has its task) is then recorded with the tool (`Tool.own`);
- * a denied, refused or input-asking call records nothing with it.
+ * a denied, refused or input-asking call records nothing with it. The call binding, its keyed
+ * reference (logged as `callRef`) and the caller key are computed only when the call needs them:
+ * an allowed call of a tool without admission records needs the binding only for its audit line.
  *
  * Deliberately does not: execute on a requestable denial, log arguments, or echo any backend text.
  */

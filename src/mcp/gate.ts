@@ -4,9 +4,10 @@
  * One call: validate arguments against the tool's schema → ask the tool's admission check
  * (`Tool.admit`: may refuse, or answer a repeat of an already claimed execution from the tool's
  * records, e.g. `submit_change`'s one execution per `change_id`) → check an MRTR retry against the
- * immutable call binding → ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did
- * not run; deny, requestable: for a client that declared `io.modelcontextprotocol/tasks` in this
- * request, start or join the approval workflow and return `CreateTaskResult`; otherwise, by
+ * immutable call binding → ask the PDP → allow: run inline; deny, not requestable: an `isError`
+ * result saying the tool did not run; deny, requestable: for a client that declared
+ * `io.modelcontextprotocol/tasks` in this request, start or join the approval workflow and return
+ * `CreateTaskResult`; otherwise, by
  * configuration, the same workflow followed through the companion tools (`approval-tools.ts`,
  * the default), the degraded `isError` result with next-step guidance, or -32021. A new task
  * past a per-principal submission limit is instead a non-requestable denial naming the limit

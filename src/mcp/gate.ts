@@ -3,17 +3,20 @@
  *
  * One call: validate arguments against the tool's schema → ask the tool's admission check
  * (`Tool.admit`: may refuse, or answer a repeat of an already claimed execution from the tool's
- * records, e.g. `submit_change`'s one execution per `change_id`) → build the immutable call binding →
- * ask the PDP → allow: run inline; deny, not requestable: an `isError` result saying the tool did
- * not run; deny, requestable: for a client that declared `io.modelcontextprotocol/tasks` in this
- * request, start or join the approval workflow and return `CreateTaskResult`; otherwise, by
+ * records, e.g. `submit_change`'s one execution per `change_id`) → check an MRTR retry against the
+ * immutable call binding → ask the PDP → allow: run inline; deny, not requestable: an `isError`
+ * result saying the tool did not run; deny, requestable: for a client that declared
+ * `io.modelcontextprotocol/tasks` in this request, start or join the approval workflow and return
+ * `CreateTaskResult`; otherwise, by
  * configuration, the same workflow followed through the companion tools (`approval-tools.ts`,
  * the default), the degraded `isError` result with next-step guidance, or -32021. A new task
  * past a per-principal submission limit is instead a non-requestable denial naming the limit
  * (`submission-limiter.ts`; SEP-2848 §Security Implications, approval-request amplification).
  *
  * A call that proceeds (runs inline, or has its task) is then recorded with the tool (`Tool.own`);
- * a denied, refused or input-asking call records nothing with it.
+ * a denied, refused or input-asking call records nothing with it. The call binding, its keyed
+ * reference (logged as `callRef`) and the caller key are computed only when the call needs them:
+ * an allowed call of a tool without admission records needs the binding only for its audit line.
  *
  * Deliberately does not: execute on a requestable denial, log arguments, or echo any backend text.
  */
@@ -102,11 +105,26 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     );
   }
   const args = parsed.data as Record<string, unknown>;
-  const callerKey = taskOwnerKeyOf(call.principal);
+  // Built on first use, not on every call (each costs microseconds of hashing or, for the child
+  // logger, of redaction): an allowed call of a tool without admission records needs none of them
+  // unless its audit line is written (bench/perf-notes.md, allowed-call overhead).
+  let callerKeyMemo: string | undefined;
+  const callerKey = (): string => (callerKeyMemo ??= taskOwnerKeyOf(call.principal));
+  let bindingMemo: CallBinding | undefined;
+  const binding = (): CallBinding =>
+    (bindingMemo ??= createCallBinding({
+      tool: tool.name,
+      arguments: args,
+      principal: call.principal,
+      toolDescriptorDigest: deps.tools.descriptorDigest(tool.name),
+    }));
+  let logMemo: Logger | undefined;
+  // Log the keyed task reference, never the unkeyed binding digest (low-entropy arguments can be recovered from it).
+  const log = (): Logger => (logMemo ??= deps.logger.child({ tool: tool.name, callRef: deps.tasks.referenceOf(binding()) }));
   // The tool's own records, before policy (e.g. one caller and body per submit_change change_id): a
   // refusal is -32602; a repeat of an execution already claimed is answered from them, running nothing.
   const admission = tool.admit
-    ? await tool.admit(parsed.data, { callerKey, taskOf: (taskId) => taskViewOf(deps, call, taskId) })
+    ? await tool.admit(parsed.data, { callerKey: callerKey(), taskOf: (taskId) => taskViewOf(deps, call, taskId) })
     : { ok: true as const };
   if (admission.ok === false) throw invalidArguments(tool.name, [{ path: admission.path, message: admission.message }]);
   if (admission.ok === 'answered') {
@@ -125,40 +143,39 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
   const ownership: Ownership = {
     async own(taskId?: string) {
       const owned = tool.own
-        ? await tool.own(parsed.data, { callerKey, ...(taskId ? { taskId } : {}) })
+        ? await tool.own(parsed.data, { callerKey: callerKey(), ...(taskId ? { taskId } : {}) })
         : { ok: true as const, created: false };
       if (!owned.ok) throw invalidArguments(tool.name, [{ path: owned.path, message: owned.message }]);
       return owned.created;
     },
     async disown() {
-      await tool.disown?.(parsed.data, { callerKey });
+      if (tool.disown) await tool.disown(parsed.data, { callerKey: callerKey() });
     },
   };
-  const binding = createCallBinding({
-    tool: tool.name,
-    arguments: args,
-    principal: call.principal,
-    toolDescriptorDigest: deps.tools.descriptorDigest(tool.name),
-  });
   // An MRTR retry must be the same call: same tool, arguments and caller (the caller is bound by the codec).
-  if (call.mrtr.state && call.mrtr.state.digest !== binding.digest) throw requestStateMismatch();
+  if (call.mrtr.state && call.mrtr.state.digest !== binding().digest) throw requestStateMismatch();
   const decision = await deps.pdp.evaluate({
     subject: call.principal,
     action: { name: 'tools/call' },
-    resource: binding.resource,
+    // the binding's resource (`createCallBinding`), without hashing the binding for it
+    resource: { type: 'tool', id: tool.name },
     context: { arguments: args },
   });
-  // Log the keyed task reference, never the unkeyed binding digest (low-entropy arguments can be recovered from it).
-  const log = deps.logger.child({ tool: tool.name, callRef: deps.tasks.referenceOf(binding) });
 
   if (decision.decision === 'allow') {
-    log.info({ decision: 'allow', policyIds: decision.policyIds }, 'tools/call allowed; running inline');
+    // The same line the child logger writes (its bindings first), without building a child for
+    // one line, and without the binding and its keyed reference when the line is not written.
+    if (deps.logger.isLevelEnabled('info'))
+      deps.logger.info(
+        { tool: tool.name, callRef: deps.tasks.referenceOf(binding()), decision: 'allow', policyIds: decision.policyIds },
+        'tools/call allowed; running inline',
+      );
     await ownership.own();
     return runInline(tool, parsed.data, log);
   }
 
   if (!decision.accessRequest) {
-    log.info({ decision: 'deny', requestable: false, policyIds: decision.policyIds }, 'tools/call denied');
+    log().info({ decision: 'deny', requestable: false, policyIds: decision.policyIds }, 'tools/call denied');
     const reason = decision.reasons.length ? decision.reasons.map(sanitizeReason).join(' ') : 'Policy does not allow this call.';
     return {
       content: [{ type: 'text', text: `Not executed: ${reason} This denial cannot be approved; the tool did not run.` }],
@@ -174,7 +191,7 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     if (answer.kind === 'invalid') throw invalidInputResponse(answer.issues);
     if (answer.kind === 'reject' || answer.kind === 'refused') {
       const how = answer.kind === 'reject' ? 'reject' : answer.action;
-      log.info(
+      log().info(
         { decision: 'deny', requestable: true, mode: 'in-band', confirmation: how },
         'in-band confirmation refused; the tool did not run',
       );
@@ -183,16 +200,16 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     if (answer.kind === 'none') {
       const round = (call.mrtr.state?.round ?? 0) + 1;
       if (round > MAX_INPUT_ROUNDS) throw inputRoundsExhausted();
-      log.info({ round, mode: 'in-band' }, "requestable denial needs the requester's confirmation; input_required");
+      log().info({ round, mode: 'in-band' }, "requestable denial needs the requester's confirmation; input_required");
       return inputRequired({
         inputRequests: {
           [CONFIRMATION_INPUT_KEY]: inputRequired.elicit({ message: confirmationMessage(reason), requestedSchema: ConfirmationSchema }),
         },
-        requestState: await call.mrtr.mint({ v: 1, digest: binding.digest, round }),
+        requestState: await call.mrtr.mint({ v: 1, digest: binding().digest, round }),
       }) as unknown as Record<string, unknown>;
     }
     const confirmation = confirmationRecord(decision.accessRequest.policyId, answer.reason);
-    log.info(
+    log().info(
       {
         decision: 'allow',
         mode: 'in-band',
@@ -207,14 +224,14 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
       await ownership.own();
       return runInline(tool, parsed.data, log);
     }
-    return createOrJoinTask(deps, call, log, binding, decision.accessRequest, undefined, ownership, {
+    return createOrJoinTask(deps, call, log(), binding(), decision.accessRequest, undefined, ownership, {
       execution: tool.longRunning,
       confirmation,
       toolInfo: toolPresentation(tool),
     });
   }
   if (!call.clientSupportsTasks && deps.noTasksResponse !== 'approval-tools') {
-    log.info({ decision: 'deny', requestable: true, tasks: false }, 'requestable denial for a client without tasks');
+    log().info({ decision: 'deny', requestable: true, tasks: false }, 'requestable denial for a client without tasks');
     if (deps.noTasksResponse === 'error') throw missingTasksCapability();
     // No approval was opened, so nothing is left pending; the advice names who can request one.
     return {
@@ -239,14 +256,14 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
     // A decline or cancel is an answer (MCP elicitation): the call ends here, nothing submitted.
     const refused = call.mrtr.state ? refusedInput(call.mrtr.inputResponses ?? {}, JUSTIFICATION_INPUT_KEY) : undefined;
     if (refused) {
-      log.info({ decision: 'deny', requestable: true, input: refused }, 'submission input declined; nothing submitted');
+      log().info({ decision: 'deny', requestable: true, input: refused }, 'submission input declined; nothing submitted');
       return inputRefusedResult(reason, refused);
     }
     const given = call.mrtr.state ? acceptedContent(call.mrtr.inputResponses, JUSTIFICATION_INPUT_KEY, JustificationSchema) : undefined;
     if (!given) {
       const round = (call.mrtr.state?.round ?? 0) + 1;
       if (round > MAX_INPUT_ROUNDS) throw inputRoundsExhausted();
-      log.info({ round }, 'requestable denial needs a justification; input_required');
+      log().info({ round }, 'requestable denial needs a justification; input_required');
       return inputRequired({
         inputRequests: {
           [JUSTIFICATION_INPUT_KEY]: inputRequired.elicit({
@@ -254,20 +271,23 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Reco
             requestedSchema: JustificationSchema,
           }),
         },
-        requestState: await call.mrtr.mint({ v: 1, digest: binding.digest, round }),
+        requestState: await call.mrtr.mint({ v: 1, digest: binding().digest, round }),
       }) as unknown as Record<string, unknown>;
     }
     submissionInput = { justification: given.justification };
   }
 
-  return createOrJoinTask(deps, call, log, binding, decision.accessRequest, submissionInput, ownership, {
+  return createOrJoinTask(deps, call, log(), binding(), decision.accessRequest, submissionInput, ownership, {
     ...(tool.longRunning ? { execution: tool.longRunning } : {}),
     toolInfo: toolPresentation(tool),
   });
 }
 
-/** Run `tool` inline (an allowed or in-band-confirmed call): its result, or an `isError` result when it throws. */
-async function runInline(tool: Tool, args: Record<string, unknown>, log: Logger): Promise<Record<string, unknown>> {
+/**
+ * Run `tool` inline (an allowed or in-band-confirmed call): its result, or an `isError` result when
+ * it throws. `log` gives the call's logger, built only for that warning.
+ */
+async function runInline(tool: Tool, args: Record<string, unknown>, log: () => Logger): Promise<Record<string, unknown>> {
   try {
     const out = await tool.execute(args, { executionId: `inline/${randomUUID()}` });
     return {
@@ -276,7 +296,7 @@ async function runInline(tool: Tool, args: Record<string, unknown>, log: Logger)
       isError: out.isError === true,
     };
   } catch (err) {
-    log.warn({ err: (err as Error).name }, 'inline tool execution threw');
+    log().warn({ err: (err as Error).name }, 'inline tool execution threw');
     return { content: [{ type: 'text', text: 'The tool ran and failed; a side effect may have occurred.' }], isError: true };
   }
 }

@@ -43,6 +43,7 @@ import { invalidRequestParams, jsonRpcErrorResponse } from './errors.js';
 import { retryFieldIssue } from './spec-params.js';
 import type { Tracer } from '@opentelemetry/api';
 import { withMcpServerSpan } from './tracing.js';
+import { newResponseNote, RESPONSE_NOTE_KEY, type ResponseNote } from './response-note.js';
 
 /** Largest accepted body of a `/mcp` request, bytes (1 MiB; the SDK's own default is 4 MiB). */
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
@@ -107,10 +108,15 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
   app.all('/mcp', async (c) => {
     const principal = c.get('principal');
     const token = c.get('bearerToken');
+    const body = c.get('mcpBody');
+    const note = newResponseNote();
+    const authInfo = { token, clientId: principal.sub, scopes: [], extra: { principal, [RESPONSE_NOTE_KEY]: note } };
+    // A body already parsed by `jsonWithinLimits` goes to the SDK as `parsedBody`: it then reads,
+    // clones and parses nothing again (see `createMcpHandler`'s `parsedBody` option).
     const run = async () =>
-      finishMcpResponse(await handler.fetch(c.req.raw, { authInfo: { token, clientId: principal.sub, scopes: [], extra: { principal } } }));
+      finishMcpResponse(await handler.fetch(c.req.raw, { authInfo, ...(body?.parsed ? { parsedBody: body.value } : {}) }), note);
     if (!opts.tracer || c.req.method !== 'POST') return run();
-    return withMcpServerSpan(opts.tracer, c.req.raw, await c.req.raw.clone().text(), run);
+    return withMcpServerSpan(opts.tracer, c.req.raw, body?.text ?? (await c.req.raw.clone().text()), run);
   });
 
   app.route(
@@ -140,9 +146,29 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
 }
 
 /**
+ * The `/mcp` POST body as `jsonWithinLimits` read it: `text` as received; `parsed` true when it was
+ * JSON (then `value` is `JSON.parse(text)`, checked within the limits), false for an empty or
+ * whitespace-only body, which stays on the request for the SDK to answer as before.
+ */
+export interface McpRequestBody {
+  text: string;
+  parsed: boolean;
+  value?: unknown;
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Set by `jsonWithinLimits` for a `/mcp` POST with a body. */
+    mcpBody?: McpRequestBody;
+  }
+}
+
+/**
  * Middleware: a POST body (already size-bounded) is parsed within `src/http/json-limits.ts` before
- * the SDK sees it; refusals are JSON-RPC errors (see the module header). The body passes on as
- * the same text, so the SDK's own parsing and routing are unchanged.
+ * the SDK sees it; refusals are JSON-RPC errors (see the module header). A body that parsed is
+ * handed to the SDK as that value (`parsedBody`, the same `JSON.parse` result the SDK would compute
+ * from the text), so the request is not rebuilt, cloned or parsed again; an empty one is put back
+ * on the request as the same text, so the SDK's own answer to it is unchanged.
  */
 function jsonWithinLimits(): MiddlewareHandler {
   return async (c, next) => {
@@ -166,7 +192,10 @@ function jsonWithinLimits(): MiddlewareHandler {
         const { message, data } = invalidRequestParams(retry.method, [retry.issue]);
         return jsonRpcErrorResponse(400, -32602, message, data, idOf(text));
       }
+      c.set('mcpBody', { text, parsed: true, value: parsed.value });
+      return next();
     }
+    c.set('mcpBody', { text, parsed: false });
     c.req.raw = new Request(c.req.raw, { body: text });
     await next();
   };
@@ -191,7 +220,9 @@ function idOf(text: string): string | number | null {
  *   not answer) is sent with HTTP 503 and `Retry-After: <data.retryAfterSeconds>`, so HTTP clients
  *   and proxies see an outage as one (the JSON-RPC body is unchanged).
  */
-async function finishMcpResponse(res: Response): Promise<Response> {
+async function finishMcpResponse(res: Response, note: ResponseNote): Promise<Response> {
+  // a plain CallToolResult (`response-note.ts`) needs neither fix-up: not read, passed on as is
+  if (note.plainToolResult) return res;
   if (!(res.headers.get('content-type') ?? '').includes('application/json')) return res;
   const text = await res.text();
   if (text.includes('"retryAfterSeconds"')) {

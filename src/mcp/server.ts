@@ -16,6 +16,7 @@ import { gateToolCall, type GateDeps } from './gate.js';
 import { SpecParamsServer } from './spec-params.js';
 import { getTaskResult } from './task-projection.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './approval-tools.js';
+import { noteToolResult } from './response-note.js';
 import { TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION } from '../../workflows/wire.js';
 
 const TaskIdParams = z.looseObject({ taskId: z.string() });
@@ -70,7 +71,7 @@ export function createMcpServerFactory(
         // the plain tier's companion tools (approval-tools.ts), bound to the caller like tasks/*
         if (approvalTools && isApprovalTool(req.params.name))
           return (await callApprovalTool(deps.tasks, principalOf(c), req.params.name, req.params.arguments)) as never;
-        return (await gateToolCall(deps, {
+        const result = await gateToolCall(deps, {
           principal: principalOf(c),
           name: req.params.name,
           arguments: req.params.arguments as Record<string, unknown> | undefined,
@@ -80,7 +81,9 @@ export function createMcpServerFactory(
             inputResponses: c.mcpReq.inputResponses,
             mint: (state) => deps.requestStateCodec.mint(state, ctx),
           },
-        })) as never;
+        });
+        noteToolResult(c.http?.authInfo?.extra, result);
+        return result as never;
       }),
     );
     server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) =>

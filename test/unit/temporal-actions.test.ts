@@ -32,6 +32,16 @@ describe('Temporal Cloud actions counted from a recorded approval history', () =
     expect(totalActions(c)).toBe(11);
   });
 
+  it('with the reads as local activities (local-reads shape), the status fetch and policy re-check recorded in one workflow task cost one action, not two', () => {
+    // local-reads-approve: events 30 and 31 are the two local-activity markers, both of workflow
+    // task 26; the regular activities left are 11 (submit) and 32 (tool).
+    const before = count(raw('search-attributes-approve.history.json'));
+    const after = count(raw('local-reads-approve.history.json'));
+    expect(after.activity).toBe(2);
+    expect(after.localActivity).toBe(1);
+    expect(totalActions(after)).toBe(totalActions(before) - 1);
+  });
+
   it('a denied run costs fewer actions than an approved one: no policy re-check, no tool', () => {
     const approved = count(raw('search-attributes-approve.history.json'));
     const denied = count(raw('search-attributes-deny.history.json'));

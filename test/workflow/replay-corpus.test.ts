@@ -45,6 +45,14 @@ describe('recorded approval histories replay with the current workflow code', ()
     for (const f of current) expect(readFileSync(new URL(f, FIXTURES), 'utf8')).toMatch(/"langUsedFlags": \[\s*\d/);
   });
 
+  it('the current version runs the status fetch and the policy re-check as local activities, so their replay is covered too', () => {
+    const current = histories.filter((f) => f.startsWith('local-reads-'));
+    expect(current.length).toBeGreaterThanOrEqual(6);
+    const approve = readFileSync(new URL('local-reads-approve.history.json', FIXTURES), 'utf8');
+    expect(approve).toContain('core_local_activity');
+    expect(approve).not.toMatch(/"name": "(fetchApprovalStatus|evaluatePolicy)"/);
+  });
+
   it.each(histories)('%s replays without nondeterminism', async (file) => {
     const history = historyFromJSON(JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')));
     await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history)).resolves.toBeUndefined();

@@ -94,7 +94,7 @@ export function markdown(r: BenchResults): string {
     `| p50 | ${ar.baseline.p50Ms} ms | ${ar.countersign.p50Ms} ms | ${ar.ratio.p50}× | ≤ ${ar.target}× | ${yes(ar.met.p50)} | ${ar.shaped.p50Ms} ms | ${ar.ratioVsShaped.p50}× |`,
     `| p99 | ${ar.baseline.p99Ms} ms | ${ar.countersign.p99Ms} ms | ${ar.ratio.p99}× | ≤ ${ar.target}× | ${yes(ar.met.p99)} | ${ar.shaped.p99Ms} ms | ${ar.ratioVsShaped.p99}× |`,
     '',
-    'Countersign\u2019s path has, beyond the signal: the approval service\u2019s signed callback over HTTP to the MCP server, the `backendCallback` update (validated in a workflow task), three activities in sequence (authoritative status from the approval service over HTTP, Cedar re-evaluation, the tool on its ledger) and the execution claim; `tasks/get` of a closed task reads the workflow result. The same-shape variant isolates what those activity round trips cost on this Temporal server.',
+    'Countersign\u2019s path has, beyond the signal: the approval service\u2019s signed callback over HTTP to the MCP server, the `backendCallback` update (validated in a workflow task), the authoritative status from the approval service over HTTP and the Cedar re-evaluation (both local activities, in the workflow task the callback wakes; docs/DESIGN.md §4.5), the execution claim, and one regular activity (the tool on its ledger); `tasks/get` of a closed task reads the workflow result. The same-shape variant (three regular activities, the shape before the local reads) shows what those activity round trips cost on this Temporal server.',
     '',
     ...actionsSection(r),
     '## Scale-out',

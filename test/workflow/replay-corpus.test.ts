@@ -1,6 +1,7 @@
 // Scope: safe upgrades. Every recorded history in test/workflow/fixtures/ (each released workflow
 // version running approve, deny, expiry, chained request, in-task input and cancel, recorded by
-// fixtures/generate-replay-corpus.ts; plus older recordings) replays with the current workflow code,
+// fixtures/generate-replay-corpus.ts; plus older recordings; plus the submission limiter before and after
+// its idle-timer patch, recorded by fixtures/generate-limiter-history.ts) replays with the current workflow code,
 // as the worker bundles it (`bundleWorkflows`: workflows/index.ts and the OpenTelemetry workflow
 // interceptors). A change that alters the commands of a recorded run
 // without a `patched(...)` guard fails here before it reaches a worker (docs/OPERATIONS.md §Upgrades).

@@ -180,6 +180,24 @@ describe('submission limiter (time-skipping)', () => {
     });
   });
 
+  it('tasks that come and go one after another within the window start one idle timer, not one each, and the run still closes itself once idle', async () => {
+    const { acts } = limiterFakes();
+    await run(acts, async (tq, owner) => {
+      const { handle, reserve, release } = await startLimiter(tq, owner);
+      const tasks = 4;
+      for (let i = 0; i < tasks; i++) {
+        const r = await reserve(`wf-${i}`, { ...limits, maxSubmissionsPerWindow: 10 });
+        await release(`wf-${i}`, r);
+        // the release is in (nothing pending) before the next task reserves: an idle spell each time
+        while ((await handle.query(limiterCountsQuery)).pending > 0);
+      }
+      await handle.result(); // idle: nothing pending, window empty → the run closes itself
+      const timers = ((await handle.fetchHistory()).events ?? []).filter((e) => e.timerStartedEventAttributes).length;
+      expect(timers).toBeGreaterThanOrEqual(1);
+      expect(timers).toBeLessThan(tasks);
+    });
+  });
+
   it('keeps its state across continue-as-new', async () => {
     const { acts } = limiterFakes();
     await run(acts, async (tq, owner) => {

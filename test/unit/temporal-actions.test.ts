@@ -39,7 +39,13 @@ describe('Temporal Cloud actions counted from a recorded approval history', () =
     const after = count(raw('local-reads-approve.history.json'));
     expect(after.activity).toBe(2);
     expect(after.localActivity).toBe(1);
-    expect(totalActions(after)).toBe(totalActions(before) - 1);
+    expect(after.activity + after.localActivity).toBe(before.activity + before.localActivity - 1);
+  });
+
+  it('a run started with a reservation its own reserve created sends the limiter one signal (release), not two', () => {
+    // local-reads-approve was recorded with `limiter.joined: false`: no claim (limiter-claim-when-joined)
+    expect(count(raw('search-attributes-approve.history.json')).signalSent).toBe(2);
+    expect(count(raw('local-reads-approve.history.json')).signalSent).toBe(1);
   });
 
   it('a denied run costs fewer actions than an approved one: no policy re-check, no tool', () => {

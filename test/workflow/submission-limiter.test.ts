@@ -215,7 +215,10 @@ describe('submission limiter (time-skipping)', () => {
     });
   });
 
-  it('the approval workflow releases its slot when it terminalizes (cancel answers after the release)', async () => {
+  it.each([
+    ['claims a reservation that may be shared (joined, or a front that does not say) and releases it', undefined, ['claim', 'release']],
+    ['sends no claim for a reservation its own reserve created (joined: false), and still releases it', false, ['release']],
+  ] as const)('the approval workflow %s when it terminalizes (cancel answers after the release)', async (_name, joined, signalsSent) => {
     const limiter = limiterFakes();
     const approvals: ApprovalActivities = {
       async submitApprovalRequest({ body }) {
@@ -270,7 +273,11 @@ describe('submission limiter (time-skipping)', () => {
             ownerKey: owner,
             config,
             accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Needs approval.', policyId: 'p' },
-            limiter: { limiterWorkflowId: limiterWorkflowIdOf(owner), reservationId: r.reservationId },
+            limiter: {
+              limiterWorkflowId: limiterWorkflowIdOf(owner),
+              reservationId: r.reservationId,
+              ...(joined === undefined ? {} : { joined }),
+            },
           },
         ],
       });
@@ -280,6 +287,10 @@ describe('submission limiter (time-skipping)', () => {
       expect(await handle.query(limiterCountsQuery)).toMatchObject({ pending: 0 });
       expect((await approval.result()).status).toBe('cancelled');
       await handle.result();
+      const sent = ((await approval.fetchHistory()).events ?? []).flatMap(
+        (e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName ?? [],
+      );
+      expect(sent).toEqual(signalsSent);
     });
   });
 });

@@ -4,6 +4,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { BenchResults } from './run.js';
+import type { ActionCounts } from './lib/actions.js';
+import type { OutcomeActions } from './scenarios/actions.js';
 
 const yes = (b: boolean) => (b ? 'met' : '**missed**');
 const PERF_NOTES = fileURLToPath(new URL('./perf-notes.md', import.meta.url));
@@ -35,6 +37,12 @@ export function markdown(r: BenchResults): string {
     ),
     `| approve → result | p50 | ${ar.baseline.p50Ms} ms | ${ar.countersign.p50Ms} ms | ${ar.ratio.p50}× | ≤ ${ar.target}× | ${yes(ar.met.p50)} |`,
     `| approve → result | p99 | ${ar.baseline.p99Ms} ms | ${ar.countersign.p99Ms} ms | ${ar.ratio.p99}× | ≤ ${ar.target}× | ${yes(ar.met.p99)} |`,
+    ...(r.actions
+      ? [
+          `| Temporal actions per approved task | actions (queries excluded) | | ${r.actions.approved.total} | | | |`,
+          `| Temporal actions per denied task | actions (queries excluded) | | ${r.actions.denied.total} | | | |`,
+        ]
+      : []),
     `| backlog of ${b.pending} | tasks/get p99 | ${b.bareQuery.p99Ms} ms | ${b.tasksGet.p99Ms} ms | ${b.ratio.p99}× | ≤ ${b.target}× | ${yes(b.met)} |`,
     `| scale-out | 2 instances vs 1, ops/s | ${s.oneInstancePerSec}/s | ${s.twoInstancesPerSec}/s | ${s.ratio}× | ≥ ${s.target}× | ${yes(s.met)} |`,
     '',
@@ -86,8 +94,9 @@ export function markdown(r: BenchResults): string {
     `| p50 | ${ar.baseline.p50Ms} ms | ${ar.countersign.p50Ms} ms | ${ar.ratio.p50}× | ≤ ${ar.target}× | ${yes(ar.met.p50)} | ${ar.shaped.p50Ms} ms | ${ar.ratioVsShaped.p50}× |`,
     `| p99 | ${ar.baseline.p99Ms} ms | ${ar.countersign.p99Ms} ms | ${ar.ratio.p99}× | ≤ ${ar.target}× | ${yes(ar.met.p99)} | ${ar.shaped.p99Ms} ms | ${ar.ratioVsShaped.p99}× |`,
     '',
-    'Countersign\u2019s path has, beyond the signal: the approval service\u2019s signed callback over HTTP to the MCP server, the `backendCallback` update (validated in a workflow task), three activities in sequence (authoritative status from the approval service over HTTP, Cedar re-evaluation, the tool on its ledger) and the execution claim; `tasks/get` of a closed task reads the workflow result. The same-shape variant isolates what those activity round trips cost on this Temporal server.',
+    'Countersign\u2019s path has, beyond the signal: the approval service\u2019s signed callback over HTTP to the MCP server, the `backendCallback` update (validated in a workflow task), the authoritative status from the approval service over HTTP and the Cedar re-evaluation (both local activities, in the workflow task the callback wakes; docs/DESIGN.md §4.5), the execution claim, and one regular activity (the tool on its ledger); `tasks/get` of a closed task reads the workflow result. The same-shape variant (three regular activities, the shape before the local reads) shows what those activity round trips cost on this Temporal server.',
     '',
+    ...actionsSection(r),
     '## Scale-out',
     '',
     `MCP server instance B (its own process) joins A behind a round-robin HTTP proxy (\`bench/lib/proxy.ts\`); the same worker process serves both. Cross-instance: ${s.crossInstance.createdOnA} tasks created on A, ${s.crossInstance.readOnB} read as \`working\` on B, ${s.crossInstance.cancelledOnB} cancelled on B. Throughput: each operation creates a task and reads it with \`tasks/get\` through the proxy (with two upstreams the read usually lands on the other instance), ${s.concurrency} in flight, ${s.opsPerRun} operations per run, ${s.runs} interleaved runs per side, proxy with [A] vs [A, B]. Requests per upstream in the two-instance runs: ${s.requestsPerUpstream.join(' / ')}. Command: \`${r.command}\`.`,
@@ -140,4 +149,52 @@ export function markdown(r: BenchResults): string {
   ];
   if (existsSync(PERF_NOTES)) lines.push(readFileSync(PERF_NOTES, 'utf8').trimEnd(), '');
   return lines.join('\n');
+}
+
+const KIND_LABEL: Record<keyof ActionCounts, string> = {
+  workflowStarted: 'workflow started',
+  update: 'update accepted',
+  signalReceived: 'signal',
+  signalSent: 'signal sent (counted where received)',
+  timer: 'timer started',
+  activity: 'activity attempt',
+  localActivity: 'workflow task with local activities',
+  searchAttributeUpsert: 'search-attribute upsert',
+  childWorkflow: 'child workflow',
+  optionsUpdated: 'execution options updated',
+};
+
+/** The "Temporal actions per task" section: per outcome and kind, approval workflow and limiter share. */
+function actionsSection(r: BenchResults): string[] {
+  const x = r.actions;
+  if (!x) return [];
+  const kinds = (Object.keys(KIND_LABEL) as Array<keyof ActionCounts>).filter((k) => x.approved.perTask[k] > 0 || x.denied.perTask[k] > 0);
+  const cell = (o: OutcomeActions, k: keyof ActionCounts) => `${o.approvalWorkflow[k]} + ${o.limiterShare[k]}`;
+  return [
+    '## Temporal actions per task',
+    '',
+    `Billable actions as Temporal Cloud counts them (rule and source: \`docs/PERFORMANCE-ACTIONS.md\`), counted from the event histories of ${x.tasksPerOutcome} approval tasks the approver approved (the tool ran) and ${x.tasksPerOutcome} it denied, each outcome under its own principal, plus that principal's submission-limiter workflow divided over its tasks (its start amortised over ${x.tasksPerOutcome} tasks). A signal is counted once, where it is received. Queries leave no event: each \`tasks/get\` of an open task sends one (one action), shown separately. Outcomes: approved ${Object.entries(
+      x.approved.outcomes,
+    )
+      .map(([k, v]) => `${k} × ${v}`)
+      .join(', ')}; denied ${Object.entries(x.denied.outcomes)
+      .map(([k, v]) => `${k} × ${v}`)
+      .join(', ')}. Command: \`${r.command}\`.`,
+    '',
+    '| kind | approved: approval workflow + limiter share | denied: approval workflow + limiter share |',
+    '|---|---|---|',
+    ...kinds.map((k) => `| ${KIND_LABEL[k]} | ${cell(x.approved, k)} | ${cell(x.denied, k)} |`),
+    `| **total per task** | **${x.approved.total}** | **${x.denied.total}** |`,
+    `| regular activities scheduled | ${
+      Object.entries(x.approved.activities)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    } | ${
+      Object.entries(x.denied.activities)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    } |`,
+    `| \`tasks/get\` polls of the open task (${x.pollGapMs} ms gap), ${x.actionsPerOpenPoll} query action each | ${x.approved.openPollsPerTask} | ${x.denied.openPollsPerTask} |`,
+    '',
+  ];
 }

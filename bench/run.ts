@@ -7,7 +7,8 @@
 // `--smoke`: tiny N, one run, results to bench/results.smoke.json only (BENCHMARKS.md untouched).
 // `--backlog N`: backlog size (default 10,000; smoke 40); `--backlog-budget S`: time budget for
 // growing it (default 900 s), after which it stops and reports the size reached.
-// Profiling: `--only allowed,create,approve,scale,backlog`, `--tasks N`, `--levels 1,16`, and
+// Profiling: `--only allowed,create,approve,actions,scale,backlog`, `--tasks N`, `--levels 1,16`,
+// `--action-tasks N`, and
 // BENCH_CPU_PROF=<dir> (a V8 CPU profile of every role process).
 import { mkdtempSync, readdirSync, copyFileSync, writeFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -28,6 +29,7 @@ import { closedLoop, round } from './lib/stats.js';
 import { markdown } from './report.js';
 import { startRole, type RoleProcess, type RoleSpec } from './roles/spec.js';
 import { allowedCallScenario, type AllowedCallResult } from './scenarios/allowed-call.js';
+import { actionsScenario, type ActionsResult } from './scenarios/actions.js';
 import { approveResultScenario, type ApproveResultResult } from './scenarios/approve-result.js';
 import { backlogScenario, type BacklogResult } from './scenarios/backlog.js';
 import { scaleOutScenario, type ScaleOutResult } from './scenarios/scale-out.js';
@@ -47,11 +49,13 @@ export interface BenchOptions {
   /** Write BENCHMARKS.md (default: not in smoke mode). */
   writeMarkdown?: boolean;
   log?: (line: string) => void;
-  /** Run only these scenarios (allowed, create, approve, scale, backlog): results.partial.json, no report. For profiling. */
+  /** Run only these scenarios (allowed, create, approve, actions, scale, backlog): results.partial.json, no report. For profiling. */
   only?: string[];
   /** Override tasks per run of the task-creation scenario and its levels (profiling). */
   createTasksPerRun?: number;
   createLevels?: number[];
+  /** Tasks per outcome (approved, denied) of the actions scenario; default 10 (smoke: 2). */
+  actionTasks?: number;
 }
 
 export interface BenchResults {
@@ -64,6 +68,8 @@ export interface BenchResults {
   allowedCall: AllowedCallResult;
   taskCreation: TaskCreationResult & { cancelled: number; cancelFailures: number };
   approveResult: ApproveResultResult;
+  /** Temporal Cloud actions per approved and per denied task (bench/scenarios/actions.ts). */
+  actions: ActionsResult;
   scaleOut: ScaleOutResult;
   backlog: BacklogResult;
   /** Peak RSS per process, MiB (VmHWM / sampled VmRSS). */
@@ -199,6 +205,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
 
     // 3. approve → result; 4. scale-out; 5. backlog (last: its tasks stay pending until the end)
     const approveResult = !want('approve') ? (undefined as never) : await approveResultScenario(ctxA);
+    const actions = !want('actions') ? (undefined as never) : await actionsScenario(ctxA, opts.actionTasks);
     const scaleOut = !want('scale') ? (undefined as never) : await scaleOutScenario(ctxA);
     const backlog = !want('backlog')
       ? (undefined as never)
@@ -218,6 +225,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
       allowedCall,
       taskCreation: taskCreation && { ...taskCreation, cancelled: cancelled - cancelFailures, cancelFailures },
       approveResult,
+      actions,
       scaleOut,
       backlog,
       peakRssMiB: { ...sampler.peakMiB },
@@ -258,6 +266,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const tasks = arg('--tasks');
   const budget = arg('--backlog-budget');
   const levels = arg('--levels')?.split(',').map(Number);
+  const actionTasks = arg('--action-tasks');
   runBench({
     smoke,
     ...(backlog ? { backlog } : {}),
@@ -265,6 +274,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     ...(tasks ? { createTasksPerRun: Number(tasks) } : {}),
     ...(levels ? { createLevels: levels } : {}),
     ...(budget ? { backlogBudgetS: Number(budget) } : {}),
+    ...(actionTasks ? { actionTasks: Number(actionTasks) } : {}),
   })
     .then((r) => {
       process.stdout.write(
@@ -272,6 +282,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
           allowedCall: r.allowedCall?.ratio,
           taskCreation: r.taskCreation?.levels.map((l) => ({ c: l.concurrency, ratio: l.ratio, perSec: l.countersignPerSec })),
           approveResult: r.approveResult?.ratio,
+          actions: r.actions && { approved: r.actions.approved.total, denied: r.actions.denied.total },
           scaleOut: r.scaleOut?.ratio,
           backlog: r.backlog && { ratio: r.backlog.ratio, mcpRssGrowth: r.backlog.mcpRssGrowth, creationPerSec: r.backlog.creationPerSec },
           peakRssMiB: r.peakRssMiB,

@@ -47,6 +47,15 @@ describe('bench smoke', () => {
     expect(positive(ar.shaped.p50Ms) && positive(ar.ratioVsShaped.p50)).toBe(true);
     expect(Object.keys(ar.dispositions)).toEqual(['approved-executed']);
 
+    const x = json.actions;
+    expect(Object.keys(x.approved.outcomes)).toEqual(['completed approved-executed']);
+    expect(Object.keys(x.denied.outcomes)).toEqual(['completed denied-not-executed']);
+    // counted from real histories: every task started a run, and only an approved one ran the tool
+    expect(x.approved.perTask.workflowStarted).toBeGreaterThanOrEqual(1);
+    expect(x.approved.activities.executeTool).toBe(1);
+    expect(x.denied.activities.executeTool).toBeUndefined();
+    expect(x.approved.total).toBeGreaterThan(x.denied.total);
+
     const s = json.scaleOut;
     expect(positive(s.oneInstancePerSec) && positive(s.twoInstancesPerSec) && positive(s.ratio)).toBe(true);
     expect(s.crossInstance.readOnB).toBe(s.crossInstance.createdOnA);
@@ -72,6 +81,7 @@ describe('bench smoke', () => {
       '## Allowed-call overhead',
       '## Task creation',
       '## Approve → result',
+      '## Temporal actions per task',
       '## Scale-out',
       '## Backlog',
       '## Peak memory per process',

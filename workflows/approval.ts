@@ -38,6 +38,7 @@ import {
   condition,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   proxySinks,
   setHandler,
   upsertSearchAttributes,
@@ -71,11 +72,37 @@ import {
 export const IN_BAND_CONFIRMATION_PATCH = 'in-band-confirmation';
 
 /**
+ * Patch id of runs whose authoritative status fetch and policy re-check run as local activities
+ * (docs/DESIGN.md §Reads as local activities); runs recorded before it schedule them as regular
+ * activities and replay that way.
+ */
+export const LOCAL_READS_PATCH = 'local-reads';
+
+/**
  * Backend, policy and cancel calls. `startToCloseMs` also bounds how long a call lost with its
  * worker waits before the retry (no heartbeats): `config.backendCallTimeoutMs`, default 30 s.
  */
 function backendActivities(startToCloseMs: number) {
   return proxyActivities<ApprovalActivities>({
+    startToCloseTimeout: startToCloseMs,
+    scheduleToCloseTimeout: '15m',
+    retry: {
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      maximumInterval: '1m',
+      nonRetryableErrorTypes: [FAILURE.backendConflict, FAILURE.backendInvalid, FAILURE.backendUnauthorized, FAILURE.backendNotFound],
+    },
+  });
+}
+
+/**
+ * The two reads, `fetchApprovalStatus` and `evaluatePolicy`, as local activities: run by the worker
+ * that runs the workflow task, recorded as a marker when it completes, repeated (never skipped) if
+ * the worker is lost before that. Same timeout and retry policy as {@link backendActivities}; a
+ * retry wait longer than the local retry threshold becomes a durable timer.
+ */
+function readActivities(startToCloseMs: number) {
+  return proxyLocalActivities<Pick<ApprovalActivities, 'fetchApprovalStatus' | 'evaluatePolicy'>>({
     startToCloseTimeout: startToCloseMs,
     scheduleToCloseTimeout: '15m',
     retry: {
@@ -133,6 +160,8 @@ interface Run {
   state: ApprovalState;
   input: ApprovalWorkflowInput;
   backend: ActivityInterfaceFor<ApprovalActivities>;
+  /** Where the status fetch and the policy re-check run: local activities, or `backend` in runs recorded before {@link LOCAL_READS_PATCH}. */
+  reads: () => Pick<ActivityInterfaceFor<ApprovalActivities>, 'fetchApprovalStatus' | 'evaluatePolicy'>;
   execution: ActivityInterfaceFor<ApprovalActivities>;
   taskId: string;
 }
@@ -140,10 +169,14 @@ interface Run {
 async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Promise<void>): Promise<TaskSnapshot> {
   const info = workflowInfo();
   const state = new ApprovalState(input, info.workflowId);
+  const backend = backendActivities(input.config.backendCallTimeoutMs ?? 30_000);
+  const local = readActivities(input.config.backendCallTimeoutMs ?? 30_000);
   const run: Run = {
     state,
     input,
-    backend: backendActivities(input.config.backendCallTimeoutMs ?? 30_000),
+    backend,
+    // asked at the first read, where a run recorded before the patch scheduled its first read activity
+    reads: () => (patched(LOCAL_READS_PATCH) ? local : backend),
     execution: executionActivities(input),
     taskId: taskIdFor(info.workflowId, info.runId),
   };
@@ -258,7 +291,7 @@ async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise
  * poll triggers an authoritative status fetch; `expired` once the request deadline passes; null
  * when the task was fenced meanwhile.
  */
-async function awaitDecision({ state, backend, input }: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
+async function awaitDecision({ state, reads, input }: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
   const cfg = input.config;
   let deadline = state.awaitingDecision(g);
   let pollDelay = cfg.statusPollInitialMs;
@@ -269,7 +302,7 @@ async function awaitDecision({ state, backend, input }: Run, g: SubmittedGenerat
     state.clearPendingCallback();
     let status: BackendStatus | null;
     try {
-      status = await backend.fetchApprovalStatus(g.handle);
+      status = await reads().fetchApprovalStatus(g.handle);
     } catch {
       status = null; // backend unreachable: keep waiting; the request deadline still applies
     }
@@ -287,7 +320,7 @@ async function awaitDecision({ state, backend, input }: Run, g: SubmittedGenerat
  * backoff and jitter, and the waits stop at approval expiry. null unless a further request follows.
  */
 async function reEvaluate(run: Run, approval: ApprovalMaterial): Promise<AccessRequestHint | null> {
-  const { state, backend, input } = run;
+  const { state, reads, input } = run;
   const approvalDeadline = state.approvalDeadline(approval);
   for (let attempt = 0; ; attempt++) {
     if (state.isTerminal()) return null;
@@ -296,7 +329,7 @@ async function reEvaluate(run: Run, approval: ApprovalMaterial): Promise<AccessR
       return null;
     }
     state.setPhase('re-evaluating');
-    const r = await backend.evaluatePolicy({ binding: input.binding, approval });
+    const r = await reads().evaluatePolicy({ binding: input.binding, approval });
     if (state.isTerminal()) return null;
     switch (r.outcome) {
       case 'allow':

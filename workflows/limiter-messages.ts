@@ -54,6 +54,13 @@ export interface ClaimRequest {
 export interface LimiterReservation {
   limiterWorkflowId: string;
   reservationId: string;
+  /**
+   * What `reserve` answered: `false` when this call created the reservation, so no earlier run of
+   * the same approval workflow id can hold it and the run need not `claim` it; `true`, or absent
+   * (fronts before this field), when it may be held by an earlier run closing meanwhile, so the run
+   * claims it (`limiter-release.ts`).
+   */
+  joined?: boolean;
 }
 
 /** One open reservation: the approval task it stands for is pending (or about to start). */

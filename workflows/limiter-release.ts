@@ -26,12 +26,18 @@ export function reservationReleaser(reservation: LimiterReservation | undefined,
       : Promise.resolve());
 }
 
+/** Patch id of runs that claim only a reservation they joined (`LimiterReservation.joined`). */
+export const CLAIM_WHEN_JOINED_PATCH = 'limiter-claim-when-joined';
+
 /**
- * Tell the limiter this run holds `reservation` (see `claimSignal`). Call once at the start of the
- * approval run; never rejects. Guarded by a patch marker so runs started before it replay unchanged.
+ * Tell the limiter this run holds `reservation` (see `claimSignal`), unless `reserve` created it for
+ * this run (`joined: false`). Call once at the start of the approval run; never rejects. Guarded by a patch marker so runs started before it replay unchanged.
  */
 export async function claimReservation(reservation: LimiterReservation | undefined, approvalWorkflowId: string): Promise<void> {
   if (!reservation || !patched('limiter-claim')) return;
+  // A reservation this task's own `reserve` created is held by no other run: nothing to claim from
+  // (the claim orders a newer run's slot against an older run's late release; see `claimSignal`).
+  if (reservation.joined === false && patched(CLAIM_WHEN_JOINED_PATCH)) return;
   await CancellationScope.nonCancellable(() =>
     getExternalWorkflowHandle(reservation.limiterWorkflowId).signal(claimSignal, {
       approvalWorkflowId,

@@ -25,7 +25,17 @@
  * Deliberately does not: know principals (only the hashed owner key), hold arguments, or talk to
  * the network itself (the audit is an activity). Time is workflow time.
  */
-import { allHandlersFinished, condition, continueAsNew, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  patched,
+  proxyActivities,
+  setHandler,
+  sleep,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { LimiterActivities } from '../activities/limiter-activities.js';
 import {
   limiterCountsQuery,
@@ -38,6 +48,12 @@ import {
   type ReserveRequest,
   type ReserveResult,
 } from './limiter-messages.js';
+
+/**
+ * Patch id of runs that keep one idle timer across busy spells instead of starting one each time the
+ * pending count drops to zero (docs/PERFORMANCE-ACTIONS.md: every started timer is an action).
+ */
+export const LIMITER_IDLE_TIMER_PATCH = 'limiter-idle-timer';
 
 const DEFAULT_TUNING: LimiterTuning = { auditGraceMs: 5 * 60_000, auditMinIntervalMs: 60_000, maxHistoryEvents: 2_000 };
 
@@ -137,6 +153,19 @@ export async function submissionLimiterWorkflow(input: LimiterInput): Promise<vo
   /** When the run may close: nothing pending and the latest admission out of the window. */
   const idleAtMs = (): number | undefined => (pendingCount() === 0 ? lastAdmissionMs() + state.windowMs : undefined);
 
+  // asked once, at the run's first workflow task: runs recorded before it replay with a timer per idle spell
+  const keepIdleTimer = patched(LIMITER_IDLE_TIMER_PATCH);
+  let idleTimerArmed = false;
+  let idleTimerFired = false;
+  const armIdleTimer = (atMs: number): void => {
+    if (idleTimerArmed) return;
+    idleTimerArmed = true;
+    void sleep(Math.max(1, atMs - Date.now())).then(() => {
+      idleTimerArmed = false;
+      idleTimerFired = true;
+    });
+  };
+
   for (;;) {
     const idleAt = idleAtMs();
     if (idleAt !== undefined && Date.now() >= idleAt) {
@@ -147,7 +176,13 @@ export async function submissionLimiterWorkflow(input: LimiterInput): Promise<vo
     // Wake when the idle time may have moved (a slot freed or taken, a new admission, a new window).
     const key = `${pendingCount() === 0}:${lastAdmissionMs()}:${state.windowMs}`;
     const changed = () => `${pendingCount() === 0}:${lastAdmissionMs()}:${state.windowMs}` !== key || mustContinueAsNew();
-    if (idleAt === undefined) await condition(changed);
+    if (keepIdleTimer) {
+      // One timer at a time: a timer armed for an earlier idle time is left running (it wakes the
+      // loop early, which re-checks and arms the next), so a busy spell costs no timer per task.
+      if (idleAt !== undefined) armIdleTimer(idleAt);
+      idleTimerFired = false;
+      await condition(() => changed() || idleTimerFired);
+    } else if (idleAt === undefined) await condition(changed);
     else await condition(changed, Math.max(1, idleAt - Date.now()));
     if (mustContinueAsNew()) {
       await condition(allHandlersFinished);

@@ -101,7 +101,8 @@ export function createSubmissionLimiter(opts: SubmissionLimiterOptions): Submiss
           await new Promise((r) => setTimeout(r, 50 * attempt));
         }
       }
-      if (result.admitted) return { limiterWorkflowId: limiterWorkflowIdOf(ownerKey), reservationId: result.reservationId };
+      if (result.admitted)
+        return { limiterWorkflowId: limiterWorkflowIdOf(ownerKey), reservationId: result.reservationId, joined: result.joined };
       if (await isRunning(approvalWorkflowId)) return null; // joining a running task never consumes budget
       throw new SubmissionLimitedError(result.reason);
     },

@@ -87,6 +87,9 @@ function timeOf(e: HistoryEvent): string {
   return new Date(seconds * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString();
 }
 
+/** Marker name the TypeScript SDK (Core) gives a local activity's result; its `data` names the activity type. */
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+
 async function decodeFirst(codec: PayloadCodec, payloads: temporal.api.common.v1.IPayloads | null | undefined): Promise<unknown> {
   const list = (payloads?.payloads ?? []) as Payload[];
   if (list.length === 0) return undefined;
@@ -133,22 +136,36 @@ export async function evidenceFromHistory(
       if (name === 'executeTool' && claimAt === null) claimAt = timeOf(e); // the claim is the step right before
       continue;
     }
+    // A completed regular activity, or a local activity's marker (the status fetch and the policy
+    // re-check since the `local-reads` patch, docs/DESIGN.md §4.5): its type and result.
+    let act: { name: string } | undefined;
+    let result: temporal.api.common.v1.IPayloads | null | undefined;
     const c = e.activityTaskCompletedEventAttributes;
-    if (!c) continue;
-    const act = scheduled.get(String(c.scheduledEventId));
+    const m = e.markerRecordedEventAttributes;
+    if (c) {
+      act = scheduled.get(String(c.scheduledEventId));
+      result = c.result;
+    } else if (m?.markerName === LOCAL_ACTIVITY_MARKER && m.details?.result) {
+      // `data` is the SDK's own bookkeeping (activity type, attempt, times), written by the worker
+      // core outside the payload codec: plain JSON, read without it. `result` went through the codec.
+      const first = m.details.data?.payloads?.[0] as Payload | undefined;
+      const data = (first ? defaultPayloadConverter.fromPayload(first) : undefined) as { activity_type?: unknown } | undefined;
+      if (typeof data?.activity_type === 'string') act = { name: data.activity_type };
+      result = m.details.result;
+    }
     if (!act) continue;
     if (act.name === 'submitApprovalRequest') {
-      const handle = (await decodeFirst(codec, c.result)) as BackendHandle;
+      const handle = (await decodeFirst(codec, result)) as BackendHandle;
       requests.push({ generation: requests.length + 1, requestId: handle.requestId, outcome: 'pending', quorum: null, decisions: [] });
     } else if (act.name === 'fetchApprovalStatus') {
-      const status = (await decodeFirst(codec, c.result)) as BackendStatus;
+      const status = (await decodeFirst(codec, result)) as BackendStatus;
       const current = requests[requests.length - 1];
       if (current && status.state !== 'pending') {
         current.outcome = status.state;
         if (status.state === 'approved') current.decisions = fromMaterial(status.approval);
       }
     } else if (act.name === 'evaluatePolicy') {
-      const r = (await decodeFirst(codec, c.result)) as ReEvaluation & { policyIds?: string[] };
+      const r = (await decodeFirst(codec, result)) as ReEvaluation & { policyIds?: string[] };
       policyDecisions.push({
         stage: 're-evaluation',
         decision: r.outcome === 'allow' ? 'allow' : 'deny',

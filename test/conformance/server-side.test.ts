@@ -42,8 +42,12 @@ const input = (overrides: { requestTtlMs?: number } = {}) => ({
   },
 });
 
-/** The time-skipped server clock as the running activity sees it. */
-const serverNow = () => Context.current().info.currentAttemptScheduledTimestampMs;
+/**
+ * The time-skipped server clock, read by the fake status fetch and policy check when they start
+ * (both run as local activities, whose scheduled time is the worker's clock, not the server's).
+ */
+let clockMs = 0;
+const serverNow = () => clockMs;
 const approvedFor = (ms: number): BackendStatus => {
   const now = serverNow();
   return {
@@ -87,6 +91,7 @@ function fakes(script: Script) {
       };
     },
     async fetchApprovalStatus(h) {
+      clockMs = await t.env.currentTimeMs();
       return script.status ? script.status(h) : { state: 'pending', expiresAt: h.expiresAt };
     },
     async cancelApprovalRequest() {
@@ -94,6 +99,7 @@ function fakes(script: Script) {
       return script.cancel ? script.cancel() : true;
     },
     async evaluatePolicy({ approval }) {
+      clockMs = await t.env.currentTimeMs();
       calls.evaluate.push(approval);
       return script.evaluate ? script.evaluate(approval) : { outcome: 'allow' };
     },
@@ -256,7 +262,7 @@ describe('the claim is the enforcement point (SEP-2848 §Completion)', () => {
         return s;
       },
       execute: async () => {
-        claimedAt = serverNow();
+        claimedAt = await t.env.currentTimeMs();
         await new Promise((r) => setTimeout(r, 3_000)); // the approval's validity ends meanwhile
       },
     });

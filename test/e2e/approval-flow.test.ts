@@ -226,6 +226,10 @@ describe('closed tasks', () => {
     const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
     expect(await decide(stack, m, 'deny')).toBe(200);
     const done = await waitForTerminal(alice, created.taskId);
+    // a terminal snapshot is visible before the run closes (it still sends the limiter release and
+    // awaits its delivery): wait for the close, so what is read below is the stored result
+    const [wf, run] = created.taskId.split('.') as [string, string];
+    await stack.temporal.workflow.getHandle(`${APPROVAL_WORKFLOW_ID_PREFIX}${wf}`, run).result();
     await stack.stopWorker();
     try {
       const t = await alice.request<WireTask>('tasks/get', { taskId: created.taskId });

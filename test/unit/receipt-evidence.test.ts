@@ -16,33 +16,38 @@ const fixture = (name: string) =>
   historyFromJSON(JSON.parse(readFileSync(new URL(`../workflow/fixtures/${name}.history.json`, import.meta.url), 'utf8')));
 
 describe('evidence from a recorded history', () => {
-  it('a chained request: two approved generations, a re-evaluation asking for more then one allowing, the claim and approved-executed', async () => {
-    const history = fixture('search-attributes-chained-request');
-    const input = await workflowInputOf(history, plain);
-    const e = await evidenceFromHistory(ids, history, plain);
-    const { tool, principal, resource } = e.callBinding;
-    expect(jcsSha256({ tool, arguments: input.binding.arguments, principal, resource })).toBe(e.callBinding.digest);
-    expect(JSON.stringify(e)).not.toContain('acct-991');
-    expect(e.policyDecisions.map((d) => [d.stage, d.decision, d.outcome, d.policyIds])).toEqual([
-      ['initial', 'deny', undefined, [input.accessRequest.policyId]],
-      ['re-evaluation', 'deny', 'request', ['p2']],
-      ['re-evaluation', 'allow', 'allow', []],
-    ]);
-    expect(e.approvalRequests.map((r) => [r.generation, r.requestId, r.outcome])).toEqual([
-      [1, 'req-1', 'approved'],
-      [2, 'req-2', 'approved'],
-    ]);
-    expect(e.approvalRequests[0]!.decisions).toEqual([{ approver: 'bob', decision: 'approve', channel: null, at: expect.any(String) }]);
-    expect(e.approvalRequests[0]!.quorum).toBeNull();
-    expect(e.executionClaim).toMatchObject({ claimed: true, executionId: 'corpus.run-1/execution' });
-    const claimAt = (e.executionClaim as { at: string }).at;
-    expect(Date.parse(claimAt)).toBeGreaterThan(Date.parse(e.policyDecisions[2]!.at!));
-    expect(e).toMatchObject({
-      disposition: 'approved-executed',
-      approvalMode: 'out-of-band',
-      task: { status: 'completed', taskId: 'corpus.run-1' },
-    });
-  });
+  it.each(['search-attributes-chained-request', 'local-reads-chained-request'])(
+    'a chained request (%s): two approved generations, a re-evaluation asking for more then one allowing, the claim and approved-executed; status and re-checks read from activities or local-activity markers alike',
+    async (name) => {
+      const history = fixture(name);
+      const input = await workflowInputOf(history, plain);
+      const e = await evidenceFromHistory(ids, history, plain);
+      const { tool, principal, resource } = e.callBinding;
+      expect(jcsSha256({ tool, arguments: input.binding.arguments, principal, resource })).toBe(e.callBinding.digest);
+      expect(JSON.stringify(e)).not.toContain('acct-991');
+      expect(e.policyDecisions.map((d) => [d.stage, d.decision, d.outcome, d.policyIds])).toEqual([
+        ['initial', 'deny', undefined, [input.accessRequest.policyId]],
+        ['re-evaluation', 'deny', 'request', ['p2']],
+        ['re-evaluation', 'allow', 'allow', []],
+      ]);
+      expect(e.approvalRequests.map((r) => [r.generation, r.requestId, r.outcome])).toEqual([
+        [1, 'req-1', 'approved'],
+        [2, 'req-2', 'approved'],
+      ]);
+      expect(e.approvalRequests[0]!.decisions).toEqual([{ approver: 'bob', decision: 'approve', channel: null, at: expect.any(String) }]);
+      expect(e.approvalRequests[0]!.quorum).toBeNull();
+      expect(e.executionClaim).toMatchObject({ claimed: true, executionId: 'corpus.run-1/execution' });
+      const claimAt = (e.executionClaim as { at: string }).at;
+      // not before the re-evaluation that allowed it (with the local reads both are recorded by the
+      // same workflow task completion, so they share its server time)
+      expect(Date.parse(claimAt)).toBeGreaterThanOrEqual(Date.parse(e.policyDecisions[2]!.at!));
+      expect(e).toMatchObject({
+        disposition: 'approved-executed',
+        approvalMode: 'out-of-band',
+        task: { status: 'completed', taskId: 'corpus.run-1' },
+      });
+    },
+  );
 
   it('a denial: the request denied, no claim, denied-not-executed; decisions come from the record source when it knows the request', async () => {
     const records: DecisionRecordSource = {

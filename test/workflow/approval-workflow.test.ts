@@ -51,6 +51,7 @@ function fakes(script: {
       };
     },
     async fetchApprovalStatus(h) {
+      clockMs = await t.env.currentTimeMs();
       calls.status.push(h.requestId);
       return script.status(h, ++statusN);
     },
@@ -59,6 +60,7 @@ function fakes(script: {
       return true;
     },
     async evaluatePolicy() {
+      clockMs = await t.env.currentTimeMs();
       calls.evaluate.push(serverNow());
       return script.evaluate ? script.evaluate(calls.evaluate.length) : { outcome: 'allow' };
     },
@@ -71,9 +73,13 @@ function fakes(script: {
   return { acts, calls };
 }
 
-/** The (time-skipped) server clock as seen by the running activity; wall-clock Date.now() is not it. */
+/**
+ * The (time-skipped) server clock, read by the fake status fetch and policy check when they start;
+ * wall-clock Date.now() is not it, and neither is a local activity's scheduled time (the worker's clock).
+ */
+let clockMs = 0;
 function serverNow(): number {
-  return Context.current().info.currentAttemptScheduledTimestampMs;
+  return clockMs;
 }
 
 function approved(validForMs: number): BackendStatus {

@@ -21,7 +21,8 @@ const t = approvalWorkflowEnv();
 
 const config = workflowTestConfig({ executionTimeoutMs: 1500 });
 
-const now = () => Context.current().info.currentAttemptScheduledTimestampMs;
+/** The (time-skipped) server clock; a local activity's scheduled time is the worker's clock, not it. */
+const serverNowMs = () => t.env.currentTimeMs();
 /** The tool's attempt is lost: it never reports, and the worker gives up at the execution timeout. */
 const lost = () =>
   new Promise<never>((_, reject) => Context.current().cancellationSignal.addEventListener('abort', () => reject(new Error('lost'))));
@@ -36,16 +37,19 @@ function fakes(execute: () => Promise<unknown>, resolve?: () => Promise<Executio
       cancelUrl: 'http://backend/req-1/cancel',
       expiresAt: body.expiresAt,
     }),
-    fetchApprovalStatus: async () => ({
-      state: 'approved',
-      approval: {
-        id: 'apv-1',
-        approvedAt: new Date(now()).toISOString(),
-        approvedUntil: new Date(now() + DAY).toISOString(),
+    fetchApprovalStatus: async () => {
+      const now = await serverNowMs();
+      return {
         state: 'approved',
-        approvers: ['bob'],
-      },
-    }),
+        approval: {
+          id: 'apv-1',
+          approvedAt: new Date(now).toISOString(),
+          approvedUntil: new Date(now + DAY).toISOString(),
+          state: 'approved',
+          approvers: ['bob'],
+        },
+      };
+    },
     cancelApprovalRequest: async () => true,
     evaluatePolicy: async () => ({ outcome: 'allow' }),
     executeTool: async ({ executionId }) => {

@@ -1,6 +1,7 @@
 // Scope: safe upgrades. Every recorded history in test/workflow/fixtures/ (each released workflow
 // version running approve, deny, expiry, chained request, in-task input and cancel, recorded by
-// fixtures/generate-replay-corpus.ts; plus older recordings) replays with the current workflow code,
+// fixtures/generate-replay-corpus.ts; plus older recordings; plus the submission limiter before and after
+// its idle-timer patch, recorded by fixtures/generate-limiter-history.ts) replays with the current workflow code,
 // as the worker bundles it (`bundleWorkflows`: workflows/index.ts and the OpenTelemetry workflow
 // interceptors). A change that alters the commands of a recorded run
 // without a `patched(...)` guard fails here before it reaches a worker (docs/OPERATIONS.md §Upgrades).
@@ -43,6 +44,14 @@ describe('recorded approval histories replay with the current workflow code', ()
     expect(current.length).toBeGreaterThanOrEqual(6);
     // the SDK records the interceptors' flags (`langUsedFlags`) in the run's first workflow task
     for (const f of current) expect(readFileSync(new URL(f, FIXTURES), 'utf8')).toMatch(/"langUsedFlags": \[\s*\d/);
+  });
+
+  it('the current version runs the status fetch and the policy re-check as local activities, so their replay is covered too', () => {
+    const current = histories.filter((f) => f.startsWith('local-reads-'));
+    expect(current.length).toBeGreaterThanOrEqual(6);
+    const approve = readFileSync(new URL('local-reads-approve.history.json', FIXTURES), 'utf8');
+    expect(approve).toContain('core_local_activity');
+    expect(approve).not.toMatch(/"name": "(fetchApprovalStatus|evaluatePolicy)"/);
   });
 
   it.each(histories)('%s replays without nondeterminism', async (file) => {

@@ -180,6 +180,24 @@ describe('submission limiter (time-skipping)', () => {
     });
   });
 
+  it('tasks that come and go one after another within the window start one idle timer, not one each, and the run still closes itself once idle', async () => {
+    const { acts } = limiterFakes();
+    await run(acts, async (tq, owner) => {
+      const { handle, reserve, release } = await startLimiter(tq, owner);
+      const tasks = 4;
+      for (let i = 0; i < tasks; i++) {
+        const r = await reserve(`wf-${i}`, { ...limits, maxSubmissionsPerWindow: 10 });
+        await release(`wf-${i}`, r);
+        // the release is in (nothing pending) before the next task reserves: an idle spell each time
+        while ((await handle.query(limiterCountsQuery)).pending > 0);
+      }
+      await handle.result(); // idle: nothing pending, window empty → the run closes itself
+      const timers = ((await handle.fetchHistory()).events ?? []).filter((e) => e.timerStartedEventAttributes).length;
+      expect(timers).toBeGreaterThanOrEqual(1);
+      expect(timers).toBeLessThan(tasks);
+    });
+  });
+
   it('keeps its state across continue-as-new', async () => {
     const { acts } = limiterFakes();
     await run(acts, async (tq, owner) => {
@@ -197,7 +215,10 @@ describe('submission limiter (time-skipping)', () => {
     });
   });
 
-  it('the approval workflow releases its slot when it terminalizes (cancel answers after the release)', async () => {
+  it.each([
+    ['claims a reservation that may be shared (joined, or a front that does not say) and releases it', undefined, ['claim', 'release']],
+    ['sends no claim for a reservation its own reserve created (joined: false), and still releases it', false, ['release']],
+  ] as const)('the approval workflow %s when it terminalizes (cancel answers after the release)', async (_name, joined, signalsSent) => {
     const limiter = limiterFakes();
     const approvals: ApprovalActivities = {
       async submitApprovalRequest({ body }) {
@@ -252,7 +273,11 @@ describe('submission limiter (time-skipping)', () => {
             ownerKey: owner,
             config,
             accessRequest: { approverGroup: 'treasury', requestTtlMs: 7 * DAY, reason: 'Needs approval.', policyId: 'p' },
-            limiter: { limiterWorkflowId: limiterWorkflowIdOf(owner), reservationId: r.reservationId },
+            limiter: {
+              limiterWorkflowId: limiterWorkflowIdOf(owner),
+              reservationId: r.reservationId,
+              ...(joined === undefined ? {} : { joined }),
+            },
           },
         ],
       });
@@ -262,6 +287,10 @@ describe('submission limiter (time-skipping)', () => {
       expect(await handle.query(limiterCountsQuery)).toMatchObject({ pending: 0 });
       expect((await approval.result()).status).toBe('cancelled');
       await handle.result();
+      const sent = ((await approval.fetchHistory()).events ?? []).flatMap(
+        (e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName ?? [],
+      );
+      expect(sent).toEqual(signalsSent);
     });
   });
 });

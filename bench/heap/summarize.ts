@@ -35,6 +35,11 @@ export interface HeapSummary {
   nodeCount: number;
   /** The `top` kinds by bytes, largest first. */
   byKind: KindRow[];
+  /**
+   * Who holds the `(object properties)` arrays (the property dictionaries of objects with many or
+   * deleted properties), by owner kind, the `top` largest first: bytes and count of the arrays.
+   */
+  propertyArrayOwners: KindRow[];
   promises: {
     /** Promise objects in the snapshot. */
     count: number;
@@ -254,6 +259,20 @@ export function summarizeHeapSnapshot(t: HeapSnapshotTables, opts: { top?: numbe
     e += nodes[n + iEdges]! * E;
   }
 
+  const owners = new Map<string, { bytes: number; count: number }>();
+  for (let n = 0, e = 0; n < nodes.length; n += N) {
+    for (let k = 0; k < nodes[n + iEdges]!; k++, e += E) {
+      const to = edges[e + eTo]!;
+      if (edges[e + eType] !== internalEdge || edges[e + eName] !== propertiesString) continue;
+      if (nodes[to + iType] !== arrayType || nodes[to + iName] !== propsArrayName) continue;
+      const kind = `${t.nodeTypes[nodes[n + iType]!]} ${S[nodes[n + iName]!]!.slice(0, 80)}`;
+      const row = owners.get(kind) ?? { bytes: 0, count: 0 };
+      row.bytes += nodes[to + iSize]!;
+      row.count++;
+      owners.set(kind, row);
+    }
+  }
+
   const sampleEvery = Math.max(1, Math.floor(promises.length / (opts.promiseSample ?? 1000)));
   const tags: number[] = [];
   let propertyArrayBytes = 0;
@@ -295,6 +314,10 @@ export function summarizeHeapSnapshot(t: HeapSnapshotTables, opts: { top?: numbe
     totalBytes,
     nodeCount: nodes.length / N,
     byKind: [...kinds]
+      .map(([kind, r]) => ({ kind, ...r }))
+      .sort((a, b) => b.bytes - a.bytes)
+      .slice(0, opts.top ?? 15),
+    propertyArrayOwners: [...owners]
       .map(([kind, r]) => ({ kind, ...r }))
       .sort((a, b) => b.bytes - a.bytes)
       .slice(0, opts.top ?? 15),

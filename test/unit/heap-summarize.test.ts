@@ -42,6 +42,9 @@ describe('heap snapshot summary', () => {
     expect(s.promises.resourceStoreTags.max).toBe(40);
     // 2,000 promises each holding a dictionary of 40+ entries
     expect(s.promises.propertyArrayBytes).toBeGreaterThan(2000 * 40 * 8);
+    // and they are the largest holder of property dictionaries
+    expect(s.propertyArrayOwners[0]).toMatchObject({ kind: 'object Promise', bytes: s.promises.propertyArrayBytes });
+    expect(s.propertyArrayOwners[0]!.count).toBeGreaterThanOrEqual(2000);
   });
 
   it('counts the tags of a few enabled AsyncLocalStorage instances whose stores are objects (fast-mode properties)', () => {

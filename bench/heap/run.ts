@@ -8,7 +8,8 @@
 // (one entry per N and tracing, replaced when run again); bench/perf-notes.md §Where the worker's
 // memory goes reads them.
 // Options: --cached N (default 1000), --traced (the runs are started traced, memo `tracing` on,
-// as by an MCP server with OpenTelemetry on), --out <file>, --keep-snapshots <dir>.
+// as by an MCP server with OpenTelemetry on), --out <file>, --keep-snapshots <dir>, and
+// --preload a,b (an experiment: the bundle with Temporal's `preloadModules`, not the product's).
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +19,9 @@ import { WireClient } from '../../src/client/wire-client.js';
 import { createLogger } from '../../src/log.js';
 import { startStack } from '../../src/stack.js';
 import { freePort, startDevServer } from '../../src/temporal/dev-server.js';
-import { bundleWorkflows } from '../../src/worker.js';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { WORKFLOW_TRACING_MODULE } from '../../src/ops/tracing.js';
+import { bundleWorkflows, WORKFLOWS_PATH } from '../../src/worker.js';
 import { createTask, TASKS_CAPS } from '../lib/context.js';
 import { machineInfo, type MachineInfo } from '../lib/procs.js';
 import { closedLoop, round } from '../lib/stats.js';
@@ -67,6 +70,8 @@ export interface HeapRun {
   machine: MachineInfo;
   cached: number;
   traced: boolean;
+  /** Modules preloaded into the shared V8 context (experiment; empty: the product's bundle). */
+  preload: string[];
   maxCachedWorkflows: number;
   creationSeconds: number;
   empty: HeapPoint;
@@ -102,6 +107,8 @@ async function snapshotWorker(dir: string, n: number, withSnapshot: boolean, kee
 export async function runHeapBench(opts: {
   cached: number;
   traced: boolean;
+  /** Experiment: modules the bundle loads once per V8 context instead of once per run (Temporal's `preloadModules`). */
+  preload?: string[];
   keepDir?: string;
   log?: (l: string) => void;
 }): Promise<HeapRun> {
@@ -115,7 +122,15 @@ export async function runHeapBench(opts: {
   cleanups.push(() => dev.stop());
   const config = benchConfig(dev.address);
   try {
-    const bundle = await bundleWorkflows();
+    // --preload: the product's bundle plus Temporal's `preloadModules` (an experiment, see the notes)
+    const bundle = opts.preload?.length
+      ? await bundleWorkflowCode({
+          workflowsPath: WORKFLOWS_PATH,
+          workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
+          preloadModules: opts.preload,
+          logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
+        })
+      : await bundleWorkflows();
     const bundlePath = join(config.COUNTERSIGN_DATA_DIR, 'workflow-bundle.js');
     writeFileSync(bundlePath, bundle.code);
     const stack = await startStack(config, { workflowBundle: bundle, logger });
@@ -165,9 +180,10 @@ export async function runHeapBench(opts: {
     const loaded = await snapshotWorker(snapDir, 2, true, opts.keepDir);
     const per = (a: number, b: number) => round(((a - b) * 1024) / opts.cached, 1);
     return {
-      key: `${opts.traced ? 'traced' : 'untraced'}-${opts.cached}`,
+      key: `${opts.traced ? 'traced' : 'untraced'}-${opts.cached}${opts.preload?.length ? '-preload' : ''}`,
       generatedAt: new Date().toISOString(),
-      command: `npm run bench:heap -- --cached ${opts.cached}${opts.traced ? ' --traced' : ''}`,
+      command: `npm run bench:heap -- --cached ${opts.cached}${opts.traced ? ' --traced' : ''}${opts.preload?.length ? ` --preload ${opts.preload.join(',')}` : ''}`,
+      preload: opts.preload ?? [],
       machine: { ...machine, loadAvgEnd: round(os.loadavg()[0]!, 2) },
       cached: opts.cached,
       traced: opts.traced,
@@ -190,13 +206,19 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     .description("what holds the worker's memory with N cached approval workflows (heap snapshot of the workflow thread)")
     .option('--cached <n>', 'pending approval tasks (cached runs)', '1000')
     .option('--traced', 'start the runs traced (memo tracing on)', false)
+    .option('--preload <modules>', "experiment: comma-separated modules for Temporal's preloadModules (loaded once, shared by all runs)")
     .option('--out <file>', 'results file (runs keyed by tracing and N)', fileURLToPath(new URL('./last-run.json', import.meta.url)))
     .option('--keep-snapshots <dir>', 'keep the .heapsnapshot files in this folder')
     .parse();
-  const o = program.opts<{ cached: string; traced: boolean; out: string; keepSnapshots?: string }>();
+  const o = program.opts<{ cached: string; traced: boolean; out: string; keepSnapshots?: string; preload?: string }>();
   const cached = Number(o.cached);
   if (!Number.isInteger(cached) || cached < 1) program.error(`--cached must be a positive integer, got ${o.cached}`);
-  runHeapBench({ cached, traced: o.traced, ...(o.keepSnapshots ? { keepDir: o.keepSnapshots } : {}) })
+  runHeapBench({
+    cached,
+    traced: o.traced,
+    ...(o.preload ? { preload: o.preload.split(',') } : {}),
+    ...(o.keepSnapshots ? { keepDir: o.keepSnapshots } : {}),
+  })
     .then((run) => {
       const all = existsSync(o.out) ? (JSON.parse(readFileSync(o.out, 'utf8')) as { runs: HeapRun[] }) : { runs: [] };
       all.runs = [...all.runs.filter((r) => r.key !== run.key), run].sort(

@@ -128,6 +128,8 @@ export async function runHeapBench(opts: {
           workflowsPath: WORKFLOWS_PATH,
           workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
           preloadModules: opts.preload,
+          // packages marked side-effect free (OpenTelemetry's) are otherwise dropped from the preload list
+          webpackConfigHook: (c) => ({ ...c, optimization: { ...c.optimization, sideEffects: false } }),
           logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
         })
       : await bundleWorkflows();

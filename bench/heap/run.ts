@@ -12,7 +12,7 @@
 // --preload a,b (an experiment: the bundle with Temporal's `preloadModules`, not the product's).
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { WireClient } from '../../src/client/wire-client.js';
@@ -20,6 +20,7 @@ import { createLogger } from '../../src/log.js';
 import { startStack } from '../../src/stack.js';
 import { freePort, startDevServer } from '../../src/temporal/dev-server.js';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import type { Configuration } from 'webpack';
 import { WORKFLOW_TRACING_MODULE } from '../../src/ops/tracing.js';
 import { bundleWorkflows, WORKFLOWS_PATH } from '../../src/worker.js';
 import { createTask, TASKS_CAPS } from '../lib/context.js';
@@ -30,6 +31,8 @@ import { benchConfig } from '../run.js';
 import { readHeapSnapshot, summarizeHeapSnapshot, type HeapSummary } from './summarize.js';
 
 const MiB = 2 ** 20;
+/** `--preload otel-api`: the bench module that loads `@opentelemetry/api` into the shared context. */
+const OTEL_API_PRELOAD = fileURLToPath(new URL('./preload-otel-api.ts', import.meta.url));
 /** Principals the tasks are spread over (each has one submission limiter workflow, also cached). */
 const PRINCIPALS = 10;
 
@@ -80,6 +83,9 @@ export interface HeapRun {
   perRunKiB: { heapAfterGc: number; rss: number };
 }
 
+/** A preload entry as the results name it: a bench module by its file name, a package as it is. */
+const shortName = (m: string) => (m.endsWith('.ts') ? basename(m, '.ts').replace(/^preload-/, '') : m);
+
 async function snapshotWorker(dir: string, n: number, withSnapshot: boolean, keepDir?: string): Promise<HeapPoint> {
   const json = join(dir, `worker-${n}.json`);
   writeFileSync(join(dir, `worker-${n}.request`), withSnapshot ? 'snapshot' : 'figures');
@@ -128,9 +134,19 @@ export async function runHeapBench(opts: {
           workflowsPath: WORKFLOWS_PATH,
           workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
           preloadModules: opts.preload,
-          // packages marked side-effect free (OpenTelemetry's) are otherwise dropped from the preload list
-          webpackConfigHook: (c) => ({ ...c, optimization: { ...c.optimization, sideEffects: false } }),
-          logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
+          // packages marked side-effect free (OpenTelemetry's) are otherwise dropped from the preload
+          // list; a path ending in .ts (bench/heap/preload-otel-api.ts) is kept as it is
+          ...(opts.preload.every((m) => m.endsWith('.ts'))
+            ? {}
+            : { webpackConfigHook: (c: Configuration) => ({ ...c, optimization: { ...c.optimization, sideEffects: false } }) }),
+          logger: {
+            log() {},
+            info() {},
+            warn() {},
+            error: (m: string, meta?: unknown) => log(`bundler: ${m} ${JSON.stringify(meta ?? '')}`),
+            debug() {},
+            trace() {},
+          } as never,
         })
       : await bundleWorkflows();
     const bundlePath = join(config.COUNTERSIGN_DATA_DIR, 'workflow-bundle.js');
@@ -182,9 +198,9 @@ export async function runHeapBench(opts: {
     const loaded = await snapshotWorker(snapDir, 2, true, opts.keepDir);
     const per = (a: number, b: number) => round(((a - b) * 1024) / opts.cached, 1);
     return {
-      key: `${opts.traced ? 'traced' : 'untraced'}-${opts.cached}${opts.preload?.length ? '-preload' : ''}`,
+      key: `${opts.traced ? 'traced' : 'untraced'}-${opts.cached}${opts.preload?.length ? `-preload-${opts.preload.map(shortName).join('+')}` : ''}`,
       generatedAt: new Date().toISOString(),
-      command: `npm run bench:heap -- --cached ${opts.cached}${opts.traced ? ' --traced' : ''}${opts.preload?.length ? ` --preload ${opts.preload.join(',')}` : ''}`,
+      command: `npm run bench:heap -- --cached ${opts.cached}${opts.traced ? ' --traced' : ''}${opts.preload?.length ? ` --preload ${opts.preload.map(shortName).join(',')}` : ''}`,
       preload: opts.preload ?? [],
       machine: { ...machine, loadAvgEnd: round(os.loadavg()[0]!, 2) },
       cached: opts.cached,
@@ -208,7 +224,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     .description("what holds the worker's memory with N cached approval workflows (heap snapshot of the workflow thread)")
     .option('--cached <n>', 'pending approval tasks (cached runs)', '1000')
     .option('--traced', 'start the runs traced (memo tracing on)', false)
-    .option('--preload <modules>', "experiment: comma-separated modules for Temporal's preloadModules (loaded once, shared by all runs)")
+    .option(
+      '--preload <modules>',
+      "experiment: comma-separated modules for Temporal's preloadModules (loaded once, shared by all runs); otel-api = bench/heap/preload-otel-api.ts",
+    )
     .option('--out <file>', 'results file (runs keyed by tracing and N)', fileURLToPath(new URL('./last-run.json', import.meta.url)))
     .option('--keep-snapshots <dir>', 'keep the .heapsnapshot files in this folder')
     .parse();
@@ -218,7 +237,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   runHeapBench({
     cached,
     traced: o.traced,
-    ...(o.preload ? { preload: o.preload.split(',') } : {}),
+    ...(o.preload ? { preload: o.preload.split(',').map((m) => (m === 'otel-api' ? OTEL_API_PRELOAD : m)) } : {}),
     ...(o.keepSnapshots ? { keepDir: o.keepSnapshots } : {}),
   })
     .then((run) => {

@@ -77,7 +77,11 @@ export interface BenchResults {
   notes: string[];
 }
 
-function benchConfig(temporalAddress: string): Config {
+/**
+ * The bench's configuration over `temporalAddress`: fresh data and policy folders in the OS temp
+ * folder (the caller removes them), ephemeral ports, limits raised, status poll at 1 h.
+ */
+export function benchConfig(temporalAddress: string): Config {
   const dataDir = mkdtempSync(join(os.tmpdir(), 'countersign-bench-'));
   const policyDir = mkdtempSync(join(os.tmpdir(), 'countersign-bench-policies-'));
   for (const f of readdirSync(join(PROJECT_ROOT, 'policies')))

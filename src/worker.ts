@@ -75,6 +75,13 @@ export async function startApprovalWorker(opts: {
    * interceptors export through. Default: off (the sink drops the workflow spans).
    */
   tracing?: Tracing;
+  /**
+   * Run the workflows in this process's main thread instead of Temporal's workflow worker thread
+   * (the SDK's `debugMode`, which also lifts the 5 s deadlock timeout of a workflow activation).
+   * For heap snapshots (`npm run bench:heap`: `v8.writeHeapSnapshot()` then sees the cached runs)
+   * and debugging only; default false. Not read from the configuration.
+   */
+  workflowsInMainThread?: boolean;
 }): Promise<RunningWorker> {
   const tracing = opts.tracing ?? TRACING_OFF;
   const connection = await connectWorker(opts.address, opts.connection);
@@ -95,6 +102,7 @@ export async function startApprovalWorker(opts: {
     maxHeartbeatThrottleInterval: '1s',
     ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
     sinks: { ...tracing.workflowSinks, ...(opts.metrics ? metricsSinks(opts.metrics) : {}) },
+    ...(opts.workflowsInMainThread ? { debugMode: true } : {}),
   });
   const running = worker.run();
   return {

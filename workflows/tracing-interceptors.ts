@@ -14,7 +14,7 @@
  * `AsyncLocalStorage`. On Node 20 every enabled `AsyncLocalStorage` of the worker thread stores a
  * property on every promise created in it, so with N cached traced runs each new promise carries
  * N more properties: memory and workflow-task CPU grow with the square of the cache
- * (docs/LOAD.md §Where the worker's memory goes, measured with a heap snapshot).
+ * (bench/perf-notes.md §Where the worker's memory goes, measured with a heap snapshot).
  *
  * The two spans left out: `HandleQuery:*` (a `tasks/get` poll) and `ValidateUpdate:*` (an
  * update's validator, also of an update it rejects, whose workflow task Temporal then drops from

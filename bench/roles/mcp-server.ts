@@ -15,6 +15,7 @@ import { openLedger } from '../../src/tools/ledger.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
 import { readSpec } from './spec.js';
+import { trace } from '@opentelemetry/api';
 
 const spec = readSpec();
 const { config } = spec;
@@ -45,6 +46,8 @@ const mcp = createMcpFront(config, {
   oauth: { issuer: spec.issuerUrl, audience: spec.resourceUrl, jwksUrl: `${spec.issuerUrl}/.well-known/jwks.json` },
   resourceUrl: spec.resourceUrl,
   logger,
+  // bench/heap --traced: a tracer makes the front start runs traced; no provider, so no span leaves
+  ...(spec.traceRuns ? { tracer: trace.getTracer('countersign-bench') } : {}),
 });
 // Bench-only probe (this role file only, never the product): heap in use after a full GC, the
 // memory the instance actually retains (RSS also counts garbage not yet collected).

@@ -20,6 +20,14 @@ export interface RoleSpec {
   workflowBundlePath?: string;
   /** Worker only: workflow cache size. */
   maxCachedWorkflows?: number;
+  /**
+   * Worker only (bench/heap): run the workflows in the main thread, and on request write a heap
+   * snapshot of it into this folder when `worker-<n>.request` appears there (`worker-<n>.heapsnapshot`, then `worker-<n>.json` with the
+   * memory figures taken just before).
+   */
+  heapSnapshotDir?: string;
+  /** MCP server only (bench/heap): start runs traced (memo `tracing` on), as a tracing process does. */
+  traceRuns?: boolean;
 }
 
 /** A role process: its pid, what it printed when ready, and `stop()` (SIGTERM, then SIGKILL). */

@@ -12,6 +12,9 @@ import { createToolRegistry } from '../../src/tools/registry.js';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
 import { startApprovalWorker } from '../../src/worker.js';
 import { readSpec } from './spec.js';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeHeapSnapshot } from 'node:v8';
 
 const spec = readSpec();
 const { config } = spec;
@@ -32,7 +35,45 @@ const worker = await startApprovalWorker({
   dataConverter: { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] },
   ...(spec.workflowBundlePath ? { workflowBundle: { codePath: spec.workflowBundlePath } as never } : {}),
   maxCachedWorkflows,
+  ...(spec.heapSnapshotDir ? { workflowsInMainThread: true } : {}),
 });
+
+// bench/heap: a file `worker-<n>.request` in the snapshot folder asks for a heap snapshot of the
+// thread running the workflows (this one). Not a signal: Temporal's runtime stops the worker on
+// SIGINT, SIGTERM, SIGQUIT and SIGUSR2, and Node's SIGUSR1 starts the inspector.
+let snapshots = 0;
+if (spec.heapSnapshotDir) {
+  const dir = spec.heapSnapshotDir;
+  setInterval(() => {
+    const request = join(dir, `worker-${snapshots + 1}.request`);
+    if (!existsSync(request)) return;
+    const n = ++snapshots;
+    // 'figures': memory figures only (a snapshot leaves the RSS higher for the rest of the run)
+    const withSnapshot = readFileSync(request, 'utf8') !== 'figures';
+    const before = process.memoryUsage();
+    (globalThis as { gc?: () => void }).gc?.();
+    const mem = process.memoryUsage();
+    const status = worker.worker.getStatus();
+    // AsyncLocalStorage tags a promise made now carries (one per enabled instance in this thread)
+    const tags = Object.getOwnPropertySymbols(new Promise(() => undefined)).filter((s) => s.description === 'kResourceStore').length;
+    const file = withSnapshot ? writeHeapSnapshot(join(dir, `worker-${n}.heapsnapshot`)) : null;
+    writeFileSync(
+      join(dir, `worker-${n}.json.tmp`),
+      JSON.stringify({
+        file,
+        rssBytes: before.rss,
+        heapUsedBytes: before.heapUsed,
+        rssAfterGcBytes: mem.rss,
+        heapUsedAfterGcBytes: mem.heapUsed,
+        externalBytes: mem.external,
+        tagsOnNewPromise: tags,
+        cachedWorkflows: status.numCachedWorkflows,
+        inFlightActivities: status.numInFlightActivities,
+      }),
+    );
+    renameSync(join(dir, `worker-${n}.json.tmp`), join(dir, `worker-${n}.json`));
+  }, 250).unref();
+}
 
 process.once('SIGTERM', () => {
   void worker.stop().finally(() => {

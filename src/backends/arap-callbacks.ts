@@ -13,7 +13,8 @@
  * before the workflow recorded the handle) with 503 + `Retry-After: 1`, so the backend retries the
  * same delivery, which then lands; an accepted one makes the workflow fetch authoritative status before acting
  * (SEP-2848 §Security, callback authenticity). Closed or unknown workflows are answered 202; no
- * worker within 5 s → 500 so the backend retries later.
+ * worker within 5 s, or an update failure that is not one of the workflow's refusals (Temporal's
+ * own, e.g. an update no worker processed) → 500 so the backend retries later.
  *
  * With a tracer, each verified callback is a SERVER span `POST /callbacks/arap` whose parent is the
  * backend's `traceparent` header (if any) and which carries a **span link** to the trace that
@@ -154,11 +155,23 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
         return problem('not-recorded-yet', 'callback arrived before the submission was recorded; retry later', { 'Retry-After': '1' });
       }
       if (err instanceof WorkflowUpdateFailedError) {
+        const refused = refusalOf(err.cause);
+        if (refused === REFUSAL.replayedCallback || refused === REFUSAL.staleCallback) {
+          opts.logger.warn(
+            { refusal: refused, why: refusalWhy(err.cause), workflowId },
+            'backend callback refused: replayed, stale or for no current generation',
+          );
+          return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
+        }
+        // Not the workflow's answer but Temporal's: e.g. the server rejects an update that the worker
+        // did not process in its workflow task (a run evicted from a full workflow cache). Nothing was
+        // recorded, so the same delivery may land later: retryable, never a final 409.
+        const cause = err.cause as { name?: unknown; type?: unknown; message?: unknown } | undefined;
         opts.logger.warn(
-          { refusal: refusalOf(err.cause) ?? 'other', why: refusalWhy(err.cause), workflowId },
-          'backend callback refused: replayed, stale or for no current generation',
+          { workflowId, cause: cause?.name, causeType: cause?.type, causeMessage: String(cause?.message ?? '').slice(0, 200) },
+          'backend callback not delivered: update failed outside the workflow; retry later',
         );
-        return problem('not-pending', 'callback refused: replayed, stale, or for no current request');
+        return problem('internal', 'callback not delivered; retry later');
       }
       if (isWorkflowNotFound(err)) {
         return c.body(null, 202); // closed or unknown task: nothing to do

@@ -1,6 +1,9 @@
 // Scope: end to end on a real Temporal dev server (started here), real HTTP, the real approval
 // service and the SQLite ledger: approve, deny, expiry, cancel, dedup, binding changes, task access
 // control, clients without the tasks extension, and a worker restart while a task is pending.
+import { randomBytes } from 'node:crypto';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { reserveUpdate } from '../../workflows/limiter-messages.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpRpcError } from '../../src/client/wire-client.js';
@@ -311,6 +314,39 @@ describe('callback authenticity', () => {
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
     expect(stack.ledger.countByTask(created.taskId)).toBe(0);
     await alice.request('tasks/cancel', { taskId: created.taskId });
+  });
+});
+
+describe('callbacks the workflow did not answer', () => {
+  it("an update failure that is not the workflow's refusal (here Temporal rejects it: the run has no backendCallback handler) is 500 retry-later, never a final 409", async () => {
+    const { signCallback, CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } = await import('../../src/backends/callback-signature.js');
+    // a run under an approval-style id whose workflow type handles no callbacks (a submission limiter)
+    const workflowId = `${APPROVAL_WORKFLOW_ID_PREFIX}${randomBytes(16).toString('hex')}`;
+    // it stays open while it holds a reservation
+    await stack.temporal.workflow.executeUpdateWithStart(reserveUpdate, {
+      args: [
+        {
+          approvalWorkflowId: `${APPROVAL_WORKFLOW_ID_PREFIX}${'b'.repeat(32)}`,
+          limits: { maxSubmissionsPerWindow: 10, submissionWindowMs: 60_000, maxPendingPerPrincipal: 10 },
+        },
+      ],
+      startWorkflowOperation: new WithStartWorkflowOperation('submissionLimiterWorkflow', {
+        workflowId,
+        taskQueue: stack.config.COUNTERSIGN_TASK_QUEUE,
+        args: [{ ownerKey: 'f'.repeat(64) }],
+        workflowIdConflictPolicy: 'FAIL',
+      }),
+    });
+    const body = JSON.stringify({ request_id: 'ar_unanswered', status: 'approved', generation: 1 });
+    const { timestamp, signature } = signCallback(stack.secrets.callbackSecret, body, Math.floor(Date.now() / 1000));
+    const res = await fetch(`${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/${workflowId}/1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
+      body,
+    });
+    expect(res.status).toBe(500);
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/retry later/);
+    await stack.temporal.workflow.getHandle(workflowId).terminate('test done');
   });
 });
 

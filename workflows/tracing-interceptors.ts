@@ -28,7 +28,7 @@
  * (`HandleSignal`), accepted updates (`HandleUpdate`), scheduled activities (`StartActivity`, with
  * the trace header the activity's span continues), signals to other workflows.
  */
-import {
+import type {
   OpenTelemetryInboundInterceptor,
   OpenTelemetryInternalsInterceptor,
   OpenTelemetryOutboundInterceptor,
@@ -64,6 +64,17 @@ function runIsTraced(): boolean {
   return workflowInfo().memo?.[RUN_TRACING_MEMO_KEY] !== 'off';
 }
 
+/**
+ * Temporal's OpenTelemetry workflow module, loaded on first use in a traced run only. Each run
+ * loads the bundle's modules for itself (the SDK's isolation of runs), and this module with
+ * OpenTelemetry is over half of them: an untraced run never loads it (bench/perf-notes.md §Where
+ * the worker's memory goes). A `require` the workflow bundler resolves at bundle time.
+ */
+function otelWorkflowModule(): typeof import('@temporalio/interceptors-opentelemetry/lib/workflow/index.js') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('@temporalio/interceptors-opentelemetry/lib/workflow/index.js') as typeof import('@temporalio/interceptors-opentelemetry/lib/workflow/index.js');
+}
+
 /** The run's choice and, in a traced run, Temporal's interceptors (made on first use). */
 class RunTracing {
   private traced?: boolean;
@@ -73,17 +84,17 @@ class RunTracing {
 
   /** Temporal's inbound interceptor, or undefined in an untraced run. */
   inboundOf(): OpenTelemetryInboundInterceptor | undefined {
-    return this.isTraced() ? (this.inbound ??= new OpenTelemetryInboundInterceptor()) : undefined;
+    return this.isTraced() ? (this.inbound ??= new (otelWorkflowModule().OpenTelemetryInboundInterceptor)()) : undefined;
   }
 
   /** Temporal's outbound interceptor, or undefined in an untraced run. */
   outboundOf(): OpenTelemetryOutboundInterceptor | undefined {
-    return this.isTraced() ? (this.outbound ??= new OpenTelemetryOutboundInterceptor()) : undefined;
+    return this.isTraced() ? (this.outbound ??= new (otelWorkflowModule().OpenTelemetryOutboundInterceptor)()) : undefined;
   }
 
   /** Temporal's internals interceptor once the run made its tracer (it disables the context manager on dispose). */
   internalsOf(): OpenTelemetryInternalsInterceptor | undefined {
-    return this.inbound || this.outbound ? (this.internals ??= new OpenTelemetryInternalsInterceptor()) : undefined;
+    return this.inbound || this.outbound ? (this.internals ??= new (otelWorkflowModule().OpenTelemetryInternalsInterceptor)()) : undefined;
   }
 
   private isTraced(): boolean {

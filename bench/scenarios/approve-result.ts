@@ -23,7 +23,7 @@ export interface ApproveResultResult {
 }
 
 const POLL_GAP_MS = 5;
-/** Ratio to a bare signal → query that approve → result must stay under (issue 16). */
+/** Ratio to a bare signal → query that approve → result must stay under (bench/perf-notes.md). */
 const TARGET = 2;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let seq = 0;

@@ -136,3 +136,37 @@ function eventTypeName(e: HistoryEvent): string {
   const detail = activity ?? update;
   return detail ? `${base}:${detail}` : base;
 }
+
+/** Why a run is stuck: its last failed workflow task (cause and failure message), if any. */
+export interface StuckRun {
+  workflowId: string;
+  lastWorkflowTaskFailure: { cause: string; message: string } | null;
+  events: number;
+}
+
+/** For each run, its last `WorkflowTaskFailed` event (a run whose workflow task keeps failing answers no query). */
+export async function stuckRuns(
+  temporalAddress: string,
+  namespace: string,
+  runs: Array<{ workflowId: string; runId: string }>,
+): Promise<StuckRun[]> {
+  const connection = await Connection.connect({ address: temporalAddress });
+  try {
+    const client = new Client({ connection, namespace });
+    const out: StuckRun[] = [];
+    for (const r of runs) {
+      const history = await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory();
+      const failed = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).at(-1)?.workflowTaskFailedEventAttributes;
+      out.push({
+        workflowId: r.workflowId,
+        events: history.events?.length ?? 0,
+        lastWorkflowTaskFailure: failed
+          ? { cause: String(failed.cause ?? ''), message: String(failed.failure?.message ?? '').slice(0, 2000) }
+          : null,
+      });
+    }
+    return out;
+  } finally {
+    await connection.close();
+  }
+}

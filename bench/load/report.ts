@@ -73,6 +73,17 @@ export function loadMarkdown(r: LoadResults): string {
           ),
         ]
       : []),
+    ...(r.stuck?.length
+      ? [
+          '',
+          `Approved tasks not finished in time (${r.stuck.length}), each run's last failed workflow task:`,
+          '',
+          ...r.stuck.map(
+            (x) =>
+              `- ${x.workflowId} (${x.events} events): ${x.lastWorkflowTaskFailure ? `${x.lastWorkflowTaskFailure.cause}: ${x.lastWorkflowTaskFailure.message.replace(/\s+/g, ' ').slice(0, 400)}` : 'no failed workflow task'}`,
+          ),
+        ]
+      : []),
     '',
     '## Exactly once',
     '',

@@ -21,7 +21,14 @@ import { checkExactlyOnce, memosWithApprovalRequest, readToolRecords, type Exact
 import { startStackProcess, type StackProcess } from './stack-process.js';
 import { errorKind, openSchedule, parseMix, Tally, weightedSequence, type MethodFigures } from './traffic.js';
 import { loadMarkdown } from './report.js';
-import { approvalTimelines, creationStages, type ApprovalTimeline, type CreationStages } from './creation-stages.js';
+import {
+  approvalTimelines,
+  creationStages,
+  stuckRuns,
+  type ApprovalTimeline,
+  type CreationStages,
+  type StuckRun,
+} from './creation-stages.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 
 const KINDS = ['get', 'allowed', 'gated'] as const;
@@ -84,6 +91,8 @@ export interface LoadResults {
   };
   /** The (up to 3) slowest approvals past 5 s, with their runs' history after the decision. */
   slowApprovals?: ApprovalTimeline[];
+  /** Approved tasks not finished in time: each run's last failed workflow task, if any. */
+  stuck?: StuckRun[];
   /** Gated calls answered with an error whose approval request nevertheless exists (the client got no handle). */
   erroredButCreated: { errored: number; created: number };
   maxInFlight: number;
@@ -387,6 +396,14 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       .sort((a, b) => b.finishedAfterMs - a.finishedAfterMs)
       .slice(0, 3);
     const slowApprovals = slowest.length ? await approvalTimelines(stack.urls.temporal, 'default', slowest) : [];
+    const unfinishedRuns = [...gated.entries()]
+      .filter(([, g]) => g.unfinished)
+      .flatMap(([memo]) => {
+        const ids = parseTaskId(byMemo.get(memo)?.taskId);
+        return ids ? [ids] : [];
+      })
+      .slice(0, 10);
+    const stuck = unfinishedRuns.length ? await stuckRuns(stack.urls.temporal, 'default', unfinishedRuns) : [];
     const creation = await creationStages(
       stack.urls.temporal,
       'default',
@@ -420,6 +437,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       erroredButCreated: { errored: erroredMemos.length, created },
       maxInFlight,
       slowApprovals,
+      stuck,
       creation,
       memory,
       exactlyOnce,

@@ -78,6 +78,22 @@ export function isTemporalOverloaded(err: unknown): boolean {
   return false;
 }
 
+/** gRPC status code FAILED_PRECONDITION. */
+const GRPC_FAILED_PRECONDITION = 9;
+
+/**
+ * True when Temporal refused a query because the run's workflow task is being retried
+ * (FAILED_PRECONDITION, "failing workflow task"): the run is open and a worker has yet to answer
+ * its current workflow task, so the same query later may well succeed. Other FAILED_PRECONDITION
+ * answers are not this.
+ */
+export function isWorkflowTaskFailing(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof Error && (e as { code?: unknown }).code === GRPC_FAILED_PRECONDITION && /workflow task/i.test(e.message)) return true;
+  }
+  return false;
+}
+
 /** Options of {@link createTemporalGuard}. Times in ms. */
 export interface TemporalGuardOptions {
   client: Client;
@@ -151,6 +167,8 @@ export function createTemporalGuard(opts: TemporalGuardOptions): TemporalGuard {
       } catch (err) {
         const unreachable = isTemporalUnreachable(err);
         if (!unreachable && isTemporalOverloaded(err)) throw new TemporalUnavailableError('overloaded', 1);
+        // the server answered; the run's worker has not yet: retryable, and no reason to open the circuit
+        if (!unreachable && isWorkflowTaskFailing(err)) throw new TemporalUnavailableError('no-answer', retryAfter(callTimeoutMs));
         if (!unreachable && !isTemporalNoAnswer(err)) throw err;
         const counts = unreachable || (options.tripsCircuit !== false && !(await serverAnswers()));
         if (counts && ++failures >= failureThreshold) {

@@ -102,6 +102,18 @@ describe('Temporal guard', () => {
     expect(err.reason).toBe('no-answer');
   });
 
+  it('a query refused because the run\'s workflow task is failing (FAILED_PRECONDITION), as the SDK wraps it, is retryable "no-answer" and never opens the circuit; another FAILED_PRECONDITION passes through', async () => {
+    const guard = createTemporalGuard({ client, failureThreshold: 1 });
+    const failing = Object.assign(new Error('9 FAILED_PRECONDITION: Query has failed due to a failing workflow task'), { code: 9 });
+    const err = await unavailable(guard.run(() => Promise.reject(new ServiceError('Failed to query workflow', { cause: failing }))));
+    expect(err.reason).toBe('no-answer');
+    expect(guard.isOpen()).toBe(false);
+    const other = new ServiceError('Failed', {
+      cause: Object.assign(new Error('9 FAILED_PRECONDITION: namespace is not active'), { code: 9 }),
+    });
+    await expect(guard.run(() => Promise.reject(other))).rejects.toBe(other);
+  });
+
   it('errors that are not about availability pass through unchanged and do not count', async () => {
     const guard = createTemporalGuard({ client, failureThreshold: 1 });
     const own = new RangeError('not about Temporal');

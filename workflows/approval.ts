@@ -79,6 +79,15 @@ export const IN_BAND_CONFIRMATION_PATCH = 'in-band-confirmation';
 export const LOCAL_READS_PATCH = 'local-reads';
 
 /**
+ * Patch id of runs whose reads are regular activities again (docs/DESIGN.md §4.5): with the
+ * local reads, a run evicted from a full workflow cache while a local activity was in flight could
+ * be left with a workflow task that never completes (the SDK core's eviction of a run with local
+ * activities outstanding). Runs recorded under {@link LOCAL_READS_PATCH} alone still replay with
+ * local activities; new runs record this marker and read with regular activities.
+ */
+export const REGULAR_READS_PATCH = 'regular-reads';
+
+/**
  * Backend, policy and cancel calls. `startToCloseMs` also bounds how long a call lost with its
  * worker waits before the retry (no heartbeats): `config.backendCallTimeoutMs`, default 30 s.
  */
@@ -160,7 +169,11 @@ interface Run {
   state: ApprovalState;
   input: ApprovalWorkflowInput;
   backend: ActivityInterfaceFor<ApprovalActivities>;
-  /** Where the status fetch and the policy re-check run: local activities, or `backend` in runs recorded before {@link LOCAL_READS_PATCH}. */
+  /**
+   * Where the status fetch and the policy re-check run: `backend` (regular activities) in new runs
+   * ({@link REGULAR_READS_PATCH}) and in runs recorded before {@link LOCAL_READS_PATCH}; local
+   * activities in runs recorded under that patch alone.
+   */
   reads: () => Pick<ActivityInterfaceFor<ApprovalActivities>, 'fetchApprovalStatus' | 'evaluatePolicy'>;
   execution: ActivityInterfaceFor<ApprovalActivities>;
   taskId: string;
@@ -176,7 +189,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     input,
     backend,
     // asked at the first read, where a run recorded before the patch scheduled its first read activity
-    reads: () => (patched(LOCAL_READS_PATCH) ? local : backend),
+    reads: () => (patched(REGULAR_READS_PATCH) ? backend : patched(LOCAL_READS_PATCH) ? local : backend),
     execution: executionActivities(input),
     taskId: taskIdFor(info.workflowId, info.runId),
   };

@@ -79,11 +79,11 @@ export const IN_BAND_CONFIRMATION_PATCH = 'in-band-confirmation';
 export const LOCAL_READS_PATCH = 'local-reads';
 
 /**
- * Patch id of runs whose reads are regular activities again (docs/DESIGN.md §4.5): with the
- * local reads, a run evicted from a full workflow cache while a local activity was in flight could
- * be left with a workflow task that never completes (the SDK core's eviction of a run with local
- * activities outstanding). Runs recorded under {@link LOCAL_READS_PATCH} alone still replay with
- * local activities; new runs record this marker and read with regular activities.
+ * Patch id of runs whose reads are regular activities again (docs/DESIGN.md §4.5): a local read
+ * that keeps failing holds its workflow task open for up to 15 minutes, heartbeating it (history
+ * grows through an approval-service outage) and delaying every query and update of the run. Runs
+ * recorded under {@link LOCAL_READS_PATCH} alone still replay with local activities; new runs
+ * record this marker and read with regular activities.
  */
 export const REGULAR_READS_PATCH = 'regular-reads';
 

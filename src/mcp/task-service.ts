@@ -6,7 +6,9 @@
  *   is only returned once the backend handle is persisted; before it, the caller's submission
  *   limiter reserves a slot (`submission-limiter.ts`; a join of a pending task consumes none). A wait
  *   that runs out says how far creation got (`TaskCreationPendingError.progress`); a retry of the
- *   same call joins (docs/DESIGN.md §3.1);
+ *   same call joins (docs/DESIGN.md §3.1); a join that lands on a run whose task has already ended
+ *   (the run is finishing its last workflow task) waits for it to close and starts a new run, so an
+ *   identical call after the end is a new task, never the ended one;
  * - get: the `task` query while the run is open (one round trip: the query is refused by the server,
  *   not replayed, once the run has closed, and the owner check reads the owner key the run carries
  *   in its snapshot, the same value as in its memo); the stored workflow result once closed (no
@@ -44,6 +46,9 @@ import { createSubmissionLimiter, type SubmissionLimits } from './submission-lim
 import { faultPoint } from '../fault-point.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } from '../temporal/availability.js';
+
+/** Task statuses that end a task (SEP-2663): a run whose snapshot shows one is finishing. */
+const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
 
 /** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
 const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
@@ -236,6 +241,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     submissionInput: { justification?: string } | undefined,
     options: CreateOptions = {},
     progress: { at: CreationProgress },
+    afterClose = false,
   ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
     {
       const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
@@ -272,9 +278,15 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         });
         progress.at = 'started';
         // the start answered with the run id of the run it started or found running (`USE_EXISTING`)
-        const { runId, snapshot } = await client.workflow
-          .getHandle<typeof approvalWorkflow>(workflowId, handle.firstExecutionRunId)
-          .executeUpdate(taskCreatedUpdate);
+        const run = client.workflow.getHandle<typeof approvalWorkflow>(workflowId, handle.firstExecutionRunId);
+        const { runId, snapshot } = await run.executeUpdate(taskCreatedUpdate);
+        if (TERMINAL_STATUSES.has(snapshot.status) && !afterClose) {
+          // Joined a run that has already ended its task and is only finishing (its last workflow
+          // task, e.g. the limiter release): the identical call is a new intent, never the ended task
+          // (SEP-2848 §Lifecycle). Wait for that run to close, then start afresh, once.
+          await run.result().catch(() => undefined);
+          return createOrJoinNow(binding, accessRequest, submissionInput, options, progress, true);
+        }
         faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
         return { taskId: taskIdFor(workflowId, runId), snapshot };
       }

@@ -45,6 +45,8 @@ import {
   uuid4,
   workflowInfo,
   type ActivityInterfaceFor,
+  type ActivityOptions,
+  type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { ApprovalActivities } from '../activities/activities.js';
 import { backendCallbackUpdate, cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
@@ -88,11 +90,12 @@ export const LOCAL_READS_PATCH = 'local-reads';
 export const REGULAR_READS_PATCH = 'regular-reads';
 
 /**
- * Backend, policy and cancel calls. `startToCloseMs` also bounds how long a call lost with its
- * worker waits before the retry (no heartbeats): `config.backendCallTimeoutMs`, default 30 s.
+ * Timeouts and retry of every backend, policy and cancel call. `startToCloseMs` also bounds how
+ * long a call lost with its worker waits before the retry (no heartbeats):
+ * `config.backendCallTimeoutMs`, default 30 s.
  */
-function backendActivities(startToCloseMs: number) {
-  return proxyActivities<ApprovalActivities>({
+function backendCallOptions(startToCloseMs: number): ActivityOptions & LocalActivityOptions {
+  return {
     startToCloseTimeout: startToCloseMs,
     scheduleToCloseTimeout: '15m',
     retry: {
@@ -101,26 +104,22 @@ function backendActivities(startToCloseMs: number) {
       maximumInterval: '1m',
       nonRetryableErrorTypes: [FAILURE.backendConflict, FAILURE.backendInvalid, FAILURE.backendUnauthorized, FAILURE.backendNotFound],
     },
-  });
+  };
+}
+
+/** Backend, policy and cancel calls as regular activities ({@link backendCallOptions}). */
+function backendActivities(startToCloseMs: number) {
+  return proxyActivities<ApprovalActivities>(backendCallOptions(startToCloseMs));
 }
 
 /**
- * The two reads, `fetchApprovalStatus` and `evaluatePolicy`, as local activities: run by the worker
- * that runs the workflow task, recorded as a marker when it completes, repeated (never skipped) if
- * the worker is lost before that. Same timeout and retry policy as {@link backendActivities}; a
- * retry wait longer than the local retry threshold becomes a durable timer.
+ * The two reads, `fetchApprovalStatus` and `evaluatePolicy`, as local activities, for runs
+ * recorded under {@link LOCAL_READS_PATCH} alone (new runs use {@link backendActivities}): run by
+ * the worker that runs the workflow task, recorded as a marker when it completes, repeated (never
+ * skipped) if the worker is lost before that. Same options as {@link backendActivities}.
  */
 function readActivities(startToCloseMs: number) {
-  return proxyLocalActivities<Pick<ApprovalActivities, 'fetchApprovalStatus' | 'evaluatePolicy'>>({
-    startToCloseTimeout: startToCloseMs,
-    scheduleToCloseTimeout: '15m',
-    retry: {
-      initialInterval: '1s',
-      backoffCoefficient: 2,
-      maximumInterval: '1m',
-      nonRetryableErrorTypes: [FAILURE.backendConflict, FAILURE.backendInvalid, FAILURE.backendUnauthorized, FAILURE.backendNotFound],
-    },
-  });
+  return proxyLocalActivities<Pick<ApprovalActivities, 'fetchApprovalStatus' | 'evaluatePolicy'>>(backendCallOptions(startToCloseMs));
 }
 
 /**

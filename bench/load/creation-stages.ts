@@ -54,38 +54,52 @@ export function stagesOf(events: HistoryEvent[], sentAtMs: number): number[] | n
   return [s! - sentAtMs, wS! - wSch!, wD! - wS!, aS! - aSch!, aD! - aS!, uD! - aD!];
 }
 
+/**
+ * The event lists of `runs`, in order, fetched over one connection to the Temporal server at
+ * `temporalAddress` (closed before returning). Throws what the fetch throws.
+ */
+async function historiesOf(
+  temporalAddress: string,
+  namespace: string,
+  runs: Array<{ workflowId: string; runId: string }>,
+): Promise<HistoryEvent[][]> {
+  const connection = await Connection.connect({ address: temporalAddress });
+  try {
+    const client = new Client({ connection, namespace });
+    const out: HistoryEvent[][] = [];
+    for (const r of runs) out.push((await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory()).events ?? []);
+    return out;
+  } finally {
+    await connection.close();
+  }
+}
+
 /** Fetch the histories of `tasks` (workflow id, run id, when the call was sent) and summarise the stages. */
 export async function creationStages(
   temporalAddress: string,
   namespace: string,
   tasks: Array<{ workflowId: string; runId: string; sentAtMs: number }>,
 ): Promise<CreationStages> {
-  const connection = await Connection.connect({ address: temporalAddress });
-  try {
-    const client = new Client({ connection, namespace });
-    const per: number[][] = CREATION_STAGES.map(() => []);
-    let samples = 0;
-    for (const t of tasks) {
-      const history = await client.workflow.getHandle(t.workflowId, t.runId).fetchHistory();
-      const st = stagesOf(history.events ?? [], t.sentAtMs);
-      if (!st) continue;
-      samples++;
-      st.forEach((v, i) => per[i]!.push(v));
-    }
-    return {
-      samples,
-      stages: Object.fromEntries(
-        CREATION_STAGES.map((name, i) => [
-          name,
-          samples === 0
-            ? { p50Ms: Number.NaN, p99Ms: Number.NaN, maxMs: Number.NaN }
-            : { p50Ms: round(percentile(per[i]!, 50), 1), p99Ms: round(percentile(per[i]!, 99), 1), maxMs: round(Math.max(...per[i]!), 1) },
-        ]),
-      ),
-    };
-  } finally {
-    await connection.close();
-  }
+  const histories = await historiesOf(temporalAddress, namespace, tasks);
+  const per: number[][] = CREATION_STAGES.map(() => []);
+  let samples = 0;
+  tasks.forEach((t, k) => {
+    const st = stagesOf(histories[k]!, t.sentAtMs);
+    if (!st) return;
+    samples++;
+    st.forEach((v, i) => per[i]!.push(v));
+  });
+  return {
+    samples,
+    stages: Object.fromEntries(
+      CREATION_STAGES.map((name, i) => [
+        name,
+        samples === 0
+          ? { p50Ms: Number.NaN, p99Ms: Number.NaN, maxMs: Number.NaN }
+          : { p50Ms: round(percentile(per[i]!, 50), 1), p99Ms: round(percentile(per[i]!, 99), 1), maxMs: round(Math.max(...per[i]!), 1) },
+      ]),
+    ),
+  };
 }
 
 /** One slow approval: the run's history events after the decision, as offsets from it. */
@@ -107,22 +121,14 @@ export async function approvalTimelines(
   namespace: string,
   approvals: Array<{ workflowId: string; runId: string; decidedAtMs: number; finishedAfterMs: number }>,
 ): Promise<ApprovalTimeline[]> {
-  const connection = await Connection.connect({ address: temporalAddress });
-  try {
-    const client = new Client({ connection, namespace });
-    const out: ApprovalTimeline[] = [];
-    for (const a of approvals) {
-      const history = await client.workflow.getHandle(a.workflowId, a.runId).fetchHistory();
-      const events = (history.events ?? [])
-        .map((e) => ({ e, at: ms(e) }))
-        .filter((x): x is { e: HistoryEvent; at: number } => x.at !== undefined && x.at >= a.decidedAtMs - 1000)
-        .map(({ e, at }) => ({ type: eventTypeName(e), atMs: at - a.decidedAtMs }));
-      out.push({ workflowId: a.workflowId, finishedAfterMs: round(a.finishedAfterMs, 1), events });
-    }
-    return out;
-  } finally {
-    await connection.close();
-  }
+  const histories = await historiesOf(temporalAddress, namespace, approvals);
+  return approvals.map((a, k) => ({
+    workflowId: a.workflowId,
+    finishedAfterMs: round(a.finishedAfterMs, 1),
+    events: histories[k]!.map((e) => ({ e, at: ms(e) }))
+      .filter((x): x is { e: HistoryEvent; at: number } => x.at !== undefined && x.at >= a.decidedAtMs - 1000)
+      .map(({ e, at }) => ({ type: eventTypeName(e), atMs: at - a.decidedAtMs })),
+  }));
 }
 
 /** A history event's type, e.g. `ActivityTaskScheduled:fetchApprovalStatus`, `WorkflowExecutionUpdateAccepted:backendCallback`. */
@@ -150,23 +156,16 @@ export async function stuckRuns(
   namespace: string,
   runs: Array<{ workflowId: string; runId: string }>,
 ): Promise<StuckRun[]> {
-  const connection = await Connection.connect({ address: temporalAddress });
-  try {
-    const client = new Client({ connection, namespace });
-    const out: StuckRun[] = [];
-    for (const r of runs) {
-      const history = await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory();
-      const failed = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).at(-1)?.workflowTaskFailedEventAttributes;
-      out.push({
-        workflowId: r.workflowId,
-        events: history.events?.length ?? 0,
-        lastWorkflowTaskFailure: failed
-          ? { cause: String(failed.cause ?? ''), message: String(failed.failure?.message ?? '').slice(0, 2000) }
-          : null,
-      });
-    }
-    return out;
-  } finally {
-    await connection.close();
-  }
+  const histories = await historiesOf(temporalAddress, namespace, runs);
+  return runs.map((r, k) => {
+    const events = histories[k]!;
+    const failed = events.filter((e) => e.workflowTaskFailedEventAttributes).at(-1)?.workflowTaskFailedEventAttributes;
+    return {
+      workflowId: r.workflowId,
+      events: events.length,
+      lastWorkflowTaskFailure: failed
+        ? { cause: String(failed.cause ?? ''), message: String(failed.failure?.message ?? '').slice(0, 2000) }
+        : null,
+    };
+  });
 }

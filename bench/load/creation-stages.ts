@@ -143,29 +143,86 @@ function eventTypeName(e: HistoryEvent): string {
   return detail ? `${base}:${detail}` : base;
 }
 
-/** Why a run is stuck: its last failed workflow task (cause and failure message), if any. */
+/** Why a run is stuck: its last failed or timed-out workflow task, its pending workflow task, its last events. */
 export interface StuckRun {
   workflowId: string;
   lastWorkflowTaskFailure: { cause: string; message: string } | null;
+  /** `WorkflowTaskTimedOut` events in the history (the first timeout of a streak; later attempts are not written). */
+  workflowTaskTimeouts: number;
+  /** From describe: the workflow task the server waits on (state, attempt), if any. */
+  pendingWorkflowTask: { state: string; attempt: number; scheduledAgoS: number | null; startedAgoS: number | null } | null;
   events: number;
+  /** The last 12 events, e.g. `WorkflowTaskTimedOut +12030` (ms after the first of the twelve). */
+  tail: string[];
 }
 
-/** For each run, its last `WorkflowTaskFailed` event (a run whose workflow task keeps failing answers no query). */
+const PENDING_WFT_STATES: Record<number, string> = { 1: 'scheduled', 2: 'started' };
+
+/**
+ * For each run: its last `WorkflowTaskFailed` event, its `WorkflowTaskTimedOut` count, the pending
+ * workflow task from describe (a run whose workflow task keeps failing or timing out answers no
+ * query: FAILED_PRECONDITION), and the tail of its history.
+ */
 export async function stuckRuns(
   temporalAddress: string,
   namespace: string,
   runs: Array<{ workflowId: string; runId: string }>,
 ): Promise<StuckRun[]> {
   const histories = await historiesOf(temporalAddress, namespace, runs);
+  const pending = await pendingWorkflowTasks(temporalAddress, namespace, runs);
   return runs.map((r, k) => {
     const events = histories[k]!;
     const failed = events.filter((e) => e.workflowTaskFailedEventAttributes).at(-1)?.workflowTaskFailedEventAttributes;
+    const last = events.slice(-12);
+    const t0 = ms(last[0]) ?? 0;
     return {
       workflowId: r.workflowId,
       events: events.length,
       lastWorkflowTaskFailure: failed
         ? { cause: String(failed.cause ?? ''), message: String(failed.failure?.message ?? '').slice(0, 2000) }
         : null,
+      workflowTaskTimeouts: events.filter((e) => e.workflowTaskTimedOutEventAttributes).length,
+      pendingWorkflowTask: pending[k] ?? null,
+      tail: last.map((e) => `${eventTypeName(e)} +${(ms(e) ?? t0) - t0}`),
     };
   });
+}
+
+/** Describe each run and read its pending workflow task (null when none, or when describe failed). */
+async function pendingWorkflowTasks(
+  temporalAddress: string,
+  namespace: string,
+  runs: Array<{ workflowId: string; runId: string }>,
+): Promise<Array<StuckRun['pendingWorkflowTask']>> {
+  const connection = await Connection.connect({ address: temporalAddress });
+  try {
+    const now = Date.now();
+    const agoS = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+      t?.seconds == null ? null : round((now - (Number(t.seconds) * 1000 + Math.floor((t.nanos ?? 0) / 1e6))) / 1000, 1);
+    const out: Array<StuckRun['pendingWorkflowTask']> = [];
+    for (const r of runs) {
+      try {
+        const d = await connection.workflowService.describeWorkflowExecution({
+          namespace,
+          execution: { workflowId: r.workflowId, runId: r.runId },
+        });
+        const p = d.pendingWorkflowTask;
+        out.push(
+          p
+            ? {
+                state: PENDING_WFT_STATES[Number(p.state)] ?? String(p.state),
+                attempt: Number(p.attempt ?? 0),
+                scheduledAgoS: agoS(p.scheduledTime),
+                startedAgoS: agoS(p.startedTime),
+              }
+            : null,
+        );
+      } catch {
+        out.push(null);
+      }
+    }
+    return out;
+  } finally {
+    await connection.close();
+  }
 }

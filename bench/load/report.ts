@@ -76,11 +76,11 @@ export function loadMarkdown(r: LoadResults): string {
     ...(r.stuck?.length
       ? [
           '',
-          `Approved tasks not finished in time (${r.stuck.length}), each run's last failed workflow task:`,
+          `Approved tasks not finished in time (${r.stuck.length}), each run's last failed workflow task, its pending workflow task and its last events:`,
           '',
           ...r.stuck.map(
             (x) =>
-              `- ${x.workflowId} (${x.events} events): ${x.lastWorkflowTaskFailure ? `${x.lastWorkflowTaskFailure.cause}: ${x.lastWorkflowTaskFailure.message.replace(/\s+/g, ' ').slice(0, 400)}` : 'no failed workflow task'}`,
+              `- ${x.workflowId} (${x.events} events): ${x.lastWorkflowTaskFailure ? `${x.lastWorkflowTaskFailure.cause}: ${x.lastWorkflowTaskFailure.message.replace(/\s+/g, ' ').slice(0, 400)}` : 'no failed workflow task'}; ${x.workflowTaskTimeouts ?? 0} timed out; pending workflow task: ${x.pendingWorkflowTask ? `${x.pendingWorkflowTask.state}, attempt ${x.pendingWorkflowTask.attempt}, scheduled ${x.pendingWorkflowTask.scheduledAgoS ?? '?'} s ago` : 'none'}; last events: ${(x.tail ?? []).join(', ')}`,
           ),
         ]
       : []),

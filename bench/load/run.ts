@@ -50,6 +50,8 @@ export interface LoadOptions {
   /** Where the report goes; null: nowhere. */
   out: string | null;
   notes: string[];
+  /** Keep the stack running this long after the checks, ms (to inspect stuck runs by hand); default 0. */
+  holdMs?: number;
   /** The command line, printed at the top of the report. */
   command: string;
   log: (line: string) => void;
@@ -445,6 +447,10 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     };
     return results;
   } finally {
+    if (o.holdMs) {
+      log(`load: holding the stack for ${o.holdMs / 1000} s: Temporal ${stack.urls.temporal}, data ${stack.dataDir}`);
+      await new Promise((r) => setTimeout(r, o.holdMs));
+    }
     log('load: stopping the stack');
     await stack.stop();
   }
@@ -484,6 +490,7 @@ async function main(): Promise<void> {
     .option('--cpu-prof <dir>', 'write a V8 CPU profile of the stack process there')
     .option('--out <file>', 'report file', join(PROJECT_ROOT, 'docs', 'LOAD.md'))
     .option('--no-write', 'print the results only')
+    .option('--hold <time>', 'keep the stack running this long after the checks (to inspect stuck runs)', duration, 0)
     .option('--note <text...>', 'a line for the report (e.g. that the machine was shared)', [])
     .option('--report-from <results.json>', 'only write the report from the results a run printed');
   program.parse();
@@ -500,6 +507,7 @@ async function main(): Promise<void> {
     out: string;
     write: boolean;
     note: string[];
+    hold: number;
     reportFrom?: string;
   }>();
   if (f.reportFrom) {
@@ -527,6 +535,7 @@ async function main(): Promise<void> {
     ...(f.cpuProf ? { cpuProfDir: f.cpuProf } : {}),
     out: f.write ? f.out : null,
     notes: f.note,
+    holdMs: f.hold,
     command: ['npm run load --', ...process.argv.slice(2).map(shellQuoted)].join(' '),
     log: (l) => process.stderr.write(`${l}\n`),
   });

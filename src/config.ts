@@ -161,6 +161,16 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^[^:\s]+:\d+$/, 'must be host:port')
     .optional(),
+  /**
+   * What the Temporal SDK runtime (its Rust core) logs to stderr: a level (`WARN`, `INFO`, `DEBUG`,
+   * `TRACE`) or a `tracing` filter (`WARN,temporalio_sdk_core::worker::workflow=DEBUG`). Default
+   * `WARN`. For diagnosing a worker (docs/OPERATIONS.md §A workflow task nobody answers); DEBUG
+   * writes several lines per workflow task.
+   */
+  COUNTERSIGN_TEMPORAL_CORE_LOG: z
+    .string()
+    .regex(/^[\w:=,]+$/, 'must be a level (WARN, DEBUG) or a filter like WARN,temporalio_sdk_core=DEBUG')
+    .default('WARN'),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
   /**
    * Ed25519 private key that signs evidence receipts (PKCS#8 PEM or a private OKP JWK; docs/APPROVERS.md

@@ -26,7 +26,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
-import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, makeTelemetryFilterString, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createApprovalService, type ApprovalService } from './approvals/service.js';
 import { approvalServiceExtras } from './approvals/stack-wiring.js';
@@ -165,20 +165,49 @@ export function temporalConnectionOf(config: Config): TemporalConnection {
 }
 
 /**
- * Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only.
- * With `COUNTERSIGN_TEMPORAL_METRICS_ADDRESS` the runtime also serves its Prometheus metrics there
+ * Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only,
+ * unless `COUNTERSIGN_TEMPORAL_CORE_LOG` asks for more (a level, or a `tracing` filter string
+ * whose most verbose level also becomes the SDK logger's level). With
+ * `COUNTERSIGN_TEMPORAL_METRICS_ADDRESS` the runtime also serves its Prometheus metrics there
  * (once per process: the first call decides).
  */
 export function quietTemporalRuntime(config?: Config): void {
   const bindAddress = config?.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS;
+  const { filter, loggerLevel } = temporalCoreLogging(config?.COUNTERSIGN_TEMPORAL_CORE_LOG ?? 'WARN');
   try {
     Runtime.install({
-      logger: new DefaultLogger('WARN'),
-      ...(bindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress } } } } : {}),
+      logger: new DefaultLogger(loggerLevel),
+      telemetryOptions: {
+        logging: { filter, forward: {} },
+        ...(bindAddress ? { metrics: { prometheus: { bindAddress } } } : {}),
+      },
     });
   } catch {
     // already installed (a second stack in the same process)
   }
+}
+
+const CORE_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+type CoreLevel = (typeof CORE_LEVELS)[number];
+
+/**
+ * The Temporal runtime's log settings from `COUNTERSIGN_TEMPORAL_CORE_LOG`: a bare level (any case)
+ * sets the SDK core crates to it (an unknown word means `WARN`); a string with `=` or `,` is used as
+ * the `tracing` filter as it is. `loggerLevel`: the most verbose level the filter names, so the
+ * forwarded lines are not dropped again by the SDK logger.
+ */
+export function temporalCoreLogging(value: string): { filter: string; loggerLevel: CoreLevel } {
+  const filter = /[=,]/.test(value) ? value : makeTelemetryFilterString({ core: coreLevel(value) });
+  return { filter, loggerLevel: mostVerbose(filter) };
+}
+const coreLevel = (s: string): CoreLevel => ((CORE_LEVELS as readonly string[]).find((l) => l === s.toUpperCase()) as CoreLevel) ?? 'WARN';
+/** The most verbose level named anywhere in a `tracing` filter string (`WARN` when none is). */
+function mostVerbose(filter: string): CoreLevel {
+  const named = filter
+    .split(',')
+    .map((d) => d.split('=').at(-1)!.toUpperCase())
+    .filter((l): l is CoreLevel => (CORE_LEVELS as readonly string[]).includes(l));
+  return CORE_LEVELS.find((l) => named.includes(l)) ?? 'WARN';
 }
 
 /**

@@ -1,5 +1,6 @@
-// Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys in tool arguments, spec-method params of the wrong type on both protocol faces (src/mcp/spec-params.ts), JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
+// Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys and duplicate member names in tool arguments, spec-method params of the wrong type on both protocol faces (src/mcp/spec-params.ts), JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
 import { MAX_MCP_BODY_BYTES } from '../../src/mcp/http.js';
 import { paramsIssues } from '../../src/mcp/spec-params.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
@@ -40,6 +41,38 @@ describe('the MCP endpoint under hostile input', () => {
         data: { path: '$.params.arguments.__proto__' },
       },
     });
+    expect(mcp.ledger.count()).toBe(0);
+  });
+
+  it('duplicate member names in tool arguments ({"amount":5,"amount":50000}) are refused with -32602 naming the path, and the transfer does not run', async () => {
+    const res = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"amount":50000}', 8));
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toContain('application/json');
+    expect(await res.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 8,
+      error: {
+        code: -32602,
+        message: 'Invalid params: duplicate key at $.params.arguments.amount',
+        data: { path: '$.params.arguments.amount' },
+      },
+    });
+    expect(mcp.ledger.count()).toBe(0);
+    expect(mcp.taskCalls).toEqual([]);
+  });
+
+  it('a duplicate member of the JSON-RPC envelope itself (method, id) is an invalid request: 400 -32600, id null when the id is the duplicate', async () => {
+    const text = toolsCallText('{"to":"acct-991","amount":5}', 4);
+    const twoMethods = text.replace('"method":"tools/call"', '"method":"tools/list","method":"tools/call"');
+    const first = await post('/mcp', twoMethods);
+    expect(first.status).toBe(400);
+    expect(await first.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 4,
+      error: { code: -32600, message: 'Invalid Request: duplicate key at $.method', data: { path: '$.method' } },
+    });
+    const twoIds = await post('/mcp', text.replace('"id":4', '"id":4,"id":5'));
+    expect(((await twoIds.json()) as { id: unknown; error: { code: number } }).id).toBeNull();
     expect(mcp.ledger.count()).toBe(0);
   });
 
@@ -89,6 +122,20 @@ describe('the MCP endpoint under hostile input', () => {
       });
     }
     expect(mcp.ledger.count()).toBe(0);
+  });
+
+  it('a correctly signed callback whose body repeats a member name is 400 problem+json, and Temporal is not touched', async () => {
+    const body = '{"request_id":"r-1","status":"approved","request_id":"r-2"}';
+    const { timestamp, signature } = signCallback('callback-secret', body, Date.now() / 1000);
+    const res = await mcp.app.request(`/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}/1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(((await res.json()) as { type: string }).type).toBe('urn:countersign:problem:invalid-request');
+    expect(mcp.temporalUses).toEqual([]);
   });
 
   it('GET on the callback receiver and unknown paths answer 404 problem+json, and Temporal is not touched', async () => {

@@ -1,4 +1,4 @@
-// Scope: property-based hostile input (fast-check) against every role's in-process app — the MCP HTTP app (endpoint and callback receiver), the ARAP API, the approver inbox, the development issuer: random bytes, wrong content types, deep nesting, large strings within the limits, prototype keys, wrong methods and paths never give a 5xx, every refusal carries a JSON body (or the inbox's HTML page), and nothing is stored, run or started.
+// Scope: property-based hostile input (fast-check) against every role's in-process app — the MCP HTTP app (endpoint and callback receiver), the ARAP API, the approver inbox, the development issuer: random bytes, wrong content types, deep nesting, large strings within the limits, prototype keys, duplicate member names at random depths, wrong methods and paths never give a 5xx, every refusal carries a JSON body (or the inbox's HTML page), and nothing is stored, run or started.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
@@ -54,9 +54,44 @@ const deepJson = fc
 const protoJson = fc
   .tuple(fc.json({ maxDepth: 3 }), fc.integer({ min: 0, max: 5 }))
   .map(([inner, depth]) => `${'{"k":'.repeat(depth)}{"to":"acct-991","amount":5,"__proto__":${inner}}${'}'.repeat(depth)}`);
+/** `name` as a JSON string literal with every character \u-escaped: the same member name, spelled differently. */
+function escapedName(name: string): string {
+  return `"${[...name].map((ch) => [...ch].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')).join('')}"`;
+}
+/**
+ * Valid JSON text with one object holding a duplicate member name (the second spelling plain or
+ * \u-escaped), other members around it, nested 0–6 levels deep inside objects and arrays (arrays with
+ * elements before it). `JSON.parse` accepts every one of these and keeps the last member.
+ */
+const duplicateKeyJson = fc
+  .record({
+    name: fc.string({ maxLength: 8 }),
+    escaped: fc.boolean(),
+    first: fc.json({ maxDepth: 2 }),
+    second: fc.json({ maxDepth: 2 }),
+    others: fc.dictionary(fc.string({ maxLength: 6 }), fc.json({ maxDepth: 1 }), { maxKeys: 3 }),
+    wrappers: fc.array(
+      fc.tuple(fc.constantFrom('object', 'array'), fc.string({ maxLength: 6 }), fc.array(fc.json({ maxDepth: 1 }), { maxLength: 2 })),
+      {
+        maxLength: 6,
+      },
+    ),
+  })
+  .map(({ name, escaped, first, second, others, wrappers }) => {
+    const members = Object.entries(others)
+      .filter(([k]) => k !== name)
+      .map(([k, v]) => `${JSON.stringify(k)}:${v}`);
+    const at = members.length === 0 ? 0 : members.length;
+    members.splice(Math.floor(at / 2), 0, `${JSON.stringify(name)}:${first}`);
+    members.push(`${escaped ? escapedName(name) : JSON.stringify(name)}:${second}`);
+    let text = `{${members.join(',')}}`;
+    for (const [kind, key, before] of wrappers)
+      text = kind === 'object' ? `{${JSON.stringify(key)}:${text}}` : `[${[...before, text].join(',')}]`;
+    return text;
+  });
 /** A large string within every JSON limit (up to 64 KiB). */
 const bigString = fc.integer({ min: 1, max: 64 * 1024 }).map((n) => JSON.stringify({ s: 'x'.repeat(n) }));
-/** Bodies: random bytes, random text, random JSON, deep nesting, prototype keys, big strings, truncated JSON. */
+/** Bodies: random bytes, random text, random JSON, deep nesting, prototype keys, duplicate member names, big strings, truncated JSON. */
 const bodies: fc.Arbitrary<string | Uint8Array | undefined> = fc.oneof(
   fc.constant(undefined),
   fc.uint8Array({ maxLength: 2048 }),
@@ -64,6 +99,7 @@ const bodies: fc.Arbitrary<string | Uint8Array | undefined> = fc.oneof(
   fc.json({ maxDepth: 4 }),
   deepJson,
   protoJson,
+  duplicateKeyJson,
   bigString,
   fc.json({ maxDepth: 4 }).map((j) => j.slice(0, Math.max(0, j.length - 1))),
 );
@@ -234,7 +270,7 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
   });
 
   it('authenticated tools/call messages whose arguments are hostile JSON (deep, prototype keys, large, random)', async () => {
-    const args = fc.oneof(deepJson, protoJson, bigString, fc.json({ maxDepth: 4 }));
+    const args = fc.oneof(deepJson, protoJson, duplicateKeyJson, bigString, fc.json({ maxDepth: 4 }));
     await fc.assert(
       fc.asyncProperty(args, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
         await expectClean(mcp.app, MCP_ORIGIN, {
@@ -243,6 +279,26 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
           headers: mcpHeaders('tools/call', 'wire_transfer'),
           body: toolsCallText(argumentsJson, id),
         });
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('authenticated tools/call messages whose arguments hold a duplicate member name at a random depth answer 400 -32602 naming a path in the arguments, and run nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(duplicateKeyJson, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
+        expect(() => JSON.parse(argumentsJson) as unknown).not.toThrow();
+        const res = await mcp.app.request(`${MCP_ORIGIN}/mcp`, {
+          method: 'POST',
+          headers: mcpHeaders('tools/call', 'wire_transfer'),
+          body: toolsCallText(argumentsJson, id),
+        });
+        const { status, message } = await rpcAnswer(res);
+        const seen = `${argumentsJson} → ${status} ${JSON.stringify(message)}`;
+        expect(status, seen).toBe(400);
+        expect(message.error?.code, seen).toBe(-32602);
+        expect(message.error?.message, seen).toMatch(/^Invalid params: duplicate key at \$\.params\.arguments[.[]/);
         noSideEffect();
       }),
       { numRuns: RUNS },
@@ -325,7 +381,7 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
     );
   });
 
-  it('ARAP API: otherwise valid submissions whose arguments are nested past the limit, carry a prototype key, or are not JSON', async () => {
+  it('ARAP API: otherwise valid submissions whose arguments are nested past the limit, carry a prototype key or a duplicate member name, or are not JSON', async () => {
     // arguments sit 3 levels down the body: a value nested 62 or more levels inside them passes 64
     const tooDeep = fc
       .tuple(fc.integer({ min: 62, max: 3000 }), fc.boolean())
@@ -334,6 +390,7 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
     const text = fc.oneof(
       tooDeep.map((d) => template.replace('{"x":1}', `{"x":${d}}`)),
       protoJson.map((p) => template.replace('{"x":1}', p)),
+      duplicateKeyJson.map((d) => template.replace('{"x":1}', d)),
       fc.uint8Array({ maxLength: 1024 }),
     );
     await fc.assert(

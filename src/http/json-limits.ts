@@ -165,6 +165,33 @@ export function findForbiddenKey(value: unknown, path = '$'): string | null {
 }
 
 /**
+ * The path of the first string in `value` — a member name or a string value — that is not
+ * well-formed Unicode (`String.prototype.isWellFormed`: a lone surrogate such as `"\ud800"`, which
+ * JSON text may spell but no UTF-8 encoder, Cedar or SQLite text column can carry), or null. Paths
+ * as {@link findForbiddenKey} spells them, under `path`. Recursion bounded by the depth check.
+ */
+export function findIllFormedString(value: unknown, path = '$'): string | null {
+  if (typeof value === 'string') return value.isWellFormed() ? null : path;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findIllFormedString(value[i], `${path}[${i}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const key of Object.keys(value)) {
+      // an ill-formed name is not an identifier, so its step is JSON.stringify'd: `["\ud800"]`, printable
+      const at = `${path}${pathStep(key)}`;
+      if (!key.isWellFormed()) return at;
+      const found = findIllFormedString((value as Record<string, unknown>)[key], at);
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
+
+/**
  * Parse `text` as JSON within the limits: refuses text nested deeper than `maxDepth` (default
  * {@link MAX_JSON_DEPTH}) before parsing, text that is not JSON, an object with a duplicate member
  * name (`duplicate-key`, with the path of the repeated member, e.g. `$.params.arguments.amount`),

@@ -1,7 +1,7 @@
-// Scope: src/http/json-limits.ts — the depth scan before JSON.parse, the duplicate-member refusal with its path, the __proto__ refusal with its path, and why constructor / prototype are left to strict schemas.
+// Scope: src/http/json-limits.ts — the depth scan before JSON.parse, the duplicate-member refusal with its path, the ill-formed Unicode finder, the __proto__ refusal with its path, and why constructor / prototype are left to strict schemas.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { jsonNestingDepth, MAX_JSON_DEPTH, parseJsonWithLimits, scanJsonText } from '../../src/http/json-limits.js';
+import { findIllFormedString, jsonNestingDepth, MAX_JSON_DEPTH, parseJsonWithLimits, scanJsonText } from '../../src/http/json-limits.js';
 
 describe('bounded JSON parsing', () => {
   it('nesting depth counts arrays and objects and ignores brackets inside strings, escaped quotes included', () => {
@@ -66,6 +66,13 @@ describe('bounded JSON parsing', () => {
 
   it('text that is not JSON is refused as invalid-json even when it repeats a name', () => {
     expect(parseJsonWithLimits('{"a":1,"a":}')).toMatchObject({ ok: false, reason: 'invalid-json' });
+  });
+
+  it('the first string or member name that is not well-formed Unicode is found with its path; surrogate pairs are well formed', () => {
+    expect(findIllFormedString(JSON.parse('{"a":["ok","x\\ud800y"]}'), '$.p')).toBe('$.p.a[1]');
+    expect(findIllFormedString(JSON.parse('{"a":{"\\udfff":1}}'))).toBe('$.a["\\udfff"]');
+    expect(findIllFormedString(JSON.parse('{"a":"\\ud83d\\ude00","b":["\\u00e9"]}'))).toBeNull();
+    expect(findIllFormedString(JSON.parse('"\\ude00\\ud83d"'))).toBe('$');
   });
 
   it('text that is not JSON is refused as invalid-json', () => {

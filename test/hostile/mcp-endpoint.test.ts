@@ -1,4 +1,4 @@
-// Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys and duplicate member names in tool arguments, spec-method params of the wrong type on both protocol faces (src/mcp/spec-params.ts), JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
+// Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys, duplicate member names and lone surrogates in tool arguments, spec-method params of the wrong type on both protocol faces (src/mcp/spec-params.ts), JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
 import { MAX_MCP_BODY_BYTES } from '../../src/mcp/http.js';
@@ -74,6 +74,31 @@ describe('the MCP endpoint under hostile input', () => {
     const twoIds = await post('/mcp', text.replace('"id":4', '"id":4,"id":5'));
     expect(((await twoIds.json()) as { id: unknown; error: { code: number } }).id).toBeNull();
     expect(mcp.ledger.count()).toBe(0);
+  });
+
+  it('a lone surrogate in a tool argument ("memo":"\\ud800") is refused with -32602 naming its path, on both faces, and the transfer does not run', async () => {
+    const res = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"memo":"ok \\ud800"}', 3));
+    expect(res.status).toBeLessThan(500);
+    expect((await rpcAnswer(res)).message).toMatchObject({
+      id: 3,
+      error: {
+        code: -32602,
+        message: 'Invalid params: string at $.params.arguments.memo is not well-formed Unicode (lone surrogate)',
+        data: { path: '$.params.arguments.memo' },
+      },
+    });
+    const legacy = await call('legacy', 'tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 5, memo: '\udfff' } });
+    expect(legacy.message.error).toMatchObject({ code: -32602, data: { path: '$.params.arguments.memo' } });
+    expect(mcp.ledger.count()).toBe(0);
+  });
+
+  it('a lone surrogate in a member name of the arguments is refused with its path; a surrogate pair (an emoji) is well formed and runs', async () => {
+    const res = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"x\\udc00":1}'));
+    expect(((await rpcAnswer(res)).message.error as { data?: unknown }).data).toEqual({ path: '$.params.arguments["x\\udc00"]' });
+    expect(mcp.ledger.count()).toBe(0);
+    const ok = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"memo":"paid \\ud83d\\ude00"}'));
+    expect((await rpcAnswer(ok)).message.error).toBeUndefined();
+    expect(mcp.ledger.count()).toBe(1);
   });
 
   it('constructor and prototype keys are kept as own properties, so the tool schema refuses them as unknown keys (-32602) and nothing runs', async () => {

@@ -1,4 +1,4 @@
-// Scope: property-based hostile input (fast-check) against every role's in-process app — the MCP HTTP app (endpoint and callback receiver), the ARAP API, the approver inbox, the development issuer: random bytes, wrong content types, deep nesting, large strings within the limits, prototype keys, duplicate member names at random depths, wrong methods and paths never give a 5xx, every refusal carries a JSON body (or the inbox's HTML page), and nothing is stored, run or started.
+// Scope: property-based hostile input (fast-check) against every role's in-process app — the MCP HTTP app (endpoint and callback receiver), the ARAP API, the approver inbox, the development issuer: random bytes, wrong content types, deep nesting, large strings within the limits, prototype keys, duplicate member names and lone surrogates at random depths, wrong methods and paths never give a 5xx, every refusal carries a JSON body (or the inbox's HTML page), and nothing is stored, run or started.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
@@ -88,6 +88,25 @@ const duplicateKeyJson = fc
     for (const [kind, key, before] of wrappers)
       text = kind === 'object' ? `{${JSON.stringify(key)}:${text}}` : `[${[...before, text].join(',')}]`;
     return text;
+  });
+/**
+ * Valid JSON text with one lone surrogate (U+D800–U+DFFF, `\\u`-escaped as JSON text must carry it)
+ * in a string value or a member name, nested 0–7 levels deep inside objects and arrays, the outermost an object.
+ */
+const loneSurrogateJson = fc
+  .record({
+    before: fc.string({ maxLength: 6 }),
+    after: fc.string({ maxLength: 6 }),
+    unit: fc.integer({ min: 0xd800, max: 0xdfff }),
+    inName: fc.boolean(),
+    wrappers: fc.array(fc.tuple(fc.constantFrom('object', 'array'), fc.string({ maxLength: 6 })), { maxLength: 6 }),
+  })
+  .map(({ before, after, unit, inName, wrappers }) => {
+    const bad = JSON.stringify(`${before}${String.fromCharCode(unit)}${after}`);
+    let text = inName ? `{"to":"acct-991",${bad}:1}` : `{"to":"acct-991","amount":5,"memo":${bad}}`;
+    for (const [kind, key] of wrappers) text = kind === 'object' ? `{${JSON.stringify(key)}:${text}}` : `[${text}]`;
+    // tools/call arguments are an object (else the SDK's params schema answers first)
+    return text.startsWith('[') ? `{"k":${text}}` : text;
   });
 /** A large string within every JSON limit (up to 64 KiB). */
 const bigString = fc.integer({ min: 1, max: 64 * 1024 }).map((n) => JSON.stringify({ s: 'x'.repeat(n) }));
@@ -270,7 +289,7 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
   });
 
   it('authenticated tools/call messages whose arguments are hostile JSON (deep, prototype keys, large, random)', async () => {
-    const args = fc.oneof(deepJson, protoJson, duplicateKeyJson, bigString, fc.json({ maxDepth: 4 }));
+    const args = fc.oneof(deepJson, protoJson, duplicateKeyJson, loneSurrogateJson, bigString, fc.json({ maxDepth: 4 }));
     await fc.assert(
       fc.asyncProperty(args, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
         await expectClean(mcp.app, MCP_ORIGIN, {
@@ -299,6 +318,25 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
         expect(status, seen).toBe(400);
         expect(message.error?.code, seen).toBe(-32602);
         expect(message.error?.message, seen).toMatch(/^Invalid params: duplicate key at \$\.params\.arguments[.[]/);
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('authenticated tools/call messages whose arguments hold a lone surrogate at a random depth (in a value or a member name) answer -32602 naming a path in the arguments, and run nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(loneSurrogateJson, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
+        const res = await mcp.app.request(`${MCP_ORIGIN}/mcp`, {
+          method: 'POST',
+          headers: mcpHeaders('tools/call', 'wire_transfer'),
+          body: toolsCallText(argumentsJson, id),
+        });
+        const { status, message } = await rpcAnswer(res);
+        const seen = `${argumentsJson} → ${status} ${JSON.stringify(message)}`;
+        expect(status, seen).toBeLessThan(500);
+        expect(message.error?.code, seen).toBe(-32602);
+        expect(message.error?.message, seen).toMatch(/^Invalid params: string at \$\.params\.arguments[.[].* is not well-formed Unicode/);
         noSideEffect();
       }),
       { numRuns: RUNS },

@@ -4,8 +4,10 @@
  *
  * `POST /callbacks/arap/:workflowId/:generation`: bodies above 16 KiB are 413; the HMAC over
  * timestamp and body is verified with `verifyCallback` (`callback-signature.ts`; 401 problem+json
- * when missing, malformed, wrong or stale); a malformed workflow id, generation or body (including
- * JSON outside `src/http/json-limits.ts`) is 400. Other methods and paths fall to the mounting
+ * when missing, malformed, wrong or stale); a malformed workflow id, generation (anything but
+ * canonical decimal, {@link parseCallbackGeneration}) or body (including JSON outside
+ * `src/http/json-limits.ts`) is 400: the route matched, so it is a malformed request to a known
+ * endpoint rather than an unknown one, and only a caller holding the secret gets this far. Other methods and paths fall to the mounting
  * app's 404 problem+json.
  * A verified callback is delivered as the workflow's `backendCallback` update, whose validator
  * refuses a replay of an accepted delivery and a callback for no current generation (409, nothing
@@ -65,6 +67,19 @@ const CallbackBody = z.object({
   status: z.string().max(40),
   generation: z.number().int().positive().optional(),
 });
+
+/**
+ * The generation named by a callback URL's last segment, accepted only in canonical decimal: digits
+ * without a leading zero, sign, exponent, fraction, whitespace or percent-encoding, at least 1 and
+ * at most `Number.MAX_SAFE_INTEGER` (so `1e0`, ` 1`, `0x1`, `01`, `+1`, `1.0`, `%31` and `0` are
+ * not generations). The backend echoes the URL the workflow gave it, which spells the generation
+ * with `String(n)`, so any other spelling is not one of ours. Returns null when not canonical.
+ */
+export function parseCallbackGeneration(segment: string): number | null {
+  if (!/^[1-9][0-9]{0,15}$/.test(segment)) return null;
+  const n = Number(segment);
+  return Number.isSafeInteger(n) ? n : null;
+}
 
 /**
  * A hono app with the one route `POST /callbacks/arap/:workflowId/:generation` (see the module
@@ -127,11 +142,12 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
       opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
       return problem('unauthorized', `callback rejected: ${verdict.reason}`);
     }
-    const workflowId = c.req.param('workflowId') ?? '';
-    const generation = Number(c.req.param('generation') ?? '');
+    // The segments as sent, not as the router decoded them: `%31` is not a spelling of generation 1.
+    const [workflowId = '', generationSegment = ''] = new URL(c.req.url).pathname.split('/').slice(-2);
+    const generation = parseCallbackGeneration(generationSegment);
     const json = parseJsonWithLimits(raw);
     const body = CallbackBody.safeParse(json.ok ? json.value : undefined);
-    if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
+    if (!APPROVAL_WORKFLOW_ID.test(workflowId) || generation === null || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }
     await onVerified?.(workflowId);

@@ -4,7 +4,16 @@ import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } fr
 import { MAX_MCP_BODY_BYTES } from '../../src/mcp/http.js';
 import { paramsIssues } from '../../src/mcp/spec-params.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
-import { legacyMcpHeaders, mcpHeaders, mcpUnderTest, modernEnvelope, rpcAnswer, toolsCallText, type McpUnderTest } from './apps.js';
+import {
+  legacyMcpHeaders,
+  MCP_ORIGIN,
+  mcpHeaders,
+  mcpUnderTest,
+  modernEnvelope,
+  rpcAnswer,
+  toolsCallText,
+  type McpUnderTest,
+} from './apps.js';
 
 let mcp: McpUnderTest;
 beforeEach(() => {
@@ -161,6 +170,28 @@ describe('the MCP endpoint under hostile input', () => {
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(((await res.json()) as { type: string }).type).toBe('urn:countersign:problem:invalid-request');
     expect(mcp.temporalUses).toEqual([]);
+  });
+
+  it('a correctly signed callback whose generation segment is not canonical decimal (1e0, %201, 0x1, 01, +1, 1.0, %31, 0, 2^53) is 400 problem+json, and Temporal is not touched', async () => {
+    const deliver = async (generation: string) => {
+      const body = '{"request_id":"r-1","status":"approved"}';
+      const { timestamp, signature } = signCallback('callback-secret', body, Date.now() / 1000);
+      return mcp.app.request(`${MCP_ORIGIN}/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}/${generation}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
+        body,
+      });
+    };
+    for (const generation of ['1e0', '%201', '0x1', '01', '+1', '1.0', '%31', '0', '9007199254740992', '-1']) {
+      const res = await deliver(generation);
+      expect(res.status, generation).toBe(400);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(((await res.json()) as { type: string }).type).toBe('urn:countersign:problem:invalid-request');
+    }
+    expect(mcp.temporalUses).toEqual([]);
+    // the canonical spelling passes the receiver's checks and goes on to Temporal
+    await deliver('1');
+    expect(mcp.temporalUses).not.toEqual([]);
   });
 
   it('GET on the callback receiver and unknown paths answer 404 problem+json, and Temporal is not touched', async () => {

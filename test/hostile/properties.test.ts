@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
 import type { ApprovalService } from '../../src/approvals/service.js';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import {
   accessRequestBody,
@@ -374,6 +375,43 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
     await fc.assert(
       fc.asyncProperty(request(path, sig), async (r) => {
         await expectClean(mcp.app, MCP_ORIGIN, r);
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('correctly signed callbacks whose generation segment is any spelling but canonical decimal are 400 problem+json without reaching Temporal', async () => {
+    const n = fc.integer({ min: 0, max: 1000 });
+    const segment = fc
+      .oneof(
+        n.map((k) => `${k}e0`),
+        n.map((k) => `0${k}`),
+        n.map((k) => `+${k}`),
+        n.map((k) => `-${k}`),
+        n.map((k) => `${k}.0`),
+        n.map((k) => `0x${k.toString(16)}`),
+        n.map((k) => `%20${k}`),
+        n.map((k) => `${k}%20`),
+        n.map((k) => encodeURIComponent(String(k)).replace(/\d/, (d) => `%3${d}`)),
+        fc.bigInt({ min: 2n ** 53n, max: 2n ** 64n }).map(String),
+        fc.string({ minLength: 1, maxLength: 12 }).map((t) => encodeURIComponent(t)),
+      )
+      // `.` and `..` are dot segments, not generations: the URL resolves them to another route first
+      .filter((t) => t !== '.' && t !== '..')
+      // canonical decimal (an integer 1..2^53-1 written as BigInt writes it) is the one accepted spelling
+      .filter((t) => !(/^\d+$/.test(t) && BigInt(t) >= 1n && BigInt(t) <= BigInt(Number.MAX_SAFE_INTEGER) && String(BigInt(t)) === t));
+    await fc.assert(
+      fc.asyncProperty(segment, async (generation) => {
+        const body = '{"request_id":"r-1","status":"approved"}';
+        const { timestamp, signature } = signCallback('callback-secret', body, Date.now() / 1000);
+        const res = await mcp.app.request(`${MCP_ORIGIN}/callbacks/arap/${WF}/${generation}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
+          body,
+        });
+        expect(res.status, generation).toBe(400);
+        expect(res.headers.get('content-type')).toBe('application/problem+json');
         noSideEffect();
       }),
       { numRuns: RUNS },

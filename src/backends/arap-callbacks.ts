@@ -3,8 +3,9 @@
  * app (`src/mcp/http.ts` mounts it) and delivered to the approval workflow.
  *
  * `POST /callbacks/arap/:workflowId/:generation`: bodies above 16 KiB are 413; the HMAC over
- * timestamp and body is verified with `verifyCallback` (`callback-signature.ts`; 401 problem+json
- * when missing, malformed, wrong or stale); a malformed workflow id, generation (anything but
+ * timestamp, request target (this path) and body is verified with `verifyCallback`
+ * (`callback-signature.ts`; 401 problem+json when missing, malformed, of another scheme version,
+ * wrong — including a delivery signed for another workflow's or generation's URL — or stale); a malformed workflow id, generation (anything but
  * canonical decimal, {@link parseCallbackGeneration}) or body (including JSON outside
  * `src/http/json-limits.ts`) is 400: the route matched, so it is a malformed request to a known
  * endpoint rather than an unknown one, and only a caller holding the secret gets this far. Other methods and paths fall to the mounting
@@ -132,8 +133,12 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
   /** The route's work; `onVerified` runs once the signature and the ids check out, before delivery. */
   async function deliver(c: Context, onVerified?: (workflowId: string) => Promise<void>): Promise<Response> {
     const raw = await c.req.text();
+    // The request target as received (path and query, as `new URL` serializes it, like the signer):
+    // a delivery signed for another workflow's or generation's callback URL does not verify here.
+    const url = new URL(c.req.url);
     const verdict = verifyCallback(
       opts.callbackSecret,
+      `${url.pathname}${url.search}`,
       raw,
       { timestamp: c.req.header(CALLBACK_TIMESTAMP_HEADER), signature: c.req.header(CALLBACK_SIGNATURE_HEADER) },
       Math.floor(Date.now() / 1000),
@@ -143,7 +148,7 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
       return problem('unauthorized', `callback rejected: ${verdict.reason}`);
     }
     // The segments as sent, not as the router decoded them: `%31` is not a spelling of generation 1.
-    const [workflowId = '', generationSegment = ''] = new URL(c.req.url).pathname.split('/').slice(-2);
+    const [workflowId = '', generationSegment = ''] = url.pathname.split('/').slice(-2);
     const generation = parseCallbackGeneration(generationSegment);
     const json = parseJsonWithLimits(raw);
     const body = CallbackBody.safeParse(json.ok ? json.value : undefined);
@@ -151,8 +156,9 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
       return problem('invalid-request', 'malformed callback');
     }
     await onVerified?.(workflowId);
-    // The delivery's identity is what the signature covers (timestamp and body), not the header's
-    // spelling: a re-cased or re-encoded signature of the same delivery is the same delivery.
+    // The delivery's identity is what the signature covers (timestamp and body; the target is this
+    // workflow's own URL, so it adds nothing within one workflow), not the header's spelling: a
+    // re-cased or re-encoded signature of the same delivery is the same delivery.
     const callbackId = createHash('sha256')
       .update(`${c.req.header(CALLBACK_TIMESTAMP_HEADER) ?? ''}.${raw}`)
       .digest('hex');

@@ -160,8 +160,9 @@ describe('the MCP endpoint under hostile input', () => {
 
   it('a correctly signed callback whose body repeats a member name is 400 problem+json, and Temporal is not touched', async () => {
     const body = '{"request_id":"r-1","status":"approved","request_id":"r-2"}';
-    const { timestamp, signature } = signCallback('callback-secret', body, Date.now() / 1000);
-    const res = await mcp.app.request(`/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}/1`, {
+    const target = `/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}/1`;
+    const { timestamp, signature } = signCallback('callback-secret', target, body, Date.now() / 1000);
+    const res = await mcp.app.request(target, {
       method: 'POST',
       headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
       body,
@@ -175,8 +176,10 @@ describe('the MCP endpoint under hostile input', () => {
   it('a correctly signed callback whose generation segment is not canonical decimal (1e0, %201, 0x1, 01, +1, 1.0, %31, 0, 2^53) is 400 problem+json, and Temporal is not touched', async () => {
     const deliver = async (generation: string) => {
       const body = '{"request_id":"r-1","status":"approved"}';
-      const { timestamp, signature } = signCallback('callback-secret', body, Date.now() / 1000);
-      return mcp.app.request(`${MCP_ORIGIN}/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}/${generation}`, {
+      const target = `/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}/${generation}`;
+      // signed for the very target it is sent to: the generation check, not the signature, refuses it
+      const { timestamp, signature } = signCallback('callback-secret', target, body, Date.now() / 1000);
+      return mcp.app.request(`${MCP_ORIGIN}${target}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
         body,
@@ -191,6 +194,23 @@ describe('the MCP endpoint under hostile input', () => {
     expect(mcp.temporalUses).toEqual([]);
     // the canonical spelling passes the receiver's checks and goes on to Temporal
     await deliver('1');
+    expect(mcp.temporalUses).not.toEqual([]);
+  });
+
+  it("a valid delivery signed for one workflow's callback URL, replayed to another workflow's or generation's URL, is 401 problem+json and Temporal is not touched", async () => {
+    const body = '{"request_id":"r-1","status":"approved","generation":1}';
+    const own = `/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'a'.repeat(32)}/1`;
+    const { timestamp, signature } = signCallback('callback-secret', own, body, Date.now() / 1000);
+    const headers = { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature };
+    for (const other of [`/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'b'.repeat(32)}/1`, own.replace(/1$/, '2'), `${own}?again=1`]) {
+      const res = await mcp.app.request(`${MCP_ORIGIN}${other}`, { method: 'POST', headers, body });
+      expect(res.status, other).toBe(401);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({ type: 'urn:countersign:problem:unauthorized', detail: 'callback rejected: bad-signature' });
+    }
+    expect(mcp.temporalUses).toEqual([]);
+    // the same delivery at its own URL passes the signature and goes on to Temporal
+    await mcp.app.request(`${MCP_ORIGIN}${own}`, { method: 'POST', headers, body });
     expect(mcp.temporalUses).not.toEqual([]);
   });
 

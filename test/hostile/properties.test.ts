@@ -404,8 +404,9 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
     await fc.assert(
       fc.asyncProperty(segment, async (generation) => {
         const body = '{"request_id":"r-1","status":"approved"}';
-        const { timestamp, signature } = signCallback('callback-secret', body, Date.now() / 1000);
-        const res = await mcp.app.request(`${MCP_ORIGIN}/callbacks/arap/${WF}/${generation}`, {
+        const target = `/callbacks/arap/${WF}/${generation}`;
+        const { timestamp, signature } = signCallback('callback-secret', target, body, Date.now() / 1000);
+        const res = await mcp.app.request(`${MCP_ORIGIN}${target}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
           body,

@@ -264,6 +264,17 @@ describe('ARAP HTTP adapter failure modes', () => {
         res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: 'ar_x', status: 'approved' }));
       } else if (req.url === '/access/v1/requests/ar_other') {
         res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: 'ar_y', status: 'denied' }));
+      } else if (req.url === '/access/v1/requests/ar_twice') {
+        // valid under the schema if read last-wins: approved, with an approval
+        const approval = {
+          id: 'ap_1',
+          approved_at: new Date().toISOString(),
+          approved_until: new Date(Date.now() + 60_000).toISOString(),
+          state: 'approved',
+        };
+        res
+          .writeHead(200, { 'Content-Type': 'application/json' })
+          .end(`{"id":"ar_twice","status":"denied","status":"approved","result":{"approval":${JSON.stringify(approval)}}}`);
       } else if (req.url === '/access/v1/requests') {
         res.writeHead(201, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: 7, status: 'pending' }));
       } else {
@@ -280,6 +291,12 @@ describe('ARAP HTTP adapter failure modes', () => {
       /id does not match/,
     );
     await expectBackendError(b.status({ ...handleAt(url), statusUrl: `${url}/html` }), 'unavailable', true, /not JSON/);
+    await expectBackendError(
+      b.status({ ...handleAt(url), requestId: 'ar_twice', statusUrl: `${url}/access/v1/requests/ar_twice` }),
+      'unavailable',
+      true,
+      /malformed ARAP status response \(HTTP 200\): duplicate object key at \$\.status/,
+    );
   });
 
   it('a network error is a retryable unavailable error', async () => {

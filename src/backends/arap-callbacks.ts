@@ -3,9 +3,12 @@
  * app (`src/mcp/http.ts` mounts it) and delivered to the approval workflow.
  *
  * `POST /callbacks/arap/:workflowId/:generation`: bodies above 16 KiB are 413; the HMAC over
- * timestamp and body is verified with `verifyCallback` (`callback-signature.ts`; 401 problem+json
- * when missing, malformed, wrong or stale); a malformed workflow id, generation or body (including
- * JSON outside `src/http/json-limits.ts`) is 400. Other methods and paths fall to the mounting
+ * timestamp, request target (this path) and body is verified with `verifyCallback`
+ * (`callback-signature.ts`; 401 problem+json when missing, malformed, of another scheme version,
+ * wrong — including a delivery signed for another workflow's or generation's URL — or stale); a malformed workflow id, generation (anything but
+ * canonical decimal, {@link parseCallbackGeneration}) or body (including JSON outside
+ * `src/http/json-limits.ts`) is 400: the route matched, so it is a malformed request to a known
+ * endpoint rather than an unknown one, and only a caller holding the secret gets this far. Other methods and paths fall to the mounting
  * app's 404 problem+json.
  * A verified callback is delivered as the workflow's `backendCallback` update, whose validator
  * refuses a replay of an accepted delivery and a callback for no current generation (409, nothing
@@ -67,6 +70,19 @@ const CallbackBody = z.object({
 });
 
 /**
+ * The generation named by a callback URL's last segment, accepted only in canonical decimal: digits
+ * without a leading zero, sign, exponent, fraction, whitespace or percent-encoding, at least 1 and
+ * at most `Number.MAX_SAFE_INTEGER` (so `1e0`, ` 1`, `0x1`, `01`, `+1`, `1.0`, `%31` and `0` are
+ * not generations). The backend echoes the URL the workflow gave it, which spells the generation
+ * with `String(n)`, so any other spelling is not one of ours. Returns null when not canonical.
+ */
+export function parseCallbackGeneration(segment: string): number | null {
+  if (!/^[1-9][0-9]{0,15}$/.test(segment)) return null;
+  const n = Number(segment);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+/**
  * A hono app with the one route `POST /callbacks/arap/:workflowId/:generation` (see the module
  * header for its answers). Mount it at the root of the MCP front's app (`app.route('/', …)`); the
  * backend is told `<mcp origin>/callbacks/arap` as its callback base URL.
@@ -117,8 +133,12 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
   /** The route's work; `onVerified` runs once the signature and the ids check out, before delivery. */
   async function deliver(c: Context, onVerified?: (workflowId: string) => Promise<void>): Promise<Response> {
     const raw = await c.req.text();
+    // The request target as received (path and query, as `new URL` serializes it, like the signer):
+    // a delivery signed for another workflow's or generation's callback URL does not verify here.
+    const url = new URL(c.req.url);
     const verdict = verifyCallback(
       opts.callbackSecret,
+      `${url.pathname}${url.search}`,
       raw,
       { timestamp: c.req.header(CALLBACK_TIMESTAMP_HEADER), signature: c.req.header(CALLBACK_SIGNATURE_HEADER) },
       Math.floor(Date.now() / 1000),
@@ -127,16 +147,18 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
       opts.logger.warn({ reason: verdict.reason }, 'backend callback rejected');
       return problem('unauthorized', `callback rejected: ${verdict.reason}`);
     }
-    const workflowId = c.req.param('workflowId') ?? '';
-    const generation = Number(c.req.param('generation') ?? '');
+    // The segments as sent, not as the router decoded them: `%31` is not a spelling of generation 1.
+    const [workflowId = '', generationSegment = ''] = url.pathname.split('/').slice(-2);
+    const generation = parseCallbackGeneration(generationSegment);
     const json = parseJsonWithLimits(raw);
     const body = CallbackBody.safeParse(json.ok ? json.value : undefined);
-    if (!APPROVAL_WORKFLOW_ID.test(workflowId) || !Number.isInteger(generation) || generation < 1 || !body.success) {
+    if (!APPROVAL_WORKFLOW_ID.test(workflowId) || generation === null || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }
     await onVerified?.(workflowId);
-    // The delivery's identity is what the signature covers (timestamp and body), not the header's
-    // spelling: a re-cased or re-encoded signature of the same delivery is the same delivery.
+    // The delivery's identity is what the signature covers (timestamp and body; the target is this
+    // workflow's own URL, so it adds nothing within one workflow), not the header's spelling: a
+    // re-cased or re-encoded signature of the same delivery is the same delivery.
     const callbackId = createHash('sha256')
       .update(`${c.req.header(CALLBACK_TIMESTAMP_HEADER) ?? ''}.${raw}`)
       .digest('hex');

@@ -5,13 +5,15 @@
  *
  * Error mapping (every failure is a `BackendError`): 409 → `conflict`; 400/422 → `invalid`;
  * 401/403 → `unauthorized`; 404 → `not-found` (all non-retryable); 5xx, any other status,
- * network error, timeout, or a response that fails validation → `unavailable` (retryable).
+ * network error, timeout, or a response that fails validation (including JSON outside
+ * `src/http/json-limits.ts`, e.g. a repeated `status` member) → `unavailable` (retryable).
  * Messages carry the HTTP method, status and the problem+json `title`/`detail`; never request
  * bodies, arguments or the bearer token.
  * Deliberately does not: retry (the workflow's activity retry policy does), verify callbacks
  * (`arap-callbacks.ts` does, with `verifyCallback`), or cache status.
  */
 import { z } from 'zod';
+import { parseJsonWithLimits } from '../http/json-limits.js';
 import { BackendError, type ApprovalBackend, type BackendHandle, type BackendStatus, type SubmissionBody } from './approval-backend.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
 
@@ -102,13 +104,13 @@ async function errorFor(verb: Verb, res: Response): Promise<BackendError> {
 }
 
 async function parseJson<T>(verb: Verb, res: Response, schema: z.ZodType<T>): Promise<T> {
-  let value: unknown;
-  try {
-    value = JSON.parse(await res.text());
-  } catch {
-    throw new BackendError('unavailable', `malformed ARAP ${verb} response (HTTP ${res.status}): body is not JSON`, true);
+  // within src/http/json-limits.ts: a status answer repeating `status` would be read as its last member
+  const json = parseJsonWithLimits(await res.text());
+  if (!json.ok) {
+    const why = json.reason === 'invalid-json' ? 'body is not JSON' : json.detail;
+    throw new BackendError('unavailable', `malformed ARAP ${verb} response (HTTP ${res.status}): ${why}`, true);
   }
-  const parsed = schema.safeParse(value);
+  const parsed = schema.safeParse(json.value);
   if (!parsed.success) {
     throw new BackendError('unavailable', `malformed ARAP ${verb} response (HTTP ${res.status}): ${issues(parsed.error)}`, true);
   }

@@ -21,6 +21,15 @@ export function invalidArguments(tool: string, issues: Array<{ path: string; mes
 }
 
 /**
+ * -32602 for `tools/call` arguments holding a string or member name that is not well-formed Unicode
+ * (a lone surrogate, `"\ud800"`): `path` is where, e.g. `$.params.arguments.memo`; `data: {path}`,
+ * as for the other refusals of the body (`src/mcp/http.ts`). JSON-RPC 2.0 §5.1 (-32602 Invalid params).
+ */
+export function illFormedArguments(path: string): ProtocolError {
+  return new ProtocolError(-32602, `Invalid params: string at ${path} is not well-formed Unicode (lone surrogate)`, { path });
+}
+
+/**
  * -32602 for an MRTR answer (`inputResponses`) whose accepted content does not match the form it
  * answers (an unknown field, a value outside the form); `issues` as for {@link invalidArguments},
  * paths starting with the input key. Nothing is run or recorded.

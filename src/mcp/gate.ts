@@ -29,9 +29,11 @@ import type { AccessRequestHint, PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { TaskView, Tool } from '../tools/tool.js';
 import { toolPresentation } from '../tools/tool-presentation.js';
+import { findIllFormedString } from '../http/json-limits.js';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import {
+  illFormedArguments,
   inputRoundsExhausted,
   invalidArguments,
   invalidInputResponse,
@@ -90,13 +92,18 @@ export interface GateCall {
 
 /**
  * Handle one `tools/call`. Returns a `CallToolResult` or a `CreateTaskResult` (plain objects).
- * Throws `ProtocolError` -32602 (unknown tool, invalid arguments, a refusal of the tool's
+ * Throws `ProtocolError` -32602 (unknown tool, a string in the arguments that is not well-formed
+ * Unicode, invalid arguments, a refusal of the tool's
  * admission check, an in-band confirmation answer off its form), -32021 (no tasks capability,
  * when configured), -32603 retryable (task not confirmed in time).
  */
 export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Record<string, unknown>> {
   const tool = deps.tools.get(call.name);
   if (!tool) throw unknownTool();
+  // Before the schema, which accepts any string: a lone surrogate would otherwise reach the PDP
+  // (Cedar refuses it: a policy-evaluation denial) or the approval service as a replacement character.
+  const illFormed = findIllFormedString(call.arguments ?? {}, '$.params.arguments');
+  if (illFormed !== null) throw illFormedArguments(illFormed);
   const parsed = tool.inputSchema.safeParse(call.arguments ?? {});
   if (!parsed.success) {
     throw invalidArguments(

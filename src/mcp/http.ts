@@ -18,7 +18,9 @@
  * -32700, nested deeper than `MAX_JSON_DEPTH` or holding a `__proto__` key
  * anywhere → 400 -32602 naming the limit or the key's path (`__proto__` would
  * otherwise vanish when the SDK copies `arguments`, and the tool would run without the key its
- * schema refuses); a request whose MRTR `params.inputResponses` is not an object → 400 -32602 at
+ * schema refuses); an object with a duplicate member name at any depth → 400 -32602 naming its
+ * path when it is inside `params`, else 400 -32600 (the message is not one unambiguous request:
+ * `JSON.parse` keeps the last member, a proxy or log reader may keep the first); a request whose MRTR `params.inputResponses` is not an object → 400 -32602 at
  * `$.params.inputResponses` (`spec-params.ts` `retryFieldIssue`: the SDK would read it as no
  * responses). Every error of this app is JSON: JSON-RPC errors for any path under the
  * endpoint, in any letter case or with a trailing slash (404 -32000), problem+json elsewhere
@@ -185,6 +187,19 @@ function jsonWithinLimits(): MiddlewareHandler {
         if (parsed.reason === 'invalid-json') return jsonRpcErrorResponse(400, -32700, 'Parse error: the request body is not valid JSON');
         if (parsed.reason === 'too-deep')
           return jsonRpcErrorResponse(400, -32602, `Invalid params: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+        if (parsed.reason === 'duplicate-key') {
+          // inside params the request is well formed but its params are ambiguous; elsewhere (a
+          // repeated `id`, `method`, `params`) the message itself is not one JSON-RPC request object
+          return IN_PARAMS.test(parsed.path)
+            ? jsonRpcErrorResponse(400, -32602, `Invalid params: duplicate key at ${parsed.path}`, { path: parsed.path }, idOf(text))
+            : jsonRpcErrorResponse(
+                400,
+                -32600,
+                `Invalid Request: duplicate key at ${parsed.path}`,
+                { path: parsed.path },
+                parsed.path === '$.id' ? null : idOf(text),
+              );
+        }
         return jsonRpcErrorResponse(400, -32602, `Invalid params: forbidden key at ${parsed.path}`, { path: parsed.path }, idOf(text));
       }
       const retry = retryFieldIssue(parsed.value);
@@ -200,6 +215,9 @@ function jsonWithinLimits(): MiddlewareHandler {
     await next();
   };
 }
+
+/** A path (`src/http/json-limits.ts` spelling) inside a request's `params`, of a single or a batched message. */
+const IN_PARAMS = /^\$(\[\d+\])?\.params[.[]/;
 
 /** The top-level `id` of a JSON-RPC request text when it is a string or number (for echoing), else null. */
 function idOf(text: string): string | number | null {

@@ -22,6 +22,7 @@ import {
 } from 'jose';
 import type { Principal } from '../auth/principal.js';
 import { canonicalJson, jcsSha256 } from '../binding/call-binding.js';
+import { parseJsonWithLimits } from '../http/json-limits.js';
 import { RECEIPT_ALG, type ReceiptSigningKey } from './signing-key.js';
 
 /** JWS `typ` of a receipt (RFC 7515 §4.1.9). */
@@ -188,6 +189,10 @@ function describeJoseError(err: unknown, kid: unknown): string {
  * the signed `callBinding.digest`. Empty lines are skipped. Never throws; every problem is a
  * failure naming its line. A file with no receipt fails.
  *
+ * A line that repeats a member name at any depth is refused naming the path (`duplicate object key
+ * at $.payload`): `JSON.parse` keeps the last one, another reader may keep the first, so the line
+ * would verify as one receipt and be read as another (`src/http/json-limits.ts`); so is a protected
+ * header that repeats one.
  * A line holding any member besides `protected`, `payload`, `signature` and `arguments` is refused
  * (an unprotected JWS `header` in particular, RFC 7515 §7.2.1: nothing outside the signature may
  * name the key); so is a protected header without a `kid` (`missing kid`), and a line whose `kid`
@@ -208,14 +213,19 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
     count++;
     const lineNo = i + 1;
     const fail = (reason: string) => failures.push({ line: lineNo, reason });
-    let line: ReceiptLine;
-    try {
-      line = JSON.parse(raw) as ReceiptLine;
-    } catch {
-      fail('not JSON');
+    const parsedLine = parseJsonWithLimits(raw);
+    if (!parsedLine.ok) {
+      fail(
+        parsedLine.reason === 'invalid-json'
+          ? 'not JSON'
+          : parsedLine.reason === 'duplicate-key'
+            ? `${parsedLine.detail}: a receipt line must not repeat a member name (JSON readers disagree on which one counts)`
+            : parsedLine.detail,
+      );
       previous = null;
       continue;
     }
+    const line = parsedLine.value as ReceiptLine;
     if (
       typeof line !== 'object' ||
       line === null ||
@@ -241,14 +251,17 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
       previous = null;
       continue;
     }
-    let kid: unknown;
-    try {
-      kid = (JSON.parse(Buffer.from(line.protected, 'base64url').toString('utf8')) as { kid?: unknown }).kid;
-    } catch {
-      fail('not a valid JWS: the protected header is not base64url JSON');
+    const header = parseJsonWithLimits(Buffer.from(line.protected, 'base64url').toString('utf8'));
+    if (!header.ok || header.value === null) {
+      fail(
+        header.ok === false && header.reason === 'duplicate-key'
+          ? `the protected header repeats a member name: ${header.detail}`
+          : 'not a valid JWS: the protected header is not base64url JSON',
+      );
       previous = null;
       continue;
     }
+    const kid = typeof header.value === 'object' ? (header.value as { kid?: unknown }).kid : undefined;
     if (kid === undefined || kid === null || kid === '') {
       fail('missing kid: the protected header names no key');
       previous = null;

@@ -201,7 +201,7 @@ describe('approval-gated wire_transfer, end to end', () => {
       headers: {
         'content-type': 'application/json',
         'x-countersign-timestamp': String(Math.floor(Date.now() / 1000)),
-        'x-countersign-signature': `v1=${'0'.repeat(64)}`,
+        'x-countersign-signature': `v2=${'0'.repeat(64)}`,
       },
       body: JSON.stringify({ request_id: 'ar_x', status: 'approved', generation: 1 }),
     });
@@ -293,7 +293,12 @@ describe('callback authenticity', () => {
     const req = (await pendingFor(stack, 'bob')).find((r) => r.arguments.memo === m)!;
     const url = `${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${created.taskId.split('.')[0]}/1`;
     const send = async (body: string) => {
-      const { timestamp, signature } = signCallback(stack.secrets.callbackSecret, body, Math.floor(Date.now() / 1000));
+      const { timestamp, signature } = signCallback(
+        stack.secrets.callbackSecret,
+        new URL(url).pathname,
+        body,
+        Math.floor(Date.now() / 1000),
+      );
       return { timestamp, signature, status: (await post(body, timestamp, signature)).status };
     };
     const post = (body: string, timestamp: string, signature: string) =>
@@ -338,8 +343,9 @@ describe('callbacks the workflow did not answer', () => {
       }),
     });
     const body = JSON.stringify({ request_id: 'ar_unanswered', status: 'approved', generation: 1 });
-    const { timestamp, signature } = signCallback(stack.secrets.callbackSecret, body, Math.floor(Date.now() / 1000));
-    const res = await fetch(`${stack.urls.mcp.replace(/\/mcp$/, '')}/callbacks/arap/${workflowId}/1`, {
+    const target = `/callbacks/arap/${workflowId}/1`;
+    const { timestamp, signature } = signCallback(stack.secrets.callbackSecret, target, body, Math.floor(Date.now() / 1000));
+    const res = await fetch(`${stack.urls.mcp.replace(/\/mcp$/, '')}${target}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
       body,

@@ -93,7 +93,7 @@ describe('logs redact secrets', () => {
           headers: {
             'content-type': 'application/json',
             [CALLBACK_TIMESTAMP_HEADER]: String(ts),
-            [CALLBACK_SIGNATURE_HEADER]: `v1=${'ab'.repeat(32)}`,
+            [CALLBACK_SIGNATURE_HEADER]: `v2=${'ab'.repeat(32)}`,
           },
           body: JSON.stringify({ request_id: secret, status: 'approved', generation: 1 }),
         });
@@ -103,8 +103,9 @@ describe('logs redact secrets', () => {
       // an authentic callback (signed with the real secret) that the workflow refuses: not for its current request
       const pending = await alice.request<WireTask>('tools/call', transfer(90_000, `${secret}-signed`));
       const raw = JSON.stringify({ request_id: `ar_${secret}`, status: 'approved', generation: 1 });
-      const signed = signCallback(stack.secrets.callbackSecret, raw, Date.now() / 1000);
-      const res = await fetch(`${origin}/callbacks/arap/${parseTaskId(pending.taskId)!.workflowId}/1`, {
+      const target = `/callbacks/arap/${parseTaskId(pending.taskId)!.workflowId}/1`;
+      const signed = signCallback(stack.secrets.callbackSecret, target, raw, Date.now() / 1000);
+      const res = await fetch(`${origin}${target}`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -115,7 +116,7 @@ describe('logs redact secrets', () => {
       });
       expect(res.status).not.toBe(401);
       await alice.request('tasks/cancel', { taskId: pending.taskId });
-      signatures.push(signed.signature.slice('v1='.length));
+      signatures.push(signed.signature.slice('v2='.length));
 
       // approver credentials: a wrong password and a right one over the API
       const bob = stack.secrets.approvers.find((a) => a.id === 'bob')!;

@@ -1,9 +1,9 @@
 // Scope: one fault-injection trial per call: drive an approval task over the MCP wire, crash one
 // role at the trial's point (fault hook or observed state), restart it, approve as an approver
 // through the approval service's API, and count what happened.
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } from '../../src/backends/callback-signature.js';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX, TASKS_EXTENSION } from '../../workflows/wire.js';
 import type { Cluster } from './cluster.js';
@@ -578,8 +578,8 @@ export async function runTrial(d: Driver, point: PointId, trial: number): Promis
         await replay(first); // again, after the task ended
         // a fresh, validly signed callback for the consumed generation 1
         const ts = String(Math.floor(Date.now() / 1000));
-        const sig = createHmac('sha256', c.secrets.callbackSecret).update(`${ts}.${first.body.toString()}`).digest('hex');
-        await replay(first, { [CALLBACK_TIMESTAMP_HEADER]: ts, [CALLBACK_SIGNATURE_HEADER]: `v1=${sig}` });
+        const signed = signCallback(c.secrets.callbackSecret, first.path, first.body.toString(), Number(ts));
+        await replay(first, { [CALLBACK_TIMESTAMP_HEADER]: signed.timestamp, [CALLBACK_SIGNATURE_HEADER]: signed.signature });
       } else violations.push('no callback observed, so none was replayed');
       c.callbackProxy.decide = () => ({ kind: 'forward' });
       notes.push(`callback replies: first ${first?.status ?? '-'}, replays ${replays.join('/')}`);

@@ -1,4 +1,4 @@
-// Scope: hostile input to the reference approval service in-process (src/approvals/service.ts): body limits of the ARAP API and the inbox forms, unreadable forms, JSON depth and prototype keys on the API, and the shape of every error (problem+json, or an HTML page where the inbox serves a browser) — never a 500, never plain text, nothing stored.
+// Scope: hostile input to the reference approval service in-process (src/approvals/service.ts): body limits of the ARAP API and the inbox forms, unreadable forms, JSON depth, prototype keys and duplicate member names on the API, and the shape of every error (problem+json, or an HTML page where the inbox serves a browser) — never a 500, never plain text, nothing stored.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES, MAX_SMALL_BODY_BYTES } from '../../src/approvals/api/arap-routes.js';
 import { INBOX_LOGIN_BODY_BYTES } from '../../src/approvals/inbox/routes.js';
@@ -94,6 +94,13 @@ describe('the ARAP API under hostile input', () => {
       });
       expect(await expectProblem(res, 400, 'invalid-request')).toContain('nested deeper than 64 levels');
     }
+    expect(storedRequests(svc)).toBe(0);
+  });
+
+  it('a duplicate member name in context.arguments is 400 problem+json naming its path, and nothing is stored', async () => {
+    const text = JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 5 })).replace('"amount":5', '"amount":5,"amount":50000');
+    const res = await svc.app.request(url('/access/v1/requests'), { method: 'POST', headers: submitHeaders('k-dup'), body: text });
+    expect(await expectProblem(res, 400, 'invalid-request')).toContain('duplicate object key at $.context.arguments.amount');
     expect(storedRequests(svc)).toBe(0);
   });
 

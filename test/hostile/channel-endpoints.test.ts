@@ -1,11 +1,12 @@
 // Scope: property-based hostile input (fast-check) against the notification channels' endpoints of
 // the approval service in-process: Slack's interaction receiver (random bodies, content types and
-// signature headers; and random bodies correctly signed) and the emailed decision page (random
+// signature headers; random bodies correctly signed; a signed payload with a duplicate member name) and the emailed decision page (random
 // tokens, GET and POST). Never a 5xx, every Slack refusal is problem+json, every link refusal an
 // HTML page, and nothing is decided or sent to Slack.
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SLACK_APPROVE_ACTION } from '../../src/approvals/notify/slack.js';
 import { slackSignature } from '../../src/approvals/notify/slack-signature.js';
 import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
 import { startSlackStandIn, type SlackStandIn } from '../support/slack-stand-in.js';
@@ -113,6 +114,25 @@ describe('hostile input to the channel endpoints', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it('a correctly signed Slack payload with a duplicate member name is 400 problem+json naming its path, and decides nothing', async () => {
+    const payload = `{"type":"block_actions","user":{"id":"U0EVE","id":"U0BOB"},"actions":[{"action_id":"${SLACK_APPROVE_ACTION}","value":"${requestId}"}]}`;
+    const body = `payload=${encodeURIComponent(payload)}`;
+    const ts = String(Math.floor(Date.now() / 1000));
+    const res = await svc.app.request('/slack/interactions', {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-slack-request-timestamp': ts,
+        'x-slack-signature': slackSignature(SIGNING_SECRET, ts, body),
+      },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(((await res.json()) as { detail: string }).detail).toContain('duplicate object key at $.user.id');
+    untouched();
   });
 
   it('random tokens on the email decision page, GET or POST: a 4xx HTML page, nothing decided', async () => {

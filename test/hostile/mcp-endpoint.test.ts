@@ -1,9 +1,19 @@
-// Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys in tool arguments, spec-method params of the wrong type on both protocol faces (src/mcp/spec-params.ts), JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
+// Scope: hostile input to the MCP front's HTTP app (src/mcp/http.ts) in-process: body and JSON limits on /mcp, prototype keys, duplicate member names and lone surrogates in tool arguments, spec-method params of the wrong type on both protocol faces (src/mcp/spec-params.ts), JSON errors for unknown paths and the callback receiver's wrong methods; each answer a clean 4xx with a JSON body and no side effect (no ledger row, no task-service or Temporal use).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
 import { MAX_MCP_BODY_BYTES } from '../../src/mcp/http.js';
 import { paramsIssues } from '../../src/mcp/spec-params.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
-import { legacyMcpHeaders, mcpHeaders, mcpUnderTest, modernEnvelope, rpcAnswer, toolsCallText, type McpUnderTest } from './apps.js';
+import {
+  legacyMcpHeaders,
+  MCP_ORIGIN,
+  mcpHeaders,
+  mcpUnderTest,
+  modernEnvelope,
+  rpcAnswer,
+  toolsCallText,
+  type McpUnderTest,
+} from './apps.js';
 
 let mcp: McpUnderTest;
 beforeEach(() => {
@@ -41,6 +51,63 @@ describe('the MCP endpoint under hostile input', () => {
       },
     });
     expect(mcp.ledger.count()).toBe(0);
+  });
+
+  it('duplicate member names in tool arguments ({"amount":5,"amount":50000}) are refused with -32602 naming the path, and the transfer does not run', async () => {
+    const res = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"amount":50000}', 8));
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toContain('application/json');
+    expect(await res.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 8,
+      error: {
+        code: -32602,
+        message: 'Invalid params: duplicate key at $.params.arguments.amount',
+        data: { path: '$.params.arguments.amount' },
+      },
+    });
+    expect(mcp.ledger.count()).toBe(0);
+    expect(mcp.taskCalls).toEqual([]);
+  });
+
+  it('a duplicate member of the JSON-RPC envelope itself (method, id) is an invalid request: 400 -32600, id null when the id is the duplicate', async () => {
+    const text = toolsCallText('{"to":"acct-991","amount":5}', 4);
+    const twoMethods = text.replace('"method":"tools/call"', '"method":"tools/list","method":"tools/call"');
+    const first = await post('/mcp', twoMethods);
+    expect(first.status).toBe(400);
+    expect(await first.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 4,
+      error: { code: -32600, message: 'Invalid Request: duplicate key at $.method', data: { path: '$.method' } },
+    });
+    const twoIds = await post('/mcp', text.replace('"id":4', '"id":4,"id":5'));
+    expect(((await twoIds.json()) as { id: unknown; error: { code: number } }).id).toBeNull();
+    expect(mcp.ledger.count()).toBe(0);
+  });
+
+  it('a lone surrogate in a tool argument ("memo":"\\ud800") is refused with -32602 naming its path, on both faces, and the transfer does not run', async () => {
+    const res = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"memo":"ok \\ud800"}', 3));
+    expect(res.status).toBeLessThan(500);
+    expect((await rpcAnswer(res)).message).toMatchObject({
+      id: 3,
+      error: {
+        code: -32602,
+        message: 'Invalid params: string at $.params.arguments.memo is not well-formed Unicode (lone surrogate)',
+        data: { path: '$.params.arguments.memo' },
+      },
+    });
+    const legacy = await call('legacy', 'tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 5, memo: '\udfff' } });
+    expect(legacy.message.error).toMatchObject({ code: -32602, data: { path: '$.params.arguments.memo' } });
+    expect(mcp.ledger.count()).toBe(0);
+  });
+
+  it('a lone surrogate in a member name of the arguments is refused with its path; a surrogate pair (an emoji) is well formed and runs', async () => {
+    const res = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"x\\udc00":1}'));
+    expect(((await rpcAnswer(res)).message.error as { data?: unknown }).data).toEqual({ path: '$.params.arguments["x\\udc00"]' });
+    expect(mcp.ledger.count()).toBe(0);
+    const ok = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"memo":"paid \\ud83d\\ude00"}'));
+    expect((await rpcAnswer(ok)).message.error).toBeUndefined();
+    expect(mcp.ledger.count()).toBe(1);
   });
 
   it('constructor and prototype keys are kept as own properties, so the tool schema refuses them as unknown keys (-32602) and nothing runs', async () => {
@@ -89,6 +156,62 @@ describe('the MCP endpoint under hostile input', () => {
       });
     }
     expect(mcp.ledger.count()).toBe(0);
+  });
+
+  it('a correctly signed callback whose body repeats a member name is 400 problem+json, and Temporal is not touched', async () => {
+    const body = '{"request_id":"r-1","status":"approved","request_id":"r-2"}';
+    const target = `/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}/1`;
+    const { timestamp, signature } = signCallback('callback-secret', target, body, Date.now() / 1000);
+    const res = await mcp.app.request(target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(((await res.json()) as { type: string }).type).toBe('urn:countersign:problem:invalid-request');
+    expect(mcp.temporalUses).toEqual([]);
+  });
+
+  it('a correctly signed callback whose generation segment is not canonical decimal (1e0, %201, 0x1, 01, +1, 1.0, %31, 0, 2^53) is 400 problem+json, and Temporal is not touched', async () => {
+    const deliver = async (generation: string) => {
+      const body = '{"request_id":"r-1","status":"approved"}';
+      const target = `/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'0'.repeat(32)}/${generation}`;
+      // signed for the very target it is sent to: the generation check, not the signature, refuses it
+      const { timestamp, signature } = signCallback('callback-secret', target, body, Date.now() / 1000);
+      return mcp.app.request(`${MCP_ORIGIN}${target}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
+        body,
+      });
+    };
+    for (const generation of ['1e0', '%201', '0x1', '01', '+1', '1.0', '%31', '0', '9007199254740992', '-1']) {
+      const res = await deliver(generation);
+      expect(res.status, generation).toBe(400);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(((await res.json()) as { type: string }).type).toBe('urn:countersign:problem:invalid-request');
+    }
+    expect(mcp.temporalUses).toEqual([]);
+    // the canonical spelling passes the receiver's checks and goes on to Temporal
+    await deliver('1');
+    expect(mcp.temporalUses).not.toEqual([]);
+  });
+
+  it("a valid delivery signed for one workflow's callback URL, replayed to another workflow's or generation's URL, is 401 problem+json and Temporal is not touched", async () => {
+    const body = '{"request_id":"r-1","status":"approved","generation":1}';
+    const own = `/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'a'.repeat(32)}/1`;
+    const { timestamp, signature } = signCallback('callback-secret', own, body, Date.now() / 1000);
+    const headers = { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature };
+    for (const other of [`/callbacks/arap/${APPROVAL_WORKFLOW_ID_PREFIX}${'b'.repeat(32)}/1`, own.replace(/1$/, '2'), `${own}?again=1`]) {
+      const res = await mcp.app.request(`${MCP_ORIGIN}${other}`, { method: 'POST', headers, body });
+      expect(res.status, other).toBe(401);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({ type: 'urn:countersign:problem:unauthorized', detail: 'callback rejected: bad-signature' });
+    }
+    expect(mcp.temporalUses).toEqual([]);
+    // the same delivery at its own URL passes the signature and goes on to Temporal
+    await mcp.app.request(`${MCP_ORIGIN}${own}`, { method: 'POST', headers, body });
+    expect(mcp.temporalUses).not.toEqual([]);
   });
 
   it('GET on the callback receiver and unknown paths answer 404 problem+json, and Temporal is not touched', async () => {

@@ -1,8 +1,9 @@
-// Scope: property-based hostile input (fast-check) against every role's in-process app — the MCP HTTP app (endpoint and callback receiver), the ARAP API, the approver inbox, the development issuer: random bytes, wrong content types, deep nesting, large strings within the limits, prototype keys, wrong methods and paths never give a 5xx, every refusal carries a JSON body (or the inbox's HTML page), and nothing is stored, run or started.
+// Scope: property-based hostile input (fast-check) against every role's in-process app — the MCP HTTP app (endpoint and callback receiver), the ARAP API, the approver inbox, the development issuer: random bytes, wrong content types, deep nesting, large strings within the limits, prototype keys, duplicate member names and lone surrogates at random depths, wrong methods and paths never give a 5xx, every refusal carries a JSON body (or the inbox's HTML page), and nothing is stored, run or started.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
 import type { ApprovalService } from '../../src/approvals/service.js';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import {
   accessRequestBody,
@@ -54,9 +55,63 @@ const deepJson = fc
 const protoJson = fc
   .tuple(fc.json({ maxDepth: 3 }), fc.integer({ min: 0, max: 5 }))
   .map(([inner, depth]) => `${'{"k":'.repeat(depth)}{"to":"acct-991","amount":5,"__proto__":${inner}}${'}'.repeat(depth)}`);
+/** `name` as a JSON string literal with every character \u-escaped: the same member name, spelled differently. */
+function escapedName(name: string): string {
+  return `"${[...name].map((ch) => [...ch].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')).join('')}"`;
+}
+/**
+ * Valid JSON text with one object holding a duplicate member name (the second spelling plain or
+ * \u-escaped), other members around it, nested 0–6 levels deep inside objects and arrays (arrays with
+ * elements before it). `JSON.parse` accepts every one of these and keeps the last member.
+ */
+const duplicateKeyJson = fc
+  .record({
+    name: fc.string({ maxLength: 8 }),
+    escaped: fc.boolean(),
+    first: fc.json({ maxDepth: 2 }),
+    second: fc.json({ maxDepth: 2 }),
+    others: fc.dictionary(fc.string({ maxLength: 6 }), fc.json({ maxDepth: 1 }), { maxKeys: 3 }),
+    wrappers: fc.array(
+      fc.tuple(fc.constantFrom('object', 'array'), fc.string({ maxLength: 6 }), fc.array(fc.json({ maxDepth: 1 }), { maxLength: 2 })),
+      {
+        maxLength: 6,
+      },
+    ),
+  })
+  .map(({ name, escaped, first, second, others, wrappers }) => {
+    const members = Object.entries(others)
+      .filter(([k]) => k !== name)
+      .map(([k, v]) => `${JSON.stringify(k)}:${v}`);
+    const at = members.length === 0 ? 0 : members.length;
+    members.splice(Math.floor(at / 2), 0, `${JSON.stringify(name)}:${first}`);
+    members.push(`${escaped ? escapedName(name) : JSON.stringify(name)}:${second}`);
+    let text = `{${members.join(',')}}`;
+    for (const [kind, key, before] of wrappers)
+      text = kind === 'object' ? `{${JSON.stringify(key)}:${text}}` : `[${[...before, text].join(',')}]`;
+    return text;
+  });
+/**
+ * Valid JSON text with one lone surrogate (U+D800–U+DFFF, `\\u`-escaped as JSON text must carry it)
+ * in a string value or a member name, nested 0–7 levels deep inside objects and arrays, the outermost an object.
+ */
+const loneSurrogateJson = fc
+  .record({
+    before: fc.string({ maxLength: 6 }),
+    after: fc.string({ maxLength: 6 }),
+    unit: fc.integer({ min: 0xd800, max: 0xdfff }),
+    inName: fc.boolean(),
+    wrappers: fc.array(fc.tuple(fc.constantFrom('object', 'array'), fc.string({ maxLength: 6 })), { maxLength: 6 }),
+  })
+  .map(({ before, after, unit, inName, wrappers }) => {
+    const bad = JSON.stringify(`${before}${String.fromCharCode(unit)}${after}`);
+    let text = inName ? `{"to":"acct-991",${bad}:1}` : `{"to":"acct-991","amount":5,"memo":${bad}}`;
+    for (const [kind, key] of wrappers) text = kind === 'object' ? `{${JSON.stringify(key)}:${text}}` : `[${text}]`;
+    // tools/call arguments are an object (else the SDK's params schema answers first)
+    return text.startsWith('[') ? `{"k":${text}}` : text;
+  });
 /** A large string within every JSON limit (up to 64 KiB). */
 const bigString = fc.integer({ min: 1, max: 64 * 1024 }).map((n) => JSON.stringify({ s: 'x'.repeat(n) }));
-/** Bodies: random bytes, random text, random JSON, deep nesting, prototype keys, big strings, truncated JSON. */
+/** Bodies: random bytes, random text, random JSON, deep nesting, prototype keys, duplicate member names, big strings, truncated JSON. */
 const bodies: fc.Arbitrary<string | Uint8Array | undefined> = fc.oneof(
   fc.constant(undefined),
   fc.uint8Array({ maxLength: 2048 }),
@@ -64,6 +119,7 @@ const bodies: fc.Arbitrary<string | Uint8Array | undefined> = fc.oneof(
   fc.json({ maxDepth: 4 }),
   deepJson,
   protoJson,
+  duplicateKeyJson,
   bigString,
   fc.json({ maxDepth: 4 }).map((j) => j.slice(0, Math.max(0, j.length - 1))),
 );
@@ -234,7 +290,7 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
   });
 
   it('authenticated tools/call messages whose arguments are hostile JSON (deep, prototype keys, large, random)', async () => {
-    const args = fc.oneof(deepJson, protoJson, bigString, fc.json({ maxDepth: 4 }));
+    const args = fc.oneof(deepJson, protoJson, duplicateKeyJson, loneSurrogateJson, bigString, fc.json({ maxDepth: 4 }));
     await fc.assert(
       fc.asyncProperty(args, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
         await expectClean(mcp.app, MCP_ORIGIN, {
@@ -243,6 +299,45 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
           headers: mcpHeaders('tools/call', 'wire_transfer'),
           body: toolsCallText(argumentsJson, id),
         });
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('authenticated tools/call messages whose arguments hold a duplicate member name at a random depth answer 400 -32602 naming a path in the arguments, and run nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(duplicateKeyJson, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
+        expect(() => JSON.parse(argumentsJson) as unknown).not.toThrow();
+        const res = await mcp.app.request(`${MCP_ORIGIN}/mcp`, {
+          method: 'POST',
+          headers: mcpHeaders('tools/call', 'wire_transfer'),
+          body: toolsCallText(argumentsJson, id),
+        });
+        const { status, message } = await rpcAnswer(res);
+        const seen = `${argumentsJson} → ${status} ${JSON.stringify(message)}`;
+        expect(status, seen).toBe(400);
+        expect(message.error?.code, seen).toBe(-32602);
+        expect(message.error?.message, seen).toMatch(/^Invalid params: duplicate key at \$\.params\.arguments[.[]/);
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('authenticated tools/call messages whose arguments hold a lone surrogate at a random depth (in a value or a member name) answer -32602 naming a path in the arguments, and run nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(loneSurrogateJson, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
+        const res = await mcp.app.request(`${MCP_ORIGIN}/mcp`, {
+          method: 'POST',
+          headers: mcpHeaders('tools/call', 'wire_transfer'),
+          body: toolsCallText(argumentsJson, id),
+        });
+        const { status, message } = await rpcAnswer(res);
+        const seen = `${argumentsJson} → ${status} ${JSON.stringify(message)}`;
+        expect(status, seen).toBeLessThan(500);
+        expect(message.error?.code, seen).toBe(-32602);
+        expect(message.error?.message, seen).toMatch(/^Invalid params: string at \$\.params\.arguments[.[].* is not well-formed Unicode/);
         noSideEffect();
       }),
       { numRuns: RUNS },
@@ -280,6 +375,44 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
     await fc.assert(
       fc.asyncProperty(request(path, sig), async (r) => {
         await expectClean(mcp.app, MCP_ORIGIN, r);
+        noSideEffect();
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('correctly signed callbacks whose generation segment is any spelling but canonical decimal are 400 problem+json without reaching Temporal', async () => {
+    const n = fc.integer({ min: 0, max: 1000 });
+    const segment = fc
+      .oneof(
+        n.map((k) => `${k}e0`),
+        n.map((k) => `0${k}`),
+        n.map((k) => `+${k}`),
+        n.map((k) => `-${k}`),
+        n.map((k) => `${k}.0`),
+        n.map((k) => `0x${k.toString(16)}`),
+        n.map((k) => `%20${k}`),
+        n.map((k) => `${k}%20`),
+        n.map((k) => encodeURIComponent(String(k)).replace(/\d/, (d) => `%3${d}`)),
+        fc.bigInt({ min: 2n ** 53n, max: 2n ** 64n }).map(String),
+        fc.string({ minLength: 1, maxLength: 12 }).map((t) => encodeURIComponent(t)),
+      )
+      // `.` and `..` are dot segments, not generations: the URL resolves them to another route first
+      .filter((t) => t !== '.' && t !== '..')
+      // canonical decimal (an integer 1..2^53-1 written as BigInt writes it) is the one accepted spelling
+      .filter((t) => !(/^\d+$/.test(t) && BigInt(t) >= 1n && BigInt(t) <= BigInt(Number.MAX_SAFE_INTEGER) && String(BigInt(t)) === t));
+    await fc.assert(
+      fc.asyncProperty(segment, async (generation) => {
+        const body = '{"request_id":"r-1","status":"approved"}';
+        const target = `/callbacks/arap/${WF}/${generation}`;
+        const { timestamp, signature } = signCallback('callback-secret', target, body, Date.now() / 1000);
+        const res = await mcp.app.request(`${MCP_ORIGIN}${target}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },
+          body,
+        });
+        expect(res.status, generation).toBe(400);
+        expect(res.headers.get('content-type')).toBe('application/problem+json');
         noSideEffect();
       }),
       { numRuns: RUNS },
@@ -325,7 +458,7 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
     );
   });
 
-  it('ARAP API: otherwise valid submissions whose arguments are nested past the limit, carry a prototype key, or are not JSON', async () => {
+  it('ARAP API: otherwise valid submissions whose arguments are nested past the limit, carry a prototype key or a duplicate member name, or are not JSON', async () => {
     // arguments sit 3 levels down the body: a value nested 62 or more levels inside them passes 64
     const tooDeep = fc
       .tuple(fc.integer({ min: 62, max: 3000 }), fc.boolean())
@@ -334,6 +467,7 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
     const text = fc.oneof(
       tooDeep.map((d) => template.replace('{"x":1}', `{"x":${d}}`)),
       protoJson.map((p) => template.replace('{"x":1}', p)),
+      duplicateKeyJson.map((d) => template.replace('{"x":1}', d)),
       fc.uint8Array({ maxLength: 1024 }),
     );
     await fc.assert(

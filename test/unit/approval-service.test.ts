@@ -1,10 +1,11 @@
 // Scope: the reference Access Request Service (src/approvals/) in-process via app.request with an injected clock: ARAP API, four-eyes rules, expiry, signed callbacks, store. (The inbox pages: approver-inbox.test.ts; quorum, risk engine, agents, ITSM: their own files.)
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { signCallback, verifyCallback } from '../../src/backends/callback-signature.js';
+import { callbackRequestTarget, signCallback, verifyCallback } from '../../src/backends/callback-signature.js';
 import { summarizeArguments } from '../../src/approvals/inbox/format.js';
 import { createApprovalService, type ApprovalService, type ApprovalServiceOptions } from '../../src/approvals/service.js';
 import { approvalServiceExtras, generateApprovalMachineSecrets } from '../../src/approvals/stack-wiring.js';
@@ -374,7 +375,7 @@ describe('expiry and callbacks', () => {
     expect(sink.calls.map((c) => JSON.parse(c.body) as unknown)).toEqual([{ request_id: due, status: 'expired', generation: 3 }]);
   });
 
-  it('callbacks carry a valid HMAC over timestamp and body', async () => {
+  it('callbacks carry a valid HMAC over timestamp, request target and body', async () => {
     const id = await submitOk({ subject: { iss: 'https://idp.example.test', sub: 'dave' }, generation: 2 });
     now = T0 + 90_500;
     await decide(id, ['alice', 'alice-pw'], 'approve');
@@ -383,11 +384,20 @@ describe('expiry and callbacks', () => {
     expect(call).toBeDefined();
     if (call === undefined) return;
     expect(call.timestamp).toBe(String(Math.floor((T0 + 90_500) / 1000)));
-    expect(call.signature).toMatch(/^v1=[0-9a-f]{64}$/);
+    expect(call.signature).toMatch(/^v2=[0-9a-f]{64}$/);
     expect(JSON.parse(call.body)).toEqual({ request_id: id, status: 'approved', generation: 2 });
     const headers = { timestamp: call.timestamp, signature: call.signature };
-    expect(verifyCallback(CALLBACK_SECRET, call.body, headers, (T0 + 90_500) / 1000)).toEqual({ ok: true });
-    expect(verifyCallback('another-secret', call.body, headers, (T0 + 90_500) / 1000)).toEqual({ ok: false, reason: 'bad-signature' });
+    const target = new URL(call.url).pathname;
+    expect(verifyCallback(CALLBACK_SECRET, target, call.body, headers, (T0 + 90_500) / 1000)).toEqual({ ok: true });
+    expect(verifyCallback('another-secret', target, call.body, headers, (T0 + 90_500) / 1000)).toEqual({
+      ok: false,
+      reason: 'bad-signature',
+    });
+    // signed for its own callback URL: the same delivery checked as another URL's does not verify
+    expect(verifyCallback(CALLBACK_SECRET, `${target}x`, call.body, headers, (T0 + 90_500) / 1000)).toEqual({
+      ok: false,
+      reason: 'bad-signature',
+    });
     expect(call.body).not.toContain('acct-991');
   });
 
@@ -432,43 +442,59 @@ describe('expiry and callbacks', () => {
 describe('verifyCallback', () => {
   const body = JSON.stringify({ request_id: 'ar_x', status: 'approved', generation: 1 });
   const at = 1_800_000_000;
-  const signed = signCallback(CALLBACK_SECRET, body, at + 0.9);
+  const target = `/callbacks/arap/approval-${'a'.repeat(32)}/1`;
+  const signed = signCallback(CALLBACK_SECRET, target, body, at + 0.9);
 
-  it('accepts a signature made with the same secret within the window', () => {
+  it('accepts a signature made with the same secret for the same request target within the window', () => {
     expect(signed.timestamp).toBe(String(at));
-    expect(verifyCallback(CALLBACK_SECRET, body, signed, at + 299)).toEqual({ ok: true });
-    expect(verifyCallback(CALLBACK_SECRET, body, signed, at - 299)).toEqual({ ok: true });
+    expect(verifyCallback(CALLBACK_SECRET, target, body, signed, at + 299)).toEqual({ ok: true });
+    expect(verifyCallback(CALLBACK_SECRET, target, body, signed, at - 299)).toEqual({ ok: true });
+  });
+
+  it('the signature is HMAC-SHA256 over "v2\\n<timestamp>\\n<request target>\\n<body>", the string docs/PRODUCTION.md §Callback signatures gives', () => {
+    const hex = createHmac('sha256', CALLBACK_SECRET).update(`v2\n${at}\n${target}\n${body}`).digest('hex');
+    expect(signed.signature).toBe(`v2=${hex}`);
+    expect(callbackRequestTarget(`https://mcp.example.test:8787${target}?x=1`)).toBe(`${target}?x=1`);
   });
 
   it('verifyCallback rejects a stale timestamp', () => {
-    expect(verifyCallback(CALLBACK_SECRET, body, signed, at + 301)).toEqual({ ok: false, reason: 'stale' });
-    expect(verifyCallback(CALLBACK_SECRET, body, signed, at - 301)).toEqual({ ok: false, reason: 'stale' });
-    expect(verifyCallback(CALLBACK_SECRET, body, signed, at + 30, 10)).toEqual({ ok: false, reason: 'stale' });
+    expect(verifyCallback(CALLBACK_SECRET, target, body, signed, at + 301)).toEqual({ ok: false, reason: 'stale' });
+    expect(verifyCallback(CALLBACK_SECRET, target, body, signed, at - 301)).toEqual({ ok: false, reason: 'stale' });
+    expect(verifyCallback(CALLBACK_SECRET, target, body, signed, at + 30, 10)).toEqual({ ok: false, reason: 'stale' });
   });
 
-  it('verifyCallback rejects a tampered body, a moved timestamp and a wrong secret', () => {
+  it('verifyCallback rejects a tampered body, a moved timestamp, a wrong secret and another request target (workflow or generation)', () => {
     const tampered = body.replace('approved', 'denied');
-    expect(verifyCallback(CALLBACK_SECRET, tampered, signed, at)).toEqual({ ok: false, reason: 'bad-signature' });
-    expect(verifyCallback(CALLBACK_SECRET, body, { ...signed, timestamp: String(at + 1) }, at)).toEqual({
+    expect(verifyCallback(CALLBACK_SECRET, target, tampered, signed, at)).toEqual({ ok: false, reason: 'bad-signature' });
+    expect(verifyCallback(CALLBACK_SECRET, target, body, { ...signed, timestamp: String(at + 1) }, at)).toEqual({
       ok: false,
       reason: 'bad-signature',
     });
-    expect(verifyCallback('other', body, signed, at)).toEqual({ ok: false, reason: 'bad-signature' });
+    expect(verifyCallback('other', target, body, signed, at)).toEqual({ ok: false, reason: 'bad-signature' });
+    for (const other of [`/callbacks/arap/approval-${'b'.repeat(32)}/1`, target.replace(/1$/, '2'), `${target}?x=1`]) {
+      expect(verifyCallback(CALLBACK_SECRET, other, body, signed, at)).toEqual({ ok: false, reason: 'bad-signature' });
+    }
   });
 
-  it('verifyCallback reports missing and malformed headers', () => {
-    expect(verifyCallback(CALLBACK_SECRET, body, {}, at)).toEqual({ ok: false, reason: 'missing' });
-    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: signed.timestamp, signature: null }, at)).toEqual({
+  it('verifyCallback reports missing and malformed headers, and a signature of another scheme version', () => {
+    expect(verifyCallback(CALLBACK_SECRET, target, body, {}, at)).toEqual({ ok: false, reason: 'missing' });
+    expect(verifyCallback(CALLBACK_SECRET, target, body, { timestamp: signed.timestamp, signature: null }, at)).toEqual({
       ok: false,
       reason: 'missing',
     });
-    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: 'soon', signature: signed.signature }, at)).toEqual({
+    expect(verifyCallback(CALLBACK_SECRET, target, body, { timestamp: 'soon', signature: signed.signature }, at)).toEqual({
       ok: false,
       reason: 'malformed',
     });
-    expect(verifyCallback(CALLBACK_SECRET, body, { timestamp: signed.timestamp, signature: 'v2=abc' }, at)).toEqual({
+    expect(verifyCallback(CALLBACK_SECRET, target, body, { timestamp: signed.timestamp, signature: 'v2=abc' }, at)).toEqual({
       ok: false,
       reason: 'malformed',
+    });
+    // the retired v1 form (timestamp and body only), correctly computed, is refused as such
+    const v1 = createHmac('sha256', CALLBACK_SECRET).update(`${at}.${body}`).digest('hex');
+    expect(verifyCallback(CALLBACK_SECRET, target, body, { timestamp: signed.timestamp, signature: `v1=${v1}` }, at)).toEqual({
+      ok: false,
+      reason: 'unsupported-version',
     });
   });
 });

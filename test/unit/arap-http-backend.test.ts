@@ -211,11 +211,13 @@ describe('ARAP HTTP adapter against the reference service', () => {
   });
 
   it('an approved status callback arrives signed and verifies, then status is authoritative', async () => {
-    let deliver: (v: { body: string; timestamp: string | undefined; signature: string | undefined }) => void = () => undefined;
-    const received = new Promise<{ body: string; timestamp: string | undefined; signature: string | undefined }>((r) => (deliver = r));
+    type Delivered = { target: string; body: string; timestamp: string | undefined; signature: string | undefined };
+    let deliver: (v: Delivered) => void = () => undefined;
+    const received = new Promise<Delivered>((r) => (deliver = r));
     const receiver = await tinyServer((req, res, body) => {
       res.writeHead(204).end();
       deliver({
+        target: req.url ?? '',
         body,
         timestamp: req.headers['x-countersign-timestamp'] as string | undefined,
         signature: req.headers['x-countersign-signature'] as string | undefined,
@@ -226,8 +228,10 @@ describe('ARAP HTTP adapter against the reference service', () => {
     await decideOverHttp(handle.requestId, 'approve');
     const cb = await received;
     expect(JSON.parse(cb.body)).toEqual({ request_id: handle.requestId, status: 'approved', generation: 4 });
-    expect(verifyCallback(CALLBACK_SECRET, cb.body, cb, Date.now() / 1000)).toEqual({ ok: true });
-    expect(verifyCallback(CALLBACK_SECRET, cb.body.replace('approved', 'denied'), cb, Date.now() / 1000)).toEqual({
+    // the request target on the wire is the one signed
+    expect(cb.target).toBe('/callbacks/approval');
+    expect(verifyCallback(CALLBACK_SECRET, cb.target, cb.body, cb, Date.now() / 1000)).toEqual({ ok: true });
+    expect(verifyCallback(CALLBACK_SECRET, cb.target, cb.body.replace('approved', 'denied'), cb, Date.now() / 1000)).toEqual({
       ok: false,
       reason: 'bad-signature',
     });
@@ -260,6 +264,17 @@ describe('ARAP HTTP adapter failure modes', () => {
         res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: 'ar_x', status: 'approved' }));
       } else if (req.url === '/access/v1/requests/ar_other') {
         res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: 'ar_y', status: 'denied' }));
+      } else if (req.url === '/access/v1/requests/ar_twice') {
+        // valid under the schema if read last-wins: approved, with an approval
+        const approval = {
+          id: 'ap_1',
+          approved_at: new Date().toISOString(),
+          approved_until: new Date(Date.now() + 60_000).toISOString(),
+          state: 'approved',
+        };
+        res
+          .writeHead(200, { 'Content-Type': 'application/json' })
+          .end(`{"id":"ar_twice","status":"denied","status":"approved","result":{"approval":${JSON.stringify(approval)}}}`);
       } else if (req.url === '/access/v1/requests') {
         res.writeHead(201, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: 7, status: 'pending' }));
       } else {
@@ -276,6 +291,12 @@ describe('ARAP HTTP adapter failure modes', () => {
       /id does not match/,
     );
     await expectBackendError(b.status({ ...handleAt(url), statusUrl: `${url}/html` }), 'unavailable', true, /not JSON/);
+    await expectBackendError(
+      b.status({ ...handleAt(url), requestId: 'ar_twice', statusUrl: `${url}/access/v1/requests/ar_twice` }),
+      'unavailable',
+      true,
+      /malformed ARAP status response \(HTTP 200\): duplicate object key at \$\.status/,
+    );
   });
 
   it('a network error is a retryable unavailable error', async () => {

@@ -46,7 +46,7 @@ async function receiver(script: Behaviour[], after: Behaviour = 204) {
       const entry: Received = {
         body,
         requestId: (JSON.parse(body) as { request_id: string }).request_id,
-        signatureOk: verifyCallback(SECRET, body, signature, Date.now() / 1000).ok,
+        signatureOk: verifyCallback(SECRET, req.url ?? '', body, signature, Date.now() / 1000).ok,
         answered: null,
       };
       received.push(entry);

@@ -1,10 +1,12 @@
 // Scope: evidence receipts without a stack: JCS canonical payloads, EdDSA flattened JWS with an
 // RFC 7638 kid, the issuing log's hash chain, and offline verification refusing each kind of
 // tampering with its own reason (src/receipts/).
+import { execFile } from 'node:child_process';
 import { createHash, createPrivateKey } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { FlattenedSign } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { canonicalJson, jcsSha256 } from '../../src/binding/call-binding.js';
@@ -20,6 +22,7 @@ import {
 import { openReceiptLog, type ReceiptLog } from '../../src/receipts/receipt-log.js';
 import { generateReceiptJwk, loadReceiptSigningKey, parseReceiptKey, type ReceiptSigningKey } from '../../src/receipts/signing-key.js';
 
+const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const principal = { iss: 'https://idp.example.test', sub: 'alice' };
 const args = { to: 'acct-991', amount: 50_000, memo: 'invoice 7' };
 
@@ -289,6 +292,56 @@ describe('verifying a file', () => {
     expect((await verifyReceiptLines(JSON.stringify(noKid), key.jwks)).failures).toEqual([
       { line: 1, reason: 'missing kid: the protected header names no key' },
     ]);
+  });
+
+  it('a line that repeats a member name is refused naming the line and the path, even when the last copies verify', async () => {
+    const key = await keyPair();
+    const { lines } = await logWith(key, 2);
+    const second = JSON.parse(lines[1]!) as { payload: string };
+    const fakePayload = Buffer.from(canonicalJson({ ...payloadOf(lines[1]!), disposition: 'denied' })).toString('base64url');
+    // a reader keeping the first member sees the fake payload; JSON.parse keeps the last, which verifies
+    const twoPayloads = lines[1]!.replace('{', `{"payload":"${fakePayload}",`);
+    expect((JSON.parse(twoPayloads) as { payload: string }).payload).toBe(second.payload);
+    const disclosed = JSON.stringify({ ...(JSON.parse(lines[0]!) as object), arguments: { ...args, n: 1 } });
+    const twoAmounts = disclosed.replace('"amount":50000', '"amount":5,"amount":50000');
+    expect(await verifyReceiptLines(`${twoAmounts}\n${twoPayloads}\n`, key.jwks)).toMatchObject({
+      ok: false,
+      failures: [
+        {
+          line: 1,
+          reason:
+            'duplicate object key at $.arguments.amount: a receipt line must not repeat a member name (JSON readers disagree on which one counts)',
+        },
+        {
+          line: 2,
+          reason:
+            'duplicate object key at $.payload: a receipt line must not repeat a member name (JSON readers disagree on which one counts)',
+        },
+      ],
+    });
+    expect((await verifyReceiptLines(`${disclosed}\n${lines[1]!}\n`, key.jwks)).ok).toBe(true);
+  });
+
+  it('countersign receipts verify refuses a file whose line repeats a member, naming the file, the line and the path, and exits 1', async () => {
+    const key = await keyPair();
+    const { lines } = await logWith(key, 2);
+    const fakePayload = Buffer.from(canonicalJson({ ...payloadOf(lines[1]!), disposition: 'denied' })).toString('base64url');
+    const dir = mkdtempSync(join(tmpdir(), 'receipts-cli-'));
+    const file = join(dir, 'receipts.jsonl');
+    const jwks = join(dir, 'jwks.json');
+    writeFileSync(file, `${lines[0]!}\n${lines[1]!.replace('{', `{"payload":"${fakePayload}",`)}\n`);
+    writeFileSync(jwks, JSON.stringify(key.jwks));
+    const { code, stderr } = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'receipts', 'verify', file, '--jwks', jwks],
+        { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME } },
+        (err, _stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stderr }),
+      );
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain(`${file}:2: duplicate object key at $.payload: a receipt line must not repeat a member name`);
+    expect(stderr).not.toContain(`${file}:1:`);
   });
 
   it('garbage and an empty file fail with their reasons', async () => {

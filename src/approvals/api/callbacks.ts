@@ -5,7 +5,8 @@
  * SQLite transaction as the change (`store.ts`, table `callback_outbox`), so the decision's answer
  * never waits for the receiver and a restart of the service resumes what was not yet delivered.
  * This dispatcher POSTs each row as `{request_id, status, generation}` with
- * `X-Countersign-Timestamp` / `X-Countersign-Signature` (`src/backends/callback-signature.ts`):
+ * `X-Countersign-Timestamp` / `X-Countersign-Signature` (`src/backends/callback-signature.ts`; the
+ * HMAC covers the timestamp, the callback URL's request target and the body, signed per attempt):
  *
  * - in the background, at most {@link CallbackDeliveryPolicy.concurrency} attempts at once and at
  *   most {@link CallbackDeliveryPolicy.perReceiverConcurrency} per receiver origin, so one slow
@@ -25,7 +26,12 @@
  */
 import type { Logger } from 'pino';
 import type { WireCallbackBody } from './arap-wire.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../backends/callback-signature.js';
+import {
+  CALLBACK_SIGNATURE_HEADER,
+  CALLBACK_TIMESTAMP_HEADER,
+  callbackRequestTarget,
+  signCallback,
+} from '../../backends/callback-signature.js';
 import type { CallbackOutboxRow, CallbackOutboxStore } from '../store/store.js';
 
 /** When and how often callbacks are attempted. All durations in ms. */
@@ -129,8 +135,9 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
   async function attempt(row: CallbackOutboxRow): Promise<{ failure: string; final: boolean } | null> {
     const body: WireCallbackBody = { request_id: row.requestId, status: row.status, generation: row.generation };
     const rawBody = JSON.stringify(body);
-    const { timestamp, signature } = signCallback(opts.secret, rawBody, now() / 1000);
     try {
+      // the signature binds the URL's request target: this delivery is valid for this callback URL only
+      const { timestamp, signature } = signCallback(opts.secret, callbackRequestTarget(row.url), rawBody, now() / 1000);
       const res = await doFetch(row.url, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', [CALLBACK_TIMESTAMP_HEADER]: timestamp, [CALLBACK_SIGNATURE_HEADER]: signature },

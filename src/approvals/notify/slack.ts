@@ -26,6 +26,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import { LogLevel, WebClient, type Block, type KnownBlock } from '@slack/web-api';
 import { z } from 'zod';
+import { parseJsonWithLimits } from '../../http/json-limits.js';
 import { problem } from '../../http/problem.js';
 import { REFUSAL_DETAIL } from '../api/arap-routes.js';
 import type { Approver } from '../api/http-auth.js';
@@ -318,15 +319,19 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
               : 'X-Slack-Signature does not match the body under the signing secret.';
         return problem('unauthorized', detail);
       }
-      let payload: z.infer<typeof InteractionSchema>;
-      try {
-        const text = new URLSearchParams(raw).get('payload');
-        const parsed = InteractionSchema.safeParse(text === null ? undefined : JSON.parse(text));
-        if (!parsed.success) return problem('invalid-request', 'Expected a block_actions interaction payload (form field "payload").');
-        payload = parsed.data;
-      } catch {
-        return problem('invalid-request', 'The "payload" form field is not JSON.');
+      const text = new URLSearchParams(raw).get('payload');
+      const json = text === null ? null : parseJsonWithLimits(text);
+      if (json !== null && !json.ok) {
+        return problem(
+          'invalid-request',
+          json.reason === 'invalid-json'
+            ? 'The "payload" form field is not JSON.'
+            : `The "payload" form field was refused: ${json.detail}.`,
+        );
       }
+      const parsed = InteractionSchema.safeParse(json?.value);
+      if (!parsed.success) return problem('invalid-request', 'Expected a block_actions interaction payload (form field "payload").');
+      const payload: z.infer<typeof InteractionSchema> = parsed.data;
       const action = payload.actions[0]!;
       const decision = action.action_id === SLACK_APPROVE_ACTION ? 'approve' : action.action_id === SLACK_DENY_ACTION ? 'deny' : null;
       // Other actions (the "Open in inbox" link button) need no answer beyond the acknowledgement.

@@ -143,7 +143,7 @@ export async function opaque<T>(logger: Logger, fn: () => Promise<T>): Promise<T
   } catch (err) {
     if (err instanceof ProtocolError) throw err;
     if (err instanceof TemporalUnavailableError) {
-      logger.warn({ reason: err.reason }, 'Temporal unavailable; answered retryable');
+      logger.warn({ reason: err.reason, ...(err.detail ? { detail: err.detail } : {}) }, 'Temporal unavailable; answered retryable');
       throw temporalUnavailable(err.retryAfterSeconds);
     }
     const cause = (err as { cause?: { name?: unknown; code?: unknown } })?.cause;

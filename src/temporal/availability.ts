@@ -32,12 +32,16 @@ const GRPC_RESOURCE_EXHAUSTED = 8;
  * MCP front maps it to a retryable JSON-RPC error and HTTP 503 with `Retry-After: retryAfterSeconds`.
  * `reason`: `unreachable` (the server refused or dropped the connection), `no-answer` (the deadline
  * passed: no worker, or overload), `overloaded` (the server answered RESOURCE_EXHAUSTED),
- * `circuit-open` (recent calls found the server unreachable).
+ * `circuit-open` (recent calls found the server unreachable). `detail`: `workflow-task-failing` when
+ * the server answered that the run's workflow task is being retried (a `no-answer` that persists for
+ * one run while others answer is a worker holding that run: docs/OPERATIONS.md §A workflow task
+ * nobody answers).
  */
 export class TemporalUnavailableError extends Error {
   constructor(
     readonly reason: 'unreachable' | 'no-answer' | 'overloaded' | 'circuit-open',
     readonly retryAfterSeconds: number,
+    readonly detail?: 'workflow-task-failing',
   ) {
     super(`Temporal unavailable (${reason})`);
     this.name = 'TemporalUnavailableError';
@@ -168,7 +172,8 @@ export function createTemporalGuard(opts: TemporalGuardOptions): TemporalGuard {
         const unreachable = isTemporalUnreachable(err);
         if (!unreachable && isTemporalOverloaded(err)) throw new TemporalUnavailableError('overloaded', 1);
         // the server answered; the run's worker has not yet: retryable, and no reason to open the circuit
-        if (!unreachable && isWorkflowTaskFailing(err)) throw new TemporalUnavailableError('no-answer', retryAfter(callTimeoutMs));
+        if (!unreachable && isWorkflowTaskFailing(err))
+          throw new TemporalUnavailableError('no-answer', retryAfter(callTimeoutMs), 'workflow-task-failing');
         if (!unreachable && !isTemporalNoAnswer(err)) throw err;
         const counts = unreachable || (options.tripsCircuit !== false && !(await serverAnswers()));
         if (counts && ++failures >= failureThreshold) {

@@ -100,6 +100,7 @@ describe('Temporal guard', () => {
     const cut = Object.assign(new Error('1 CANCELLED: Cancelled on client'), { code: 1 });
     const err = await unavailable(guard.run(() => Promise.reject(new ServiceError('Failed to query workflow', { cause: cut }))));
     expect(err.reason).toBe('no-answer');
+    expect(err.detail).toBeUndefined();
   });
 
   it('a query refused because the run\'s workflow task is failing (FAILED_PRECONDITION), as the SDK wraps it, is retryable "no-answer" and never opens the circuit; another FAILED_PRECONDITION passes through', async () => {
@@ -107,6 +108,7 @@ describe('Temporal guard', () => {
     const failing = Object.assign(new Error('9 FAILED_PRECONDITION: Query has failed due to a failing workflow task'), { code: 9 });
     const err = await unavailable(guard.run(() => Promise.reject(new ServiceError('Failed to query workflow', { cause: failing }))));
     expect(err.reason).toBe('no-answer');
+    expect(err.detail).toBe('workflow-task-failing');
     expect(guard.isOpen()).toBe(false);
     const other = new ServiceError('Failed', {
       cause: Object.assign(new Error('9 FAILED_PRECONDITION: namespace is not active'), { code: 9 }),

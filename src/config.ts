@@ -169,7 +169,10 @@ export const ConfigSchema = z.object({
    */
   COUNTERSIGN_TEMPORAL_CORE_LOG: z
     .string()
-    .regex(/^[\w:=,]+$/, 'must be a level (WARN, DEBUG) or a filter like WARN,temporalio_sdk_core=DEBUG')
+    .regex(
+      /^(?:(?:[A-Za-z_][\w]*(?:::[A-Za-z_][\w]*)*=)?(?:trace|debug|info|warn|error))(?:,(?:[A-Za-z_][\w]*(?:::[A-Za-z_][\w]*)*=)?(?:trace|debug|info|warn|error))*$/i,
+      'must be a level (TRACE, DEBUG, INFO, WARN, ERROR) or a filter of level and target=level directives, like WARN,temporalio_sdk_core=DEBUG',
+    )
     .default('WARN'),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
   /**

@@ -39,7 +39,7 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { parseJsonWithLimits } from '../http/json-limits.js';
+import { parseJsonWithLimits, readUtf8Body } from '../http/json-limits.js';
 import { problem } from '../http/problem.js';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from './callback-signature.js';
 import { backendCallbackUpdate } from '../../workflows/messages.js';
@@ -132,7 +132,8 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
 
   /** The route's work; `onVerified` runs once the signature and the ids check out, before delivery. */
   async function deliver(c: Context, onVerified?: (workflowId: string) => Promise<void>): Promise<Response> {
-    const raw = await c.req.text();
+    const raw = await readUtf8Body(c.req.raw);
+    if (raw === null) return problem('invalid-request', 'malformed callback: the body is not valid UTF-8');
     // The request target as received (path and query, as `new URL` serializes it, like the signer):
     // a delivery signed for another workflow's or generation's callback URL does not verify here.
     const url = new URL(c.req.url);

@@ -13,7 +13,7 @@
  * (`arap-callbacks.ts` does, with `verifyCallback`), or cache status.
  */
 import { z } from 'zod';
-import { parseJsonWithLimits } from '../http/json-limits.js';
+import { parseJsonWithLimits, readUtf8Body } from '../http/json-limits.js';
 import { BackendError, type ApprovalBackend, type BackendHandle, type BackendStatus, type SubmissionBody } from './approval-backend.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
 
@@ -105,7 +105,7 @@ async function errorFor(verb: Verb, res: Response): Promise<BackendError> {
 
 async function parseJson<T>(verb: Verb, res: Response, schema: z.ZodType<T>): Promise<T> {
   // within src/http/json-limits.ts: a status answer repeating `status` would be read as its last member
-  const json = parseJsonWithLimits(await res.text());
+  const json = parseJsonWithLimits((await readUtf8Body(res)) ?? ''); // not UTF-8: refused as not JSON
   if (!json.ok) {
     const why = json.reason === 'invalid-json' ? 'body is not JSON' : json.detail;
     throw new BackendError('unavailable', `malformed ARAP ${verb} response (HTTP ${res.status}): ${why}`, true);

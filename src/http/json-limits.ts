@@ -34,6 +34,7 @@ export type JsonRefusal =
   | { reason: 'invalid-json'; detail: string }
   | { reason: 'too-deep'; detail: string }
   | { reason: 'duplicate-key'; detail: string; path: string }
+  | { reason: 'ill-formed-unicode'; detail: string; path: string }
   | { reason: 'forbidden-key'; detail: string; path: string };
 
 /** Result of {@link parseJsonWithLimits}. */
@@ -215,5 +216,35 @@ export function parseJsonWithLimits(text: string, maxDepth = MAX_JSON_DEPTH): Js
   }
   const path = findForbiddenKey(value);
   if (path !== null) return { ok: false, reason: 'forbidden-key', path, detail: `forbidden object key at ${path}` };
+  const illFormed = findIllFormedString(value);
+  if (illFormed !== null) {
+    return {
+      ok: false,
+      reason: 'ill-formed-unicode',
+      path: illFormed,
+      detail: `string at ${illFormed} is not well-formed Unicode (lone surrogate)`,
+    };
+  }
   return { ok: true, value };
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * `bytes` decoded as UTF-8 (a leading byte order mark dropped, as `Request.text()` does), or null
+ * when they are not valid UTF-8 (RFC 8259 §8.1: JSON exchanged between systems is UTF-8). Unlike
+ * `Request.text()`, which turns every bad sequence into U+FFFD, nothing is replaced: two bodies
+ * that differ only in bad bytes must not become the same request.
+ */
+export function decodeUtf8(bytes: ArrayBuffer | Uint8Array): string | null {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** The body of `req` as UTF-8 text ({@link decodeUtf8}), or null when it is not valid UTF-8. Throws what reading the body throws. */
+export async function readUtf8Body(req: Request | Response): Promise<string | null> {
+  return decodeUtf8(await req.arrayBuffer());
 }

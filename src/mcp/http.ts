@@ -38,7 +38,7 @@ import { createArapCallbackReceiver } from '../backends/arap-callbacks.js';
 import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono';
 import { problemNotFound, problemOnError } from '../http/error-handlers.js';
-import { MAX_JSON_DEPTH, parseJsonWithLimits } from '../http/json-limits.js';
+import { MAX_JSON_DEPTH, parseJsonWithLimits, readUtf8Body } from '../http/json-limits.js';
 import { sameOriginOnly } from '../http/origin.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 import { invalidRequestParams, jsonRpcErrorResponse } from './errors.js';
@@ -175,27 +175,33 @@ declare module 'hono' {
 function jsonWithinLimits(): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.method !== 'POST' || c.req.raw.body === null) return next();
-    let text: string;
+    let text: string | null;
     try {
-      text = await c.req.raw.text();
+      text = await readUtf8Body(c.req.raw);
     } catch {
       return jsonRpcErrorResponse(400, -32700, 'Parse error: the request body could not be read');
     }
+    if (text === null) return jsonRpcErrorResponse(400, -32700, 'Parse error: the request body is not valid UTF-8');
     if (text.trim() !== '') {
       const parsed = parseJsonWithLimits(text);
       if (!parsed.ok) {
         if (parsed.reason === 'invalid-json') return jsonRpcErrorResponse(400, -32700, 'Parse error: the request body is not valid JSON');
         if (parsed.reason === 'too-deep')
           return jsonRpcErrorResponse(400, -32602, `Invalid params: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
-        if (parsed.reason === 'duplicate-key') {
-          // inside params the request is well formed but its params are ambiguous; elsewhere (a
-          // repeated `id`, `method`, `params`) the message itself is not one JSON-RPC request object
+        if (parsed.reason === 'duplicate-key' || parsed.reason === 'ill-formed-unicode') {
+          // inside params the request is well formed but its params are ambiguous or unusable;
+          // elsewhere (a repeated or ill-formed `id`, `method`, `params`) the message itself is not
+          // one JSON-RPC request object
+          const what =
+            parsed.reason === 'duplicate-key'
+              ? `duplicate key at ${parsed.path}`
+              : `string at ${parsed.path} is not well-formed Unicode (lone surrogate)`;
           return IN_PARAMS.test(parsed.path)
-            ? jsonRpcErrorResponse(400, -32602, `Invalid params: duplicate key at ${parsed.path}`, { path: parsed.path }, idOf(text))
+            ? jsonRpcErrorResponse(400, -32602, `Invalid params: ${what}`, { path: parsed.path }, idOf(text))
             : jsonRpcErrorResponse(
                 400,
                 -32600,
-                `Invalid Request: duplicate key at ${parsed.path}`,
+                `Invalid Request: ${what}`,
                 { path: parsed.path },
                 parsed.path === '$.id' ? null : idOf(text),
               );

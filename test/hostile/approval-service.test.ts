@@ -146,6 +146,37 @@ describe('the ARAP API under hostile input', () => {
     expect(storedRequests(svc)).toBe(0);
   });
 
+  it('a body that is not valid UTF-8 (raw bytes ED A0 80, FF, C0 AF inside a string) is 400 problem+json and nothing is stored, where Request.text() would have stored U+FFFD', async () => {
+    const text = JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 50_000, memo: 'raw @' }));
+    const at = Buffer.from(text).indexOf('@');
+    for (const bad of [[0xed, 0xa0, 0x80], [0xff], [0xc0, 0xaf]]) {
+      const bytes = Buffer.concat([Buffer.from(text).subarray(0, at), Buffer.from(bad), Buffer.from(text).subarray(at + 1)]);
+      const res = await svc.app.request(url('/access/v1/requests'), {
+        method: 'POST',
+        headers: submitHeaders(`k-utf8-${bad[0]}`),
+        body: bytes,
+      });
+      expect(await expectProblem(res, 400, 'invalid-request')).toContain('not valid UTF-8');
+    }
+    expect(storedRequests(svc)).toBe(0);
+  });
+
+  it('a lone surrogate anywhere in a JSON body (a decision comment "\\ud800") is 400 problem+json naming its path, and decides nothing', async () => {
+    const created = await svc.app.request(url('/access/v1/requests'), {
+      method: 'POST',
+      headers: submitHeaders('k-surrogate'),
+      body: JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 50_000 })),
+    });
+    const { id } = (await created.json()) as { id: string };
+    const res = await svc.app.request(url(`/access/v1/requests/${id}/decision`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from('bob:bob-pw').toString('base64')}` },
+      body: '{"decision":"deny","comment":"\\ud800"}',
+    });
+    expect(await expectProblem(res, 400, 'invalid-request')).toContain('$.comment is not well-formed Unicode');
+    expect(svc.store.listPending({}).map((r) => r.id)).toContain(id);
+  });
+
   it('a within-limits request is still stored (the probe the other tests rely on)', async () => {
     const res = await svc.app.request(url('/access/v1/requests'), {
       method: 'POST',

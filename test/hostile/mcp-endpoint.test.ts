@@ -23,7 +23,7 @@ afterEach(async () => {
   await mcp.close();
 });
 
-const post = (path: string, body: string, headers = mcpHeaders('tools/call', 'wire_transfer')) =>
+const post = (path: string, body: BodyInit, headers = mcpHeaders('tools/call', 'wire_transfer')) =>
   mcp.app.request(path, { method: 'POST', headers, body });
 
 function nested(depth: number): string {
@@ -108,6 +108,39 @@ describe('the MCP endpoint under hostile input', () => {
     const ok = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5,"memo":"paid \\ud83d\\ude00"}'));
     expect((await rpcAnswer(ok)).message.error).toBeUndefined();
     expect(mcp.ledger.count()).toBe(1);
+  });
+
+  it('a body that is not valid UTF-8 (raw bytes ED A0 80, FF, C0 AF in the memo) is a parse error (400 -32700), not a memo of U+FFFD, and nothing runs', async () => {
+    for (const amount of [5, 50_000]) {
+      const text = toolsCallText(`{"to":"acct-991","amount":${amount},"memo":"raw @"}`);
+      const at = Buffer.from(text).indexOf('@');
+      for (const bad of [[0xed, 0xa0, 0x80], [0xff], [0xc0, 0xaf]]) {
+        const bytes = Buffer.concat([Buffer.from(text).subarray(0, at), Buffer.from(bad), Buffer.from(text).subarray(at + 1)]);
+        const res = await post('/mcp', new Uint8Array(bytes));
+        expect(res.status).toBe(400);
+        expect(await res.json()).toMatchObject({ error: { code: -32700, message: 'Parse error: the request body is not valid UTF-8' } });
+      }
+    }
+    expect(mcp.ledger.count()).toBe(0);
+    expect(mcp.taskCalls).toEqual([]);
+  });
+
+  it("a lone surrogate anywhere in params, not only in a gated tool's arguments (approval_status, _meta), is refused with -32602 naming its path", async () => {
+    const status = await post(
+      '/mcp',
+      toolsCallText('{"approvalId":"\\ud800"}').replace('"wire_transfer"', '"approval_status"'),
+      mcpHeaders('tools/call', 'approval_status'),
+    );
+    expect(((await status.json()) as { error: { code: number; data: unknown } }).error).toMatchObject({
+      code: -32602,
+      data: { path: '$.params.arguments.approvalId' },
+    });
+    const meta = await post('/mcp', toolsCallText('{"to":"acct-991","amount":5}').replace('"_meta":{', '"_meta":{"note":"\\udfff",'));
+    expect(((await meta.json()) as { error: { code: number; data: unknown } }).error).toMatchObject({
+      code: -32602,
+      data: { path: '$.params._meta.note' },
+    });
+    expect(mcp.ledger.count()).toBe(0);
   });
 
   it('constructor and prototype keys are kept as own properties, so the tool schema refuses them as unknown keys (-32602) and nothing runs', async () => {

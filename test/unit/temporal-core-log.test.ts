@@ -22,8 +22,13 @@ describe('COUNTERSIGN_TEMPORAL_CORE_LOG', () => {
     expect(temporalCoreLogging('chatty').filter).toContain('temporalio_sdk_core=WARN');
   });
 
-  it('the setting defaults to WARN and refuses anything that is not a level or a filter', () => {
+  it('the setting defaults to WARN and refuses anything that is not a level or a filter of known levels (a typo is an error, not WARN)', () => {
     expect(loadConfig({}).COUNTERSIGN_TEMPORAL_CORE_LOG).toBe('WARN');
-    expect(() => loadConfig({ COUNTERSIGN_TEMPORAL_CORE_LOG: 'DEBUG; rm -rf /' })).toThrow(/COUNTERSIGN_TEMPORAL_CORE_LOG/);
+    for (const bad of ['DEBUG; rm -rf /', 'DEBGU', 'OFF', 'temporalio_sdk_core', 'WARN,temporalio_sdk_core=LOUD', 'WARN,,DEBUG']) {
+      expect(() => loadConfig({ COUNTERSIGN_TEMPORAL_CORE_LOG: bad }), bad).toThrow(/COUNTERSIGN_TEMPORAL_CORE_LOG/);
+    }
+    for (const good of ['debug', 'WARN,temporalio_sdk_core::worker::workflow=DEBUG,temporalio_sdk_core::worker::workflow::machines=WARN']) {
+      expect(loadConfig({ COUNTERSIGN_TEMPORAL_CORE_LOG: good }).COUNTERSIGN_TEMPORAL_CORE_LOG).toBe(good);
+    }
   });
 });

@@ -35,7 +35,7 @@ import { authenticateDecider, bearerMatches, parseBasic, type Approver } from '.
 import type { Decider } from '../deciders/decider.js';
 import type { SignInThrottle } from '../inbox/sign-in-throttle.js';
 import { clientAddress } from '../../http/client-address.js';
-import { parseJsonWithLimits } from '../../http/json-limits.js';
+import { parseJsonWithLimits, readUtf8Body } from '../../http/json-limits.js';
 import { problem } from '../../http/problem.js';
 import { faultPoint } from '../../fault-point.js';
 import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
@@ -145,7 +145,9 @@ async function readJson(c: Context): Promise<{ ok: true; value: unknown } | { ok
   if (type !== 'application/json') {
     return { ok: false, response: problem('unsupported-media-type', 'Send the body as application/json.') };
   }
-  const parsed = parseJsonWithLimits(await c.req.text());
+  const text = await readUtf8Body(c.req.raw);
+  if (text === null) return { ok: false, response: problem('invalid-request', 'The body is not valid UTF-8.') };
+  const parsed = parseJsonWithLimits(text);
   if (parsed.ok) return parsed;
   return {
     ok: false,

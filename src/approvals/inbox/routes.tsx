@@ -60,7 +60,7 @@ import { createDelegation, delegatedDecider } from '../delegation.js';
 import { webauthnBrowserScript, type Passkeys } from './passkeys.js';
 import type { StepUpProof } from '../store/store.js';
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
-import { parseJsonWithLimits } from '../../http/json-limits.js';
+import { parseJsonWithLimits, readUtf8Body } from '../../http/json-limits.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
@@ -515,7 +515,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     if ((c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/json') {
       return problem('unsupported-media-type', 'Send the body as application/json.');
     }
-    const parsed = parseJsonWithLimits(await c.req.text());
+    const parsed = parseJsonWithLimits((await readUtf8Body(c.req.raw)) ?? ''); // not UTF-8: refused as not JSON
     const body = parsed.ok ? (parsed.value as { csrf?: unknown; response?: unknown }) : null;
     if (body === null || typeof body !== 'object' || typeof body.response !== 'object' || body.response === null) {
       return problem('invalid-request', 'Send {"csrf", "response"} with the registration response.');

@@ -26,7 +26,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import { LogLevel, WebClient, type Block, type KnownBlock } from '@slack/web-api';
 import { z } from 'zod';
-import { parseJsonWithLimits } from '../../http/json-limits.js';
+import { parseJsonWithLimits, readUtf8Body } from '../../http/json-limits.js';
 import { problem } from '../../http/problem.js';
 import { REFUSAL_DETAIL } from '../api/arap-routes.js';
 import type { Approver } from '../api/http-auth.js';
@@ -301,7 +301,8 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
       onError: () => problem('payload-too-large', `Interaction bodies are limited to ${SLACK_INTERACTION_BODY_BYTES} bytes.`),
     }),
     async (c) => {
-      const raw = await c.req.text();
+      const raw = await readUtf8Body(c.req.raw);
+      if (raw === null) return problem('invalid-request', 'The body is not valid UTF-8.');
       const check = verifySlackSignature({
         signingSecret: settings.signingSecret,
         timestamp: c.req.header('x-slack-request-timestamp'),

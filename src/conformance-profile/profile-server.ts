@@ -20,7 +20,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { missingTasksCapability, taskNotFound } from '../mcp/errors.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
-import { SpecParamsServer } from '../mcp/spec-params.js';
+import { ANY_PARAMS, parseMethodParams, SpecParamsServer } from '../mcp/spec-params.js';
 import { ownerKeyOf } from '../auth/principal-keys.js';
 import { completeCallToolResult } from '../mcp/task-projection.js';
 import type { FixtureTaskService } from './fixture-task-service.js';
@@ -179,19 +179,22 @@ export function createProfileServerFactory(deps: ProfileServerDeps): McpServerFa
       return ownerKeyOf(principalOf(ctx));
     };
 
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
+    server.setRequestHandler('tasks/get', ANY_PARAMS, async (raw, ctx) => {
+      const params = parseMethodParams('tasks/get', TaskIdParams, raw);
       const snap = await deps.tasks.get(params.taskId, gate(ctx));
       if (!snap) throw taskNotFound();
       return fixtureGetTaskResult(params.taskId, snap) as never;
     });
 
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
+    server.setRequestHandler('tasks/cancel', ANY_PARAMS, async (raw, ctx) => {
+      const params = parseMethodParams('tasks/cancel', TaskIdParams, raw);
       const outcome = await deps.tasks.cancel(params.taskId, gate(ctx));
       if (!outcome) throw taskNotFound();
       return { resultType: 'complete' } as never;
     });
 
-    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) => {
+    server.setRequestHandler('tasks/update', ANY_PARAMS, async (raw, ctx) => {
+      const params = parseMethodParams('tasks/update', TaskUpdateParams, raw);
       // the SDK lifts `inputResponses` out of params into the request context (SEP-2322 wire material)
       const responses = asCtx(ctx).mcpReq.inputResponses ?? params.inputResponses ?? {};
       const taken = await deps.tasks.provideInput(params.taskId, gate(ctx), responses);

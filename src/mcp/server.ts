@@ -13,7 +13,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { inputRefused, missingTasksCapability, opaque, taskNotFound } from './errors.js';
 import { gateToolCall, type GateDeps } from './gate.js';
-import { SpecParamsServer } from './spec-params.js';
+import { ANY_PARAMS, parseMethodParams, SpecParamsServer } from './spec-params.js';
 import { getTaskResult } from './task-projection.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './approval-tools.js';
 import { noteToolResult } from './response-note.js';
@@ -86,16 +86,18 @@ export function createMcpServerFactory(
         return result as never;
       }),
     );
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) =>
+    server.setRequestHandler('tasks/get', ANY_PARAMS, async (raw, ctx) =>
       opaque(deps.logger, async () => {
+        const params = parseMethodParams('tasks/get', TaskIdParams, raw);
         requireTasks(ctx as unknown as HandlerCtx);
         const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
         if (!snap) throw taskNotFound();
         return getTaskResult(params.taskId, snap) as never;
       }),
     );
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) =>
+    server.setRequestHandler('tasks/cancel', ANY_PARAMS, async (raw, ctx) =>
       opaque(deps.logger, async () => {
+        const params = parseMethodParams('tasks/cancel', TaskIdParams, raw);
         requireTasks(ctx as unknown as HandlerCtx);
         const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx as unknown as HandlerCtx));
         if (!outcome) throw taskNotFound();
@@ -103,8 +105,9 @@ export function createMcpServerFactory(
         return { resultType: 'complete' } as never;
       }),
     );
-    server.setRequestHandler('tasks/update', { params: TaskUpdateParams }, async (params, ctx) =>
+    server.setRequestHandler('tasks/update', ANY_PARAMS, async (raw, ctx) =>
       opaque(deps.logger, async () => {
+        const params = parseMethodParams('tasks/update', TaskUpdateParams, raw);
         requireTasks(ctx as unknown as HandlerCtx);
         const c = ctx as unknown as HandlerCtx;
         // The SDK lifts `inputResponses` out of the params into the request context.

@@ -14,14 +14,16 @@
  * request schema for the method), so it refuses exactly
  * what the SDK would refuse and nothing else: valid requests (MRTR `requestState`/`inputResponses`,
  * 2025-11-25 task augmentation `params.task`, `_meta`) reach the handler unchanged. Methods the
- * era has no schema for (the tasks extension's `tasks/update` on 2026-07-28) are left to their own
- * schema-form registration.
+ * era has no schema for (the tasks extension's `tasks/get`, `tasks/cancel`, `tasks/update` on
+ * 2026-07-28) are registered in the schema form with {@link ANY_PARAMS} and check their params with
+ * {@link parseMethodParams}, which answers in the same form.
  *
  * A `params` that is not an object at all (`"x"`, `7`, `null`) never reaches a handler: the
  * transport refuses the message with HTTP 400 / -32600 (JSON-RPC 2.0 §4.2: params MUST be a
  * structured value).
  */
 import { Server } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import { invalidRequestParams, type ParamsIssue } from './errors.js';
 
 type Handler = Parameters<Server['_wrapHandler']>[1];
@@ -42,13 +44,45 @@ export function paramsIssues(method: string, dump: string): ParamsIssue[] {
   } catch {
     parsed = undefined;
   }
-  const issues = Array.isArray(parsed) ? parsed.filter(isZodIssue) : [];
+  return issuesOf(method, Array.isArray(parsed) ? parsed.filter(isZodIssue) : []);
+}
+
+/** Zod issues (paths from the request root, `["params","taskId"]`) as {@link ParamsIssue}s, at most {@link MAX_ISSUES}. */
+function issuesOf(method: string, issues: ZodIssueLike[]): ParamsIssue[] {
   if (issues.length === 0) return [{ path: '$.params', message: `do not match the ${method} request schema` }];
   return issues.slice(0, MAX_ISSUES).map((i) => ({
     path: jsonPath(i.path),
     message: i.code === 'invalid_union' ? 'matches none of the allowed shapes' : i.message.replace(/^Invalid input: /, ''),
   }));
 }
+
+/**
+ * The params of a method registered in the SDK's schema form (the tasks extension's `tasks/get`,
+ * `tasks/cancel`, `tasks/update` on 2026-07-28, which the era's codec has no schema for), checked
+ * against `schema` and refused like every other spec method: -32602 `Invalid params for <method>:
+ * <path>: <expected>` with `data.issues` (`errors.ts` `invalidRequestParams`). Register the method
+ * with {@link ANY_PARAMS} so the SDK's own check (whose message is a zod dump without `data`) never
+ * refuses first.
+ *
+ * @param method the JSON-RPC method, for the message.
+ * @param schema the method's params schema.
+ * @param params the request's params as the SDK passes them to the handler.
+ * @returns the parsed params.
+ * @throws ProtocolError -32602 when `params` fails `schema`.
+ */
+export function parseMethodParams<T>(method: string, schema: z.ZodType<T>, params: unknown): T {
+  const parsed = schema.safeParse(params);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => ({
+    code: i.code,
+    message: i.message,
+    path: ['params', ...i.path.map((k) => (typeof k === 'symbol' ? String(k) : k))],
+  }));
+  throw invalidRequestParams(method, issuesOf(method, issues));
+}
+
+/** A params schema that accepts any object: the SDK schema-form registration for methods checked by {@link parseMethodParams}. */
+export const ANY_PARAMS = { params: z.looseObject({}) };
 
 interface ZodIssueLike {
   code: string;

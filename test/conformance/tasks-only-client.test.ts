@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executionOutcome } from '../../src/client/execution-outcome.js';
 import { FileTaskIdStore } from '../../src/client/task-id-store.js';
+import { PROTOCOL_VERSION } from '../../src/client/wire-client.js';
 import {
   TasksClient,
   type AnswerInput,
@@ -375,6 +376,42 @@ describe('the same client answers in-task input with tasks/update (conformance p
     expect((err as { task?: Task }).task?.status).toBe('input_required');
     await profileClient().cancel((err as { task: Task }).task.taskId);
   });
+});
+
+describe('tasks/* params of the wrong type on the conformance profile', () => {
+  for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
+    it(`${method} with a numeric taskId answers -32602 naming $.params.taskId with data.issues, as the front does`, async () => {
+      const res = await fetch(profile.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': PROTOCOL_VERSION,
+          'mcp-method': method,
+          authorization: `Bearer ${profile.token}`,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method,
+          params: {
+            taskId: 5,
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
+              'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+              'io.modelcontextprotocol/clientInfo': { name: 'params-test', version: '0.0.0' },
+            },
+          },
+        }),
+      });
+      const body = (await res.json()) as { error?: unknown };
+      expect(body.error).toEqual({
+        code: -32602,
+        message: `Invalid params for ${method}: $.params.taskId: expected string, received number`,
+        data: { issues: [{ path: '$.params.taskId', message: 'expected string, received number' }] },
+      });
+    });
+  }
 });
 
 describe('an outcome the client cannot read is possibly executed and never retried on its own (conformance profile)', () => {

@@ -285,6 +285,11 @@ for (const face of ['modern', 'legacy'] as const) {
         path: '$.params.arguments',
         expected: 'expected record, received string',
       },
+      { method: 'tasks/get', params: { taskId: 5 }, path: '$.params.taskId', expected: 'expected string, received number' },
+      { method: 'tasks/cancel', params: {}, path: '$.params.taskId', expected: 'expected string, received undefined' },
+      ...(face === 'modern'
+        ? [{ method: 'tasks/update', params: { taskId: ['t'] }, path: '$.params.taskId', expected: 'expected string, received array' }]
+        : []),
     ];
     for (const c of cases) {
       it(`${c.method} with ${JSON.stringify(c.params)} answers -32602 naming ${c.path} and what it expects, without a zod dump, and runs nothing`, async () => {

@@ -255,6 +255,68 @@ describe('CSRF', () => {
   });
 });
 
+describe('repeated form fields', () => {
+  const raw = (body: string, headers: Record<string, string> = {}): RequestInit => ({
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: ORIGIN, ...headers },
+    body,
+  });
+
+  it('a decision post that repeats decision and comment is a 400 page naming the field, and the request stays pending with no decision recorded', async () => {
+    const id = await submit('dave', { amount: 50_000, to: 'acct-1' }, 'k1');
+    const { cookie } = await signIn('alice', 'alice-pw');
+    const csrf = csrfOf(await page(`/approver/requests/${id}`, cookie));
+    const res = await svc.app.request(
+      `/approver/requests/${id}/decision`,
+      raw(`csrf=${encodeURIComponent(csrf)}&decision=deny&decision=approve&comment=first&comment=second`, { Cookie: cookie }),
+    );
+    expect(res.status).toBe(400);
+    expect(res.headers.get('Content-Type')).toMatch(/^text\/html/);
+    const html = await res.text();
+    expect(html).toContain('Bad request');
+    expect(html).toContain('&quot;decision&quot; more than once');
+    expect(svc.store.get(id)?.status).toBe('pending');
+    expect(svc.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);
+  });
+
+  it('a decision post that repeats only the comment is refused too, and decides nothing', async () => {
+    const id = await submit('dave', { amount: 50_000, to: 'acct-1' }, 'k1');
+    const { cookie } = await signIn('alice', 'alice-pw');
+    const csrf = csrfOf(await page(`/approver/requests/${id}`, cookie));
+    const res = await svc.app.request(
+      `/approver/requests/${id}/decision`,
+      raw(`csrf=${encodeURIComponent(csrf)}&decision=approve&comment=first&comment=second`, { Cookie: cookie }),
+    );
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('&quot;comment&quot; more than once');
+    expect(svc.store.get(id)?.status).toBe('pending');
+  });
+
+  it('a sign-in that repeats the approver id is a 400 page and sets no session cookie', async () => {
+    const res = await svc.app.request('/approver/login', raw('id=carol&id=alice&password=alice-pw'));
+    expect(res.status).toBe(400);
+    expect(res.headers.get('Set-Cookie')).toBeNull();
+    expect(await res.text()).toContain('&quot;id&quot; more than once');
+  });
+
+  it('a sign-out that repeats the CSRF token is a 400 page and the session still opens the inbox', async () => {
+    const { cookie } = await signIn('alice', 'alice-pw');
+    const csrf = encodeURIComponent(csrfOf(await page('/approver', cookie)));
+    const res = await svc.app.request('/approver/logout', raw(`csrf=${csrf}&csrf=${csrf}`, { Cookie: cookie }));
+    expect(res.status).toBe(400);
+    await page('/approver', cookie);
+  });
+
+  it('a delegation post that repeats the delegate is a 400 page and delegates nothing', async () => {
+    const { cookie } = await signIn('alice', 'alice-pw');
+    const csrf = encodeURIComponent(csrfOf(await page('/approver', cookie)));
+    const until = encodeURIComponent(new Date(T0 + HOUR).toISOString());
+    const res = await svc.app.request('/approver/delegations', raw(`csrf=${csrf}&to=carol&to=bob&until=${until}`, { Cookie: cookie }));
+    expect(res.status).toBe(400);
+    expect(svc.store.delegations.activeFrom('alice', now)).toEqual([]);
+  });
+});
+
 describe('queue, request page and history', () => {
   it('a malformed queue page link is an HTML 400 page, and a valid one pages from there', async () => {
     const ids = [await submit('dave', { amount: 50_000, to: 'acct-1' }, 'p1')];

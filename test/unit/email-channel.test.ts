@@ -221,6 +221,23 @@ describe('decision link', () => {
     expect(svc.store.get(id)?.status).toBe('pending');
   });
 
+  it('a POST that repeats the decision is a 400 page, decides nothing, and leaves the link usable', async () => {
+    const id = await submit({ to: 'acct-991', amount: 50_000 });
+    const path = pathOf(decisionLinkOf(mailTo('bob@example.test')));
+    const cookie = await signIn('bob');
+    const csrf = csrfOf(await (await get(path, cookie)).text());
+    const res = await svc.app.request(path, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: ORIGIN, Cookie: cookie },
+      body: `csrf=${encodeURIComponent(csrf)}&decision=deny&decision=approve&comment=first&comment=second`,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('&quot;decision&quot; more than once');
+    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await post(path, cookie, { csrf, decision: 'deny' })).status).toBe(303);
+    expect(svc.store.get(id)?.status).toBe('denied');
+  });
+
   it('a POST from another origin is refused and decides nothing', async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 });
     const path = pathOf(decisionLinkOf(mailTo('bob@example.test')));

@@ -168,4 +168,38 @@ describe('batch decisions in the inbox', () => {
     expect(res.status).toBe(403);
     expect(svc.store.get(a)?.status).toBe('pending');
   });
+
+  it('a batch post that repeats the comment is a 400 page naming the field, and decides nothing', async () => {
+    const a = await submit('zoe', 'b-4');
+    const b = await submit('zoe', 'b-5');
+    const bob = await signIn('bob');
+    const res = await post('/approver/batch', bob.cookie, [
+      ['csrf', bob.csrf],
+      ['ids', a],
+      ['ids', b],
+      ['decision', 'deny'],
+      ['comment', 'first'],
+      ['comment', 'second'],
+    ]);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('&quot;comment&quot; more than once');
+    for (const id of [a, b]) {
+      expect(svc.store.get(id)?.status).toBe('pending');
+      expect(svc.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);
+    }
+  });
+
+  it('a batch post that repeats the decision is a 400 page, and decides nothing', async () => {
+    const a = await submit('zoe', 'b-6');
+    const bob = await signIn('bob');
+    const res = await post('/approver/batch', bob.cookie, [
+      ['csrf', bob.csrf],
+      ['ids', a],
+      ['decision', 'deny'],
+      ['decision', 'approve'],
+    ]);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('&quot;decision&quot; more than once');
+    expect(svc.store.get(a)?.status).toBe('pending');
+  });
 });

@@ -26,7 +26,9 @@
  *
  * Hostile input: every body is bounded before it is read ({@link INBOX_LOGIN_BODY_BYTES} for the
  * sign-in form, {@link INBOX_FORM_BODY_BYTES} elsewhere; 413); a form that cannot be parsed (a
- * `multipart/form-data` type over a body that is not, a truncated body) is 400. The inbox's own
+ * `multipart/form-data` type over a body that is not, a truncated body) is 400, and so is a form
+ * that sends a single-valued field more than once (only the batch's `ids` may repeat), before
+ * anything changes (`./form-fields.ts`). The inbox's own
  * refusals are HTML pages (`ErrorPage`, never plain text) since a browser shows them; `GET /live`,
  * read by script, answers 401 problem+json; unknown paths and hono middleware refusals (`csrf()`)
  * reach the service's problem+json handlers (`src/http/error-handlers.ts`).
@@ -41,6 +43,7 @@ import { problem } from '../../http/problem.js';
 import type { Decider } from '../deciders/decider.js';
 import { personDecider } from '../deciders/decider.js';
 import { INBOX_CSS, INBOX_JS } from './assets.js';
+import { readFormFields, repeatedFieldMessage, type FormValue } from './form-fields.js';
 import { visible } from './format.js';
 import { ErrorPage, Flash, Frame, LoginPage } from './layout.js';
 import { HistoryView, QueueView, type ListFilters, type QueuePaging } from './lists.js';
@@ -129,16 +132,19 @@ function errorPage(c: Context, status: 400 | 401 | 403 | 404 | 413 | 429, title:
   return c.html(<ErrorPage title={title} message={message} />, status);
 }
 
-/** The form fields, or null when the body cannot be parsed as the form its content type names. */
-async function readForm(c: Context): Promise<Record<string, unknown> | null> {
-  try {
-    return await c.req.parseBody();
-  } catch {
-    return null;
-  }
+/**
+ * The single-valued form fields, or the 400 page to answer: the body cannot be parsed as the form
+ * its content type names, or a field was sent more than once (`./form-fields.ts`).
+ */
+async function readForm(c: Context): Promise<Record<string, FormValue | undefined> | Response> {
+  const read = await readFormFields(c);
+  if (read.kind === 'unreadable') return unreadableForm(c);
+  if (read.kind === 'repeated') return repeatedField(c, read.field);
+  return read.fields;
 }
 
 const unreadableForm = (c: Context) => errorPage(c, 400, 'Bad request', 'The form could not be read. Go back and try again.');
+const repeatedField = (c: Context, field: string) => errorPage(c, 400, 'Bad request', repeatedFieldMessage(field));
 
 function flashOf(c: Context): Child | undefined {
   const kind = c.req.query('flash');
@@ -195,7 +201,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   app.post('/login', async (c) => {
     if (oidc !== undefined) return errorPage(c, 404, 'Not here', 'Sign in through your identity provider: GET /approver/login.');
     const form = await readForm(c);
-    if (form === null) return unreadableForm(c);
+    if (form instanceof Response) return form;
     const id = typeof form['id'] === 'string' ? form['id'].trim() : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
     const address = clientAddress(c, deps.trustedProxies);
@@ -227,18 +233,21 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     await next();
   });
 
-  /** POSTs after sign-in: the session's CSRF token is required (403 otherwise); an unreadable form is 400. */
-  async function formWithToken(c: Context<Env>): Promise<Record<string, unknown> | 'unreadable' | null> {
-    const form = await readForm(c);
-    if (form === null) return 'unreadable';
-    return sessions.csrfMatches(c.get('session'), form['csrf']) ? form : null;
-  }
   const missingToken = (c: Context, what: string) => errorPage(c, 403, 'Forbidden', `Missing or invalid CSRF token${what}.`);
+  /**
+   * POSTs after sign-in: the form's single-valued fields, or the page to answer: 400 for an
+   * unreadable form or a repeated field, 403 (`Missing or invalid CSRF token<what>.`) without the
+   * session's CSRF token.
+   */
+  async function formWithToken(c: Context<Env>, what: string): Promise<Record<string, FormValue | undefined> | Response> {
+    const form = await readForm(c);
+    if (form instanceof Response) return form;
+    return sessions.csrfMatches(c.get('session'), form['csrf']) ? form : missingToken(c, what);
+  }
 
   app.post('/logout', async (c) => {
-    const form = await formWithToken(c);
-    if (form === 'unreadable') return unreadableForm(c);
-    if (form === null) return missingToken(c, '');
+    const form = await formWithToken(c, '');
+    if (form instanceof Response) return form;
     await sessions.signOut(c);
     return c.redirect(oidc === undefined ? '/approver/login' : '/approver/signed-out', 303);
   });
@@ -389,9 +398,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
 
   app.post('/requests/:id/decision', async (c) => {
     const id = c.req.param('id');
-    const form = await formWithToken(c);
-    if (form === 'unreadable') return unreadableForm(c);
-    if (form === null) return missingToken(c, ': nothing was decided');
+    const form = await formWithToken(c, ': nothing was decided');
+    if (form instanceof Response) return form;
     const back = (kind: FlashKind) => c.redirect(`/approver/requests/${encodeURIComponent(id)}?flash=${kind}`, 303);
     const decision = form['decision'];
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
@@ -460,10 +468,12 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   });
 
   app.post('/batch', async (c) => {
-    const form = await c.req.parseBody({ all: true }).catch(() => null);
-    if (form === null) return unreadableForm(c);
+    const read = await readFormFields(c, ['ids']);
+    if (read.kind === 'unreadable') return unreadableForm(c);
+    if (read.kind === 'repeated') return repeatedField(c, read.field);
+    const form = read.fields;
     if (!sessions.csrfMatches(c.get('session'), form['csrf'])) return missingToken(c, ': nothing was decided');
-    const ids = idsOf(form['ids']);
+    const ids = idsOf(read.multi.ids);
     if (ids === null) return badBatch(c);
     const decision = form['decision'];
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
@@ -550,9 +560,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   });
 
   app.post('/delegations', async (c) => {
-    const form = await formWithToken(c);
-    if (form === 'unreadable') return unreadableForm(c);
-    if (form === null) return missingToken(c, ': nothing was delegated');
+    const form = await formWithToken(c, ': nothing was delegated');
+    if (form instanceof Response) return form;
     const back = (kind: FlashKind) => c.redirect(`/approver/delegations?flash=${kind}`, 303);
     const parsed = DelegationBodySchema.safeParse({
       to: form['to'],
@@ -571,9 +580,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   });
 
   app.post('/delegations/:id/revoke', async (c) => {
-    const form = await formWithToken(c);
-    if (form === 'unreadable') return unreadableForm(c);
-    if (form === null) return missingToken(c, ': nothing was revoked');
+    const form = await formWithToken(c, ': nothing was revoked');
+    if (form instanceof Response) return form;
     store.delegations.revoke(c.req.param('id'), c.get('session').approver.id, deps.now());
     return c.redirect('/approver/delegations?flash=revoked', 303);
   });

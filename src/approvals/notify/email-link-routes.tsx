@@ -22,6 +22,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { csrf } from 'hono/csrf';
 import type { Logger } from 'pino';
 import { personDecider } from '../deciders/decider.js';
+import { readFormFields, repeatedFieldMessage } from '../inbox/form-fields.js';
 import { formatTime, headline, visible } from '../inbox/format.js';
 import { Head, StatusPill } from '../inbox/layout.js';
 import { REFUSAL_TEXT } from '../inbox/request-page.js';
@@ -259,12 +260,10 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     const { claims, record } = opened;
     const session = await addressee(c, claims);
     if (session instanceof Response) return session;
-    let form: Record<string, unknown>;
-    try {
-      form = await c.req.parseBody();
-    } catch {
-      return refusal(c, 400, 'Bad request', 'The form could not be read. Go back and try again.');
-    }
+    const read = await readFormFields(c);
+    if (read.kind === 'unreadable') return refusal(c, 400, 'Bad request', 'The form could not be read. Go back and try again.');
+    if (read.kind === 'repeated') return refusal(c, 400, 'Bad request', repeatedFieldMessage(read.field));
+    const form = read.fields;
     if (!sessions.csrfMatches(session, form['csrf']))
       return refusal(c, 403, 'Forbidden', 'Missing or invalid CSRF token: nothing was decided.');
     const decision = form['decision'];

@@ -225,6 +225,13 @@ export const ConfigSchema = z.object({
    * their next workflow task or `tasks/get` query replays the history (docs/LOAD.md).
    */
   COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  /**
+   * Between two checks of the workflow-task watchdog (`src/temporal/workflow-task-watchdog.ts`): a
+   * run whose workflow task this worker took and keeps leaving unanswered gets the worker replaced.
+   * 0 turns it off. Needs Temporal server 1.30+ with `TemporalReportedProblems` (docs/OPERATIONS.md
+   * §A workflow task nobody answers).
+   */
+  COUNTERSIGN_WORKER_WATCHDOG_MS: z.coerce.number().int().min(0).max(86_400_000).default(30_000),
   /** Pace of one step of a `submit_change` execution (docs/CHANGE-GATE.md), ms. */
   COUNTERSIGN_CHANGE_STEP_MS: ms(1_500),
   COUNTERSIGN_MAX_REQUEST_WINDOW_MS: ms(30 * 86_400_000),

@@ -26,6 +26,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
+import { startWorkflowTaskWatchdog } from './temporal/workflow-task-watchdog.js';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createApprovalService, type ApprovalService } from './approvals/service.js';
@@ -52,7 +53,7 @@ import type { Gateway } from './gateway/gateway.js';
 import { createWireTransferTool } from './tools/wire-transfer.js';
 import { openChangeStore, type ChangeStore } from './tools/change-store.js';
 import { createSubmitChangeTool } from './tools/submit-change.js';
-import { startApprovalWorker } from './worker.js';
+import { startApprovalWorker, type RunningWorker } from './worker.js';
 import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
 import { withOpsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
 import { startTracing, type Tracing } from './ops/tracing.js';
@@ -408,7 +409,7 @@ async function checkExternalRetention(ctx: RoleContext): Promise<void> {
 export async function startWorkerRole(
   ctx: RoleContext,
   opts: { approvalsUrl?: string; workflowBundle?: WorkflowBundleWithSourceMap; parts?: ToolParts } = {},
-): Promise<{ stop(): Promise<void>; checks: ReadinessCheck[] }> {
+): Promise<{ stop(): Promise<void>; checks: ReadinessCheck[]; worker: RunningWorker }> {
   const { config, secrets } = ctx;
   if (config.TEMPORAL_ADDRESS) await checkExternalRetention(ctx);
   const parts = await ownOrShared(config, ctx.logger, opts.parts);
@@ -432,9 +433,28 @@ export async function startWorkerRole(
       ...(ctx.metrics ? { metrics: ctx.metrics } : {}),
       ...(ctx.tracing ? { tracing: ctx.tracing } : {}),
     });
+    const watchdog =
+      config.COUNTERSIGN_WORKER_WATCHDOG_MS > 0
+        ? startWorkflowTaskWatchdog({
+            // the current worker's client: a replaced worker's is closed once it has stopped
+            connection: {
+              get workflowService() {
+                return worker.connection.workflowService;
+              },
+            },
+            namespace: config.TEMPORAL_NAMESPACE,
+            taskQueue: config.COUNTERSIGN_TASK_QUEUE,
+            identity: () => worker.identity(),
+            replace: () => worker.replace(),
+            logger: ctx.logger.child({ part: 'worker' }),
+            intervalMs: config.COUNTERSIGN_WORKER_WATCHDOG_MS,
+          })
+        : undefined;
     return {
+      worker,
       checks: [{ name: 'worker', check: () => worker.ready() }, backendReachable(opts.approvalsUrl ?? ctx.urls.approvalsUrl)],
       async stop() {
+        watchdog?.stop();
         await worker.stop();
         await parts.close();
       },

@@ -58,6 +58,12 @@ export interface Stack {
   stopWorker(): Promise<void>;
   /** Start a worker again after `stopWorker`. */
   startWorker(): Promise<void>;
+  /**
+   * Replace the running worker with a fresh one (what the workflow-task watchdog does for a run the
+   * worker holds, `src/temporal/workflow-task-watchdog.ts`); its identity, as Temporal records it on
+   * the workflow tasks it starts, is returned. Throws when no worker runs.
+   */
+  replaceWorker(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -133,7 +139,7 @@ export async function startStack(
     const parts = await openToolParts(config, logger);
     cleanups.push(() => parts.close());
 
-    let worker: { stop(): Promise<void>; checks: ReadinessCheck[] } | undefined;
+    let worker: Awaited<ReturnType<typeof startWorkerRole>> | undefined;
     const startWorker = async () => {
       worker = await startWorkerRole(ctx, { parts, ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}) });
     };
@@ -176,6 +182,11 @@ export async function startStack(
       logger,
       metrics,
       stopWorker,
+      async replaceWorker() {
+        if (!worker) throw new Error('no worker runs');
+        await worker.worker.replace();
+        return worker.worker.identity();
+      },
       startWorker,
       stop,
     };

@@ -4,7 +4,14 @@
  * `startApprovalWorker` returns once the worker polls; `stop()` drains it (in-flight activities
  * are cancelled and waited for up to `shutdownGraceMs`) and resolves when it has stopped.
  */
-import { Worker, bundleWorkflowCode, type InjectedSinks, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  type NativeConnection,
+  Worker,
+  bundleWorkflowCode,
+  type InjectedSinks,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { DataConverter } from '@temporalio/common';
 import { createActivities, type ActivityDeps } from '../activities/activities.js';
@@ -36,12 +43,25 @@ export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
 
 /** A running worker. */
 export interface RunningWorker {
-  worker: Worker;
+  /** The Temporal worker polling now (another object after {@link RunningWorker.replace}). */
+  readonly worker: Worker;
+  /** The worker's connection to Temporal (the watchdog reads run state through it). */
+  readonly connection: NativeConnection;
+  /** Its identity, as Temporal records it on the workflow tasks it starts (`<pid>@<host>`, then `…-r<n>`). */
+  identity(): string;
   /**
    * Resolves when the worker polls and Temporal answers on its connection (`GetSystemInfo`);
    * rejects with a short reason otherwise (`/readyz`, `src/ops/ops-routes.ts`).
    */
   ready(): Promise<void>;
+  /**
+   * Replace the polling worker with a fresh one on the same connection, bundle and options (an
+   * empty workflow cache), then shut the old one down without waiting for it: it stops polling at
+   * once, so Temporal's next attempt of a workflow task it held goes to the fresh worker, which
+   * replays that run from its history (`src/temporal/workflow-task-watchdog.ts`). Resolves once the
+   * fresh worker polls; throws, keeping the old worker, when it cannot be created.
+   */
+  replace(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -84,37 +104,80 @@ export async function startApprovalWorker(opts: {
   workflowsInMainThread?: boolean;
 }): Promise<RunningWorker> {
   const tracing = opts.tracing ?? TRACING_OFF;
-  const connection = await connectWorker(opts.address, opts.connection);
-  const worker = await Worker.create({
-    connection,
-    namespace: opts.namespace,
-    taskQueue: opts.taskQueue,
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    // the workflow interceptors whatever the tracing (see bundleWorkflows); a prebuilt bundle has them
-    interceptors: { ...tracing.workerInterceptors, ...(opts.workflowBundle ? {} : { workflowModules: [WORKFLOW_TRACING_MODULE] }) },
-    activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
-    maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
-    // in-flight activities may finish for most of the grace, are then cancelled, and at its end the
-    // worker stops waiting for them
-    shutdownGraceTime: Math.floor((opts.shutdownGraceMs ?? 30_000) * 0.8),
-    shutdownForceTime: opts.shutdownGraceMs ?? 30_000,
-    // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
-    maxHeartbeatThrottleInterval: '1s',
-    ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
-    sinks: { ...tracing.workflowSinks, ...(opts.metrics ? metricsSinks(opts.metrics) : {}) },
-    ...(opts.workflowsInMainThread ? { debugMode: true } : {}),
-  });
-  const running = worker.run();
+  const baseIdentity = `${process.pid}@${hostname()}`;
+  let generation = 0;
+  // Each worker gets its own connection: the SDK refuses a second worker for the same namespace and
+  // task queue on one client, and a replaced worker may take a while to let go of its own.
+  const create = async (identity: string): Promise<{ worker: Worker; connection: NativeConnection }> => {
+    const connection = await connectWorker(opts.address, opts.connection);
+    try {
+      const worker = await Worker.create({
+        connection,
+        identity,
+        namespace: opts.namespace,
+        taskQueue: opts.taskQueue,
+        ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+        // the workflow interceptors whatever the tracing (see bundleWorkflows); a prebuilt bundle has them
+        interceptors: { ...tracing.workerInterceptors, ...(opts.workflowBundle ? {} : { workflowModules: [WORKFLOW_TRACING_MODULE] }) },
+        activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
+        maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
+        // in-flight activities may finish for most of the grace, are then cancelled, and at its end the
+        // worker stops waiting for them
+        shutdownGraceTime: Math.floor((opts.shutdownGraceMs ?? 30_000) * 0.8),
+        shutdownForceTime: opts.shutdownGraceMs ?? 30_000,
+        // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
+        maxHeartbeatThrottleInterval: '1s',
+        ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
+        sinks: { ...tracing.workflowSinks, ...(opts.metrics ? metricsSinks(opts.metrics) : {}) },
+        ...(opts.workflowsInMainThread ? { debugMode: true } : {}),
+      });
+      return { worker, connection };
+    } catch (err) {
+      await connection.close().catch(() => undefined);
+      throw err;
+    }
+  };
+  let identity = baseIdentity;
+  let current = await create(identity);
+  // every worker this handle started, until its run() ends and its connection is closed
+  const runs = new Map<Worker, Promise<void>>();
+  const track = (c: { worker: Worker; connection: NativeConnection }): void => {
+    runs.set(
+      c.worker,
+      c.worker
+        .run()
+        .catch(() => undefined)
+        .finally(() => c.connection.close().catch(() => undefined)),
+    );
+  };
+  track(current);
   return {
-    worker,
+    get worker() {
+      return current.worker;
+    },
+    get connection() {
+      return current.connection;
+    },
+    identity: () => identity,
     async ready() {
+      const { worker, connection } = current;
       if (worker.getState() !== 'RUNNING') throw new Error(`worker ${worker.getState().toLowerCase()}`);
       await connection.workflowService.getSystemInfo({});
     },
+    async replace() {
+      const old = current.worker;
+      // the fresh worker polls before the old one stops, on its own client (see create)
+      const fresh = await create(`${baseIdentity}-r${generation + 1}`);
+      generation++;
+      current = fresh;
+      identity = `${baseIdentity}-r${generation}`;
+      track(fresh);
+      if (old.getState() === 'RUNNING') old.shutdown();
+      void runs.get(old)?.finally(() => runs.delete(old));
+    },
     async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running.catch(() => undefined);
-      await connection.close();
+      for (const w of runs.keys()) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.all(runs.values());
     },
   };
 }

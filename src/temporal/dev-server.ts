@@ -127,6 +127,11 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
     'frontend.enableExecuteMultiOperation=true',
     '--dynamic-config-value',
     'frontend.enableUpdateWorkflowExecution=true',
+    // a run whose workflow task failed or timed out twice in a row is listed by the
+    // TemporalReportedProblems search attribute (the workflow-task watchdog reads it,
+    // src/temporal/workflow-task-watchdog.ts; the server's default is 5)
+    '--dynamic-config-value',
+    'system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute=2',
     // the approval workflow's typed search attributes (workflows/search-attributes.ts)
     ...SEARCH_ATTRIBUTE_DEFINITIONS.flatMap((d) => ['--search-attribute', `${d.name}=${d.type}`]),
   ];

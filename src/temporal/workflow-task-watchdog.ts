@@ -12,11 +12,15 @@
  * `TemporalReportedProblems` on a run after consecutive workflow-task failures or timeouts
  * (server 1.30+, dynamic config `system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute`;
  * the embedded dev server sets it, `src/temporal/dev-server.ts`). Every `intervalMs` the watchdog
- * lists the open runs of its task queue that carry it (normally none), and for each one describes
- * it: a pending workflow task in state started with attempt ≥ `minAttempts` whose last recorded
- * `WorkflowTaskStarted` names this worker's identity is held here. It then calls `replace` once
- * (a cooldown of two intervals lets the fresh worker take the next attempt). A server that refuses
- * the query (older, or visibility without the attribute) turns the watchdog off with one warning.
+ * lists the open runs of its task queue that carry it (normally none). Only timeouts count
+ * (`category=WorkflowTaskTimedOut`): a task that fails (a nondeterminism error, a bug) fails on any
+ * worker, and replacing this one would not help. For each such run it describes it: a pending
+ * workflow task in state started with attempt ≥ `minAttempts` whose last recorded
+ * `WorkflowTaskStarted` names this worker's identity is held here. It then calls `replace` (a
+ * cooldown of two intervals lets the fresh worker take the next attempt), at most once per run: a
+ * run still held after a replacement is not held by a worker's state, and is only logged. A server
+ * that refuses the query (older, or visibility without the attribute) turns the watchdog off with
+ * one warning.
  */
 import type { NativeConnection } from '@temporalio/worker';
 import type { Logger } from '../log.js';
@@ -25,6 +29,20 @@ import type { Logger } from '../log.js';
 const GRPC_INVALID_ARGUMENT = 3;
 /** `PendingWorkflowTaskState.STARTED`. */
 const PENDING_WORKFLOW_TASK_STARTED = 2;
+
+/** The system search attribute Temporal sets on a run with repeated workflow-task problems. */
+const REPORTED_PROBLEMS = 'TemporalReportedProblems';
+
+/** Whether the attribute's value (a JSON keyword list, e.g. `["category=WorkflowTaskTimedOut","cause=…"]`) reports timeouts. */
+function timedOut(data: Uint8Array | null | undefined): boolean {
+  if (!data) return false;
+  try {
+    const value: unknown = JSON.parse(Buffer.from(data).toString('utf8'));
+    return Array.isArray(value) && value.includes('category=WorkflowTaskTimedOut');
+  } catch {
+    return false;
+  }
+}
 
 /** A run whose workflow task this worker holds: its ids and the attempt Temporal is on. */
 export interface HeldRun {
@@ -50,6 +68,8 @@ export interface WorkflowTaskWatchdogOptions {
   minAttempts?: number;
   /** Runs described per check, at most; default 50. */
   maxRunsPerCheck?: number;
+  /** After a replacement, no other one for this long; default two intervals. */
+  cooldownMs?: number;
 }
 
 /** A running watchdog: `check()` runs one check now (tests); `stop()` ends the timer. */
@@ -66,7 +86,10 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
   const maxRuns = opts.maxRunsPerCheck ?? 50;
   // read on every call: the worker's client changes when the worker is replaced
   const service = () => opts.connection.workflowService;
-  const query = `TemporalReportedProblems IS NOT NULL AND ExecutionStatus = 'Running' AND TaskQueue = '${opts.taskQueue.replace(/'/g, "\\'")}'`;
+  const query = `${REPORTED_PROBLEMS} IS NOT NULL AND ExecutionStatus = 'Running' AND TaskQueue = '${opts.taskQueue.replace(/'/g, "\\'")}'`;
+  const cooldownMs = opts.cooldownMs ?? 2 * intervalMs;
+  // runs this watchdog already replaced the worker for (bounded: the oldest are forgotten)
+  const handled = new Set<string>();
   let off = false;
   let quietUntil = 0;
   let stopped = false;
@@ -92,12 +115,20 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
     for (const info of (listed.executions ?? []).slice(0, maxRuns)) {
       const workflowId = info.execution?.workflowId;
       const runId = info.execution?.runId;
-      if (!workflowId || !runId) continue;
+      if (!workflowId || !runId || !timedOut(info.searchAttributes?.indexedFields?.[REPORTED_PROBLEMS]?.data)) continue;
       const d = await service().describeWorkflowExecution({ namespace: opts.namespace, execution: { workflowId, runId } });
       const pending = d.pendingWorkflowTask;
       const attempt = Number(pending?.attempt ?? 0);
       if (!pending || Number(pending.state) !== PENDING_WORKFLOW_TASK_STARTED || attempt < minAttempts) continue;
-      if ((await lastStartedBy(workflowId, runId)) === me) return { workflowId, runId, attempt };
+      if ((await lastStartedBy(workflowId, runId)) !== me) continue;
+      if (handled.has(runId)) {
+        opts.logger.warn(
+          { workflowId, runId, attempt },
+          'a workflow task is still unanswered after the worker was replaced for it; not replacing again',
+        );
+        continue;
+      }
+      return { workflowId, runId, attempt };
     }
     return null;
   }
@@ -111,7 +142,9 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
         { workflowId: held.workflowId, runId: held.runId, attempt: held.attempt, identity: opts.identity() },
         'a workflow task this worker took is unanswered; replacing the worker',
       );
-      quietUntil = Date.now() + 2 * intervalMs;
+      quietUntil = Date.now() + cooldownMs;
+      handled.add(held.runId);
+      if (handled.size > 1_000) handled.delete(handled.values().next().value!);
       await opts.replace(held);
       return held;
     } catch (err) {

@@ -6,6 +6,8 @@
 // (docs/OPERATIONS.md §A workflow task nobody answers). The replacement is proven on the stack: a
 // task created before the worker is replaced is approved and executed once by the fresh worker.
 import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { startWorkflowTaskWatchdog, type HeldRun } from '../../src/temporal/workflow-task-watchdog.js';
@@ -22,6 +24,7 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
   let connection: Connection;
   let client: Client;
   let polling = true;
+  let poller: Promise<void> = Promise.resolve();
   const taskQueue = `held-${Date.now()}`;
   const workflowId = `held-run-${Date.now()}`;
 
@@ -31,7 +34,7 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
     client = new Client({ connection });
     await client.workflow.start('anyWorkflow', { taskQueue, workflowId, workflowTaskTimeout: '1s' });
     // the "worker" that holds the run: takes every workflow task of the queue and answers none
-    void (async () => {
+    poller = (async () => {
       while (polling) {
         await connection
           .withDeadline(Date.now() + 5_000, () =>
@@ -48,12 +51,12 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
 
   afterAll(async () => {
     polling = false;
-    await sleep(200);
+    await poller; // its last poll ends by its deadline; only then may the channel close
     await connection?.close();
     await server?.stop();
   });
 
-  it('finds the run whose workflow task this worker identity took and keeps leaving unanswered, and replaces the worker once; another identity leaves it alone', async () => {
+  it('finds the run whose workflow task this worker identity took and keeps leaving unanswered, and replaces the worker once for it, never twice; another identity leaves it alone', async () => {
     const replaced: HeldRun[] = [];
     const here = startWorkflowTaskWatchdog({
       connection,
@@ -65,6 +68,7 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
       },
       logger,
       intervalMs: 3_600_000, // checks are run by hand below
+      cooldownMs: 0,
       minAttempts: 3,
     });
     const elsewhere = startWorkflowTaskWatchdog({
@@ -88,12 +92,56 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
       expect(held.workflowId).toBe(workflowId);
       expect(held.attempt).toBeGreaterThanOrEqual(3);
       expect(replaced).toEqual([held]);
-      // within its cooldown the watchdog does not replace the fresh worker again for the same run
+      // the run is still held (the raw poller is no SDK worker to replace): the watchdog does not
+      // replace again for it, since a run a fresh worker cannot take is not held by a worker's state
       expect(await here.check()).toBeNull();
       expect(replaced).toHaveLength(1);
     } finally {
       here.stop();
       elsewhere.stop();
+    }
+  }, 120_000);
+
+  it('leaves alone a run whose workflow task keeps failing (a nondeterminism error fails on every worker): only timeouts mean a worker holds it', async () => {
+    const failingQueue = `failing-${Date.now()}`;
+    const native = await NativeConnection.connect({ address: server.address });
+    const worker = await Worker.create({
+      connection: native,
+      taskQueue: failingQueue,
+      identity: 'failing-here',
+      workflowsPath: fileURLToPath(new URL('../support/workflows/failing-workflow.ts', import.meta.url)),
+    });
+    const running = worker.run();
+    const replaced: HeldRun[] = [];
+    const watchdog = startWorkflowTaskWatchdog({
+      connection,
+      namespace: 'default',
+      taskQueue: failingQueue,
+      identity: () => 'failing-here',
+      replace: async (held) => {
+        replaced.push(held);
+      },
+      logger,
+      intervalMs: 3_600_000,
+      cooldownMs: 0,
+      minAttempts: 1,
+    });
+    try {
+      const handle = await client.workflow.start('alwaysFailingWorkflow', { taskQueue: failingQueue, workflowId: `failing-${Date.now()}` });
+      // wait until Temporal lists the run under TemporalReportedProblems (as a failure), then check
+      for (;;) {
+        const d = await handle.describe();
+        const problems = d.raw.workflowExecutionInfo?.searchAttributes?.indexedFields?.TemporalReportedProblems?.data;
+        if (problems && Buffer.from(problems).toString().includes('category=WorkflowTaskFailed')) break;
+        await sleep(500);
+      }
+      for (let i = 0; i < 5; i++) expect(await watchdog.check()).toBeNull();
+      expect(replaced).toEqual([]);
+    } finally {
+      watchdog.stop();
+      worker.shutdown();
+      await running;
+      await native.close();
     }
   }, 120_000);
 });

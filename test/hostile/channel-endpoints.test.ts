@@ -72,6 +72,20 @@ const untouched = () => {
   expect(slack.calls.filter((c) => c.method !== 'chat.postMessage')).toEqual([]);
 };
 
+/** POST `body` to the Slack interaction endpoint, signed now with the test signing secret. */
+async function signedSlackPost(body: string): Promise<Response> {
+  const ts = String(Math.floor(Date.now() / 1000));
+  return svc.app.request('/slack/interactions', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-slack-request-timestamp': ts,
+      'x-slack-signature': slackSignature(SIGNING_SECRET, ts, body),
+    },
+    body,
+  });
+}
+
 describe('hostile input to the channel endpoints', () => {
   it('random bodies and signature headers to /slack/interactions: 401 problem+json, nothing decided', async () => {
     await fc.assert(
@@ -98,16 +112,7 @@ describe('hostile input to the channel endpoints', () => {
   it('random bodies correctly signed: never a 5xx, a refusal is problem+json, nothing decided', async () => {
     await fc.assert(
       fc.asyncProperty(bodies, async (body) => {
-        const ts = String(Math.floor(Date.now() / 1000));
-        const res = await svc.app.request('/slack/interactions', {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/x-www-form-urlencoded',
-            'x-slack-request-timestamp': ts,
-            'x-slack-signature': slackSignature(SIGNING_SECRET, ts, body),
-          },
-          body,
-        });
+        const res = await signedSlackPost(body);
         expect([200, 400]).toContain(res.status);
         if (res.status === 400) expect(res.headers.get('content-type')).toContain('application/problem+json');
         untouched();
@@ -119,16 +124,7 @@ describe('hostile input to the channel endpoints', () => {
   it('a correctly signed Slack payload with a duplicate member name is 400 problem+json naming its path, and decides nothing', async () => {
     const payload = `{"type":"block_actions","user":{"id":"U0EVE","id":"U0BOB"},"actions":[{"action_id":"${SLACK_APPROVE_ACTION}","value":"${requestId}"}]}`;
     const body = `payload=${encodeURIComponent(payload)}`;
-    const ts = String(Math.floor(Date.now() / 1000));
-    const res = await svc.app.request('/slack/interactions', {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        'x-slack-request-timestamp': ts,
-        'x-slack-signature': slackSignature(SIGNING_SECRET, ts, body),
-      },
-      body,
-    });
+    const res = await signedSlackPost(body);
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     expect(((await res.json()) as { detail: string }).detail).toContain('duplicate object key at $.user.id');

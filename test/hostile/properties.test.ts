@@ -263,6 +263,13 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
   afterAll(async () => {
     await mcp.close();
   });
+  /** An authenticated `tools/call` of `wire_transfer` with `argumentsJson` as its arguments, as sent on the wire. */
+  const postToolsCall = async (argumentsJson: string, id: number): Promise<Response> =>
+    mcp.app.request(`${MCP_ORIGIN}/mcp`, {
+      method: 'POST',
+      headers: mcpHeaders('tools/call', 'wire_transfer'),
+      body: toolsCallText(argumentsJson, id),
+    });
   const noSideEffect = () => {
     expect(mcp.ledger.count()).toBe(0);
     expect(mcp.taskCalls).toEqual([]);
@@ -309,11 +316,7 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
     await fc.assert(
       fc.asyncProperty(duplicateKeyJson, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
         expect(() => JSON.parse(argumentsJson) as unknown).not.toThrow();
-        const res = await mcp.app.request(`${MCP_ORIGIN}/mcp`, {
-          method: 'POST',
-          headers: mcpHeaders('tools/call', 'wire_transfer'),
-          body: toolsCallText(argumentsJson, id),
-        });
+        const res = await postToolsCall(argumentsJson, id);
         const { status, message } = await rpcAnswer(res);
         const seen = `${argumentsJson} → ${status} ${JSON.stringify(message)}`;
         expect(status, seen).toBe(400);
@@ -328,11 +331,7 @@ describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, a
   it('authenticated tools/call messages whose arguments hold a lone surrogate at a random depth (in a value or a member name) answer -32602 naming a path in the arguments, and run nothing', async () => {
     await fc.assert(
       fc.asyncProperty(loneSurrogateJson, fc.integer({ min: 1, max: 1e6 }), async (argumentsJson, id) => {
-        const res = await mcp.app.request(`${MCP_ORIGIN}/mcp`, {
-          method: 'POST',
-          headers: mcpHeaders('tools/call', 'wire_transfer'),
-          body: toolsCallText(argumentsJson, id),
-        });
+        const res = await postToolsCall(argumentsJson, id);
         const { status, message } = await rpcAnswer(res);
         const seen = `${argumentsJson} → ${status} ${JSON.stringify(message)}`;
         expect(status, seen).toBeLessThan(500);

@@ -55,7 +55,7 @@ export interface RunningWorker {
    */
   ready(): Promise<void>;
   /**
-   * Replace the polling worker with a fresh one on the same connection, bundle and options (an
+   * Replace the polling worker with a fresh one on its own connection, with the same bundle and options (an
    * empty workflow cache), then shut the old one down without waiting for it: it stops polling at
    * once, so Temporal's next attempt of a workflow task it held goes to the fresh worker, which
    * replays that run from its history (`src/temporal/workflow-task-watchdog.ts`). Resolves once the

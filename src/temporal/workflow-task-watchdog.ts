@@ -143,9 +143,10 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
         'a workflow task this worker took is unanswered; replacing the worker',
       );
       quietUntil = Date.now() + cooldownMs;
+      await opts.replace(held);
+      // only a replacement that happened uses up the run's one replacement
       handled.add(held.runId);
       if (handled.size > 1_000) handled.delete(handled.values().next().value!);
-      await opts.replace(held);
       return held;
     } catch (err) {
       if ((err as { code?: unknown }).code === GRPC_INVALID_ARGUMENT) {
@@ -155,7 +156,10 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
           'workflow-task watchdog off: this Temporal server cannot list runs by TemporalReportedProblems (server 1.30+ with the dynamic config)',
         );
       } else {
-        opts.logger.warn({ err: (err as Error).name, code: (err as { code?: unknown }).code }, 'workflow-task watchdog check failed');
+        opts.logger.warn(
+          { err: (err as Error).name, message: (err as Error).message, code: (err as { code?: unknown }).code },
+          'workflow-task watchdog check failed',
+        );
       }
       return null;
     }

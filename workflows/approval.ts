@@ -58,6 +58,7 @@ import { ApprovalState, type SubmittedGeneration } from './approval-state.js';
 import { JUSTIFICATION_INPUT_KEY, inTaskJustificationKey } from './wire.js';
 import { UNIQUE_INPUT_KEYS_PATCH } from './justification.js';
 import { SEARCH_ATTRIBUTES_PATCH, SearchAttributePublisher } from './search-attributes.js';
+import { TASK_RECORD_PATCH, publishTaskRecord } from './task-record.js';
 import type { CountersignSinks, DecisionOutcome } from './metrics-sink.js';
 import {
   FAILURE,
@@ -217,6 +218,10 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     metrics.terminal(state.snapshot.status, state.snapshot.disposition, state.expiryKind());
   };
 
+  // The client-facing snapshot in the run's memo, written in the same workflow task as each change
+  // (`task-record.ts`): what `tasks/get` reads without a query or a worker. Never in runs recorded before it.
+  const record = patched(TASK_RECORD_PATCH) ? publishTaskRecord(() => state.snapshot) : undefined;
+
   setHandler(taskQuery, () => state.snapshot);
   setHandler(taskCreatedUpdate, async () => {
     await condition(() => state.isCreated());
@@ -271,6 +276,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     }
   }
   await condition(allHandlersFinished);
+  record?.flush();
   return state.snapshot;
 }
 

@@ -9,11 +9,11 @@
  *   same call joins (docs/DESIGN.md §3.1); a join that lands on a run whose task has already ended
  *   (the run is finishing its last workflow task) waits for it to close and starts a new run, so an
  *   identical call after the end is a new task, never the ended one;
- * - get: the `task` query while the run is open (one round trip: the query is refused by the server,
- *   not replayed, once the run has closed, and the owner check reads the owner key the run carries
- *   in its snapshot, the same value as in its memo); the stored workflow result once closed (no
- *   live worker needed; a completed run's result is that terminal snapshot, owner key included, so
- *   it needs no describe either), answered for `resultRetentionMs` after close;
+ * - get: the run's task record, with one DescribeWorkflowExecution (no query, no worker), or the
+ *   `task` query where the record cannot answer (`task-reads.ts`); from this instance's task feed
+ *   without any call while the run is being watched (`task-feed.ts`); the stored result once
+ *   closed, answered until `createdAt + ttlMs`. `pollIntervalMs` is the one the task's phase and age
+ *   call for (`poll-interval.ts`);
  * - cancel: the `cancel` update, which performs the claim-vs-cancel compare-and-set.
  * Every access checks the caller against the owner recorded in the run's memo (for `get` of an open
  * or completed run, the same key in the snapshot it returned) before returning or changing task state; a
@@ -21,16 +21,15 @@
  *
  * Holds no task state itself: any instance serves any task.
  */
-import { QueryNotRegisteredError, QueryRejectedError, WorkflowClient, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowClient, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
 import type { Principal } from '../auth/principal.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
 import { quotaKeyOf, taskOwnerKeyOf } from '../auth/principal-keys.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
-import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from '../../workflows/messages.js';
+import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate } from '../../workflows/messages.js';
 import { parseTaskId, taskIdFor } from '../../workflows/task-id.js';
 import { runTracingMemo } from '../../workflows/wire.js';
-import { outcomeUnknownResult } from '../../workflows/results.js';
 import { REFUSAL, REFUSAL_TEXT, refusalOf } from '../../workflows/refusals.js';
 import type {
   AccessRequestHint,
@@ -39,19 +38,17 @@ import type {
   InBandConfirmation,
   LongRunning,
   TaskSnapshot,
-  ToolProgress,
 } from '../../workflows/types.js';
-import type { Payload } from '@temporalio/common';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 import { faultPoint } from '../fault-point.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } from '../temporal/availability.js';
+import { isTerminalStatus, readByQuery, readByRecord, type ReadContext, type RunIds } from './task-reads.js';
+import type { TaskFeed } from './task-feed.js';
+import { pollIntervalFor, type PollIntervalPolicy } from './poll-interval.js';
 
-/** Task statuses that end a task (SEP-2663): a run whose snapshot shows one is finishing. */
-const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
-
-/** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
-const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
+/** How `tasks/get` reads an open run: its task record (default) or the `task` query (`task-reads.ts`). */
+export type TaskReadPath = 'record' | 'query';
 
 /** Options of the task service. `createWaitMs` bounds the creation wait (limiter reserve, start, `taskCreated`). */
 export interface TaskServiceOptions {
@@ -78,6 +75,17 @@ export interface TaskServiceOptions {
    * other (docs/OPERATIONS.md §Workflow summary). Default: off.
    */
   workflowSummary?: boolean;
+  /** How open runs are read (`task-reads.ts`); default `record`. `query` is the path before the record (bench comparison). */
+  reads?: TaskReadPath;
+  /** This instance's task feed (`task-feed.ts`): record reads of watched runs are answered from it. Unset: every read asks Temporal. */
+  feed?: TaskFeed;
+  /**
+   * Bounds of the advertised `pollIntervalMs` (`poll-interval.ts`); default: the workflow's
+   * `clientPollIntervalMs` as the base, 60 s as the cap.
+   */
+  pollInterval?: PollIntervalPolicy;
+  /** Clock of the advertised interval, ms since the epoch (tests). */
+  now?: () => number;
   /**
    * Whether the runs this service starts are traced by their workflow interceptors (memo
    * `tracing`, `workflows/tracing-interceptors.ts`); pass whether this process traces. Default:
@@ -135,9 +143,26 @@ export interface TaskService {
     submissionInput?: { justification?: string },
     options?: CreateOptions,
   ): Promise<{ taskId: string; snapshot: TaskSnapshot }>;
+  /**
+   * Follow the caller's task (`subscriptions/listen`, `task-subscriptions.ts`): `current` is what
+   * {@link get} answers now; `listener` then receives every later snapshot, as `get` would answer
+   * it at that moment, until the task ends — `null` when it became unreadable (expired, gone). From
+   * this instance's task feed: no billable operation, no worker. null when the task is not the
+   * caller's (like unknown), when there is no feed, or when the feed watches the most runs it may.
+   * Throws like {@link get}.
+   */
+  follow(
+    taskId: unknown,
+    caller: Principal,
+    listener: (snapshot: TaskSnapshot | null) => void,
+  ): Promise<{ current: TaskSnapshot; stop: () => void } | null>;
   /** The keyed reference of a binding (its approval workflow id): safe to log, unlike the digest. */
   referenceOf(binding: CallBinding): string;
-  /** The caller's task, or null if unknown, expired, or owned by someone else. */
+  /**
+   * The caller's task, or null if unknown, expired, or owned by someone else; `pollIntervalMs` as
+   * the task's phase and age call for (`poll-interval.ts`). Throws `TemporalUnavailableError` when
+   * Temporal does not answer (or, for a run without a readable record, no worker does).
+   */
   get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null>;
   /**
    * Cancel (SEP-2848 §Cancellation); null if the task is not the caller's (same as unknown).
@@ -176,6 +201,21 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     queryRejectCondition: 'NOT_OPEN',
   });
 
+  const readCtx: ReadContext = {
+    client,
+    openRuns,
+    resultRetentionMs: opts.workflowConfig.resultRetentionMs,
+    clientPollIntervalMs: opts.workflowConfig.clientPollIntervalMs,
+  };
+  const read = opts.reads === 'query' ? readByQuery : readByRecord;
+  const feed = opts.feed;
+  // reads are answered from the feed only on the record path (the query path is the comparison)
+  const cache = opts.reads === 'query' ? undefined : opts.feed;
+  const policy: PollIntervalPolicy = opts.pollInterval ?? { baseMs: opts.workflowConfig.clientPollIntervalMs, maxMs: 60_000 };
+  const now = opts.now ?? Date.now;
+  /** The snapshot as answered: the interval its phase and age call for. */
+  const present = (s: TaskSnapshot): TaskSnapshot => ({ ...s, pollIntervalMs: pollIntervalFor(s, now(), policy) ?? s.pollIntervalMs });
+
   const describeOwned = async (taskId: unknown, caller: Principal) => {
     const ids = parseTaskId(taskId);
     if (!ids) return null;
@@ -190,7 +230,50 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     }
   };
 
+  async function get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null> {
+    const ids = parseTaskId(taskId);
+    if (!ids) return null;
+    const ownerKey = taskOwnerKeyOf(caller);
+    const watched = cache?.peek(ids);
+    if (watched) return watched.ownerKey === ownerKey ? present(watched) : null;
+    const answer = await guard.run(() => read(readCtx, ids, ownerKey));
+    if (!answer) return null;
+    const shown = present(answer.snapshot);
+    cache?.keep(ids, answer.snapshot, shown.pollIntervalMs);
+    return shown;
+  }
+
   return {
+    get,
+
+    async follow(taskId, caller, listener) {
+      const ids = parseTaskId(taskId);
+      if (!ids || !feed) return null;
+      const current = await get(taskId, caller);
+      if (!current) return null;
+      if (isTerminalStatus(current.status)) return { current, stop: () => undefined };
+      const ownerKey = taskOwnerKeyOf(caller);
+      let stopped = false;
+      const unsubscribe = feed.subscribe(ids, (event) => {
+        if (stopped) return;
+        if ('snapshot' in event) {
+          if (event.snapshot.ownerKey === ownerKey) listener(present(event.snapshot));
+          return;
+        }
+        if (event.ended === 'terminal') return; // its terminal snapshot was the last event
+        // closed abnormally (terminated, failed) or gone: read it once more, as tasks/get would
+        get(taskId, caller).then(listener, () => listener(null));
+      });
+      if (!unsubscribe) return null;
+      return {
+        current,
+        stop: () => {
+          stopped = true;
+          unsubscribe();
+        },
+      };
+    },
+
     async createOrJoin(binding, accessRequest, submissionInput, options) {
       const progress = { at: 'not-started' as CreationProgress };
       try {
@@ -206,16 +289,14 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       }
     },
 
-    async get(taskId, caller) {
-      return guard.run(() => getNow(taskId, caller));
-    },
-
     referenceOf(binding) {
       return approvalWorkflowId(opts.dedupKey, binding.digest);
     },
 
     async provideInput(taskId, caller, inputResponses) {
-      return guard.run(() => provideInputNow(taskId, caller, inputResponses));
+      const out = await guard.run(() => provideInputNow(taskId, caller, inputResponses));
+      forget(taskId);
+      return out;
     },
 
     async cancel(taskId, caller) {
@@ -231,9 +312,17 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           await owned.handle.signal(cancelRequestSignal);
           return 'recorded' as const;
         });
+      } finally {
+        forget(taskId);
       }
     },
   };
+
+  /** This instance changed the task: its feed serves the run again only once it has seen the change. */
+  function forget(taskId: unknown): void {
+    const ids: RunIds | null = parseTaskId(taskId);
+    if (ids) cache?.forget(ids);
+  }
 
   async function createOrJoinNow(
     binding: CallBinding,
@@ -279,8 +368,16 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         progress.at = 'started';
         // the start answered with the run id of the run it started or found running (`USE_EXISTING`)
         const run = client.workflow.getHandle<typeof approvalWorkflow>(workflowId, handle.firstExecutionRunId);
-        const { runId, snapshot } = await run.executeUpdate(taskCreatedUpdate);
-        if (TERMINAL_STATUSES.has(snapshot.status) && !afterClose) {
+        let created: { runId: string; snapshot: TaskSnapshot };
+        try {
+          created = await run.executeUpdate(taskCreatedUpdate);
+        } catch (err) {
+          // the run we found closed before it took the update (its task had ended): start afresh, once
+          if (!isWorkflowNotFound(err) || afterClose) throw err;
+          return createOrJoinNow(binding, accessRequest, submissionInput, options, progress, true);
+        }
+        const { runId, snapshot } = created;
+        if (isTerminalStatus(snapshot.status) && !afterClose) {
           // Joined a run that has already ended its task and is only finishing (its last workflow
           // task, e.g. the limiter release): the identical call is a new intent, never the ended task
           // (SEP-2848 §Lifecycle). Wait for that run to close, then start afresh, once.
@@ -288,94 +385,8 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           return createOrJoinNow(binding, accessRequest, submissionInput, options, progress, true);
         }
         faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
-        return { taskId: taskIdFor(workflowId, runId), snapshot };
+        return { taskId: taskIdFor(workflowId, runId), snapshot: present(snapshot) };
       }
-    }
-  }
-
-  async function getNow(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null> {
-    {
-      const ids = parseTaskId(taskId);
-      if (!ids) return null;
-      try {
-        const snap = await openRuns.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId).query(taskQuery);
-        if (typeof snap?.ownerKey === 'string') return snap.ownerKey === taskOwnerKeyOf(caller) ? withProgress(ids, snap) : null;
-      } catch (err) {
-        if (isWorkflowNotFound(err)) return null;
-        // QueryNotRegisteredError is any INVALID_ARGUMENT answer, also a query that failed inside an
-        // open approval workflow: the describe path below decides (a foreign id stays unknown; the
-        // owner of an open task whose query fails gets an internal error, never "unknown task").
-        if (!(err instanceof QueryRejectedError) && !(err instanceof QueryNotRegisteredError)) throw err;
-        if (err instanceof QueryRejectedError && err.status === WORKFLOW_EXECUTION_STATUS_COMPLETED) {
-          // Closed normally: its result is the terminal snapshot, which carries the owner key too.
-          const snap = (await client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId).result()) as TaskSnapshot;
-          if (typeof snap?.ownerKey === 'string') {
-            if (snap.ownerKey !== taskOwnerKeyOf(caller)) return null;
-            // expired: past createdAt + ttlMs, exactly what the task advertised
-            if (snap.ttlMs !== null && Date.now() > Date.parse(snap.createdAt) + snap.ttlMs) return null;
-            return snap;
-          }
-        }
-        // otherwise (terminated, failed, ...): described and answered below
-      }
-      const owned = await describeOwned(taskId, caller);
-      if (!owned) return null;
-      const { handle, desc } = owned;
-      if (desc.status.name === 'RUNNING') return handle.query(taskQuery);
-      const closedAt = desc.closeTime?.getTime() ?? Date.now();
-      if (desc.status.name === 'COMPLETED') {
-        const snap = (await handle.result()) as TaskSnapshot;
-        // expired: past createdAt + ttlMs, exactly what the task advertised
-        if (snap.ttlMs !== null && Date.now() > Date.parse(snap.createdAt) + snap.ttlMs) return null;
-        return snap;
-      }
-      if (Date.now() > closedAt + opts.workflowConfig.resultRetentionMs) return null; // expired
-      // Terminated or failed by an operator or a bug. If the tool was ever scheduled, the claim was
-      // made and a side effect may exist: that is outcome-unknown, never `failed` (§Lifecycle).
-      const base = {
-        ownerKey: taskOwnerKeyOf(caller),
-        policyReason: '',
-        createdAt: desc.startTime.toISOString(),
-        lastUpdatedAt: (desc.closeTime ?? desc.startTime).toISOString(),
-        ttlMs: closedAt - desc.startTime.getTime() + opts.workflowConfig.resultRetentionMs,
-        pollIntervalMs: opts.workflowConfig.clientPollIntervalMs,
-        generation: 0,
-        phase: 'terminal' as const,
-      };
-      const history = await handle.fetchHistory();
-      const claimed = (history.events ?? []).some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
-      if (claimed) {
-        const result = outcomeUnknownResult();
-        return { ...base, status: 'completed', claimed: true, result, disposition: 'outcome-unknown' };
-      }
-      return {
-        ...base,
-        status: 'failed',
-        claimed: false,
-        error: { code: -32603, message: 'Internal error: the approval task ended abnormally' },
-      };
-    }
-  }
-
-  /**
-   * A task executing a long-running tool, with the execution attempt's latest heartbeat details as
-   * `progress` (docs/CHANGE-GATE.md §Progress): read from the run's pending `executeTool` activity,
-   * decoded through the client's data converter (the payload codec). Best effort: any problem, or
-   * details that are not a well-formed `ToolProgress`, leaves the snapshot as it is.
-   */
-  async function withProgress(ids: { workflowId: string; runId: string }, snap: TaskSnapshot): Promise<TaskSnapshot> {
-    if (snap.status !== 'working' || snap.phase !== 'executing') return snap;
-    try {
-      const desc = await client.workflow.getHandle(ids.workflowId, ids.runId).describe();
-      const pending = desc.raw.pendingActivities?.find((a) => a.activityType?.name === 'executeTool');
-      let payloads = (pending?.heartbeatDetails?.payloads ?? []) as Payload[];
-      if (payloads.length === 0) return snap;
-      const converter = client.options.loadedDataConverter;
-      for (const codec of [...converter.payloadCodecs].reverse()) payloads = await codec.decode(payloads);
-      const progress = toolProgressOf(payloads[0] ? converter.payloadConverter.fromPayload(payloads[0]) : undefined);
-      return progress ? { ...snap, progress } : snap;
-    } catch {
-      return snap;
     }
   }
 
@@ -419,13 +430,4 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
       }
     }
   }
-}
-
-/** `details` as a `ToolProgress` when it is one (1 ≤ step ≤ of ≤ 1000, a string label), else undefined. */
-function toolProgressOf(details: unknown): ToolProgress | undefined {
-  if (typeof details !== 'object' || details === null) return undefined;
-  const { step, of, label } = details as Record<string, unknown>;
-  if (!Number.isInteger(step) || !Number.isInteger(of) || typeof label !== 'string') return undefined;
-  if ((step as number) < 1 || (step as number) > (of as number) || (of as number) > 1000) return undefined;
-  return { step: step as number, of: of as number, label };
 }

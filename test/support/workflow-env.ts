@@ -4,7 +4,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll } from 'vitest';
 import { temporalTestServerPath } from '../../src/temporal/binaries.js';
-import type { ApprovalWorkflowConfig } from '../../workflows/types.js';
+import type { ApprovalWorkflowConfig, ReEvaluation } from '../../workflows/types.js';
 
 export const DAY = 86_400_000;
 export const HOUR = 3_600_000;
@@ -49,3 +49,15 @@ export function workflowTestConfig(overrides: Partial<ApprovalWorkflowConfig> = 
     ...overrides,
   };
 }
+
+/** A re-evaluation answering `request` for a further approval that needs a justification (in-task input, generation 2). */
+export const JUSTIFIED_REQUEST: ReEvaluation = {
+  outcome: 'request',
+  accessRequest: {
+    approverGroup: 'risk',
+    requestTtlMs: DAY,
+    reason: 'A risk approval is required.',
+    policyId: 'p2',
+    requiresJustification: true,
+  },
+};

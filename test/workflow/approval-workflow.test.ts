@@ -8,7 +8,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
-import { approvalWorkflowEnv, DAY, HOUR, workflowTestConfig } from '../support/workflow-env.js';
+import { approvalWorkflowEnv, DAY, HOUR, JUSTIFIED_REQUEST, workflowTestConfig } from '../support/workflow-env.js';
 import type { ApprovalActivities } from '../../activities/activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { approvalWorkflow } from '../../workflows/approval.js';
@@ -143,18 +143,6 @@ async function start(taskQueue: string, workflowId: string, overrides: Partial<A
   const created = await handle.executeUpdate(taskCreatedUpdate);
   return { handle, created };
 }
-
-/** A re-evaluation answering `request` for a further approval that needs a justification. */
-const JUSTIFIED_REQUEST: ReEvaluation = {
-  outcome: 'request',
-  accessRequest: {
-    approverGroup: 'risk',
-    requestTtlMs: DAY,
-    reason: 'A risk approval is required.',
-    policyId: 'p2',
-    requiresJustification: true,
-  },
-};
 
 /** Deliver generation 1's callback, then query until the task asks for input (at most 200 turns); returns that snapshot. */
 async function approveUntilInputRequired(handle: Awaited<ReturnType<typeof start>>['handle']) {

@@ -207,8 +207,33 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_WORKFLOW_SUMMARY: z.enum(['off', 'sealed']).default('off'),
   /** How long a terminal result stays retrievable (SEP-2848 resultRetention). */
   COUNTERSIGN_RESULT_RETENTION_MS: ms(24 * 3_600_000),
-  /** `pollIntervalMs` suggested to clients. */
+  /**
+   * `pollIntervalMs` suggested to clients while something is about to happen, and the least ever
+   * suggested; a task waiting for a person suggests a tenth of its time since the last change, up
+   * to `COUNTERSIGN_POLL_INTERVAL_MAX_MS` (`src/mcp/poll-interval.ts`).
+   */
   COUNTERSIGN_POLL_INTERVAL_MS: ms(2_000),
+  /** The most `pollIntervalMs` a waiting task suggests, however long it has waited. */
+  COUNTERSIGN_POLL_INTERVAL_MAX_MS: ms(60_000),
+  /**
+   * Refuse `tasks/get` of one task by one caller past a burst of 10 reads and then more than one a
+   * second (-32000, HTTP 429, `Retry-After`; SEP-2663 allows it): `on` (default) or `off`.
+   */
+  COUNTERSIGN_POLL_RATE_LIMIT: z.enum(['on', 'off']).default('on'),
+  /**
+   * How `tasks/get` reads an open task: `record` (default) — the task record in the run's memo, one
+   * DescribeWorkflowExecution, no worker and no billable query (`src/mcp/task-reads.ts`), and, while
+   * a task is polled often, this instance's history long-poll of it with no call per read
+   * (`src/mcp/task-feed.ts`); `query` — a workflow query per read (a worker answers; one Temporal
+   * Cloud action each), the path before the record.
+   */
+  COUNTERSIGN_TASK_READS: z.enum(['record', 'query']).default('record'),
+  /** Runs one MCP instance watches at once by history long-poll (push streams and often-polled tasks). */
+  COUNTERSIGN_TASK_FEED_MAX_WATCHES: z.coerce.number().int().min(0).max(1_000_000).default(5000),
+  /** `subscriptions/listen` streams one caller may hold open on one MCP instance. */
+  COUNTERSIGN_SUBSCRIPTIONS_PER_PRINCIPAL: z.coerce.number().int().min(0).max(10_000).default(16),
+  /** `subscriptions/listen` streams one MCP instance holds open at once. */
+  COUNTERSIGN_SUBSCRIPTIONS_MAX: z.coerce.number().int().min(0).max(1_000_000).default(2000),
   /** Fallback backend status poll: first delay and cap (callbacks normally arrive first). */
   COUNTERSIGN_STATUS_POLL_INITIAL_MS: ms(15_000),
   COUNTERSIGN_STATUS_POLL_MAX_MS: ms(3_600_000),

@@ -17,6 +17,9 @@ import { createMcpServerFactory } from './mcp/server.js';
 import { byEra, createLegacyServerFactory } from './mcp/legacy-server.js';
 import { createSubmissionStateCodec } from './mcp/submission-input.js';
 import { createTaskService } from './mcp/task-service.js';
+import { createTaskFeed } from './mcp/task-feed.js';
+import { createTaskSubscriptions } from './mcp/task-subscriptions.js';
+import { PollRateLimiter } from './mcp/poll-interval.js';
 import { createTemporalGuard } from './temporal/availability.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -49,14 +52,26 @@ export interface McpFrontParts {
   tracer?: Tracer;
 }
 
-/** Build the MCP front. Returns the HTTP app and `close()` (tears down the SDK handler). Never throws for configuration that `loadConfig` accepted. */
+/**
+ * Build the MCP front. Returns the HTTP app and `close()` (ends the `subscriptions/listen` streams
+ * gracefully, stops the task feed's watches, tears down the SDK handler). Never throws for
+ * configuration that `loadConfig` accepted.
+ */
 export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; close: () => Promise<void> } {
+  const feed = createTaskFeed({
+    client: p.temporal,
+    logger: p.logger.child({ part: 'task-feed' }),
+    maxWatches: config.COUNTERSIGN_TASK_FEED_MAX_WATCHES,
+  });
   const service = createTaskService({
     client: p.temporal,
     taskQueue: config.COUNTERSIGN_TASK_QUEUE,
     dedupKey: p.secrets.dedupKey,
     workflowConfig: p.workflowConfig,
     createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
+    reads: config.COUNTERSIGN_TASK_READS,
+    feed,
+    pollInterval: { baseMs: config.COUNTERSIGN_POLL_INTERVAL_MS, maxMs: config.COUNTERSIGN_POLL_INTERVAL_MAX_MS },
     workflowSummary: config.COUNTERSIGN_WORKFLOW_SUMMARY === 'sealed',
     traceRuns: p.tracer !== undefined,
     guard: createTemporalGuard({
@@ -78,15 +93,23 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     tasks,
     logger: p.logger.child({ part: 'mcp' }),
     noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
+    ...(config.COUNTERSIGN_POLL_RATE_LIMIT === 'on' ? { pollLimiter: new PollRateLimiter({ refillMs: config.COUNTERSIGN_POLL_INTERVAL_MS / 2 }) } : {}),
   };
+  const subscriptions = createTaskSubscriptions({
+    tasks,
+    logger: p.logger.child({ part: 'subscriptions' }),
+    serverInfo: { name: 'countersign', version: '0.1.0' },
+    limits: { maxPerPrincipal: config.COUNTERSIGN_SUBSCRIPTIONS_PER_PRINCIPAL, maxStreams: config.COUNTERSIGN_SUBSCRIPTIONS_MAX },
+  });
   // 2026-07-28 requests get the modern face; `initialize`-era (2025-11-25) ones the legacy face (legacy-server.ts).
   const factory = byEra(
     createMcpServerFactory({ ...gateDeps, requestStateCodec: createSubmissionStateCodec(p.secrets.dedupKey) }),
     // same COUNTERSIGN_NO_TASKS_RESPONSE; the legacy face's `error` is -32600, not -32021
     createLegacyServerFactory({ ...gateDeps, sealKey: p.secrets.dedupKey }),
   );
-  return createMcpHttpApp({
+  const http = createMcpHttpApp({
     factory,
+    subscriptions,
     verifier: createTokenVerifier(p.oauth),
     resourceUrl: p.resourceUrl,
     authorizationServers: [p.oauth.issuer],
@@ -96,6 +119,14 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     ...(p.receiptsJwks ? { receiptsJwks: p.receiptsJwks } : {}),
     ...(p.tracer ? { tracer: p.tracer } : {}),
   });
+  return {
+    app: http.app,
+    async close() {
+      subscriptions.closeAll();
+      feed.close();
+      await http.close();
+    },
+  };
 }
 
 /** `tasks` with every submission refused by a per-principal limit counted (by limit, never by principal). */

@@ -125,6 +125,37 @@ export function temporalUnavailable(retryAfterSeconds: number): ProtocolError {
   );
 }
 
+/**
+ * -32000 for a `tasks/get` polled much faster than its `pollIntervalMs` (SEP-2663: servers MAY
+ * rate-limit such clients; `poll-interval.ts` `PollRateLimiter`): HTTP 429 with `Retry-After`
+ * (`src/mcp/http.ts`), `data: {rateLimited: true, retryAfterMs}`. Nothing was read.
+ */
+export function pollTooSoon(retryAfterMs: number): ProtocolError {
+  return new ProtocolError(
+    -32000,
+    `Too many requests: this task was polled too often; poll it again after ${retryAfterMs} ms (see pollIntervalMs)`,
+    {
+      rateLimited: true,
+      retryAfterMs,
+    },
+  );
+}
+
+/**
+ * -32000 for a `subscriptions/listen` over a stream limit (`task-subscriptions.ts`): `scope`
+ * `principal` (the caller's open streams) or `instance` (this server's); HTTP 429 with
+ * `Retry-After`, `data: {rateLimited: true, retryAfterMs, scope, limit}`. Nothing was opened.
+ */
+export function tooManySubscriptions(scope: 'principal' | 'instance', limit: number): ProtocolError {
+  return new ProtocolError(
+    -32000,
+    scope === 'principal'
+      ? `Too many requests: at most ${limit} subscriptions/listen streams may be open per caller; close one, or poll tasks/get`
+      : `Too many requests: this server holds its most subscriptions/listen streams (${limit}); retry later, or poll tasks/get`,
+    { rateLimited: true, retryAfterMs: 30_000, scope, limit },
+  );
+}
+
 /** -32603 for any failure that is not one of ours; details stay in the server log. */
 export function internalError(): ProtocolError {
   return new ProtocolError(-32603, 'Internal error');

@@ -46,6 +46,7 @@ import { retryFieldIssue } from './spec-params.js';
 import type { Tracer } from '@opentelemetry/api';
 import { withMcpServerSpan } from './tracing.js';
 import { newResponseNote, RESPONSE_NOTE_KEY, type ResponseNote } from './response-note.js';
+import { isTaskListenRequest, type TaskSubscriptions } from './task-subscriptions.js';
 
 /** Largest accepted body of a `/mcp` request, bytes (1 MiB; the SDK's own default is 4 MiB). */
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
@@ -53,6 +54,8 @@ export const MAX_MCP_BODY_BYTES = 1024 * 1024;
 /** Options of the MCP HTTP app. */
 export interface McpHttpOptions {
   factory: McpServerFactory;
+  /** `subscriptions/listen` naming `taskIds` (`task-subscriptions.ts`); unset: the SDK answers every listen request (and acknowledges no task ids). */
+  subscriptions?: TaskSubscriptions;
   verifier: TokenVerifier;
   /** This resource's identifier, e.g. `http://127.0.0.1:8787/mcp` (the token audience). */
   resourceUrl: string;
@@ -111,6 +114,9 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     const principal = c.get('principal');
     const token = c.get('bearerToken');
     const body = c.get('mcpBody');
+    // task notifications: the SDK's listen router knows only the list-changed filters
+    if (opts.subscriptions && body?.parsed && isTaskListenRequest(body.value))
+      return opts.subscriptions.serve(body.value, principal, c.req.raw);
     const note = newResponseNote();
     const authInfo = { token, clientId: principal.sub, scopes: [], extra: { principal, [RESPONSE_NOTE_KEY]: note } };
     // A body already parsed by `jsonWithinLimits` goes to the SDK as `parsedBody`: it then reads,
@@ -249,6 +255,14 @@ async function finishMcpResponse(res: Response, note: ResponseNote): Promise<Res
   if (note.plainToolResult) return res;
   if (!(res.headers.get('content-type') ?? '').includes('application/json')) return res;
   const text = await res.text();
+  if (text.includes('"rateLimited":true')) {
+    const waitMs = rateLimitWaitOf(text);
+    if (waitMs !== undefined) {
+      const headers = new Headers(res.headers);
+      headers.set('retry-after', String(Math.max(1, Math.ceil(waitMs / 1000))));
+      return new Response(text, { status: 429, headers });
+    }
+  }
   if (text.includes('"retryAfterSeconds"')) {
     const retryAfter = retryAfterOf(text);
     if (retryAfter !== undefined) {
@@ -272,6 +286,16 @@ async function finishMcpResponse(res: Response, note: ResponseNote): Promise<Res
     return new Response(JSON.stringify(body), { status: res.status, headers });
   }
   return new Response(text, res);
+}
+
+/** `error.data.retryAfterMs` of a single JSON-RPC rate-limit error body (`pollTooSoon`, `tooManySubscriptions`), when it is a positive number. */
+function rateLimitWaitOf(text: string): number | undefined {
+  try {
+    const data = (JSON.parse(text) as { error?: { data?: { rateLimited?: unknown; retryAfterMs?: unknown } } })?.error?.data;
+    return data?.rateLimited === true && typeof data.retryAfterMs === 'number' && data.retryAfterMs > 0 ? data.retryAfterMs : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `error.data.retryAfterSeconds` of a single JSON-RPC error body, when it is a positive integer. */

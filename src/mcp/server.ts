@@ -11,7 +11,9 @@ import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, type McpServerFactory, typ
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { inputRefused, missingTasksCapability, opaque, taskNotFound } from './errors.js';
+import { inputRefused, missingTasksCapability, opaque, pollTooSoon, taskNotFound } from './errors.js';
+import type { PollRateLimiter } from './poll-interval.js';
+import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { gateToolCall, type GateDeps } from './gate.js';
 import { ANY_PARAMS, parseMethodParams, SpecParamsServer } from './spec-params.js';
 import { getTaskResult } from './task-projection.js';
@@ -52,7 +54,7 @@ function declaresTasks(ctx: HandlerCtx): boolean {
  * verifies every echoed MRTR `requestState` before a handler runs (failures: -32602).
  */
 export function createMcpServerFactory(
-  deps: GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState> },
+  deps: GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState>; pollLimiter?: PollRateLimiter },
   version = '0.1.0',
 ): McpServerFactory {
   return () => {
@@ -90,7 +92,11 @@ export function createMcpServerFactory(
       opaque(deps.logger, async () => {
         const params = parseMethodParams('tasks/get', TaskIdParams, raw);
         requireTasks(ctx as unknown as HandlerCtx);
-        const snap = await deps.tasks.get(params.taskId, principalOf(ctx as unknown as HandlerCtx));
+        const caller = principalOf(ctx as unknown as HandlerCtx);
+        // SEP-2663: a client polling much faster than pollIntervalMs may be refused (poll-interval.ts)
+        const tooSoon = deps.pollLimiter?.take(`${taskOwnerKeyOf(caller)} ${params.taskId}`);
+        if (tooSoon) throw pollTooSoon(tooSoon.retryAfterMs);
+        const snap = await deps.tasks.get(params.taskId, caller);
         if (!snap) throw taskNotFound();
         return getTaskResult(params.taskId, snap) as never;
       }),

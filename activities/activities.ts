@@ -51,8 +51,15 @@ export interface ActivityDeps {
 export interface ApprovalActivities {
   /** Submit one generation under its idempotency key; returns the backend handle. */
   submitApprovalRequest(input: { body: SubmissionBody; idempotencyKey: string }): Promise<BackendHandle>;
-  /** Authoritative status of a submission (SEP-2848 §Security, callback authenticity). */
-  fetchApprovalStatus(handle: BackendHandle): Promise<BackendStatus>;
+  /**
+   * Authoritative status of a submission (SEP-2848 §Security, callback authenticity). With `poll`,
+   * one attempt of the fallback status poll (docs/DESIGN.md §4.3): answers only news — a decided
+   * status, or a pending one whose `expiresAt` is later than `poll.knownExpiresAt` (ISO 8601) — and
+   * otherwise throws the retryable `ApprovalPending` failure, as it does for any backend error, so
+   * that Temporal retries the activity with the poll's backoff: the attempts are the polls, one
+   * action each and none of them in history.
+   */
+  fetchApprovalStatus(handle: BackendHandle, poll?: { knownExpiresAt: string }): Promise<BackendStatus>;
   /** Cancel at the backend; false when it cannot (no endpoint, already resolved). */
   cancelApprovalRequest(handle: BackendHandle): Promise<boolean>;
   /** Re-evaluate the binding with the approval as input, against current policy and tools. */
@@ -111,12 +118,19 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         return toFailure(err);
       }
     },
-    async fetchApprovalStatus(handle) {
+    async fetchApprovalStatus(handle, poll) {
+      let status: BackendStatus;
       try {
-        return await deps.backend.status(handle);
+        status = await deps.backend.status(handle);
       } catch (err) {
-        return toFailure(err);
+        if (!poll) return toFailure(err);
+        // polling: a failed read is no news either; the poll's backoff retries it
+        throw ApplicationFailure.retryable('the approval backend did not answer the status poll', FAILURE.approvalPending);
       }
+      if (poll && status.state === 'pending' && !(Date.parse(status.expiresAt) > Date.parse(poll.knownExpiresAt))) {
+        throw ApplicationFailure.retryable('the approval request is still pending', FAILURE.approvalPending);
+      }
+      return status;
     },
     async cancelApprovalRequest(handle) {
       try {

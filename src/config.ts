@@ -234,9 +234,15 @@ export const ConfigSchema = z.object({
   COUNTERSIGN_SUBSCRIPTIONS_PER_PRINCIPAL: z.coerce.number().int().min(0).max(10_000).default(16),
   /** `subscriptions/listen` streams one MCP instance holds open at once. */
   COUNTERSIGN_SUBSCRIPTIONS_MAX: z.coerce.number().int().min(0).max(1_000_000).default(2000),
-  /** Fallback backend status poll: first delay and cap (callbacks normally arrive first). */
+  /**
+   * Fallback backend status poll (callbacks normally arrive first): the first wait, and the cap of
+   * its doubling backoff. The poll is one activity retried with that backoff (one Temporal action
+   * per attempt, nothing in history; docs/DESIGN.md §4.3): 7 days of waiting cost about 25
+   * attempts with the 12 h cap. A decision whose callback is lost is found within about the task's
+   * age, and at most 12 h; lower the cap for a backend whose callbacks you do not trust.
+   */
   COUNTERSIGN_STATUS_POLL_INITIAL_MS: ms(15_000),
-  COUNTERSIGN_STATUS_POLL_MAX_MS: ms(3_600_000),
+  COUNTERSIGN_STATUS_POLL_MAX_MS: ms(12 * 3_600_000),
   /** Maximum submissions per task (1 + chained requests). */
   COUNTERSIGN_MAX_GENERATIONS: z.coerce.number().int().min(1).max(10).default(3),
   COUNTERSIGN_RETRY_BASE_MS: ms(5_000),
@@ -301,11 +307,13 @@ export const ConfigSchema = z.object({
    * docs/APPROVERS.md): attempts per callback before it is given up (then the workflow's status
    * poll finds the status), the first retry's delay bound and the cap (full jitter: each delay is
    * drawn from [0, min(cap, base × 2^(n−1))) ms), the per-attempt timeout, and attempts in flight
-   * at once overall and per receiver origin.
+   * at once overall and per receiver origin. The defaults keep retrying for about 16 hours (200
+   * attempts, 5 minutes apart on average once at the cap), so a receiver that is down for a deploy
+   * or an outage still gets its callbacks, and the gate's slow fallback poll rarely has to find them.
    */
-  COUNTERSIGN_CALLBACK_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(10),
+  COUNTERSIGN_CALLBACK_ATTEMPTS: z.coerce.number().int().min(1).max(1000).default(200),
   COUNTERSIGN_CALLBACK_BASE_DELAY_MS: ms(500),
-  COUNTERSIGN_CALLBACK_MAX_DELAY_MS: ms(60_000),
+  COUNTERSIGN_CALLBACK_MAX_DELAY_MS: ms(600_000),
   COUNTERSIGN_CALLBACK_TIMEOUT_MS: ms(5_000),
   COUNTERSIGN_CALLBACK_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16),
   COUNTERSIGN_CALLBACK_RECEIVER_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(4),

@@ -34,6 +34,7 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   allHandlersFinished,
   condition,
   patched,
@@ -89,6 +90,12 @@ export const LOCAL_READS_PATCH = 'local-reads';
  * record this marker and read with regular activities.
  */
 export const REGULAR_READS_PATCH = 'regular-reads';
+
+/**
+ * Patch id of runs whose fallback status poll is one activity retried with the poll's backoff
+ * instead of a timer and a fetch per poll (`awaitDecision`): runs recorded before it replay with timers.
+ */
+export const STATUS_POLL_RETRIES_PATCH = 'status-poll-retries';
 
 /**
  * Timeouts and retry of every backend, policy and cancel call. `startToCloseMs` also bounds how
@@ -305,11 +312,130 @@ async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise
 }
 
 /**
- * Wait for the backend to resolve generation `g`: a callback (a hint) or the backed-off status
- * poll triggers an authoritative status fetch; `expired` once the request deadline passes; null
- * when the task was fenced meanwhile.
+ * Wait for the backend to resolve generation `g`: a callback (a hint) triggers an authoritative
+ * status fetch; without one, the fallback status poll finds the decision; `expired` once the request
+ * deadline passes; null when the task was fenced meanwhile.
+ *
+ * The poll ({@link STATUS_POLL_RETRIES_PATCH}) is one `fetchApprovalStatus` activity in poll mode
+ * whose attempts are the polls: the activity answers only news (a decision, a later expiry), and
+ * Temporal retries it with the poll's backoff (`statusPollInitialMs` doubling to
+ * `statusPollMaxMs`) until the request deadline (its schedule-to-close). So a week of waiting is a
+ * few dozen attempts — one action each, nothing in history — one timer before each (re)start of
+ * the poll (the first wait, which most requests do not outlast: their callback comes first), and one
+ * to the deadline once no further attempt fits before it. An
+ * activity that answers "pending, nothing new" instead of retrying (a test fake) ends its poll, and
+ * the next one starts after a timer: the loop never polls twice without one. A callback does not
+ * cancel it (a cancel racing the poll's own answer is a workflow-task failure on some servers): the
+ * status is read at once beside it, and a poll still running when the task moves on stops with the
+ * run. Runs recorded before the patch wait with timers.
  */
-async function awaitDecision({ state, reads, input }: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
+async function awaitDecision(run: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
+  if (!patched(STATUS_POLL_RETRIES_PATCH)) return awaitDecisionWithTimers(run, g);
+  const { state, reads, input } = run;
+  const cfg = input.config;
+  let deadline = state.awaitingDecision(g);
+  let knownExpiresAt = g.handle.expiresAt;
+  let delay = cfg.statusPollInitialMs;
+  let poll: Promise<PollOutcome> | undefined;
+  for (;;) {
+    if (state.isTerminal()) return null;
+    let outcome: PollOutcome | { kind: 'callback' };
+    if (poll) outcome = await pollOrCallback(state, poll);
+    else {
+      // each (re)start of the poll first waits one timer: most requests are decided, and called back, within it
+      const woken = await condition(
+        () => state.hasPendingCallback() || state.isTerminal(),
+        Math.max(1, Math.min(delay, deadline - Date.now())),
+      );
+      if (state.isTerminal()) return null;
+      if (woken) outcome = { kind: 'callback' };
+      else if (Date.now() >= deadline) outcome = { kind: 'deadline' };
+      else {
+        delay = Math.min(delay * 2, cfg.statusPollMaxMs);
+        poll = startStatusPoll(cfg, g, knownExpiresAt, deadline - Date.now(), delay);
+        outcome = await pollOrCallback(state, poll);
+      }
+    }
+    if (outcome.kind !== 'callback') poll = undefined; // that poll has ended
+    if (outcome.kind === 'failed') {
+      // Temporal gave up on the poll because its next attempt would pass the request deadline:
+      // wait for a callback or the deadline (one timer), then read the status one last time
+      const woken = await condition(() => state.hasPendingCallback() || state.isTerminal(), Math.max(1, deadline - Date.now()));
+      outcome = woken ? { kind: 'callback' } : { kind: 'deadline' };
+    }
+    if (state.isTerminal()) return null;
+    let status: BackendStatus | null;
+    if (outcome.kind === 'status') status = outcome.status;
+    else {
+      // a callback (a hint), or the request deadline: read the status once
+      state.clearPendingCallback();
+      try {
+        status = await reads().fetchApprovalStatus(g.handle);
+      } catch {
+        status = null; // backend unreachable: keep waiting; the request deadline still applies
+      }
+      if (state.isTerminal()) return null;
+    }
+    if (status && status.state !== 'pending') return status;
+    if (status?.state === 'pending' && Date.parse(status.expiresAt) > Date.parse(knownExpiresAt)) {
+      knownExpiresAt = status.expiresAt;
+      deadline = state.extendDecisionDeadline(g, deadline, status.expiresAt);
+      poll = undefined; // a poll running to the old deadline ends with the run; the next one runs to the new
+    }
+    if (Date.now() >= deadline) return { state: 'expired' };
+  }
+}
+
+/**
+ * How a fallback poll ended: with news; out of time (its schedule-to-close: the request deadline);
+ * or failed before it — Temporal fails a retried activity with its last failure when the next
+ * attempt would start after its schedule-to-close, so a poll ends this way shortly before the deadline.
+ */
+type PollOutcome = { kind: 'status'; status: BackendStatus } | { kind: 'deadline' } | { kind: 'failed' };
+
+/**
+ * Start the fallback poll of `g` until the request deadline, `remainingMs` from now: its first
+ * attempt at once, the next `firstRetryMs` later, doubling to `statusPollMaxMs` ({@link awaitDecision}).
+ */
+function startStatusPoll(
+  cfg: ApprovalWorkflowInput['config'],
+  g: SubmittedGeneration,
+  knownExpiresAt: string,
+  remainingMs: number,
+  firstRetryMs: number,
+) {
+  const deadline = Date.now() + remainingMs;
+  const poll = proxyActivities<ApprovalActivities>({
+    startToCloseTimeout: cfg.backendCallTimeoutMs ?? 30_000,
+    scheduleToCloseTimeout: remainingMs,
+    // after the timer before it: attempts at 1, 3, 7, 15 … × statusPollInitialMs from the submission, as the timer loop polled
+    retry: { initialInterval: firstRetryMs, backoffCoefficient: 2, maximumInterval: cfg.statusPollMaxMs },
+  });
+  return poll.fetchApprovalStatus(g.handle, { knownExpiresAt }).then(
+    (status): PollOutcome => ({ kind: 'status', status }),
+    (): PollOutcome => (Date.now() >= deadline ? { kind: 'deadline' } : { kind: 'failed' }),
+  );
+}
+
+/** The poll's outcome, or `callback` as soon as a callback is pending or the task is terminal (the wait is then dropped; no timer, no command). */
+async function pollOrCallback(state: ApprovalState, poll: Promise<PollOutcome>): Promise<PollOutcome | { kind: 'callback' }> {
+  const wait = new CancellationScope();
+  const woken = wait
+    .run(() => condition(() => state.hasPendingCallback() || state.isTerminal()))
+    .then(
+      () => ({ kind: 'callback' as const }),
+      () => ({ kind: 'callback' as const }),
+    );
+  const first = await Promise.race([poll, woken]);
+  wait.cancel();
+  return first;
+}
+
+/**
+ * Runs recorded before {@link STATUS_POLL_RETRIES_PATCH}: the same wait with a durable timer per
+ * poll (`statusPollInitialMs` doubling to `statusPollMaxMs`) and a regular status fetch after each.
+ */
+async function awaitDecisionWithTimers({ state, reads, input }: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
   const cfg = input.config;
   let deadline = state.awaitingDecision(g);
   let pollDelay = cfg.statusPollInitialMs;

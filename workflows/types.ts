@@ -215,4 +215,6 @@ export const FAILURE = {
   /** The tool cannot tell whether its effect happened; handled like a lost attempt (outcome-unknown). */
   toolOutcomeUnknown: 'ToolOutcomeUnknown',
   executionAttemptRefused: 'ExecutionAttemptRefused',
+  /** A fallback status poll found nothing new: retried by the poll's backoff (`fetchApprovalStatus` with `poll`). */
+  approvalPending: 'ApprovalPending',
 } as const;

@@ -51,14 +51,15 @@ export interface CallbackDeliveryPolicy {
 }
 
 /**
- * Defaults: 10 attempts, delays drawn from [0, min(60 s, 500 ms × 2^(n−1))), 5 s per attempt, 16
- * in flight, 4 per receiver. The retries of one callback end within about 3 minutes of delays
- * (0.5 + 1 + 2 + 4 + 8 + 16 + 32 + 60 + 60 s at most) plus the attempts' own time.
+ * Defaults: 200 attempts, delays drawn from [0, min(10 min, 500 ms × 2^(n−1))), 5 s per attempt,
+ * 16 in flight, 4 per receiver. The retries of one callback go on for about 16 hours (the first
+ * dozen within about 10 minutes, then one every 5 minutes on average), so a receiver down for an
+ * outage still gets its callbacks; the receiver's workflow polls only slowly (12 h cap).
  */
 export const DEFAULT_CALLBACK_DELIVERY: CallbackDeliveryPolicy = {
-  maxAttempts: 10,
+  maxAttempts: 200,
   baseDelayMs: 500,
-  maxDelayMs: 60_000,
+  maxDelayMs: 600_000,
   attemptTimeoutMs: 5_000,
   concurrency: 16,
   perReceiverConcurrency: 4,

@@ -133,6 +133,8 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
       subscriptions.closeAll();
       feed.close();
       await http.close();
+      // the HTTP server writes the streams' last frames in promise jobs: let them reach their sockets
+      await new Promise((resolve) => setImmediate(resolve));
     },
     stats: () => ({ subscriptions: subscriptions.stats(), feed: feed.stats() }),
   };

@@ -52,12 +52,18 @@ export interface McpFrontParts {
   tracer?: Tracer;
 }
 
+/** What one front holds open now: its `subscriptions/listen` streams and the runs its task feed watches. */
+export interface McpFrontStats {
+  subscriptions: { streams: number; followed: number };
+  feed: { watches: number; caughtUp: number; longPolls: number };
+}
+
 /**
- * Build the MCP front. Returns the HTTP app and `close()` (ends the `subscriptions/listen` streams
- * gracefully, stops the task feed's watches, tears down the SDK handler). Never throws for
- * configuration that `loadConfig` accepted.
+ * Build the MCP front. Returns the HTTP app, `close()` (ends the `subscriptions/listen` streams
+ * gracefully, stops the task feed's watches, tears down the SDK handler) and `stats()` (for
+ * metrics, the bench and tests). Never throws for configuration that `loadConfig` accepted.
  */
-export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; close: () => Promise<void> } {
+export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; close: () => Promise<void>; stats: () => McpFrontStats } {
   const feed = createTaskFeed({
     client: p.temporal,
     logger: p.logger.child({ part: 'task-feed' }),
@@ -93,7 +99,9 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     tasks,
     logger: p.logger.child({ part: 'mcp' }),
     noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
-    ...(config.COUNTERSIGN_POLL_RATE_LIMIT === 'on' ? { pollLimiter: new PollRateLimiter({ refillMs: config.COUNTERSIGN_POLL_INTERVAL_MS / 2 }) } : {}),
+    ...(config.COUNTERSIGN_POLL_RATE_LIMIT === 'on'
+      ? { pollLimiter: new PollRateLimiter({ refillMs: config.COUNTERSIGN_POLL_INTERVAL_MS / 2 }) }
+      : {}),
   };
   const subscriptions = createTaskSubscriptions({
     tasks,
@@ -125,7 +133,10 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
       subscriptions.closeAll();
       feed.close();
       await http.close();
+      // the HTTP server writes the streams' last frames in promise jobs: let them reach their sockets
+      await new Promise((resolve) => setImmediate(resolve));
     },
+    stats: () => ({ subscriptions: subscriptions.stats(), feed: feed.stats() }),
   };
 }
 

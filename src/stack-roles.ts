@@ -538,8 +538,10 @@ export async function startMcpRole(
     return {
       temporal,
       async stop() {
-        await unmount();
+        // the front first: its subscriptions/listen streams end gracefully while their connections
+        // are still open (the listener's close drops every connection at once)
         await mcp.close();
+        await unmount();
         await connection.close();
         await own.close();
       },

@@ -25,7 +25,9 @@
  *   snapshot is not served until the watch has seen the change.
  *
  * Bounds: at most `maxWatches` runs watched per instance (past it, reads describe and subscribers
- * are refused by the caller); a watch whose long-poll fails is not served and retries with a
+ * are refused by the caller); a watch stops, cancelling its long-poll, as soon as nothing keeps it
+ * (its last listener left, its read keep ran out), so an idle run's long-poll does not hold a slot
+ * for the server's interval; a watch whose long-poll fails is not served and retries with a
  * backoff of 1 s doubling to 30 s. Deliberately does not: check owners (the caller compares the
  * snapshot's `ownerKey`), or watch runs of other workflow types.
  */
@@ -91,7 +93,14 @@ interface Watch {
   listeners: Set<FeedListener>;
   /** Read-kept until (ms since the epoch); 0: only its listeners keep it. */
   keepUntil: number;
-  abort: AbortController;
+  /**
+   * Cancels the long-poll in flight: one per call, because the Temporal client adds an `abort`
+   * listener to the signal of every call and never removes it (one signal for the watch's life
+   * would hold one listener, and its call, per long-poll ever made).
+   */
+  call: AbortController | undefined;
+  /** Set while only a read keeps the watch: stops it when the keep runs out (`release`). */
+  releaseTimer: ReturnType<typeof setTimeout> | undefined;
   ended: boolean;
 }
 
@@ -151,7 +160,8 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
     if (w.ended) return;
     w.ended = true;
     w.caughtUp = false;
-    w.abort.abort();
+    w.call?.abort();
+    if (w.releaseTimer) clearTimeout(w.releaseTimer);
     if (watches.get(w.key) === w) watches.delete(w.key);
     if (ended) for (const l of [...w.listeners]) l({ ended });
     w.listeners.clear();
@@ -159,6 +169,21 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
 
   function unused(w: Watch): boolean {
     return w.listeners.size === 0 && now() >= w.keepUntil;
+  }
+
+  /**
+   * Stop `w` now when nothing keeps it, cancelling its long-poll (which may otherwise wait out the
+   * server's interval, holding a watch slot); when only a read keeps it, look again once that keep runs out.
+   */
+  function release(w: Watch): void {
+    if (w.ended) return;
+    if (unused(w)) return stop(w);
+    if (w.listeners.size > 0 || w.releaseTimer) return;
+    w.releaseTimer = setTimeout(() => {
+      w.releaseTimer = undefined;
+      release(w);
+    }, w.keepUntil - now());
+    w.releaseTimer.unref?.();
   }
 
   async function run(w: Watch): Promise<void> {
@@ -169,7 +194,8 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
       let res: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse;
       try {
         longPolls++;
-        res = await connection.withAbortSignal(w.abort.signal, () =>
+        w.call = new AbortController();
+        res = await connection.withAbortSignal(w.call.signal, () =>
           connection.withDeadline(now() + LONG_POLL_DEADLINE_MS, () =>
             service.getWorkflowExecutionHistory({
               namespace: opts.client.options.namespace,
@@ -231,7 +257,8 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
       caughtUp: false,
       listeners: new Set(),
       keepUntil: 0,
-      abort: new AbortController(),
+      call: undefined,
+      releaseTimer: undefined,
       ended: false,
     };
     watches.set(key, w);
@@ -266,9 +293,10 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
         if (terminalCache.size > maxWatches) terminalCache.delete(terminalCache.keys().next().value!);
         return;
       }
-      start(ids, (w) => {
-        w.keepUntil = Math.max(w.keepUntil, until);
+      const w = start(ids, (x) => {
+        x.keepUntil = Math.max(x.keepUntil, until);
       });
+      if (w) release(w);
     },
     forget(ids) {
       const w = watches.get(keyOf(ids));
@@ -280,6 +308,7 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
       if (!w) return null;
       return () => {
         w.listeners.delete(listener);
+        release(w);
       };
     },
     stats() {

@@ -122,7 +122,6 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
   const limits = { ...DEFAULT_TASK_SUBSCRIPTION_LIMITS, ...opts.limits };
   const open = new Set<Stream>();
   const perPrincipal = new Map<string, number>();
-  let followed = 0;
 
   return {
     async serve(message, caller, request) {
@@ -149,7 +148,6 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
         const n = (perPrincipal.get(owner) ?? 1) - 1;
         if (n > 0) perPrincipal.set(owner, n);
         else perPrincipal.delete(owner);
-        followed -= stream.following.size;
         for (const f of stream.following.values()) f.stop();
         stream.following.clear();
       });
@@ -164,10 +162,8 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
           if (!f) return;
           if (stream.ended) return f.stop();
           accepted.push({ taskId, current: f.current });
-          if (!isTerminalStatus(f.current.status)) {
-            stream.following.set(taskId, f);
-            followed++;
-          } else f.stop();
+          if (!isTerminalStatus(f.current.status)) stream.following.set(taskId, f);
+          else f.stop();
         });
       } catch (err) {
         stream.end(false);
@@ -191,6 +187,9 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
       for (const s of [...open]) s.end(true);
     },
     stats() {
+      // counted from the streams: a task that ends leaves its stream's `following` at once
+      let followed = 0;
+      for (const s of open) followed += s.following.size;
       return { streams: open.size, followed };
     },
   };
@@ -200,6 +199,8 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
 class Stream {
   readonly following = new Map<string, { stop: () => void }>();
   ended = false;
+  /** `end(true)` came before the response existed (instance shutdown while the ids were checked). */
+  private endedGracefully = false;
   private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   private readonly encoder = new TextEncoder();
   private keepAlive: ReturnType<typeof setInterval> | undefined;
@@ -220,6 +221,12 @@ class Stream {
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.controller = controller;
+        if (this.ended) {
+          // ended while its ids were being checked: the graceful end alone, and the body closes
+          if (this.endedGracefully) controller.enqueue(this.encoder.encode(this.frame(this.listenResult())));
+          controller.close();
+          return;
+        }
         this.notify('notifications/subscriptions/acknowledged', {
           notifications: { taskIds: acceptedIds },
           _meta: { [SUBSCRIPTION_ID_META_KEY]: this.id },
@@ -263,13 +270,8 @@ class Stream {
   /** End the stream: `graceful` sends the `subscriptions/listen` result first. Idempotent. */
   end(graceful: boolean): void {
     if (this.ended) return;
-    if (graceful && this.controller) {
-      this.writeMessage({
-        jsonrpc: '2.0',
-        id: this.id,
-        result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID_META_KEY]: this.id, [SERVER_INFO_META_KEY]: this.serverInfo } },
-      });
-    }
+    if (graceful && this.controller) this.writeMessage(this.listenResult());
+    this.endedGracefully = graceful;
     this.ended = true;
     if (this.keepAlive) clearInterval(this.keepAlive);
     this.onEnd();
@@ -294,8 +296,21 @@ class Stream {
     this.writeMessage({ jsonrpc: '2.0', method, params });
   }
 
+  /** The `subscriptions/listen` result that ends the stream gracefully. */
+  private listenResult(): unknown {
+    return {
+      jsonrpc: '2.0',
+      id: this.id,
+      result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID_META_KEY]: this.id, [SERVER_INFO_META_KEY]: this.serverInfo } },
+    };
+  }
+
+  private frame(message: unknown): string {
+    return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+  }
+
   private writeMessage(message: unknown): void {
-    this.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    this.write(this.frame(message));
   }
 
   private write(frame: string): void {

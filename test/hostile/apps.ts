@@ -1,4 +1,4 @@
-// Scope: the in-process apps of every role for the hostile-input tests, each with the probes that show a side effect: the MCP HTTP app (real gate, wire_transfer on an in-memory ledger, an allow-all policy, a task service and Temporal client that record any use), the reference approval service, and the development token issuer.
+// Scope: the in-process apps of every role for the hostile-input tests, each with the probes that show a side effect: the MCP HTTP app (real gate, wire_transfer on an in-memory ledger, an allow-all policy, a task service and Temporal client that record any use, optionally the task subscriptions), the reference approval service, and the development token issuer.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { byEra, createLegacyServerFactory } from '../../src/mcp/legacy-server.js
 import { createMcpServerFactory } from '../../src/mcp/server.js';
 import { createSubmissionStateCodec } from '../../src/mcp/submission-input.js';
 import type { TaskService } from '../../src/mcp/task-service.js';
+import type { TaskSubscriptions } from '../../src/mcp/task-subscriptions.js';
 import type { PolicyDecisionPoint } from '../../src/policy/pdp.js';
 import { openLedger, type Ledger } from '../../src/tools/ledger.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
@@ -36,8 +37,12 @@ export interface McpUnderTest {
   close(): Promise<void>;
 }
 
-/** Build the MCP HTTP app (both protocol faces) over an allow-all policy: any `tools/call` that reaches the tool writes a ledger row. */
-export function mcpUnderTest(): McpUnderTest {
+/**
+ * Build the MCP HTTP app (both protocol faces) over an allow-all policy: any `tools/call` that reaches
+ * the tool writes a ledger row. `subscriptions`: the `subscriptions/listen` streams of task ids
+ * (`src/mcp/task-subscriptions.ts`), routed as `src/mcp-front.ts` does; unset: the SDK answers every listen.
+ */
+export function mcpUnderTest(opts: { subscriptions?: TaskSubscriptions } = {}): McpUnderTest {
   const ledger = openLedger(':memory:');
   const taskCalls: string[] = [];
   const temporalUses: string[] = [];
@@ -78,6 +83,7 @@ export function mcpUnderTest(): McpUnderTest {
   );
   const { app, close } = createMcpHttpApp({
     factory,
+    ...(opts.subscriptions ? { subscriptions: opts.subscriptions } : {}),
     verifier,
     resourceUrl: `${MCP_ORIGIN}/mcp`,
     authorizationServers: ['https://issuer.test'],

@@ -1,0 +1,74 @@
+// Scope: test support: a second MCP front instance over the same Temporal, secrets and data folder
+// as a running test stack, in this process, on its own free port — the way a second `serve --role
+// mcp` process behind one public URL would be (src/stack-roles.ts `startMcpRole`): its own Temporal
+// connection and client with the payload codec, its own tool parts over the same ledger file, tokens
+// of the stack's issuer for the stack's resource URL. Exposes the front's `stats()` and lets a test
+// close the front (its streams end gracefully) before the listener goes.
+import { Client } from '@temporalio/client';
+import type { Config } from '../../src/config.js';
+import { createMcpFront, type McpFrontStats } from '../../src/mcp-front.js';
+import { closeServer, listen, type FetchFn } from '../../src/server-lifecycle.js';
+import type { Stack } from '../../src/stack.js';
+import { dataConverterOf, oauthOf, openToolParts, temporalConnectionOf, workflowConfigOf } from '../../src/stack-roles.js';
+import { connectClient } from '../../src/temporal/connect.js';
+import type { RpcTarget } from './sse.js';
+
+/** A second MCP instance of a stack (module header). */
+export interface McpInstance {
+  /** Where this instance's `/mcp` answers (requests go here; tokens name the stack's resource URL). */
+  url: string;
+  /** What the front holds open now. */
+  stats(): McpFrontStats;
+  /** A raw-request target on this instance for `sub` (a token of the stack's issuer). */
+  target(sub: string): Promise<RpcTarget>;
+  /** Close the front only (instance shutdown: open streams end gracefully); the listener stays until `stop()`. */
+  closeFront(): Promise<void>;
+  /** Close the front, the listener, the Temporal connection and the tool parts. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Start a second MCP front for `stack`; `overrides` change its configuration only (e.g. its subscription limits). */
+export async function startMcpInstance(stack: Stack, overrides: Partial<Config> = {}): Promise<McpInstance> {
+  const config: Config = { ...stack.config, ...overrides };
+  const logger = stack.logger.child({ instance: 'mcp-b' });
+  const ref: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
+  const srv = await listen(config.COUNTERSIGN_HOST, 0, ref, 'the second instance port');
+  const connection = await connectClient(stack.urls.temporal, temporalConnectionOf(config));
+  const parts = await openToolParts(config, logger);
+  const origin = `http://${config.COUNTERSIGN_HOST}:${srv.port}`;
+  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, stack.secrets) });
+  const front = createMcpFront(config, {
+    temporal,
+    tools: parts.tools,
+    pdp: parts.pdp,
+    secrets: stack.secrets,
+    // the backend calls this instance back for the tasks it creates
+    workflowConfig: workflowConfigOf(config, `${origin}/callbacks/arap`),
+    // one public resource, several instances: the stack's tokens are for its resource URL
+    oauth: oauthOf(config, stack.urls.issuer, stack.urls.mcp),
+    resourceUrl: stack.urls.mcp,
+    logger,
+  });
+  ref.current = (req, env) => front.app.fetch(req, env as object);
+  let frontOpen = true;
+  let stopped = false;
+  const closeFront = async () => {
+    if (!frontOpen) return;
+    frontOpen = false;
+    await front.close();
+  };
+  return {
+    url: `${origin}/mcp`,
+    stats: () => front.stats(),
+    target: async (sub) => ({ url: `${origin}/mcp`, token: await stack.issuer.mintToken({ sub }) }),
+    closeFront,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await closeFront();
+      await closeServer(srv.server);
+      await connection.close();
+      await parts.close();
+    },
+  };
+}

@@ -72,8 +72,13 @@ export interface TaskFeed {
   peek(ids: RunIds): TaskSnapshot | undefined;
   /** After a read answered `snapshot` with interval `pollIntervalMs`: keep (or start) the run's watch when the task is polled often. */
   keep(ids: RunIds, snapshot: TaskSnapshot, pollIntervalMs: number): void;
-  /** This instance changed the run: do not serve its snapshot until the watch has seen a newer event. */
+  /**
+   * This instance changed the run: do not serve its snapshot until a long-poll asked after this
+   * call has answered (an answer to one asked before could predate the change).
+   */
   forget(ids: RunIds): void;
+  /** The latest snapshot a watch of `ids` has seen, caught up or not (for a new subscriber's first state); undefined when not watched. */
+  latest(ids: RunIds): TaskSnapshot | undefined;
   /**
    * Deliver every new snapshot of the run to `listener` (not the current one: read it first). Null
    * when `maxWatches` runs are watched already and this one is not. Returns the unsubscribe.
@@ -102,6 +107,8 @@ interface Watch {
   /** Set while only a read keeps the watch: stops it when the keep runs out (`release`). */
   releaseTimer: ReturnType<typeof setTimeout> | undefined;
   ended: boolean;
+  /** Bumped by `forget`: an answer to a long-poll asked before it cannot make the watch caught up again. */
+  generation: number;
 }
 
 /** Build a feed over `opts.client` (module header). */
@@ -120,6 +127,8 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
   let closed = false;
 
   const keyOf = (ids: RunIds) => `${ids.workflowId}/${ids.runId}`;
+  /** Past `createdAt + ttlMs`: not served from here (a read of the run decides: expired, unknown). */
+  const expired = (s: TaskSnapshot) => s.ttlMs !== null && now() > Date.parse(s.createdAt) + s.ttlMs;
 
   async function decode(payload: Payload | null | undefined): Promise<unknown> {
     if (!payload) return undefined;
@@ -192,6 +201,7 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
     while (!w.ended && !closed) {
       if (unused(w)) return stop(w);
       let res: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse;
+      const askedAt = w.generation;
       try {
         longPolls++;
         w.call = new AbortController();
@@ -225,8 +235,11 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
         ended = (await apply(w, e)) ?? ended;
         if (w.snapshot !== before && w.snapshot) changed = true;
       }
-      if (events.length > 0) w.caughtUp = events.length < PAGE_SIZE && w.snapshot !== undefined;
-      else if (w.snapshot !== undefined) w.caughtUp = true; // the long-poll ran out: nothing new
+      // caught up: this answer ends at the history's end (not a full page), and it was asked after
+      // any change this instance made (`forget`), so it cannot predate that change
+      const current = askedAt === w.generation;
+      if (events.length > 0) w.caughtUp = current && events.length < PAGE_SIZE && w.snapshot !== undefined;
+      else if (w.snapshot !== undefined) w.caughtUp = current; // the long-poll ran out: nothing new
       if (changed && w.snapshot) for (const l of [...w.listeners]) l({ snapshot: w.snapshot });
       if (ended || (w.snapshot && isTerminalStatus(w.snapshot.status) && !res.nextPageToken?.length)) {
         // a terminal snapshot never changes: keep serving it while reads keep the entry
@@ -260,6 +273,7 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
       call: undefined,
       releaseTimer: undefined,
       ended: false,
+      generation: 0,
     };
     watches.set(key, w);
     init(w);
@@ -274,10 +288,10 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
     peek(ids) {
       const key = keyOf(ids);
       const w = watches.get(key);
-      if (w?.caughtUp && w.snapshot && w.snapshot.phase !== 'executing') return w.snapshot;
+      if (w?.caughtUp && w.snapshot && w.snapshot.phase !== 'executing' && !expired(w.snapshot)) return w.snapshot;
       const t = terminalCache.get(key);
       if (t) {
-        if (now() < t.until) return t.snapshot;
+        if (now() < t.until && !expired(t.snapshot)) return t.snapshot;
         terminalCache.delete(key);
       }
       return undefined;
@@ -300,8 +314,14 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
     },
     forget(ids) {
       const w = watches.get(keyOf(ids));
-      if (w) w.caughtUp = false;
+      if (w) {
+        w.caughtUp = false;
+        w.generation++;
+      }
       terminalCache.delete(keyOf(ids));
+    },
+    latest(ids) {
+      return watches.get(keyOf(ids))?.snapshot;
     },
     subscribe(ids, listener) {
       const w = start(ids, (x) => x.listeners.add(listener));

@@ -265,6 +265,11 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
         get(taskId, caller).then(listener, () => listener(null));
       });
       if (!unsubscribe) return null;
+      // a change the watch saw before this subscriber was added (`current` came from Temporal, or
+      // from an older answer) is not lost: a newer state it holds is delivered first
+      const seen = feed.latest(ids);
+      if (seen && seen.ownerKey === ownerKey && seen.lastUpdatedAt > current.lastUpdatedAt)
+        queueMicrotask(() => !stopped && listener(present(seen)));
       return {
         current,
         stop: () => {

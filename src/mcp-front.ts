@@ -93,7 +93,9 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     tasks,
     logger: p.logger.child({ part: 'mcp' }),
     noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
-    ...(config.COUNTERSIGN_POLL_RATE_LIMIT === 'on' ? { pollLimiter: new PollRateLimiter({ refillMs: config.COUNTERSIGN_POLL_INTERVAL_MS / 2 }) } : {}),
+    ...(config.COUNTERSIGN_POLL_RATE_LIMIT === 'on'
+      ? { pollLimiter: new PollRateLimiter({ refillMs: config.COUNTERSIGN_POLL_INTERVAL_MS / 2 }) }
+      : {}),
   };
   const subscriptions = createTaskSubscriptions({
     tasks,

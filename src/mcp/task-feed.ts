@@ -161,6 +161,34 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
     return w.listeners.size === 0 && now() >= w.keepUntil;
   }
 
+  /**
+   * One history long-poll of `w`, from `token`. Its own abort signal, aborted when the watch stops:
+   * the Temporal client adds an abort listener to the signal of every call and never removes it,
+   * so the watch's signal, given to each long-poll of a week-long wait, would collect one per call.
+   */
+  async function longPoll(w: Watch, token: Uint8Array | undefined) {
+    const call = new AbortController();
+    const stopCall = () => call.abort();
+    if (w.abort.signal.aborted) call.abort();
+    else w.abort.signal.addEventListener('abort', stopCall, { once: true });
+    try {
+      return await connection.withAbortSignal(call.signal, () =>
+        connection.withDeadline(now() + LONG_POLL_DEADLINE_MS, () =>
+          service.getWorkflowExecutionHistory({
+            namespace: opts.client.options.namespace,
+            execution: { workflowId: w.ids.workflowId, runId: w.ids.runId },
+            waitNewEvent: true,
+            maximumPageSize: PAGE_SIZE,
+            skipArchival: true,
+            ...(token ? { nextPageToken: token } : {}),
+          }),
+        ),
+      );
+    } finally {
+      w.abort.signal.removeEventListener('abort', stopCall);
+    }
+  }
+
   async function run(w: Watch): Promise<void> {
     let token: Uint8Array | undefined;
     let retryMs = RETRY_FIRST_MS;
@@ -169,18 +197,7 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
       let res: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse;
       try {
         longPolls++;
-        res = await connection.withAbortSignal(w.abort.signal, () =>
-          connection.withDeadline(now() + LONG_POLL_DEADLINE_MS, () =>
-            service.getWorkflowExecutionHistory({
-              namespace: opts.client.options.namespace,
-              execution: { workflowId: w.ids.workflowId, runId: w.ids.runId },
-              waitNewEvent: true,
-              maximumPageSize: PAGE_SIZE,
-              skipArchival: true,
-              ...(token ? { nextPageToken: token } : {}),
-            }),
-          ),
-        );
+        res = await longPoll(w, token);
       } catch (err) {
         if (w.ended || closed) return;
         w.caughtUp = false;

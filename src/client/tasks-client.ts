@@ -6,28 +6,43 @@
  *
  * - `callTool(name, args)`: `tools/call`; an `input_required` answer (SEP-2322) is passed to the
  *   caller's `answer` callback and the call re-sent with `inputResponses` and the byte-exact
- *   `requestState`; a `CallToolResult` is returned as is; a `CreateTaskResult` is polled with
- *   `tasks/get` until `completed`, `failed` or `cancelled`, sleeping the server's
- *   `pollIntervalMs` between polls, and the final task is returned.
- * - While polling, a task in `input_required` has its outstanding `inputRequests` passed to
- *   `answer` and the responses delivered with `tasks/update` (each key once per input round).
+ *   `requestState`; a `CallToolResult` is returned as is; a `CreateTaskResult` is followed until
+ *   `completed`, `failed` or `cancelled`, and the final task is returned.
+ * - Following a task (after `callTool`, or `waitForTask` by id):
+ *   - push (default; `push: false` turns it off): `subscriptions/listen` with
+ *     `notifications.taskIds: [taskId]` (the tasks extension's Task Status Notifications). When
+ *     the server's `notifications/subscriptions/acknowledged` lists the id, the client waits for
+ *     `notifications/tasks` (each a whole task, as `tasks/get` returns it) and sends no
+ *     `tasks/get` while the stream lasts (the stream's first notification is the task's current
+ *     state).
+ *   - If the server does not list the id (an unknown, expired or another caller's id is left
+ *     out), refuses the request (any JSON-RPC error: -32021, -32602, -32000 HTTP 429, 503...) or
+ *     answers it without a stream, the client polls instead (and `tasks/get` answers an unknown
+ *     id with -32602, as always).
+ *   - If the stream ends or breaks before the task is terminal, the client waits (backing off
+ *     from `reconnect.delayMs`, doubling), reads the task once with `tasks/get` and subscribes
+ *     again; after `reconnect.attempts` losses in a row with no change of the task seen, it polls.
+ *   - polling: `tasks/get` until terminal, sleeping the server's `pollIntervalMs` (bounded)
+ *     between polls.
+ * - Either way a task in `input_required` has its outstanding `inputRequests` passed to `answer`
+ *   and the responses delivered with `tasks/update` (each key once per input round).
  * - `cancel(taskId)`: `tasks/cancel` (an empty ack; the outcome shows on the next `tasks/get`).
  * - Durable task ids (`store` + `callKey`, see `task-id-store.ts`): the task id is recorded under
- *   the caller's call key before `callTool` polls or returns, and a `callTool` with a recorded key
+ *   the caller's call key before `callTool` follows the task or returns, and a `callTool` with a recorded key
  *   resumes that task by id instead of sending `tools/call` again — after a crash, or when the
  *   caller retries. A recorded task the server no longer knows is `recorded-task-unavailable`,
  *   never a new call; only the caller decides to call again (delete the key first).
  *
  * Errors: JSON-RPC errors surface as `McpRpcError` (from `wire-client.ts`); local conditions as
- * `TasksClientError` with a string `code`; an aborted `signal` rejects with its reason; a store's
- * I/O error rejects as is (before `tools/call` is sent when reading, after the task exists when
- * writing: the task is then kept by `onTask` only).
+ * `TasksClientError` with a string `code`; an aborted `signal` rejects with its reason (and closes
+ * an open stream); a store's I/O error rejects as is (before `tools/call` is sent when reading,
+ * after the task exists when writing: the task is then kept by `onTask` only).
  * Deliberately does not: retry anything on its own (a failed request, a finished task, an
- * outcome it cannot read), or interpret any extension `_meta` (`execution-outcome.ts` reads the
- * result for the caller).
+ * outcome it cannot read) — re-opening a lost notification stream, a read, is the one exception —
+ * or interpret any extension `_meta` (`execution-outcome.ts` reads the result for the caller).
  */
 import type { TaskIdStore } from './task-id-store.js';
-import { WireClient, type WireClientOptions } from './wire-client.js';
+import { McpRpcError, WireClient, type JsonRpcMessage, type WireClientOptions } from './wire-client.js';
 
 import { TASKS_EXTENSION, type TaskStatus } from '../../workflows/wire.js';
 
@@ -116,8 +131,12 @@ export interface TasksClientOptions {
   clientInfo?: { name: string; version: string };
   /** Answers input requests on the call (MRTR) and in tasks (`tasks/update`); without it they are `input-unanswerable`. */
   answer?: AnswerInput;
-  /** Called with every task state seen: the created task, then each `tasks/get`. */
+  /** Called with every task state seen: the created task, then each `tasks/get` and `notifications/tasks`. */
   onTask?: (task: Task) => void;
+  /** Follow tasks by `subscriptions/listen` when the server acknowledges them (module header); `false`: poll only. Default true. */
+  push?: boolean;
+  /** A lost stream: first delay before subscribing again (doubled each time, bounded like a poll interval; default 1000) and most losses in a row without a change of the task before polling instead (default 5). */
+  reconnect?: { delayMs?: number; attempts?: number };
   /** Delay when the server suggests none; default 1000. */
   defaultPollIntervalMs?: number;
   /** Bounds applied to the server's `pollIntervalMs`; defaults 50 and 60000. */
@@ -125,12 +144,14 @@ export interface TasksClientOptions {
   maxPollIntervalMs?: number;
   /** Most `input_required` rounds on one call before giving up; default 10. */
   maxInputRounds?: number;
-  /** Sleep used between polls (tests inject one); default a timer that an abort interrupts. */
+  /** Sleep used between polls and before a reconnect (tests inject one); default a timer that an abort interrupts. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Where task ids are recorded by call key (`callTool`'s `callKey`); e.g. a `FileTaskIdStore`. */
   store?: TaskIdStore;
   /** Every message sent and received (see `WireClientOptions.onMessage`). */
   onMessage?: WireClientOptions['onMessage'];
+  /** The `fetch` every request goes through; default the global one. */
+  fetch?: typeof fetch;
 }
 
 const TERMINAL: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
@@ -164,6 +185,7 @@ export class TasksClient {
       capabilities,
       clientInfo: opts.clientInfo ?? { name: 'countersign-tasks-client', version: '0.1.0' },
       ...(opts.onMessage ? { onMessage: opts.onMessage } : {}),
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
     });
   }
 
@@ -217,7 +239,7 @@ export class TasksClient {
         this.opts.onTask?.(created);
         if (callKey !== undefined && store)
           await store.put(callKey, { taskId: created.taskId, tool: name, recordedAt: new Date().toISOString() });
-        const task = await this.waitForTask(created.taskId, { ...options, pollIntervalMs: created.pollIntervalMs });
+        const task = await this.follow(created.taskId, { ...options, pollIntervalMs: created.pollIntervalMs }, created);
         if (callKey !== undefined && store) await this.markTerminal(callKey, task);
         return { kind: 'task', task };
       }
@@ -259,41 +281,156 @@ export class TasksClient {
   }
 
   /**
-   * Poll `tasks/get` until the task is terminal, sleeping its `pollIntervalMs` (bounded) between
-   * polls and answering outstanding input with `tasks/update`. `pollIntervalMs` is the delay
-   * before the first poll (default: poll at once).
+   * Follow the task `taskId` until it is terminal (module header: by notification when the server
+   * offers it, else by polling `tasks/get`), answering outstanding input with `tasks/update`.
+   * `pollIntervalMs` is the delay before the first poll when polling (default: poll at once).
    */
-  async waitForTask(taskId: string, options: { signal?: AbortSignal; pollIntervalMs?: number | undefined } = {}): Promise<Task> {
-    const sleep = this.opts.sleep ?? defaultSleep;
+  waitForTask(taskId: string, options: { signal?: AbortSignal; pollIntervalMs?: number | undefined } = {}): Promise<Task> {
+    return this.follow(taskId, options);
+  }
+
+  /** Follow `taskId`; `created`: its state as just created (the `CreateTaskResult`). */
+  private async follow(
+    taskId: string,
+    options: { signal?: AbortSignal; pollIntervalMs?: number | undefined },
+    created?: Task,
+  ): Promise<Task> {
+    const { signal } = options;
     const answered = new Set<string>();
-    let delay = options.pollIntervalMs;
+    if (this.opts.push === false) return this.poll(taskId, answered, signal, options.pollIntervalMs);
+    const attempts = this.opts.reconnect?.attempts ?? 5;
+    const firstDelay = this.opts.reconnect?.delayMs ?? 1000;
+    const sleep = this.opts.sleep ?? defaultSleep;
+    let known = created;
+    /** Delay before the first poll should the client end up polling. */
+    let pollDelay = options.pollIntervalMs;
+    let losses = 0;
     for (;;) {
-      if (delay !== undefined) await sleep(this.bounded(delay), options.signal);
-      options.signal?.throwIfAborted();
+      const end = await this.listen(taskId, known, answered, signal);
+      if (end.kind === 'terminal') return end.task;
+      if (end.kind === 'not-offered') return this.poll(taskId, answered, signal, pollDelay);
+      losses = end.changed ? 1 : losses + 1;
+      if (losses > attempts) return this.poll(taskId, answered, signal, undefined);
+      await sleep(this.bounded(firstDelay * 2 ** (losses - 1)), signal);
+      // reconnect: read the task once, then subscribe again
+      signal?.throwIfAborted();
+      known = await this.getTask(taskId);
+      this.opts.onTask?.(known);
+      if (TERMINAL.has(known.status)) return known;
+      pollDelay = (await this.answerInput(taskId, known, answered)) ? undefined : this.suggested(known);
+    }
+  }
+
+  /**
+   * One `subscriptions/listen` for `taskId`, read until the task is terminal (`terminal`), the
+   * server does not take the id up (`not-offered`: refused, not acknowledged, or no stream), or the
+   * stream ends or breaks first (`lost`; `changed` when it showed the task move on from `known`,
+   * the last state the client had, if any).
+   * Errors of answering input propagate; the stream is closed on every way out.
+   */
+  private async listen(
+    taskId: string,
+    known: Task | undefined,
+    answered: Set<string>,
+    signal: AbortSignal | undefined,
+  ): Promise<{ kind: 'terminal'; task: Task } | { kind: 'not-offered' } | { kind: 'lost'; changed: boolean }> {
+    const local = new AbortController();
+    const streamSignal = signal ? AbortSignal.any([signal, local.signal]) : local.signal;
+    let opened: { id: number; messages: AsyncIterable<JsonRpcMessage> };
+    try {
+      opened = await this.wire.stream('subscriptions/listen', { notifications: { taskIds: [taskId] } }, { signal: streamSignal });
+    } catch (err) {
+      signal?.throwIfAborted();
+      if (err instanceof McpRpcError) return { kind: 'not-offered' }; // refused (a JSON-RPC error, or an HTTP failure)
+      return { kind: 'lost', changed: false }; // no connection
+    }
+    const messages = opened.messages[Symbol.asyncIterator]();
+    let acknowledged = false;
+    let last = known;
+    let changed = false;
+    try {
+      for (;;) {
+        let next: IteratorResult<JsonRpcMessage>;
+        try {
+          next = await messages.next();
+        } catch {
+          signal?.throwIfAborted();
+          return { kind: 'lost', changed }; // the connection broke
+        }
+        if (next.done) return acknowledged ? { kind: 'lost', changed } : { kind: 'not-offered' };
+        const msg = next.value;
+        if (msg.method === undefined && msg.id === opened.id) {
+          // the listen request's answer: a refusal before the acknowledgement, else the stream's end
+          return acknowledged ? { kind: 'lost', changed } : { kind: 'not-offered' };
+        }
+        if (msg.method === 'notifications/subscriptions/acknowledged') {
+          const ids = (msg.params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
+          if (!Array.isArray(ids) || !ids.includes(taskId)) return { kind: 'not-offered' };
+          acknowledged = true;
+          continue;
+        }
+        if (!acknowledged || msg.method !== 'notifications/tasks' || msg.params?.taskId !== taskId) continue;
+        const task = msg.params as unknown as Task;
+        if (last && (task.status !== last.status || task.lastUpdatedAt !== last.lastUpdatedAt)) changed = true;
+        last = task;
+        this.opts.onTask?.(task);
+        if (TERMINAL.has(task.status)) return { kind: 'terminal', task };
+        await this.answerInput(taskId, task, answered); // the next notification shows what it led to
+      }
+    } finally {
+      await messages.return?.().catch(() => undefined);
+      local.abort();
+    }
+  }
+
+  /**
+   * Poll `tasks/get` until the task is terminal, sleeping its `pollIntervalMs` (bounded) between
+   * polls and answering outstanding input with `tasks/update`. `delay`: before the first poll
+   * (undefined: poll at once).
+   */
+  private async poll(taskId: string, answered: Set<string>, signal: AbortSignal | undefined, delay: number | undefined): Promise<Task> {
+    const sleep = this.opts.sleep ?? defaultSleep;
+    for (;;) {
+      if (delay !== undefined) await sleep(this.bounded(delay), signal);
+      signal?.throwIfAborted();
       const task = await this.getTask(taskId);
       this.opts.onTask?.(task);
       if (TERMINAL.has(task.status)) return task;
-      delay = task.pollIntervalMs ?? this.opts.defaultPollIntervalMs ?? 1000;
-      if (task.status !== 'input_required') {
-        answered.clear(); // a later input round may reuse a key
-        continue;
-      }
-      const open = Object.fromEntries(Object.entries(task.inputRequests ?? {}).filter(([key]) => !answered.has(key)));
-      if (Object.keys(open).length === 0) continue; // answered; waiting for the server to move on
-      if (!this.opts.answer)
-        throw new TasksClientError(
-          'input-unanswerable',
-          `task ${taskId} asks for input (${Object.keys(open).join(', ')}) and no answer callback was given`,
-          task,
-        );
-      const inputResponses = await this.opts.answer(open, { phase: 'task', taskId });
-      const keys = Object.keys(inputResponses).filter((k) => k in open);
-      if (keys.length === 0)
-        throw new TasksClientError('input-unanswerable', `the answer callback gave no response for task ${taskId}`, task);
-      await this.wire.request('tasks/update', { taskId, inputResponses: Object.fromEntries(keys.map((k) => [k, inputResponses[k]])) });
-      for (const k of keys) answered.add(k);
-      delay = undefined; // look again at once: the task moves on, or asks for more
+      // after an answer, look again at once: the task moves on, or asks for more
+      delay = (await this.answerInput(taskId, task, answered)) ? undefined : this.suggested(task);
     }
+  }
+
+  /**
+   * Answer the outstanding input of `task` (if `input_required`) with one `tasks/update`, each
+   * key once per input round (`answered`, cleared when the task leaves `input_required`, since a
+   * later round may reuse a key). True when an update was sent.
+   */
+  private async answerInput(taskId: string, task: Task, answered: Set<string>): Promise<boolean> {
+    if (task.status !== 'input_required') {
+      answered.clear();
+      return false;
+    }
+    const open = Object.fromEntries(Object.entries(task.inputRequests ?? {}).filter(([key]) => !answered.has(key)));
+    if (Object.keys(open).length === 0) return false; // answered; waiting for the server to move on
+    if (!this.opts.answer)
+      throw new TasksClientError(
+        'input-unanswerable',
+        `task ${taskId} asks for input (${Object.keys(open).join(', ')}) and no answer callback was given`,
+        task,
+      );
+    const inputResponses = await this.opts.answer(open, { phase: 'task', taskId });
+    const keys = Object.keys(inputResponses).filter((k) => k in open);
+    if (keys.length === 0)
+      throw new TasksClientError('input-unanswerable', `the answer callback gave no response for task ${taskId}`, task);
+    await this.wire.request('tasks/update', { taskId, inputResponses: Object.fromEntries(keys.map((k) => [k, inputResponses[k]])) });
+    for (const k of keys) answered.add(k);
+    return true;
+  }
+
+  /** The delay the server suggests after `task`. */
+  private suggested(task: Task): number {
+    return task.pollIntervalMs ?? this.opts.defaultPollIntervalMs ?? 1000;
   }
 
   /** `tasks/cancel`. Resolves on the server's ack; whether the task ended `cancelled` shows on the next `tasks/get`. */

@@ -4,11 +4,19 @@
 // src/client/ext-tasks-dispatch.ts) — against a locally started Countersign (real Temporal dev
 // server, real HTTP, the reference approval service deciding out of band): tools/list and an
 // allowed call answered without a task; approve, deny, cancel, expiry and in-task input each
-// settle as ext-tasks reads them, and the ledger shows what ran.
+// settle as ext-tasks reads them, and the ledger shows what ran. The docs/CLIENTS.md recipe (its
+// inline raw dispatcher; polling with settle(), and subscribing with the Client's own
+// `listen({taskIds})`, whose notifications/tasks ext-tasks settles from) is exercised as written.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createTaskSessionFromClient, type TaskEnabledSession, type WithTasksOptions } from '@modelcontextprotocol/ext-tasks/client';
+import { Client, StreamableHTTPClientTransport, type SubscriptionFilter } from '@modelcontextprotocol/client';
+import {
+  createTaskSessionFromClient,
+  DispatchError,
+  type RawClientDispatch,
+  type TaskEnabledSession,
+  type WithTasksOptions,
+} from '@modelcontextprotocol/ext-tasks/client';
 import { createRawDispatch, v2RequestFraming } from '../../src/client/ext-tasks-dispatch.js';
 import type { Stack } from '../../src/stack.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
@@ -204,6 +212,109 @@ describe('@modelcontextprotocol/ext-tasks 0.2.2 over @modelcontextprotocol/clien
     expect(outcome.status).toBe('completed');
     if (outcome.status !== 'completed') return;
     expect((outcome.result as ToolResult)._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(stack.ledger.countByTask(execution.handle.taskId)).toBe(1);
+  });
+});
+
+/**
+ * The raw dispatcher of the docs/CLIENTS.md recipe, as written there (`url` and `token` are the
+ * recipe's constants): one POST per request, the JSON answer as ext-tasks wants it.
+ */
+function recipeRawDispatch(url: string, token: string): RawClientDispatch {
+  let nextId = 1;
+  const rawDispatch: RawClientDispatch = async (request, options = {}) => {
+    const { method, params = {} } = request as { method: string; params?: Record<string, unknown> };
+    const name = method === 'tools/call' ? params.name : params.taskId; // Mcp-Name: the tool, or the task id
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': method,
+        ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }),
+      ...(options.signal ? { signal: options.signal } : {}),
+    }).catch((err: Error) => {
+      throw new DispatchError(`${method}: ${err.message}`, true, { cause: err });
+    });
+    const body = await res.json().catch(() => undefined);
+    if (body?.error) return { kind: 'error', error: body.error };
+    if (body?.result !== undefined) return { kind: 'result', result: body.result };
+    throw new DispatchError(`${method}: HTTP ${res.status}`, res.status >= 500 || res.status === 429);
+  };
+  return rawDispatch;
+}
+
+describe('the docs/CLIENTS.md recipe for ext-tasks: following a task by polling and by subscription', () => {
+  /** The recipe's Client and session for `sub`; `hold()` makes every later tasks/get wait forever (counted). */
+  async function recipeFor(sub: string) {
+    const url = stack.urls.mcp;
+    const token = await stack.issuer.mintToken({ sub });
+    const clientInfo = { name: 'my-agent', version: '1.0.0' };
+    const capabilities = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    const client = new Client(clientInfo, { versionNegotiation: { mode: 'auto' }, capabilities });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
+    const counts = { get: 0, held: 0 };
+    let holding = false;
+    const recipe = recipeRawDispatch(url, token);
+    const session = createTaskSessionFromClient(client, {
+      endpointId: 'countersign-prod',
+      rawDispatch: (request, options) => {
+        if ((request as { method?: string }).method === 'tasks/get') {
+          counts.get++;
+          if (holding) {
+            counts.held++;
+            return new Promise(() => undefined);
+          }
+        }
+        return recipe(request, options);
+      },
+      v2RequestFraming: { protocolVersion: '2026-07-28', clientInfo, clientCapabilities: capabilities },
+    });
+    open.push({ client, session });
+    return { client, session, counts, hold: () => (holding = true) };
+  }
+
+  it('polling: settle() reads tasks/get through the inline dispatcher until the approval completes it (approved-executed, one ledger row)', async () => {
+    const { session, counts } = await recipeFor('alice');
+    const m = memo();
+    const execution = await session.callTool('wire_transfer', transfer(m));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const settled = execution.settle();
+    await waitForPending(m, 'bob');
+    expect(await decide(stack, m, 'approve')).toBe(200);
+    const { outcome } = await settled;
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    expect((outcome.result as ToolResult)._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(counts.get).toBeGreaterThan(0);
+    expect(stack.ledger.countByTask(execution.handle.taskId)).toBe(1);
+  });
+
+  it('subscription: after client.listen({taskIds}) the execution settles from notifications/tasks although every tasks/get from then on is left unanswered', async () => {
+    const { client, session, counts, hold } = await recipeFor('alice');
+    const m = memo();
+    const execution = await session.callTool('wire_transfer', transfer(m));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const subscription = await client.listen({ taskIds: [execution.handle.taskId] } as SubscriptionFilter); // the SDK's type has no taskIds yet
+    hold();
+    const settled = execution.settle();
+    // ext-tasks keeps polling too: wait until one of its tasks/get is held, then decide
+    for (let i = 0; i < 200 && counts.held === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(counts.held).toBeGreaterThan(0);
+    await waitForPending(m, 'bob');
+    expect(await decide(stack, m, 'approve')).toBe(200);
+    const { outcome } = await settled;
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    expect((outcome.result as ToolResult)._meta?.[DISPOSITION]).toBe('approved-executed');
+    // the server ends the stream once the task is terminal
+    expect(await subscription.closed).toBe('graceful');
     expect(stack.ledger.countByTask(execution.handle.taskId)).toBe(1);
   });
 });

@@ -5,7 +5,9 @@
 // COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default) and approval_cancel withdraws it; with
 // a ClientExtension declaring io.modelcontextprotocol/tasks and a ResultClaim for resultType
 // "task" it follows a $50,000 transfer via tasks/get to approved-executed after the test approves
-// it, and another to denied-not-executed after the test denies it (docs/DESIGN.md §3).
+// it, and another to denied-not-executed after the test denies it (docs/DESIGN.md §3); and with an
+// extension that subscribes (subscriptions/listen naming the task id, notifications/tasks received
+// through a NotificationBinding) one more is pushed to it to approved-executed (docs/CLIENTS.md).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
@@ -26,6 +28,7 @@ const memos = {
   PLAIN_MEMO: `py ${randomUUID().slice(0, 12)}`,
   TASK_MEMO: `py ${randomUUID().slice(0, 12)}`,
   DENY_MEMO: `py ${randomUUID().slice(0, 12)}`,
+  SUBSCRIBE_MEMO: `py ${randomUUID().slice(0, 12)}`,
 };
 let stack: Stack;
 let run: Awaited<ReturnType<typeof runPythonClient>>;
@@ -42,11 +45,14 @@ beforeAll(async () => {
   run = await runPythonClient({ COUNTERSIGN_MCP_URL: stack.urls.mcp, COUNTERSIGN_TOKEN: token, ...memos }, async (e) => {
     if (e.event === 'plain') plainPending = (await pendingFor(stack, 'bob')).some((r) => r.arguments.memo === memos.PLAIN_MEMO);
     if (e.event === 'task-call') calling = e.memo as string;
-    if (e.event === 'task-created' && calling) {
+    if (e.event === 'task-created' && calling) taskIds.set(calling, e.taskId as string);
+    if (e.event === 'task-created' && (calling === memos.TASK_MEMO || calling === memos.DENY_MEMO)) {
       const memo = calling;
-      taskIds.set(memo, e.taskId as string);
       decided.set(memo, memo === memos.TASK_MEMO ? await decide(stack, memo, 'approve') : await decide(stack, memo, 'deny', 'carol'));
     }
+    // decided once the stream shows the task's current state: the decision can only reach the script by push
+    if (e.event === 'task-subscribed' && calling === memos.SUBSCRIBE_MEMO && !decided.has(calling))
+      decided.set(calling, await decide(stack, calling, 'approve'));
   });
 }, 180_000);
 afterAll(async () => {
@@ -56,6 +62,12 @@ afterAll(async () => {
 const eventOf = (name: string, memo?: string): ScriptEvent | undefined =>
   run.events.find((e) => e.event === name && (memo === undefined || e.memo === memo));
 const resultOf = (name: string, memo?: string) => eventOf(name, memo)?.result as ToolResult | undefined;
+/** The events the script printed between its `task-call` for `memo` and the call's result. */
+const eventsOfCall = (memo: string): ScriptEvent[] => {
+  const start = run.events.findIndex((e) => e.event === 'task-call' && e.memo === memo);
+  const end = run.events.findIndex((e, i) => i > start && e.event === 'task-result');
+  return run.events.slice(start, end);
+};
 
 describe('Python mcp 2.3.0 against Countersign', () => {
   it('the script runs every step and exits 0', () => {
@@ -85,6 +97,25 @@ describe('Python mcp 2.3.0 against Countersign', () => {
     expect(final?.isError).toBe(false);
     expect(final?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(stack.ledger.countByTask(taskIds.get(memos.TASK_MEMO)!)).toBe(1);
+  });
+
+  it('the polling extension follows its task with tasks/get: task-poll events between the call and its result', () => {
+    const polls = eventsOfCall(memos.TASK_MEMO).filter((e) => e.event === 'task-poll');
+    expect(polls.length).toBeGreaterThan(0);
+  });
+
+  it('subscribed with subscriptions/listen, a $50,000 transfer is pushed to the script by notifications/tasks up to its completion: approved-executed, one ledger row, at most one tasks/get (after the stream ended)', () => {
+    const memo = memos.SUBSCRIBE_MEMO;
+    const taskId = taskIds.get(memo)!;
+    expect(decided.get(memo)).toBe(200);
+    const during = eventsOfCall(memo);
+    const notices = during.filter((e) => e.event === 'task-notice' && e.taskId === taskId).map((e) => e.status);
+    expect(notices[0]).toBe('working');
+    expect(notices.at(-1)).toBe('completed');
+    expect(during.filter((e) => e.event === 'task-poll').length).toBeLessThanOrEqual(1);
+    const final = resultOf('task-result', memo);
+    expect(final?._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(stack.ledger.countByTask(taskId)).toBe(1);
   });
 
   it('with the tasks extension a $50,000 transfer the approver denies → completed, denied-not-executed, the result says it did not run, no ledger row', () => {

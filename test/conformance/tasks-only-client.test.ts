@@ -1,8 +1,9 @@
 // Scope: SEP-2848's interoperability claim, shown with `src/client/tasks-client.ts`, a client that
 // knows only the tasks extension (SEP-2663) and MRTR (SEP-2322): against a locally started
 // Countersign (real Temporal dev server, real HTTP, the reference approval service deciding out of
-// band while the client polls) it drives approval tasks to their end and reads the outcome from the
-// CallToolResult body text alone; against the conformance profile (same Temporal) it answers
+// band while the client follows the task: by subscriptions/listen by default, by polling where a test
+// says so; test/clients/tasks-client-push.test.ts is about the difference) it drives approval tasks
+// to their end and reads the outcome from the CallToolResult body text alone; against the conformance profile (same Temporal) it answers
 // in-task input with tasks/update. The client's SEP-2848 obligations (task ids kept durably, an
 // unreadable outcome treated as possibly executed and never retried on its own) are shown with
 // its file task id store (src/client/task-id-store.ts) and src/client/execution-outcome.ts.
@@ -94,7 +95,7 @@ async function clientFor(sub: string, extra: Partial<TasksClientOptions> = {}) {
     token: await stack.issuer.mintToken({ sub }),
     onTask: (t) => {
       seen.push(t);
-      if (seen.length === 2) firstPoll(); // the CreateTaskResult, then the first tasks/get
+      if (seen.length === 2) firstPoll(); // the CreateTaskResult, then the first tasks/get or notifications/tasks
     },
     sleep: (ms, signal) => {
       delays.push(ms);
@@ -115,7 +116,7 @@ describe('a tasks-only client drives an approval task (SEP-2848 interoperability
   });
 
   it('approval decided out of band while the client polls → completed, and the body text says it executed', async () => {
-    const { client, seen, delays, polled } = await clientFor('alice');
+    const { client, seen, delays, polled } = await clientFor('alice', { push: false });
     const m = memo();
     let settled = false;
     const outcome = client.callTool('wire_transfer', transfer(m)).finally(() => (settled = true));
@@ -152,7 +153,7 @@ describe('a tasks-only client drives an approval task (SEP-2848 interoperability
     expect(stack.ledger.countByTask(done.task.taskId)).toBe(0);
   });
 
-  it('cancel while polling → the poll ends cancelled, the tool never runs, the approver can no longer see it', async () => {
+  it('cancel while the client follows the task → the wait ends cancelled, the tool never runs, the approver can no longer see it', async () => {
     const { client, seen, polled } = await clientFor('alice');
     const m = memo();
     const outcome = client.callTool('wire_transfer', transfer(m));
@@ -187,7 +188,7 @@ describe('a tasks-only client drives an approval task (SEP-2848 interoperability
     if (done.kind === 'task') expect(bodyText(done.task)).toMatch(/executed once/i);
   });
 
-  it('an aborted poll leaves the task alone; another client resumes it by taskId and sees the decision', async () => {
+  it('an aborted wait leaves the task alone; another client resumes it by taskId and sees the decision', async () => {
     const { client, seen, polled } = await clientFor('alice');
     const m = memo();
     const abort = new AbortController();
@@ -251,13 +252,14 @@ describe('the tasks-only client: expiry and in-task input on the approval stack'
 describe('the client keeps its SEP-2848 obligations: durable task ids, no automatic retry', () => {
   const storePath = () => join(mkdtempSync(join(tmpdir(), 'countersign-task-ids-')), 'tasks.json');
 
-  it('the task id is in the store file, whole, before the first tasks/get is sent', async () => {
+  it('the task id is in the store file, whole, before the task is first followed (subscriptions/listen or tasks/get)', async () => {
     const path = storePath();
     const atFirstPoll: string[] = [];
+    const following = new Set(['subscriptions/listen', 'tasks/get']);
     const { client } = await clientFor('alice', {
       store: new FileTaskIdStore(path),
       onMessage: (dir, msg) => {
-        if (dir === '>' && (msg as { method?: string }).method === 'tasks/get' && atFirstPoll.length === 0)
+        if (dir === '>' && following.has((msg as { method?: string }).method ?? '') && atFirstPoll.length === 0)
           atFirstPoll.push(readFileSync(path, 'utf8'));
       },
     });
@@ -277,7 +279,7 @@ describe('the client keeps its SEP-2848 obligations: durable task ids, no automa
     await client.cancel(rec!.taskId);
   });
 
-  it('after a crash mid-poll, a new client with the same store resumes the task by its recorded id without calling the tool again; approval executes it once', async () => {
+  it('after a crash while following the task, a new client with the same store resumes it by its recorded id without calling the tool again; approval executes it once', async () => {
     const path = storePath();
     const first = await clientFor('alice', { store: new FileTaskIdStore(path) });
     const m = memo();
@@ -321,7 +323,8 @@ describe('the client keeps its SEP-2848 obligations: durable task ids, no automa
       name: 'TasksClientError',
       code: 'recorded-task-unavailable',
     });
-    expect(sent).toEqual(['tasks/get']);
+    // the unknown id is left out of the acknowledgement, so the client polls: tasks/get answers -32602
+    expect(sent).toEqual(['subscriptions/listen', 'tasks/get']);
   });
 });
 

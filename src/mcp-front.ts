@@ -76,6 +76,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     workflowConfig: p.workflowConfig,
     createWaitMs: config.COUNTERSIGN_CREATE_WAIT_MS,
     reads: config.COUNTERSIGN_TASK_READS,
+    ...(p.metrics ? { onRead: (source: string) => p.metrics?.taskReads.inc({ source }) } : {}),
     feed,
     pollInterval: { baseMs: config.COUNTERSIGN_POLL_INTERVAL_MS, maxMs: config.COUNTERSIGN_POLL_INTERVAL_MAX_MS },
     workflowSummary: config.COUNTERSIGN_WORKFLOW_SUMMARY === 'sealed',
@@ -109,6 +110,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     serverInfo: { name: 'countersign', version: '0.1.0' },
     limits: { maxPerPrincipal: config.COUNTERSIGN_SUBSCRIPTIONS_PER_PRINCIPAL, maxStreams: config.COUNTERSIGN_SUBSCRIPTIONS_MAX },
   });
+  p.metrics?.setSubscriptionStreamsSource(() => subscriptions.stats().streams);
   // 2026-07-28 requests get the modern face; `initialize`-era (2025-11-25) ones the legacy face (legacy-server.ts).
   const factory = byEra(
     createMcpServerFactory({ ...gateDeps, requestStateCodec: createSubmissionStateCodec(p.secrets.dedupKey) }),

@@ -43,7 +43,7 @@ import { createSubmissionLimiter, type SubmissionLimits } from './submission-lim
 import { faultPoint } from '../fault-point.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } from '../temporal/availability.js';
-import { isTerminalStatus, readByQuery, readByRecord, type ReadContext, type RunIds } from './task-reads.js';
+import { isTerminalStatus, readByQuery, readByRecord, type ReadContext, type ReadSource, type RunIds } from './task-reads.js';
 import type { TaskFeed } from './task-feed.js';
 import { pollIntervalFor, type PollIntervalPolicy } from './poll-interval.js';
 
@@ -84,8 +84,10 @@ export interface TaskServiceOptions {
    * `clientPollIntervalMs` as the base, 60 s as the cap.
    */
   pollInterval?: PollIntervalPolicy;
-  /** Clock of the advertised interval, ms since the epoch (tests). */
+  /** Clock of the advertised interval, ms since the epoch (tests, simulated time in the bench). */
   now?: () => number;
+  /** Called with where each read was answered (metrics, the bench): `feed`, or a `ReadSource` of `task-reads.ts`. */
+  onRead?: (source: 'feed' | ReadSource) => void;
   /**
    * Whether the runs this service starts are traced by their workflow interceptors (memo
    * `tracing`, `workflows/tracing-interceptors.ts`); pass whether this process traces. Default:
@@ -235,9 +237,13 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     if (!ids) return null;
     const ownerKey = taskOwnerKeyOf(caller);
     const watched = cache?.peek(ids);
-    if (watched) return watched.ownerKey === ownerKey ? present(watched) : null;
+    if (watched) {
+      opts.onRead?.('feed');
+      return watched.ownerKey === ownerKey ? present(watched) : null;
+    }
     const answer = await guard.run(() => read(readCtx, ids, ownerKey));
     if (!answer) return null;
+    opts.onRead?.(answer.source);
     const shown = present(answer.snapshot);
     cache?.keep(ids, answer.snapshot, shown.pollIntervalMs);
     return shown;

@@ -12,6 +12,8 @@
  * | `countersign_approval_expiries_total` | counter | `kind` | worker: a terminal denial because a window passed: `request`, `approval` |
  * | `countersign_submissions_refused_total` | counter | `limit` | MCP front: a new approval refused by a per-principal limit |
  * | `countersign_callback_refusals_total` | counter | `reason` | MCP front: a backend callback refused (`unauthorized`, `not-pending`, `malformed`, `too-large`) |
+ * | `countersign_task_reads_total` | counter | `source` | MCP front: a task read for `tasks/get`, `approval_status` or a subscription, by where it was answered: `feed` (this instance's watch, no call), `record` (the run's memo, one describe), `query` (the workflow query: a worker, one Temporal Cloud action), `closed` (a closed run's result) |
+ * | `countersign_subscription_streams` | gauge | — | MCP front: open `subscriptions/listen` streams, at scrape time |
  * | `countersign_callback_outbox` | gauge | `state` | approval service: its status-change callbacks by `state` (`pending`, `delivered`, `refused`, `gave-up`), at scrape time |
  *
  * The worker's counts come from workflow code through a sink (`workflows/metrics-sink.ts`), which the
@@ -29,6 +31,9 @@ export interface AppMetrics {
   expiries: Counter<'kind'>;
   submissionsRefused: Counter<'limit'>;
   callbackRefusals: Counter<'reason'>;
+  taskReads: Counter<'source'>;
+  /** Sets how `countersign_subscription_streams` is read at scrape time (the MCP front's open streams). */
+  setSubscriptionStreamsSource(read: () => number): void;
   /** Sets how `countersign_open_approval_tasks` is read at scrape time (the MCP front's visibility count). */
   setOpenTasksSource(read: () => Promise<number>): void;
   /** Sets how `countersign_callback_outbox` is read at scrape time: rows per state (the approval service's outbox). */
@@ -54,6 +59,15 @@ export function createAppMetrics(): AppMetrics {
       } catch {
         // Temporal did not answer: keep the last value; /readyz reports the outage
       }
+    },
+  });
+  let streams: (() => number) | undefined;
+  new Gauge({
+    name: 'countersign_subscription_streams',
+    help: 'Open subscriptions/listen streams of this MCP front (read at scrape time).',
+    registers: [registry],
+    collect() {
+      if (streams) this.set(streams());
     },
   });
   let callbackOutbox: (() => Record<string, number>) | undefined;
@@ -105,6 +119,15 @@ export function createAppMetrics(): AppMetrics {
       labelNames: ['reason'],
       registers: [registry],
     }),
+    taskReads: new Counter({
+      name: 'countersign_task_reads_total',
+      help: 'Task reads of the MCP front by where they were answered (feed, record, query, closed).',
+      labelNames: ['source'],
+      registers: [registry],
+    }),
+    setSubscriptionStreamsSource(read) {
+      streams = read;
+    },
     setOpenTasksSource(read) {
       openTasks = read;
     },

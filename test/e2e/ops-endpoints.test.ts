@@ -129,6 +129,13 @@ describe('Prometheus metrics', () => {
     expect(sample(text, 'countersign_callback_outbox', { state: 'delivered' })).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'countersign_callback_outbox', { state: 'gave-up' })).toBe(0);
     expect(text).toMatch(/^# TYPE countersign_submissions_refused_total counter$/m);
+    // the approved task was followed from its record or this front's watch, never by a query
+    expect(
+      (sample(text, 'countersign_task_reads_total', { source: 'record' }) ?? 0) +
+        (sample(text, 'countersign_task_reads_total', { source: 'feed' }) ?? 0),
+    ).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'countersign_task_reads_total', { source: 'query' }) ?? 0).toBe(0);
+    expect(sample(text, 'countersign_subscription_streams')).toBe(0);
     expect(text).toMatch(/^temporal_\w+/m); // the SDK runtime's exporter, appended
     expect(text).not.toMatch(/alice|acct-991|ops [0-9a-f]{12}|[0-9a-f]{64}/);
 

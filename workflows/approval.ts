@@ -77,13 +77,13 @@ export const IN_BAND_CONFIRMATION_PATCH = 'in-band-confirmation';
 
 /**
  * Patch id of runs whose authoritative status fetch and policy re-check run as local activities
- * (docs/DESIGN.md §Reads as local activities); runs recorded before it schedule them as regular
+ * (docs/decisions/0001-local-reads.md); runs recorded before it schedule them as regular
  * activities and replay that way.
  */
 export const LOCAL_READS_PATCH = 'local-reads';
 
 /**
- * Patch id of runs whose reads are regular activities again (docs/DESIGN.md §4.5): a local read
+ * Patch id of runs whose reads are regular activities again (docs/decisions/0001-local-reads.md): a local read
  * that keeps failing holds its workflow task open for up to 15 minutes, heartbeating it (history
  * grows through an approval-service outage) and delaying every query and update of the run. Runs
  * recorded under {@link LOCAL_READS_PATCH} alone still replay with local activities; new runs

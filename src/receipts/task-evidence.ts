@@ -137,7 +137,7 @@ export async function evidenceFromHistory(
       continue;
     }
     // A completed regular activity, or a local activity's marker (the status fetch and the policy
-    // re-check since the `local-reads` patch, docs/DESIGN.md §4.5): its type and result.
+    // re-check since the `local-reads` patch, docs/decisions/0001-local-reads.md): its type and result.
     let act: { name: string } | undefined;
     let result: temporal.api.common.v1.IPayloads | null | undefined;
     const c = e.activityTaskCompletedEventAttributes;

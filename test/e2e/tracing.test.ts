@@ -318,7 +318,7 @@ describe('switching tracing on or off is safe for open workflows', () => {
     const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
     expect(scheduled.length).toBeGreaterThan(0);
     for (const e of scheduled) expect(Object.keys(e.activityTaskScheduledEventAttributes?.header?.fields ?? {})).toContain('_tracer-data');
-    // new runs read with regular activities (patch regular-reads, docs/DESIGN.md §4.5): the reads are scheduled, not markers
+    // new runs read with regular activities (patch regular-reads, docs/decisions/0001-local-reads.md): the reads are scheduled, not markers
     const types = scheduled.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
     expect(types).toEqual(expect.arrayContaining(['submitApprovalRequest', 'fetchApprovalStatus', 'evaluatePolicy', 'executeTool']));
     const dataConverter = dataConverterOf(stack.config, stack.secrets);

@@ -103,6 +103,9 @@ export function benchConfig(temporalAddress: string): Config {
       // a pending backlog of 10,000 must not poll the approval service every 15 s: decisions reach
       // the workflows by signed callback, and the status poll is only the fallback
       COUNTERSIGN_STATUS_POLL_INITIAL_MS: 3_600_000,
+      // approve → result polls tasks/get as fast as it answers, to time the result's arrival: not
+      // a client to rate-limit (src/mcp/poll-interval.ts)
+      COUNTERSIGN_POLL_RATE_LIMIT: 'off',
     },
   );
 }

@@ -85,6 +85,7 @@ export function loadMarkdown(r: LoadResults): string {
         ]
       : []),
     '',
+    ...workerCacheSection(r),
     '## Exactly once',
     '',
     `**${eo.ok ? 'PASSED' : 'FAILED'}** (safety). ${eo.approved} approved tasks: ${eo.executedOnce} executed exactly once (one ledger row, one tool entry), ${eo.executedMoreThanOnce.length} executed more than once, ${eo.notExecuted.length} finished without executing; ${eo.executedWithoutApproval.length} unapproved gated calls executed.`,
@@ -118,6 +119,32 @@ function memoryGrowth(points: LoadResults['memory']): string[] {
   const ratio = (a: number | null, b: number | null) => (a && b ? `${(b / a).toFixed(2)}×` : '–');
   return [
     `RSS at the end / after warm-up: main ${ratio(warm.mainMiB, end.mainMiB)}, temporal ${ratio(warm.temporalMiB, end.temporalMiB)}.`,
+    '',
+  ];
+}
+
+/** The worker cache section: forced evictions and reads by source over the traffic (`worker-cache.ts`). */
+function workerCacheSection(r: LoadResults): string[] {
+  const c = r.workerCache;
+  if (!c) return [];
+  const delta = (a: number | null, b: number | null) => (a === null || b === null ? '–' : String(Math.round(b - a)));
+  const sources = [...new Set([...Object.keys(c.start.readsBySource), ...Object.keys(c.end.readsBySource)])].sort();
+  return [
+    '## Worker cache',
+    '',
+    `Workflow-task watchdog: ${c.watchdog}. From the Temporal SDK runtime's metrics of the stack process, between the start and the end of the traffic:`,
+    '',
+    '| counter | at the start | at the end | during the traffic |',
+    '|---|---:|---:|---:|',
+    `| forced evictions (\`temporal_sticky_cache_total_forced_eviction\`) | ${c.start.forcedEvictions ?? '–'} | ${c.end.forcedEvictions ?? '–'} | ${delta(c.start.forcedEvictions, c.end.forcedEvictions)} |`,
+    `| workflow tasks failed (\`temporal_workflow_task_execution_failed\`) | ${c.start.workflowTaskFailures ?? '–'} | ${c.end.workflowTaskFailures ?? '–'} | ${delta(c.start.workflowTaskFailures, c.end.workflowTaskFailures)} |`,
+    `| cached runs (\`temporal_sticky_cache_size\`) | ${c.start.cacheSize ?? '–'} | ${c.end.cacheSize ?? '–'} | |`,
+    ...sources.map(
+      (s) =>
+        `| task reads answered by \`${s}\` (\`countersign_task_reads_total\`) | ${c.start.readsBySource[s] ?? 0} | ${c.end.readsBySource[s] ?? 0} | ${(c.end.readsBySource[s] ?? 0) - (c.start.readsBySource[s] ?? 0)} |`,
+    ),
+    '',
+    `Stuck approved runs (approved, not finished within 120 s): ${r.approvals.notFinished}.`,
     '',
   ];
 }

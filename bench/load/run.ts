@@ -30,6 +30,8 @@ import {
   type StuckRun,
 } from './creation-stages.js';
 import { parseTaskId } from '../../workflows/task-id.js';
+import { freePort } from '../../src/temporal/dev-server.js';
+import { sampleWorkerCache, type WorkerCacheSample } from './worker-cache.js';
 
 const KINDS = ['get', 'allowed', 'gated'] as const;
 type Kind = (typeof KINDS)[number];
@@ -100,6 +102,8 @@ export interface LoadResults {
   maxInFlight: number;
   /** Where creation spent its time, from the histories of up to 100 tasks created during the traffic. */
   creation: CreationStages;
+  /** The worker's workflow cache and the front's reads by source, at the start and the end of the traffic (`worker-cache.ts`). */
+  workerCache?: { start: WorkerCacheSample; end: WorkerCacheSample; watchdog: string };
   memory: MemoryPoint[];
   exactlyOnce: ExactlyOnceResult;
   notes: string[];
@@ -130,8 +134,10 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
   // default limits (src/config.ts): 20 new tasks per principal per hour, 50 pending; stay under both
   const principalsN = o.principals ?? Math.max(10, Math.ceil((o.pending + gatedPlanned) / 15));
   log(`load: starting the stack (as npm start)`);
+  // the SDK runtime's exporter, for the worker cache's counters (unless the run sets its own)
+  const runtimeMetrics = o.stackEnv.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS ?? `127.0.0.1:${await freePort()}`;
   const stack: StackProcess = await startStackProcess({
-    env: o.stackEnv,
+    env: { COUNTERSIGN_TEMPORAL_METRICS_ADDRESS: runtimeMetrics, ...o.stackEnv },
     ...(o.cpuProfDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] } : {}),
     log,
   });
@@ -372,6 +378,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     };
 
     log(`load: ${o.rate} req/s for ${o.durationMs / 1000} s (mix ${JSON.stringify(o.mix)}), ${o.approvalsPerSec} approvals/s`);
+    const cacheSample = () => sampleWorkerCache(`http://${runtimeMetrics}/metrics`, `${new URL(stack.urls.mcp).origin}/metrics`);
+    const cacheAtStart = await cacheSample();
     const p0 = performance.now();
     const checkpoints = [setTimeout(() => sampleMemory('after warm-up'), o.warmupMs)];
     for (let k = 1; k < 10; k++) {
@@ -385,6 +393,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     await Promise.allSettled(follows);
     for (const c of checkpoints) clearTimeout(c);
     sampleMemory('end');
+    const cacheAtEnd = await cacheSample();
 
     // 3. checks on the tool's records and the approval service's
     const calls = [...gated.entries()].map(([memo, g]) => ({ memo, approved: g.approved, unfinished: g.unfinished === true }));
@@ -441,6 +450,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       slowApprovals,
       stuck,
       creation,
+      workerCache: { start: cacheAtStart, end: cacheAtEnd, watchdog: o.stackEnv.COUNTERSIGN_WORKER_WATCHDOG_MS === '0' ? 'off' : 'on' },
       memory,
       exactlyOnce,
       notes: o.notes,

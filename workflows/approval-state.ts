@@ -26,7 +26,6 @@
 import { deniedResult, outcomeUnknownResult } from './results.js';
 import { justificationRequest, readJustification, refusedInput } from './justification.js';
 import { REFUSAL, refusal } from './refusals.js';
-import { JUSTIFICATION_INPUT_KEY } from './wire.js';
 import {
   META,
   type AccessRequestHint,
@@ -283,11 +282,10 @@ export class ApprovalState {
 
   /**
    * Enter `input_required` with the justification form for `hint` under `key` (unique for the
-   * task's lifetime: `inTaskJustificationKey`; runs recorded before per-round keys use
-   * `justification`); returns the window to wait, ms (the request TTL capped by
-   * `maxRequestWindowMs`), which retention now covers.
+   * task's lifetime: `inTaskJustificationKey`); returns the window to wait, ms (the request TTL
+   * capped by `maxRequestWindowMs`), which retention now covers.
    */
-  openInputRequest(hint: AccessRequestHint, key: string = JUSTIFICATION_INPUT_KEY): number {
+  openInputRequest(hint: AccessRequestHint, key: string): number {
     this.pendingInput = undefined;
     this.refusedInput = undefined;
     this.inputKey = key;
@@ -345,7 +343,8 @@ export class ApprovalState {
 
   /** `provideInput` handler: keep the answer (a justification, or the decline / cancel) for the waiting loop. */
   acceptInput(responses: Record<string, unknown>): 'accepted' {
-    const key = this.inputKey ?? JUSTIFICATION_INPUT_KEY;
+    const key = this.inputKey;
+    if (key === undefined) return 'accepted'; // not waiting for input: the validator refused this already
     this.refusedInput = refusedInput(responses, key);
     if (this.refusedInput === undefined) this.pendingInput = readJustification(responses, key);
     return 'accepted';

@@ -37,9 +37,7 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
-  patched,
   proxyActivities,
-  proxyLocalActivities,
   proxySinks,
   setHandler,
   upsertSearchAttributes,
@@ -47,19 +45,17 @@ import {
   workflowInfo,
   type ActivityInterfaceFor,
   type ActivityOptions,
-  type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { ApprovalActivities } from '../activities/activities.js';
 import { backendCallbackUpdate, cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
 import { executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
 import { claimReservation, reservationReleaser } from './limiter-release.js';
-import { EXECUTION_RESOLUTION_PATCH, executionLostFencedResult } from './execution-resolution.js';
+import { executionLostFencedResult } from './execution-resolution.js';
 import { ApprovalState, type SubmittedGeneration } from './approval-state.js';
-import { JUSTIFICATION_INPUT_KEY, inTaskJustificationKey } from './wire.js';
-import { UNIQUE_INPUT_KEYS_PATCH } from './justification.js';
-import { SEARCH_ATTRIBUTES_PATCH, SearchAttributePublisher } from './search-attributes.js';
-import { TASK_RECORD_PATCH, publishTaskRecord } from './task-record.js';
+import { inTaskJustificationKey } from './wire.js';
+import { SearchAttributePublisher } from './search-attributes.js';
+import { publishTaskRecord } from './task-record.js';
 import type { CountersignSinks, DecisionOutcome } from './metrics-sink.js';
 import {
   FAILURE,
@@ -72,37 +68,12 @@ import {
   type TaskSnapshot,
 } from './types.js';
 
-/** Patch id of runs that start from an in-band confirmation (`input.confirmation`). */
-export const IN_BAND_CONFIRMATION_PATCH = 'in-band-confirmation';
-
-/**
- * Patch id of runs whose authoritative status fetch and policy re-check run as local activities
- * (docs/decisions/0001-local-reads.md); runs recorded before it schedule them as regular
- * activities and replay that way.
- */
-export const LOCAL_READS_PATCH = 'local-reads';
-
-/**
- * Patch id of runs whose reads are regular activities again (docs/decisions/0001-local-reads.md): a local read
- * that keeps failing holds its workflow task open for up to 15 minutes, heartbeating it (history
- * grows through an approval-service outage) and delaying every query and update of the run. Runs
- * recorded under {@link LOCAL_READS_PATCH} alone still replay with local activities; new runs
- * record this marker and read with regular activities.
- */
-export const REGULAR_READS_PATCH = 'regular-reads';
-
-/**
- * Patch id of runs whose fallback status poll is one activity retried with the poll's backoff
- * instead of a timer and a fetch per poll (`awaitDecision`): runs recorded before it replay with timers.
- */
-export const STATUS_POLL_RETRIES_PATCH = 'status-poll-retries';
-
 /**
  * Timeouts and retry of every backend, policy and cancel call. `startToCloseMs` also bounds how
  * long a call lost with its worker waits before the retry (no heartbeats):
  * `config.backendCallTimeoutMs`, default 30 s.
  */
-function backendCallOptions(startToCloseMs: number): ActivityOptions & LocalActivityOptions {
+function backendCallOptions(startToCloseMs: number): ActivityOptions {
   return {
     startToCloseTimeout: startToCloseMs,
     scheduleToCloseTimeout: '15m',
@@ -118,16 +89,6 @@ function backendCallOptions(startToCloseMs: number): ActivityOptions & LocalActi
 /** Backend, policy and cancel calls as regular activities ({@link backendCallOptions}). */
 function backendActivities(startToCloseMs: number) {
   return proxyActivities<ApprovalActivities>(backendCallOptions(startToCloseMs));
-}
-
-/**
- * The two reads, `fetchApprovalStatus` and `evaluatePolicy`, as local activities, for runs
- * recorded under {@link LOCAL_READS_PATCH} alone (new runs use {@link backendActivities}): run by
- * the worker that runs the workflow task, recorded as a marker when it completes, repeated (never
- * skipped) if the worker is lost before that. Same options as {@link backendActivities}.
- */
-function readActivities(startToCloseMs: number) {
-  return proxyLocalActivities<Pick<ApprovalActivities, 'fetchApprovalStatus' | 'evaluatePolicy'>>(backendCallOptions(startToCloseMs));
 }
 
 /**
@@ -176,12 +137,6 @@ interface Run {
   state: ApprovalState;
   input: ApprovalWorkflowInput;
   backend: ActivityInterfaceFor<ApprovalActivities>;
-  /**
-   * Where the status fetch and the policy re-check run: `backend` (regular activities) in new runs
-   * ({@link REGULAR_READS_PATCH}) and in runs recorded before {@link LOCAL_READS_PATCH}; local
-   * activities in runs recorded under that patch alone.
-   */
-  reads: () => Pick<ActivityInterfaceFor<ApprovalActivities>, 'fetchApprovalStatus' | 'evaluatePolicy'>;
   execution: ActivityInterfaceFor<ApprovalActivities>;
   taskId: string;
 }
@@ -190,21 +145,17 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   const info = workflowInfo();
   const state = new ApprovalState(input, info.workflowId);
   const backend = backendActivities(input.config.backendCallTimeoutMs ?? 30_000);
-  const local = readActivities(input.config.backendCallTimeoutMs ?? 30_000);
   const run: Run = {
     state,
     input,
     backend,
-    // asked at the first read, where a run recorded before the patch scheduled its first read activity
-    reads: () => (patched(REGULAR_READS_PATCH) ? backend : patched(LOCAL_READS_PATCH) ? local : backend),
     execution: executionActivities(input),
     taskId: taskIdFor(info.workflowId, info.runId),
   };
   // Typed search attributes for the Web UI and visibility queries, upserted on every transition
-  // (`search-attributes.ts`); only when the front found them registered, and never in runs
-  // recorded before them.
+  // (`search-attributes.ts`); only when the front found them registered.
   let publish: (() => void) | undefined;
-  if (input.config.searchAttributes === true && patched(SEARCH_ATTRIBUTES_PATCH)) {
+  if (input.config.searchAttributes === true) {
     const publisher = new SearchAttributePublisher(upsertSearchAttributes);
     publish = () =>
       publisher.publish({
@@ -226,8 +177,8 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   };
 
   // The client-facing snapshot in the run's memo, written in the same workflow task as each change
-  // (`task-record.ts`): what `tasks/get` reads without a query or a worker. Never in runs recorded before it.
-  const record = patched(TASK_RECORD_PATCH) ? publishTaskRecord(() => state.snapshot) : undefined;
+  // (`task-record.ts`): what `tasks/get` reads without a query or a worker.
+  const record = publishTaskRecord(() => state.snapshot);
 
   setHandler(taskQuery, () => state.snapshot);
   setHandler(taskCreatedUpdate, async () => {
@@ -251,7 +202,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
   setHandler(provideInputUpdate, (responses) => state.acceptInput(responses), { validator: (responses) => state.validateInput(responses) });
 
   let hint: AccessRequestHint = input.accessRequest;
-  if (input.confirmation && patched(IN_BAND_CONFIRMATION_PATCH)) {
+  if (input.confirmation) {
     // The requester confirmed in band (src/mcp/in-band-confirmation.ts): nothing to submit; claim and run.
     // valid for the policy's window from the run's start, on workflow time (no clock of the front)
     const until = Date.now() + input.accessRequest.requestTtlMs;
@@ -283,7 +234,7 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
     }
   }
   await condition(allHandlersFinished);
-  record?.flush();
+  record.flush();
   return state.snapshot;
 }
 
@@ -295,9 +246,8 @@ async function runApproval(input: ApprovalWorkflowInput, releaseSlot: () => Prom
  */
 async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise<SubmittedGeneration | null> {
   if (state.needsJustification(hint)) {
-    // Each round gets its own key; runs recorded before per-round keys replay with the shared one.
-    const key = patched(UNIQUE_INPUT_KEYS_PATCH) ? inTaskJustificationKey(state.nextGeneration()) : JUSTIFICATION_INPUT_KEY;
-    const window = state.openInputRequest(hint, key);
+    // each round gets its own key, never reused (SEP-2663 §Task Update Requests)
+    const window = state.openInputRequest(hint, inTaskJustificationKey(state.nextGeneration()));
     const answered = await condition(() => state.hasInput() || state.isTerminal(), window);
     if (!state.closeInputRequest(answered)) return null;
   }
@@ -316,7 +266,7 @@ async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise
  * status fetch; without one, the fallback status poll finds the decision; `expired` once the request
  * deadline passes; null when the task was fenced meanwhile.
  *
- * The poll ({@link STATUS_POLL_RETRIES_PATCH}) is one `fetchApprovalStatus` activity in poll mode
+ * The poll is one `fetchApprovalStatus` activity in poll mode
  * whose attempts are the polls: the activity answers only news (a decision, a later expiry), and
  * Temporal retries it with the poll's backoff (`statusPollInitialMs` doubling to
  * `statusPollMaxMs`) until the request deadline (its schedule-to-close). So a week of waiting is a
@@ -327,11 +277,10 @@ async function submit({ state, backend }: Run, hint: AccessRequestHint): Promise
  * the next one starts after a timer: the loop never polls twice without one. A callback does not
  * cancel it (a cancel racing the poll's own answer is a workflow-task failure on some servers): the
  * status is read at once beside it, and a poll still running when the task moves on stops with the
- * run. Runs recorded before the patch wait with timers.
+ * run.
  */
 async function awaitDecision(run: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
-  if (!patched(STATUS_POLL_RETRIES_PATCH)) return awaitDecisionWithTimers(run, g);
-  const { state, reads, input } = run;
+  const { state, backend, input } = run;
   const cfg = input.config;
   let deadline = state.awaitingDecision(g);
   let knownExpiresAt = g.handle.expiresAt;
@@ -370,7 +319,7 @@ async function awaitDecision(run: Run, g: SubmittedGeneration): Promise<BackendS
       // a callback (a hint), or the request deadline: read the status once
       state.clearPendingCallback();
       try {
-        status = await reads().fetchApprovalStatus(g.handle);
+        status = await backend.fetchApprovalStatus(g.handle);
       } catch {
         status = null; // backend unreachable: keep waiting; the request deadline still applies
       }
@@ -432,39 +381,12 @@ async function pollOrCallback(state: ApprovalState, poll: Promise<PollOutcome>):
 }
 
 /**
- * Runs recorded before {@link STATUS_POLL_RETRIES_PATCH}: the same wait with a durable timer per
- * poll (`statusPollInitialMs` doubling to `statusPollMaxMs`) and a regular status fetch after each.
- */
-async function awaitDecisionWithTimers({ state, reads, input }: Run, g: SubmittedGeneration): Promise<BackendStatus | null> {
-  const cfg = input.config;
-  let deadline = state.awaitingDecision(g);
-  let pollDelay = cfg.statusPollInitialMs;
-  for (;;) {
-    const wait = Math.max(1, Math.min(pollDelay, deadline - Date.now()));
-    const woken = await condition(() => state.hasPendingCallback() || state.isTerminal(), wait);
-    if (state.isTerminal()) return null;
-    state.clearPendingCallback();
-    let status: BackendStatus | null;
-    try {
-      status = await reads().fetchApprovalStatus(g.handle);
-    } catch {
-      status = null; // backend unreachable: keep waiting; the request deadline still applies
-    }
-    if (state.isTerminal()) return null;
-    if (status && status.state !== 'pending') return status;
-    if (status?.state === 'pending') deadline = state.extendDecisionDeadline(g, deadline, status.expiresAt);
-    if (Date.now() >= deadline) return { state: 'expired' };
-    if (!woken) pollDelay = Math.min(pollDelay * 2, cfg.statusPollMaxMs);
-  }
-}
-
-/**
  * Re-evaluate with the approval until allow / deny / request (SEP-2848 §Completion): allow claims
  * and runs the tool; deny is a terminal denial; request returns the next hint; retry waits with
  * backoff and jitter, and the waits stop at approval expiry. null unless a further request follows.
  */
 async function reEvaluate(run: Run, approval: ApprovalMaterial): Promise<AccessRequestHint | null> {
-  const { state, reads, input } = run;
+  const { state, backend, input } = run;
   const approvalDeadline = state.approvalDeadline(approval);
   for (let attempt = 0; ; attempt++) {
     if (state.isTerminal()) return null;
@@ -473,7 +395,7 @@ async function reEvaluate(run: Run, approval: ApprovalMaterial): Promise<AccessR
       return null;
     }
     state.setPhase('re-evaluating');
-    const r = await reads().evaluatePolicy({ binding: input.binding, approval });
+    const r = await backend.evaluatePolicy({ binding: input.binding, approval });
     if (state.isTerminal()) return null;
     switch (r.outcome) {
       case 'allow':
@@ -508,8 +430,7 @@ async function claimAndExecute({ state, execution, input, taskId }: Run, approva
   } catch (err) {
     const cause = err instanceof ActivityFailure ? err.cause : undefined;
     if (cause instanceof ApplicationFailure && cause.type === FAILURE.toolExecutionError) state.complete(executionErrorResult());
-    else if (patched(EXECUTION_RESOLUTION_PATCH)) state.complete(await resolveLostExecution(input.binding, `${taskId}/execution`));
-    else state.complete(outcomeUnknownResult());
+    else state.complete(await resolveLostExecution(input.binding, `${taskId}/execution`));
   }
 }
 

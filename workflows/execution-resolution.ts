@@ -14,13 +14,9 @@
  * a re-run hours later would act outside those checks, and a crash-looping tool would loop. Even a
  * tool idempotent by key gains nothing a fresh call (a new task, a fresh approval) does not give.
  *
- * Workflow code only (deterministic, pure templates). Runs whose history predates this resolution
- * replay unchanged: the caller guards it with `patched(EXECUTION_RESOLUTION_PATCH)`.
+ * Workflow code only (deterministic, pure templates).
  */
 import { META, type Disposition, type StoredCallToolResult, type ToolResult } from './types.js';
-
-/** Patch id guarding the resolution step in `approval.ts` (runs started before it replay as before). */
-export const EXECUTION_RESOLUTION_PATCH = 'execution-resolution';
 
 /** What the tool's idempotency hook said about a lost execution. */
 export type ExecutionResolution = { state: 'executed'; result: ToolResult } | { state: 'not-executed' } | { state: 'unknown' };

@@ -10,9 +10,6 @@ import {
   type JustificationInputRequest,
 } from './wire.js';
 
-/** Patch id of per-round in-task input keys (`inTaskJustificationKey` in `wire.ts`). */
-export const UNIQUE_INPUT_KEYS_PATCH = 'unique-input-keys';
-
 /** The form an in-task justification request shows (fixed text; no backend or policy text). */
 export function justificationRequest(): JustificationInputRequest {
   return {

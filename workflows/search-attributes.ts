@@ -31,9 +31,6 @@ export const SEARCH_ATTRIBUTE_DEFINITIONS: ReadonlyArray<{ name: string; type: '
   (k) => ({ name: k.name, type: 'Keyword' }),
 );
 
-/** Patch id guarding the upserts: runs recorded before them replay without the commands. */
-export const SEARCH_ATTRIBUTES_PATCH = 'search-attributes';
-
 /** What the attributes are computed from. */
 export interface SearchAttributeSource {
   tool: string;

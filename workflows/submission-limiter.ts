@@ -29,7 +29,6 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -48,12 +47,6 @@ import {
   type ReserveRequest,
   type ReserveResult,
 } from './limiter-messages.js';
-
-/**
- * Patch id of runs that keep one idle timer across busy spells instead of starting one each time the
- * pending count drops to zero (docs/PERFORMANCE-ACTIONS.md: every started timer is an action).
- */
-export const LIMITER_IDLE_TIMER_PATCH = 'limiter-idle-timer';
 
 const DEFAULT_TUNING: LimiterTuning = { auditGraceMs: 5 * 60_000, auditMinIntervalMs: 60_000, maxHistoryEvents: 2_000 };
 
@@ -153,8 +146,8 @@ export async function submissionLimiterWorkflow(input: LimiterInput): Promise<vo
   /** When the run may close: nothing pending and the latest admission out of the window. */
   const idleAtMs = (): number | undefined => (pendingCount() === 0 ? lastAdmissionMs() + state.windowMs : undefined);
 
-  // asked once, at the run's first workflow task: runs recorded before it replay with a timer per idle spell
-  const keepIdleTimer = patched(LIMITER_IDLE_TIMER_PATCH);
+  // One idle timer across busy spells, not one each time the pending count drops to zero
+  // (docs/PERFORMANCE-ACTIONS.md: every started timer is an action).
   let idleTimerArmed = false;
   let idleTimerFired = false;
   const armIdleTimer = (atMs: number): void => {
@@ -176,14 +169,11 @@ export async function submissionLimiterWorkflow(input: LimiterInput): Promise<vo
     // Wake when the idle time may have moved (a slot freed or taken, a new admission, a new window).
     const key = `${pendingCount() === 0}:${lastAdmissionMs()}:${state.windowMs}`;
     const changed = () => `${pendingCount() === 0}:${lastAdmissionMs()}:${state.windowMs}` !== key || mustContinueAsNew();
-    if (keepIdleTimer) {
-      // One timer at a time: a timer armed for an earlier idle time is left running (it wakes the
-      // loop early, which re-checks and arms the next), so a busy spell costs no timer per task.
-      if (idleAt !== undefined) armIdleTimer(idleAt);
-      idleTimerFired = false;
-      await condition(() => changed() || idleTimerFired);
-    } else if (idleAt === undefined) await condition(changed);
-    else await condition(changed, Math.max(1, idleAt - Date.now()));
+    // One timer at a time: a timer armed for an earlier idle time is left running (it wakes the
+    // loop early, which re-checks and arms the next), so a busy spell costs no timer per task.
+    if (idleAt !== undefined) armIdleTimer(idleAt);
+    idleTimerFired = false;
+    await condition(() => changed() || idleTimerFired);
     if (mustContinueAsNew()) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof submissionLimiterWorkflow>({ ...input, state });

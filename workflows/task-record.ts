@@ -26,9 +26,6 @@ import type { TaskSnapshot } from './types.js';
 /** Memo key of the task record. */
 export const TASK_RECORD_MEMO_KEY = 'task';
 
-/** Patch id of runs that keep the record: runs recorded before it replay without the memo upserts. */
-export const TASK_RECORD_PATCH = 'task-record';
-
 /** Largest tool result (UTF-8 bytes of its JSON) copied into the record; larger ones are read from the run's result. */
 export const RECORD_RESULT_MAX_BYTES = 16 * 1024;
 

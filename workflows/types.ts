@@ -149,7 +149,7 @@ export interface ApprovalWorkflowInput {
   /**
    * The tool's long-running declaration captured at start (`Tool.longRunning`): the one execution
    * attempt then gets `timeoutMs` and a heartbeat timeout of `heartbeatMs` instead of
-   * `config.executionTimeoutMs`. Absent: the tool is not long-running (and runs recorded before it).
+   * `config.executionTimeoutMs`. Absent: the tool is not long-running.
    */
   execution?: LongRunning;
   /**
@@ -161,7 +161,7 @@ export interface ApprovalWorkflowInput {
   confirmation?: InBandConfirmation;
   /**
    * What approvers are shown about the tool (title, upstream, annotation hints), set by the MCP
-   * front at creation and copied into every submission body. Absent in runs started before it existed.
+   * front at creation and copied into every submission body. Absent for a front that passed none (tests).
    */
   toolInfo?: ToolPresentation;
 }
@@ -180,7 +180,7 @@ export interface InBandConfirmation {
 
 /**
  * What a re-evaluation after approval resolved to (SEP-2848 §Completion). `policyIds`: the
- * determining policies, for the evidence receipt only (absent in runs recorded before it and for
+ * determining policies, for the evidence receipt only (absent for
  * denials decided before the PDP was asked: `tool-changed`, `binding-invalid`).
  */
 export type ReEvaluation = (

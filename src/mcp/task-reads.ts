@@ -8,7 +8,7 @@
  *   by the workflow in the same workflow task as each change — plus a long-running tool's latest
  *   heartbeat from the same answer. No query, so no worker, no workflow activation, no billable
  *   action, and a pending task reads the same while every worker is stopped. The query still
- *   answers whenever the record cannot: a run recorded before the record existed, a completed
+ *   answers whenever the record cannot: a record of a version this reader does not know, a completed
  *   task whose result is too large for the record (in the moment before its run closes), a record
  *   of an unknown version.
  * - {@link readByQuery}: today's alternative and the definition the record follows — the `task`

@@ -108,9 +108,7 @@ idempotent by key: §Completion has the server invoke the tool "at most once" on
 succeeds, with every validity check — identity, freshness, policy, the approval's expiry — holding
 "at the moment of the claim". A re-run would be a second invocation, possibly long after those checks,
 and a tool that crashes its worker would crash it again. "Not executed" gives the client a safe,
-truthful answer instead: nothing happened, and a new call (a new approval) is needed to try again. Workflows that
-were running before this change replay unchanged (\`patched('execution-resolution')\`; the replay
-test \`test/workflow/execution-resolution.test.ts\` feeds a pre-change history).
+truthful answer instead: nothing happened, and a new call (a new approval) is needed to try again.
 
 ## The matrix
 

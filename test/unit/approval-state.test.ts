@@ -194,7 +194,7 @@ describe('ApprovalState: a terminal task never changes again (SEP-2848 §Lifecyc
     const { state, snap } = fixture();
     const g = submitted(state);
     state.consumeForNextRequest(g);
-    state.openInputRequest(justifiedHint);
+    state.openInputRequest(justifiedHint, inTaskJustificationKey(state.nextGeneration()));
     expect(state.cancel()).toBe('cancelled');
     const before = structuredClone(snap);
     expect(state.closeInputRequest(false)).toBe(false);
@@ -476,7 +476,7 @@ describe('ApprovalState: submission input (SEP-2848 §Collecting submission inpu
 
   it('an input request whose window passes unanswered ends as a request-expired denial without the form', () => {
     const { state, snap } = fixture();
-    state.openInputRequest(justifiedHint);
+    state.openInputRequest(justifiedHint, inTaskJustificationKey(state.nextGeneration()));
     expect(state.closeInputRequest(false)).toBe(false);
     expect(snap).toMatchObject({ status: 'completed', disposition: 'denied-not-executed' });
     expect(snap.inputRequests).toBeUndefined();

@@ -1,5 +1,5 @@
-// Scope: receipts derived from durable records (src/receipts/task-evidence.ts), on the histories
-// recorded before receipts existed (test/workflow/fixtures/): each terminal scenario yields its
+// Scope: receipts derived from durable records (src/receipts/task-evidence.ts), on the recorded
+// histories of the replay corpus (test/workflow/fixtures/v0.1-*): each terminal scenario yields its
 // binding digest, policy decisions, approval requests, claim and disposition, read from the
 // history alone, and the recomputed binding digest matches the signed one.
 import { readFileSync } from 'node:fs';
@@ -16,8 +16,8 @@ const fixture = (name: string) =>
   historyFromJSON(JSON.parse(readFileSync(new URL(`../workflow/fixtures/${name}.history.json`, import.meta.url), 'utf8')));
 
 describe('evidence from a recorded history', () => {
-  it.each(['search-attributes-chained-request', 'local-reads-chained-request'])(
-    'a chained request (%s): two approved generations, a re-evaluation asking for more then one allowing, the claim and approved-executed; status and re-checks read from activities or local-activity markers alike',
+  it.each(['v0.1-chained-request'])(
+    'a chained request (%s): two approved generations (each found by the fallback poll), a re-evaluation asking for more then one allowing, the claim and approved-executed',
     async (name) => {
       const history = fixture(name);
       const input = await workflowInputOf(history, plain);
@@ -38,8 +38,7 @@ describe('evidence from a recorded history', () => {
       expect(e.approvalRequests[0]!.quorum).toBeNull();
       expect(e.executionClaim).toMatchObject({ claimed: true, executionId: 'corpus.run-1/execution' });
       const claimAt = (e.executionClaim as { at: string }).at;
-      // not before the re-evaluation that allowed it (with the local reads both are recorded by the
-      // same workflow task completion, so they share its server time)
+      // not before the re-evaluation that allowed it
       expect(Date.parse(claimAt)).toBeGreaterThanOrEqual(Date.parse(e.policyDecisions[2]!.at!));
       expect(e).toMatchObject({
         disposition: 'approved-executed',
@@ -61,7 +60,7 @@ describe('evidence from a recorded history', () => {
           : undefined,
       close() {},
     };
-    const e = await evidenceFromHistory(ids, fixture('search-attributes-deny'), plain, records);
+    const e = await evidenceFromHistory(ids, fixture('v0.1-deny'), plain, records);
     expect(e.approvalRequests).toEqual([
       {
         generation: 1,
@@ -77,14 +76,14 @@ describe('evidence from a recorded history', () => {
   });
 
   it('a cancelled task has status cancelled, no disposition and no claim', async () => {
-    const e = await evidenceFromHistory(ids, fixture('search-attributes-cancel'), plain);
+    const e = await evidenceFromHistory(ids, fixture('v0.1-cancel'), plain);
     expect(e.task.status).toBe('cancelled');
     expect(e.disposition).toBeNull();
     expect(e.executionClaim).toEqual({ claimed: false });
   });
 
   it('an in-band confirmation in the run input is the approval: mode in-band, its policy id, no reason', async () => {
-    const history = fixture('search-attributes-approve');
+    const history = fixture('v0.1-approve');
     const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
     const payload = started.input!.payloads![0]!;
     const input = JSON.parse(Buffer.from(payload.data!).toString('utf8')) as Record<string, unknown>;
@@ -108,7 +107,7 @@ describe('evidence from a recorded history', () => {
   });
 
   it('a history without the completion event gives no receipt', async () => {
-    const history = fixture('search-attributes-approve');
+    const history = fixture('v0.1-approve');
     history.events = history.events!.filter((ev) => !ev.workflowExecutionCompletedEventAttributes);
     await expect(evidenceFromHistory(ids, history, plain)).rejects.toThrow(EvidenceError);
   });

@@ -1,9 +1,7 @@
 // Scope: the approval workflow's state machine on the time-skipping test server, with typed fake
 // activities (no network): expiry, retry backoff, request chains, cancel vs claim, stale callbacks;
-// and replay of runs recorded before the ApprovalState refactor.
+// (replay of recorded runs: replay-corpus.test.ts).
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -444,13 +442,4 @@ describe('approval workflow (time-skipping)', () => {
   // Recorded (historyToJSON) from this file's scenarios run against the workflow as it was before
   // its state moved into ApprovalState (workflows/approval-state.ts): the refactor must keep the
   // same commands in the same order, or these runs would fail to replay.
-  it.each(['chained-justification', 'cancel-after-claim', 'request-chain-bound'])(
-    'a run recorded before the ApprovalState refactor replays unchanged: %s',
-    async (name) => {
-      const history = historyFromJSON(
-        JSON.parse(readFileSync(new URL(`./fixtures/pre-state-class-${name}.history.json`, import.meta.url), 'utf8')),
-      );
-      await expect(Worker.runReplayHistory({ workflowBundle: t.bundle }, history)).resolves.toBeUndefined();
-    },
-  );
 });

@@ -1,15 +1,17 @@
-// Scope: safe upgrades. Every recorded history in test/workflow/fixtures/ (each released workflow
-// version running approve, deny, expiry, chained request, in-task input and cancel, recorded by
-// fixtures/generate-replay-corpus.ts; plus older recordings; plus the submission limiter before and after
-// its idle-timer patch, recorded by fixtures/generate-limiter-history.ts) replays with the current workflow code,
-// as the worker bundles it (`bundleWorkflows`: workflows/index.ts and the OpenTelemetry workflow
-// interceptors). A change that alters the commands of a recorded run
-// without a `patched(...)` guard fails here before it reaches a worker (docs/OPERATIONS.md §Upgrades).
+// Scope: safe upgrades (docs/OPERATIONS.md §Upgrades). Every recorded history in
+// test/workflow/fixtures/ replays with the current workflow code as the worker bundles it
+// (`bundleWorkflows`: workflows/index.ts and the OpenTelemetry workflow interceptors), and the
+// versioning rule holds: the current version (`workflows/version.ts`) has its corpus (the six
+// approval scenarios and the limiter, recorded by fixtures/generate-replay-corpus.ts and
+// generate-limiter-history.ts), and every `patched()` id in workflows/ is listed in `PATCH_IDS`.
+// A change that alters the commands of a recorded run without a patch fails here before it
+// reaches a worker.
 import { readdirSync, readFileSync } from 'node:fs';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bundleWorkflows } from '../../src/worker.js';
+import { PATCH_IDS, WORKFLOW_VERSION } from '../../workflows/version.js';
 
 const FIXTURES = new URL('./fixtures/', import.meta.url);
 const histories = readdirSync(FIXTURES)
@@ -26,32 +28,39 @@ beforeAll(async () => {
   bundle = await bundleWorkflows(); // exactly the worker's bundle, OpenTelemetry workflow interceptors included
 });
 
+const SCENARIOS = ['approve', 'deny', 'expiry', 'chained-request', 'in-task-input', 'cancel'] as const;
+const WORKFLOWS = new URL('../../workflows/', import.meta.url);
+
 describe('recorded approval histories replay with the current workflow code', () => {
-  it('the corpus covers approve, deny, expiry, chained request, in-task input and cancel', () => {
-    for (const scenario of ['approve', 'deny', 'expiry', 'chained-request', 'in-task-input', 'cancel']) {
-      expect(histories.some((f) => f.endsWith(`-${scenario}.history.json`))).toBe(true);
-    }
+  it(`the current version (v${WORKFLOW_VERSION}) has its corpus: approve, deny, expiry, chained request, in-task input, cancel, and the limiter`, () => {
+    for (const scenario of SCENARIOS) expect(histories).toContain(`v${WORKFLOW_VERSION}-${scenario}.history.json`);
+    expect(histories).toContain(`v${WORKFLOW_VERSION}-limiter-idle.history.json`);
   });
 
-  it('the current version records its search-attribute upserts, so their replay is covered too', () => {
-    const current = histories.filter((f) => f.startsWith('search-attributes-'));
-    expect(current.length).toBeGreaterThanOrEqual(6);
-    for (const f of current) expect(readFileSync(new URL(f, FIXTURES), 'utf8')).toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
-  });
-
-  it('the current version ran under the OpenTelemetry workflow interceptors, so their replay is covered too', () => {
-    const current = histories.filter((f) => f.startsWith('otel-interceptors-'));
-    expect(current.length).toBeGreaterThanOrEqual(6);
+  it('the current corpus records the current shape: search-attribute upserts, the task record in the memo, the fallback poll as one retried activity, the OpenTelemetry interceptors', () => {
+    const approve = readFileSync(new URL(`v${WORKFLOW_VERSION}-approve.history.json`, FIXTURES), 'utf8');
+    expect(approve).toContain('EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
+    expect(approve).toContain('EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED');
+    // the decision was found by the poll: one timer before it, no timer per poll
+    expect(approve.match(/EVENT_TYPE_TIMER_STARTED/g)).toHaveLength(1);
+    expect(approve).toMatch(/"name": "fetchApprovalStatus"/);
     // the SDK records the interceptors' flags (`langUsedFlags`) in the run's first workflow task
-    for (const f of current) expect(readFileSync(new URL(f, FIXTURES), 'utf8')).toMatch(/"langUsedFlags": \[\s*\d/);
+    expect(approve).toMatch(/"langUsedFlags": \[\s*\d/);
   });
 
-  it('the current version runs the status fetch and the policy re-check as local activities, so their replay is covered too', () => {
-    const current = histories.filter((f) => f.startsWith('local-reads-'));
-    expect(current.length).toBeGreaterThanOrEqual(6);
-    const approve = readFileSync(new URL('local-reads-approve.history.json', FIXTURES), 'utf8');
-    expect(approve).toContain('core_local_activity');
-    expect(approve).not.toMatch(/"name": "(fetchApprovalStatus|evaluatePolicy)"/);
+  it('every patched() id in workflows/ is listed in workflows/version.ts PATCH_IDS, and every listed id is used', () => {
+    const used = new Set<string>();
+    for (const f of readdirSync(WORKFLOWS).filter((n) => n.endsWith('.ts'))) {
+      // code only: comments may name the functions
+      const text = readFileSync(new URL(f, WORKFLOWS), 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+      for (const m of text.matchAll(/\b(?:patched|deprecatePatch)\(\s*(['"`])([^'"`]+)\1/g)) used.add(m[2]!);
+      // an id held in a constant: `patched(SOME_PATCH)` with `SOME_PATCH = '<id>'` in the same file
+      for (const m of text.matchAll(/\b(?:patched|deprecatePatch)\(\s*([A-Z_]+)\s*\)/g)) {
+        const def = new RegExp(`${m[1]}\\s*=\\s*['"]([^'"]+)['"]`).exec(text);
+        used.add(def ? def[1]! : `<unresolved ${m[1]}>`);
+      }
+    }
+    expect([...used].sort()).toEqual(Object.keys(PATCH_IDS).sort());
   });
 
   it.each(histories)('%s replays without nondeterminism', async (file) => {

@@ -103,6 +103,10 @@ export function benchConfig(temporalAddress: string): Config {
       // a pending backlog of 10,000 must not poll the approval service every 15 s: decisions reach
       // the workflows by signed callback, and the status poll is only the fallback
       COUNTERSIGN_STATUS_POLL_INITIAL_MS: 3_600_000,
+      // approve → result and the actions scenario poll tasks/get every few ms to time the moment a
+      // task completes; the per-task poll limit (src/mcp/poll-interval.ts) would refuse them past
+      // its burst. Clients of the read scenarios honour pollIntervalMs, which the limit never refuses.
+      COUNTERSIGN_POLL_RATE_LIMIT: 'off',
     },
   );
 }

@@ -279,7 +279,7 @@ function readCpuSection(r: BenchResults): string[] {
     row('query (before)', x.query),
     row('record, describe-only (reads ≥ 15 s apart)', x.describe),
     '',
-    `Whole-stack CPU per read, record / query: **${x.ratio.raw}×** as measured, ${x.ratio.net}× net of the idle background (target ≤ ${x.target}×: ${yes(x.met)}, on the measured figure). Advertised intervals (s → answers), record: ${pairs(x.record.intervalsS)}; query: ${pairs(x.query.intervalsS)}.`,
+    `Whole-stack CPU per read, record / query: **${x.ratio.raw}×** as measured, ${x.ratio.net}× net of the idle background (target ≤ ${x.target}×: ${yes(x.met)}, on the measured figure). Turns as run (stack CPU ms per read): ${x.turns.map((t) => `${t.path} ${t.stackCpuMsPerRead} (${t.reads} reads; ${pairs(t.sources)})`).join('; ')}. Advertised intervals (s → answers), record: ${pairs(x.record.intervalsS)}; query: ${pairs(x.query.intervalsS)}.`,
     '',
   ];
 }

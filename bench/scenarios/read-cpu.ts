@@ -57,6 +57,8 @@ export interface ReadCpuResult {
   record: ReadPhaseResult;
   query: ReadPhaseResult;
   describe: ReadPhaseResult;
+  /** Each turn as run: reads, sources and whole-stack CPU ms per read (turns of one path can differ: task ages, warm-up). */
+  turns: Array<{ path: string; reads: number; measuredSeconds: number; stackCpuMsPerRead: number; sources: Record<string, number> }>;
   /** CPU ms per second of each process while nobody read. */
   idleCpuMsPerSec: Record<string, number>;
   /** Whole-stack CPU per read, record / query: as measured, and net of the idle background. */
@@ -262,6 +264,7 @@ export async function readCpuScenario(ctx: BenchContext, opts: { tasks?: number;
     const idleRuns = [await idleRates(ctx, idleS)];
     const order = ['record', 'query', 'query', 'record'] as const;
     const turns = { record: [] as Turn[], query: [] as Turn[] };
+    const asRun: ReadCpuResult['turns'] = [];
     for (const path of order) {
       const t = await readTurn(
         ctx,
@@ -273,6 +276,14 @@ export async function readCpuScenario(ctx: BenchContext, opts: { tasks?: number;
         honour,
       );
       turns[path].push(t);
+      const stackMs = (t.cpu[path === 'record' ? 'mcp-a' : 'mcp-q'] ?? 0) + (t.cpu.worker ?? 0) + (t.cpu.temporal ?? 0);
+      asRun.push({
+        path,
+        reads: t.reads,
+        measuredSeconds: round(t.measuredSeconds, 1),
+        stackCpuMsPerRead: t.reads ? round(stackMs / t.reads) : 0,
+        sources: t.sources,
+      });
       ctx.log(
         `  ${path}: ${t.reads} reads in ${round(t.readSeconds, 1)} s (measured ${round(t.measuredSeconds, 1)} s), CPU ms ${JSON.stringify(t.cpu)}, sources ${JSON.stringify(t.sources)}`,
       );
@@ -301,6 +312,7 @@ export async function readCpuScenario(ctx: BenchContext, opts: { tasks?: number;
       record,
       query,
       describe,
+      turns: asRun,
       idleCpuMsPerSec: idle,
       ratio,
       target: TARGET,

@@ -15,6 +15,7 @@
 import { SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import { boundStoredResult, MAX_STORED_RESULT_CHARS } from '../src/tools/stored-result.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailureCategory } from '@temporalio/common';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
 import { verifyCallBinding, type CallBinding } from '../src/binding/call-binding.js';
 import type { PolicyDecisionPoint } from '../src/policy/pdp.js';
@@ -55,9 +56,9 @@ export interface ApprovalActivities {
    * Authoritative status of a submission (SEP-2848 §Security, callback authenticity). With `poll`,
    * one attempt of the fallback status poll (docs/DESIGN.md §4.3): answers only news — a decided
    * status, or a pending one whose `expiresAt` is later than `poll.knownExpiresAt` (ISO 8601) — and
-   * otherwise throws the retryable `ApprovalPending` failure, as it does for any backend error, so
-   * that Temporal retries the activity with the poll's backoff: the attempts are the polls, one
-   * action each and none of them in history.
+   * otherwise throws the retryable `ApprovalPending` failure (benign: logged at debug, no failure
+   * metric), as it does for any backend error (a plain failure), so that Temporal retries the
+   * activity with the poll's backoff: the attempts are the polls, one action each and none of them in history.
    */
   fetchApprovalStatus(handle: BackendHandle, poll?: { knownExpiresAt: string }): Promise<BackendStatus>;
   /** Cancel at the backend; false when it cannot (no endpoint, already resolved). */
@@ -128,7 +129,14 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         throw ApplicationFailure.retryable('the approval backend did not answer the status poll', FAILURE.approvalPending);
       }
       if (poll && status.state === 'pending' && !(Date.parse(status.expiresAt) > Date.parse(poll.knownExpiresAt))) {
-        throw ApplicationFailure.retryable('the approval request is still pending', FAILURE.approvalPending);
+        // the poll's normal answer, a few dozen times per waiting task: benign, so the worker logs the
+        // attempt at debug and counts no activity failure (a plain failure is a WARN with its stack)
+        throw ApplicationFailure.create({
+          message: 'the approval request is still pending',
+          type: FAILURE.approvalPending,
+          nonRetryable: false,
+          category: ApplicationFailureCategory.BENIGN,
+        });
       }
       return status;
     },

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { BenchResults } from './run.js';
 import type { ActionCounts } from './lib/actions.js';
 import type { OutcomeActions } from './scenarios/actions.js';
+import type { ReadPhaseResult } from './scenarios/read-cpu.js';
 
 const yes = (b: boolean) => (b ? 'met' : '**missed**');
 const PERF_NOTES = fileURLToPath(new URL('./perf-notes.md', import.meta.url));
@@ -37,10 +38,25 @@ export function markdown(r: BenchResults): string {
     ),
     `| approve → result | p50 | ${ar.baseline.p50Ms} ms | ${ar.countersign.p50Ms} ms | ${ar.ratio.p50}× | ≤ ${ar.target}× | ${yes(ar.met.p50)} |`,
     `| approve → result | p99 | ${ar.baseline.p99Ms} ms | ${ar.countersign.p99Ms} ms | ${ar.ratio.p99}× | ≤ ${ar.target}× | ${yes(ar.met.p99)} |`,
+    ...(r.approveNotify
+      ? [
+          `| approve → notification vs approve → result | p50 | ${r.approveNotify.result.p50Ms} ms | ${r.approveNotify.notification.p50Ms} ms | ${r.approveNotify.ratio.p50}× | ≤ ${r.approveNotify.target}× | ${yes(r.approveNotify.met)} |`,
+        ]
+      : []),
     ...(r.actions
       ? [
-          `| Temporal actions per approved task | actions (queries excluded) | | ${r.actions.approved.total} | | | |`,
-          `| Temporal actions per denied task | actions (queries excluded) | | ${r.actions.denied.total} | | | |`,
+          `| Temporal actions per approved task | actions (client reads excluded) | | ${r.actions.approved.total} | | | |`,
+          `| Temporal actions per denied task | actions (client reads excluded) | | ${r.actions.denied.total} | | | |`,
+        ]
+      : []),
+    ...(r.waitActions
+      ? [
+          `| actions per approved task, 7-day vs 1-minute wait (simulated) | total actions | ${r.waitActions.waits[0]!.total.record} | ${r.waitActions.waits.at(-1)!.total.record} | ${r.waitActions.ratio.record}× | ≤ ${r.waitActions.target}× | ${yes(r.waitActions.met)} |`,
+        ]
+      : []),
+    ...(r.readCpu
+      ? [
+          `| task read, record vs query | stack CPU per read | ${r.readCpu.query.cpuMsPerRead.stack} ms | ${r.readCpu.record.cpuMsPerRead.stack} ms | ${r.readCpu.ratio.raw}× (net of idle: ${r.readCpu.ratio.net}×) | ≤ ${r.readCpu.target}× | ${yes(r.readCpu.met)} |`,
         ]
       : []),
     `| backlog of ${b.pending} | tasks/get p99 | ${b.bareQuery.p99Ms} ms | ${b.tasksGet.p99Ms} ms | ${b.ratio.p99}× | ≤ ${b.target}× | ${yes(b.met)} |`,
@@ -96,7 +112,10 @@ export function markdown(r: BenchResults): string {
     '',
     'Countersign\u2019s path has, beyond the signal: the approval service\u2019s signed callback over HTTP to the MCP server, the `backendCallback` update (validated in a workflow task), the authoritative status from the approval service over HTTP and the Cedar re-evaluation (both local activities, in the workflow task the callback wakes; docs/DESIGN.md §4.5), the execution claim, and one regular activity (the tool on its ledger); `tasks/get` of a closed task reads the workflow result. The same-shape variant (three regular activities, the shape before the local reads) shows what those activity round trips cost on this Temporal server.',
     '',
+    ...notifySection(r),
     ...actionsSection(r),
+    ...waitActionsSection(r),
+    ...readCpuSection(r),
     '## Scale-out',
     '',
     `MCP server instance B (its own process) joins A behind a round-robin HTTP proxy (\`bench/lib/proxy.ts\`); the same worker process serves both. Cross-instance: ${s.crossInstance.createdOnA} tasks created on A, ${s.crossInstance.readOnB} read as \`working\` on B, ${s.crossInstance.cancelledOnB} cancelled on B. Throughput: each operation creates a task and reads it with \`tasks/get\` through the proxy (with two upstreams the read usually lands on the other instance), ${s.concurrency} in flight, ${s.opsPerRun} operations per run, ${s.runs} interleaved runs per side, proxy with [A] vs [A, B]. Requests per upstream in the two-instance runs: ${s.requestsPerUpstream.join(' / ')}. Command: \`${r.command}\`.`,
@@ -173,7 +192,7 @@ function actionsSection(r: BenchResults): string[] {
   return [
     '## Temporal actions per task',
     '',
-    `Billable actions as Temporal Cloud counts them (rule and source: \`docs/PERFORMANCE-ACTIONS.md\`), counted from the event histories of ${x.tasksPerOutcome} approval tasks the approver approved (the tool ran) and ${x.tasksPerOutcome} it denied, each outcome under its own principal, plus that principal's submission-limiter workflow divided over its tasks (its start amortised over ${x.tasksPerOutcome} tasks). A signal is counted once, where it is received. Queries leave no event: each \`tasks/get\` of an open task sends one (one action), shown separately. Outcomes: approved ${Object.entries(
+    `Billable actions as Temporal Cloud counts them (rule and source: \`docs/PERFORMANCE-ACTIONS.md\`), counted from the event histories of ${x.tasksPerOutcome} approval tasks the approver approved (the tool ran) and ${x.tasksPerOutcome} it denied, each outcome under its own principal, plus that principal's submission-limiter workflow divided over its tasks (its start amortised over ${x.tasksPerOutcome} tasks). A signal is counted once, where it is received. Client reads are shown apart: a \`tasks/get\` of an open task through A reads the task record (a describe, or A's task feed: no action); on the query path (\`COUNTERSIGN_TASK_READS=query\`) it is a query a worker answers (one action each, no event). Outcomes: approved ${Object.entries(
       x.approved.outcomes,
     )
       .map(([k, v]) => `${k} × ${v}`)
@@ -194,7 +213,73 @@ function actionsSection(r: BenchResults): string[] {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ') || 'none'
     } |`,
-    `| \`tasks/get\` polls of the open task (${x.pollGapMs} ms gap), ${x.actionsPerOpenPoll} query action each | ${x.approved.openPollsPerTask} | ${x.denied.openPollsPerTask} |`,
+    `| \`tasks/get\` polls of the open task (${x.pollGapMs} ms gap): ${x.actionsPerOpenPoll.record} actions each on the record path, ${x.actionsPerOpenPoll.query} on the query path | ${x.approved.openPollsPerTask} | ${x.denied.openPollsPerTask} |`,
+    '',
+  ];
+}
+
+const pairs = (o: Record<string, number>) =>
+  Object.entries(o)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ') || 'none';
+
+/** "Approve → notification": push latency beside poll latency, and the subscribed tasks' reads. */
+function notifySection(r: BenchResults): string[] {
+  const x = r.approveNotify;
+  if (!x) return [];
+  return [
+    '## Approve → notification',
+    '',
+    `For each of ${x.samplesPerSide} tasks created through instance A, a \`subscriptions/listen\` stream for the task on A (acknowledged, its first \`notifications/tasks\` showing \`working\`), then the approver's decision at the approval service, timed until the \`completed\` notification arrives; interleaved with as many approve → result samples (\`tasks/get\` every ${x.pollGapMs} ms until \`completed\`, as above). p99 over ${x.samplesPerSide} samples is their maximum. Reads on A while each subscribed task was followed (\`countersign_task_reads_total\` before and after): ${pairs(x.subscribedReads)}; by query: **${x.subscribedQueryReads}**. Dispositions: ${pairs(x.dispositions)}. Command: \`${r.command}\`.`,
+    '',
+    '| figure | approve → result (poll) | approve → notification (push) | ratio | target | |',
+    '|---|---|---|---|---|---|',
+    `| p50 | ${x.result.p50Ms} ms | ${x.notification.p50Ms} ms | ${x.ratio.p50}× | ≤ ${x.target}× | ${yes(x.met)} |`,
+    `| p99 | ${x.result.p99Ms} ms | ${x.notification.p99Ms} ms | ${x.ratio.p99}× | | |`,
+    '',
+  ];
+}
+
+/** "Temporal actions by wait length": simulated time, record vs query vs subscribed, and the computed before. */
+function waitActionsSection(r: BenchResults): string[] {
+  const x = r.waitActions;
+  if (!x) return [];
+  const h = (ms: number) => (ms >= 3_600_000 ? `${ms / 3_600_000} h` : `${ms / 1000} s`);
+  return [
+    '## Temporal actions by wait length (simulated time)',
+    '',
+    `One approved task per wait on a time-skipping test server (\`@temporalio/testing\`): the real workflow bundle and activities (the reference approval service in memory on the simulated clock, through the ARAP adapter; Cedar; the ledger), the task started as the MCP front starts it (limiter reserve, Update-with-Start, \`taskCreated\`), time skipped to the decision, the approval given at the approval service and its \`backendCallback\` update delivered as the callback receiver delivers it. Counted from the history (\`bench/lib/actions.ts\`): the approval workflow's own actions without its timers and its fallback poll (*fixed*), its timers, and the poll's attempts counted in the activity (history shows one scheduled activity at most, whatever its attempts); the limiter's runs divided over the ${x.waits.length} tasks (each task a busy spell of its own: the wait lets the limiter's idle timer end its run). Status poll ${h(x.statusPoll.initialMs)} doubling to ${h(x.statusPoll.maxMs)} (the defaults). Client reads: a client that sleeps the \`pollIntervalMs\` each answer advertises (${h(x.pollInterval.baseMs)} to ${h(x.pollInterval.maxMs)}, \`pollIntervalFor\` stepped over the wait), 0 actions each on the record path, 1 (a query) on the query path; a subscribed client sends none. The 7-day task is decided a minute before its \`P7D\` request deadline. *Before* is computed, not run, by the rules before the task record: a read every 2 s, each a query; the status poll a timer and a fetch per poll, 15 s doubling to 1 h, plus the timer the callback cuts short. Command: \`${r.command}\`.`,
+    '',
+    '| wait | fixed | limiter share | poll attempts | timers | client reads | total, record path | total, query path | total, subscribed | before (computed): reads + poll = total |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...x.waits.map(
+      (w) =>
+        `| ${w.wait} | ${w.fixedTotal} | ${w.limiterShare} | ${w.pollAttempts} | ${w.timers} | ${w.clientReads} | **${w.total.record}** | ${w.total.query} | ${w.total.subscribed} | ${w.todayComputed.reads} + ${w.todayComputed.pollActions} = ${w.todayComputed.total} |`,
+    ),
+    '',
+    `7 days / 1 minute, record path: **${x.ratio.record}×** (target ≤ ${x.target}×: ${yes(x.met)}); the approval workflow alone ${x.ratio.recordWithoutLimiter}×; before: ${x.ratio.today}×. Fixed, by kind (1-minute task): ${pairs(Object.fromEntries(Object.entries(x.waits[0]!.fixed).filter(([, v]) => v > 0)))}; dispositions: ${x.waits.map((w) => w.disposition).join(', ')}.`,
+    '',
+  ];
+}
+
+/** "Read CPU": per path, CPU per read by process, sources, latency, intervals; the ratio. */
+function readCpuSection(r: BenchResults): string[] {
+  const x = r.readCpu;
+  if (!x) return [];
+  const row = (label: string, p: ReadPhaseResult) =>
+    `| ${label} | ${p.instance} | ${p.reads} in ${p.readSeconds} s (${p.readsPerSec}/s; late ${p.lateShare}) | ${p.cpuMsPerRead.mcp} | ${p.cpuMsPerRead.worker} | ${p.cpuMsPerRead.temporal} | **${p.cpuMsPerRead.stack}** (net ${p.netCpuMsPerRead.stack}) | ${p.latencyMs.p50Ms} / ${p.latencyMs.p99Ms} ms | ${pairs(p.sources)}; ${p.feedLongPolls} long-polls | ${p.intervalP50S} / ${p.intervalP99S} s |`;
+  return [
+    '## Read CPU: task record vs query',
+    '',
+    `${x.tasks} pending tasks created through instance A over ${x.principals} principals; MCP server Q, its own process with \`COUNTERSIGN_TASK_READS=query\` (the \`task\` query, as before the task record), beside A (the record and A's task feed, the default). The paths take turns (${x.order.filter((o) => o === 'record' || o === 'query').join(', ')}; ${x.phaseSeconds / 2} s each, ${x.phaseSeconds} s per path): every task is read at the \`pollIntervalMs\` its last answer advertised (next read due at the last answer plus that interval; ${x.concurrency} reads in flight at most; *late*: share of reads sent over 500 ms after due). CPU from \`/proc/<pid>/stat\` (10 ms ticks) of the serving MCP server, the worker and the Temporal dev server over each turn, for A until its feed's last watch stopped (a watch outlives its last read by up to three intervals); *net* subtracts what the stack used while nobody read (idle phases before the turns and at the end), over as long (idle CPU ms per s: ${pairs(x.idleCpuMsPerSec)}). After the turns, a describe-only phase on A (${x.describe.readSeconds} s): each task read at most once per 15 s, slower than advertised, so a read finds a feed watch only while the task still advertises under 10 s. Sources: \`countersign_task_reads_total\` of the serving instance. Command: \`${r.command}\`.`,
+    '',
+    '| path | instance | reads | CPU ms / read: MCP server | worker | Temporal server | stack | latency p50 / p99 | reads by source | advertised interval p50 / p99 |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    row('record (default)', x.record),
+    row('query (before)', x.query),
+    row('record, describe-only (reads ≥ 15 s apart)', x.describe),
+    '',
+    `Whole-stack CPU per read, record / query: **${x.ratio.raw}×** as measured, ${x.ratio.net}× net of the idle background (target ≤ ${x.target}×: ${yes(x.met)}, on the measured figure). Turns as run (stack CPU ms per read): ${x.turns.map((t) => `${t.path} ${t.stackCpuMsPerRead} (${t.reads} reads; ${pairs(t.sources)})`).join('; ')}. Advertised intervals (s → answers), record: ${pairs(x.record.intervalsS)}; query: ${pairs(x.query.intervalsS)}.`,
     '',
   ];
 }

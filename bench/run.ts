@@ -2,13 +2,15 @@
 // stack around it (approval service, token issuer, an in-process MCP server for the allowed-call
 // scenario), then the worker and MCP server instances as their own processes so each one's memory
 // is measured alone, and runs the scenarios in bench/scenarios/ against their baselines in the same
-// run: allowed-call overhead, task creation, approve → result, scale-out, backlog. Writes
+// run: allowed-call overhead, task creation, approve → result, approve → notification, Temporal
+// actions (per task, and by wait length in simulated time), read CPU record vs query, scale-out,
+// backlog. Writes
 // bench/results.json, bench/task-creation.svg and BENCHMARKS.md.
 // `--smoke`: tiny N, one run, results to bench/results.smoke.json only (BENCHMARKS.md untouched).
 // `--backlog N`: backlog size (default 10,000; smoke 40); `--backlog-budget S`: time budget for
 // growing it (default 900 s), after which it stops and reports the size reached.
-// Profiling: `--only allowed,create,approve,actions,scale,backlog`, `--tasks N`, `--levels 1,16`,
-// `--action-tasks N`, and
+// Profiling: `--only allowed,create,approve,actions,notify,waits,reads,scale,backlog`, `--tasks N`,
+// `--levels 1,16`, `--action-tasks N`, `--read-tasks N`, `--read-seconds S`, `--notify-samples K`, and
 // BENCH_CPU_PROF=<dir> (a V8 CPU profile of every role process).
 import { mkdtempSync, readdirSync, copyFileSync, writeFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -30,10 +32,13 @@ import { markdown } from './report.js';
 import { startRole, type RoleProcess, type RoleSpec } from './roles/spec.js';
 import { allowedCallScenario, type AllowedCallResult } from './scenarios/allowed-call.js';
 import { actionsScenario, type ActionsResult } from './scenarios/actions.js';
+import { approveNotifyScenario, type ApproveNotifyResult } from './scenarios/approve-notify.js';
 import { approveResultScenario, type ApproveResultResult } from './scenarios/approve-result.js';
 import { backlogScenario, type BacklogResult } from './scenarios/backlog.js';
+import { readCpuScenario, type ReadCpuResult } from './scenarios/read-cpu.js';
 import { scaleOutScenario, type ScaleOutResult } from './scenarios/scale-out.js';
 import { taskCreationScenario, type TaskCreationResult } from './scenarios/task-creation.js';
+import { waitActionsScenario, type WaitActionsResult } from './scenarios/wait-actions.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const WORKER_CACHE = 1000;
@@ -49,13 +54,18 @@ export interface BenchOptions {
   /** Write BENCHMARKS.md (default: not in smoke mode). */
   writeMarkdown?: boolean;
   log?: (line: string) => void;
-  /** Run only these scenarios (allowed, create, approve, actions, scale, backlog): results.partial.json, no report. For profiling. */
+  /** Run only these scenarios (allowed, create, approve, actions, notify, waits, reads, scale, backlog): results.partial.json, no report. For profiling. */
   only?: string[];
   /** Override tasks per run of the task-creation scenario and its levels (profiling). */
   createTasksPerRun?: number;
   createLevels?: number[];
   /** Tasks per outcome (approved, denied) of the actions scenario; default 10 (smoke: 2). */
   actionTasks?: number;
+  /** Pending tasks of the read-CPU scenario (default 1,000; smoke 40) and seconds of reading per path (default 60; smoke 8). */
+  readTasks?: number;
+  readSeconds?: number;
+  /** Samples per side of approve → notification vs approve → result; default 30 (smoke 3). */
+  notifySamples?: number;
 }
 
 export interface BenchResults {
@@ -70,6 +80,12 @@ export interface BenchResults {
   approveResult: ApproveResultResult;
   /** Temporal Cloud actions per approved and per denied task (bench/scenarios/actions.ts). */
   actions: ActionsResult;
+  /** Approve → `notifications/tasks` on a subscription vs approve → `tasks/get` result (bench/scenarios/approve-notify.ts). */
+  approveNotify: ApproveNotifyResult;
+  /** Actions per approved task by wait length, simulated time (bench/scenarios/wait-actions.ts). */
+  waitActions: WaitActionsResult;
+  /** CPU per task read, record vs query path (bench/scenarios/read-cpu.ts). */
+  readCpu: ReadCpuResult;
   scaleOut: ScaleOutResult;
   backlog: BacklogResult;
   /** Peak RSS per process, MiB (VmHWM / sampled VmRSS). */
@@ -103,8 +119,9 @@ export function benchConfig(temporalAddress: string): Config {
       // a pending backlog of 10,000 must not poll the approval service every 15 s: decisions reach
       // the workflows by signed callback, and the status poll is only the fallback
       COUNTERSIGN_STATUS_POLL_INITIAL_MS: 3_600_000,
-      // approve → result polls tasks/get as fast as it answers, to time the result's arrival: not
-      // a client to rate-limit (src/mcp/poll-interval.ts)
+      // approve → result and the actions scenario poll tasks/get every few ms to time the moment a
+      // task completes; the per-task poll limit (src/mcp/poll-interval.ts) would refuse them past
+      // its burst. Clients of the read scenarios honour pollIntervalMs, which the limit never refuses.
       COUNTERSIGN_POLL_RATE_LIMIT: 'off',
     },
   );
@@ -213,6 +230,15 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
     // 3. approve → result; 4. scale-out; 5. backlog (last: its tasks stay pending until the end)
     const approveResult = !want('approve') ? (undefined as never) : await approveResultScenario(ctxA);
     const actions = !want('actions') ? (undefined as never) : await actionsScenario(ctxA, opts.actionTasks);
+    const approveNotify = !want('notify') ? (undefined as never) : await approveNotifyScenario(ctxA, opts.notifySamples);
+    const waitActions = !want('waits') ? (undefined as never) : await waitActionsScenario(ctxA, bundle);
+    // after the scenarios that look requests up in the approver's pending list: it cancels its tasks at the end
+    const readCpu = !want('reads')
+      ? (undefined as never)
+      : await readCpuScenario(ctxA, {
+          ...(opts.readTasks ? { tasks: opts.readTasks } : {}),
+          ...(opts.readSeconds ? { seconds: opts.readSeconds } : {}),
+        });
     const scaleOut = !want('scale') ? (undefined as never) : await scaleOutScenario(ctxA);
     const backlog = !want('backlog')
       ? (undefined as never)
@@ -233,6 +259,9 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
       taskCreation: taskCreation && { ...taskCreation, cancelled: cancelled - cancelFailures, cancelFailures },
       approveResult,
       actions,
+      approveNotify,
+      waitActions,
+      readCpu,
       scaleOut,
       backlog,
       peakRssMiB: { ...sampler.peakMiB },
@@ -274,6 +303,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const budget = arg('--backlog-budget');
   const levels = arg('--levels')?.split(',').map(Number);
   const actionTasks = arg('--action-tasks');
+  const readTasks = arg('--read-tasks');
+  const readSeconds = arg('--read-seconds');
+  const notifySamples = arg('--notify-samples');
   runBench({
     smoke,
     ...(backlog ? { backlog } : {}),
@@ -282,6 +314,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     ...(levels ? { createLevels: levels } : {}),
     ...(budget ? { backlogBudgetS: Number(budget) } : {}),
     ...(actionTasks ? { actionTasks: Number(actionTasks) } : {}),
+    ...(readTasks ? { readTasks: Number(readTasks) } : {}),
+    ...(readSeconds ? { readSeconds: Number(readSeconds) } : {}),
+    ...(notifySamples ? { notifySamples: Number(notifySamples) } : {}),
   })
     .then((r) => {
       process.stdout.write(
@@ -290,6 +325,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
           taskCreation: r.taskCreation?.levels.map((l) => ({ c: l.concurrency, ratio: l.ratio, perSec: l.countersignPerSec })),
           approveResult: r.approveResult?.ratio,
           actions: r.actions && { approved: r.actions.approved.total, denied: r.actions.denied.total },
+          approveNotify: r.approveNotify?.ratio,
+          waitActions: r.waitActions?.ratio,
+          readCpu: r.readCpu?.ratio,
           scaleOut: r.scaleOut?.ratio,
           backlog: r.backlog && { ratio: r.backlog.ratio, mcpRssGrowth: r.backlog.mcpRssGrowth, creationPerSec: r.backlog.creationPerSec },
           peakRssMiB: r.peakRssMiB,

@@ -14,7 +14,7 @@ const finite = (n: unknown) => typeof n === 'number' && Number.isFinite(n);
 const positive = (n: unknown) => finite(n) && (n as number) > 0;
 
 describe('bench smoke', () => {
-  it('runs every scenario and writes numeric results, the plot and the report', { timeout: 120_000 }, async () => {
+  it('runs every scenario and writes numeric results, the plot and the report', { timeout: 240_000 }, async () => {
     await runBench({ smoke: true, outDir, writeMarkdown: true, log: () => undefined });
     const json = JSON.parse(readFileSync(join(outDir, 'results.smoke.json'), 'utf8')) as Awaited<ReturnType<typeof runBench>>;
     expect(json.mode).toBe('smoke');
@@ -56,6 +56,39 @@ describe('bench smoke', () => {
     expect(x.denied.activities.executeTool).toBeUndefined();
     expect(x.approved.total).toBeGreaterThan(x.denied.total);
 
+    const n = json.approveNotify;
+    expect(positive(n.notification.p50Ms) && positive(n.result.p50Ms) && positive(n.ratio.p50)).toBe(true);
+    expect(Object.keys(n.dispositions)).toEqual(['approved-executed']);
+    // a subscribed task is followed from its record and A's task feed, never by a query
+    expect(n.subscribedQueryReads).toBe(0);
+    expect(Object.values(n.subscribedReads).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+
+    const w = json.waitActions;
+    expect(w.waits.map((x) => x.wait)).toEqual(['1 min', '1 h', '1 day', '7 days']);
+    for (const x of w.waits) {
+      expect(x.disposition).toBe('approved-executed');
+      expect(x.fixed.workflowStarted).toBe(1);
+      expect(x.pollAttempts).toBeGreaterThanOrEqual(1);
+      expect(x.total.subscribed).toBe(x.total.record);
+      expect(x.total.query).toBeCloseTo(x.total.record + x.clientReads, 2);
+    }
+    // longer waits: more poll attempts and reads, never fewer
+    for (let i = 1; i < w.waits.length; i++) {
+      expect(w.waits[i]!.pollAttempts).toBeGreaterThanOrEqual(w.waits[i - 1]!.pollAttempts);
+      expect(w.waits[i]!.clientReads).toBeGreaterThan(w.waits[i - 1]!.clientReads);
+    }
+    expect(positive(w.ratio.record) && positive(w.ratio.today)).toBe(true);
+
+    const rc = json.readCpu;
+    for (const p of [rc.record, rc.query, rc.describe]) {
+      expect(p.reads).toBeGreaterThan(0);
+      expect(p.errors).toBe(0);
+      expect(positive(p.latencyMs.p50Ms) && positive(p.cpuMsPerRead.stack)).toBe(true);
+    }
+    expect(rc.record.sources.query ?? 0).toBe(0);
+    expect(rc.query.sources.query).toBe(rc.query.reads);
+    expect(positive(rc.ratio.raw)).toBe(true);
+
     const s = json.scaleOut;
     expect(positive(s.oneInstancePerSec) && positive(s.twoInstancesPerSec) && positive(s.ratio)).toBe(true);
     expect(s.crossInstance.readOnB).toBe(s.crossInstance.createdOnA);
@@ -73,7 +106,7 @@ describe('bench smoke', () => {
     ).toBe(true);
     expect(b.workerSettings.maxCachedWorkflows).toBeGreaterThan(0);
 
-    for (const p of ['mcp-a', 'mcp-b', 'worker', 'temporal', 'bench']) expect(positive(json.peakRssMiB[p])).toBe(true);
+    for (const p of ['mcp-a', 'mcp-b', 'mcp-q', 'worker', 'temporal', 'bench']) expect(positive(json.peakRssMiB[p])).toBe(true);
 
     expect(readFileSync(join(outDir, 'task-creation.smoke.svg'), 'utf8')).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>\n$/);
     const md = readFileSync(join(outDir, 'BENCHMARKS.md'), 'utf8');
@@ -81,7 +114,10 @@ describe('bench smoke', () => {
       '## Allowed-call overhead',
       '## Task creation',
       '## Approve → result',
+      '## Approve → notification',
       '## Temporal actions per task',
+      '## Temporal actions by wait length (simulated time)',
+      '## Read CPU: task record vs query',
       '## Scale-out',
       '## Backlog',
       '## Peak memory per process',

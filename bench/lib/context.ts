@@ -41,3 +41,23 @@ export async function createTask(client: WireClient, memo: string): Promise<stri
   if (out.resultType !== 'task' || !out.taskId) throw new Error(`expected CreateTaskResult, got ${JSON.stringify(out).slice(0, 300)}`);
   return out.taskId;
 }
+
+/** The approval service's id of the pending request made for `memo` (approver's pending list). */
+export async function pendingRequestId(ctx: BenchContext, memo: string): Promise<string> {
+  const list = (await (
+    await fetch(`${ctx.stack.urls.approvals}/access/v1/approvals/pending?limit=200`, { headers: { authorization: ctx.approverAuth } })
+  ).json()) as { items: Array<{ id: string; arguments: { memo?: string } }> };
+  const req = list.items.find((i) => i.arguments.memo === memo);
+  if (!req) throw new Error('approval request not found at the approval service');
+  return req.id;
+}
+
+/** Decide request `id` as approver bob through the approval service API. */
+export async function decide(ctx: BenchContext, id: string, decision: 'approve' | 'deny'): Promise<void> {
+  const d = await fetch(`${ctx.stack.urls.approvals}/access/v1/requests/${id}/decision`, {
+    method: 'POST',
+    headers: { authorization: ctx.approverAuth, 'content-type': 'application/json' },
+    body: JSON.stringify({ decision, comment: 'bench' }),
+  });
+  if (!d.ok) throw new Error(`decision refused: ${d.status}`);
+}

@@ -1,6 +1,7 @@
 // Scope: one MCP server instance as its own process (bench only): the same gate, task service,
 // limiter client and HTTP app the `mcp` role builds (`src/stack-roles.ts`), over the bench's Temporal server, approval
-// service and token issuer. Holds no task state, so any number of these serve the same tasks.
+// service and token issuer. Holds no task state, so any number of these serve the same tasks. Reads
+// tasks as the spec's configuration says (`COUNTERSIGN_TASK_READS`: record, or query for the read-CPU comparison).
 // Prints `{"ready":true,"url":...,"origin":...}` on stdout once listening; SIGTERM stops it.
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
@@ -9,6 +10,7 @@ import { loadOrCreateSecrets } from '../../src/secrets.js';
 import { workflowConfigOf } from '../../src/stack-roles.js';
 import { createLogger } from '../../src/log.js';
 import { createMcpFront } from '../../src/mcp-front.js';
+import { createAppMetrics } from '../../src/ops/metrics.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
 import { payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';
 import { openLedger } from '../../src/tools/ledger.js';
@@ -37,8 +39,10 @@ const server: ServerType = await new Promise((resolve) => {
 });
 const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+const metrics = createAppMetrics();
 const mcp = createMcpFront(config, {
   temporal,
+  metrics,
   tools,
   pdp,
   secrets,
@@ -49,15 +53,20 @@ const mcp = createMcpFront(config, {
   // bench/heap --traced: a tracer makes the front start runs traced; no provider, so no span leaves
   ...(spec.traceRuns ? { tracer: trace.getTracer('countersign-bench') } : {}),
 });
-// Bench-only probe (this role file only, never the product): heap in use after a full GC, the
-// memory the instance actually retains (RSS also counts garbage not yet collected).
+// Bench-only probes (this role file only, never the product): `/__bench/heap`, heap in use after a
+// full GC, the memory the instance actually retains (RSS also counts garbage not yet collected);
+// `/__bench/stats`, its open streams and task-feed watches. And `/metrics` as the mcp role serves it
+// (`countersign_task_reads_total` by source), for the read scenarios.
 const gc = (globalThis as { gc?: () => void }).gc;
-fetchRef = (req) => {
-  if (new URL(req.url).pathname === '/__bench/heap') {
+fetchRef = async (req) => {
+  const path = new URL(req.url).pathname;
+  if (path === '/__bench/heap') {
     gc?.();
     const m = process.memoryUsage();
     return Response.json({ gc: gc !== undefined, heapUsedMiB: m.heapUsed / 2 ** 20, rssMiB: m.rss / 2 ** 20 });
   }
+  if (path === '/__bench/stats') return Response.json(mcp.stats());
+  if (path === '/metrics') return new Response(await metrics.registry.metrics(), { headers: { 'content-type': 'text/plain' } });
   return mcp.app.fetch(req);
 };
 

@@ -32,11 +32,15 @@ export interface OutcomeActions {
   limiterShare: ActionCounts;
   /** Both, by kind. */
   perTask: ActionCounts;
-  /** Sum of `perTask`: the fixed cost of one task, queries excluded. */
+  /** Sum of `perTask`: the fixed cost of one task, client reads excluded. */
   total: number;
   /** Regular activities scheduled per task, by type (local activities are not scheduled on the server). */
   activities: Record<string, number>;
-  /** `tasks/get` calls per task that found it open: each sends one query a worker answers (one action). The last poll, on a closed run, is refused by the server without a worker (no action). */
+  /**
+   * `tasks/get` calls per task that found it open. Instance A reads the task record (a describe, or its
+   * task feed: no action); on the query path (`COUNTERSIGN_TASK_READS=query`) each would be a query a
+   * worker answers (one action). The last poll, of a closed run, is no action either way.
+   */
   openPollsPerTask: number;
 }
 
@@ -45,8 +49,8 @@ export interface ActionsResult {
   pollGapMs: number;
   approved: OutcomeActions;
   denied: OutcomeActions;
-  /** Actions per `tasks/get` of an open task. */
-  actionsPerOpenPoll: 1;
+  /** Actions per `tasks/get` of an open task: on the record path (A, the default) and the query path. */
+  actionsPerOpenPoll: { record: 0; query: 1 };
 }
 
 const POLL_GAP_MS = 20;
@@ -137,5 +141,5 @@ export async function actionsScenario(ctx: BenchContext, tasksPerOutcome?: numbe
   const denied = await runOutcome(ctx, 'deny', n);
   ctx.log(`  approved: ${approved.total} actions per task ${JSON.stringify(approved.perTask)}`);
   ctx.log(`  denied: ${denied.total} actions per task ${JSON.stringify(denied.perTask)}`);
-  return { tasksPerOutcome: n, pollGapMs: POLL_GAP_MS, approved, denied, actionsPerOpenPoll: 1 };
+  return { tasksPerOutcome: n, pollGapMs: POLL_GAP_MS, approved, denied, actionsPerOpenPoll: { record: 0, query: 1 } };
 }

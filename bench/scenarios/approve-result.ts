@@ -4,7 +4,8 @@
 // the query shows it). Both sides poll with the same gap; samples interleaved, median of runs.
 import { randomUUID } from 'node:crypto';
 import { shapedDecisionWorkflow, signalWorkflow, decideSignal, stateQuery } from '../workflows/signal.js';
-import { BASELINE_QUEUE, createTask, type BenchContext } from '../lib/context.js';
+import type { WireClient } from '../../src/client/wire-client.js';
+import { BASELINE_QUEUE, createTask, decide, pendingRequestId, type BenchContext } from '../lib/context.js';
 import { interleave, latencies, medianFigures, round, type LatencyFigures } from '../lib/stats.js';
 
 export interface ApproveResultResult {
@@ -22,47 +23,44 @@ export interface ApproveResultResult {
   dispositions: Record<string, number>;
 }
 
-const POLL_GAP_MS = 5;
+export const POLL_GAP_MS = 5;
 /** Ratio to a bare signal → query that approve → result must stay under (bench/perf-notes.md). */
 const TARGET = 2;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let seq = 0;
+
+/**
+ * One approve → result sample: create a task for `memo` through `client`, approve its request, and
+ * poll `tasks/get` every {@link POLL_GAP_MS} until it shows `completed`; ms from the decision.
+ */
+export async function approveThenPoll(ctx: BenchContext, client: WireClient, memo: string): Promise<{ ms: number; disposition: string }> {
+  const taskId = await createTask(client, memo);
+  const id = await pendingRequestId(ctx, memo);
+  const t0 = performance.now();
+  await decide(ctx, id, 'approve');
+  for (;;) {
+    const t = await client.request<{ status: string; result?: { _meta?: Record<string, unknown> } }>('tasks/get', { taskId });
+    if (t.status === 'completed') {
+      const ms = performance.now() - t0;
+      const v = t.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition'];
+      return { ms, disposition: typeof v === 'string' ? v : JSON.stringify(v ?? 'unknown') };
+    }
+    if (t.status !== 'working') throw new Error(`task ended ${t.status}`);
+    await sleep(POLL_GAP_MS);
+  }
+}
 
 export async function approveResultScenario(ctx: BenchContext): Promise<ApproveResultResult> {
   const runs = ctx.smoke ? 1 : 3;
   const samples = ctx.smoke ? 2 : 12;
   ctx.log(`bench: approve → result, ${runs} runs × ${samples} samples per side`);
   const client = await ctx.client('bench-approve');
-  const approvals = ctx.stack.urls.approvals;
   const dispositions: Record<string, number> = {};
 
   const countersignOnce = async (): Promise<number> => {
-    const memo = `approve ${seq++} ${randomUUID()}`;
-    const taskId = await createTask(client, memo);
-    const list = (await (
-      await fetch(`${approvals}/access/v1/approvals/pending?limit=200`, { headers: { authorization: ctx.approverAuth } })
-    ).json()) as { items: Array<{ id: string; arguments: { memo?: string } }> };
-    const req = list.items.find((i) => i.arguments.memo === memo);
-    if (!req) throw new Error('approval request not found at the approval service');
-    const t0 = performance.now();
-    const d = await fetch(`${approvals}/access/v1/requests/${req.id}/decision`, {
-      method: 'POST',
-      headers: { authorization: ctx.approverAuth, 'content-type': 'application/json' },
-      body: JSON.stringify({ decision: 'approve', comment: 'bench' }),
-    });
-    if (!d.ok) throw new Error(`decision refused: ${d.status}`);
-    for (;;) {
-      const t = await client.request<{ status: string; result?: { _meta?: Record<string, unknown> } }>('tasks/get', { taskId });
-      if (t.status === 'completed') {
-        const ms = performance.now() - t0;
-        const v = t.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition'];
-        const disp = typeof v === 'string' ? v : JSON.stringify(v ?? 'unknown');
-        dispositions[disp] = (dispositions[disp] ?? 0) + 1;
-        return ms;
-      }
-      if (t.status !== 'working') throw new Error(`task ended ${t.status}`);
-      await sleep(POLL_GAP_MS);
-    }
+    const { ms, disposition } = await approveThenPoll(ctx, client, `approve ${seq++} ${randomUUID()}`);
+    dispositions[disposition] = (dispositions[disposition] ?? 0) + 1;
+    return ms;
   };
 
   const baselineOnce = async (shape = false): Promise<number> => {

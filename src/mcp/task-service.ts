@@ -239,7 +239,13 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     const watched = cache?.peek(ids);
     if (watched) {
       opts.onRead?.('feed');
-      return watched.ownerKey === ownerKey ? present(watched) : null;
+      if (watched.ownerKey !== ownerKey) return null;
+      const shown = present(watched);
+      // a read served by the watch is a read too: it keeps the watch its intervals from now
+      // (`TaskFeedOptions.retainForIntervals`), so a task polled steadily is not re-read from
+      // Temporal, and its history re-fetched by a new watch, every few intervals
+      cache?.keep(ids, watched, shown.pollIntervalMs);
+      return shown;
     }
     const answer = await guard.run(() => read(readCtx, ids, ownerKey));
     if (!answer) return null;

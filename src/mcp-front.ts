@@ -20,6 +20,7 @@ import { createTaskService } from './mcp/task-service.js';
 import { createTaskFeed } from './mcp/task-feed.js';
 import { createTaskSubscriptions } from './mcp/task-subscriptions.js';
 import { PollRateLimiter } from './mcp/poll-interval.js';
+import { createTaskGetFastPath } from './mcp/task-get-fast-path.js';
 import { createTemporalGuard } from './temporal/availability.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -94,15 +95,15 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
     },
   });
   const tasks = p.metrics ? countingRefusals(service, p.metrics) : service;
+  const pollLimiter =
+    config.COUNTERSIGN_POLL_RATE_LIMIT === 'on' ? new PollRateLimiter({ refillMs: config.COUNTERSIGN_POLL_INTERVAL_MS / 2 }) : undefined;
   const gateDeps = {
     tools: p.tools,
     pdp: p.pdp,
     tasks,
     logger: p.logger.child({ part: 'mcp' }),
     noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
-    ...(config.COUNTERSIGN_POLL_RATE_LIMIT === 'on'
-      ? { pollLimiter: new PollRateLimiter({ refillMs: config.COUNTERSIGN_POLL_INTERVAL_MS / 2 }) }
-      : {}),
+    ...(pollLimiter ? { pollLimiter } : {}),
   };
   const subscriptions = createTaskSubscriptions({
     tasks,
@@ -120,6 +121,12 @@ export function createMcpFront(config: Config, p: McpFrontParts): { app: Hono; c
   const http = createMcpHttpApp({
     factory,
     subscriptions,
+    taskGetFastPath: createTaskGetFastPath({
+      tasks,
+      ...(pollLimiter ? { pollLimiter } : {}),
+      serverInfo: { name: 'countersign', version: '0.1.0' },
+      logger: gateDeps.logger,
+    }),
     verifier: createTokenVerifier(p.oauth),
     resourceUrl: p.resourceUrl,
     authorizationServers: [p.oauth.issuer],

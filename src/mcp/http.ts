@@ -47,6 +47,7 @@ import type { Tracer } from '@opentelemetry/api';
 import { withMcpServerSpan } from './tracing.js';
 import { newResponseNote, RESPONSE_NOTE_KEY, type ResponseNote } from './response-note.js';
 import { isTaskListenRequest, type TaskSubscriptions } from './task-subscriptions.js';
+import type { Principal } from '../auth/principal.js';
 
 /** Largest accepted body of a `/mcp` request, bytes (1 MiB; the SDK's own default is 4 MiB). */
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
@@ -56,6 +57,8 @@ export interface McpHttpOptions {
   factory: McpServerFactory;
   /** `subscriptions/listen` naming `taskIds` (`task-subscriptions.ts`); unset: the SDK answers every listen request (and acknowledges no task ids). */
   subscriptions?: TaskSubscriptions;
+  /** A clean `tasks/get` answered before the SDK (`task-get-fast-path.ts`); null hands the request to the SDK. Unset: the SDK answers all. */
+  taskGetFastPath?: (body: unknown, caller: Principal, request: Request) => Promise<Response | null>;
   verifier: TokenVerifier;
   /** This resource's identifier, e.g. `http://127.0.0.1:8787/mcp` (the token audience). */
   resourceUrl: string;
@@ -115,14 +118,19 @@ export function createMcpHttpApp(opts: McpHttpOptions): { app: Hono; close: () =
     const token = c.get('bearerToken');
     const body = c.get('mcpBody');
     // task notifications: the SDK's listen router knows only the list-changed filters
-    if (opts.subscriptions && body?.parsed && isTaskListenRequest(body.value))
+    if (opts.subscriptions && body?.parsed && isTaskListenRequest(body.value, c.req.raw.headers))
       return opts.subscriptions.serve(body.value, principal, c.req.raw);
     const note = newResponseNote();
     const authInfo = { token, clientId: principal.sub, scopes: [], extra: { principal, [RESPONSE_NOTE_KEY]: note } };
     // A body already parsed by `jsonWithinLimits` goes to the SDK as `parsedBody`: it then reads,
     // clones and parses nothing again (see `createMcpHandler`'s `parsedBody` option).
-    const run = async () =>
-      finishMcpResponse(await handler.fetch(c.req.raw, { authInfo, ...(body?.parsed ? { parsedBody: body.value } : {}) }), note);
+    const run = async () => {
+      // a clean tasks/get needs no per-request SDK server (task-get-fast-path.ts); anything else does
+      const fast = opts.taskGetFastPath && body?.parsed ? await opts.taskGetFastPath(body.value, principal, c.req.raw) : null;
+      return (
+        fast ?? finishMcpResponse(await handler.fetch(c.req.raw, { authInfo, ...(body?.parsed ? { parsedBody: body.value } : {}) }), note)
+      );
+    };
     if (!opts.tracer || c.req.method !== 'POST') return run();
     return withMcpServerSpan(opts.tracer, c.req.raw, body?.text ?? (await c.req.raw.clone().text()), run);
   });

@@ -103,10 +103,12 @@ export interface ListenMessage {
 }
 
 /**
- * True when `body` is a single 2026-07-28 `subscriptions/listen` request naming `taskIds`: the
- * requests this module serves (every other listen request is the SDK's).
+ * True when `body` is a single 2026-07-28 `subscriptions/listen` request naming `taskIds`, sent
+ * with the `MCP-Protocol-Version: 2026-07-28` header: the requests this module serves. Every other
+ * listen request is the SDK's, which also answers a missing or disagreeing header (-32020).
  */
-export function isTaskListenRequest(body: unknown): body is ListenMessage {
+export function isTaskListenRequest(body: unknown, headers?: Headers): body is ListenMessage {
+  if (headers && headers.get('mcp-protocol-version') !== MODERN_REVISION) return false;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
   const m = body as Record<string, unknown>;
   if (m.method !== 'subscriptions/listen' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return false;

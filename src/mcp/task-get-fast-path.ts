@@ -1,0 +1,128 @@
+/**
+ * `tasks/get` answered before the SDK's per-request server is built: the hottest request of a
+ * waiting task (docs/DESIGN.md §4.5 Reads). A client honouring `pollIntervalMs` sends mostly these,
+ * and once the task's state comes from the task feed without a Temporal call, most of what a read
+ * costs is the SDK building a `Server` for the one request, validating it against the era's codec,
+ * dispatching and serialising (bench/perf-notes.md §Reads). This path serves exactly the well-formed
+ * request and nothing else:
+ *
+ * - one JSON-RPC request object, `jsonrpc: "2.0"`, a string or number `id`, method `tasks/get`;
+ * - `params` holding only `taskId` (a string) and `_meta`, whose envelope names protocol
+ *   `2026-07-28`, declares the tasks extension and carries no MRTR fields;
+ * - the routing headers agreeing: `MCP-Protocol-Version: 2026-07-28`, `Mcp-Method: tasks/get`,
+ *   `Mcp-Name` equal to `params.taskId` (the tasks extension's routing header).
+ *
+ * Anything else — a missing or disagreeing header, another key, a wrong type, a missing capability
+ * — returns `null` and goes to the SDK, which answers it as before (-32020, -32021, -32602 in the
+ * documented forms). For the request it serves, the answer is the one the SDK path gives: the same
+ * `TaskService.get`, the same poll limit, the same projection (`getTaskResult`) with the SDK's
+ * `serverInfo` stamp in `result._meta`, the same errors (`errors.ts`); `test/e2e/task-get-fast-path.test.ts`
+ * reads the same tasks through both and compares.
+ */
+import { SERVER_INFO_META_KEY } from '@modelcontextprotocol/server';
+import type { Logger } from 'pino';
+import type { Principal } from '../auth/principal.js';
+import { taskOwnerKeyOf } from '../auth/principal-keys.js';
+import { TemporalUnavailableError } from '../temporal/availability.js';
+import { TASKS_EXTENSION } from '../../workflows/wire.js';
+import { internalError, pollTooSoon, taskNotFound, temporalUnavailable } from './errors.js';
+import type { PollRateLimiter } from './poll-interval.js';
+import { getTaskResult } from './task-projection.js';
+import type { TaskService } from './task-service.js';
+
+const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
+const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapabilities';
+const MODERN_REVISION = '2026-07-28';
+/** `_meta` keys of the request envelope this path accepts (anything else goes to the SDK). */
+const ENVELOPE_KEYS: ReadonlySet<string> = new Set([
+  PROTOCOL_VERSION_META_KEY,
+  CLIENT_CAPABILITIES_META_KEY,
+  'io.modelcontextprotocol/clientInfo',
+  'io.modelcontextprotocol/logLevel',
+  'traceparent',
+  'tracestate',
+  'baggage',
+]);
+
+/** What the fast path needs: the task service, the poll limit (when on), the server's identity and a logger. */
+export interface TaskGetFastPathOptions {
+  tasks: TaskService;
+  pollLimiter?: PollRateLimiter;
+  /** Stamped in `result._meta` as the SDK stamps every modern result. */
+  serverInfo: { name: string; version: string };
+  logger: Logger;
+}
+
+/** A served request's parts. */
+interface CleanTaskGet {
+  id: string | number;
+  taskId: string;
+}
+
+/**
+ * Build the fast path: `(body, caller, request)` answers a clean `tasks/get` (module header) with
+ * its JSON-RPC response, or returns `null` for the SDK to answer.
+ */
+export function createTaskGetFastPath(
+  opts: TaskGetFastPathOptions,
+): (body: unknown, caller: Principal, request: Request) => Promise<Response | null> {
+  return async (body, caller, request) => {
+    const clean = cleanTaskGet(body, request.headers);
+    if (!clean) return null;
+    try {
+      const tooSoon = opts.pollLimiter?.take(`${taskOwnerKeyOf(caller)} ${clean.taskId}`);
+      if (tooSoon)
+        return error(429, clean.id, pollTooSoon(tooSoon.retryAfterMs), {
+          'retry-after': String(Math.max(1, Math.ceil(tooSoon.retryAfterMs / 1000))),
+        });
+      const snap = await opts.tasks.get(clean.taskId, caller);
+      if (!snap) return error(200, clean.id, taskNotFound());
+      const result = getTaskResult(clean.taskId, snap);
+      const meta = { ...((result._meta as Record<string, unknown> | undefined) ?? {}), [SERVER_INFO_META_KEY]: opts.serverInfo };
+      return json(200, { result: { ...result, _meta: meta }, jsonrpc: '2.0', id: clean.id });
+    } catch (err) {
+      if (err instanceof TemporalUnavailableError) {
+        opts.logger.warn({ reason: err.reason, ...(err.detail ? { detail: err.detail } : {}) }, 'Temporal unavailable; answered retryable');
+        return error(503, clean.id, temporalUnavailable(err.retryAfterSeconds), { 'retry-after': String(err.retryAfterSeconds) });
+      }
+      opts.logger.error({ err: (err as Error)?.name }, 'request failed');
+      return error(200, clean.id, internalError());
+    }
+  };
+}
+
+/** The request's id and task id when it is a clean `tasks/get` (module header), else null. */
+function cleanTaskGet(body: unknown, headers: Headers): CleanTaskGet | null {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const m = body as Record<string, unknown>;
+  if (m.jsonrpc !== '2.0' || m.method !== 'tasks/get' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return null;
+  if (Object.keys(m).some((k) => k !== 'jsonrpc' && k !== 'id' && k !== 'method' && k !== 'params')) return null;
+  const params = m.params;
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return null;
+  const p = params as Record<string, unknown>;
+  if (typeof p.taskId !== 'string' || Object.keys(p).some((k) => k !== 'taskId' && k !== '_meta')) return null;
+  const meta = p._meta;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return null;
+  const envelope = meta as Record<string, unknown>;
+  if (envelope[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION || Object.keys(envelope).some((k) => !ENVELOPE_KEYS.has(k))) return null;
+  const caps = envelope[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
+  if (typeof caps !== 'object' || caps === null || typeof caps.extensions !== 'object' || caps.extensions === null) return null;
+  if (typeof caps.extensions[TASKS_EXTENSION] !== 'object' || caps.extensions[TASKS_EXTENSION] === null) return null;
+  if (headers.get('mcp-protocol-version') !== MODERN_REVISION || headers.get('mcp-method') !== 'tasks/get') return null;
+  if (headers.get('mcp-name') !== p.taskId) return null;
+  return { id: m.id, taskId: p.taskId };
+}
+
+function error(
+  status: number,
+  id: string | number,
+  err: { code: number; message: string; data?: unknown },
+  headers: Record<string, string> = {},
+): Response {
+  const e = err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data };
+  return json(status, { jsonrpc: '2.0', id, error: e }, headers);
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}

@@ -14,6 +14,7 @@
  * Deliberately does not: ask anyone but the caller, open a backend request, or lift an
  * out-of-band denial (the PDP only answers in band when every determining forbid is in band).
  */
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { META } from '../../workflows/types.js';
 import type { InBandConfirmation } from '../../workflows/types.js';
@@ -80,7 +81,7 @@ export function confirmationRecord(policyId: string, reason: string | undefined,
  * tool did not run, with the SEP-2643 envelope at `remediation: "unavailable"` — nothing is
  * pending; making the call again asks again.
  */
-export function confirmationRejectedResult(reason: string, how: 'reject' | 'decline' | 'cancel'): Record<string, unknown> {
+export function confirmationRejectedResult(reason: string, how: 'reject' | 'decline' | 'cancel'): CallToolResult {
   const what =
     how === 'reject'
       ? 'You rejected the confirmation'

@@ -288,7 +288,7 @@ class Stream {
     const key = JSON.stringify(comparable);
     if (this.sent.get(taskId) === key) return;
     this.sent.set(taskId, key);
-    const meta = { ...((task._meta as Record<string, unknown> | undefined) ?? {}), [SUBSCRIPTION_ID_META_KEY]: this.id };
+    const meta = { ...(task._meta ?? {}), [SUBSCRIPTION_ID_META_KEY]: this.id };
     this.notify('notifications/tasks', { ...task, _meta: meta });
   }
 

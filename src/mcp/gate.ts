@@ -90,6 +90,11 @@ export interface GateCall {
  */
 export type GateResult = CallToolResult | CreateTaskResult | InputRequiredResult;
 
+/** Whether the gate answered with a task: only `CreateTaskResult` carries `resultType: "task"`. */
+export function isTaskAnswer(result: GateResult): result is CreateTaskResult {
+  return result.resultType === 'task';
+}
+
 /** The tool's record of a call that proceeds (`Tool.own` / `Tool.disown`), bound to one call. */
 export interface Ownership {
   /** Own the tool's key (with `taskId` once the task exists); true when this call took it first. Throws -32602 on refusal. */

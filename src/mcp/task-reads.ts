@@ -18,6 +18,8 @@
  *   completed — from the record when the record holds it, else from the close event — answered
  *   until `createdAt + ttlMs`; a terminated or failed run answered as outcome-unknown (the tool was
  *   scheduled) or `failed` (it was not), never as an unknown task.
+ * - {@link describeOwnedRun}: the caller's run before a change (`tasks/update`, `tasks/cancel`):
+ *   its handle and description.
  *
  * Every read checks the caller's owner key against the run's and answers `null` for a mismatch,
  * exactly like an unknown or expired task (SEP-2848 §Security: the task id is not an oracle).
@@ -39,6 +41,9 @@ import { outcomeUnknownResult } from '../../workflows/results.js';
 import { readTaskRecord, servableSnapshot, TASK_RECORD_MEMO_KEY } from '../../workflows/task-record.js';
 import type { TaskSnapshot, ToolProgress } from '../../workflows/types.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
+import type { Principal } from '../auth/principal.js';
+import { taskOwnerKeyOf } from '../auth/principal-keys.js';
+import { parseTaskId } from '../../workflows/task-id.js';
 
 /** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
 const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
@@ -175,6 +180,30 @@ export async function describeApprovalRun(client: Client, ids: RunIds): Promise<
   try {
     const desc = await client.workflow.getHandle(ids.workflowId, ids.runId).describe();
     return desc.type === 'approvalWorkflow' ? desc : null;
+  } catch (err) {
+    if (isWorkflowNotFound(err)) return null;
+    throw err;
+  }
+}
+
+/**
+ * The caller's run of task `taskId` for a change (`tasks/update`, `tasks/cancel`): its handle and
+ * description, or null when the id is malformed, the run unknown or not an approval workflow, or
+ * not the caller's (the owner key in its memo; the same null as unknown). Closed runs are returned
+ * too: the caller decides what a change of one means.
+ */
+export async function describeOwnedRun(
+  client: Client,
+  taskId: unknown,
+  caller: Principal,
+): Promise<{ handle: WorkflowHandle<typeof approvalWorkflow>; desc: WorkflowExecutionDescription } | null> {
+  const ids = parseTaskId(taskId);
+  if (!ids) return null;
+  const handle = client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId);
+  try {
+    const desc = await handle.describe();
+    if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== taskOwnerKeyOf(caller)) return null;
+    return { handle, desc };
   } catch (err) {
     if (isWorkflowNotFound(err)) return null;
     throw err;

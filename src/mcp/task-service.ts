@@ -14,14 +14,19 @@
  *   without any call while the run is being watched (`task-feed.ts`); the stored result once
  *   closed, answered until `createdAt + ttlMs`. `pollIntervalMs` is the one the task's phase and age
  *   call for (`poll-interval.ts`);
- * - cancel: the `cancel` update, which performs the claim-vs-cancel compare-and-set.
+ * - update (`provideInput`): the `provideInput` update, refused by its validator without recording
+ *   anything when the task is not waiting for input or the answer does not fit;
+ * - cancel: the `cancel` update, which performs the claim-vs-cancel compare-and-set; when no worker
+ *   takes it in time, the `cancelRequest` signal records it for the same compare-and-set later.
+ * Each is a named step below (`createOrJoinNow` → `startApproval` → `taskCreatedOf`; `cancelNow`,
+ * `recordCancel`; `provideInputNow`); the reads are `task-reads.ts`'s.
  * Every access checks the caller against the owner recorded in the run's memo (for `get` of an open
  * or completed run, the same key in the snapshot it returned) before returning or changing task state; a
  * mismatch is indistinguishable from an unknown task (returns null).
  *
  * Holds no task state itself: any instance serves any task.
  */
-import { WorkflowClient, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowClient, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
 import type { Principal } from '../auth/principal.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
@@ -40,10 +45,19 @@ import type {
   TaskSnapshot,
 } from '../../workflows/types.js';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
+import type { LimiterReservation } from '../../workflows/limiter-messages.js';
 import { faultPoint } from '../fault-point.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } from '../temporal/availability.js';
-import { isTerminalStatus, readByQuery, readByRecord, type ReadContext, type ReadSource, type RunIds } from './task-reads.js';
+import {
+  describeOwnedRun,
+  isTerminalStatus,
+  readByQuery,
+  readByRecord,
+  type ReadContext,
+  type ReadSource,
+  type RunIds,
+} from './task-reads.js';
 import type { TaskFeed } from './task-feed.js';
 import { pollIntervalFor, type PollIntervalPolicy } from './poll-interval.js';
 
@@ -185,6 +199,14 @@ export interface TaskService {
   ): Promise<{ accepted: true } | { refused: string } | null>;
 }
 
+/** What one creation asks for: the binding, the requestable denial's hints, and what the new run captures besides. */
+interface CreateRequest {
+  binding: CallBinding;
+  accessRequest: AccessRequestHint;
+  submissionInput: { justification?: string } | undefined;
+  options: CreateOptions;
+}
+
 /** Build the task service over a Temporal client. */
 export function createTaskService(opts: TaskServiceOptions): TaskService {
   const { client } = opts;
@@ -218,20 +240,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
   /** The snapshot as answered: the interval its phase and age call for. */
   const present = (s: TaskSnapshot): TaskSnapshot => ({ ...s, pollIntervalMs: pollIntervalFor(s, now(), policy) ?? s.pollIntervalMs });
 
-  const describeOwned = async (taskId: unknown, caller: Principal) => {
-    const ids = parseTaskId(taskId);
-    if (!ids) return null;
-    const handle = client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId);
-    try {
-      const desc = await handle.describe();
-      if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== taskOwnerKeyOf(caller)) return null;
-      return { handle, desc };
-    } catch (err) {
-      if (isWorkflowNotFound(err)) return null;
-      throw err;
-    }
-  };
-
+  /** `TaskService.get`: from the feed while it watches the run, else one read (`task-reads.ts`), which the feed then keeps. */
   async function get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null> {
     const ids = parseTaskId(taskId);
     if (!ids) return null;
@@ -249,85 +258,204 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     return shown;
   }
 
-  return {
-    get,
-
-    async follow(taskId, caller, listener) {
-      const ids = parseTaskId(taskId);
-      if (!ids || !feed) return null;
-      const current = await get(taskId, caller);
-      if (!current) return null;
-      if (isTerminalStatus(current.status)) return { current, stop: () => undefined };
-      const ownerKey = taskOwnerKeyOf(caller);
-      let stopped = false;
-      const unsubscribe = feed.subscribe(ids, (event) => {
-        if (stopped) return;
-        if ('snapshot' in event) {
-          if (event.snapshot.ownerKey === ownerKey) listener(present(event.snapshot));
-          return;
-        }
-        if (event.ended === 'terminal') return; // its terminal snapshot was the last event
-        // closed abnormally (terminated, failed) or gone: read it once more, as tasks/get would
-        get(taskId, caller).then(listener, () => listener(null));
-      });
-      if (!unsubscribe) return null;
-      // a change the watch saw before this subscriber was added (`current` came from Temporal, or
-      // from an older answer) is not lost: a newer state it holds is delivered first
-      const seen = feed.latest(ids);
-      if (seen && seen.ownerKey === ownerKey && seen.lastUpdatedAt > current.lastUpdatedAt)
-        queueMicrotask(() => !stopped && listener(present(seen)));
-      return {
-        current,
-        stop: () => {
-          stopped = true;
-          unsubscribe();
-        },
-      };
-    },
-
-    async createOrJoin(binding, accessRequest, submissionInput, options) {
-      const progress = { at: 'not-started' as CreationProgress };
-      try {
-        // The wait lasts until a worker has submitted to the approval backend: its length says little
-        // about Temporal itself, so running out of it does not count toward the circuit.
-        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput, options, progress), opts.createWaitMs, {
-          tripsCircuit: false,
-        });
-      } catch (err) {
-        // Temporal answers but the task was not confirmed in time: retryable, and the retry joins.
-        if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError(progress.at);
-        throw err;
+  /** `TaskService.follow`: the current snapshot, then the feed's changes of a run still open. */
+  async function follow(taskId: unknown, caller: Principal, listener: (snapshot: TaskSnapshot | null) => void) {
+    const ids = parseTaskId(taskId);
+    if (!ids || !feed) return null;
+    const current = await get(taskId, caller);
+    if (!current) return null;
+    if (isTerminalStatus(current.status)) return { current, stop: () => undefined };
+    const ownerKey = taskOwnerKeyOf(caller);
+    let stopped = false;
+    const unsubscribe = feed.subscribe(ids, (event) => {
+      if (stopped) return;
+      if ('snapshot' in event) {
+        if (event.snapshot.ownerKey === ownerKey) listener(present(event.snapshot));
+        return;
       }
-    },
+      if (event.ended === 'terminal') return; // its terminal snapshot was the last event
+      // closed abnormally (terminated, failed) or gone: read it once more, as tasks/get would
+      get(taskId, caller).then(listener, () => listener(null));
+    });
+    if (!unsubscribe) return null;
+    // a change the watch saw before this subscriber was added (`current` came from Temporal, or
+    // from an older answer) is not lost: a newer state it holds is delivered first
+    const seen = feed.latest(ids);
+    if (seen && seen.ownerKey === ownerKey && seen.lastUpdatedAt > current.lastUpdatedAt)
+      queueMicrotask(() => !stopped && listener(present(seen)));
+    return {
+      current,
+      stop: () => {
+        stopped = true;
+        unsubscribe();
+      },
+    };
+  }
 
-    referenceOf(binding) {
-      return approvalWorkflowId(opts.dedupKey, binding.digest);
-    },
+  /**
+   * `TaskService.createOrJoin` under the creation wait (`createWaitMs`). The wait lasts until a
+   * worker has submitted to the approval backend: its length says little about Temporal itself, so
+   * running out of it does not count toward the circuit; Temporal answering but the task not
+   * confirmed in time is `TaskCreationPendingError` (retryable, and the retry joins).
+   */
+  async function createOrJoin(
+    binding: CallBinding,
+    accessRequest: AccessRequestHint,
+    submissionInput?: { justification?: string },
+    options: CreateOptions = {},
+  ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
+    const progress = { at: 'not-started' as CreationProgress };
+    const request: CreateRequest = { binding, accessRequest, submissionInput, options };
+    try {
+      return await guard.run(() => createOrJoinNow(request, progress), opts.createWaitMs, { tripsCircuit: false });
+    } catch (err) {
+      if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError(progress.at);
+      throw err;
+    }
+  }
 
-    async provideInput(taskId, caller, inputResponses) {
-      const out = await guard.run(() => provideInputNow(taskId, caller, inputResponses));
+  /**
+   * One creation attempt, in the steps that let a wait that runs out say how far it got
+   * (`progress`, {@link CreationProgress}): the caller's submission limiter reserves a slot (throws
+   * `SubmissionLimitedError` past a limit), the durable start (Temporal server only), then the
+   * `taskCreated` update, which resolves once the backend's handle is in workflow state (SEP-2848
+   * §Crash-consistent creation). A join that lands on a run whose task has already ended starts
+   * afresh, once (`afterClose`).
+   */
+  async function createOrJoinNow(
+    request: CreateRequest,
+    progress: { at: CreationProgress },
+    afterClose = false,
+  ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
+    const workflowId = approvalWorkflowId(opts.dedupKey, request.binding.digest);
+    const limiter = limits ? await limits.reserve(quotaKeyOf(opts.dedupKey, request.binding.principal), workflowId) : null;
+    progress.at = 'unknown';
+    const run = await startApproval(workflowId, request, limiter);
+    progress.at = 'started';
+    const created = await taskCreatedOf(run, afterClose);
+    // the run we found closed before it took the update (its task had ended): start afresh, once
+    if (!created) return createOrJoinNow(request, progress, true);
+    if (isTerminalStatus(created.snapshot.status) && !afterClose) {
+      // Joined a run that has already ended its task and is only finishing (its last workflow
+      // task, e.g. the limiter release): the identical call is a new intent, never the ended task
+      // (SEP-2848 §Lifecycle). Wait for that run to close, then start afresh, once.
+      await run.result().catch(() => undefined);
+      return createOrJoinNow(request, progress, true);
+    }
+    faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
+    return { taskId: taskIdFor(workflowId, created.runId), snapshot: present(created.snapshot) };
+  }
+
+  /**
+   * Start the approval workflow `workflowId`, or find it running (`USE_EXISTING`): a handle on the
+   * run the start answered with. Its input fixes the binding and what the run captures
+   * ({@link approvalInputOf}); its memo the owner key (and tracing); its summary line, when on.
+   */
+  async function startApproval(workflowId: string, request: CreateRequest, limiter: LimiterReservation | null) {
+    const ownerKey = taskOwnerKeyOf(request.binding.principal);
+    const handle = await client.workflow.start<typeof approvalWorkflow>('approvalWorkflow', {
+      workflowId,
+      taskQueue: opts.taskQueue,
+      args: [approvalInputOf(request, ownerKey, opts.workflowConfig, limiter)],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      memo: { owner: ownerKey, ...runTracingMemo(opts.traceRuns ?? false) },
+      ...(opts.workflowSummary
+        ? {
+            staticSummary: workflowSummaryOf(request.binding.tool, request.accessRequest.approverGroup, request.options.toolInfo?.upstream),
+          }
+        : {}),
+    });
+    // the start answered with the run id of the run it started or found running (`USE_EXISTING`)
+    return client.workflow.getHandle<typeof approvalWorkflow>(workflowId, handle.firstExecutionRunId);
+  }
+
+  /**
+   * The run's answer to `taskCreated`: its run id and snapshot once the backend handle is in state;
+   * undefined when the run closed before it took the update (rethrown after a fresh start,
+   * `afterClose`: a second close is not retried).
+   */
+  async function taskCreatedOf(run: WorkflowHandle<typeof approvalWorkflow>, afterClose: boolean) {
+    try {
+      return await run.executeUpdate(taskCreatedUpdate);
+    } catch (err) {
+      if (!isWorkflowNotFound(err) || afterClose) throw err;
+      return undefined;
+    }
+  }
+
+  /** `TaskService.provideInput`; the feed serves the run again only once it has seen the answer. */
+  async function provideInput(taskId: unknown, caller: Principal, inputResponses: Record<string, unknown>) {
+    const out = await guard.run(() => provideInputNow(taskId, caller, inputResponses));
+    forget(taskId);
+    return out;
+  }
+
+  /**
+   * The `provideInput` update on the caller's running task. A refusal by the update's validator
+   * records nothing: a task not waiting for input or an unknown input key keep their reason, any
+   * other refusal reads as a bad answer; a run that closed meanwhile was not waiting for input.
+   */
+  async function provideInputNow(
+    taskId: unknown,
+    caller: Principal,
+    inputResponses: Record<string, unknown>,
+  ): Promise<{ accepted: true } | { refused: string } | null> {
+    const owned = await describeOwnedRun(client, taskId, caller);
+    if (!owned) return null;
+    if (owned.desc.status.name !== 'RUNNING') return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
+    try {
+      await owned.handle.executeUpdate(provideInputUpdate, { args: [inputResponses] });
+      return { accepted: true };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) {
+        const type = refusalOf(err.cause);
+        return {
+          refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput],
+        };
+      }
+      if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
+      throw err;
+    }
+  }
+
+  /**
+   * `TaskService.cancel`: the `cancel` update; when Temporal answers but no worker takes it in
+   * time, the cancel is recorded durably instead ({@link recordCancel}). Either way the feed serves
+   * the run again only once it has seen the change.
+   */
+  async function cancel(taskId: unknown, caller: Principal): Promise<CancelOutcome | 'recorded' | null> {
+    try {
+      return await guard.run(() => cancelNow(taskId, caller));
+    } catch (err) {
+      if (!(err instanceof TemporalUnavailableError) || err.reason !== 'no-answer') throw err;
+      return guard.run(() => recordCancel(taskId, caller));
+    } finally {
       forget(taskId);
-      return out;
-    },
+    }
+  }
 
-    async cancel(taskId, caller) {
-      try {
-        return await guard.run(() => cancelNow(taskId, caller));
-      } catch (err) {
-        if (!(err instanceof TemporalUnavailableError) || err.reason !== 'no-answer') throw err;
-        // Temporal answers, no worker does: record the cancel durably instead of leaving it in doubt.
-        return guard.run(async () => {
-          const owned = await describeOwned(taskId, caller);
-          if (!owned) return null;
-          if (owned.desc.status.name !== 'RUNNING') return 'already-terminal' as const;
-          await owned.handle.signal(cancelRequestSignal);
-          return 'recorded' as const;
-        });
-      } finally {
-        forget(taskId);
-      }
-    },
-  };
+  /** The `cancel` update on the caller's running task: the claim-vs-cancel compare-and-set in the workflow. */
+  async function cancelNow(taskId: unknown, caller: Principal): Promise<CancelOutcome | null> {
+    const owned = await describeOwnedRun(client, taskId, caller);
+    if (!owned) return null;
+    if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
+    try {
+      return await owned.handle.executeUpdate(cancelUpdate);
+    } catch (err) {
+      // the run closed between describe and update
+      if (isWorkflowNotFound(err)) return 'already-terminal';
+      throw err;
+    }
+  }
+
+  /** A cancel no worker took in time, as the `cancelRequest` signal: applied, by the same compare-and-set, when a worker next runs the task. */
+  async function recordCancel(taskId: unknown, caller: Principal): Promise<'already-terminal' | 'recorded' | null> {
+    const owned = await describeOwnedRun(client, taskId, caller);
+    if (!owned) return null;
+    if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
+    await owned.handle.signal(cancelRequestSignal);
+    return 'recorded';
+  }
 
   /** This instance changed the task: its feed serves the run again only once it has seen the change. */
   function forget(taskId: unknown): void {
@@ -335,110 +463,32 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     if (ids) cache?.forget(ids);
   }
 
-  async function createOrJoinNow(
-    binding: CallBinding,
-    accessRequest: AccessRequestHint,
-    submissionInput: { justification?: string } | undefined,
-    options: CreateOptions = {},
-    progress: { at: CreationProgress },
-    afterClose = false,
-  ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
-    {
-      const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
-      const ownerKey = taskOwnerKeyOf(binding.principal);
-      {
-        // Per-principal submission limits (`submission-limiter.ts`): throws SubmissionLimitedError past one.
-        // Both steps run under the guard's deadline (createWaitMs): a late answer is TaskCreationPendingError.
-        const limiter = limits ? await limits.reserve(quotaKeyOf(opts.dedupKey, binding.principal), workflowId) : null;
-        // Two steps, so that a wait that runs out knows whether the task exists (`CreationProgress`):
-        // the durable start (Temporal server only), then the `taskCreated` update, which resolves once
-        // the backend's handle is in workflow state (SEP-2848 §Crash-consistent creation).
-        progress.at = 'unknown';
-        const handle = await client.workflow.start<typeof approvalWorkflow>('approvalWorkflow', {
-          workflowId,
-          taskQueue: opts.taskQueue,
-          args: [
-            {
-              binding,
-              accessRequest,
-              ownerKey,
-              config: opts.workflowConfig,
-              ...(submissionInput ? { submissionInput } : {}),
-              ...(limiter ? { limiter } : {}),
-              ...(options.execution ? { execution: options.execution } : {}),
-              ...(options.confirmation ? { confirmation: options.confirmation } : {}),
-              ...(options.toolInfo ? { toolInfo: options.toolInfo } : {}),
-            },
-          ],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          memo: { owner: ownerKey, ...runTracingMemo(opts.traceRuns ?? false) },
-          ...(opts.workflowSummary
-            ? { staticSummary: workflowSummaryOf(binding.tool, accessRequest.approverGroup, options.toolInfo?.upstream) }
-            : {}),
-        });
-        progress.at = 'started';
-        // the start answered with the run id of the run it started or found running (`USE_EXISTING`)
-        const run = client.workflow.getHandle<typeof approvalWorkflow>(workflowId, handle.firstExecutionRunId);
-        let created: { runId: string; snapshot: TaskSnapshot };
-        try {
-          created = await run.executeUpdate(taskCreatedUpdate);
-        } catch (err) {
-          // the run we found closed before it took the update (its task had ended): start afresh, once
-          if (!isWorkflowNotFound(err) || afterClose) throw err;
-          return createOrJoinNow(binding, accessRequest, submissionInput, options, progress, true);
-        }
-        const { runId, snapshot } = created;
-        if (isTerminalStatus(snapshot.status) && !afterClose) {
-          // Joined a run that has already ended its task and is only finishing (its last workflow
-          // task, e.g. the limiter release): the identical call is a new intent, never the ended task
-          // (SEP-2848 §Lifecycle). Wait for that run to close, then start afresh, once.
-          await run.result().catch(() => undefined);
-          return createOrJoinNow(binding, accessRequest, submissionInput, options, progress, true);
-        }
-        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
-        return { taskId: taskIdFor(workflowId, runId), snapshot: present(snapshot) };
-      }
-    }
-  }
+  return {
+    get,
+    follow,
+    createOrJoin,
+    referenceOf: (binding) => approvalWorkflowId(opts.dedupKey, binding.digest),
+    provideInput,
+    cancel,
+  };
+}
 
-  async function provideInputNow(
-    taskId: unknown,
-    caller: Principal,
-    inputResponses: Record<string, unknown>,
-  ): Promise<{ accepted: true } | { refused: string } | null> {
-    {
-      const owned = await describeOwned(taskId, caller);
-      if (!owned) return null;
-      if (owned.desc.status.name !== 'RUNNING') return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
-      try {
-        await owned.handle.executeUpdate(provideInputUpdate, { args: [inputResponses] });
-        return { accepted: true };
-      } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) {
-          // refused by the validator: nothing was recorded; any other update failure reads as a bad answer
-          const type = refusalOf(err.cause);
-          return {
-            refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput],
-          };
-        }
-        if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
-        throw err;
-      }
-    }
-  }
-
-  async function cancelNow(taskId: unknown, caller: Principal): Promise<CancelOutcome | null> {
-    {
-      const owned = await describeOwned(taskId, caller);
-      if (!owned) return null;
-      if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
-      try {
-        return await owned.handle.executeUpdate(cancelUpdate);
-      } catch (err) {
-        // the run closed between describe and update
-        if (isWorkflowNotFound(err)) return 'already-terminal';
-        throw err;
-      }
-    }
-  }
+/**
+ * The approval workflow's input: the binding and the denial's hints, the owner key and the
+ * workflow config, and what this creation adds (the justification, the limiter's ticket, a
+ * long-running tool's execution options, an in-band confirmation, what approvers are shown).
+ */
+function approvalInputOf(request: CreateRequest, ownerKey: string, config: ApprovalWorkflowConfig, limiter: LimiterReservation | null) {
+  const { binding, accessRequest, submissionInput, options } = request;
+  return {
+    binding,
+    accessRequest,
+    ownerKey,
+    config,
+    ...(submissionInput ? { submissionInput } : {}),
+    ...(limiter ? { limiter } : {}),
+    ...(options.execution ? { execution: options.execution } : {}),
+    ...(options.confirmation ? { confirmation: options.confirmation } : {}),
+    ...(options.toolInfo ? { toolInfo: options.toolInfo } : {}),
+  };
 }

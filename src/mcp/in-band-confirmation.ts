@@ -19,6 +19,7 @@ import { z } from 'zod';
 import { META } from '../../workflows/types.js';
 import type { InBandConfirmation } from '../../workflows/types.js';
 import { refusedInput } from '../../workflows/justification.js';
+import { isRecord } from './narrow.js';
 
 /** The `inputRequests` / `inputResponses` key of the confirmation form. */
 export const CONFIRMATION_INPUT_KEY = 'confirmation';
@@ -53,8 +54,8 @@ export function readConfirmation(inputResponses: Record<string, unknown> | undef
   const responses = inputResponses ?? {};
   const refused = refusedInput(responses, CONFIRMATION_INPUT_KEY);
   if (refused) return { kind: 'refused', action: refused };
-  const r = responses[CONFIRMATION_INPUT_KEY] as { action?: unknown; content?: unknown } | undefined;
-  if (r?.action !== 'accept') return { kind: 'none' };
+  const r = responses[CONFIRMATION_INPUT_KEY];
+  if (!isRecord(r) || r.action !== 'accept') return { kind: 'none' };
   const parsed = ConfirmationAnswerSchema.safeParse(r.content);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => ({ path: [CONFIRMATION_INPUT_KEY, ...i.path].join('.'), message: i.message }));

@@ -61,7 +61,8 @@ import {
 import { approvalToolDescriptors, callApprovalTool, getDecliningUnanswerableInput, isApprovalTool } from './approval-tools.js';
 import { gateToolCall, isTaskAnswer, type GateCall, type GateDeps } from './gate.js';
 import { createInlineTaskSealer, INLINE_TASK_MAX_RESULT_CHARS, type InlineTask, type InlineTaskSealer } from './legacy-inline-task.js';
-import { isRecord, principalOf } from './request-context.js';
+import { isRecord } from './narrow.js';
+import { principalOf } from './request-context.js';
 import { listedTool, toolsCallAnswer } from './sdk-gaps.js';
 import { SpecParamsServer } from './spec-params.js';
 import { statusMessage } from './status-text.js';

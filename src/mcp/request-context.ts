@@ -7,11 +7,7 @@
 import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, type ServerContext } from '@modelcontextprotocol/server';
 import type { Principal } from '../auth/principal.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
-
-/** Whether `v` is a non-null object, readable by key (JSON objects and arrays). */
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null;
-}
+import { isRecord } from './narrow.js';
 
 /** Whether `v` has the shape of a {@link Principal}: `iss` and `sub` strings, `act` absent or an array. */
 export function isPrincipal(v: unknown): v is Principal {

@@ -41,6 +41,7 @@ import { outcomeUnknownResult } from '../../workflows/results.js';
 import { readTaskRecord, servableSnapshot, TASK_RECORD_MEMO_KEY } from '../../workflows/task-record.js';
 import type { TaskSnapshot, ToolProgress } from '../../workflows/types.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
+import { isRecord } from './narrow.js';
 import type { Principal } from '../auth/principal.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { parseTaskId } from '../../workflows/task-id.js';
@@ -225,7 +226,7 @@ async function queryOpenRun(ctx: ReadContext, ids: RunIds, ownerKey: string, des
 
 /** A completed run's result (its terminal snapshot), or null when it is not one. */
 async function completedSnapshot(handle: WorkflowHandle<typeof approvalWorkflow>): Promise<TaskSnapshot | null> {
-  const snap = (await handle.result()) as TaskSnapshot | undefined;
+  const snap: TaskSnapshot | undefined = await handle.result();
   return typeof snap?.ownerKey === 'string' ? snap : null;
 }
 
@@ -245,7 +246,7 @@ export async function withProgress(client: Client, described: WorkflowExecutionD
   if (snap.status !== 'working' || snap.phase !== 'executing') return snap;
   try {
     const pending = described.raw.pendingActivities?.find((a) => a.activityType?.name === 'executeTool');
-    let payloads = (pending?.heartbeatDetails?.payloads ?? []) as Payload[];
+    let payloads: Payload[] = pending?.heartbeatDetails?.payloads ?? [];
     if (payloads.length === 0) return snap;
     const converter = client.options.loadedDataConverter;
     for (const codec of [...converter.payloadCodecs].reverse()) payloads = await codec.decode(payloads);
@@ -258,9 +259,9 @@ export async function withProgress(client: Client, described: WorkflowExecutionD
 
 /** `details` as a `ToolProgress` when it is one (1 ≤ step ≤ of ≤ 1000, a string label), else undefined. */
 function toolProgressOf(details: unknown): ToolProgress | undefined {
-  if (typeof details !== 'object' || details === null) return undefined;
-  const { step, of, label } = details as Record<string, unknown>;
-  if (!Number.isInteger(step) || !Number.isInteger(of) || typeof label !== 'string') return undefined;
-  if ((step as number) < 1 || (step as number) > (of as number) || (of as number) > 1000) return undefined;
-  return { step: step as number, of: of as number, label };
+  if (!isRecord(details)) return undefined;
+  const { step, of, label } = details;
+  if (typeof step !== 'number' || typeof of !== 'number' || !Number.isInteger(step) || !Number.isInteger(of)) return undefined;
+  if (typeof label !== 'string' || step < 1 || step > of || of > 1000) return undefined;
+  return { step, of, label };
 }

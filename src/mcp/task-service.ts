@@ -304,7 +304,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     submissionInput?: { justification?: string },
     options: CreateOptions = {},
   ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
-    const progress = { at: 'not-started' as CreationProgress };
+    const progress: { at: CreationProgress } = { at: 'not-started' };
     const request: CreateRequest = { binding, accessRequest, submissionInput, options };
     try {
       return await guard.run(() => createOrJoinNow(request, progress), opts.createWaitMs, { tripsCircuit: false });

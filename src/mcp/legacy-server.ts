@@ -40,6 +40,7 @@ import {
   type CallToolRequest,
   type CallToolResult,
   type CreateTaskResult as LegacyCreateTaskResult,
+  type ListToolsResult,
   type McpServerFactory,
   type Server,
   type ServerContext,
@@ -242,77 +243,98 @@ function withTaskSupport(tool: Tool, taskSupport: 'optional' | 'forbidden'): Too
   return { ...tool, execution: { taskSupport } };
 }
 
+/** What the 2025-11-25 face's handlers share: the gate's dependencies, as given and as the gate gets them here, and the inline task sealer. */
+interface LegacyFace {
+  deps: GateDeps;
+  /** The gate's `error` is -32021, a 2026-07-28 code: here the gate answers `degraded-result` and that answer becomes -32600 (`legacyToolsCall`). */
+  gateDeps: GateDeps;
+  inline: InlineTaskSealer;
+  /** Whether the companion tools are served (`noTasksResponse: approval-tools`). */
+  approvalTools: boolean;
+}
+
 /**
  * Build the per-request factory of the 2025-11-25 face over the same gate dependencies as the
  * modern one (`createMcpServerFactory` in `server.ts`). `sealKey` (the installation's `dedupKey`)
- * keys the inline task ids; `version` is reported in `serverInfo`.
+ * keys the inline task ids; `version` is reported in `serverInfo`. Every handler but `tools/list`
+ * answers unexpected failures opaquely (`opaque`, `errors.ts`).
  */
 export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, version = '0.1.0'): McpServerFactory {
-  const inline = createInlineTaskSealer(deps.sealKey);
-  // The gate's `error` is -32021, a 2026-07-28 code: here the gate answers `degraded-result` and
-  // that answer becomes -32600 below.
   const gateDeps: GateDeps = { ...deps, noTasksResponse: deps.noTasksResponse === 'error' ? 'degraded-result' : deps.noTasksResponse };
-  const approvalTools = gateDeps.noTasksResponse === 'approval-tools';
-  const toolsCall = legacyToolsCall(deps, gateDeps, inline);
+  const face: LegacyFace = {
+    deps,
+    gateDeps,
+    inline: createInlineTaskSealer(deps.sealKey),
+    approvalTools: gateDeps.noTasksResponse === 'approval-tools',
+  };
+  const { logger } = deps;
   return () => {
     const server = new LegacyTaskServer({ name: 'countersign', version }, { capabilities: { tools: {}, tasks: LEGACY_TASKS_CAPABILITY } });
-
-    server.setRequestHandler('tools/list', async () => ({
-      tools: [
-        ...deps.tools.list().map((t) => withTaskSupport(listedTool(deps.tools.descriptor(t.name)), 'optional')),
-        // the companion tools only read or withdraw an approval: never run as a task
-        ...(approvalTools ? approvalToolDescriptors().map((d) => withTaskSupport(d, 'forbidden')) : []),
-      ],
-    }));
-
+    server.setRequestHandler('tools/list', async () => legacyListTools(face));
     server.setRequestHandler('tools/call', async (req, ctx) =>
-      opaque(deps.logger, async () => toolsCallAnswer(await toolsCall(req.params, ctx))),
+      opaque(logger, async () => toolsCallAnswer(await legacyToolsCall(face, req.params, ctx))),
     );
-
-    server.setRequestHandler('tasks/get', TASKS_GET, async (params, ctx) =>
-      opaque(deps.logger, async () => {
-        const done = inline.open(params.taskId, principalOf(ctx));
-        if (done) return inlineLegacyTask(params.taskId, done);
-        const snap = await getDecliningUnanswerableInput(deps.tasks, params.taskId, principalOf(ctx));
-        if (!snap) throw taskNotFound();
-        return legacyTask(params.taskId, snap);
-      }),
-    );
-
+    server.setRequestHandler('tasks/get', TASKS_GET, async (params, ctx) => opaque(logger, () => legacyGetTask(face, params.taskId, ctx)));
     server.setRequestHandler('tasks/result', TASKS_RESULT, async (params, ctx) =>
-      opaque(deps.logger, async () => {
-        // 2025-11-25: tasks/result blocks until the task is terminal (the client calls it after
-        // seeing `completed`, or earlier to wait). Each pause is the task's own poll interval.
-        const done = inline.open(params.taskId, principalOf(ctx));
-        if (done) return withRelatedTask(done.result, params.taskId);
-        const signal = ctx.mcpReq.signal;
-        const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
-        for (;;) {
-          const snap = await getDecliningUnanswerableInput(deps.tasks, params.taskId, principalOf(ctx));
-          if (!snap) throw taskNotFound();
-          if (isTerminal(snap)) return legacyTaskPayload(params.taskId, snap);
-          if (signal.aborted || Date.now() > giveUpAt) throw resultNotReady();
-          await pause(snap.pollIntervalMs, signal);
-        }
-      }),
+      opaque(logger, () => legacyTaskResult(face, params.taskId, ctx)),
     );
-
     server.setRequestHandler('tasks/cancel', TASKS_CANCEL, async (params, ctx) =>
-      opaque(deps.logger, async () => {
-        const caller = principalOf(ctx);
-        if (inline.open(params.taskId, caller)) throw taskAlreadyTerminal();
-        const outcome = await deps.tasks.cancel(params.taskId, caller);
-        if (!outcome) throw taskNotFound();
-        deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');
-        if (outcome === 'already-terminal') throw taskAlreadyTerminal();
-        const snap = await deps.tasks.get(params.taskId, caller);
-        if (!snap) throw taskNotFound();
-        return legacyTask(params.taskId, snap);
-      }),
+      opaque(logger, () => legacyCancelTask(face, params.taskId, ctx)),
     );
-
     return server;
   };
+}
+
+/** `tools/list`: every tool may be called as a task; the companion tools (when served) never are. */
+function legacyListTools({ deps, approvalTools }: LegacyFace): ListToolsResult {
+  return {
+    tools: [
+      ...deps.tools.list().map((t) => withTaskSupport(listedTool(deps.tools.descriptor(t.name)), 'optional')),
+      // the companion tools only read or withdraw an approval: never run as a task
+      ...(approvalTools ? approvalToolDescriptors().map((d) => withTaskSupport(d, 'forbidden')) : []),
+    ],
+  };
+}
+
+/** `tasks/get`: an inline task, or the caller's approval task (declining input it cannot answer); -32602 when unknown. */
+async function legacyGetTask({ deps, inline }: LegacyFace, taskId: string, ctx: ServerContext): Promise<LegacyTask> {
+  const done = inline.open(taskId, principalOf(ctx));
+  if (done) return inlineLegacyTask(taskId, done);
+  const snap = await getDecliningUnanswerableInput(deps.tasks, taskId, principalOf(ctx));
+  if (!snap) throw taskNotFound();
+  return legacyTask(taskId, snap);
+}
+
+/**
+ * `tasks/result`: blocks until the task is terminal (the client calls it after seeing `completed`,
+ * or earlier to wait), each pause the task's own poll interval, at most `RESULT_WAIT_LIMIT_MS`
+ * (then -32603 retryable, `resultNotReady`); then its payload (`legacyTaskPayload`).
+ */
+async function legacyTaskResult({ deps, inline }: LegacyFace, taskId: string, ctx: ServerContext): Promise<Record<string, unknown>> {
+  const done = inline.open(taskId, principalOf(ctx));
+  if (done) return withRelatedTask(done.result, taskId);
+  const signal = ctx.mcpReq.signal;
+  const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
+  for (;;) {
+    const snap = await getDecliningUnanswerableInput(deps.tasks, taskId, principalOf(ctx));
+    if (!snap) throw taskNotFound();
+    if (isTerminal(snap)) return legacyTaskPayload(taskId, snap);
+    if (signal.aborted || Date.now() > giveUpAt) throw resultNotReady();
+    await pause(snap.pollIntervalMs, signal);
+  }
+}
+
+/** `tasks/cancel`: the task after the cancel; -32602 for an inline or already terminal task (2025-11-25) and an unknown one. */
+async function legacyCancelTask({ deps, inline }: LegacyFace, taskId: string, ctx: ServerContext): Promise<LegacyTask> {
+  const caller = principalOf(ctx);
+  if (inline.open(taskId, caller)) throw taskAlreadyTerminal();
+  const outcome = await deps.tasks.cancel(taskId, caller);
+  if (!outcome) throw taskNotFound();
+  deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');
+  if (outcome === 'already-terminal') throw taskAlreadyTerminal();
+  const snap = await deps.tasks.get(taskId, caller);
+  if (!snap) throw taskNotFound();
+  return legacyTask(taskId, snap);
 }
 
 /**
@@ -331,35 +353,36 @@ export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, 
  *   -32600 (`error`) or an `isError` result saying how to ask for a task.
  * Throws -32601 for a companion tool called as a task, and whatever the gate throws.
  */
-function legacyToolsCall(deps: GateDeps, gateDeps: GateDeps, inline: InlineTaskSealer) {
-  const approvalTools = gateDeps.noTasksResponse === 'approval-tools';
-  return async (params: CallToolRequest['params'], ctx: ServerContext): Promise<CallToolResult | LegacyCreateTaskResult> => {
-    const wantsTask = params.task !== undefined;
-    if (approvalTools && isApprovalTool(params.name)) {
-      if (wantsTask) throw taskForbiddenForTool();
-      return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments);
-    }
-    const out = await gateToolCall(gateDeps, {
-      principal: principalOf(ctx),
-      name: params.name,
-      arguments: params.arguments,
-      clientSupportsTasks: wantsTask,
-      mrtr: NO_MRTR,
-    });
-    if (isTaskAnswer(out)) {
-      return { task: fromModernTask(out), ...(out._meta ? { _meta: out._meta } : {}) };
-    }
-    const final = isInputRequiredResult(out) ? needsInputResult() : out;
-    if (wantsTask && JSON.stringify(final).length <= INLINE_TASK_MAX_RESULT_CHARS) {
-      const sealed = inline.seal(final, principalOf(ctx), params.task?.ttl);
-      return { task: inlineLegacyTask(sealed.taskId, sealed.task) };
-    }
-    if (final !== out || !isRequestableDenial(final)) return final;
-    // approval-tools: the approval is open (approvalOpenedResult); otherwise nothing was opened
-    if (approvalTools) return withTaskAlternative(final);
-    if (deps.noTasksResponse === 'error') throw taskAugmentationRequired();
-    return { ...final, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] };
-  };
+async function legacyToolsCall(
+  { deps, gateDeps, inline, approvalTools }: LegacyFace,
+  params: CallToolRequest['params'],
+  ctx: ServerContext,
+): Promise<CallToolResult | LegacyCreateTaskResult> {
+  const wantsTask = params.task !== undefined;
+  if (approvalTools && isApprovalTool(params.name)) {
+    if (wantsTask) throw taskForbiddenForTool();
+    return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments);
+  }
+  const out = await gateToolCall(gateDeps, {
+    principal: principalOf(ctx),
+    name: params.name,
+    arguments: params.arguments,
+    clientSupportsTasks: wantsTask,
+    mrtr: NO_MRTR,
+  });
+  if (isTaskAnswer(out)) {
+    return { task: fromModernTask(out), ...(out._meta ? { _meta: out._meta } : {}) };
+  }
+  const final = isInputRequiredResult(out) ? needsInputResult() : out;
+  if (wantsTask && JSON.stringify(final).length <= INLINE_TASK_MAX_RESULT_CHARS) {
+    const sealed = inline.seal(final, principalOf(ctx), params.task?.ttl);
+    return { task: inlineLegacyTask(sealed.taskId, sealed.task) };
+  }
+  if (final !== out || !isRequestableDenial(final)) return final;
+  // approval-tools: the approval is open (approvalOpenedResult); otherwise nothing was opened
+  if (approvalTools) return withTaskAlternative(final);
+  if (deps.noTasksResponse === 'error') throw taskAugmentationRequired();
+  return { ...final, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] };
 }
 
 /**

@@ -7,7 +7,14 @@
  * The caller's principal arrives in `ctx.http.authInfo.extra.principal`, set by the HTTP layer
  * after bearer-token verification (`http.ts`); requests without it never reach here.
  */
-import type { McpServerFactory, RequestStateCodec } from '@modelcontextprotocol/server';
+import type {
+  CallToolRequest,
+  HandlerResultTypeMap,
+  ListToolsResult,
+  McpServerFactory,
+  RequestStateCodec,
+  ServerContext,
+} from '@modelcontextprotocol/server';
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
 import { inputRefused, missingTasksCapability, opaque, pollTooSoon, taskNotFound } from './errors.js';
@@ -20,7 +27,7 @@ import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './app
 import { noteToolResult } from './response-note.js';
 import { declaresTasks, principalOf } from './request-context.js';
 import { listedTool, toolsCallAnswer } from './sdk-gaps.js';
-import { CompleteResultSchema, GetTaskResultSchema } from './wire-results.js';
+import { CompleteResultSchema, GetTaskResultSchema, type CompleteResult, type GetTaskResult } from './wire-results.js';
 import { TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION } from '../../workflows/wire.js';
 
 const TaskIdParams = z.looseObject({ taskId: z.string() });
@@ -34,19 +41,20 @@ const TaskUpdateParams = z.looseObject({ taskId: z.string(), inputResponses: z.r
 const TASKS_GET = { ...ANY_PARAMS, result: GetTaskResultSchema };
 const TASKS_COMPLETE = { ...ANY_PARAMS, result: CompleteResultSchema };
 
+/** What the modern face needs besides the gate's dependencies. */
+export type McpServerDeps = GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState>; pollLimiter?: PollRateLimiter };
+
 /** The tasks methods belong to the tasks extension: a request that does not declare it gets -32021. */
-function requireTasks(ctx: Parameters<typeof declaresTasks>[0]): void {
+function requireTasks(ctx: ServerContext): void {
   if (!declaresTasks(ctx)) throw missingTasksCapability();
 }
 
 /**
  * Build the per-request server factory. `version` is reported in `serverInfo`. `requestStateCodec`
- * verifies every echoed MRTR `requestState` before a handler runs (failures: -32602).
+ * verifies every echoed MRTR `requestState` before a handler runs (failures: -32602). Every
+ * handler answers unexpected failures opaquely (`opaque`, `errors.ts`).
  */
-export function createMcpServerFactory(
-  deps: GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState>; pollLimiter?: PollRateLimiter },
-  version = '0.1.0',
-): McpServerFactory {
+export function createMcpServerFactory(deps: McpServerDeps, version = '0.1.0'): McpServerFactory {
   return () => {
     // params failing the era's wire schema answer -32602, not the SDK's -32603 (spec-params.ts)
     const server = new SpecParamsServer(
@@ -56,69 +64,88 @@ export function createMcpServerFactory(
         requestState: { verify: deps.requestStateCodec.verify },
       },
     );
-    const approvalTools = deps.noTasksResponse === 'approval-tools';
-    server.setRequestHandler('tools/list', async () => ({
-      tools: [
-        ...deps.tools.list().map((t) => listedTool(deps.tools.descriptor(t.name))),
-        ...(approvalTools ? approvalToolDescriptors() : []),
-      ],
-    }));
-    server.setRequestHandler('tools/call', async (req, ctx) =>
-      opaque(deps.logger, async () => {
-        // the plain tier's companion tools (approval-tools.ts), bound to the caller like tasks/*
-        if (approvalTools && isApprovalTool(req.params.name))
-          return callApprovalTool(deps.tasks, principalOf(ctx), req.params.name, req.params.arguments);
-        const result = await gateToolCall(deps, {
-          principal: principalOf(ctx),
-          name: req.params.name,
-          arguments: req.params.arguments,
-          clientSupportsTasks: declaresTasks(ctx),
-          mrtr: {
-            // the codec's verified payload (`requestState.verify` above): the SDK's typed accessor
-            state: ctx.mcpReq.requestState<SubmissionState>(),
-            inputResponses: ctx.mcpReq.inputResponses,
-            mint: (state) => deps.requestStateCodec.mint(state, ctx),
-          },
-        });
-        noteToolResult(ctx.http?.authInfo?.extra, result);
-        return toolsCallAnswer(result);
-      }),
-    );
-    server.setRequestHandler('tasks/get', TASKS_GET, async (raw, ctx) =>
-      opaque(deps.logger, async () => {
-        const params = parseMethodParams('tasks/get', TaskIdParams, raw);
-        requireTasks(ctx);
-        const caller = principalOf(ctx);
-        // SEP-2663: a client polling much faster than pollIntervalMs may be refused (poll-interval.ts)
-        const tooSoon = deps.pollLimiter?.take(`${taskOwnerKeyOf(caller)} ${params.taskId}`);
-        if (tooSoon) throw pollTooSoon(tooSoon.retryAfterMs);
-        const snap = await deps.tasks.get(params.taskId, caller);
-        if (!snap) throw taskNotFound();
-        return getTaskResult(params.taskId, snap);
-      }),
-    );
-    server.setRequestHandler('tasks/cancel', TASKS_COMPLETE, async (raw, ctx) =>
-      opaque(deps.logger, async () => {
-        const params = parseMethodParams('tasks/cancel', TaskIdParams, raw);
-        requireTasks(ctx);
-        const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx));
-        if (!outcome) throw taskNotFound();
-        deps.logger.info({ outcome }, 'tasks/cancel');
-        return { resultType: 'complete' as const };
-      }),
-    );
-    server.setRequestHandler('tasks/update', TASKS_COMPLETE, async (raw, ctx) =>
-      opaque(deps.logger, async () => {
-        const params = parseMethodParams('tasks/update', TaskUpdateParams, raw);
-        requireTasks(ctx);
-        // The SDK lifts `inputResponses` out of the params into the request context.
-        const responses = ctx.mcpReq.inputResponses ?? params.inputResponses ?? {};
-        const outcome = await deps.tasks.provideInput(params.taskId, principalOf(ctx), responses);
-        if (!outcome) throw taskNotFound();
-        if ('refused' in outcome) throw inputRefused(outcome.refused);
-        return { resultType: 'complete' as const };
-      }),
-    );
+    server.setRequestHandler('tools/list', async () => listTools(deps));
+    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps.logger, () => callTool(deps, req.params, ctx)));
+    server.setRequestHandler('tasks/get', TASKS_GET, async (raw, ctx) => opaque(deps.logger, () => getTask(deps, raw, ctx)));
+    server.setRequestHandler('tasks/cancel', TASKS_COMPLETE, async (raw, ctx) => opaque(deps.logger, () => cancelTask(deps, raw, ctx)));
+    server.setRequestHandler('tasks/update', TASKS_COMPLETE, async (raw, ctx) => opaque(deps.logger, () => updateTask(deps, raw, ctx)));
     return server;
   };
+}
+
+/** `tools/list`: the gated tools, and the companion tools when they are how a client without tasks follows an approval. */
+function listTools(deps: McpServerDeps): ListToolsResult {
+  const approvalTools = deps.noTasksResponse === 'approval-tools';
+  return {
+    tools: [
+      ...deps.tools.list().map((t) => listedTool(deps.tools.descriptor(t.name))),
+      ...(approvalTools ? approvalToolDescriptors() : []),
+    ],
+  };
+}
+
+/**
+ * `tools/call`: a companion tool (`approval-tools.ts`, bound to the caller like tasks/*), or the
+ * gate (`gate.ts`) with this request's principal, tasks declaration and MRTR round. A plain
+ * `CallToolResult` is noted for the HTTP layer (`response-note.ts`).
+ */
+async function callTool(
+  deps: McpServerDeps,
+  params: CallToolRequest['params'],
+  ctx: ServerContext,
+): Promise<HandlerResultTypeMap['tools/call']> {
+  if (deps.noTasksResponse === 'approval-tools' && isApprovalTool(params.name))
+    return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments);
+  const result = await gateToolCall(deps, {
+    principal: principalOf(ctx),
+    name: params.name,
+    arguments: params.arguments,
+    clientSupportsTasks: declaresTasks(ctx),
+    mrtr: {
+      // the codec's verified payload (`requestState.verify` above): the SDK's typed accessor
+      state: ctx.mcpReq.requestState<SubmissionState>(),
+      inputResponses: ctx.mcpReq.inputResponses,
+      mint: (state) => deps.requestStateCodec.mint(state, ctx),
+    },
+  });
+  noteToolResult(ctx.http?.authInfo?.extra, result);
+  return toolsCallAnswer(result);
+}
+
+/**
+ * `tasks/get` (SEP-2663): the caller's task. -32602 for bad params or a task that is not the
+ * caller's (the same as unknown), -32021 without the tasks extension, a rate-limit error for a
+ * client polling much faster than `pollIntervalMs` (`poll-interval.ts`).
+ */
+async function getTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): Promise<GetTaskResult> {
+  const params = parseMethodParams('tasks/get', TaskIdParams, raw);
+  requireTasks(ctx);
+  const caller = principalOf(ctx);
+  const tooSoon = deps.pollLimiter?.take(`${taskOwnerKeyOf(caller)} ${params.taskId}`);
+  if (tooSoon) throw pollTooSoon(tooSoon.retryAfterMs);
+  const snap = await deps.tasks.get(params.taskId, caller);
+  if (!snap) throw taskNotFound();
+  return getTaskResult(params.taskId, snap);
+}
+
+/** `tasks/cancel` (SEP-2663, SEP-2848 §Cancellation): `{resultType: "complete"}` once the cancel is applied or recorded. */
+async function cancelTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): Promise<CompleteResult> {
+  const params = parseMethodParams('tasks/cancel', TaskIdParams, raw);
+  requireTasks(ctx);
+  const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx));
+  if (!outcome) throw taskNotFound();
+  deps.logger.info({ outcome }, 'tasks/cancel');
+  return { resultType: 'complete' };
+}
+
+/** `tasks/update` (SEP-2663): an `input_required` task's answer; -32602 with the fixed reason when it is refused. */
+async function updateTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): Promise<CompleteResult> {
+  const params = parseMethodParams('tasks/update', TaskUpdateParams, raw);
+  requireTasks(ctx);
+  // The SDK lifts `inputResponses` out of the params into the request context.
+  const responses = ctx.mcpReq.inputResponses ?? params.inputResponses ?? {};
+  const outcome = await deps.tasks.provideInput(params.taskId, principalOf(ctx), responses);
+  if (!outcome) throw taskNotFound();
+  if ('refused' in outcome) throw inputRefused(outcome.refused);
+  return { resultType: 'complete' };
 }

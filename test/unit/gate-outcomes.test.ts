@@ -1,7 +1,7 @@
 // Scope: src/mcp/gate.ts and gate-outcomes.ts without Temporal: the branches of the gate's outcome
-// handlers that no end-to-end test reaches — an allowed tool that throws, a tool whose `own` refuses,
-// an in-band confirmation answered off its form, the fourth in-band round, and a submission limit
-// that gives the tool's key back. Real Cedar over policies written here, native tools defined
+// handlers that no end-to-end test reaches — an allowed tool that throws (also a value that is not
+// an Error), a tool whose `own` refuses, an in-band confirmation answered off its form, the fourth
+// in-band round, and a submission limit that gives the tool's key back. Real Cedar over policies written here, native tools defined
 // here; the task service stands in only where a test names what it answers (else it must not be used).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -136,6 +136,16 @@ describe('the gate, allowed calls', () => {
       content: [{ type: 'text', text: 'The tool ran and failed; a side effect may have occurred.' }],
       isError: true,
     });
+  });
+
+  it('a tool that throws something other than an Error (undefined) gets the same answer; before, its log line threw and the call failed', async () => {
+    const throwsUndefined = tool('throws', {
+      execute: async () => {
+        throw undefined;
+      },
+    });
+    const out = await gateToolCall(await gateWith([throwsUndefined]), call('throws'));
+    expect(out).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringContaining('ran and failed') }] });
   });
 
   it("an allowed call whose tool refuses to own it is -32602 at the tool's path, and the tool does not run", async () => {

@@ -20,11 +20,13 @@
  * input (a plain client cannot; such a task waits for a tasks client or expires), or go through
  * the policy decision point (these tools only read or withdraw the caller's own request).
  */
+import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
 import { statusMessage } from './status-text.js';
 import type { TaskService } from './task-service.js';
+import type { ContentBlock } from '../tools/tool.js';
 
 /** Tool names. */
 export const APPROVAL_STATUS_TOOL = 'approval_status';
@@ -46,12 +48,12 @@ export interface ApprovalState {
   /** What to call next; absent once terminal. */
   next?: { tool: string; arguments: { approvalId: string } };
   /** The tool's own result once completed (content, isError, structuredContent). */
-  result?: { content: unknown[]; isError: boolean; structuredContent?: Record<string, unknown> };
+  result?: { content: ContentBlock[]; isError: boolean; structuredContent?: Record<string, unknown> };
 }
 
 const ArgsSchema = z.object({ approvalId: z.string().min(1).max(512) });
 
-const INPUT_SCHEMA = {
+const INPUT_SCHEMA: Tool['inputSchema'] = {
   type: 'object',
   properties: {
     approvalId: {
@@ -63,9 +65,9 @@ const INPUT_SCHEMA = {
   },
   required: ['approvalId'],
   additionalProperties: false,
-} as const;
+};
 
-const OUTPUT_SCHEMA = {
+const OUTPUT_SCHEMA: Tool['outputSchema'] = {
   type: 'object',
   properties: {
     approvalId: { type: 'string' },
@@ -78,10 +80,10 @@ const OUTPUT_SCHEMA = {
     result: { type: 'object' },
   },
   required: ['approvalId', 'status', 'statusMessage', 'outcome'],
-} as const;
+};
 
 /** `tools/list` descriptors of the two companion tools (input and output JSON Schemas, annotations). */
-export function approvalToolDescriptors(): Array<Record<string, unknown>> {
+export function approvalToolDescriptors(): Tool[] {
   return [
     {
       name: APPROVAL_STATUS_TOOL,
@@ -146,7 +148,7 @@ export function approvalState(approvalId: string, s: TaskSnapshot): ApprovalStat
  * next call, `structuredContent` an `ApprovalState`, and the pending SEP-2643 envelope with a
  * `task` hint in `_meta` (the approval is the task).
  */
-export function approvalOpenedResult(approvalId: string, s: TaskSnapshot): Record<string, unknown> {
+export function approvalOpenedResult(approvalId: string, s: TaskSnapshot): CallToolResult {
   const state = approvalState(approvalId, s);
   const args = JSON.stringify({ approvalId });
   const text =
@@ -168,13 +170,11 @@ export function approvalOpenedResult(approvalId: string, s: TaskSnapshot): Recor
 const UNKNOWN_TEXT =
   'No approval with this id is known to this caller (it may never have existed, have expired, or belong to someone else).';
 
-function stateResult(state: ApprovalState, lead: string): Record<string, unknown> {
+function stateResult(state: ApprovalState, lead: string): CallToolResult {
   const parts = [lead, state.statusMessage];
   if (state.next) parts.push(`Check again with ${APPROVAL_STATUS_TOOL} later.`);
   if (state.outcome === 'possibly-executed') parts.push('The tool may have run: check the target system before trying again.');
-  const toolText = (state.result?.content ?? []).flatMap((c) =>
-    (c as { type?: string }).type === 'text' ? [String((c as { text?: unknown }).text ?? '')] : [],
-  );
+  const toolText = (state.result?.content ?? []).flatMap((c) => (c.type === 'text' ? [String(c.text ?? '')] : []));
   return { content: [{ type: 'text', text: [parts.join(' '), ...toolText].join('\n') }], structuredContent: state, isError: false };
 }
 
@@ -183,16 +183,11 @@ function stateResult(state: ApprovalState, lead: string): Record<string, unknown
  * result with fixed text (the same for unknown and foreign). Other failures propagate (the MCP
  * front answers them -32603).
  */
-export async function callApprovalTool(
-  tasks: TaskService,
-  caller: Principal,
-  name: string,
-  args: unknown,
-): Promise<Record<string, unknown>> {
+export async function callApprovalTool(tasks: TaskService, caller: Principal, name: string, args: unknown): Promise<CallToolResult> {
   const parsed = ArgsSchema.safeParse(args ?? {});
   if (!parsed.success) return { content: [{ type: 'text', text: `${name} needs {"approvalId": "<the approval id>"}.` }], isError: true };
   const { approvalId } = parsed.data;
-  const unknown = { content: [{ type: 'text', text: UNKNOWN_TEXT }], isError: true };
+  const unknown: CallToolResult = { content: [{ type: 'text', text: UNKNOWN_TEXT }], isError: true };
   if (name === APPROVAL_CANCEL_TOOL) {
     const outcome = await tasks.cancel(approvalId, caller);
     if (!outcome) return unknown;

@@ -9,6 +9,7 @@ import { ProtocolError } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import { TemporalUnavailableError } from '../temporal/availability.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
+import { memberAt } from './narrow.js';
 
 /** -32602 for any task the caller may not see. One message for every cause: no oracle. */
 export function taskNotFound(): ProtocolError {
@@ -177,9 +178,13 @@ export async function opaque<T>(logger: Logger, fn: () => Promise<T>): Promise<T
       logger.warn({ reason: err.reason, ...(err.detail ? { detail: err.detail } : {}) }, 'Temporal unavailable; answered retryable');
       throw temporalUnavailable(err.retryAfterSeconds);
     }
-    const cause = (err as { cause?: { name?: unknown; code?: unknown } })?.cause;
     logger.error(
-      { err: (err as Error)?.name, code: (err as { code?: unknown })?.code, cause: cause?.name, causeCode: cause?.code },
+      {
+        err: memberAt(err, 'name'),
+        code: memberAt(err, 'code'),
+        cause: memberAt(err, 'cause', 'name'),
+        causeCode: memberAt(err, 'cause', 'code'),
+      },
       'request failed',
     );
     throw internalError();

@@ -42,6 +42,7 @@ import { MAX_JSON_DEPTH, parseJsonWithLimits, readUtf8Body } from '../http/json-
 import { sameOriginOnly } from '../http/origin.js';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 import { invalidRequestParams, jsonRpcErrorResponse } from './errors.js';
+import { memberAt, parseJson } from './narrow.js';
 import { retryFieldIssue } from './spec-params.js';
 import type { Tracer } from '@opentelemetry/api';
 import { withMcpServerSpan } from './tracing.js';
@@ -241,12 +242,8 @@ const IN_PARAMS = /^\$(\[\d+\])?\.params[.[]/;
 
 /** The top-level `id` of a JSON-RPC request text when it is a string or number (for echoing), else null. */
 function idOf(text: string): string | number | null {
-  try {
-    const id = (JSON.parse(text) as { id?: unknown }).id;
-    return typeof id === 'string' || typeof id === 'number' ? id : null;
-  } catch {
-    return null;
-  }
+  const id = memberAt(parseJson(text), 'id');
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
 /**
@@ -298,20 +295,13 @@ async function finishMcpResponse(res: Response, note: ResponseNote): Promise<Res
 
 /** `error.data.retryAfterMs` of a single JSON-RPC rate-limit error body (`pollTooSoon`, `tooManySubscriptions`), when it is a positive number. */
 function rateLimitWaitOf(text: string): number | undefined {
-  try {
-    const data = (JSON.parse(text) as { error?: { data?: { rateLimited?: unknown; retryAfterMs?: unknown } } })?.error?.data;
-    return data?.rateLimited === true && typeof data.retryAfterMs === 'number' && data.retryAfterMs > 0 ? data.retryAfterMs : undefined;
-  } catch {
-    return undefined;
-  }
+  const data = memberAt(parseJson(text), 'error', 'data');
+  const waitMs = memberAt(data, 'retryAfterMs');
+  return memberAt(data, 'rateLimited') === true && typeof waitMs === 'number' && waitMs > 0 ? waitMs : undefined;
 }
 
 /** `error.data.retryAfterSeconds` of a single JSON-RPC error body, when it is a positive integer. */
 function retryAfterOf(text: string): number | undefined {
-  try {
-    const n = (JSON.parse(text) as { error?: { data?: { retryAfterSeconds?: unknown } } })?.error?.data?.retryAfterSeconds;
-    return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
-  } catch {
-    return undefined;
-  }
+  const n = memberAt(parseJson(text), 'error', 'data', 'retryAfterSeconds');
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
 }

@@ -14,10 +14,12 @@
  * Deliberately does not: ask anyone but the caller, open a backend request, or lift an
  * out-of-band denial (the PDP only answers in band when every determining forbid is in band).
  */
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { META } from '../../workflows/types.js';
 import type { InBandConfirmation } from '../../workflows/types.js';
 import { refusedInput } from '../../workflows/justification.js';
+import { isRecord } from './narrow.js';
 
 /** The `inputRequests` / `inputResponses` key of the confirmation form. */
 export const CONFIRMATION_INPUT_KEY = 'confirmation';
@@ -52,8 +54,8 @@ export function readConfirmation(inputResponses: Record<string, unknown> | undef
   const responses = inputResponses ?? {};
   const refused = refusedInput(responses, CONFIRMATION_INPUT_KEY);
   if (refused) return { kind: 'refused', action: refused };
-  const r = responses[CONFIRMATION_INPUT_KEY] as { action?: unknown; content?: unknown } | undefined;
-  if (r?.action !== 'accept') return { kind: 'none' };
+  const r = responses[CONFIRMATION_INPUT_KEY];
+  if (!isRecord(r) || r.action !== 'accept') return { kind: 'none' };
   const parsed = ConfirmationAnswerSchema.safeParse(r.content);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => ({ path: [CONFIRMATION_INPUT_KEY, ...i.path].join('.'), message: i.message }));
@@ -80,7 +82,7 @@ export function confirmationRecord(policyId: string, reason: string | undefined,
  * tool did not run, with the SEP-2643 envelope at `remediation: "unavailable"` — nothing is
  * pending; making the call again asks again.
  */
-export function confirmationRejectedResult(reason: string, how: 'reject' | 'decline' | 'cancel'): Record<string, unknown> {
+export function confirmationRejectedResult(reason: string, how: 'reject' | 'decline' | 'cancel'): CallToolResult {
   const what =
     how === 'reject'
       ? 'You rejected the confirmation'

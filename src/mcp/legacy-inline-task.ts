@@ -16,6 +16,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
+import { isRecord } from './narrow.js';
 
 /** Prefix of sealed inline task ids (workflow task ids never contain it: `workflows/task-id.ts`). */
 export const INLINE_TASK_PREFIX = 'inline.';
@@ -45,6 +46,11 @@ interface Sealed {
   c: string;
   t: number;
   r: Record<string, unknown>;
+}
+
+/** Whether an opened (authenticated) plaintext has the sealed shape: owner key, creation time, TTL, result. */
+function isSealed(v: unknown): v is Sealed {
+  return isRecord(v) && typeof v.o === 'string' && typeof v.c === 'string' && typeof v.t === 'number' && isRecord(v.r);
 }
 
 /** Seal and open inline task ids with a key derived from `serverKey` (the installation's `dedupKey`). */
@@ -84,9 +90,10 @@ export function createInlineTaskSealer(serverKey: string) {
         const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
         decipher.setAAD(Buffer.from(LABEL));
         decipher.setAuthTag(raw.subarray(raw.length - 16));
-        const body = JSON.parse(
+        const body: unknown = JSON.parse(
           Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8'),
-        ) as Sealed;
+        );
+        if (!isSealed(body)) return null;
         if (body.o !== taskOwnerKeyOf(caller)) return null;
         if (now > Date.parse(body.c) + body.t) return null;
         return { createdAt: body.c, ttlMs: body.t, result: body.r };

@@ -34,9 +34,20 @@
  * `notifications/tasks/status` (stateless, nothing to push on), or accept MRTR input: a policy
  * needing a justification answers with an `isError` result pointing at a 2026-07-28 client.
  */
-import { ProtocolError, type McpServerFactory, type Server } from '@modelcontextprotocol/server';
+import {
+  isInputRequiredResult,
+  specTypeSchemas,
+  type CallToolRequest,
+  type CallToolResult,
+  type CreateTaskResult as LegacyCreateTaskResult,
+  type ListToolsResult,
+  type McpServerFactory,
+  type Server,
+  type ServerContext,
+  type Task as LegacyTask,
+  type Tool,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
 import { META, type TaskSnapshot } from '../../workflows/types.js';
 import {
   cancelledTaskHasNoResult,
@@ -48,17 +59,15 @@ import {
   taskForbiddenForTool,
   taskNotFound,
 } from './errors.js';
-import {
-  approvalToolDescriptors,
-  callApprovalTool,
-  getDecliningUnanswerableInput,
-  isApprovalTool,
-  type ApprovalState,
-} from './approval-tools.js';
-import { gateToolCall, type GateDeps } from './gate.js';
-import { createInlineTaskSealer, INLINE_TASK_MAX_RESULT_CHARS, type InlineTask } from './legacy-inline-task.js';
+import { approvalToolDescriptors, callApprovalTool, getDecliningUnanswerableInput, isApprovalTool } from './approval-tools.js';
+import { gateToolCall, isTaskAnswer, type GateCall, type GateDeps } from './gate.js';
+import { createInlineTaskSealer, INLINE_TASK_MAX_RESULT_CHARS, type InlineTask, type InlineTaskSealer } from './legacy-inline-task.js';
+import { isRecord } from './narrow.js';
+import { principalOf } from './request-context.js';
+import { listedTool, toolsCallAnswer } from './sdk-gaps.js';
 import { SpecParamsServer } from './spec-params.js';
 import { statusMessage } from './status-text.js';
+import type { CreateTaskResult } from './wire-results.js';
 
 /** `_meta` key relating a message to a task (2025-11-25 tasks utility). */
 export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
@@ -68,24 +77,21 @@ export const LEGACY_TASKS_CAPABILITY = { cancel: {}, requests: { tools: { call: 
 
 const TaskIdParams = z.looseObject({ taskId: z.string() });
 
-interface LegacyCtx {
-  http?: { authInfo?: { extra?: Record<string, unknown> } };
-  mcpReq?: { signal?: AbortSignal };
-}
+/** Registrations of the tasks methods: the params, and the 2025-11-25 result type (the SDK's; types only, not validated). */
+const TASKS_GET = { params: TaskIdParams, result: specTypeSchemas.GetTaskResult };
+const TASKS_RESULT = { params: TaskIdParams, result: specTypeSchemas.GetTaskPayloadResult };
+const TASKS_CANCEL = { params: TaskIdParams, result: specTypeSchemas.CancelTaskResult };
+
+/** No MRTR on this wire: a justification or confirmation request is turned into an `isError` result (`needsInputResult`). */
+const NO_MRTR: GateCall['mrtr'] = { state: undefined, inputResponses: undefined, mint: async () => '' };
 
 const isTerminal = (s: TaskSnapshot): boolean => s.status === 'completed' || s.status === 'failed' || s.status === 'cancelled';
-
-function principalOf(ctx: unknown): Principal {
-  const p = (ctx as LegacyCtx).http?.authInfo?.extra?.principal as Principal | undefined;
-  if (!p) throw new ProtocolError(-32600, 'Invalid request: unauthenticated');
-  return p;
-}
 
 /**
  * A snapshot as the 2025-11-25 `Task`: `ttl` and `pollInterval` in milliseconds (`ttl` null:
  * unlimited), `statusMessage` from the fixed templates of `status-text.ts`.
  */
-export function legacyTask(taskId: string, s: TaskSnapshot): Record<string, unknown> {
+export function legacyTask(taskId: string, s: TaskSnapshot): LegacyTask {
   return {
     taskId,
     status: s.status,
@@ -98,7 +104,7 @@ export function legacyTask(taskId: string, s: TaskSnapshot): Record<string, unkn
 }
 
 /** A SEP-2663 task (`task-projection.ts`: `ttlMs`, `pollIntervalMs`) as the 2025-11-25 `Task` (`ttl`, `pollInterval`). */
-function fromModernTask(t: Record<string, unknown>): Record<string, unknown> {
+function fromModernTask(t: CreateTaskResult): LegacyTask {
   return {
     taskId: t.taskId,
     status: t.status,
@@ -110,6 +116,12 @@ function fromModernTask(t: Record<string, unknown>): Record<string, unknown> {
   };
 }
 
+/** `result` (a `CallToolResult`) tagged with the related task in its `_meta` (2025-11-25 `tasks/result`). */
+function withRelatedTask(result: Record<string, unknown>, taskId: string): Record<string, unknown> {
+  const meta = isRecord(result._meta) ? result._meta : {};
+  return { ...result, _meta: { ...meta, [RELATED_TASK_META]: { taskId } } };
+}
+
 /**
  * The `tasks/result` payload of a terminal snapshot: the final `CallToolResult` of a completed
  * task (approved-executed content, a denial, an execution error or outcome-unknown, with its
@@ -117,17 +129,13 @@ function fromModernTask(t: Record<string, unknown>): Record<string, unknown> {
  * own error; a cancelled one -32602 (it has no result).
  */
 export function legacyTaskPayload(taskId: string, s: TaskSnapshot): Record<string, unknown> {
-  if (s.status === 'completed' && s.result) {
-    const result = s.result as unknown as Record<string, unknown>;
-    const meta = { ...((result._meta as Record<string, unknown> | undefined) ?? {}), [RELATED_TASK_META]: { taskId } };
-    return { ...result, _meta: meta };
-  }
+  if (s.status === 'completed' && s.result) return withRelatedTask({ ...s.result }, taskId);
   if (s.status === 'failed') throw failedTaskError(s.error);
   throw cancelledTaskHasNoResult();
 }
 
 /** An opened inline task as the 2025-11-25 `Task`. */
-function inlineLegacyTask(taskId: string, t: InlineTask): Record<string, unknown> {
+function inlineLegacyTask(taskId: string, t: InlineTask): LegacyTask {
   return {
     taskId,
     status: 'completed',
@@ -159,10 +167,20 @@ const NO_TASK_TEXT =
   '(params.task, e.g. {"ttl": 86400000}), then poll tasks/get and read tasks/result with the returned taskId. ' +
   'The tool did not run and no approval was requested.';
 
-/** Text when the approval needs input (a justification) this wire cannot carry. */
-const NEEDS_INPUT_TEXT =
-  'Not executed: this call needs input first (a justification, or your own confirmation), which a 2025-11-25 client cannot supply. ' +
-  'Use a client that speaks MCP 2026-07-28 with the io.modelcontextprotocol/tasks extension. The tool did not run.';
+/** The answer when the approval needs input (a justification, a confirmation) this wire cannot carry (a fresh object per call). */
+function needsInputResult(): CallToolResult {
+  return {
+    content: [
+      {
+        type: 'text',
+        text:
+          'Not executed: this call needs input first (a justification, or your own confirmation), which a 2025-11-25 client cannot supply. ' +
+          'Use a client that speaks MCP 2026-07-28 with the io.modelcontextprotocol/tasks extension. The tool did not run.',
+      },
+    ],
+    isError: true,
+  };
+}
 
 type Handler = Parameters<Server['_wrapHandler']>[1];
 
@@ -192,11 +210,17 @@ class LegacyTaskServer extends SpecParamsServer {
 }
 
 /** The plain tier's answer with `TASK_ALTERNATIVE_TEXT` added to its text while the approval is pending (`next` set). */
-function withTaskAlternative(out: Record<string, unknown>): Record<string, unknown> {
-  const pending = (out.structuredContent as Partial<ApprovalState> | undefined)?.next !== undefined;
-  const content = out.content as Array<{ type: string; text?: string }>;
-  if (!pending || content[0]?.type !== 'text') return out;
-  return { ...out, content: [{ ...content[0], text: `${content[0].text ?? ''} ${TASK_ALTERNATIVE_TEXT}` }, ...content.slice(1)] };
+function withTaskAlternative(out: CallToolResult): CallToolResult {
+  const pending = isRecord(out.structuredContent) && out.structuredContent.next !== undefined;
+  const [first, ...rest] = out.content;
+  if (!pending || first?.type !== 'text') return out;
+  return { ...out, content: [{ ...first, text: `${first.text} ${TASK_ALTERNATIVE_TEXT}` }, ...rest] };
+}
+
+/** Whether `result` is a requestable denial (`isError` with the SEP-2643 envelope at `remediation: "available"`). */
+function isRequestableDenial(result: CallToolResult): boolean {
+  const envelope = result._meta?.[META.authorization];
+  return result.isError === true && isRecord(envelope) && envelope.remediation === 'available';
 }
 
 /** Resolves after `ms`, or early when `signal` aborts. */
@@ -214,122 +238,151 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** A tool descriptor with the 2025-11-25 `execution.taskSupport` the face announces for it. */
+function withTaskSupport(tool: Tool, taskSupport: 'optional' | 'forbidden'): Tool {
+  return { ...tool, execution: { taskSupport } };
+}
+
+/** What the 2025-11-25 face's handlers share: the gate's dependencies, as given and as the gate gets them here, and the inline task sealer. */
+interface LegacyFace {
+  deps: GateDeps;
+  /** The gate's `error` is -32021, a 2026-07-28 code: here the gate answers `degraded-result` and that answer becomes -32600 (`legacyToolsCall`). */
+  gateDeps: GateDeps;
+  inline: InlineTaskSealer;
+  /** Whether the companion tools are served (`noTasksResponse: approval-tools`). */
+  approvalTools: boolean;
+}
+
 /**
  * Build the per-request factory of the 2025-11-25 face over the same gate dependencies as the
  * modern one (`createMcpServerFactory` in `server.ts`). `sealKey` (the installation's `dedupKey`)
- * keys the inline task ids; `version` is reported in `serverInfo`.
+ * keys the inline task ids; `version` is reported in `serverInfo`. Every handler but `tools/list`
+ * answers unexpected failures opaquely (`opaque`, `errors.ts`).
  */
 export function createLegacyServerFactory(deps: GateDeps & { sealKey: string }, version = '0.1.0'): McpServerFactory {
-  const inline = createInlineTaskSealer(deps.sealKey);
-  // The gate's `error` is -32021, a 2026-07-28 code: here the gate answers `degraded-result` and
-  // that answer becomes -32600 below.
   const gateDeps: GateDeps = { ...deps, noTasksResponse: deps.noTasksResponse === 'error' ? 'degraded-result' : deps.noTasksResponse };
-  const approvalTools = gateDeps.noTasksResponse === 'approval-tools';
+  const face: LegacyFace = {
+    deps,
+    gateDeps,
+    inline: createInlineTaskSealer(deps.sealKey),
+    approvalTools: gateDeps.noTasksResponse === 'approval-tools',
+  };
+  const { logger } = deps;
   return () => {
-    const server = new LegacyTaskServer({ name: 'countersign', version }, {
-      capabilities: { tools: {}, tasks: LEGACY_TASKS_CAPABILITY },
-    } as never);
-
-    server.setRequestHandler('tools/list', async () => ({
-      tools: [
-        ...deps.tools.list().map((t) => ({ ...deps.tools.descriptor(t.name), execution: { taskSupport: 'optional' } })),
-        // the companion tools only read or withdraw an approval: never run as a task
-        ...(approvalTools ? approvalToolDescriptors().map((d) => ({ ...d, execution: { taskSupport: 'forbidden' } })) : []),
-      ] as never,
-    }));
-
+    const server = new LegacyTaskServer({ name: 'countersign', version }, { capabilities: { tools: {}, tasks: LEGACY_TASKS_CAPABILITY } });
+    server.setRequestHandler('tools/list', async () => legacyListTools(face));
     server.setRequestHandler('tools/call', async (req, ctx) =>
-      opaque(deps.logger, async () => {
-        const task = (req.params as { task?: { ttl?: unknown } }).task;
-        const wantsTask = task !== undefined;
-        if (approvalTools && isApprovalTool(req.params.name)) {
-          if (wantsTask) throw taskForbiddenForTool();
-          return (await callApprovalTool(deps.tasks, principalOf(ctx), req.params.name, req.params.arguments)) as never;
-        }
-        const out = await gateToolCall(gateDeps, {
-          principal: principalOf(ctx),
-          name: req.params.name,
-          arguments: req.params.arguments as Record<string, unknown> | undefined,
-          clientSupportsTasks: wantsTask,
-          // No MRTR on this wire: a justification or confirmation request is turned into an isError result below.
-          mrtr: { state: undefined, inputResponses: undefined, mint: async () => '' },
-        });
-        if (out.resultType === 'task') {
-          // Same workflow as the modern face; its SEP-2663 task in the 2025-11-25 shape. `_meta`
-          // keeps `model-immediate-response` (a 2025-11-25 key too) and the SEP-2643 envelope.
-          return { task: fromModernTask(out), ...(out._meta ? { _meta: out._meta } : {}) } as never;
-        }
-        const final = out.resultType === 'input_required' ? { content: [{ type: 'text', text: NEEDS_INPUT_TEXT }], isError: true } : out;
-        if (wantsTask && JSON.stringify(final).length <= INLINE_TASK_MAX_RESULT_CHARS) {
-          // answered without an approval: a completed task carrying the result (legacy-inline-task.ts);
-          // a larger result is answered directly, as a receiver that does not take this request as a
-          // task does (2025-11-25 tasks: task metadata may be ignored), since its id could not be sent back
-          const sealed = inline.seal(final, principalOf(ctx), task?.ttl);
-          return { task: inlineLegacyTask(sealed.taskId, sealed.task) } as never;
-        }
-        if (final !== out) return final as never;
-        const envelope = (out._meta as Record<string, { remediation?: string }> | undefined)?.[META.authorization];
-        if (out.isError === true && envelope?.remediation === 'available') {
-          // approval-tools: the approval is open (approvalOpenedResult); otherwise nothing was opened
-          if (approvalTools) return withTaskAlternative(out) as never;
-          if (deps.noTasksResponse === 'error') throw taskAugmentationRequired();
-          return { ...out, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] } as never;
-        }
-        return out as never;
-      }),
+      opaque(logger, async () => toolsCallAnswer(await legacyToolsCall(face, req.params, ctx))),
     );
-
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) =>
-      opaque(deps.logger, async () => {
-        const done = inline.open(params.taskId, principalOf(ctx));
-        if (done) return inlineLegacyTask(params.taskId, done) as never;
-        const snap = await getDecliningUnanswerableInput(deps.tasks, params.taskId, principalOf(ctx));
-        if (!snap) throw taskNotFound();
-        return legacyTask(params.taskId, snap) as never;
-      }),
+    server.setRequestHandler('tasks/get', TASKS_GET, async (params, ctx) => opaque(logger, () => legacyGetTask(face, params.taskId, ctx)));
+    server.setRequestHandler('tasks/result', TASKS_RESULT, async (params, ctx) =>
+      opaque(logger, () => legacyTaskResult(face, params.taskId, ctx)),
     );
-
-    server.setRequestHandler('tasks/result', { params: TaskIdParams }, async (params, ctx) =>
-      opaque(deps.logger, async () => {
-        // 2025-11-25: tasks/result blocks until the task is terminal (the client calls it after
-        // seeing `completed`, or earlier to wait). Each pause is the task's own poll interval.
-        const done = inline.open(params.taskId, principalOf(ctx));
-        if (done)
-          return {
-            ...done.result,
-            _meta: {
-              ...((done.result._meta as Record<string, unknown> | undefined) ?? {}),
-              [RELATED_TASK_META]: { taskId: params.taskId },
-            },
-          } as never;
-        const signal = (ctx as LegacyCtx).mcpReq?.signal;
-        const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
-        for (;;) {
-          const snap = await getDecliningUnanswerableInput(deps.tasks, params.taskId, principalOf(ctx));
-          if (!snap) throw taskNotFound();
-          if (isTerminal(snap)) return legacyTaskPayload(params.taskId, snap) as never;
-          if (signal?.aborted || Date.now() > giveUpAt) throw resultNotReady();
-          await pause(snap.pollIntervalMs, signal);
-        }
-      }),
+    server.setRequestHandler('tasks/cancel', TASKS_CANCEL, async (params, ctx) =>
+      opaque(logger, () => legacyCancelTask(face, params.taskId, ctx)),
     );
-
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) =>
-      opaque(deps.logger, async () => {
-        const caller = principalOf(ctx);
-        if (inline.open(params.taskId, caller)) throw taskAlreadyTerminal();
-        const outcome = await deps.tasks.cancel(params.taskId, caller);
-        if (!outcome) throw taskNotFound();
-        deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');
-        if (outcome === 'already-terminal') throw taskAlreadyTerminal();
-        const snap = await deps.tasks.get(params.taskId, caller);
-        if (!snap) throw taskNotFound();
-        return legacyTask(params.taskId, snap) as never;
-      }),
-    );
-
     return server;
   };
+}
+
+/** `tools/list`: every tool may be called as a task; the companion tools (when served) never are. */
+function legacyListTools({ deps, approvalTools }: LegacyFace): ListToolsResult {
+  return {
+    tools: [
+      ...deps.tools.list().map((t) => withTaskSupport(listedTool(deps.tools.descriptor(t.name)), 'optional')),
+      // the companion tools only read or withdraw an approval: never run as a task
+      ...(approvalTools ? approvalToolDescriptors().map((d) => withTaskSupport(d, 'forbidden')) : []),
+    ],
+  };
+}
+
+/** `tasks/get`: an inline task, or the caller's approval task (declining input it cannot answer); -32602 when unknown. */
+async function legacyGetTask({ deps, inline }: LegacyFace, taskId: string, ctx: ServerContext): Promise<LegacyTask> {
+  const done = inline.open(taskId, principalOf(ctx));
+  if (done) return inlineLegacyTask(taskId, done);
+  const snap = await getDecliningUnanswerableInput(deps.tasks, taskId, principalOf(ctx));
+  if (!snap) throw taskNotFound();
+  return legacyTask(taskId, snap);
+}
+
+/**
+ * `tasks/result`: blocks until the task is terminal (the client calls it after seeing `completed`,
+ * or earlier to wait), each pause the task's own poll interval, at most `RESULT_WAIT_LIMIT_MS`
+ * (then -32603 retryable, `resultNotReady`); then its payload (`legacyTaskPayload`).
+ */
+async function legacyTaskResult({ deps, inline }: LegacyFace, taskId: string, ctx: ServerContext): Promise<Record<string, unknown>> {
+  const done = inline.open(taskId, principalOf(ctx));
+  if (done) return withRelatedTask(done.result, taskId);
+  const signal = ctx.mcpReq.signal;
+  const giveUpAt = Date.now() + RESULT_WAIT_LIMIT_MS;
+  for (;;) {
+    const snap = await getDecliningUnanswerableInput(deps.tasks, taskId, principalOf(ctx));
+    if (!snap) throw taskNotFound();
+    if (isTerminal(snap)) return legacyTaskPayload(taskId, snap);
+    if (signal.aborted || Date.now() > giveUpAt) throw resultNotReady();
+    await pause(snap.pollIntervalMs, signal);
+  }
+}
+
+/** `tasks/cancel`: the task after the cancel; -32602 for an inline or already terminal task (2025-11-25) and an unknown one. */
+async function legacyCancelTask({ deps, inline }: LegacyFace, taskId: string, ctx: ServerContext): Promise<LegacyTask> {
+  const caller = principalOf(ctx);
+  if (inline.open(taskId, caller)) throw taskAlreadyTerminal();
+  const outcome = await deps.tasks.cancel(taskId, caller);
+  if (!outcome) throw taskNotFound();
+  deps.logger.info({ outcome }, 'tasks/cancel (2025-11-25)');
+  if (outcome === 'already-terminal') throw taskAlreadyTerminal();
+  const snap = await deps.tasks.get(taskId, caller);
+  if (!snap) throw taskNotFound();
+  return legacyTask(taskId, snap);
+}
+
+/**
+ * `tools/call` on the 2025-11-25 face (module header): the companion tools (never as a task);
+ * otherwise the same gate as the modern face, with `params.task` as the client's tasks support.
+ * Its answer in this wire's shapes:
+ * - a task (`CreateTaskResult`, SEP-2663) → the 2025-11-25 `CreateTaskResult` `{task}` of the same
+ *   workflow; `_meta` keeps `model-immediate-response` (a 2025-11-25 key too) and the SEP-2643 envelope;
+ * - an MRTR question → `needsInputResult` (this wire has no MRTR);
+ * - any other result, for a task-augmented call → a completed inline task carrying it
+ *   (`legacy-inline-task.ts`), unless it is too large for a task id: then it is answered directly, as
+ *   a receiver that does not take this request as a task does (2025-11-25 tasks: task metadata may
+ *   be ignored);
+ * - a requestable denial of a call without `params.task` → with the companion tools, the approval
+ *   (opened by the gate) and how to follow it as a task instead; otherwise nothing was opened:
+ *   -32600 (`error`) or an `isError` result saying how to ask for a task.
+ * Throws -32601 for a companion tool called as a task, and whatever the gate throws.
+ */
+async function legacyToolsCall(
+  { deps, gateDeps, inline, approvalTools }: LegacyFace,
+  params: CallToolRequest['params'],
+  ctx: ServerContext,
+): Promise<CallToolResult | LegacyCreateTaskResult> {
+  const wantsTask = params.task !== undefined;
+  if (approvalTools && isApprovalTool(params.name)) {
+    if (wantsTask) throw taskForbiddenForTool();
+    return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments);
+  }
+  const out = await gateToolCall(gateDeps, {
+    principal: principalOf(ctx),
+    name: params.name,
+    arguments: params.arguments,
+    clientSupportsTasks: wantsTask,
+    mrtr: NO_MRTR,
+  });
+  if (isTaskAnswer(out)) {
+    return { task: fromModernTask(out), ...(out._meta ? { _meta: out._meta } : {}) };
+  }
+  const final = isInputRequiredResult(out) ? needsInputResult() : out;
+  if (wantsTask && JSON.stringify(final).length <= INLINE_TASK_MAX_RESULT_CHARS) {
+    const sealed = inline.seal(final, principalOf(ctx), params.task?.ttl);
+    return { task: inlineLegacyTask(sealed.taskId, sealed.task) };
+  }
+  if (final !== out || !isRequestableDenial(final)) return final;
+  // approval-tools: the approval is open (approvalOpenedResult); otherwise nothing was opened
+  if (approvalTools) return withTaskAlternative(final);
+  if (deps.noTasksResponse === 'error') throw taskAugmentationRequired();
+  return { ...final, content: [{ type: 'text', text: `Not executed: ${NO_TASK_TEXT}` }] };
 }
 
 /**

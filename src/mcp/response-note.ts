@@ -7,6 +7,7 @@
  * plain `CallToolResult` marks the note so that answer passes through unread — neither fix-up can
  * apply to it (bench/perf-notes.md, allowed-call overhead).
  */
+import { isRecord } from './narrow.js';
 
 /** Key of the note in `authInfo.extra`. */
 export const RESPONSE_NOTE_KEY = 'responseNote';
@@ -26,6 +27,10 @@ export function newResponseNote(): ResponseNote {
  * the handler context's `authInfo.extra`; without a note there (e.g. a caller that set none) nothing happens.
  */
 export function noteToolResult(extra: Record<string, unknown> | undefined, result: Record<string, unknown>): void {
-  const note = extra?.[RESPONSE_NOTE_KEY] as ResponseNote | undefined;
-  if (note && result.resultType === undefined) note.plainToolResult = true;
+  const note = extra?.[RESPONSE_NOTE_KEY];
+  if (isResponseNote(note) && result.resultType === undefined) note.plainToolResult = true;
+}
+
+function isResponseNote(v: unknown): v is ResponseNote {
+  return isRecord(v) && typeof v.plainToolResult === 'boolean';
 }

@@ -7,10 +7,16 @@
  * The caller's principal arrives in `ctx.http.authInfo.extra.principal`, set by the HTTP layer
  * after bearer-token verification (`http.ts`); requests without it never reach here.
  */
-import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, type McpServerFactory, type RequestStateCodec } from '@modelcontextprotocol/server';
+import type {
+  CallToolRequest,
+  HandlerResultTypeMap,
+  ListToolsResult,
+  McpServerFactory,
+  RequestStateCodec,
+  ServerContext,
+} from '@modelcontextprotocol/server';
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
 import { inputRefused, missingTasksCapability, opaque, pollTooSoon, taskNotFound } from './errors.js';
 import type { PollRateLimiter } from './poll-interval.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
@@ -19,111 +25,127 @@ import { ANY_PARAMS, parseMethodParams, SpecParamsServer } from './spec-params.j
 import { getTaskResult } from './task-projection.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './approval-tools.js';
 import { noteToolResult } from './response-note.js';
+import { declaresTasks, principalOf } from './request-context.js';
+import { listedTool, toolsCallAnswer } from './sdk-gaps.js';
+import { CompleteResultSchema, GetTaskResultSchema, type CompleteResult, type GetTaskResult } from './wire-results.js';
 import { TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION } from '../../workflows/wire.js';
 
 const TaskIdParams = z.looseObject({ taskId: z.string() });
 const TaskUpdateParams = z.looseObject({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()).optional() });
 
-interface HandlerCtx {
-  http?: { authInfo?: { extra?: Record<string, unknown> } };
-  mcpReq: {
-    envelope?: Record<string, unknown>;
-    inputResponses?: Record<string, unknown>;
-    requestState?: () => unknown;
-  };
-}
+/**
+ * Schema-form registrations of the tasks methods: any object as params (checked by
+ * `parseMethodParams`, `spec-params.ts`), and the result type (`wire-results.ts`; types only, the
+ * SDK does not validate a result against it).
+ */
+const TASKS_GET = { ...ANY_PARAMS, result: GetTaskResultSchema };
+const TASKS_COMPLETE = { ...ANY_PARAMS, result: CompleteResultSchema };
 
-function principalOf(ctx: HandlerCtx): Principal {
-  const p = ctx.http?.authInfo?.extra?.principal as Principal | undefined;
-  if (!p) throw new ProtocolError(-32600, 'Invalid request: unauthenticated');
-  return p;
-}
+/** What the modern face needs besides the gate's dependencies. */
+export type McpServerDeps = GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState>; pollLimiter?: PollRateLimiter };
 
 /** The tasks methods belong to the tasks extension: a request that does not declare it gets -32021. */
-function requireTasks(ctx: HandlerCtx): void {
+function requireTasks(ctx: ServerContext): void {
   if (!declaresTasks(ctx)) throw missingTasksCapability();
-}
-
-function declaresTasks(ctx: HandlerCtx): boolean {
-  const caps = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
-  return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
 /**
  * Build the per-request server factory. `version` is reported in `serverInfo`. `requestStateCodec`
- * verifies every echoed MRTR `requestState` before a handler runs (failures: -32602).
+ * verifies every echoed MRTR `requestState` before a handler runs (failures: -32602). Every
+ * handler answers unexpected failures opaquely (`opaque`, `errors.ts`).
  */
-export function createMcpServerFactory(
-  deps: GateDeps & { requestStateCodec: RequestStateCodec<SubmissionState>; pollLimiter?: PollRateLimiter },
-  version = '0.1.0',
-): McpServerFactory {
+export function createMcpServerFactory(deps: McpServerDeps, version = '0.1.0'): McpServerFactory {
   return () => {
     // params failing the era's wire schema answer -32602, not the SDK's -32603 (spec-params.ts)
-    const server = new SpecParamsServer({ name: 'countersign', version }, {
-      capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {}, [TOOL_APPROVAL_EXTENSION]: {} } },
-      requestState: { verify: deps.requestStateCodec.verify },
-    } as never);
-    const approvalTools = deps.noTasksResponse === 'approval-tools';
-    server.setRequestHandler('tools/list', async () => ({
-      tools: [...deps.tools.list().map((t) => deps.tools.descriptor(t.name)), ...(approvalTools ? approvalToolDescriptors() : [])] as never,
-    }));
-    server.setRequestHandler('tools/call', async (req, ctx) =>
-      opaque(deps.logger, async () => {
-        const c = ctx as unknown as HandlerCtx;
-        // the plain tier's companion tools (approval-tools.ts), bound to the caller like tasks/*
-        if (approvalTools && isApprovalTool(req.params.name))
-          return (await callApprovalTool(deps.tasks, principalOf(c), req.params.name, req.params.arguments)) as never;
-        const result = await gateToolCall(deps, {
-          principal: principalOf(c),
-          name: req.params.name,
-          arguments: req.params.arguments as Record<string, unknown> | undefined,
-          clientSupportsTasks: declaresTasks(c),
-          mrtr: {
-            state: c.mcpReq.requestState?.() as SubmissionState | undefined,
-            inputResponses: c.mcpReq.inputResponses,
-            mint: (state) => deps.requestStateCodec.mint(state, ctx),
-          },
-        });
-        noteToolResult(c.http?.authInfo?.extra, result);
-        return result as never;
-      }),
+    const server = new SpecParamsServer(
+      { name: 'countersign', version },
+      {
+        capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {}, [TOOL_APPROVAL_EXTENSION]: {} } },
+        requestState: { verify: deps.requestStateCodec.verify },
+      },
     );
-    server.setRequestHandler('tasks/get', ANY_PARAMS, async (raw, ctx) =>
-      opaque(deps.logger, async () => {
-        const params = parseMethodParams('tasks/get', TaskIdParams, raw);
-        requireTasks(ctx as unknown as HandlerCtx);
-        const caller = principalOf(ctx as unknown as HandlerCtx);
-        // SEP-2663: a client polling much faster than pollIntervalMs may be refused (poll-interval.ts)
-        const tooSoon = deps.pollLimiter?.take(`${taskOwnerKeyOf(caller)} ${params.taskId}`);
-        if (tooSoon) throw pollTooSoon(tooSoon.retryAfterMs);
-        const snap = await deps.tasks.get(params.taskId, caller);
-        if (!snap) throw taskNotFound();
-        return getTaskResult(params.taskId, snap) as never;
-      }),
-    );
-    server.setRequestHandler('tasks/cancel', ANY_PARAMS, async (raw, ctx) =>
-      opaque(deps.logger, async () => {
-        const params = parseMethodParams('tasks/cancel', TaskIdParams, raw);
-        requireTasks(ctx as unknown as HandlerCtx);
-        const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx as unknown as HandlerCtx));
-        if (!outcome) throw taskNotFound();
-        deps.logger.info({ outcome }, 'tasks/cancel');
-        return { resultType: 'complete' } as never;
-      }),
-    );
-    server.setRequestHandler('tasks/update', ANY_PARAMS, async (raw, ctx) =>
-      opaque(deps.logger, async () => {
-        const params = parseMethodParams('tasks/update', TaskUpdateParams, raw);
-        requireTasks(ctx as unknown as HandlerCtx);
-        const c = ctx as unknown as HandlerCtx;
-        // The SDK lifts `inputResponses` out of the params into the request context.
-        const responses = c.mcpReq.inputResponses ?? (params.inputResponses as Record<string, unknown> | undefined) ?? {};
-        const outcome = await deps.tasks.provideInput(params.taskId, principalOf(c), responses);
-        if (!outcome) throw taskNotFound();
-        if ('refused' in outcome) throw inputRefused(outcome.refused);
-        return { resultType: 'complete' } as never;
-      }),
-    );
+    server.setRequestHandler('tools/list', async () => listTools(deps));
+    server.setRequestHandler('tools/call', async (req, ctx) => opaque(deps.logger, () => callTool(deps, req.params, ctx)));
+    server.setRequestHandler('tasks/get', TASKS_GET, async (raw, ctx) => opaque(deps.logger, () => getTask(deps, raw, ctx)));
+    server.setRequestHandler('tasks/cancel', TASKS_COMPLETE, async (raw, ctx) => opaque(deps.logger, () => cancelTask(deps, raw, ctx)));
+    server.setRequestHandler('tasks/update', TASKS_COMPLETE, async (raw, ctx) => opaque(deps.logger, () => updateTask(deps, raw, ctx)));
     return server;
   };
+}
+
+/** `tools/list`: the gated tools, and the companion tools when they are how a client without tasks follows an approval. */
+function listTools(deps: McpServerDeps): ListToolsResult {
+  const approvalTools = deps.noTasksResponse === 'approval-tools';
+  return {
+    tools: [
+      ...deps.tools.list().map((t) => listedTool(deps.tools.descriptor(t.name))),
+      ...(approvalTools ? approvalToolDescriptors() : []),
+    ],
+  };
+}
+
+/**
+ * `tools/call`: a companion tool (`approval-tools.ts`, bound to the caller like tasks/*), or the
+ * gate (`gate.ts`) with this request's principal, tasks declaration and MRTR round. A plain
+ * `CallToolResult` is noted for the HTTP layer (`response-note.ts`).
+ */
+async function callTool(
+  deps: McpServerDeps,
+  params: CallToolRequest['params'],
+  ctx: ServerContext,
+): Promise<HandlerResultTypeMap['tools/call']> {
+  if (deps.noTasksResponse === 'approval-tools' && isApprovalTool(params.name))
+    return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments);
+  const result = await gateToolCall(deps, {
+    principal: principalOf(ctx),
+    name: params.name,
+    arguments: params.arguments,
+    clientSupportsTasks: declaresTasks(ctx),
+    mrtr: {
+      // the codec's verified payload (`requestState.verify` above): the SDK's typed accessor
+      state: ctx.mcpReq.requestState<SubmissionState>(),
+      inputResponses: ctx.mcpReq.inputResponses,
+      mint: (state) => deps.requestStateCodec.mint(state, ctx),
+    },
+  });
+  noteToolResult(ctx.http?.authInfo?.extra, result);
+  return toolsCallAnswer(result);
+}
+
+/**
+ * `tasks/get` (SEP-2663): the caller's task. -32602 for bad params or a task that is not the
+ * caller's (the same as unknown), -32021 without the tasks extension, a rate-limit error for a
+ * client polling much faster than `pollIntervalMs` (`poll-interval.ts`).
+ */
+async function getTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): Promise<GetTaskResult> {
+  const params = parseMethodParams('tasks/get', TaskIdParams, raw);
+  requireTasks(ctx);
+  const caller = principalOf(ctx);
+  const tooSoon = deps.pollLimiter?.take(`${taskOwnerKeyOf(caller)} ${params.taskId}`);
+  if (tooSoon) throw pollTooSoon(tooSoon.retryAfterMs);
+  const snap = await deps.tasks.get(params.taskId, caller);
+  if (!snap) throw taskNotFound();
+  return getTaskResult(params.taskId, snap);
+}
+
+/** `tasks/cancel` (SEP-2663, SEP-2848 §Cancellation): `{resultType: "complete"}` once the cancel is applied or recorded. */
+async function cancelTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): Promise<CompleteResult> {
+  const params = parseMethodParams('tasks/cancel', TaskIdParams, raw);
+  requireTasks(ctx);
+  const outcome = await deps.tasks.cancel(params.taskId, principalOf(ctx));
+  if (!outcome) throw taskNotFound();
+  deps.logger.info({ outcome }, 'tasks/cancel');
+  return { resultType: 'complete' };
+}
+
+/** `tasks/update` (SEP-2663): an `input_required` task's answer; -32602 with the fixed reason when it is refused. */
+async function updateTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): Promise<CompleteResult> {
+  const params = parseMethodParams('tasks/update', TaskUpdateParams, raw);
+  requireTasks(ctx);
+  // The SDK lifts `inputResponses` out of the params into the request context.
+  const responses = ctx.mcpReq.inputResponses ?? params.inputResponses ?? {};
+  const outcome = await deps.tasks.provideInput(params.taskId, principalOf(ctx), responses);
+  if (!outcome) throw taskNotFound();
+  if ('refused' in outcome) throw inputRefused(outcome.refused);
+  return { resultType: 'complete' };
 }

@@ -25,6 +25,7 @@
 import { Server } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { invalidRequestParams, type ParamsIssue } from './errors.js';
+import { isJsonObject, isRecord } from './narrow.js';
 
 type Handler = Parameters<Server['_wrapHandler']>[1];
 
@@ -86,18 +87,18 @@ export const ANY_PARAMS = { params: z.looseObject({}) };
 
 interface ZodIssueLike {
   code: string;
-  path: Array<string | number>;
+  /** Keys and indexes from the request root; as parsed from the codec's JSON, so not checked further. */
+  path: unknown[];
   message: string;
 }
 
 function isZodIssue(v: unknown): v is ZodIssueLike {
-  const i = v as Partial<ZodIssueLike> | null;
-  return typeof i?.code === 'string' && typeof i.message === 'string' && Array.isArray(i.path);
+  return isRecord(v) && typeof v.code === 'string' && typeof v.message === 'string' && Array.isArray(v.path);
 }
 
 /** `["params","cursor"]` → `$.params.cursor`; `["params","a",0]` → `$.params.a[0]`. */
-function jsonPath(path: Array<string | number>): string {
-  return path.reduce<string>((acc, seg) => (typeof seg === 'number' ? `${acc}[${seg}]` : `${acc}.${seg}`), '$');
+function jsonPath(path: unknown[]): string {
+  return path.reduce<string>((acc, seg) => (typeof seg === 'number' ? `${acc}[${seg}]` : `${acc}.${String(seg)}`), '$');
 }
 
 /** JSON kind of `v` in the words of the codec's messages (`null`, `array`, `object`, `string`, `number`, `boolean`). */
@@ -115,13 +116,12 @@ function jsonKind(v: unknown): string {
  * message; anything that is not a request with object params passes (the SDK answers it).
  */
 export function retryFieldIssue(message: unknown): { method: string; issue: ParamsIssue } | undefined {
-  const m = message as { method?: unknown; id?: unknown; params?: unknown } | null;
-  if (m === null || typeof m !== 'object' || typeof m.method !== 'string' || m.id === undefined) return undefined;
-  const params = m.params as Record<string, unknown> | null | undefined;
-  if (params === null || typeof params !== 'object' || Array.isArray(params) || !('inputResponses' in params)) return undefined;
+  if (!isRecord(message) || typeof message.method !== 'string' || message.id === undefined) return undefined;
+  const params = message.params;
+  if (!isJsonObject(params) || !('inputResponses' in params)) return undefined;
   const kind = jsonKind(params.inputResponses);
   if (kind === 'object') return undefined;
-  return { method: m.method, issue: { path: '$.params.inputResponses', message: `expected object, received ${kind}` } };
+  return { method: message.method, issue: { path: '$.params.inputResponses', message: `expected object, received ${kind}` } };
 }
 
 /**

@@ -18,8 +18,8 @@
 import { createHmac } from 'node:crypto';
 import { createRequestStateCodec, type RequestStateCodec, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
 import { principalKey } from '../auth/principal-keys.js';
+import { principalIn } from './request-context.js';
 import { JUSTIFICATION_DESCRIPTION, JUSTIFICATION_INPUT_KEY, JUSTIFICATION_LENGTH } from '../../workflows/wire.js';
 
 /**
@@ -52,7 +52,7 @@ export function createSubmissionStateCodec(serverKey: string, ttlSeconds = 600):
     key,
     ttlSeconds,
     bind: (ctx: ServerContext) => {
-      const p = (ctx as unknown as { http?: { authInfo?: { extra?: { principal?: Principal } } } }).http?.authInfo?.extra?.principal;
+      const p = principalIn(ctx);
       return `${ctx.mcpReq.method}\u0000${p ? principalKey(p) : ''}`;
     },
   });

@@ -15,6 +15,7 @@
  * Deliberately does not: count in process memory, wait for a slot to free up, or fail open (a
  * limiter that cannot be reached is an error the caller may retry; no task is opened meanwhile).
  */
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import type { submissionLimiterWorkflow } from '../../workflows/submission-limiter.js';
@@ -124,7 +125,7 @@ const LIMIT_TEXT: Record<LimitReason, string> = {
  * denial is not requestable (SEP-2848: "returning a non-requestable denial on a limit so the agent
  * does not retry-loop").
  */
-export function submissionLimitedResult(reason: LimitReason): Record<string, unknown> {
+export function submissionLimitedResult(reason: LimitReason): CallToolResult {
   return {
     content: [{ type: 'text', text: LIMIT_TEXT[reason] }],
     isError: true,

@@ -38,6 +38,7 @@ import type { Logger } from 'pino';
 import { readTaskRecord, servableSnapshot, TASK_RECORD_MEMO_KEY } from '../../workflows/task-record.js';
 import type { TaskSnapshot } from '../../workflows/types.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
+import { memberAt } from './narrow.js';
 import { isTerminalStatus, type RunIds } from './task-reads.js';
 
 /** Events per history page the watch asks for; a full page means more may follow at once. */
@@ -130,25 +131,29 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
   /** Past `createdAt + ttlMs`: not served from here (a read of the run decides: expired, unknown). */
   const expired = (s: TaskSnapshot) => s.ttlMs !== null && now() > Date.parse(s.createdAt) + s.ttlMs;
 
-  async function decode(payload: Payload | null | undefined): Promise<unknown> {
+  /**
+   * A history payload through the client's codecs and converter; `T` is what the workflow wrote
+   * there (the converter's typed read, as for a run's result), checked by the caller.
+   */
+  async function decode<T>(payload: Payload | null | undefined): Promise<T | undefined> {
     if (!payload) return undefined;
     let payloads = [payload];
     for (const codec of [...converter.payloadCodecs].reverse()) payloads = await codec.decode(payloads);
-    return converter.payloadConverter.fromPayload(payloads[0]!);
+    return converter.payloadConverter.fromPayload<T>(payloads[0]!);
   }
 
   /** Apply one history event; returns 'ended' kinds when the run closed. */
   async function apply(w: Watch, e: temporal.api.history.v1.IHistoryEvent): Promise<'terminal' | 'closed' | undefined> {
     const memo = e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.[TASK_RECORD_MEMO_KEY];
     if (memo) {
-      const record = readTaskRecord(await decode(memo as Payload));
+      const record = readTaskRecord(await decode<unknown>(memo));
       // a record without its (large) result cannot be served; the completion event brings it
       w.snapshot = record ? servableSnapshot(record) : undefined;
       return undefined;
     }
     const completed = e.workflowExecutionCompletedEventAttributes;
     if (completed) {
-      const result = (await decode(completed.result?.payloads?.[0] as Payload | undefined)) as TaskSnapshot | undefined;
+      const result = await decode<TaskSnapshot>(completed.result?.payloads?.[0]);
       w.snapshot = typeof result?.ownerKey === 'string' ? result : undefined;
       return w.snapshot ? 'terminal' : 'closed';
     }
@@ -221,7 +226,7 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
         if (w.ended || closed) return;
         w.caughtUp = false;
         if (isWorkflowNotFound(err)) return stop(w, 'gone');
-        opts.logger.debug({ err: (err as Error).message }, 'task feed: history long-poll failed; retrying');
+        opts.logger.debug({ err: memberAt(err, 'message') }, 'task feed: history long-poll failed; retrying');
         await new Promise((r) => setTimeout(r, retryMs).unref());
         retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
         continue;
@@ -278,7 +283,7 @@ export function createTaskFeed(opts: TaskFeedOptions): TaskFeed {
     watches.set(key, w);
     init(w);
     void run(w).catch((err: unknown) => {
-      opts.logger.warn({ err: (err as Error).message }, 'task feed: watch stopped');
+      opts.logger.warn({ err: memberAt(err, 'message') }, 'task feed: watch stopped');
       stop(w, 'closed');
     });
     return w;

@@ -28,6 +28,7 @@ import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import { internalError, pollTooSoon, taskNotFound, temporalUnavailable } from './errors.js';
 import type { PollRateLimiter } from './poll-interval.js';
 import { getTaskResult } from './task-projection.js';
+import { isJsonObject, memberAt } from './narrow.js';
 import type { TaskService } from './task-service.js';
 
 const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -78,14 +79,14 @@ export function createTaskGetFastPath(
       const snap = await opts.tasks.get(clean.taskId, caller);
       if (!snap) return error(200, clean.id, taskNotFound());
       const result = getTaskResult(clean.taskId, snap);
-      const meta = { ...((result._meta as Record<string, unknown> | undefined) ?? {}), [SERVER_INFO_META_KEY]: opts.serverInfo };
+      const meta = { ...(isJsonObject(result._meta) ? result._meta : {}), [SERVER_INFO_META_KEY]: opts.serverInfo };
       return json(200, { result: { ...result, _meta: meta }, jsonrpc: '2.0', id: clean.id });
     } catch (err) {
       if (err instanceof TemporalUnavailableError) {
         opts.logger.warn({ reason: err.reason, ...(err.detail ? { detail: err.detail } : {}) }, 'Temporal unavailable; answered retryable');
         return error(503, clean.id, temporalUnavailable(err.retryAfterSeconds), { 'retry-after': String(err.retryAfterSeconds) });
       }
-      opts.logger.error({ err: (err as Error)?.name }, 'request failed');
+      opts.logger.error({ err: err instanceof Error ? err.name : typeof err }, 'request failed');
       return error(200, clean.id, internalError());
     }
   };
@@ -93,24 +94,20 @@ export function createTaskGetFastPath(
 
 /** The request's id and task id when it is a clean `tasks/get` (module header), else null. */
 function cleanTaskGet(body: unknown, headers: Headers): CleanTaskGet | null {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
-  const m = body as Record<string, unknown>;
-  if (m.jsonrpc !== '2.0' || m.method !== 'tasks/get' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return null;
-  if (Object.keys(m).some((k) => k !== 'jsonrpc' && k !== 'id' && k !== 'method' && k !== 'params')) return null;
-  const params = m.params;
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) return null;
-  const p = params as Record<string, unknown>;
-  if (typeof p.taskId !== 'string' || Object.keys(p).some((k) => k !== 'taskId' && k !== '_meta')) return null;
-  const meta = p._meta;
-  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return null;
-  const envelope = meta as Record<string, unknown>;
-  if (envelope[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION || Object.keys(envelope).some((k) => !ENVELOPE_KEYS.has(k))) return null;
-  const caps = envelope[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
-  if (typeof caps !== 'object' || caps === null || typeof caps.extensions !== 'object' || caps.extensions === null) return null;
-  if (typeof caps.extensions[TASKS_EXTENSION] !== 'object' || caps.extensions[TASKS_EXTENSION] === null) return null;
+  if (!isJsonObject(body) || body.jsonrpc !== '2.0' || body.method !== 'tasks/get') return null;
+  const id = body.id;
+  if (typeof id !== 'string' && typeof id !== 'number') return null;
+  if (Object.keys(body).some((k) => k !== 'jsonrpc' && k !== 'id' && k !== 'method' && k !== 'params')) return null;
+  const params = body.params;
+  if (!isJsonObject(params) || typeof params.taskId !== 'string') return null;
+  if (Object.keys(params).some((k) => k !== 'taskId' && k !== '_meta')) return null;
+  const envelope = params._meta;
+  if (!isJsonObject(envelope) || envelope[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION) return null;
+  if (Object.keys(envelope).some((k) => !ENVELOPE_KEYS.has(k))) return null;
+  if (!isJsonObject(memberAt(envelope, CLIENT_CAPABILITIES_META_KEY, 'extensions', TASKS_EXTENSION))) return null;
   if (headers.get('mcp-protocol-version') !== MODERN_REVISION || headers.get('mcp-method') !== 'tasks/get') return null;
-  if (headers.get('mcp-name') !== p.taskId) return null;
-  return { id: m.id, taskId: p.taskId };
+  if (headers.get('mcp-name') !== params.taskId) return null;
+  return { id, taskId: params.taskId };
 }
 
 function error(

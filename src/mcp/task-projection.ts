@@ -5,6 +5,7 @@
  */
 import { META, type TaskSnapshot } from '../../workflows/types.js';
 import { modelImmediateResponse, progressText, statusMessage } from './status-text.js';
+import type { CreateTaskResult, GetTaskResult, WireTask } from './wire-results.js';
 
 /** The SEP-2643 envelope while an approval is pending. */
 export const PENDING_ENVELOPE = {
@@ -29,44 +30,44 @@ export function completeCallToolResult<T extends object>(result: T): { resultTyp
   return { resultType: 'complete', ...result };
 }
 
+/**
+ * The `_meta` of an open task: a fresh copy of the pending envelope (the shared constant must not
+ * be mutable through one task's result) and, only while a long-running tool executes, its latest
+ * heartbeat (`task-service.ts`).
+ */
+function openTaskMeta(s: TaskSnapshot): Record<string, unknown> {
+  const meta: Record<string, unknown> = { [META.authorization]: structuredClone(PENDING_ENVELOPE) };
+  if (s.phase === 'executing' && s.progress) {
+    meta[META.progress] = { progress: s.progress.step, total: s.progress.of, message: progressText(s.progress) };
+  }
+  return meta;
+}
+
 /** Fields common to `CreateTaskResult` and the `tasks/get` result. */
-export function wireTask(taskId: string, s: TaskSnapshot): Record<string, unknown> {
-  const out: Record<string, unknown> = {
+export function wireTask(taskId: string, s: TaskSnapshot): WireTask {
+  return {
     taskId,
     status: s.status,
     statusMessage: statusMessage(s),
     createdAt: s.createdAt,
     lastUpdatedAt: s.lastUpdatedAt,
     ttlMs: s.ttlMs,
+    ...(isTerminal(s) ? {} : { pollIntervalMs: s.pollIntervalMs, _meta: openTaskMeta(s) }),
+    ...(s.status === 'input_required' && s.inputRequests ? { inputRequests: s.inputRequests } : {}),
+    ...(s.status === 'completed' && s.result ? { result: completeCallToolResult(s.result) } : {}),
+    ...(s.status === 'failed' ? { error: s.error ?? { code: -32603, message: 'Internal error' } } : {}),
   };
-  if (!isTerminal(s)) {
-    out.pollIntervalMs = s.pollIntervalMs;
-    // A fresh copy per response: the shared constant must not be mutable through one task's result.
-    out._meta = { [META.authorization]: structuredClone(PENDING_ENVELOPE) };
-    // a long-running tool's latest heartbeat (task-service.ts), only while it executes
-    if (s.phase === 'executing' && s.progress) {
-      (out._meta as Record<string, unknown>)[META.progress] = {
-        progress: s.progress.step,
-        total: s.progress.of,
-        message: progressText(s.progress),
-      };
-    }
-  }
-  if (s.status === 'input_required' && s.inputRequests) out.inputRequests = s.inputRequests;
-  if (s.status === 'completed' && s.result) out.result = completeCallToolResult(s.result);
-  if (s.status === 'failed') out.error = s.error ?? { code: -32603, message: 'Internal error' };
-  return out;
 }
 
 /** `CreateTaskResult` (SEP-2663) for a requestable denial (SEP-2848 §Denied-but-requestable). */
-export function createTaskResult(taskId: string, s: TaskSnapshot): Record<string, unknown> {
+export function createTaskResult(taskId: string, s: TaskSnapshot): CreateTaskResult {
   const base = wireTask(taskId, s);
-  const meta = { ...((base._meta as Record<string, unknown> | undefined) ?? {}) };
+  const meta = { ...(base._meta ?? {}) };
   if (!isTerminal(s)) meta[META.modelImmediateResponse] = modelImmediateResponse(s);
   return { resultType: 'task', ...base, ...(Object.keys(meta).length ? { _meta: meta } : {}) };
 }
 
 /** `tasks/get` result. */
-export function getTaskResult(taskId: string, s: TaskSnapshot): Record<string, unknown> {
+export function getTaskResult(taskId: string, s: TaskSnapshot): GetTaskResult {
   return { resultType: 'complete', ...wireTask(taskId, s) };
 }

@@ -18,6 +18,8 @@
  *   completed — from the record when the record holds it, else from the close event — answered
  *   until `createdAt + ttlMs`; a terminated or failed run answered as outcome-unknown (the tool was
  *   scheduled) or `failed` (it was not), never as an unknown task.
+ * - {@link describeOwnedRun}: the caller's run before a change (`tasks/update`, `tasks/cancel`):
+ *   its handle and description.
  *
  * Every read checks the caller's owner key against the run's and answers `null` for a mismatch,
  * exactly like an unknown or expired task (SEP-2848 §Security: the task id is not an oracle).
@@ -39,6 +41,10 @@ import { outcomeUnknownResult } from '../../workflows/results.js';
 import { readTaskRecord, servableSnapshot, TASK_RECORD_MEMO_KEY } from '../../workflows/task-record.js';
 import type { TaskSnapshot, ToolProgress } from '../../workflows/types.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
+import { isRecord } from './narrow.js';
+import type { Principal } from '../auth/principal.js';
+import { taskOwnerKeyOf } from '../auth/principal-keys.js';
+import { parseTaskId } from '../../workflows/task-id.js';
 
 /** `WorkflowExecutionStatus.COMPLETED` of the Temporal API, as a query rejection reports it. */
 const WORKFLOW_EXECUTION_STATUS_COMPLETED = 2;
@@ -181,6 +187,30 @@ export async function describeApprovalRun(client: Client, ids: RunIds): Promise<
   }
 }
 
+/**
+ * The caller's run of task `taskId` for a change (`tasks/update`, `tasks/cancel`): its handle and
+ * description, or null when the id is malformed, the run unknown or not an approval workflow, or
+ * not the caller's (the owner key in its memo; the same null as unknown). Closed runs are returned
+ * too: the caller decides what a change of one means.
+ */
+export async function describeOwnedRun(
+  client: Client,
+  taskId: unknown,
+  caller: Principal,
+): Promise<{ handle: WorkflowHandle<typeof approvalWorkflow>; desc: WorkflowExecutionDescription } | null> {
+  const ids = parseTaskId(taskId);
+  if (!ids) return null;
+  const handle = client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId);
+  try {
+    const desc = await handle.describe();
+    if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== taskOwnerKeyOf(caller)) return null;
+    return { handle, desc };
+  } catch (err) {
+    if (isWorkflowNotFound(err)) return null;
+    throw err;
+  }
+}
+
 /** The `task` query of an open run the caller owns (`described` says so); a run that closed meanwhile is read as closed. */
 async function queryOpenRun(ctx: ReadContext, ids: RunIds, ownerKey: string, described: WorkflowExecutionDescription): Promise<ReadAnswer> {
   try {
@@ -196,7 +226,7 @@ async function queryOpenRun(ctx: ReadContext, ids: RunIds, ownerKey: string, des
 
 /** A completed run's result (its terminal snapshot), or null when it is not one. */
 async function completedSnapshot(handle: WorkflowHandle<typeof approvalWorkflow>): Promise<TaskSnapshot | null> {
-  const snap = (await handle.result()) as TaskSnapshot | undefined;
+  const snap: TaskSnapshot | undefined = await handle.result();
   return typeof snap?.ownerKey === 'string' ? snap : null;
 }
 
@@ -216,7 +246,7 @@ export async function withProgress(client: Client, described: WorkflowExecutionD
   if (snap.status !== 'working' || snap.phase !== 'executing') return snap;
   try {
     const pending = described.raw.pendingActivities?.find((a) => a.activityType?.name === 'executeTool');
-    let payloads = (pending?.heartbeatDetails?.payloads ?? []) as Payload[];
+    let payloads: Payload[] = pending?.heartbeatDetails?.payloads ?? [];
     if (payloads.length === 0) return snap;
     const converter = client.options.loadedDataConverter;
     for (const codec of [...converter.payloadCodecs].reverse()) payloads = await codec.decode(payloads);
@@ -229,9 +259,9 @@ export async function withProgress(client: Client, described: WorkflowExecutionD
 
 /** `details` as a `ToolProgress` when it is one (1 ≤ step ≤ of ≤ 1000, a string label), else undefined. */
 function toolProgressOf(details: unknown): ToolProgress | undefined {
-  if (typeof details !== 'object' || details === null) return undefined;
-  const { step, of, label } = details as Record<string, unknown>;
-  if (!Number.isInteger(step) || !Number.isInteger(of) || typeof label !== 'string') return undefined;
-  if ((step as number) < 1 || (step as number) > (of as number) || (of as number) > 1000) return undefined;
-  return { step: step as number, of: of as number, label };
+  if (!isRecord(details)) return undefined;
+  const { step, of, label } = details;
+  if (typeof step !== 'number' || typeof of !== 'number' || !Number.isInteger(step) || !Number.isInteger(of)) return undefined;
+  if (typeof label !== 'string' || step < 1 || step > of || of > 1000) return undefined;
+  return { step, of, label };
 }

@@ -14,14 +14,19 @@
  *   without any call while the run is being watched (`task-feed.ts`); the stored result once
  *   closed, answered until `createdAt + ttlMs`. `pollIntervalMs` is the one the task's phase and age
  *   call for (`poll-interval.ts`);
- * - cancel: the `cancel` update, which performs the claim-vs-cancel compare-and-set.
+ * - update (`provideInput`): the `provideInput` update, refused by its validator without recording
+ *   anything when the task is not waiting for input or the answer does not fit;
+ * - cancel: the `cancel` update, which performs the claim-vs-cancel compare-and-set; when no worker
+ *   takes it in time, the `cancelRequest` signal records it for the same compare-and-set later.
+ * Each is a named step below (`createOrJoinNow` → `startApproval` → `taskCreatedOf`; `cancelNow`,
+ * `recordCancel`; `provideInputNow`); the reads are `task-reads.ts`'s.
  * Every access checks the caller against the owner recorded in the run's memo (for `get` of an open
  * or completed run, the same key in the snapshot it returned) before returning or changing task state; a
  * mismatch is indistinguishable from an unknown task (returns null).
  *
  * Holds no task state itself: any instance serves any task.
  */
-import { WorkflowClient, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowClient, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
 import type { Principal } from '../auth/principal.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
@@ -39,11 +44,20 @@ import type {
   LongRunning,
   TaskSnapshot,
 } from '../../workflows/types.js';
-import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
+import { createSubmissionLimiter, type SubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
+import type { LimiterReservation } from '../../workflows/limiter-messages.js';
 import { faultPoint } from '../fault-point.js';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } from '../temporal/availability.js';
-import { isTerminalStatus, readByQuery, readByRecord, type ReadContext, type ReadSource, type RunIds } from './task-reads.js';
+import {
+  describeOwnedRun,
+  isTerminalStatus,
+  readByQuery,
+  readByRecord,
+  type ReadContext,
+  type ReadSource,
+  type RunIds,
+} from './task-reads.js';
 import type { TaskFeed } from './task-feed.js';
 import { pollIntervalFor, type PollIntervalPolicy } from './poll-interval.js';
 
@@ -185,15 +199,52 @@ export interface TaskService {
   ): Promise<{ accepted: true } | { refused: string } | null>;
 }
 
+/** What one creation asks for: the binding, the requestable denial's hints, and what the new run captures besides. */
+interface CreateRequest {
+  binding: CallBinding;
+  accessRequest: AccessRequestHint;
+  submissionInput: { justification?: string } | undefined;
+  options: CreateOptions;
+}
+
+/** What every step of the service works with: built once per service by {@link serviceContext}. */
+interface ServiceContext {
+  opts: TaskServiceOptions;
+  client: Client;
+  guard: TemporalGuard;
+  limits: SubmissionLimiter | undefined;
+  readCtx: ReadContext;
+  /** How an open run is read (`opts.reads`). */
+  read: typeof readByRecord;
+  feed: TaskFeed | undefined;
+  /** The feed as a cache of reads: only on the record path (the query path is the comparison). */
+  cache: TaskFeed | undefined;
+  /** The snapshot as answered: the interval its phase and age call for. */
+  present(s: TaskSnapshot): TaskSnapshot;
+}
+
 /** Build the task service over a Temporal client. */
 export function createTaskService(opts: TaskServiceOptions): TaskService {
+  const svc = serviceContext(opts);
+  return {
+    get: (taskId, caller) => getTask(svc, taskId, caller),
+    follow: (taskId, caller, listener) => followTask(svc, taskId, caller, listener),
+    createOrJoin: (binding, accessRequest, submissionInput, options = {}) =>
+      createOrJoin(svc, { binding, accessRequest, submissionInput, options }),
+    referenceOf: (binding) => approvalWorkflowId(opts.dedupKey, binding.digest),
+    provideInput: (taskId, caller, inputResponses) => provideInput(svc, taskId, caller, inputResponses),
+    cancel: (taskId, caller) => cancel(svc, taskId, caller),
+  };
+}
+
+/**
+ * The service's context: the guard (default: over `client` with its defaults), the submission
+ * limiter (when limits are set), the read path and a second client over the same connection,
+ * codec and interceptors whose queries of a closed run are rejected (status only), never
+ * dispatched to a worker for replay.
+ */
+function serviceContext(opts: TaskServiceOptions): ServiceContext {
   const { client } = opts;
-  const guard = opts.guard ?? createTemporalGuard({ client });
-  const limits = opts.submissionLimits
-    ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits, traceRuns: opts.traceRuns ?? false })
-    : undefined;
-  // Same connection, codec and interceptors; queries of a closed run are rejected (status only),
-  // never dispatched to a worker for replay.
   const openRuns = new WorkflowClient({
     connection: client.connection,
     namespace: client.options.namespace,
@@ -202,249 +253,289 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
     ...(client.options.interceptors?.workflow ? { interceptors: client.options.interceptors.workflow } : {}),
     queryRejectCondition: 'NOT_OPEN',
   });
-
-  const readCtx: ReadContext = {
-    client,
-    openRuns,
-    resultRetentionMs: opts.workflowConfig.resultRetentionMs,
-    clientPollIntervalMs: opts.workflowConfig.clientPollIntervalMs,
-  };
-  const read = opts.reads === 'query' ? readByQuery : readByRecord;
-  const feed = opts.feed;
-  // reads are answered from the feed only on the record path (the query path is the comparison)
-  const cache = opts.reads === 'query' ? undefined : opts.feed;
   const policy: PollIntervalPolicy = opts.pollInterval ?? { baseMs: opts.workflowConfig.clientPollIntervalMs, maxMs: 60_000 };
   const now = opts.now ?? Date.now;
-  /** The snapshot as answered: the interval its phase and age call for. */
-  const present = (s: TaskSnapshot): TaskSnapshot => ({ ...s, pollIntervalMs: pollIntervalFor(s, now(), policy) ?? s.pollIntervalMs });
-
-  const describeOwned = async (taskId: unknown, caller: Principal) => {
-    const ids = parseTaskId(taskId);
-    if (!ids) return null;
-    const handle = client.workflow.getHandle<typeof approvalWorkflow>(ids.workflowId, ids.runId);
-    try {
-      const desc = await handle.describe();
-      if (desc.type !== 'approvalWorkflow' || desc.memo?.owner !== taskOwnerKeyOf(caller)) return null;
-      return { handle, desc };
-    } catch (err) {
-      if (isWorkflowNotFound(err)) return null;
-      throw err;
-    }
+  return {
+    opts,
+    client,
+    guard: opts.guard ?? createTemporalGuard({ client }),
+    limits: opts.submissionLimits
+      ? createSubmissionLimiter({ client, taskQueue: opts.taskQueue, limits: opts.submissionLimits, traceRuns: opts.traceRuns ?? false })
+      : undefined,
+    readCtx: {
+      client,
+      openRuns,
+      resultRetentionMs: opts.workflowConfig.resultRetentionMs,
+      clientPollIntervalMs: opts.workflowConfig.clientPollIntervalMs,
+    },
+    read: opts.reads === 'query' ? readByQuery : readByRecord,
+    feed: opts.feed,
+    cache: opts.reads === 'query' ? undefined : opts.feed,
+    present: (s) => ({ ...s, pollIntervalMs: pollIntervalFor(s, now(), policy) ?? s.pollIntervalMs }),
   };
+}
 
-  async function get(taskId: unknown, caller: Principal): Promise<TaskSnapshot | null> {
-    const ids = parseTaskId(taskId);
-    if (!ids) return null;
-    const ownerKey = taskOwnerKeyOf(caller);
-    const watched = cache?.peek(ids);
-    if (watched) {
-      opts.onRead?.('feed');
-      if (watched.ownerKey !== ownerKey) return null;
-      const shown = present(watched);
-      // a read served by the watch is a read too: it keeps the watch its intervals from now
-      // (`TaskFeedOptions.retainForIntervals`), so a task polled steadily is not re-read from
-      // Temporal, and its history re-fetched by a new watch, every few intervals
-      cache?.keep(ids, watched, shown.pollIntervalMs);
-      return shown;
-    }
-    const answer = await guard.run(() => read(readCtx, ids, ownerKey));
-    if (!answer) return null;
-    opts.onRead?.(answer.source);
-    const shown = present(answer.snapshot);
-    cache?.keep(ids, answer.snapshot, shown.pollIntervalMs);
+/** `TaskService.get`: from the feed while it watches the run, else one read (`task-reads.ts`), which the feed then keeps. */
+async function getTask(svc: ServiceContext, taskId: unknown, caller: Principal): Promise<TaskSnapshot | null> {
+  const ids = parseTaskId(taskId);
+  if (!ids) return null;
+  const ownerKey = taskOwnerKeyOf(caller);
+  const watched = svc.cache?.peek(ids);
+  if (watched) {
+    svc.opts.onRead?.('feed');
+    if (watched.ownerKey !== ownerKey) return null;
+    const shown = svc.present(watched);
+    // a read served by the watch is a read too: it keeps the watch its intervals from now
+    // (`TaskFeedOptions.retainForIntervals`), so a task polled steadily is not re-read from
+    // Temporal, and its history re-fetched by a new watch, every few intervals
+    svc.cache?.keep(ids, watched, shown.pollIntervalMs);
     return shown;
   }
+  const answer = await svc.guard.run(() => svc.read(svc.readCtx, ids, ownerKey));
+  if (!answer) return null;
+  svc.opts.onRead?.(answer.source);
+  const shown = svc.present(answer.snapshot);
+  svc.cache?.keep(ids, answer.snapshot, shown.pollIntervalMs);
+  return shown;
+}
 
+/** `TaskService.follow`: the current snapshot, then the feed's changes of a run still open. */
+async function followTask(
+  svc: ServiceContext,
+  taskId: unknown,
+  caller: Principal,
+  listener: (snapshot: TaskSnapshot | null) => void,
+): Promise<{ current: TaskSnapshot; stop: () => void } | null> {
+  const ids = parseTaskId(taskId);
+  const feed = svc.feed;
+  if (!ids || !feed) return null;
+  const current = await getTask(svc, taskId, caller);
+  if (!current) return null;
+  if (isTerminalStatus(current.status)) return { current, stop: () => undefined };
+  const ownerKey = taskOwnerKeyOf(caller);
+  let stopped = false;
+  const unsubscribe = feed.subscribe(ids, (event) => {
+    if (stopped) return;
+    if ('snapshot' in event) {
+      if (event.snapshot.ownerKey === ownerKey) listener(svc.present(event.snapshot));
+      return;
+    }
+    if (event.ended === 'terminal') return; // its terminal snapshot was the last event
+    // closed abnormally (terminated, failed) or gone: read it once more, as tasks/get would
+    getTask(svc, taskId, caller).then(listener, () => listener(null));
+  });
+  if (!unsubscribe) return null;
+  // a change the watch saw before this subscriber was added (`current` came from Temporal, or
+  // from an older answer) is not lost: a newer state it holds is delivered first
+  const seen = feed.latest(ids);
+  if (seen && seen.ownerKey === ownerKey && seen.lastUpdatedAt > current.lastUpdatedAt)
+    queueMicrotask(() => !stopped && listener(svc.present(seen)));
   return {
-    get,
-
-    async follow(taskId, caller, listener) {
-      const ids = parseTaskId(taskId);
-      if (!ids || !feed) return null;
-      const current = await get(taskId, caller);
-      if (!current) return null;
-      if (isTerminalStatus(current.status)) return { current, stop: () => undefined };
-      const ownerKey = taskOwnerKeyOf(caller);
-      let stopped = false;
-      const unsubscribe = feed.subscribe(ids, (event) => {
-        if (stopped) return;
-        if ('snapshot' in event) {
-          if (event.snapshot.ownerKey === ownerKey) listener(present(event.snapshot));
-          return;
-        }
-        if (event.ended === 'terminal') return; // its terminal snapshot was the last event
-        // closed abnormally (terminated, failed) or gone: read it once more, as tasks/get would
-        get(taskId, caller).then(listener, () => listener(null));
-      });
-      if (!unsubscribe) return null;
-      // a change the watch saw before this subscriber was added (`current` came from Temporal, or
-      // from an older answer) is not lost: a newer state it holds is delivered first
-      const seen = feed.latest(ids);
-      if (seen && seen.ownerKey === ownerKey && seen.lastUpdatedAt > current.lastUpdatedAt)
-        queueMicrotask(() => !stopped && listener(present(seen)));
-      return {
-        current,
-        stop: () => {
-          stopped = true;
-          unsubscribe();
-        },
-      };
-    },
-
-    async createOrJoin(binding, accessRequest, submissionInput, options) {
-      const progress = { at: 'not-started' as CreationProgress };
-      try {
-        // The wait lasts until a worker has submitted to the approval backend: its length says little
-        // about Temporal itself, so running out of it does not count toward the circuit.
-        return await guard.run(() => createOrJoinNow(binding, accessRequest, submissionInput, options, progress), opts.createWaitMs, {
-          tripsCircuit: false,
-        });
-      } catch (err) {
-        // Temporal answers but the task was not confirmed in time: retryable, and the retry joins.
-        if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError(progress.at);
-        throw err;
-      }
-    },
-
-    referenceOf(binding) {
-      return approvalWorkflowId(opts.dedupKey, binding.digest);
-    },
-
-    async provideInput(taskId, caller, inputResponses) {
-      const out = await guard.run(() => provideInputNow(taskId, caller, inputResponses));
-      forget(taskId);
-      return out;
-    },
-
-    async cancel(taskId, caller) {
-      try {
-        return await guard.run(() => cancelNow(taskId, caller));
-      } catch (err) {
-        if (!(err instanceof TemporalUnavailableError) || err.reason !== 'no-answer') throw err;
-        // Temporal answers, no worker does: record the cancel durably instead of leaving it in doubt.
-        return guard.run(async () => {
-          const owned = await describeOwned(taskId, caller);
-          if (!owned) return null;
-          if (owned.desc.status.name !== 'RUNNING') return 'already-terminal' as const;
-          await owned.handle.signal(cancelRequestSignal);
-          return 'recorded' as const;
-        });
-      } finally {
-        forget(taskId);
-      }
+    current,
+    stop: () => {
+      stopped = true;
+      unsubscribe();
     },
   };
+}
 
-  /** This instance changed the task: its feed serves the run again only once it has seen the change. */
-  function forget(taskId: unknown): void {
-    const ids: RunIds | null = parseTaskId(taskId);
-    if (ids) cache?.forget(ids);
+/**
+ * `TaskService.createOrJoin` under the creation wait (`createWaitMs`). The wait lasts until a
+ * worker has submitted to the approval backend: its length says little about Temporal itself, so
+ * running out of it does not count toward the circuit; Temporal answering but the task not
+ * confirmed in time is `TaskCreationPendingError` (retryable, and the retry joins).
+ */
+async function createOrJoin(svc: ServiceContext, request: CreateRequest): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
+  const progress: { at: CreationProgress } = { at: 'not-started' };
+  try {
+    return await svc.guard.run(() => createOrJoinNow(svc, request, progress), svc.opts.createWaitMs, { tripsCircuit: false });
+  } catch (err) {
+    if (err instanceof TemporalUnavailableError && err.reason === 'no-answer') throw new TaskCreationPendingError(progress.at);
+    throw err;
   }
+}
 
-  async function createOrJoinNow(
-    binding: CallBinding,
-    accessRequest: AccessRequestHint,
-    submissionInput: { justification?: string } | undefined,
-    options: CreateOptions = {},
-    progress: { at: CreationProgress },
-    afterClose = false,
-  ): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
-    {
-      const workflowId = approvalWorkflowId(opts.dedupKey, binding.digest);
-      const ownerKey = taskOwnerKeyOf(binding.principal);
-      {
-        // Per-principal submission limits (`submission-limiter.ts`): throws SubmissionLimitedError past one.
-        // Both steps run under the guard's deadline (createWaitMs): a late answer is TaskCreationPendingError.
-        const limiter = limits ? await limits.reserve(quotaKeyOf(opts.dedupKey, binding.principal), workflowId) : null;
-        // Two steps, so that a wait that runs out knows whether the task exists (`CreationProgress`):
-        // the durable start (Temporal server only), then the `taskCreated` update, which resolves once
-        // the backend's handle is in workflow state (SEP-2848 §Crash-consistent creation).
-        progress.at = 'unknown';
-        const handle = await client.workflow.start<typeof approvalWorkflow>('approvalWorkflow', {
-          workflowId,
-          taskQueue: opts.taskQueue,
-          args: [
-            {
-              binding,
-              accessRequest,
-              ownerKey,
-              config: opts.workflowConfig,
-              ...(submissionInput ? { submissionInput } : {}),
-              ...(limiter ? { limiter } : {}),
-              ...(options.execution ? { execution: options.execution } : {}),
-              ...(options.confirmation ? { confirmation: options.confirmation } : {}),
-              ...(options.toolInfo ? { toolInfo: options.toolInfo } : {}),
-            },
-          ],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          memo: { owner: ownerKey, ...runTracingMemo(opts.traceRuns ?? false) },
-          ...(opts.workflowSummary
-            ? { staticSummary: workflowSummaryOf(binding.tool, accessRequest.approverGroup, options.toolInfo?.upstream) }
-            : {}),
-        });
-        progress.at = 'started';
-        // the start answered with the run id of the run it started or found running (`USE_EXISTING`)
-        const run = client.workflow.getHandle<typeof approvalWorkflow>(workflowId, handle.firstExecutionRunId);
-        let created: { runId: string; snapshot: TaskSnapshot };
-        try {
-          created = await run.executeUpdate(taskCreatedUpdate);
-        } catch (err) {
-          // the run we found closed before it took the update (its task had ended): start afresh, once
-          if (!isWorkflowNotFound(err) || afterClose) throw err;
-          return createOrJoinNow(binding, accessRequest, submissionInput, options, progress, true);
-        }
-        const { runId, snapshot } = created;
-        if (isTerminalStatus(snapshot.status) && !afterClose) {
-          // Joined a run that has already ended its task and is only finishing (its last workflow
-          // task, e.g. the limiter release): the identical call is a new intent, never the ended task
-          // (SEP-2848 §Lifecycle). Wait for that run to close, then start afresh, once.
-          await run.result().catch(() => undefined);
-          return createOrJoinNow(binding, accessRequest, submissionInput, options, progress, true);
-        }
-        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
-        return { taskId: taskIdFor(workflowId, runId), snapshot: present(snapshot) };
-      }
+/**
+ * One creation attempt, in the steps that let a wait that runs out say how far it got
+ * (`progress`, {@link CreationProgress}): the caller's submission limiter reserves a slot (throws
+ * `SubmissionLimitedError` past a limit), the durable start (Temporal server only), then the
+ * `taskCreated` update, which resolves once the backend's handle is in workflow state (SEP-2848
+ * §Crash-consistent creation). A join that lands on a run whose task has already ended starts
+ * afresh, once (`afterClose`).
+ */
+async function createOrJoinNow(
+  svc: ServiceContext,
+  request: CreateRequest,
+  progress: { at: CreationProgress },
+  afterClose = false,
+): Promise<{ taskId: string; snapshot: TaskSnapshot }> {
+  const { opts } = svc;
+  const workflowId = approvalWorkflowId(opts.dedupKey, request.binding.digest);
+  const limiter = svc.limits ? await svc.limits.reserve(quotaKeyOf(opts.dedupKey, request.binding.principal), workflowId) : null;
+  progress.at = 'unknown';
+  const run = await startApproval(svc, workflowId, request, limiter);
+  progress.at = 'started';
+  const created = await taskCreatedOf(run, afterClose);
+  // the run we found closed before it took the update (its task had ended): start afresh, once
+  if (!created) return createOrJoinNow(svc, request, progress, true);
+  if (isTerminalStatus(created.snapshot.status) && !afterClose) {
+    // Joined a run that has already ended its task and is only finishing (its last workflow
+    // task, e.g. the limiter release): the identical call is a new intent, never the ended task
+    // (SEP-2848 §Lifecycle). Wait for that run to close, then start afresh, once.
+    await run.result().catch(() => undefined);
+    return createOrJoinNow(svc, request, progress, true);
+  }
+  faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
+  return { taskId: taskIdFor(workflowId, created.runId), snapshot: svc.present(created.snapshot) };
+}
+
+/**
+ * Start the approval workflow `workflowId`, or find it running (`USE_EXISTING`): a handle on the
+ * run the start answered with. Its input fixes the binding and what the run captures
+ * ({@link approvalInputOf}); its memo the owner key (and tracing); its summary line, when on.
+ */
+async function startApproval(
+  svc: ServiceContext,
+  workflowId: string,
+  request: CreateRequest,
+  limiter: LimiterReservation | null,
+): Promise<WorkflowHandle<typeof approvalWorkflow>> {
+  const { opts, client } = svc;
+  const ownerKey = taskOwnerKeyOf(request.binding.principal);
+  const { tool } = request.binding;
+  const handle = await client.workflow.start<typeof approvalWorkflow>('approvalWorkflow', {
+    workflowId,
+    taskQueue: opts.taskQueue,
+    args: [approvalInputOf(request, ownerKey, opts.workflowConfig, limiter)],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    memo: { owner: ownerKey, ...runTracingMemo(opts.traceRuns ?? false) },
+    ...(opts.workflowSummary
+      ? { staticSummary: workflowSummaryOf(tool, request.accessRequest.approverGroup, request.options.toolInfo?.upstream) }
+      : {}),
+  });
+  // the start answered with the run id of the run it started or found running (`USE_EXISTING`)
+  return client.workflow.getHandle<typeof approvalWorkflow>(workflowId, handle.firstExecutionRunId);
+}
+
+/**
+ * The run's answer to `taskCreated`: its run id and snapshot once the backend handle is in state;
+ * undefined when the run closed before it took the update (rethrown after a fresh start,
+ * `afterClose`: a second close is not retried).
+ */
+async function taskCreatedOf(
+  run: WorkflowHandle<typeof approvalWorkflow>,
+  afterClose: boolean,
+): Promise<{ runId: string; snapshot: TaskSnapshot } | undefined> {
+  try {
+    return await run.executeUpdate(taskCreatedUpdate);
+  } catch (err) {
+    if (!isWorkflowNotFound(err) || afterClose) throw err;
+    return undefined;
+  }
+}
+
+/** `TaskService.provideInput`; the feed serves the run again only once it has seen the answer. */
+async function provideInput(
+  svc: ServiceContext,
+  taskId: unknown,
+  caller: Principal,
+  inputResponses: Record<string, unknown>,
+): Promise<{ accepted: true } | { refused: string } | null> {
+  const out = await svc.guard.run(() => provideInputNow(svc.client, taskId, caller, inputResponses));
+  forget(svc, taskId);
+  return out;
+}
+
+/**
+ * The `provideInput` update on the caller's running task. A refusal by the update's validator
+ * records nothing: a task not waiting for input or an unknown input key keep their reason, any
+ * other refusal reads as a bad answer; a run that closed meanwhile was not waiting for input.
+ */
+async function provideInputNow(
+  client: Client,
+  taskId: unknown,
+  caller: Principal,
+  inputResponses: Record<string, unknown>,
+): Promise<{ accepted: true } | { refused: string } | null> {
+  const owned = await describeOwnedRun(client, taskId, caller);
+  if (!owned) return null;
+  if (owned.desc.status.name !== 'RUNNING') return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
+  try {
+    await owned.handle.executeUpdate(provideInputUpdate, { args: [inputResponses] });
+    return { accepted: true };
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) {
+      const type = refusalOf(err.cause);
+      return {
+        refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput],
+      };
     }
+    if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
+    throw err;
   }
+}
 
-  async function provideInputNow(
-    taskId: unknown,
-    caller: Principal,
-    inputResponses: Record<string, unknown>,
-  ): Promise<{ accepted: true } | { refused: string } | null> {
-    {
-      const owned = await describeOwned(taskId, caller);
-      if (!owned) return null;
-      if (owned.desc.status.name !== 'RUNNING') return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
-      try {
-        await owned.handle.executeUpdate(provideInputUpdate, { args: [inputResponses] });
-        return { accepted: true };
-      } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) {
-          // refused by the validator: nothing was recorded; any other update failure reads as a bad answer
-          const type = refusalOf(err.cause);
-          return {
-            refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput],
-          };
-        }
-        if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
-        throw err;
-      }
-    }
+/**
+ * `TaskService.cancel`: the `cancel` update; when Temporal answers but no worker takes it in
+ * time, the cancel is recorded durably instead ({@link recordCancel}). Either way the feed serves
+ * the run again only once it has seen the change.
+ */
+async function cancel(svc: ServiceContext, taskId: unknown, caller: Principal): Promise<CancelOutcome | 'recorded' | null> {
+  try {
+    return await svc.guard.run(() => cancelNow(svc.client, taskId, caller));
+  } catch (err) {
+    if (!(err instanceof TemporalUnavailableError) || err.reason !== 'no-answer') throw err;
+    return svc.guard.run(() => recordCancel(svc.client, taskId, caller));
+  } finally {
+    forget(svc, taskId);
   }
+}
 
-  async function cancelNow(taskId: unknown, caller: Principal): Promise<CancelOutcome | null> {
-    {
-      const owned = await describeOwned(taskId, caller);
-      if (!owned) return null;
-      if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
-      try {
-        return await owned.handle.executeUpdate(cancelUpdate);
-      } catch (err) {
-        // the run closed between describe and update
-        if (isWorkflowNotFound(err)) return 'already-terminal';
-        throw err;
-      }
-    }
+/** The `cancel` update on the caller's running task: the claim-vs-cancel compare-and-set in the workflow. */
+async function cancelNow(client: Client, taskId: unknown, caller: Principal): Promise<CancelOutcome | null> {
+  const owned = await describeOwnedRun(client, taskId, caller);
+  if (!owned) return null;
+  if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
+  try {
+    return await owned.handle.executeUpdate(cancelUpdate);
+  } catch (err) {
+    // the run closed between describe and update
+    if (isWorkflowNotFound(err)) return 'already-terminal';
+    throw err;
   }
+}
+
+/** A cancel no worker took in time, as the `cancelRequest` signal: applied, by the same compare-and-set, when a worker next runs the task. */
+async function recordCancel(client: Client, taskId: unknown, caller: Principal): Promise<'already-terminal' | 'recorded' | null> {
+  const owned = await describeOwnedRun(client, taskId, caller);
+  if (!owned) return null;
+  if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
+  await owned.handle.signal(cancelRequestSignal);
+  return 'recorded';
+}
+
+/** This instance changed the task: its feed serves the run again only once it has seen the change. */
+function forget(svc: ServiceContext, taskId: unknown): void {
+  const ids: RunIds | null = parseTaskId(taskId);
+  if (ids) svc.cache?.forget(ids);
+}
+
+/**
+ * The approval workflow's input: the binding and the denial's hints, the owner key and the
+ * workflow config, and what this creation adds (the justification, the limiter's ticket, a
+ * long-running tool's execution options, an in-band confirmation, what approvers are shown).
+ */
+function approvalInputOf(request: CreateRequest, ownerKey: string, config: ApprovalWorkflowConfig, limiter: LimiterReservation | null) {
+  const { binding, accessRequest, submissionInput, options } = request;
+  return {
+    binding,
+    accessRequest,
+    ownerKey,
+    config,
+    ...(submissionInput ? { submissionInput } : {}),
+    ...(limiter ? { limiter } : {}),
+    ...(options.execution ? { execution: options.execution } : {}),
+    ...(options.confirmation ? { confirmation: options.confirmation } : {}),
+    ...(options.toolInfo ? { toolInfo: options.toolInfo } : {}),
+  };
 }

@@ -39,6 +39,7 @@ import { TemporalUnavailableError } from '../temporal/availability.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import type { TaskSnapshot } from '../../workflows/types.js';
 import { invalidRequestParams, missingTasksCapability, temporalUnavailable, tooManySubscriptions } from './errors.js';
+import { isJsonObject, isRecord, memberAt } from './narrow.js';
 import { isTerminalStatus } from './task-reads.js';
 import { wireTask } from './task-projection.js';
 import type { TaskService } from './task-service.js';
@@ -109,14 +110,11 @@ export interface ListenMessage {
  */
 export function isTaskListenRequest(body: unknown, headers?: Headers): body is ListenMessage {
   if (headers && headers.get('mcp-protocol-version') !== MODERN_REVISION) return false;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
-  const m = body as Record<string, unknown>;
-  if (m.method !== 'subscriptions/listen' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return false;
-  const params = m.params as Record<string, unknown> | undefined;
-  const notifications = params?.notifications as Record<string, unknown> | undefined;
-  if (typeof notifications !== 'object' || notifications === null || !('taskIds' in notifications)) return false;
-  const meta = params?._meta as Record<string, unknown> | undefined;
-  return meta?.[PROTOCOL_VERSION_META_KEY] === MODERN_REVISION;
+  if (!isJsonObject(body)) return false;
+  if (body.method !== 'subscriptions/listen' || (typeof body.id !== 'string' && typeof body.id !== 'number')) return false;
+  const notifications = memberAt(body, 'params', 'notifications');
+  if (!isRecord(notifications) || !('taskIds' in notifications)) return false;
+  return memberAt(body, 'params', '_meta', PROTOCOL_VERSION_META_KEY) === MODERN_REVISION;
 }
 
 /** Build the subscriptions of one instance (module header). */
@@ -135,8 +133,8 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
           message: `Header mismatch: Mcp-Method is ${header}, the body's method is ${message.method}`,
         });
       }
-      const caps = message.params._meta?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
-      if (caps?.extensions?.[TASKS_EXTENSION] === undefined) return protocolErrorResponse(200, id, missingTasksCapability());
+      const declared = memberAt(message.params._meta, CLIENT_CAPABILITIES_META_KEY, 'extensions', TASKS_EXTENSION);
+      if (declared === undefined) return protocolErrorResponse(200, id, missingTasksCapability());
       const ids = taskIdsOf(message.params.notifications.taskIds, limits.maxTaskIds);
       if ('issue' in ids) return protocolErrorResponse(200, id, invalidRequestParams('subscriptions/listen', [ids.issue]));
       const owner = taskOwnerKeyOf(caller);
@@ -170,7 +168,7 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
       } catch (err) {
         stream.end(false);
         if (err instanceof TemporalUnavailableError) return protocolErrorResponse(503, id, temporalUnavailable(err.retryAfterSeconds));
-        opts.logger.error({ err: (err as Error)?.name }, 'subscriptions/listen: checking the task ids failed');
+        opts.logger.error({ err: memberAt(err, 'name') }, 'subscriptions/listen: checking the task ids failed');
         return errorResponse(500, id, { code: -32603, message: 'Internal error' });
       }
       // the acknowledgement lists ids in the order the client gave them
@@ -290,7 +288,7 @@ class Stream {
     const key = JSON.stringify(comparable);
     if (this.sent.get(taskId) === key) return;
     this.sent.set(taskId, key);
-    const meta = { ...((task._meta as Record<string, unknown> | undefined) ?? {}), [SUBSCRIPTION_ID_META_KEY]: this.id };
+    const meta = { ...(task._meta ?? {}), [SUBSCRIPTION_ID_META_KEY]: this.id };
     this.notify('notifications/tasks', { ...task, _meta: meta });
   }
 
@@ -353,11 +351,12 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 function protocolErrorResponse(status: number, id: string | number, err: ProtocolError): Response {
-  const data = (err as { data?: unknown }).data;
+  const data: unknown = err.data;
   const headers: Record<string, string> = {};
-  const wait = (data as { retryAfterMs?: unknown; retryAfterSeconds?: unknown } | undefined) ?? {};
-  if (status === 429 && typeof wait.retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(wait.retryAfterMs / 1000));
-  if (status === 503 && typeof wait.retryAfterSeconds === 'number') headers['retry-after'] = String(wait.retryAfterSeconds);
+  const retryAfterMs = memberAt(data, 'retryAfterMs');
+  const retryAfterSeconds = memberAt(data, 'retryAfterSeconds');
+  if (status === 429 && typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
+  if (status === 503 && typeof retryAfterSeconds === 'number') headers['retry-after'] = String(retryAfterSeconds);
   return errorResponse(status, id, { code: err.code, message: err.message, ...(data === undefined ? {} : { data }) }, headers);
 }
 

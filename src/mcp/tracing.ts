@@ -27,6 +27,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { isJsonObject, isRecord, memberAt } from './narrow.js';
 
 /** `_meta` key of the 2026-07-28 protocol version on every request (MCP 2026-07-28 §Base protocol). */
 const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -34,20 +35,14 @@ const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
 const TOOL_NAME = /^[A-Za-z0-9_./-]{1,128}$/;
 const w3c = new W3CTraceContextPropagator();
 
-interface JsonRpcRequest {
-  method?: unknown;
-  id?: unknown;
-  params?: { name?: unknown; _meta?: Record<string, unknown> };
-}
-
 /**
  * The parent context of an MCP request: `traceparent`/`tracestate` of `params._meta` when present
  * (a string `traceparent`), else the HTTP headers'. Returns `ROOT_CONTEXT` when neither holds a
  * valid W3C trace context.
  */
 export function mcpParentContext(message: unknown, headers: Headers): Context {
-  const meta = (message as JsonRpcRequest | undefined)?.params?._meta;
-  if (meta && typeof meta.traceparent === 'string') {
+  const meta = memberAt(message, 'params', '_meta');
+  if (isRecord(meta) && typeof meta.traceparent === 'string') {
     const carrier: Record<string, string> = { traceparent: meta.traceparent };
     if (typeof meta.tracestate === 'string') carrier.tracestate = meta.tracestate;
     const fromMeta = w3c.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
@@ -63,7 +58,7 @@ export function mcpParentContext(message: unknown, headers: Headers): Context {
 
 /** Span name and request attributes of `message` (a parsed JSON-RPC request); see the module header. */
 export function mcpRequestSpanShape(message: unknown, headers: Headers): { name: string; attributes: Attributes } {
-  const m = (typeof message === 'object' && message !== null && !Array.isArray(message) ? message : {}) as JsonRpcRequest;
+  const m = isJsonObject(message) ? message : {};
   const method = typeof m.method === 'string' && m.method.length <= 128 ? m.method : 'unknown';
   const attributes: Attributes = {
     'mcp.method.name': method,
@@ -72,15 +67,16 @@ export function mcpRequestSpanShape(message: unknown, headers: Headers): { name:
     'network.protocol.name': 'http',
   };
   if (typeof m.id === 'string' || typeof m.id === 'number') attributes['jsonrpc.request.id'] = String(m.id);
-  const version = headers.get('mcp-protocol-version') ?? m.params?._meta?.[PROTOCOL_VERSION_META_KEY];
+  const version = headers.get('mcp-protocol-version') ?? memberAt(m, 'params', '_meta', PROTOCOL_VERSION_META_KEY);
   if (typeof version === 'string' && version.length <= 32) attributes['mcp.protocol.version'] = version;
   const session = headers.get('mcp-session-id');
   if (session) attributes['mcp.session.id'] = session;
   let name = method;
-  if (method === 'tools/call' && typeof m.params?.name === 'string' && TOOL_NAME.test(m.params.name)) {
-    attributes['gen_ai.tool.name'] = m.params.name;
+  const tool = memberAt(m, 'params', 'name');
+  if (method === 'tools/call' && typeof tool === 'string' && TOOL_NAME.test(tool)) {
+    attributes['gen_ai.tool.name'] = tool;
     attributes['gen_ai.operation.name'] = 'execute_tool';
-    name = `${method} ${m.params.name}`;
+    name = `${method} ${tool}`;
   }
   return { name, attributes };
 }
@@ -111,7 +107,8 @@ export async function withMcpServerSpan(
     await recordOutcome(span, res);
     return res;
   } catch (err) {
-    span.setAttribute('error.type', (err as Error)?.name ?? 'Error');
+    const errorType = memberAt(err, 'name');
+    span.setAttribute('error.type', typeof errorType === 'string' ? errorType : 'Error');
     span.setStatus({ code: SpanStatusCode.ERROR });
     throw err;
   } finally {

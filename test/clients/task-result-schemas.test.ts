@@ -6,6 +6,7 @@ import { DENIAL_REASONS } from '../support/snapshot-fixture.js';
 import { describe, expect, it } from 'vitest';
 import { CallToolResultV2Schema, CreateTaskResultV2Schema, GetTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
+import { CreateTaskResultSchema, GetTaskResultSchema } from '../../src/mcp/wire-results.js';
 import { executionLostFencedResult } from '../../workflows/execution-resolution.js';
 import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from '../../workflows/results.js';
 import type { Disposition, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
@@ -83,6 +84,48 @@ describe('task results validate against the official 2026-07-28 tasks schemas (e
     for (const s of [working, inputRequired, failed, cancelled]) {
       const parsed = GetTaskResultV2Schema.safeParse(getTaskResult(TASK_ID, s));
       expect(parsed.success, `${s.status}: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
+    }
+  });
+});
+
+// The front types these shapes with its own schemas (the SDK has none for the 2026-07-28 tasks
+// extension): they must accept every shape the official schemas accept above.
+describe("the front's own task schemas (src/mcp/wire-results.ts) accept every shape it puts on the wire", () => {
+  it.each(KINDS)('a completed task whose result is $name', ({ result }) => {
+    const s = completed(result);
+    const got = GetTaskResultSchema.safeParse(getTaskResult(TASK_ID, s));
+    expect(got.success, JSON.stringify(got.error?.issues)).toBe(true);
+    expect(CreateTaskResultSchema.safeParse(createTaskResult(TASK_ID, s)).success).toBe(true);
+  });
+
+  it('working, input_required (with its form), failed and cancelled tasks', () => {
+    const snapshots = [
+      workingSnapshot(),
+      workingSnapshot({
+        status: 'input_required',
+        inputRequests: {
+          justification: {
+            method: 'elicitation/create',
+            params: {
+              mode: 'form',
+              message: 'Why?',
+              requestedSchema: {
+                type: 'object',
+                properties: { justification: { type: 'string', minLength: 10, maxLength: 1000, description: 'Why' } },
+                required: ['justification'],
+              },
+            },
+          },
+        },
+      }),
+      workingSnapshot({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'Internal error' } }),
+      workingSnapshot({ status: 'cancelled', phase: 'terminal' }),
+    ];
+    for (const s of snapshots) {
+      const got = GetTaskResultSchema.safeParse(getTaskResult(TASK_ID, s));
+      expect(got.success, `${s.status}: ${JSON.stringify(got.error?.issues)}`).toBe(true);
+      const created = CreateTaskResultSchema.safeParse(createTaskResult(TASK_ID, s));
+      expect(created.success, `${s.status}: ${JSON.stringify(created.error?.issues)}`).toBe(true);
     }
   });
 });

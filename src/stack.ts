@@ -13,12 +13,12 @@
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import type { ApprovalService } from './approvals/service.js';
+import type { ApprovalService } from '@countersign/approvals';
 import type { DevIssuer } from './auth/dev-issuer.js';
 import type { Config } from './config.js';
-import { createLogger } from './log.js';
+import { createLogger } from '@countersign/http/log';
 import { openDataDir, type StackSecrets } from './secrets.js';
-import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
+import { closeServer, listen, type FetchFn } from '@countersign/http/server-lifecycle';
 import {
   openToolParts,
   quietTemporalRuntime,

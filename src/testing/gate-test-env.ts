@@ -41,7 +41,9 @@ import { createCedarPdp, type CedarPdp } from '../policy/cedar-pdp.js';
 import { temporalTestServerPath } from '../temporal/binaries.js';
 import { sep } from 'node:path';
 import type { Tool } from '../tools/tool.js';
-import { WORKFLOWS_PATH } from '../worker.js';
+import { metricsSinks, prebuiltWorkflowBundle, WORKFLOWS_PATH } from '../worker.js';
+import { createAppMetrics } from '../ops/metrics.js';
+import { TRACING_OFF } from '../ops/tracing.js';
 import { PROJECT_ROOT } from '../temporal/binaries.js';
 import {
   scriptedApprover,
@@ -174,11 +176,15 @@ let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 const OWN_SOURCES = ['workflows', 'src'].map((d) => join(PROJECT_ROOT, d) + sep);
 
 /**
- * The workflow bundle, built once per process. Installed as a dependency, this package's
- * TypeScript sits under `node_modules`, whose `.ts` files the Temporal bundler does not compile by
- * default; the hook lets it compile this package's own folders.
+ * The workflow bundle, built once per process. Installed from its package, Countersign runs
+ * compiled and uses the worker's bundle `npm run build` made (`dist/workflow-bundle.js`), so no
+ * webpack runs in a team's tests. From the TypeScript sources (this repository's own tests) it is
+ * bundled here; the hook lets the Temporal bundler compile this package's own `.ts` folders
+ * should they sit under a `node_modules`.
  */
 function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  const prebuilt = prebuiltWorkflowBundle();
+  if (prebuilt) return Promise.resolve(prebuilt);
   const quiet = { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} };
   bundle ??= bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
@@ -280,6 +286,9 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
       taskQueue,
       workflowBundle: await workflowBundle(),
       activities: { ...createActivities({ backend: approver, pdp, tools, logger }), ...createLimiterActivities() },
+      // the sinks the workflows call: the metrics (counted in a registry of this test's own) and the
+      // tracing interceptors' exporter of the prebuilt bundle (which drops the spans)
+      sinks: { ...TRACING_OFF.workflowSinks, ...metricsSinks(createAppMetrics()) },
     });
     running = worker.run();
     const workflowConfig: ApprovalWorkflowConfig = {

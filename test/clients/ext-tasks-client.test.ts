@@ -17,7 +17,7 @@ import {
   type TaskEnabledSession,
   type WithTasksOptions,
 } from '@modelcontextprotocol/ext-tasks/client';
-import { createRawDispatch, v2RequestFraming } from '../../src/client/ext-tasks-dispatch.js';
+import { createRawDispatch, v2RequestFraming } from '@countersign/client/ext-tasks';
 import type { Stack } from '../../src/stack.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
 import { QUICK_EXPIRY_POLICY, SECOND_APPROVAL_POLICY } from '../support/test-policies.js';

@@ -8,8 +8,8 @@
 // through the client's `fetch` option.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TasksClient, type AnswerInput, type Task, type TasksClientOptions } from '../../src/client/tasks-client.js';
-import { executionOutcome } from '../../src/client/execution-outcome.js';
+import { TasksClient, type AnswerInput, type Task, type TasksClientOptions } from '@countersign/client';
+import { executionOutcome } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';

@@ -12,9 +12,9 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executionOutcome } from '../../src/client/execution-outcome.js';
-import { FileTaskIdStore } from '../../src/client/task-id-store.js';
-import { PROTOCOL_VERSION } from '../../src/client/wire-client.js';
+import { executionOutcome } from '@countersign/client';
+import { FileTaskIdStore } from '@countersign/client';
+import { PROTOCOL_VERSION } from '@countersign/client';
 import {
   TasksClient,
   type AnswerInput,
@@ -23,8 +23,8 @@ import {
   type InputRequest,
   type Task,
   type TasksClientOptions,
-} from '../../src/client/tasks-client.js';
-import { startConformanceProfile, type ConformanceProfile } from '../../src/conformance-profile/profile.js';
+} from '@countersign/client';
+import { startConformanceProfile, type ConformanceProfile } from '../../conformance/profile/profile.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';

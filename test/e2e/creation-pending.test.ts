@@ -8,10 +8,10 @@
 // retry gets that task's handle, with one request at the backend and one slot of the limiter.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError, type WireClient } from '../../src/client/wire-client.js';
+import { McpRpcError, type WireClient } from '@countersign/client';
 import { approvalWorkflowId, createCallBinding } from '../../src/binding/call-binding.js';
 import { quotaKeyOf } from '../../src/auth/principal-keys.js';
-import { FAULT_HOOK_KEY, type FaultPointName } from '../../src/fault-point.js';
+import { FAULT_HOOK_KEY, type FaultPointName } from '@countersign/http/fault-point';
 import type { Stack } from '../../src/stack.js';
 import { isWorkflowNotFound } from '../../src/temporal/not-found.js';
 import { createToolRegistry } from '../../src/tools/registry.js';

@@ -2,8 +2,8 @@
 // role at the trial's point (fault hook or observed state), restart it, approve as an approver
 // through the approval service's API, and count what happened.
 import { randomUUID } from 'node:crypto';
-import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
+import { McpRpcError, WireClient } from '@countersign/client';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '@countersign/arap';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX, TASKS_EXTENSION } from '../../workflows/wire.js';
 import type { Cluster } from './cluster.js';

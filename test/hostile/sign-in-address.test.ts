@@ -3,9 +3,9 @@ import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApprovalService } from '../../src/approvals/service.js';
+import type { ApprovalService } from '@countersign/approvals';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { closeServer, listen, SERVER_TIMEOUTS } from '../../src/server-lifecycle.js';
+import { closeServer, listen, SERVER_TIMEOUTS } from '@countersign/http/server-lifecycle';
 import { approvalsUnderTest } from './apps.js';
 
 const cleanups: Array<() => Promise<void>> = [];

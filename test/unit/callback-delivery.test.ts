@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { callbackRetryDelayMs, DEFAULT_CALLBACK_DELIVERY, type CallbackDeliveryPolicy } from '../../src/approvals/api/callbacks.js';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
-import { verifyCallback } from '../../src/backends/callback-signature.js';
+import { callbackRetryDelayMs, DEFAULT_CALLBACK_DELIVERY, type CallbackDeliveryPolicy } from '@countersign/approvals';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
+import { verifyCallback } from '@countersign/arap';
 import { createAppMetrics } from '../../src/ops/metrics.js';
 
 const CLIENT_TOKEN = 'client-token';

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../src/auth/principal.js';
 import { approvalWorkflowId, createCallBinding, type CallBinding } from '../../src/binding/call-binding.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { gateToolCall, type GateCall, type GateDeps } from '../../src/mcp/gate.js';
 import type { TaskService } from '../../src/mcp/task-service.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';

@@ -51,7 +51,7 @@ describe('evidence from a recorded history', () => {
 
   it('a denial: the request denied, no claim, denied-not-executed; decisions come from the record source when it knows the request', async () => {
     const records: DecisionRecordSource = {
-      decisionsOf: (id) =>
+      decisionsOf: async (id) =>
         id === 'req-1'
           ? {
               status: 'denied',

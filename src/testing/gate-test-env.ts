@@ -9,7 +9,8 @@
  * `scriptedApprover` (`scripted-approver.ts`). Waiting for a task's outcome lets the test server
  * skip time, so a 7-day expiry takes seconds.
  *
- * Installs Temporal's core runtime with a WARN logger when the process has none yet.
+ * Installs Temporal's core runtime with an ERROR logger when the process has none yet (a test run is
+ * silent unless something fails).
  *
  * Deliberately does not: run HTTP, authenticate tokens (calls name their principal directly),
  * encrypt payloads, or apply per-principal submission limits. Those are tested by this
@@ -21,7 +22,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, makeTelemetryFilterString, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createActivities } from '../../activities/activities.js';
 import { createLimiterActivities } from '../../activities/limiter-activities.js';
@@ -243,8 +244,13 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
       : scriptedApprover(options.approver as ScriptedDecision | readonly ApproverRule[]);
   const dataDir = mkdtempSync(join(tmpdir(), 'countersign-gate-test-'));
   try {
-    // The core runtime logs every worker state change at INFO; keep warnings (unless the test installed its own).
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    // Quiet unless something is wrong (and unless the test installed its own runtime): the SDK logs
+    // every retried status poll (`ApprovalPending`, the approval workflow's fallback poll) as a
+    // failed activity at WARN, and its core warns about the test server's capabilities; errors still show.
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }), forward: {} } },
+    });
   } catch {
     // already installed
   }

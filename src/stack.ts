@@ -7,7 +7,7 @@
  * (it listens first, then hands the real URLs to the roles), one set of tools and one ledger shared
  * by the worker and the MCP front, a worker that can be stopped and started again, and the stop order.
  *
- * Secrets come from `<data>/secrets.json` (`src/secrets.ts`); listeners from `src/server-lifecycle.ts`.
+ * Secrets come from `<data>/secrets.json` (`src/secrets.ts`); listeners from `packages/http/src/server-lifecycle.ts`.
  * Deliberately does not: set anything up itself that a role starter sets up.
  */
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';

@@ -7,7 +7,7 @@
  * (`callback-signature.ts`; 401 problem+json when missing, malformed, of another scheme version,
  * wrong — including a delivery signed for another workflow's or generation's URL — or stale); a malformed workflow id, generation (anything but
  * canonical decimal, {@link parseCallbackGeneration}) or body (including JSON outside
- * `src/http/json-limits.ts`) is 400: the route matched, so it is a malformed request to a known
+ * `packages/http/src/json-limits.ts`) is 400: the route matched, so it is a malformed request to a known
  * endpoint rather than an unknown one, and only a caller holding the secret gets this far. Other methods and paths fall to the mounting
  * app's 404 problem+json.
  * A verified callback is delivered as the workflow's `backendCallback` update, whose validator

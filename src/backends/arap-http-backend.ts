@@ -1,12 +1,12 @@
 /**
  * ApprovalBackend adapter for an AuthZEN ARAP-shaped Access Request Service over HTTP (WG Draft 1
  * names; SEP-2848 §Example binding: AuthZEN ARAP). Speaks the wire served by
- * `src/approvals/` and maps camelCase port types ⇄ snake_case wire.
+ * `packages/approvals/src/` and maps camelCase port types ⇄ snake_case wire.
  *
  * Error mapping (every failure is a `BackendError`): 409 → `conflict`; 400/422 → `invalid`;
  * 401/403 → `unauthorized`; 404 → `not-found` (all non-retryable); 5xx, any other status,
  * network error, timeout, or a response that fails validation (including JSON outside
- * `src/http/json-limits.ts`, e.g. a repeated `status` member) → `unavailable` (retryable).
+ * `packages/http/src/json-limits.ts`, e.g. a repeated `status` member) → `unavailable` (retryable).
  * Messages carry the HTTP method, status and the problem+json `title`/`detail`; never request
  * bodies, arguments or the bearer token.
  * Deliberately does not: retry (the workflow's activity retry policy does), verify callbacks
@@ -73,7 +73,7 @@ async function errorFor(verb: Verb, res: Response): Promise<BackendError> {
 }
 
 async function parseJson<T>(verb: Verb, res: Response, schema: z.ZodType<T>): Promise<T> {
-  // within src/http/json-limits.ts: a status answer repeating `status` would be read as its last member
+  // within packages/http/src/json-limits.ts: a status answer repeating `status` would be read as its last member
   const json = parseJsonWithLimits((await readUtf8Body(res)) ?? ''); // not UTF-8: refused as not JSON
   if (!json.ok) {
     const why = json.reason === 'invalid-json' ? 'body is not JSON' : json.detail;

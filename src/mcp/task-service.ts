@@ -395,7 +395,7 @@ export function createTaskService(opts: TaskServiceOptions): TaskService {
           await run.result().catch(() => undefined);
           return createOrJoinNow(binding, accessRequest, submissionInput, options, progress, true);
         }
-        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
+        faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `packages/http/src/fault-point.ts`)
         return { taskId: taskIdFor(workflowId, runId), snapshot: present(snapshot) };
       }
     }

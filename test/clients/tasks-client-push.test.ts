@@ -1,4 +1,4 @@
-// Scope: how src/client/tasks-client.ts follows a task by push — `subscriptions/listen` with
+// Scope: how packages/client/src/tasks-client.ts follows a task by push — `subscriptions/listen` with
 // `notifications.taskIds` and the `notifications/tasks` it streams — against a locally started
 // Countersign (real Temporal dev server, real HTTP, the reference approval service deciding out of
 // band): the completion arrives by notification with no tasks/get sent, in-task input is answered

@@ -1,4 +1,4 @@
-// Scope: SEP-2848's interoperability claim, shown with `src/client/tasks-client.ts`, a client that
+// Scope: SEP-2848's interoperability claim, shown with `packages/client/src/tasks-client.ts`, a client that
 // knows only the tasks extension (SEP-2663) and MRTR (SEP-2322): against a locally started
 // Countersign (real Temporal dev server, real HTTP, the reference approval service deciding out of
 // band while the client follows the task: by subscriptions/listen by default, by polling where a test
@@ -6,7 +6,7 @@
 // to their end and reads the outcome from the CallToolResult body text alone; against the conformance profile (same Temporal) it answers
 // in-task input with tasks/update. The client's SEP-2848 obligations (task ids kept durably, an
 // unreadable outcome treated as possibly executed and never retried on its own) are shown with
-// its file task id store (src/client/task-id-store.ts) and src/client/execution-outcome.ts.
+// its file task id store (packages/client/src/task-id-store.ts) and packages/client/src/execution-outcome.ts.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

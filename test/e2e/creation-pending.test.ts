@@ -1,7 +1,7 @@
 // Scope: task creation that outlasts the creation wait (docs/DESIGN.md §3.1, found under load), end to end on
 // a real Temporal dev server, the real approval service and real HTTP. The slow path is forced
 // deterministically, not by timing: the submit activity fails at its fault point
-// (`worker.submit.before`, src/fault-point.ts) for as long as the test holds it, so the approval
+// (`worker.submit.before`, packages/http/src/fault-point.ts) for as long as the test holds it, so the approval
 // workflow is running but has no backend handle; or the worker is stopped, so the caller's limiter
 // cannot answer and nothing starts. Property: an error is never the last word on a task that
 // exists — the error says whether the task was started and that the same call joins it, and the

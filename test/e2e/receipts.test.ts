@@ -176,7 +176,7 @@ describe('evidence receipts on the real stack', () => {
     expect(r1.stderr).toContain(`${tampered}:2: signature does not verify with the published key`);
     expect(r1.stderr).toContain('FAILED: 1 problem(s) in 3 receipt(s)');
 
-    // the same checks in process (the CLI's verifier, src/receipts/receipt.ts), on the real export
+    // the same checks in process (the CLI's verifier, packages/receipts/src/receipt.ts), on the real export
     const jwks = (await (await fetch(jwksUrl)).json()) as JSONWebKeySet;
     const removed = await verifyReceiptLines([lines[0], lines[2]].join('\n'), jwks);
     expect(removed.failures).toEqual([{ line: 2, reason: 'chain broken: seq 3 follows seq 1 (a receipt is missing or out of order)' }]);

@@ -1,4 +1,4 @@
-// Scope: src/http/json-limits.ts — the depth scan before JSON.parse, the duplicate-member refusal with its path, the ill-formed Unicode finder, the __proto__ refusal with its path, and why constructor / prototype are left to strict schemas.
+// Scope: packages/http/src/json-limits.ts — the depth scan before JSON.parse, the duplicate-member refusal with its path, the ill-formed Unicode finder, the __proto__ refusal with its path, and why constructor / prototype are left to strict schemas.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { findIllFormedString, jsonNestingDepth, MAX_JSON_DEPTH, parseJsonWithLimits, scanJsonText } from '@countersign/http/json-limits';

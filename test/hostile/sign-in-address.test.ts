@@ -1,4 +1,4 @@
-// Scope: the per-address sign-in throttle over a real listener (src/server-lifecycle.ts passes the Node bindings; src/http/client-address.ts reads the socket and, only from COUNTERSIGN_TRUSTED_PROXIES, X-Forwarded-For), the listener's request timeouts, and the setting's parsing in src/config.ts.
+// Scope: the per-address sign-in throttle over a real listener (packages/http/src/server-lifecycle.ts passes the Node bindings; packages/http/src/client-address.ts reads the socket and, only from COUNTERSIGN_TRUSTED_PROXIES, X-Forwarded-For), the listener's request timeouts, and the setting's parsing in src/config.ts.
 import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';

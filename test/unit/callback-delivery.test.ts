@@ -1,5 +1,5 @@
-// Scope: delivery of the approval service's status-change callbacks (src/approvals/api/callbacks.ts
-// and the outbox in src/approvals/store/) to real HTTP receivers: retried with backoff until
+// Scope: delivery of the approval service's status-change callbacks (packages/approvals/src/api/callbacks.ts
+// and the outbox in packages/approvals/src/store/) to real HTTP receivers: retried with backoff until
 // delivered once, given up after the budget, the decision answered while the receiver hangs, a slow
 // receiver not holding up another, and a restart of the service resuming what was not delivered.
 // The backoff schedule as a pure function with an injected random source.

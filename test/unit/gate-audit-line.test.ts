@@ -1,6 +1,6 @@
 // Scope: src/mcp/gate.ts — the audit line of an allowed call (written without a child logger, and
 // only when info lines are written) over the shipped Cedar policies, the real wire_transfer tool and
-// the process logger with its redaction (src/log.ts). An allowed call touches no workflow, so the
+// the process logger with its redaction (packages/http/src/log.ts). An allowed call touches no workflow, so the
 // task service here offers only the keyed reference (as test/hostile/apps.ts does).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// Scope: the MCP front's request middleware and principal keys, in-process with app.request: the Origin check (src/http/origin.ts), bearer authentication (src/auth/bearer-middleware.ts), and the keys of src/auth/principal-keys.ts.
+// Scope: the MCP front's request middleware and principal keys, in-process with app.request: the Origin check (packages/http/src/origin.ts), bearer authentication (src/auth/bearer-middleware.ts), and the keys of src/auth/principal-keys.ts.
 import { createHash, createHmac } from 'node:crypto';
 import { Hono } from 'hono';
 import { pino } from 'pino';

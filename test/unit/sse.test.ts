@@ -1,4 +1,4 @@
-// Scope: src/client/sse.ts, the Server-Sent Events reader under the tasks client's
+// Scope: packages/client/src/sse.ts, the Server-Sent Events reader under the tasks client's
 // subscriptions/listen stream: frames split anywhere across chunks, the three line endings,
 // comments (keep-alives) skipped, multi-line data, and what a cut stream leaves out.
 import { describe, expect, it } from 'vitest';

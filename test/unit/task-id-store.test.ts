@@ -1,4 +1,4 @@
-// Scope: src/client/task-id-store.ts — the file a client keeps its task ids in (SEP-2848 §Security
+// Scope: packages/client/src/task-id-store.ts — the file a client keeps its task ids in (SEP-2848 §Security
 // Implications: clients store task ids durably): atomic writes, serialized updates, refusal of a
 // file that is not a store.
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';

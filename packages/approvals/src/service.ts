@@ -4,12 +4,12 @@
  *
  * Wiring only, of the parts in the folders beside it: `store/` (SQLite store and schema), the
  * request lifecycle (`request-lifecycle.ts`, here: every part goes through it), `api/` (ARAP routes
- * and wire types, credential checks, callbacks, signed per `src/backends/callback-signature.ts`),
+ * and wire types, credential checks, callbacks, signed per `packages/arap/src/callback-signature.ts`),
  * `inbox/` (approver inbox pages, sessions, OIDC sign-in, sign-in throttle), `deciders/` (the
  * operator's rules file `approval-rules.ts`: quorum, risk rules, ITSM target; resolvers that are
  * not people: `risk-engine.ts`, supervising agents via `decider.ts`, `itsm-webhook.ts`), reminder and
  * escalation timers (`reminders.ts`, fired from `sweep()`), delegation (`delegation.ts`), and the
- * notification port (`notify/notifier.ts`); errors are problem+json (`src/http/problem.ts`).
+ * notification port (`notify/notifier.ts`); errors are problem+json (`packages/http/src/problem.ts`).
  * Deliberately does not: listen on a port (the caller serves `app.fetch`), run `sweep()` on a
  * timer (the caller does; it also drives the risk engine's scheduled pass), or read the
  * environment.
@@ -64,7 +64,7 @@ export interface ApprovalServiceOptions {
   approvalValidityMs?: number;
   /** Absolute http(s) base URL of this service (used for `status_endpoint` and `links`); a trailing `/` is ignored. */
   publicBaseUrl: string;
-  /** Logger; default `createLogger` from `src/log.ts` (stderr JSON, redacting). Never receives arguments, secrets or tokens. */
+  /** Logger; default `createLogger` from `packages/http/src/log.ts` (stderr JSON, redacting). Never receives arguments, secrets or tokens. */
   logger?: Logger;
   /** Clock, ms since epoch; default `Date.now`. Tests inject one. */
   now?: () => number;
@@ -100,7 +100,7 @@ export interface ApprovalServiceOptions {
   oidc?: OidcSignInOptions;
   /**
    * Reverse proxies whose `X-Forwarded-For` names the client for the sign-in throttle (exact IP
-   * addresses, `COUNTERSIGN_TRUSTED_PROXIES`; see `src/http/client-address.ts`); default none.
+   * addresses, `COUNTERSIGN_TRUSTED_PROXIES`; see `packages/http/src/client-address.ts`); default none.
    */
   trustedProxies?: readonly string[];
   /**

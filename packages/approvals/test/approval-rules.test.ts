@@ -1,4 +1,4 @@
-// Scope: the operator's approval rules file (src/approvals/deciders/approval-rules.ts): validation with clear
+// Scope: the operator's approval rules file (packages/approvals/src/deciders/approval-rules.ts): validation with clear
 // errors naming the path, condition semantics, quorum selection, first-match risk rules, defaults.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

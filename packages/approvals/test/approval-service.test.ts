@@ -1,4 +1,4 @@
-// Scope: the reference Access Request Service (src/approvals/) in-process via app.request with an injected clock: ARAP API, four-eyes rules, expiry, signed callbacks, store. (The inbox pages: approver-inbox.test.ts; quorum, risk engine, agents, ITSM: their own files.)
+// Scope: the reference Access Request Service (packages/approvals/src/) in-process via app.request with an injected clock: ARAP API, four-eyes rules, expiry, signed callbacks, store. (The inbox pages: approver-inbox.test.ts; quorum, risk engine, agents, ITSM: their own files.)
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// Scope: paging of pending approvals (src/approvals/api/page-cursor.ts, the store's keyset page,
+// Scope: paging of pending approvals (packages/approvals/src/api/page-cursor.ts, the store's keyset page,
 // GET /access/v1/approvals/pending) in-process via app.request: every request exactly once across
 // pages while new ones arrive, the true total of what this approver may decide, filters, and 400s
 // for a bad limit or cursor. (The inbox's pages: test/browser/inbox-paging.test.ts; the CLI:

@@ -2,7 +2,7 @@
  * HMAC signatures for the approval backend's status-change callbacks (SEP-2848 §Security "Callback
  * authenticity": callbacks are authenticated with an HMAC over the body and a timestamp; this
  * scheme covers the request target too). The
- * backend signs (`src/approvals/api/callbacks.ts`), the MCP front verifies
+ * backend signs (`packages/approvals/src/api/callbacks.ts`), the MCP front verifies
  * (`src/backends/arap-callbacks.ts`).
  *
  * Scheme (v2): `X-Countersign-Timestamp: <unix seconds>` and

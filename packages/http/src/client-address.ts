@@ -1,7 +1,7 @@
 /**
  * The client's network address for per-address limits (the approver sign-in throttle,
- * `src/approvals/inbox/sign-in-throttle.ts`): the socket's remote address as `getConnInfo` of
- * `@hono/node-server/conninfo` reports it (the listeners of `src/server-lifecycle.ts` pass the
+ * `packages/approvals/src/inbox/sign-in-throttle.ts`): the socket's remote address as `getConnInfo` of
+ * `@hono/node-server/conninfo` reports it (the listeners of `packages/http/src/server-lifecycle.ts` pass the
  * Node bindings it reads), and, only when that socket belongs to a configured trusted proxy
  * (`COUNTERSIGN_TRUSTED_PROXIES`), the address its `X-Forwarded-For` names: walking the list from
  * the right, the first entry that is not itself a trusted proxy.

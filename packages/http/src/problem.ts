@@ -1,6 +1,6 @@
 /**
  * RFC 9457 `application/problem+json` responses, shared by the reference Access Request Service
- * (`src/approvals/`) and the MCP front's HTTP-level refusals (the Origin check, the backend
+ * (`packages/approvals/src/`) and the MCP front's HTTP-level refusals (the Origin check, the backend
  * callback receiver in `src/backends/arap-callbacks.ts`).
  *
  * Every error those routes return goes through here, so clients (the ARAP HTTP adapter, a backend

@@ -11,7 +11,7 @@
  * its memory indefinitely; the size of a body is bounded per route by each app (`bodyLimit`).
  * The handler receives the Node bindings (`{incoming, outgoing}`) as its second argument, which
  * `getConnInfo` of `@hono/node-server/conninfo` reads the client's socket address from
- * (`src/http/client-address.ts`).
+ * (`packages/http/src/client-address.ts`).
  *
  * Deliberately does not: retry a taken port, or force an exit when a stop hangs.
  */

@@ -18,12 +18,12 @@
  *   approvals so far and audit trail (the CLI's `show`)
  * - `POST /delegations` (approver Basic; `{to, until}`) → 201 the delegation | 400; `GET /delegations`
  *   → `{given, received}` (active ones); `POST /delegations/:id/revoke` → 200 | 404 (see
- *   `src/approvals/delegation.ts`); a decision with `on_behalf_of` decides for a delegator (403 without
+ *   `packages/approvals/src/delegation.ts`); a decision with `on_behalf_of` decides for a delegator (403 without
  *   an active delegation)
- * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `src/approvals/deciders/itsm-webhook.ts`)
+ * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `packages/approvals/src/deciders/itsm-webhook.ts`)
  * Every error is problem+json. Bodies are bounded before they are read: {@link MAX_BODY_BYTES} for a
  * new request, {@link MAX_SMALL_BODY_BYTES} for every other route (413); JSON bodies are parsed
- * within `src/http/json-limits.ts` (nesting depth, no `__proto__` key: 400). Deliberately does not: accept decisions with the client token.
+ * within `packages/http/src/json-limits.ts` (nesting depth, no `__proto__` key: 400). Deliberately does not: accept decisions with the client token.
  */
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -138,7 +138,7 @@ export function describeIssues(error: z.ZodError): string {
 }
 
 /**
- * The body as JSON within the limits of `src/http/json-limits.ts`, or the refusal: 415 unless the
+ * The body as JSON within the limits of `packages/http/src/json-limits.ts`, or the refusal: 415 unless the
  * request says `Content-Type: application/json` (a browser cannot send that cross-site without a
  * CORS preflight this API never grants, so a forged form or `text/plain` post cannot decide
  * anything with an approver's cached Basic credentials), 400 for a body that is not usable JSON.

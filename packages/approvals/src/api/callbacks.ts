@@ -5,7 +5,7 @@
  * SQLite transaction as the change (`store.ts`, table `callback_outbox`), so the decision's answer
  * never waits for the receiver and a restart of the service resumes what was not yet delivered.
  * This dispatcher POSTs each row as `{request_id, status, generation}` with
- * `X-Countersign-Timestamp` / `X-Countersign-Signature` (`src/backends/callback-signature.ts`; the
+ * `X-Countersign-Timestamp` / `X-Countersign-Signature` (`packages/arap/src/callback-signature.ts`; the
  * HMAC covers the timestamp, the callback URL's request target and the body, signed per attempt):
  *
  * - in the background, at most {@link CallbackDeliveryPolicy.concurrency} attempts at once and at

@@ -6,8 +6,8 @@
  * input), and approver lookup scans every configured approver so timing does not reveal which
  * ids exist. Supervising agents present `Authorization: Bearer <agent secret>`.
  * Deliberately does not: rate-limit or log failures (the routes do, with
- * `src/approvals/inbox/sign-in-throttle.ts`), lock out, or issue sessions/cookies (see
- * `src/approvals/inbox/session.ts`).
+ * `packages/approvals/src/inbox/sign-in-throttle.ts`), lock out, or issue sessions/cookies (see
+ * `packages/approvals/src/inbox/session.ts`).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { agentDecider, personDecider, type AgentCredential, type Decider } from '../deciders/decider.js';

@@ -2,7 +2,7 @@
  * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | approve <id>… | deny <id>… --comment … |
  * delegate --to X --until ISO | delegations | revoke-delegation <id>`: the approver's
  * command line, a client of the approval service's HTTP API (`/access/v1`, see
- * `src/approvals/api/arap-routes.ts`), never of its database.
+ * `packages/approvals/src/api/arap-routes.ts`), never of its database.
  *
  * Environment (client settings, not the server's; read by `loadApprovalsClientEnv` in `src/config.ts`
  * and checked here):
@@ -21,7 +21,7 @@
  * Batch: `approve` and `deny` take several ids and decide each on its own (its own audit entry),
  * printing one result line per id; one failing id does not stop the others, and the exit code is
  * that of the first failing id (0 when all succeeded). `--for <approver>` decides for a delegator
- * (`src/approvals/delegation.ts`).
+ * (`packages/approvals/src/delegation.ts`).
  * Deliberately does not: cache, retry, or read `.data/secrets.json`.
  */
 import type { Command } from 'commander';
@@ -54,7 +54,7 @@ export class ApprovalsCliError extends Error {
   }
 }
 
-/** One request as the `/access/v1` approvals API returns it (`src/approvals/api/arap-routes.ts` approvalItem). */
+/** One request as the `/access/v1` approvals API returns it (`packages/approvals/src/api/arap-routes.ts` approvalItem). */
 export interface ApprovalItem {
   id: string;
   status?: string;

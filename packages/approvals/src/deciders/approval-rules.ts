@@ -122,7 +122,7 @@ export type EscalationRule = z.infer<typeof EscalationRuleSchema>;
 
 /**
  * A step-up rule: approving a matching request needs a user-verified WebAuthn assertion (passkey)
- * over the request's binding digest, given in the inbox (`src/approvals/inbox/passkeys.ts`).
+ * over the request's binding digest, given in the inbox (`packages/approvals/src/inbox/passkeys.ts`).
  * Fixed at submission, like a quorum. Denying never needs it.
  */
 export const StepUpRuleSchema = z

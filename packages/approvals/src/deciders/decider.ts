@@ -3,7 +3,7 @@
  * supervising agent (machine credential scoped to tools and decisions), the risk engine, or an
  * ITSM system speaking for a named person. Every decision records the decider's `id` and
  * channel in the audit trail, and every decider is subject to the same four-eyes rule.
- * Deliberately does not: authenticate (people and supervising agents: `src/approvals/api/http-auth.ts`;
+ * Deliberately does not: authenticate (people and supervising agents: `packages/approvals/src/api/http-auth.ts`;
  * ITSM decisions: `itsm-webhook.ts`).
  */
 import type { Approver } from '../api/http-auth.js';
@@ -39,7 +39,7 @@ export interface Decider {
   /** Its approval resolves the request whatever the quorum (the operator's risk engine only). */
   final?: boolean;
   /**
-   * A delegate deciding for `person` (see `src/approvals/delegation.ts`): then `id` is the
+   * A delegate deciding for `person` (see `packages/approvals/src/delegation.ts`): then `id` is the
    * delegate (audit actor), `person` the delegator (quorum identity, audit `on_behalf_of`),
    * `groups` the delegator's, and `names` holds the delegate so four-eyes checks both.
    */

@@ -130,7 +130,7 @@ export const INBOX_JS = `
       })
       .catch(function () {});
   }
-  // Passkeys (src/approvals/inbox/passkeys.ts): register one, and approve with one where a step-up rule asks.
+  // Passkeys (packages/approvals/src/inbox/passkeys.ts): register one, and approve with one where a step-up rule asks.
   function passkeyFailed(where, err) {
     var p = document.getElementById(where);
     if (p) { p.textContent = 'Passkey not used: ' + (err && err.message ? err.message : 'cancelled'); p.hidden = false; }

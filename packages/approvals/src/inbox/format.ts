@@ -94,7 +94,7 @@ export interface ToolHintsView {
   openWorldHint: boolean;
 }
 
-/** What the ARAP resource `properties` say about a tool (`src/approvals/api/arap-wire.ts`). */
+/** What the ARAP resource `properties` say about a tool (`packages/arap/src/wire.ts`). */
 export interface ToolPropertiesView {
   title?: string | undefined;
   upstream?: string | undefined;

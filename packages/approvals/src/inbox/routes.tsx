@@ -31,7 +31,7 @@
  * anything changes (`./form-fields.ts`). The inbox's own
  * refusals are HTML pages (`ErrorPage`, never plain text) since a browser shows them; `GET /live`,
  * read by script, answers 401 problem+json; unknown paths and hono middleware refusals (`csrf()`)
- * reach the service's problem+json handlers (`src/http/error-handlers.ts`).
+ * reach the service's problem+json handlers (`packages/http/src/error-handlers.ts`).
  *
  * Deliberately does not: accept HTTP Basic (scripts use `/access/v1`), or paginate the history (its newest 100 rows).
  */

@@ -4,7 +4,7 @@
  * after {@link SIGN_IN_MAX_FAILURES} failures within {@link SIGN_IN_WINDOW_MS} for the same
  * approver id or the same client address, further attempts are refused with 429 and `Retry-After`
  * until the window has passed, whether or not the password is right. In memory, per process.
- * The address is the routes' to find (`clientAddress` of `src/http/client-address.ts`: the
+ * The address is the routes' to find (`clientAddress` of `packages/http/src/client-address.ts`: the
  * socket's, or `X-Forwarded-For` from a configured trusted proxy); an `unknown` address (no socket,
  * in-process requests) is never throttled by address.
  * Deliberately does not: lock accounts permanently.

@@ -4,7 +4,7 @@
  * and updates every message of the request once it is decided through any channel; and the
  * interaction endpoint (`POST /slack/interactions` on the approval service) that turns a button
  * press into a decision through the same lifecycle call as the inbox (four-eyes, group, one vote
- * per person, quorum: `src/approvals/request-lifecycle.ts`), recorded with `via = 'slack'`.
+ * per person, quorum: `packages/approvals/src/request-lifecycle.ts`), recorded with `via = 'slack'`.
  *
  * Authority: a button carries only the request id and the action (`countersign.approve` /
  * `countersign.deny`), never a credential. Who decides is the Slack user id Slack signed for,

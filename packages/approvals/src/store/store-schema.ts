@@ -198,7 +198,7 @@ function migrate(db: Database.Database): void {
 }
 
 /**
- * Tables of the notification channels (`src/approvals/notify/`), created idempotently on every
+ * Tables of the notification channels (`packages/approvals/src/notify/`), created idempotently on every
  * open without a version bump: `slack_messages` (each Slack message announcing a request, so a
  * decision from any channel can update it with `chat.update`) and `email_links_used` (the `jti` of
  * every email decision link that decided, so a link decides at most once).

@@ -8,7 +8,7 @@
  * needs, and when it was reminded and escalated, and to whom), `approval_votes` (one row per person
  * who approved a request, primary key (request, person): a person counts once whatever the channel;
  * `cast_by` names a delegate voting for that person), `inbox_sessions` (server-side inbox sessions,
- * see `src/approvals/inbox/session.ts`), `delegations` (who decides for whom until when), passkeys
+ * see `packages/approvals/src/inbox/session.ts`), `delegations` (who decides for whom until when), passkeys
  * (see `PasskeyStore`) and `audit_events` (append-only: submitted, endorsed (a partial approval),
  * approved, denied, expired, cancelled, notified, reminded, escalated — who, for whom, through which
  * channel, which rule, when, comment).
@@ -32,8 +32,8 @@ export type AuditEventKind = (typeof AUDIT_EVENT_KINDS)[number];
 /**
  * Channel a decision came through: `inbox` (web page), `api` (HTTP Basic approver API or the
  * CLI), `agent` (supervising agent credential), `risk-engine`, `itsm` (signed inbound decision),
- * `slack` (a button of the Slack message, `src/approvals/notify/slack-interactions.ts`), `email`
- * (the decision page of an emailed link, `src/approvals/notify/email-link-routes.tsx`),
+ * `slack` (a button of the Slack message, `packages/approvals/src/notify/slack-interactions.ts`), `email`
+ * (the decision page of an emailed link, `packages/approvals/src/notify/email-link-routes.tsx`),
  * `system` (expiry), `client` (the MCP server's cancel or submit).
  */
 export type DecisionChannel = 'inbox' | 'api' | 'agent' | 'risk-engine' | 'itsm' | 'slack' | 'email' | 'system' | 'client';
@@ -71,7 +71,7 @@ export interface AccessRequestRecord {
 
 /**
  * Proof that a person confirmed an approval with a user-verified WebAuthn assertion whose
- * challenge was the request's binding digest (`src/approvals/inbox/passkeys.ts`).
+ * challenge was the request's binding digest (`packages/approvals/src/inbox/passkeys.ts`).
  */
 export interface StepUpProof {
   method: 'webauthn';
@@ -326,7 +326,7 @@ export interface SlackMessageRef {
   ts: string;
 }
 
-/** State of the notification channels (`src/approvals/notify/`) in the approval store's file. */
+/** State of the notification channels (`packages/approvals/src/notify/`) in the approval store's file. */
 export interface ChannelStore {
   /** Remember a posted Slack message of `requestId` (idempotent). */
   addSlackMessage(requestId: string, ref: SlackMessageRef): void;

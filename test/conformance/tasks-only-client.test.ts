@@ -111,7 +111,7 @@ async function clientFor(sub: string, extra: Partial<TasksClientOptions> = {}) {
 
 describe('a tasks-only client drives an approval task (SEP-2848 interoperability)', () => {
   it('the client source has no approval-specific code', () => {
-    const source = readFileSync(join(PROJECT_ROOT, 'src', 'client', 'tasks-client.ts'), 'utf8');
+    const source = readFileSync(join(PROJECT_ROOT, 'packages', 'client', 'src', 'tasks-client.ts'), 'utf8');
     expect(source).not.toMatch(/approv|disposition|2643|2848|authorization|remediation/i);
   });
 

@@ -4,9 +4,18 @@
 // starts without webpack. The bundle is what `bundleWorkflows()` (src/worker.ts) makes at start
 // from the same modules: workflows/index plus the OpenTelemetry workflow interceptors. Skipped when
 // the bundle is newer than every compiled workflow module (an incremental build that changed none).
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+// It bundles the compiled dist/: under the countersign-source condition (an `npm run build` from a
+// shell or process that runs the sources) @countersign/* would resolve to TypeScript, so run again without it.
+const SOURCE = /--conditions[= ]countersign-source/g;
+if (SOURCE.test(process.env.NODE_OPTIONS ?? '')) {
+  const env = { ...process.env, NODE_OPTIONS: process.env.NODE_OPTIONS.replace(SOURCE, '').trim() };
+  process.exit(spawnSync(process.execPath, [fileURLToPath(import.meta.url)], { stdio: 'inherit', env }).status ?? 1);
+}
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'dist', 'workflow-bundle.js');

@@ -36,6 +36,12 @@ import { dockerignored, lastOf, parseDockerfile, parseDockerignore, type Stage }
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
+/** `env` without `NODE_OPTIONS`. */
+function withoutNodeOptions(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { NODE_OPTIONS: _drop, ...rest } = env;
+  return rest;
+}
+
 /** A replayed stage: where its image root is, its working folder and its `ENV`. */
 interface Replayed {
   root: string;
@@ -112,7 +118,8 @@ function replayStage(stage: Stage, stages: Map<string, Replayed>, base: string, 
             const r = spawnSync('sh', ['-c', step], {
               cwd: state.workdir,
               stdio: ['ignore', 'inherit', 'inherit'],
-              env: { ...process.env, ...state.env, npm_config_prefer_offline: 'true' },
+              // as `docker build` would: none of this process's NODE_OPTIONS (npm run sets the source condition)
+              env: { ...withoutNodeOptions(process.env), ...state.env, npm_config_prefer_offline: 'true' },
             });
             if (r.status !== 0) throw new Error(`line ${ins.line}: ${step} exited ${r.status}`);
             log(`    done in ${Math.round((Date.now() - started) / 1000)} s`);

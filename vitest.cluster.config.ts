@@ -5,5 +5,6 @@ import base from './vitest.config.js';
 // PostgreSQL), which scripts/install-temporal-server.mjs installs first. Same pool and timeouts as
 // `npm test` (vitest.config.ts), only these files.
 export default defineConfig({
+  ...base,
   test: { ...base.test, include: ['test/cluster/**/*.test.ts'], exclude: [] },
 });

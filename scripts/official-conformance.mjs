@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs the official MCP conformance runner (@modelcontextprotocol/conformance, 0.2.0 pre-release
-// line) against Countersign's conformance profile (`countersign conformance-server`,
-// src/conformance-profile/) and prints one line per scenario and a closing summary.
+// line) against Countersign's conformance profile (`npm run conformance:server`,
+// conformance/profile/) and prints one line per scenario and a closing summary.
 //
 //   npm run conformance:official                       # install if missing, start the profile, run
 //   npm run conformance:official -- --url <mcp url>    # against a server already running
@@ -119,10 +119,10 @@ function ensureRunner() {
   };
 }
 
-/** Start `countersign conformance-server` and resolve with its URL and a stop function. */
+/** Start the conformance profile's server (conformance/profile/server.ts) and resolve with its URL and a stop function. */
 function startProfile() {
   const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
-  const child = spawn(tsx, [join(ROOT, 'src', 'cli.ts'), 'conformance-server', '--port', '0'], {
+  const child = spawn(tsx, ['--conditions=countersign-source', join(ROOT, 'conformance', 'profile', 'server.ts'), '--port', '0'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
@@ -209,7 +209,7 @@ async function main() {
   let profile;
   if (opts.url) profile = { url: opts.url, stop: async () => {} };
   else {
-    log('starting the conformance profile (countersign conformance-server) ...');
+    log('starting the conformance profile (conformance/profile/server.ts) ...');
     profile = await startProfile().catch((err) => {
       process.stderr.write(`official-conformance: ${err.message}\n`);
       process.exit(2);

@@ -5,27 +5,21 @@
  *   development token issuer), printing URLs, a demo bearer token and the approver identities.
  *   Ctrl-C stops everything.
  * - `token --sub <subject>`: mint a development bearer token (from the same data folder).
- * - `conformance-server`: the conformance profile (`src/conformance-profile/`), fixture tools for
- *   the official MCP conformance runner; prints `conformance endpoint <url>` once it answers.
  * - `serve --role <role>`: one part of the stack as its own process (`cli/serve-command.ts`).
- * - `approvals list|show|approve|deny`: the approver's client of the approval service (`cli/approvals-command.ts`).
+ * - `approvals list|show|approve|deny|…`: the approver's client of the approval service
+ *   (`@countersign/approvals/cli`, also its own `countersign-approvals`).
  * - `receipts export|verify|jwks`: evidence receipts (`cli/receipts-command.ts`).
+ *
+ * Every command imports what it runs when it runs: `countersign --help` loads commander and the
+ * command definitions only (docs/OPERATIONS.md gives the measured time). The conformance profile's
+ * server is not a command of the product: `npm run conformance:server` (conformance/profile/).
  */
 import { Command } from 'commander';
-import { join } from 'node:path';
-import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
-import { ConfigError, loadApprovalsClientEnv, loadConfig, loadConformanceConfig, type Config } from './config.js';
-import { loadOrCreateSecrets } from './secrets.js';
-import { exitOnSignals } from './server-lifecycle.js';
-import { DEMO_REQUESTER, startStack } from './stack.js';
-import { ensureTemporalBinaries } from './temporal/binaries.js';
-import { startConformanceProfile } from './conformance-profile/profile.js';
-import { registerServeCommand } from './cli/serve-command.js';
-import { registerApprovalsCommand } from './cli/approvals-command.js';
-import { registerReceiptsCommand } from './cli/receipts-command.js';
+import type { Config } from './config.js';
 
 /** `load()`'s result; on a `ConfigError`, its list of problems on stderr and exit 2. */
-function orExit<T>(load: () => T): T {
+async function orExit<T>(load: () => T): Promise<T> {
+  const { ConfigError } = await import('./config.js');
   try {
     return load();
   } catch (err) {
@@ -38,7 +32,8 @@ function orExit<T>(load: () => T): T {
 }
 
 /** The server configuration from the environment (exits 2 listing every problem). */
-function config(): Config {
+async function config(): Promise<Config> {
+  const { loadConfig } = await import('./config.js');
   return orExit(() => loadConfig());
 }
 
@@ -49,7 +44,12 @@ program
   .description('run everything embedded: Temporal dev server, worker, MCP endpoint, approval service, dev token issuer')
   .option('--config <file>', 'gateway configuration: upstream MCP servers behind the gate (docs/GATEWAY.md); default COUNTERSIGN_CONFIG')
   .action(async (opts: { config?: string }) => {
-    const cfg = { ...config(), ...(opts.config ? { COUNTERSIGN_CONFIG: opts.config } : {}) };
+    const cfg = { ...(await config()), ...(opts.config ? { COUNTERSIGN_CONFIG: opts.config } : {}) };
+    const [{ DEMO_REQUESTER, startStack }, { ensureTemporalBinaries }, { exitOnSignals }] = await Promise.all([
+      import('./stack.js'),
+      import('./temporal/binaries.js'),
+      import('@countersign/http/server-lifecycle'),
+    ]);
     let stack;
     try {
       if (!cfg.TEMPORAL_ADDRESS) ensureTemporalBinaries();
@@ -96,7 +96,7 @@ program
 program
   .command('token')
   .description('mint a development bearer token for the MCP endpoint')
-  .option('--sub <subject>', 'token subject', DEMO_REQUESTER)
+  .option('--sub <subject>', 'token subject', 'alice')
   .option('--ttl <seconds>', 'lifetime in seconds', '3600')
   .action(async (o: { sub: string; ttl: string }) => {
     const ttl = Number(o.ttl);
@@ -104,7 +104,12 @@ program
       process.stderr.write('countersign token: --ttl must be a positive whole number of seconds and --sub 1-255 printable characters\n');
       process.exit(2);
     }
-    const cfg = config();
+    const cfg = await config();
+    const [{ join }, { loadOrCreateSecrets }, { loadOrCreateDevIssuer }] = await Promise.all([
+      import('node:path'),
+      import('./secrets.js'),
+      import('./auth/dev-issuer.js'),
+    ]);
     loadOrCreateSecrets(cfg.COUNTERSIGN_DATA_DIR);
     const host = cfg.COUNTERSIGN_HOST;
     const issuer = await loadOrCreateDevIssuer({
@@ -115,40 +120,25 @@ program
     process.stdout.write(`${await issuer.mintToken({ sub: o.sub, ttlSeconds: ttl })}\n`);
   });
 
-program
-  .command('conformance-server')
-  .description('run the conformance profile (fixture tools for the official MCP conformance runner; unauthenticated, for testing only)')
-  .option('--host <address>', 'address to bind', '127.0.0.1')
-  .option('--port <port>', 'MCP endpoint port (0: a free one)', '0')
-  .option('--temporal-address <host:port>', 'use this Temporal server instead of an in-memory dev server (default: TEMPORAL_ADDRESS)')
-  .action(async (o: { host: string; port: string; temporalAddress?: string }) => {
-    const port = Number(o.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      process.stderr.write('countersign conformance-server: --port must be 0-65535\n');
-      process.exit(2);
-    }
-    const cfg = orExit(() => loadConformanceConfig());
-    const temporalAddress = o.temporalAddress ?? cfg.TEMPORAL_ADDRESS;
-    let profile;
-    try {
-      if (!temporalAddress) ensureTemporalBinaries();
-      profile = await startConformanceProfile({
-        host: o.host,
-        port,
-        ...(temporalAddress ? { temporalAddress } : {}),
-        ...(cfg.LOG_LEVEL ? { logLevel: cfg.LOG_LEVEL } : {}),
-      });
-    } catch (err) {
-      process.stderr.write(`countersign conformance-server: could not start: ${(err as Error).message}\n`);
-      process.exit(1);
-    }
-    process.stdout.write(`conformance endpoint ${profile.url}\n`);
-    const running = profile;
-    exitOnSignals(() => running.stop());
-  });
-
+const { registerServeCommand } = await import('./cli/serve-command.js');
 registerServeCommand(program, config);
-registerApprovalsCommand(program, () => loadApprovalsClientEnv());
+
+// `approvals`: the approval service's own client; its definitions are loaded only when it runs
+if (process.argv[2] === 'approvals') {
+  const [{ registerApprovalsCommand }, { loadApprovalsClientEnv }] = await Promise.all([
+    import('@countersign/approvals/cli'),
+    import('@countersign/approvals/config'),
+  ]);
+  registerApprovalsCommand(program, () => loadApprovalsClientEnv());
+} else {
+  program
+    .command('approvals')
+    .description(
+      'list, inspect and decide pending approval requests (env: COUNTERSIGN_APPROVER=id:secret, COUNTERSIGN_APPROVALS_URL); see countersign approvals --help',
+    );
+}
+
+const { registerReceiptsCommand } = await import('./cli/receipts-command.js');
 registerReceiptsCommand(program, config);
 
 await program.parseAsync(process.argv);

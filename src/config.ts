@@ -3,15 +3,14 @@
  * at once (`ConfigError.issues`), then the process exits; everything else receives the parsed
  * object. Durations are milliseconds; ports are TCP ports on `COUNTERSIGN_HOST`.
  *
- * The only module that reads `process.env`. Besides the server's {@link loadConfig}, it owns the
- * smaller parsers of the commands that do not run a server: {@link loadConformanceConfig}
- * (`countersign conformance-server`), {@link loadApprovalsClientEnv} (`countersign approvals`) and
- * {@link temporalBinaryOverrides} (where `src/temporal/binaries.ts` finds the Temporal binaries,
- * also used by scripts and tests before any configuration exists).
+ * The only module of the gate that reads `process.env`, besides `temporalBinaryOverrides` in
+ * `src/temporal/binaries.ts` (where the Temporal binaries are, needed by scripts and tests before
+ * any configuration exists, so kept apart from this module and what it imports). The approval
+ * service's settings and the approver's command line variables are `@countersign/approvals`'.
  */
-import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { ApprovalsSettingsSchema } from '@countersign/approvals/config';
 import { PROJECT_ROOT } from './project-root.js';
 import { decodePayloadKey } from './temporal/payload-codec.js';
 import { resolveTemporalProfile, type TemporalConnection } from './temporal/connect.js';
@@ -30,24 +29,6 @@ const origin = z
   .optional();
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional();
 
-/** `@hono/oidc-auth`'s settings (its `OidcAuthEnv`), read here and passed to it explicitly. */
-export const OIDC_VARIABLES = [
-  'OIDC_ISSUER',
-  'OIDC_CLIENT_ID',
-  'OIDC_CLIENT_SECRET',
-  'OIDC_AUTH_SECRET',
-  'OIDC_AUTH_REFRESH_INTERVAL',
-  'OIDC_AUTH_EXPIRES',
-  'OIDC_REDIRECT_URI',
-  'OIDC_SCOPES',
-  'OIDC_COOKIE_PATH',
-  'OIDC_COOKIE_NAME',
-  'OIDC_COOKIE_DOMAIN',
-  'OIDC_AUDIENCE',
-  'OIDC_AUTH_EXTERNAL_URL',
-  'OIDC_JWT_ALG',
-] as const;
-
 /** The OpenTelemetry SDK variables Countersign reads (`src/ops/tracing.ts`). */
 export const OTEL_VARIABLES = [
   'OTEL_SDK_DISABLED',
@@ -63,9 +44,6 @@ export const OTEL_VARIABLES = [
   'OTEL_TRACES_SAMPLER',
   'OTEL_TRACES_SAMPLER_ARG',
 ] as const satisfies ReadonlyArray<keyof OtelEnv>;
-
-/** One of {@link OIDC_VARIABLES}. */
-export type OidcVariable = (typeof OIDC_VARIABLES)[number];
 
 /**
  * `COUNTERSIGN_PAYLOAD_KEYS`: JSON `[{"id":"k2","key":"<base64 of 32 bytes>"}, ...]`, first = the
@@ -103,37 +81,8 @@ const payloadKeys = z
   )
   .optional();
 
-/**
- * A comma-separated list of `key=value` pairs (`treasury=C0123,change-advisory=C0456`) as a
- * record; blanks around entries are ignored, and an entry without `=`, with an empty side, or a
- * repeated key is an issue naming it. Unset: empty.
- */
-const keyValueList = (what: string) =>
-  z
-    .string()
-    .default('')
-    .transform((text, ctx) => {
-      const out: Record<string, string> = {};
-      for (const entry of text.split(',').map((e) => e.trim())) {
-        if (entry === '') continue;
-        const at = entry.indexOf('=');
-        const key = at < 0 ? '' : entry.slice(0, at).trim();
-        const value = at < 0 ? '' : entry.slice(at + 1).trim();
-        if (key === '' || value === '') {
-          ctx.addIssue({ code: 'custom', message: `entries must be ${what}; "${entry.slice(0, 80)}" is not` });
-          return z.NEVER;
-        }
-        if (Object.hasOwn(out, key)) {
-          ctx.addIssue({ code: 'custom', message: `"${key.slice(0, 80)}" is listed twice` });
-          return z.NEVER;
-        }
-        out[key] = value;
-      }
-      return out;
-    });
-
-/** The environment variables Countersign reads, with defaults. */
-export const ConfigSchema = z.object({
+/** The environment variables the gate reads, with defaults (the approval service's are `ApprovalsSettingsSchema`). */
+export const GateSettingsSchema = z.object({
   COUNTERSIGN_DATA_DIR: z.string().default(resolve(PROJECT_ROOT, '.data')),
   COUNTERSIGN_HOST: z.string().default('127.0.0.1'),
   COUNTERSIGN_PORT: port(8787),
@@ -285,39 +234,6 @@ export const ConfigSchema = z.object({
    */
   COUNTERSIGN_NO_TASKS_RESPONSE: z.enum(['approval-tools', 'degraded-result', 'error']).default('approval-tools'),
   /**
-   * Reverse proxies in front of the approval service, comma-separated IP addresses (exact; IPv4,
-   * IPv6, `::ffff:`-mapped IPv4 counts as IPv4). Only a connection from one of them has its
-   * `X-Forwarded-For` read, for the per-address sign-in throttle (`src/http/client-address.ts`).
-   * Unset or empty: none, the socket's address is the client's.
-   */
-  COUNTERSIGN_TRUSTED_PROXIES: z
-    .string()
-    .default('')
-    .transform((text) =>
-      text
-        .split(',')
-        .map((a) => a.trim())
-        .filter((a) => a !== ''),
-    )
-    .refine((list) => list.every((a) => isIP(a) !== 0), 'must be a comma-separated list of IP addresses'),
-  /** Approval validity the reference approval service grants. */
-  COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000),
-  /**
-   * The reference approval service's status-change callbacks (`src/approvals/api/callbacks.ts`,
-   * docs/APPROVERS.md): attempts per callback before it is given up (then the workflow's status
-   * poll finds the status), the first retry's delay bound and the cap (full jitter: each delay is
-   * drawn from [0, min(cap, base × 2^(n−1))) ms), the per-attempt timeout, and attempts in flight
-   * at once overall and per receiver origin. The defaults keep retrying for about 16 hours (200
-   * attempts, 5 minutes apart on average once at the cap), so a receiver that is down for a deploy
-   * or an outage still gets its callbacks, and the gate's slow fallback poll rarely has to find them.
-   */
-  COUNTERSIGN_CALLBACK_ATTEMPTS: z.coerce.number().int().min(1).max(1000).default(200),
-  COUNTERSIGN_CALLBACK_BASE_DELAY_MS: ms(500),
-  COUNTERSIGN_CALLBACK_MAX_DELAY_MS: ms(600_000),
-  COUNTERSIGN_CALLBACK_TIMEOUT_MS: ms(5_000),
-  COUNTERSIGN_CALLBACK_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16),
-  COUNTERSIGN_CALLBACK_RECEIVER_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(4),
-  /**
    * Production: the OAuth 2.1 authorization server whose access tokens the MCP endpoint accepts
    * (exact `iss`). Unset: the embedded development issuer.
    */
@@ -344,43 +260,14 @@ export const ConfigSchema = z.object({
   ...(Object.fromEntries(OTEL_VARIABLES.map((k) => [k, z.string().optional()])) as Record<keyof OtelEnv, z.ZodOptional<z.ZodString>>),
   /** pino level of the process logger; unset: `info` for the stack and its roles. */
   LOG_LEVEL: logLevel,
-  /**
-   * Approver inbox sign-in through OpenID Connect (`src/approvals/oidc-sessions.ts`): a non-empty
-   * `OIDC_ISSUER` switches it on; then `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET` and `OIDC_AUTH_SECRET`
-   * (at least 32 characters) are required, checked when the approval service starts. The other
-   * `OIDC_*` variables are `@hono/oidc-auth`'s settings, passed to it as given (see docs/APPROVERS.md).
-   */
-  ...(Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional()])) as Record<OidcVariable, z.ZodOptional<z.ZodString>>),
-  /** ID-token claim naming the approver: `email` (default), `preferred_username` or `sub`; checked with the rest of OIDC. */
-  COUNTERSIGN_OIDC_APPROVER_CLAIM: z.string().optional(),
-  /**
-   * Slack channel of the approval service (`src/approvals/notify/slack.ts`, docs/APPROVERS.md): a
-   * non-empty bot token (`xoxb-…`, scope `chat:write`) switches it on; then the signing secret and
-   * at least one group channel are required (checked when the approval service starts).
-   */
-  COUNTERSIGN_SLACK_BOT_TOKEN: z.string().optional(),
-  COUNTERSIGN_SLACK_SIGNING_SECRET: z.string().optional(),
-  /** Slack Web API base URL (tests point it at a local stand-in). */
-  COUNTERSIGN_SLACK_API_URL: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
-  /** Approver group → Slack channel id: `treasury=C0123,change-advisory=C0456`. */
-  COUNTERSIGN_SLACK_CHANNELS: keyValueList('group=channel id'),
-  /** Slack user id → approver id: `U01ABC=bob,U02DEF=carol`. Unmapped Slack users decide nothing. */
-  COUNTERSIGN_SLACK_USERS: keyValueList('Slack user id=approver id'),
-  /**
-   * Email channel (`src/approvals/notify/email.ts`): a non-empty SMTP URL (`smtp://user:pass@host:587`,
-   * `smtps://host:465`) switches it on; then at least one approver address is required.
-   */
-  COUNTERSIGN_SMTP_URL: z
-    .string()
-    .regex(/^(smtps?:\/\/.+)?$/, 'must be an smtp:// or smtps:// URL')
-    .optional(),
-  /** `From:` of approval emails. */
-  COUNTERSIGN_EMAIL_FROM: z.string().min(3).default('Countersign <countersign@localhost>'),
-  /** Approver id → email address: `bob=bob@example.com,carol=carol@example.com`. */
-  COUNTERSIGN_EMAIL_ADDRESSES: keyValueList('approver id=address'),
-  /** Lifetime of an emailed decision link (never past the request's deadline). */
-  COUNTERSIGN_EMAIL_LINK_TTL_MS: ms(24 * 3_600_000),
 });
+
+/**
+ * Everything the gate's processes read: its own settings, and the approval service's
+ * (`ApprovalsSettingsSchema` of `@countersign/approvals`, owned and documented there), since the
+ * embedded stack and `serve --role approvals` host that service.
+ */
+export const ConfigSchema = GateSettingsSchema.extend(ApprovalsSettingsSchema.shape);
 
 /**
  * Parsed configuration. `TEMPORAL_CONNECTION`: the API key, TLS and gRPC metadata of the Temporal
@@ -445,57 +332,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw err;
   }
   return { ...parsed, TEMPORAL_CONNECTION: profile.connection, ...(tracing ? { TRACING: tracing } : {}), ...overrides };
-}
-
-/** What `countersign conformance-server` reads: an external Temporal (`host:port`) and the log level (unset: `warn`). */
-export const ConformanceConfigSchema = ConfigSchema.pick({ TEMPORAL_ADDRESS: true, LOG_LEVEL: true });
-
-/** Parsed {@link ConformanceConfigSchema}. */
-export type ConformanceConfig = z.infer<typeof ConformanceConfigSchema>;
-
-/** Parse the conformance server's variables from `env` (default `process.env`). Throws `ConfigError`. */
-export function loadConformanceConfig(env: Record<string, string | undefined> = process.env): ConformanceConfig {
-  return parseEnv(ConformanceConfigSchema, env);
-}
-
-/**
- * What the approver's command line (`src/cli/approvals-command.ts`) reads, as raw strings: its
- * credential (`COUNTERSIGN_APPROVER=id:secret` or `COUNTERSIGN_AGENT_TOKEN`) and where the service
- * is (`COUNTERSIGN_APPROVALS_URL`, else `COUNTERSIGN_HOST` and `COUNTERSIGN_APPROVALS_PORT`). The
- * command checks their form itself, since its errors carry its own exit codes.
- */
-export const ApprovalsClientEnvSchema = z.object({
-  COUNTERSIGN_HOST: z.string().optional(),
-  COUNTERSIGN_APPROVALS_PORT: z.string().optional(),
-  COUNTERSIGN_APPROVALS_URL: z.string().optional(),
-  COUNTERSIGN_APPROVER: z.string().optional(),
-  COUNTERSIGN_AGENT_TOKEN: z.string().optional(),
-});
-
-/** Parsed {@link ApprovalsClientEnvSchema}. */
-export type ApprovalsClientEnv = z.infer<typeof ApprovalsClientEnvSchema>;
-
-/** The approvals client's variables from `env` (default `process.env`); never throws (each is an optional string). */
-export function loadApprovalsClientEnv(env: Record<string, string | undefined> = process.env): ApprovalsClientEnv {
-  return parseEnv(ApprovalsClientEnvSchema, env);
-}
-
-/** Binary path overrides; empty counts as unset. */
-const binaryPath = z
-  .string()
-  .optional()
-  .transform((p) => (p === '' ? undefined : p));
-
-/**
- * Where the Temporal binaries are when not in the project's `.tools/py/bin`: `TEMPORAL_CLI`
- * (`temporal server start-dev`) and `TEMPORAL_TEST_SERVER` (the time-skipping test server), from
- * `env` (default `process.env`); each undefined when unset or empty. Never throws.
- */
-export function temporalBinaryOverrides(env: Record<string, string | undefined> = process.env): {
-  TEMPORAL_CLI?: string | undefined;
-  TEMPORAL_TEST_SERVER?: string | undefined;
-} {
-  return parseEnv(z.object({ TEMPORAL_CLI: binaryPath, TEMPORAL_TEST_SERVER: binaryPath }), env);
 }
 
 /**

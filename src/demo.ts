@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
-import { WireClient } from './client/wire-client.js';
+import { WireClient } from '@countersign/client';
 import { loadConfig } from './config.js';
 import { loadOrCreateSecrets } from './secrets.js';
 import { startStack, DEMO_REQUESTER, type Stack } from './stack.js';

@@ -1,10 +1,16 @@
 /**
- * The repository root, for defaults that live in the checkout (`.data`, `policies`, `.tools`).
- * Its own module so both `src/config.ts` and `src/temporal/binaries.ts` use it without importing
- * each other in a cycle.
+ * The repository root, for defaults that live in the checkout or the installed package (`.data`,
+ * `policies`, `.tools`, `scripts/install-temporal.mjs`). Its own module so both `src/config.ts` and
+ * `src/temporal/binaries.ts` use it without importing each other in a cycle. Sources run from
+ * `src/` (one level below the root), compiled code from `dist/src/` (two levels).
  */
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Absolute path of the repository root (one level above `src/`). */
-export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** Absolute path of the repository (or installed package) root. */
+export const PROJECT_ROOT = basename(dirname(here)) === 'dist' ? join(here, '..', '..') : join(here, '..');
+
+/** `.ts` when this process runs the TypeScript sources, `.js` when it runs the compiled `dist/`. */
+export const SOURCE_EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';

@@ -24,7 +24,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { generateApprovalMachineSecrets, type ApprovalMachineSecrets } from './approvals/stack-wiring.js';
+import { generateApprovalMachineSecrets, type ApprovalMachineSecrets } from '@countersign/approvals/secrets';
 import { generatePayloadKey, type PayloadKeyEntry } from './temporal/payload-codec.js';
 
 /** An approver identity of the reference approval service. */

@@ -29,9 +29,7 @@ import { msToTs } from '@temporalio/common';
 import { startWorkflowTaskWatchdog } from './temporal/workflow-task-watchdog.js';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createApprovalService, type ApprovalService } from './approvals/service.js';
-import { approvalServiceExtras } from './approvals/stack-wiring.js';
-import { channelOptionsFromConfig } from './approvals/notify/channel-wiring.js';
+import { approvalServiceOptions, hostApprovalService, type ApprovalService } from '@countersign/approvals';
 import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
 import { createArapHttpBackend } from './backends/arap-http-backend.js';
 import { configFileEnv, type Config } from './config.js';
@@ -39,7 +37,7 @@ import { createMcpFront } from './mcp-front.js';
 import { createCedarPdp } from './policy/cedar-pdp.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
 import { openDataDir, type StackSecrets } from './secrets.js';
-import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
+import { closeServer, listen, type FetchFn } from '@countersign/http/server-lifecycle';
 import { connectClient, type TemporalConnection } from './temporal/connect.js';
 import { startDevServer } from './temporal/dev-server.js';
 import { checkNamespaceRetention, enforceNamespaceRetention, requiredRetentionMs } from './temporal/namespace-retention.js';
@@ -59,11 +57,9 @@ import { withOpsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
 import { startTracing, type Tracing } from './ops/tracing.js';
 import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
-/** The roles `serve --role` accepts. */
-export const ROLES = ['temporal', 'worker', 'mcp', 'approvals', 'issuer'] as const;
+import type { Role } from './roles.js';
 
-/** One of {@link ROLES}. */
-export type Role = (typeof ROLES)[number];
+export { ROLES, type Role } from './roles.js';
 
 /** Options of {@link startRole} beyond the configuration. URLs are absolute http(s) without a trailing slash. */
 export interface RoleOptions {
@@ -554,10 +550,11 @@ export async function startMcpRole(
 }
 
 /**
- * The `approvals` role: the reference approval service (`<data>/approvals.db`, the approvers and
- * machine secrets of `secrets.json`, the rules file; see `src/approvals/stack-wiring.ts`) served
- * through `mount` at `urls.approvalsUrl`, its notification channels (Slack, email: `src/approvals/notify/`,
- * when configured), and its sweeper (every 5 s: expiry and rule re-evaluation).
+ * The `approvals` role: the reference approval service of `@countersign/approvals`, hosted as that
+ * package hosts it (`approvalServiceOptions`, `hostApprovalService`: `<data>/approvals.db`, the
+ * approvers and machine secrets of `secrets.json`, the rules file, its notification channels when
+ * configured, and its sweeper), served through `mount` at `urls.approvalsUrl` with this gate's
+ * `/livez`, `/readyz` and `/metrics` (the callback outbox gauge) in front.
  * `stop()` stops serving, lets in-flight callbacks land, then closes the database. Throws when the
  * port is taken or the OIDC configuration is incomplete.
  */
@@ -566,34 +563,15 @@ export async function startApprovalsRole(
   opts: { mount: Mount },
 ): Promise<{ approvals: ApprovalService; stop(): Promise<void> }> {
   const { config, secrets } = ctx;
-  const dataDir = config.COUNTERSIGN_DATA_DIR;
-  const approvals = createApprovalService({
-    dbPath: join(dataDir, 'approvals.db'),
-    clientToken: secrets.approvalsClientToken,
-    callbackSecret: secrets.callbackSecret,
-    approvers: secrets.approvers,
-    approvalValidityMs: config.COUNTERSIGN_APPROVAL_VALIDITY_MS,
-    callbackDelivery: {
-      maxAttempts: config.COUNTERSIGN_CALLBACK_ATTEMPTS,
-      baseDelayMs: config.COUNTERSIGN_CALLBACK_BASE_DELAY_MS,
-      maxDelayMs: config.COUNTERSIGN_CALLBACK_MAX_DELAY_MS,
-      attemptTimeoutMs: config.COUNTERSIGN_CALLBACK_TIMEOUT_MS,
-      concurrency: config.COUNTERSIGN_CALLBACK_CONCURRENCY,
-      perReceiverConcurrency: config.COUNTERSIGN_CALLBACK_RECEIVER_CONCURRENCY,
-    },
-    publicBaseUrl: ctx.urls.approvalsUrl,
-    trustedProxies: config.COUNTERSIGN_TRUSTED_PROXIES,
-    logger: ctx.logger.child({ part: 'approvals' }),
-    ...approvalServiceExtras(dataDir, secrets, config),
-    ...channelOptionsFromConfig(config, secrets),
-  });
-  const sweeper = setInterval(() => void approvals.sweep().catch(() => undefined), 5_000);
-  sweeper.unref();
-  const shut = async () => {
-    clearInterval(sweeper);
-    await approvals.drainCallbacks().catch(() => undefined);
-    approvals.close();
-  };
+  const hosted = hostApprovalService(
+    approvalServiceOptions(config, secrets, {
+      dataDir: config.COUNTERSIGN_DATA_DIR,
+      publicBaseUrl: ctx.urls.approvalsUrl,
+      logger: ctx.logger.child({ part: 'approvals' }),
+    }),
+  );
+  const approvals = hosted.service;
+  const shut = () => hosted.stop();
   const metrics = ctx.metrics ?? createAppMetrics();
   metrics.setCallbackOutboxSource(() => approvals.store.callbacks.counts());
   const unmount = await withOps(

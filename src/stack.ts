@@ -7,18 +7,18 @@
  * (it listens first, then hands the real URLs to the roles), one set of tools and one ledger shared
  * by the worker and the MCP front, a worker that can be stopped and started again, and the stop order.
  *
- * Secrets come from `<data>/secrets.json` (`src/secrets.ts`); listeners from `src/server-lifecycle.ts`.
+ * Secrets come from `<data>/secrets.json` (`src/secrets.ts`); listeners from `packages/http/src/server-lifecycle.ts`.
  * Deliberately does not: set anything up itself that a role starter sets up.
  */
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import type { ApprovalService } from './approvals/service.js';
+import type { ApprovalService } from '@countersign/approvals';
 import type { DevIssuer } from './auth/dev-issuer.js';
 import type { Config } from './config.js';
-import { createLogger } from './log.js';
+import { createLogger } from '@countersign/http/log';
 import { openDataDir, type StackSecrets } from './secrets.js';
-import { closeServer, listen, type FetchFn } from './server-lifecycle.js';
+import { closeServer, listen, type FetchFn } from '@countersign/http/server-lifecycle';
 import {
   openToolParts,
   quietTemporalRuntime,

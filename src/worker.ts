@@ -11,7 +11,9 @@ import {
   type InjectedSinks,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DataConverter } from '@temporalio/common';
 import { createActivities, type ActivityDeps } from '../activities/activities.js';
@@ -20,9 +22,10 @@ import { connectWorker, type TemporalConnection } from './temporal/connect.js';
 import type { AppMetrics } from './ops/metrics.js';
 import type { CountersignSinks } from '../workflows/metrics-sink.js';
 import { TRACING_OFF, WORKFLOW_TRACING_MODULE, type Tracing } from './ops/tracing.js';
+import { PROJECT_ROOT, SOURCE_EXTENSION } from './project-root.js';
 
 /** Absolute path of the workflow module the worker bundles (re-exports every workflow). */
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export const WORKFLOWS_PATH = fileURLToPath(new URL(`../workflows/index${SOURCE_EXTENSION}`, import.meta.url));
 
 /**
  * Bundle the workflow code once (1–2 s); pass the result to every worker of this process.
@@ -34,12 +37,31 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', imp
  * (`workflows/tracing-interceptors.ts`); in the others they pass every call straight through.
  */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+  const prebuilt = prebuiltWorkflowBundle();
+  if (prebuilt) return Promise.resolve(prebuilt);
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
     logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
   });
 }
+
+/** Where `npm run build` writes the worker's workflow bundle (`scripts/bundle-workflows.mjs`): `dist/workflow-bundle.js`. */
+export const PREBUILT_WORKFLOW_BUNDLE = join(PROJECT_ROOT, 'dist', 'workflow-bundle.js');
+
+/**
+ * The bundle `npm run build` made of the compiled workflows, read once, when this process runs the
+ * compiled code (`dist/`) and the file exists; undefined when it runs the TypeScript sources, which
+ * are bundled at start so a change is never run stale. The build bundles exactly what
+ * {@link bundleWorkflows} would (the same modules, OpenTelemetry interceptors included), so a
+ * worker starts without webpack.
+ */
+export function prebuiltWorkflowBundle(): WorkflowBundleWithSourceMap | undefined {
+  if (SOURCE_EXTENSION !== '.js' || !existsSync(PREBUILT_WORKFLOW_BUNDLE)) return undefined;
+  prebuilt ??= { code: readFileSync(PREBUILT_WORKFLOW_BUNDLE, 'utf8'), sourceMap: '' };
+  return prebuilt;
+}
+let prebuilt: WorkflowBundleWithSourceMap | undefined;
 
 /** A running worker. */
 export interface RunningWorker {
@@ -104,6 +126,7 @@ export async function startApprovalWorker(opts: {
   workflowsInMainThread?: boolean;
 }): Promise<RunningWorker> {
   const tracing = opts.tracing ?? TRACING_OFF;
+  const workflowBundle = opts.workflowBundle ?? prebuiltWorkflowBundle();
   const baseIdentity = `${process.pid}@${hostname()}`;
   let generation = 0;
   // Each worker gets its own connection: the SDK refuses a second worker for the same namespace and
@@ -116,9 +139,9 @@ export async function startApprovalWorker(opts: {
         identity,
         namespace: opts.namespace,
         taskQueue: opts.taskQueue,
-        ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+        ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
         // the workflow interceptors whatever the tracing (see bundleWorkflows); a prebuilt bundle has them
-        interceptors: { ...tracing.workerInterceptors, ...(opts.workflowBundle ? {} : { workflowModules: [WORKFLOW_TRACING_MODULE] }) },
+        interceptors: { ...tracing.workerInterceptors, ...(workflowBundle ? {} : { workflowModules: [WORKFLOW_TRACING_MODULE] }) },
         activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
         maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
         // in-flight activities may finish for most of the grace, are then cancelled, and at its end the
@@ -183,7 +206,7 @@ export async function startApprovalWorker(opts: {
 }
 
 /** The `countersignMetrics` sink over `m`; not called during replay (the SDK's default), so nothing is counted twice. */
-function metricsSinks(m: AppMetrics): InjectedSinks<CountersignSinks> {
+export function metricsSinks(m: AppMetrics): InjectedSinks<CountersignSinks> {
   return {
     countersignMetrics: {
       decided: { fn: (_info, outcome, seconds) => m.decisionSeconds.observe({ outcome }, seconds) },

@@ -4,7 +4,7 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import type { Stack } from '../../src/stack.js';
-import { WireClient } from '../../src/client/wire-client.js';
+import { WireClient } from '@countersign/client';
 import type { RoleProcess, RoleSpec } from '../roles/spec.js';
 import type { RssSampler } from './procs.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';

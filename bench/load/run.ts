@@ -12,7 +12,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
+import { McpRpcError, WireClient } from '@countersign/client';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { TASKS_CAPS } from '../lib/context.js';
 import { closedLoop, percentile, round } from '../lib/stats.js';

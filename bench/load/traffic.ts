@@ -1,7 +1,7 @@
 // Scope: the load run's traffic primitives: an open-model schedule (requests leave on time, never
 // waiting for earlier answers), the smooth weighted round-robin that turns a mix into an exact
 // sequence of kinds, the per-method tally (latencies, errors by kind), and how an error is named.
-import { McpRpcError } from '../../src/client/wire-client.js';
+import { McpRpcError } from '@countersign/client';
 import { percentile, round } from '../lib/stats.js';
 
 /** Per-method figures of a run. Rates per second, latencies in ms. */

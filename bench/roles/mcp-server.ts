@@ -8,7 +8,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { loadOrCreateSecrets } from '../../src/secrets.js';
 import { workflowConfigOf } from '../../src/stack-roles.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { createMcpFront } from '../../src/mcp-front.js';
 import { createAppMetrics } from '../../src/ops/metrics.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';

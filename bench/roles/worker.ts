@@ -3,7 +3,7 @@
 // the stack's payload codec and an explicit workflow cache size, which the bench prints.
 // Prints `{"ready":true,"maxCachedWorkflows":...}` on stdout once polling; SIGTERM drains it.
 import { createArapHttpBackend } from '../../src/backends/arap-http-backend.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
 import { loadOrCreateSecrets } from '../../src/secrets.js';
 import { payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';

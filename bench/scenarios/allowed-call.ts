@@ -9,7 +9,7 @@ import { Hono } from 'hono';
 import { createMcpHandler, Server } from '@modelcontextprotocol/server';
 import { extractBearer } from '../../src/auth/bearer.js';
 import { createTokenVerifier } from '../../src/auth/verify-token.js';
-import { WireClient } from '../../src/client/wire-client.js';
+import { WireClient } from '@countersign/client';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
 import type { BenchContext } from '../lib/context.js';
 import { TASKS_CAPS } from '../lib/context.js';

@@ -4,7 +4,7 @@
 // it, the approve-result scenario's sample (poll `tasks/get` every 5 ms until `completed`). Also
 // checks, from A's `countersign_task_reads_total`, that no read of a subscribed task was a query.
 import { randomUUID } from 'node:crypto';
-import type { JsonRpcMessage, WireClient } from '../../src/client/wire-client.js';
+import type { JsonRpcMessage, WireClient } from '@countersign/client';
 import { createTask, decide, pendingRequestId, type BenchContext } from '../lib/context.js';
 import { counterDelta, taskReads } from '../lib/mcp-probe.js';
 import { interleave, latencies, round, type LatencyFigures } from '../lib/stats.js';

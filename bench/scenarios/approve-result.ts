@@ -4,7 +4,7 @@
 // the query shows it). Both sides poll with the same gap; samples interleaved, median of runs.
 import { randomUUID } from 'node:crypto';
 import { shapedDecisionWorkflow, signalWorkflow, decideSignal, stateQuery } from '../workflows/signal.js';
-import type { WireClient } from '../../src/client/wire-client.js';
+import type { WireClient } from '@countersign/client';
 import { BASELINE_QUEUE, createTask, decide, pendingRequestId, type BenchContext } from '../lib/context.js';
 import { interleave, latencies, medianFigures, round, type LatencyFigures } from '../lib/stats.js';
 

@@ -6,7 +6,7 @@
 // Samples interleaved.
 import { taskQuery } from '../../workflows/messages.js';
 import { parseTaskId } from '../../workflows/task-id.js';
-import type { WireClient } from '../../src/client/wire-client.js';
+import type { WireClient } from '@countersign/client';
 import { createTask, type BenchContext } from '../lib/context.js';
 import { closedLoop, latencies, round, type LatencyFigures } from '../lib/stats.js';
 

@@ -10,7 +10,7 @@
 // before the turns and another at the end. Reports CPU ms per read, the record/query ratio of the
 // whole stack's, reads by source (the instances' `countersign_task_reads_total`), read latency and
 // the advertised intervals.
-import type { WireClient } from '../../src/client/wire-client.js';
+import type { WireClient } from '@countersign/client';
 import { startRole } from '../roles/spec.js';
 import { createTask, type BenchContext } from '../lib/context.js';
 import { counterDelta, feedStats, taskReads } from '../lib/mcp-probe.js';

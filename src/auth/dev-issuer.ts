@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Hono } from 'hono';
-import { problemNotFound, problemOnError } from '../http/error-handlers.js';
+import { problemNotFound, problemOnError } from '@countersign/http/error-handlers';
 import {
   calculateJwkThumbprint,
   exportJWK,

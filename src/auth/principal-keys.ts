@@ -8,7 +8,6 @@
  * - {@link ownerKeyOf}: SHA-256 of that, the owner of a conformance-profile fixture task;
  * - {@link taskOwnerKeyOf}: who may see and cancel an approval task (delegation included);
  * - {@link quotaKeyOf}: whose submission quota a call counts against (keyed, delegation left out);
- * - {@link principalNames}: the names the approval service's four-eyes rule compares.
  *
  * Values of `ownerKeyOf`, `taskOwnerKeyOf` and `quotaKeyOf` are stored in workflow memos, snapshots
  * and workflow ids: changing how any of them is computed orphans running tasks and limits.
@@ -46,13 +45,4 @@ export function quotaKeyOf(serverKey: string, p: Principal): string {
   return createHmac('sha256', serverKey)
     .update(`countersign/quota\u0000${principalKey(p)}`)
     .digest('hex');
-}
-
-/**
- * Every name of a requester that the four-eyes rule compares with a decider's names: the subject
- * and each actor of its RFC 8693 `act` chain, lower-cased (names compare case-insensitively).
- * Issuers are not compared: approvers are configured by bare name.
- */
-export function principalNames(p: { sub: string; act?: ReadonlyArray<{ sub: string }> | undefined }): Set<string> {
-  return new Set([p.sub, ...(p.act ?? []).map((a) => a.sub)].map((n) => n.toLowerCase()));
 }

@@ -7,7 +7,7 @@
  * (`callback-signature.ts`; 401 problem+json when missing, malformed, of another scheme version,
  * wrong — including a delivery signed for another workflow's or generation's URL — or stale); a malformed workflow id, generation (anything but
  * canonical decimal, {@link parseCallbackGeneration}) or body (including JSON outside
- * `src/http/json-limits.ts`) is 400: the route matched, so it is a malformed request to a known
+ * `packages/http/src/json-limits.ts`) is 400: the route matched, so it is a malformed request to a known
  * endpoint rather than an unknown one, and only a caller holding the secret gets this far. Other methods and paths fall to the mounting
  * app's 404 problem+json.
  * A verified callback is delivered as the workflow's `backendCallback` update, whose validator
@@ -38,10 +38,9 @@ import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import { parseJsonWithLimits, readUtf8Body } from '../http/json-limits.js';
-import { problem } from '../http/problem.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from './callback-signature.js';
+import { parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
+import { problem } from '@countersign/http/problem';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, CallbackBodySchema, verifyCallback } from '@countersign/arap';
 import { backendCallbackUpdate } from '../../workflows/messages.js';
 import { REFUSAL, refusalOf, refusalWhy } from '../../workflows/refusals.js';
 
@@ -62,12 +61,6 @@ const w3c = new W3CTraceContextPropagator();
 
 /** An approval workflow id as a callback URL may name it (`approvalWorkflowId`). */
 const APPROVAL_WORKFLOW_ID = new RegExp(`^${APPROVAL_WORKFLOW_ID_PREFIX}[0-9a-f]{32}$`);
-
-const CallbackBody = z.object({
-  request_id: z.string().min(1).max(200),
-  status: z.string().max(40),
-  generation: z.number().int().positive().optional(),
-});
 
 /**
  * The generation named by a callback URL's last segment, accepted only in canonical decimal: digits
@@ -152,7 +145,7 @@ export function createArapCallbackReceiver(opts: ArapCallbackReceiverOptions): H
     const [workflowId = '', generationSegment = ''] = url.pathname.split('/').slice(-2);
     const generation = parseCallbackGeneration(generationSegment);
     const json = parseJsonWithLimits(raw);
-    const body = CallbackBody.safeParse(json.ok ? json.value : undefined);
+    const body = CallbackBodySchema.safeParse(json.ok ? json.value : undefined);
     if (!APPROVAL_WORKFLOW_ID.test(workflowId) || generation === null || !body.success) {
       return problem('invalid-request', 'malformed callback');
     }

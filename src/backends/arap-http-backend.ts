@@ -1,19 +1,20 @@
 /**
  * ApprovalBackend adapter for an AuthZEN ARAP-shaped Access Request Service over HTTP (WG Draft 1
  * names; SEP-2848 §Example binding: AuthZEN ARAP). Speaks the wire served by
- * `src/approvals/` and maps camelCase port types ⇄ snake_case wire.
+ * `packages/approvals/src/` and maps camelCase port types ⇄ snake_case wire.
  *
  * Error mapping (every failure is a `BackendError`): 409 → `conflict`; 400/422 → `invalid`;
  * 401/403 → `unauthorized`; 404 → `not-found` (all non-retryable); 5xx, any other status,
  * network error, timeout, or a response that fails validation (including JSON outside
- * `src/http/json-limits.ts`, e.g. a repeated `status` member) → `unavailable` (retryable).
+ * `packages/http/src/json-limits.ts`, e.g. a repeated `status` member) → `unavailable` (retryable).
  * Messages carry the HTTP method, status and the problem+json `title`/`detail`; never request
  * bodies, arguments or the bearer token.
  * Deliberately does not: retry (the workflow's activity retry policy does), verify callbacks
  * (`arap-callbacks.ts` does, with `verifyCallback`), or cache status.
  */
-import { z } from 'zod';
-import { parseJsonWithLimits, readUtf8Body } from '../http/json-limits.js';
+import type { z } from 'zod';
+import { ProblemSchema, StatusBodySchema, TaskHandleSchema, type AccessRequestBodyInput, type WireToolProperties } from '@countersign/arap';
+import { parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
 import { BackendError, type ApprovalBackend, type BackendHandle, type BackendStatus, type SubmissionBody } from './approval-backend.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
 
@@ -28,38 +29,6 @@ export interface ArapHttpBackendOptions {
   /** Per-request timeout in ms; default 10000. A timeout is `unavailable` (retryable). */
   timeoutMs?: number;
 }
-
-const StatusSchema = z.enum(['pending', 'approved', 'denied', 'expired', 'cancelled', 'failed']);
-
-/** ARAP Task Handle (submit response). Unknown keys are ignored. */
-const TaskHandleSchema = z.object({
-  id: z.string().min(1),
-  status: StatusSchema,
-  status_endpoint: z.string().min(1),
-  expires_at: z.iso.datetime({ offset: true }),
-  links: z.object({ self: z.string().optional(), cancel: z.string().min(1).optional() }).optional(),
-});
-
-/** ARAP `result.approval`. */
-const ApprovalSchema = z.object({
-  id: z.string().min(1),
-  approved_at: z.iso.datetime({ offset: true }),
-  approved_until: z.iso.datetime({ offset: true }),
-  state: z.literal('approved'),
-  approvers: z.array(z.string()).default([]),
-});
-
-/** ARAP Task Status body. `error` on `failed` is optional and may be a string or problem-like object. */
-const StatusBodySchema = z.object({
-  id: z.string().min(1),
-  status: StatusSchema,
-  expires_at: z.iso.datetime({ offset: true }).optional(),
-  result: z.object({ approval: ApprovalSchema }).optional(),
-  error: z.union([z.string(), z.object({ message: z.string().optional(), detail: z.string().optional() })]).optional(),
-});
-
-/** Subset of RFC 9457 problem+json we surface in error messages. */
-const ProblemSchema = z.object({ title: z.string().optional(), detail: z.string().optional() });
 
 type Verb = 'submit' | 'status' | 'cancel';
 
@@ -104,7 +73,7 @@ async function errorFor(verb: Verb, res: Response): Promise<BackendError> {
 }
 
 async function parseJson<T>(verb: Verb, res: Response, schema: z.ZodType<T>): Promise<T> {
-  // within src/http/json-limits.ts: a status answer repeating `status` would be read as its last member
+  // within packages/http/src/json-limits.ts: a status answer repeating `status` would be read as its last member
   const json = parseJsonWithLimits((await readUtf8Body(res)) ?? ''); // not UTF-8: refused as not JSON
   if (!json.ok) {
     const why = json.reason === 'invalid-json' ? 'body is not JSON' : json.detail;
@@ -131,7 +100,7 @@ function absolute(verb: Verb, url: string, base: string): string {
  * The ARAP resource `properties` of a tool (snake_case): `title`, `upstream`, `upstream_tool`, and
  * `annotations` with the MCP hint names (`readOnlyHint`, …) as the MCP specification spells them.
  */
-export function toWireToolProperties(info: ToolPresentation): Record<string, unknown> {
+export function toWireToolProperties(info: ToolPresentation): WireToolProperties {
   return {
     ...(info.title !== undefined ? { title: info.title } : {}),
     ...(info.upstream !== undefined ? { upstream: info.upstream } : {}),
@@ -142,9 +111,10 @@ export function toWireToolProperties(info: ToolPresentation): Record<string, unk
 
 /** Map a port submission to the ARAP access-request wire body (`toolInfo` → `resource.properties`). */
 export function toWireSubmission(body: SubmissionBody): Record<string, unknown> {
-  const subject: Record<string, unknown> = { iss: body.requester.iss, sub: body.requester.sub };
-  if (body.requester.act !== undefined) subject['act'] = body.requester.act;
-  const wire: Record<string, unknown> = {
+  const subject: AccessRequestBodyInput['subject'] = { iss: body.requester.iss, sub: body.requester.sub };
+  if (body.requester.act !== undefined) subject.act = body.requester.act;
+  // typed by the schema the approval service validates it with (`@countersign/arap`)
+  const wire: AccessRequestBodyInput = {
     subject,
     action: { name: 'tools/call' },
     resource: { type: 'tool', id: body.tool, ...(body.toolInfo !== undefined ? { properties: toWireToolProperties(body.toolInfo) } : {}) },
@@ -154,8 +124,8 @@ export function toWireSubmission(body: SubmissionBody): Record<string, unknown> 
     expires_at: body.expiresAt,
     binding_digest: body.bindingDigest,
     generation: body.generation,
+    ...(body.callbackUrl !== undefined ? { callback_url: body.callbackUrl } : {}),
   };
-  if (body.callbackUrl !== undefined) wire['callback_url'] = body.callbackUrl;
   return wire;
 }
 

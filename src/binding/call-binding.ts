@@ -10,15 +10,14 @@
  * Deliberately does not validate arguments (the tool's schema does that first) and holds no
  * secrets itself: the caller passes the dedup key in.
  */
-import { createHash, createHmac } from 'node:crypto';
-import canonicalizeModule from 'canonicalize';
+import { createHmac } from 'node:crypto';
+import { callBindingDigest, canonicalJson, jcsSha256 } from '@countersign/receipts';
 import type { Principal } from '../auth/principal.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 
-// `canonicalize` is CommonJS whose typings claim an ES default export; take whichever shape loads.
-const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as (
-  value: unknown,
-) => string | undefined;
+// JCS and the digest formula are `@countersign/receipts`' (`jcs.ts`), so the digest an auditor's
+// verifier recomputes from disclosed arguments is exactly the one bound here.
+export { canonicalJson, jcsSha256 };
 
 /** The immutable call binding. Plain JSON; stored in workflow state. */
 export interface CallBinding {
@@ -36,18 +35,6 @@ export interface CallBinding {
   toolDescriptorDigest: string;
 }
 
-/** JCS (RFC 8785) canonical JSON. Throws `TypeError` for values JSON cannot represent. */
-export function canonicalJson(value: unknown): string {
-  const out = canonicalize(value);
-  if (out === undefined) throw new TypeError('value has no canonical JSON form');
-  return out;
-}
-
-/** SHA-256 hex digest of the JCS form of `value`. */
-export function jcsSha256(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value), 'utf8').digest('hex');
-}
-
 /**
  * Build the binding for one call. `arguments` must already be schema-validated.
  * The digest covers tool, arguments, principal (incl. `act`) and resource, so a change in any of
@@ -60,7 +47,7 @@ export function createCallBinding(input: {
   toolDescriptorDigest: string;
 }): CallBinding {
   const resource = { type: 'tool' as const, id: input.tool };
-  const digest = jcsSha256({ tool: input.tool, arguments: input.arguments, principal: input.principal, resource });
+  const digest = callBindingDigest({ tool: input.tool, arguments: input.arguments, principal: input.principal, resource });
   return {
     tool: input.tool,
     arguments: input.arguments,
@@ -73,7 +60,7 @@ export function createCallBinding(input: {
 
 /** Recompute the digest of a stored binding; false if anything in it was altered. */
 export function verifyCallBinding(b: CallBinding): boolean {
-  return jcsSha256({ tool: b.tool, arguments: b.arguments, principal: b.principal, resource: b.resource }) === b.digest;
+  return callBindingDigest({ tool: b.tool, arguments: b.arguments, principal: b.principal, resource: b.resource }) === b.digest;
 }
 
 /**

@@ -2,37 +2,29 @@
  * `countersign receipts export | verify | jwks`: evidence receipts (docs/APPROVERS.md §Evidence receipts).
  *
  * - `export --since <ISO 8601 time | ISO 8601 duration | 30m, 24h, 7d> [--out FILE] [--include-arguments]
- *   [--approvals-db FILE]`: issues the receipts of approval tasks that closed since the last export
- *   (`src/receipts/issuer.ts`, reading Temporal at `TEMPORAL_ADDRESS` or the dev server's port and
- *   the approval store `<data>/approvals.db`), then writes the receipts from the first task that
+ *   [--approvals-url URL | --no-approvals]`: issues the receipts of approval tasks that closed since
+ *   the last export (`src/receipts/issuer.ts`, reading Temporal at `TEMPORAL_ADDRESS` or the dev
+ *   server's port and each request's decisions from the approval service's
+ *   `GET /access/v1/requests/:id/decisions`, at `COUNTERSIGN_APPROVALS_URL` or the configured port,
+ *   with the client token of `secrets.json`), then writes the receipts from the first task that
  *   ended at or after `--since` to the end of the log as JSON Lines (one flattened JWS a line) to
  *   FILE or stdout. `--include-arguments` adds each call's arguments next to the signature, read
  *   back from the workflow's history.
  * - `verify FILE --jwks <file|url>`: checks every line's signature and the chain, offline except for
- *   fetching the JWKS when given a URL.
+ *   fetching the JWKS when given a URL (`@countersign/receipts`, also `countersign-receipts verify`).
  * - `jwks [--out FILE]`: the public key set receipts are verified with.
  *
  * Exit codes: {@link RECEIPTS_EXIT}. Messages go to stderr, one line each; `verify` names the line
  * and the reason of every failure. Never prints the private key or, unless asked, arguments.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { Client } from '@temporalio/client';
-import type { JSONWebKeySet } from 'jose';
 import type { Config } from '../config.js';
 import { parseIsoDurationMs } from '../policy/iso-duration.js';
-import { loadOrCreateSecrets } from '../secrets.js';
-import { connectClient } from '../temporal/connect.js';
-import { payloadCodecFromKeyList } from '../temporal/payload-codec.js';
-import { temporalConnectionOf } from '../stack-roles.js';
-import { issuePendingReceipts } from '../receipts/issuer.js';
-import { verifyReceiptLines, type ReceiptLine } from '../receipts/receipt.js';
-import { openReceiptLog } from '../receipts/receipt-log.js';
-import { loadReceiptSigningKey, ReceiptKeyError } from '../receipts/signing-key.js';
-import { openApprovalStoreRecords, workflowInputOf, type DecisionRecordSource } from '../receipts/task-evidence.js';
+import type { ReceiptLine } from '@countersign/receipts';
 
-/** Exit codes of the `receipts` commands: 0 ok; 1 verification failed, or Temporal / the JWKS URL unreachable; 2 usage or unreadable input. */
+/** Exit codes of the `receipts` commands: 0 ok; 1 verification failed, or Temporal / the JWKS URL / the approval service unreachable; 2 usage or unreadable input. */
 export const RECEIPTS_EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 /** File name of the issuing log inside the data folder. */
@@ -60,51 +52,44 @@ export function parseSince(text: string, nowMs: number): number {
   );
 }
 
-/** A JWKS from a file or an http(s) URL. Throws a usage error for unreadable or non-JWKS content. */
-async function loadJwks(source: string): Promise<JSONWebKeySet> {
-  let text: string;
-  if (/^https?:\/\//.test(source)) {
-    let res: Response;
-    try {
-      res = await fetch(source, { signal: AbortSignal.timeout(10_000) });
-    } catch (err) {
-      throw new Error(`could not fetch the JWKS from ${source}: ${(err as Error).message}`, { cause: err });
-    }
-    if (!res.ok) throw new Error(`could not fetch the JWKS from ${source}: HTTP ${res.status}`);
-    text = await res.text();
-  } else {
-    try {
-      text = readFileSync(source, 'utf8');
-    } catch (err) {
-      throw new UsageError(`cannot read the JWKS file ${source}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-    }
-  }
-  let jwks: JSONWebKeySet;
-  try {
-    jwks = JSON.parse(text) as JSONWebKeySet;
-  } catch {
-    throw new UsageError(`${source} is not JSON`);
-  }
-  if (!Array.isArray(jwks?.keys) || jwks.keys.length === 0) throw new UsageError(`${source} is not a JWK Set (no "keys")`);
-  return jwks;
-}
-
 async function exportReceipts(
   config: Config,
-  o: { since: string; out?: string; includeArguments?: boolean; approvalsDb?: string },
+  o: { since: string; out?: string; includeArguments?: boolean; approvalsUrl?: string; approvals?: boolean },
 ): Promise<void> {
   const sinceMs = parseSince(o.since, Date.now());
+  const [
+    { Client },
+    { loadOrCreateSecrets },
+    { connectClient },
+    { payloadCodecFromKeyList },
+    { temporalConnectionOf },
+    { issuePendingReceipts },
+    { openReceiptLog },
+    { loadReceiptSigningKey },
+    { approvalServiceRecords, workflowInputOf },
+  ] = await Promise.all([
+    import('@temporalio/client'),
+    import('../secrets.js'),
+    import('../temporal/connect.js'),
+    import('../temporal/payload-codec.js'),
+    import('../stack-roles.js'),
+    import('../receipts/issuer.js'),
+    import('../receipts/receipt-log.js'),
+    import('../receipts/signing-key.js'),
+    import('../receipts/task-evidence.js'),
+  ]);
   const dataDir = config.COUNTERSIGN_DATA_DIR;
   const secrets = loadOrCreateSecrets(dataDir);
   const codec = payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys);
   const key = await loadReceiptSigningKey({ dataDir, keyFile: config.COUNTERSIGN_RECEIPTS_KEY_FILE });
-  const approvalsDb = o.approvalsDb ?? join(dataDir, 'approvals.db');
-  let records: DecisionRecordSource | undefined;
-  if (existsSync(approvalsDb)) records = openApprovalStoreRecords(approvalsDb);
-  else if (o.approvalsDb !== undefined) throw new UsageError(`no approval store at ${o.approvalsDb}`);
-  else
+  // who decided: the approval service's decisions API (the ARAP client token), unless --no-approvals
+  const approvalsUrl =
+    o.approvalsUrl ?? config.COUNTERSIGN_APPROVALS_URL ?? `http://${config.COUNTERSIGN_HOST}:${config.COUNTERSIGN_APPROVALS_PORT}`;
+  const records =
+    o.approvals === false ? undefined : approvalServiceRecords({ baseUrl: approvalsUrl, clientToken: secrets.approvalsClientToken });
+  if (records === undefined)
     process.stderr.write(
-      `countersign receipts: no approval store at ${approvalsDb}; approvals are taken from the approval material only (no channel, no quorum)\n`,
+      'countersign receipts: --no-approvals: approvals are taken from the approval material only (no channel, no quorum)\n',
     );
   const log = openReceiptLog(join(dataDir, RECEIPT_LOG_FILE_NAME));
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
@@ -145,35 +130,17 @@ async function exportReceipts(
   }
 }
 
-async function verifyFile(file: string, o: { jwks: string }): Promise<number> {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-  const jwks = await loadJwks(o.jwks);
-  const report = await verifyReceiptLines(text, jwks);
-  if (!report.ok) {
-    for (const f of report.failures) process.stderr.write(`${file}:${f.line}: ${f.reason}\n`);
-    process.stderr.write(`countersign receipts verify: FAILED: ${report.failures.length} problem(s) in ${report.count} receipt(s)\n`);
-    return RECEIPTS_EXIT.failed;
-  }
-  const a = report.anchor!;
-  const anchor = a.seq === 1 ? 'from the start of the log' : `anchored at seq ${a.seq} (prev ${a.prev})`;
-  process.stdout.write(`ok: ${report.count} receipt(s) verified, signatures and chain intact, ${anchor}\n`);
-  return RECEIPTS_EXIT.ok;
-}
-
 /** Register `receipts export | verify | jwks` on `program`; `config` loads the server configuration (exits 2 on a bad one). */
-export function registerReceiptsCommand(program: Command, config: () => Config): void {
+export function registerReceiptsCommand(program: Command, config: () => Promise<Config>): void {
   const receipts = program.command('receipts').description('evidence receipts: signed, hash-chained records of terminal approval tasks');
   const run = (fn: () => Promise<number | void>) => async () => {
     let code: number;
     try {
       code = (await fn()) ?? RECEIPTS_EXIT.ok;
     } catch (err) {
-      const usage = err instanceof UsageError || err instanceof ReceiptKeyError;
+      const { ReceiptsUsageError } = await import('@countersign/receipts');
+      const { ReceiptKeyError } = await import('../receipts/signing-key.js');
+      const usage = err instanceof UsageError || err instanceof ReceiptsUsageError || err instanceof ReceiptKeyError;
       process.stderr.write(`countersign receipts: ${(err as Error).message}\n`);
       code = usage ? RECEIPTS_EXIT.usage : RECEIPTS_EXIT.failed;
     }
@@ -185,23 +152,30 @@ export function registerReceiptsCommand(program: Command, config: () => Config):
     .requiredOption('--since <when>', 'ISO 8601 date-time (2026-12-01T00:00:00Z), ISO 8601 duration (P7D) or 30m / 24h / 7d')
     .option('--out <file>', 'write to this file (mode 0600) instead of stdout')
     .option('--include-arguments', "disclose each call's arguments next to its receipt (checked against the signed binding digest)")
-    .option('--approvals-db <file>', 'the approval store to read decisions from (default <data>/approvals.db)')
-    .action((o: { since: string; out?: string; includeArguments?: boolean; approvalsDb?: string }) =>
-      run(() => exportReceipts(config(), o))(),
+    .option(
+      '--approvals-url <url>',
+      "the approval service to read each request's decisions from (default COUNTERSIGN_APPROVALS_URL or the configured port)",
+    )
+    .option('--no-approvals', 'issue without the approval service: approvals from the approval material only (no channel, no quorum)')
+    .action((o: { since: string; out?: string; includeArguments?: boolean; approvalsUrl?: string; approvals?: boolean }) =>
+      run(async () => exportReceipts(await config(), o))(),
     );
   receipts
     .command('verify')
     .description('check every signature and the hash chain of an exported file')
     .argument('<file>', 'JSON Lines file written by receipts export')
     .requiredOption('--jwks <file|url>', 'the published key set: a file, or the URL of /.well-known/countersign-receipts.jwks.json')
-    .action((file: string, o: { jwks: string }) => run(() => verifyFile(file, o))());
+    .action((file: string, o: { jwks: string }) =>
+      run(async () => (await import('@countersign/receipts')).verifyReceiptFile(file, o.jwks))(),
+    );
   receipts
     .command('jwks')
     .description('print the public key set receipts are verified with')
     .option('--out <file>', 'write to this file instead of stdout')
     .action((o: { out?: string }) =>
       run(async () => {
-        const cfg = config();
+        const cfg = await config();
+        const { loadReceiptSigningKey } = await import('../receipts/signing-key.js');
         const key = await loadReceiptSigningKey({ dataDir: cfg.COUNTERSIGN_DATA_DIR, keyFile: cfg.COUNTERSIGN_RECEIPTS_KEY_FILE });
         const text = `${JSON.stringify(key.jwks, null, 2)}\n`;
         if (o.out !== undefined) writeFileSync(o.out, text);

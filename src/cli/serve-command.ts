@@ -11,10 +11,7 @@
 import { connect } from 'node:net';
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
-import { createLogger } from '../log.js';
-import { exitOnSignals } from '../server-lifecycle.js';
-import { ROLES, roleUrls, startRole, type Role } from '../stack-roles.js';
-import { ensureTemporalBinaries } from '../temporal/binaries.js';
+import { ROLES, type Role } from '../roles.js';
 
 interface ServeOptions {
   role?: string;
@@ -68,7 +65,7 @@ function reachable(address: string, timeoutMs = 3000): Promise<boolean> {
 }
 
 /** Register `serve` on `program`; `config()` parses the environment (exits 2 on a problem). */
-export function registerServeCommand(program: Command, config: () => Config): void {
+export function registerServeCommand(program: Command, config: () => Promise<Config>): void {
   program
     .command('serve')
     .description(`run one role of the stack as its own process (${ROLES.join(' | ')}); ports must be fixed`)
@@ -88,7 +85,14 @@ export function registerServeCommand(program: Command, config: () => Config): vo
       }
       const role = o.role as Role;
       const timeout = o.backendCallTimeoutMs === undefined ? undefined : Number(o.backendCallTimeoutMs);
-      const cfg = config();
+      const cfg = await config();
+      // what starts the role, loaded only now (`countersign --help` loads none of it)
+      const [{ createLogger }, { exitOnSignals }, { roleUrls, startRole }, { ensureTemporalBinaries }] = await Promise.all([
+        import('@countersign/http/log'),
+        import('@countersign/http/server-lifecycle'),
+        import('../stack-roles.js'),
+        import('../temporal/binaries.js'),
+      ]);
       const temporalDown = (address: string) =>
         `countersign serve --role ${role}: cannot reach Temporal at ${address}; start it first (countersign serve --role temporal) or set TEMPORAL_ADDRESS to a running server\n`;
       let running;

@@ -35,7 +35,7 @@ import { createCallBinding, type CallBinding } from '../binding/call-binding.js'
 import type { Decision, PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { TaskView, Tool } from '../tools/tool.js';
-import { findIllFormedString } from '../http/json-limits.js';
+import { findIllFormedString } from '@countersign/http/json-limits';
 import { illFormedArguments, invalidArguments, requestStateMismatch, unknownTool } from './errors.js';
 import type { SubmissionState } from './submission-input.js';
 import { sanitizeReason } from './status-text.js';

@@ -3,7 +3,7 @@
  * verification, OAuth Protected Resource Metadata (RFC 9728), and the receiver for the approval
  * backend's signed callbacks.
  *
- * - `/mcp`: behind two middlewares, the Origin check (`src/http/origin.ts`: a foreign browser
+ * - `/mcp`: behind two middlewares, the Origin check (`packages/http/src/origin.ts`: a foreign browser
  *   Origin is 403) and bearer verification (`src/auth/bearer-middleware.ts`: a missing or invalid
  *   token is 401 with `WWW-Authenticate: Bearer resource_metadata=…`, MCP authorization); a valid
  *   token becomes the principal handed to the SDK handler. 2026-07-28 requests are served by the
@@ -14,7 +14,7 @@
  *
  * Hostile input on `/mcp`, before the SDK parses anything: a body above {@link MAX_MCP_BODY_BYTES}
  * is 413 (-32000) — checked before the token, so an unauthenticated client cannot make the server
- * hold more; after the token, the body is parsed within `src/http/json-limits.ts`: not JSON → 400
+ * hold more; after the token, the body is parsed within `packages/http/src/json-limits.ts`: not JSON → 400
  * -32700, nested deeper than `MAX_JSON_DEPTH` or holding a `__proto__` key
  * anywhere → 400 -32602 naming the limit or the key's path (`__proto__` would
  * otherwise vanish when the SDK copies `arguments`, and the tool would run without the key its
@@ -24,7 +24,7 @@
  * `$.params.inputResponses` (`spec-params.ts` `retryFieldIssue`: the SDK would read it as no
  * responses). Every error of this app is JSON: JSON-RPC errors for any path under the
  * endpoint, in any letter case or with a trailing slash (404 -32000), problem+json elsewhere
- * (`src/http/error-handlers.ts`).
+ * (`packages/http/src/error-handlers.ts`).
  * Deliberately does not log tokens, bodies or arguments.
  */
 import { Hono } from 'hono';
@@ -37,9 +37,9 @@ import type { TokenVerifier } from '../auth/verify-token.js';
 import { createArapCallbackReceiver } from '../backends/arap-callbacks.js';
 import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono';
-import { problemNotFound, problemOnError } from '../http/error-handlers.js';
-import { MAX_JSON_DEPTH, parseJsonWithLimits, readUtf8Body } from '../http/json-limits.js';
-import { sameOriginOnly } from '../http/origin.js';
+import { problemNotFound, problemOnError } from '@countersign/http/error-handlers';
+import { MAX_JSON_DEPTH, parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
+import { sameOriginOnly } from '@countersign/http/origin';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 import { invalidRequestParams, jsonRpcErrorResponse } from './errors.js';
 import { memberAt, parseJson } from './narrow.js';
@@ -181,7 +181,7 @@ declare module 'hono' {
 }
 
 /**
- * Middleware: a POST body (already size-bounded) is parsed within `src/http/json-limits.ts` before
+ * Middleware: a POST body (already size-bounded) is parsed within `packages/http/src/json-limits.ts` before
  * the SDK sees it; refusals are JSON-RPC errors (see the module header). A body that parsed is
  * handed to the SDK as that value (`parsedBody`, the same `JSON.parse` result the SDK would compute
  * from the text), so the request is not rebuilt, cloned or parsed again; an empty one is put back
@@ -237,7 +237,7 @@ function jsonWithinLimits(): MiddlewareHandler {
   };
 }
 
-/** A path (`src/http/json-limits.ts` spelling) inside a request's `params`, of a single or a batched message. */
+/** A path (`packages/http/src/json-limits.ts` spelling) inside a request's `params`, of a single or a batched message. */
 const IN_PARAMS = /^\$(\[\d+\])?\.params[.[]/;
 
 /** The top-level `id` of a JSON-RPC request text when it is a string or number (for echoing), else null. */

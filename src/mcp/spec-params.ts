@@ -1,7 +1,7 @@
 /**
  * Params validation of spec methods, answered as JSON-RPC -32602 "Invalid params" on both protocol
  * faces (`server.ts`, `legacy-server.ts`) and in the conformance profile
- * (`src/conformance-profile/profile-server.ts`).
+ * (`conformance/profile/profile-server.ts`).
  *
  * Why a pre-check in `_wrapHandler` rather than the SDK's schema form
  * (`setRequestHandler(method, {params}, handler)`): the function form validates each request with

@@ -46,7 +46,7 @@ import type {
 } from '../../workflows/types.js';
 import { createSubmissionLimiter, type SubmissionLimiter, type SubmissionLimits } from './submission-limiter.js';
 import type { LimiterReservation } from '../../workflows/limiter-messages.js';
-import { faultPoint } from '../fault-point.js';
+import { faultPoint } from '@countersign/http/fault-point';
 import { isWorkflowNotFound } from '../temporal/not-found.js';
 import { createTemporalGuard, TemporalUnavailableError, type TemporalGuard } from '../temporal/availability.js';
 import {
@@ -385,7 +385,7 @@ async function createOrJoinNow(
     await run.result().catch(() => undefined);
     return createOrJoinNow(svc, request, progress, true);
   }
-  faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `src/fault-point.ts`)
+  faultPoint('mcp.create.after-start'); // task durable, CreateTaskResult not yet returned (a crash point of the fault tests, `packages/http/src/fault-point.ts`)
   return { taskId: taskIdFor(workflowId, created.runId), snapshot: svc.present(created.snapshot) };
 }
 

@@ -12,7 +12,7 @@
  * Deliberately does not: authenticate (bind the ports to an internal network, or filter these paths
  * at the proxy), or expose anything beyond closed-set labels and check names.
  */
-import type { FetchFn } from '../server-lifecycle.js';
+import type { FetchFn } from '@countersign/http/server-lifecycle';
 import type { AppMetrics } from './metrics.js';
 
 /** One readiness condition: resolves when ready, rejects (with a short operator-facing message) when not. */

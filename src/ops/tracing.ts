@@ -50,6 +50,7 @@ import {
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
+import { SOURCE_EXTENSION } from '../project-root.js';
 import { fileURLToPath } from 'node:url';
 
 /** Instrumentation scope name of every span Countersign itself starts. */
@@ -238,7 +239,7 @@ export const TRACING_OFF: Tracing = {
  * each scheduled activity. Always bundled with the workflow code, tracing on or off
  * (`bundleWorkflows`, `src/worker.ts`, says why).
  */
-export const WORKFLOW_TRACING_MODULE = fileURLToPath(new URL('../../workflows/tracing-interceptors.ts', import.meta.url));
+export const WORKFLOW_TRACING_MODULE = fileURLToPath(new URL(`../../workflows/tracing-interceptors${SOURCE_EXTENSION}`, import.meta.url));
 
 let globalsInstalled = false;
 

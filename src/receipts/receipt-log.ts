@@ -8,7 +8,7 @@
  */
 import Database from 'better-sqlite3';
 import type { FlattenedJWS } from 'jose';
-import { receiptDigest, RECEIPT_VERSION, signReceipt, type ReceiptEvidence, type ReceiptPayload } from './receipt.js';
+import { receiptDigest, RECEIPT_VERSION, signReceipt, type ReceiptEvidence, type ReceiptPayload } from '@countersign/receipts';
 import type { ReceiptSigningKey } from './signing-key.js';
 
 /** One stored receipt. */

@@ -23,8 +23,10 @@ import {
   type JWK,
 } from 'jose';
 
-/** JWS algorithm of every receipt (RFC 8037 §3.1; Ed25519 is the only curve used). */
-export const RECEIPT_ALG = 'EdDSA';
+import { RECEIPT_ALG } from '@countersign/receipts';
+
+/** JWS algorithm of every receipt (RFC 8037 §3.1), `@countersign/receipts`'. */
+export { RECEIPT_ALG };
 
 /** File name of the generated key inside the data folder. */
 export const RECEIPT_KEY_FILE_NAME = 'receipts-signing-key.json';

@@ -10,7 +10,8 @@
  * Deliberately does not: keep the call's arguments (only `argumentsOf` returns them, for an export
  * that discloses them on request), or trust anything the history does not hold.
  */
-import Database from 'better-sqlite3';
+import { DecisionRecordBodySchema, requestUrl } from '@countersign/arap';
+import { parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type {
@@ -22,7 +23,7 @@ import type {
   TaskSnapshot,
 } from '../../workflows/types.js';
 import { taskIdFor } from '../../workflows/task-id.js';
-import type { ReceiptApprovalRequest, ReceiptApproverDecision, ReceiptEvidence, ReceiptPolicyDecision } from './receipt.js';
+import type { ReceiptApprovalRequest, ReceiptApproverDecision, ReceiptEvidence, ReceiptPolicyDecision } from '@countersign/receipts';
 
 type History = temporal.api.history.v1.IHistory;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -35,43 +36,57 @@ export interface DecisionRecord {
   decisions: ReceiptApproverDecision[];
 }
 
-/** Where the approvers' decisions are read from (the reference service's store, or another backend's adapter). */
+/** Where the approvers' decisions are read from (the reference service's decisions API, or another backend's adapter). */
 export interface DecisionRecordSource {
-  /** The record of request `requestId`; undefined when the backend does not know it. */
-  decisionsOf(requestId: string): DecisionRecord | undefined;
+  /** The record of request `requestId`; undefined when the backend does not know it. Rejects when the backend cannot be read. */
+  decisionsOf(requestId: string): Promise<DecisionRecord | undefined>;
   close(): void;
 }
 
 /**
- * The reference approval service's store (`<data>/approvals.db`), opened read-only: quorum from
- * the request row, decisions from its audit trail (`endorsed` and `approved` = approve, `denied` =
- * deny; actor, channel `via`, time). Throws the driver's error when the file does not exist.
+ * The reference approval service's decision records over its ARAP API: `GET
+ * <baseUrl>/access/v1/requests/:id/decisions` with the client token (`DecisionRecordBodySchema` of
+ * `@countersign/arap`): quorum and every counted decision (approver, decision, channel, time).
+ * 404 → undefined (the service does not know the request); any other answer, a body outside the
+ * schema (or `@countersign/http/json-limits`), a network error or a timeout rejects, naming the
+ * request and the HTTP status: a receipt is issued once, so it is never issued from a partial read.
  */
-export function openApprovalStoreRecords(dbPath: string): DecisionRecordSource {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-  const request = db.prepare<
-    [string],
-    { status: ReceiptApprovalRequest['outcome']; required_approvals: number; quorum_rule: string | null }
-  >('SELECT status, required_approvals, quorum_rule FROM access_requests WHERE id = ?');
-  const events = db.prepare<[string], { event: string; actor: string; via: string | null; at_ms: number }>(
-    "SELECT event, actor, via, at_ms FROM audit_events WHERE request_id = ? AND event IN ('endorsed', 'approved', 'denied') ORDER BY seq",
-  );
+export function approvalServiceRecords(opts: {
+  baseUrl: string;
+  clientToken: string;
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+}): DecisionRecordSource {
+  const doFetch = opts.fetch ?? globalThis.fetch;
+  const base = opts.baseUrl.replace(/\/+$/, '');
   return {
-    decisionsOf(requestId) {
-      const r = request.get(requestId);
-      if (r === undefined) return undefined;
-      return {
-        status: r.status,
-        quorum: { required: r.required_approvals, rule: r.quorum_rule },
-        decisions: events.all(requestId).map((e) => ({
-          approver: e.actor,
-          decision: e.event === 'denied' ? 'deny' : 'approve',
-          channel: e.via,
-          at: new Date(e.at_ms).toISOString(),
-        })),
-      };
+    async decisionsOf(requestId) {
+      const url = `${requestUrl(base, requestId)}/decisions`;
+      let res: Response;
+      try {
+        res = await doFetch(url, {
+          headers: { Accept: 'application/json, application/problem+json', Authorization: `Bearer ${opts.clientToken}` },
+          signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+          redirect: 'error',
+        });
+      } catch (err) {
+        throw new Error(`could not read the decisions of request ${requestId} from ${base}: ${(err as Error).message}`, { cause: err });
+      }
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return undefined;
+      }
+      if (res.status !== 200) {
+        await res.body?.cancel();
+        throw new Error(`could not read the decisions of request ${requestId} from ${base}: HTTP ${res.status}`);
+      }
+      const json = parseJsonWithLimits((await readUtf8Body(res)) ?? '');
+      const parsed = json.ok ? DecisionRecordBodySchema.safeParse(json.value) : undefined;
+      if (!parsed?.success || parsed.data.id !== requestId)
+        throw new Error(`the decisions of request ${requestId} from ${base} are not a decision record`);
+      return { status: parsed.data.status, quorum: parsed.data.quorum, decisions: parsed.data.decisions };
     },
-    close: () => db.close(),
+    close() {},
   };
 }
 
@@ -176,7 +191,7 @@ export async function evidenceFromHistory(
     }
   }
   for (const req of requests) {
-    const record = records?.decisionsOf(req.requestId);
+    const record = await records?.decisionsOf(req.requestId);
     if (record) {
       // The task ended before the backend's answer (a cancel, a deadline): the backend's own status since.
       if (req.outcome === 'pending') req.outcome = record.status;

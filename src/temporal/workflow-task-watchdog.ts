@@ -23,7 +23,7 @@
  * one warning.
  */
 import type { NativeConnection } from '@temporalio/worker';
-import type { Logger } from '../log.js';
+import type { Logger } from '@countersign/http/log';
 
 /** gRPC status INVALID_ARGUMENT (a query on an unknown search attribute). */
 const GRPC_INVALID_ARGUMENT = 3;

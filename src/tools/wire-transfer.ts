@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import type { ExecutionRecord, Tool, ToolExecutionContext, ToolResult } from './tool.js';
 import { dollarsToCents, type Ledger } from './ledger.js';
-import { faultPoint } from '../fault-point.js';
+import { faultPoint } from '@countersign/http/fault-point';
 
 /** Tool name on the MCP wire and the Cedar resource id. */
 export const WIRE_TRANSFER_TOOL_NAME = 'wire_transfer';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { openBrowser, screenshot, signIn, type ApproverBrowser } from './browser-harness.js';
 
 const CLIENT_TOKEN = 'client-token-for-browser-paging';

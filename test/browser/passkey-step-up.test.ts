@@ -8,8 +8,8 @@ import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import type { CDPSession } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseApprovalRules } from '../../src/approvals/deciders/approval-rules.js';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { parseApprovalRules } from '@countersign/approvals';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { openBrowser, screenshot, signIn, type ApproverBrowser } from './browser-harness.js';
 
 let svc: ApprovalService;

@@ -1,7 +1,7 @@
 // Scope: the official requester stack a new user picks up — `@modelcontextprotocol/client` 2.4
 // (`Client`, `versionNegotiation: {mode: "auto"}`, so 2026-07-28 over `server/discover`) with
 // `@modelcontextprotocol/ext-tasks` 0.2.2 (`createTaskSessionFromClient`, the raw dispatcher of
-// src/client/ext-tasks-dispatch.ts) — against a locally started Countersign (real Temporal dev
+// packages/client/src/ext-tasks-dispatch.ts) — against a locally started Countersign (real Temporal dev
 // server, real HTTP, the reference approval service deciding out of band): tools/list and an
 // allowed call answered without a task; approve, deny, cancel, expiry and in-task input each
 // settle as ext-tasks reads them, and the ledger shows what ran. The docs/CLIENTS.md recipe (its
@@ -10,14 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport, type SubscriptionFilter } from '@modelcontextprotocol/client';
-import {
-  createTaskSessionFromClient,
-  DispatchError,
-  type RawClientDispatch,
-  type TaskEnabledSession,
-  type WithTasksOptions,
-} from '@modelcontextprotocol/ext-tasks/client';
-import { createRawDispatch, v2RequestFraming } from '../../src/client/ext-tasks-dispatch.js';
+import { createTaskSessionFromClient, type TaskEnabledSession, type WithTasksOptions } from '@modelcontextprotocol/ext-tasks/client';
+import { createRawDispatch, v2RequestFraming } from '@countersign/client/ext-tasks';
 import type { Stack } from '../../src/stack.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
 import { QUICK_EXPIRY_POLICY, SECOND_APPROVAL_POLICY } from '../support/test-policies.js';
@@ -216,38 +210,6 @@ describe('@modelcontextprotocol/ext-tasks 0.2.2 over @modelcontextprotocol/clien
   });
 });
 
-/**
- * The raw dispatcher of the docs/CLIENTS.md recipe, as written there (`url` and `token` are the
- * recipe's constants): one POST per request, the JSON answer as ext-tasks wants it.
- */
-function recipeRawDispatch(url: string, token: string): RawClientDispatch {
-  let nextId = 1;
-  const rawDispatch: RawClientDispatch = async (request, options = {}) => {
-    const { method, params = {} } = request as { method: string; params?: Record<string, unknown> };
-    const name = method === 'tools/call' ? params.name : params.taskId; // Mcp-Name: the tool, or the task id
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': method,
-        ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }),
-      ...(options.signal ? { signal: options.signal } : {}),
-    }).catch((err: Error) => {
-      throw new DispatchError(`${method}: ${err.message}`, true, { cause: err });
-    });
-    const body = await res.json().catch(() => undefined);
-    if (body?.error) return { kind: 'error', error: body.error };
-    if (body?.result !== undefined) return { kind: 'result', result: body.result };
-    throw new DispatchError(`${method}: HTTP ${res.status}`, res.status >= 500 || res.status === 429);
-  };
-  return rawDispatch;
-}
-
 describe('the docs/CLIENTS.md recipe for ext-tasks: following a task by polling and by subscription', () => {
   /** The recipe's Client and session for `sub`; `hold()` makes every later tasks/get wait forever (counted). */
   async function recipeFor(sub: string) {
@@ -261,7 +223,8 @@ describe('the docs/CLIENTS.md recipe for ext-tasks: following a task by polling 
     );
     const counts = { get: 0, held: 0 };
     let holding = false;
-    const recipe = recipeRawDispatch(url, token);
+    // the recipe's dispatcher: imported from @countersign/client/ext-tasks, not written out
+    const recipe = createRawDispatch({ url, token });
     const session = createTaskSessionFromClient(client, {
       endpointId: 'countersign-prod',
       rawDispatch: (request, options) => {
@@ -274,7 +237,7 @@ describe('the docs/CLIENTS.md recipe for ext-tasks: following a task by polling 
         }
         return recipe(request, options);
       },
-      v2RequestFraming: { protocolVersion: '2026-07-28', clientInfo, clientCapabilities: capabilities },
+      v2RequestFraming: v2RequestFraming(clientInfo, capabilities),
     });
     open.push({ client, session });
     return { client, session, counts, hold: () => (holding = true) };

@@ -1,4 +1,4 @@
-// Scope: how src/client/tasks-client.ts follows a task by push — `subscriptions/listen` with
+// Scope: how packages/client/src/tasks-client.ts follows a task by push — `subscriptions/listen` with
 // `notifications.taskIds` and the `notifications/tasks` it streams — against a locally started
 // Countersign (real Temporal dev server, real HTTP, the reference approval service deciding out of
 // band): the completion arrives by notification with no tasks/get sent, in-task input is answered
@@ -8,8 +8,8 @@
 // through the client's `fetch` option.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TasksClient, type AnswerInput, type Task, type TasksClientOptions } from '../../src/client/tasks-client.js';
-import { executionOutcome } from '../../src/client/execution-outcome.js';
+import { TasksClient, type AnswerInput, type Task, type TasksClientOptions } from '@countersign/client';
+import { executionOutcome } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';

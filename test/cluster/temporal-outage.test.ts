@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateDevIssuer } from '../../src/auth/dev-issuer.js';
-import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
+import { McpRpcError, WireClient } from '@countersign/client';
 import { PROJECT_ROOT } from '../../src/project-root.js';
 import { loadOrCreateSecrets } from '../../src/secrets.js';
 import { freePort } from '../../src/temporal/dev-server.js';

@@ -1,4 +1,4 @@
-// Scope: SEP-2848's interoperability claim, shown with `src/client/tasks-client.ts`, a client that
+// Scope: SEP-2848's interoperability claim, shown with `packages/client/src/tasks-client.ts`, a client that
 // knows only the tasks extension (SEP-2663) and MRTR (SEP-2322): against a locally started
 // Countersign (real Temporal dev server, real HTTP, the reference approval service deciding out of
 // band while the client follows the task: by subscriptions/listen by default, by polling where a test
@@ -6,15 +6,15 @@
 // to their end and reads the outcome from the CallToolResult body text alone; against the conformance profile (same Temporal) it answers
 // in-task input with tasks/update. The client's SEP-2848 obligations (task ids kept durably, an
 // unreadable outcome treated as possibly executed and never retried on its own) are shown with
-// its file task id store (src/client/task-id-store.ts) and src/client/execution-outcome.ts.
+// its file task id store (packages/client/src/task-id-store.ts) and packages/client/src/execution-outcome.ts.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executionOutcome } from '../../src/client/execution-outcome.js';
-import { FileTaskIdStore } from '../../src/client/task-id-store.js';
-import { PROTOCOL_VERSION } from '../../src/client/wire-client.js';
+import { executionOutcome } from '@countersign/client';
+import { FileTaskIdStore } from '@countersign/client';
+import { PROTOCOL_VERSION } from '@countersign/client';
 import {
   TasksClient,
   type AnswerInput,
@@ -23,8 +23,8 @@ import {
   type InputRequest,
   type Task,
   type TasksClientOptions,
-} from '../../src/client/tasks-client.js';
-import { startConformanceProfile, type ConformanceProfile } from '../../src/conformance-profile/profile.js';
+} from '@countersign/client';
+import { startConformanceProfile, type ConformanceProfile } from '../../conformance/profile/profile.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { decide, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
@@ -111,7 +111,7 @@ async function clientFor(sub: string, extra: Partial<TasksClientOptions> = {}) {
 
 describe('a tasks-only client drives an approval task (SEP-2848 interoperability)', () => {
   it('the client source has no approval-specific code', () => {
-    const source = readFileSync(join(PROJECT_ROOT, 'src', 'client', 'tasks-client.ts'), 'utf8');
+    const source = readFileSync(join(PROJECT_ROOT, 'packages', 'client', 'src', 'tasks-client.ts'), 'utf8');
     expect(source).not.toMatch(/approv|disposition|2643|2848|authorization|remediation/i);
   });
 

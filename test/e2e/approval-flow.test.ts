@@ -6,7 +6,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import { reserveUpdate } from '../../workflows/limiter-messages.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError } from '../../src/client/wire-client.js';
+import { McpRpcError } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 import { QUICK_EXPIRY_POLICY as EXPIRY_POLICY } from '../support/test-policies.js';
@@ -286,7 +286,7 @@ describe('abnormal ends', () => {
 
 describe('callback authenticity', () => {
   it('an authentic callback is accepted once; its replay and a signed callback for another request are refused and run nothing', async () => {
-    const { signCallback, CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } = await import('../../src/backends/callback-signature.js');
+    const { signCallback, CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } = await import('@countersign/arap');
     const alice = await clientFor(stack, 'alice');
     const m = memo();
     const created = await alice.request<WireTask>('tools/call', bigTransfer(m));
@@ -324,7 +324,7 @@ describe('callback authenticity', () => {
 
 describe('callbacks the workflow did not answer', () => {
   it("an update failure that is not the workflow's refusal (here Temporal rejects it: the run has no backendCallback handler) is 500 retry-later, never a final 409", async () => {
-    const { signCallback, CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } = await import('../../src/backends/callback-signature.js');
+    const { signCallback, CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER } = await import('@countersign/arap');
     // a run under an approval-style id whose workflow type handles no callbacks (a submission limiter)
     const workflowId = `${APPROVAL_WORKFLOW_ID_PREFIX}${randomBytes(16).toString('hex')}`;
     // it stays open while it holds a reservation

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APPROVALS_EXIT } from '../../src/cli/approvals-command.js';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { APPROVALS_EXIT } from '@countersign/approvals/cli';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 
 let svc: ApprovalService;
@@ -64,7 +64,7 @@ function cli(args: string[], approver: string): Promise<{ code: number; stdout: 
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'approvals', ...args],
+      ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'approvals', ...args],
       {
         cwd: PROJECT_ROOT,
         env: {

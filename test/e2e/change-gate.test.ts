@@ -3,7 +3,7 @@
 // change_id, and a long-running execution whose progress tasks/get shows.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError, type WireClient } from '../../src/client/wire-client.js';
+import { McpRpcError, type WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { basic, clientFor, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 

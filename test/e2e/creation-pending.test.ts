@@ -1,17 +1,17 @@
 // Scope: task creation that outlasts the creation wait (docs/DESIGN.md §3.1, found under load), end to end on
 // a real Temporal dev server, the real approval service and real HTTP. The slow path is forced
 // deterministically, not by timing: the submit activity fails at its fault point
-// (`worker.submit.before`, src/fault-point.ts) for as long as the test holds it, so the approval
+// (`worker.submit.before`, packages/http/src/fault-point.ts) for as long as the test holds it, so the approval
 // workflow is running but has no backend handle; or the worker is stopped, so the caller's limiter
 // cannot answer and nothing starts. Property: an error is never the last word on a task that
 // exists — the error says whether the task was started and that the same call joins it, and the
 // retry gets that task's handle, with one request at the backend and one slot of the limiter.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError, type WireClient } from '../../src/client/wire-client.js';
+import { McpRpcError, type WireClient } from '@countersign/client';
 import { approvalWorkflowId, createCallBinding } from '../../src/binding/call-binding.js';
 import { quotaKeyOf } from '../../src/auth/principal-keys.js';
-import { FAULT_HOOK_KEY, type FaultPointName } from '../../src/fault-point.js';
+import { FAULT_HOOK_KEY, type FaultPointName } from '@countersign/http/fault-point';
 import type { Stack } from '../../src/stack.js';
 import { isWorkflowNotFound } from '../../src/temporal/not-found.js';
 import { createToolRegistry } from '../../src/tools/registry.js';

@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { jwtVerify, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ITSM_DECISION_ISSUER, ITSM_NOTIFICATION_AUDIENCE } from '../../src/approvals/deciders/itsm-webhook.js';
-import { APPROVAL_RULES_FILE } from '../../src/approvals/stack-wiring.js';
+import { ITSM_DECISION_ISSUER, ITSM_NOTIFICATION_AUDIENCE } from '@countersign/approvals';
+import { APPROVAL_RULES_FILE } from '@countersign/approvals';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 

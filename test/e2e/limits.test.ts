@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WireClient } from '../../src/client/wire-client.js';
+import type { WireClient } from '@countersign/client';
 import { createLimiterActivities } from '../../activities/limiter-activities.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { SubmissionLimitedError } from '../../src/mcp/submission-limiter.js';

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError, type WireClient } from '../../src/client/wire-client.js';
+import { McpRpcError, type WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { restartablePort, startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';

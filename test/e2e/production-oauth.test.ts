@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadOrCreateDevIssuer, type DevIssuer } from '../../src/auth/dev-issuer.js';
-import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
+import { McpRpcError, WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { startTestStack, testConfig } from '../support/stack-harness.js';
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/binding/call-binding.js';
 import type { Config } from '../../src/config.js';
 import { RECEIPTS_JWKS_PATH } from '../../src/mcp/http.js';
-import { RECEIPT_TYP, verifyReceiptLines, type ReceiptPayload } from '../../src/receipts/receipt.js';
+import { RECEIPT_TYP, verifyReceiptLines, type ReceiptPayload } from '@countersign/receipts';
 import { generateReceiptJwk, parseReceiptKey } from '../../src/receipts/signing-key.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
@@ -63,7 +63,7 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'receipts', ...args],
+      ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'receipts', ...args],
       {
         cwd: PROJECT_ROOT,
         env: {
@@ -71,6 +71,8 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
           HOME: process.env.HOME,
           COUNTERSIGN_DATA_DIR: config.COUNTERSIGN_DATA_DIR,
           TEMPORAL_ADDRESS: stack.urls.temporal,
+          // decisions are read from the approval service's API (GET /access/v1/requests/:id/decisions)
+          COUNTERSIGN_APPROVALS_URL: stack.urls.approvals,
         },
       },
       (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
@@ -174,7 +176,7 @@ describe('evidence receipts on the real stack', () => {
     expect(r1.stderr).toContain(`${tampered}:2: signature does not verify with the published key`);
     expect(r1.stderr).toContain('FAILED: 1 problem(s) in 3 receipt(s)');
 
-    // the same checks in process (the CLI's verifier, src/receipts/receipt.ts), on the real export
+    // the same checks in process (the CLI's verifier, packages/receipts/src/receipt.ts), on the real export
     const jwks = (await (await fetch(jwksUrl)).json()) as JSONWebKeySet;
     const removed = await verifyReceiptLines([lines[0], lines[2]].join('\n'), jwks);
     expect(removed.failures).toEqual([{ line: 2, reason: 'chain broken: seq 3 follows seq 1 (a receipt is missing or out of order)' }]);

@@ -2,7 +2,7 @@
 // tasks/get answers it exactly like an unknown task (SEP-2848 §Retention, no oracle).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { McpRpcError } from '../../src/client/wire-client.js';
+import { McpRpcError } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 

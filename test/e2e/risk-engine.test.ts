@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APPROVAL_RULES_FILE } from '../../src/approvals/stack-wiring.js';
+import { APPROVAL_RULES_FILE } from '@countersign/approvals';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 

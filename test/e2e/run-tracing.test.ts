@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../../src/stack.js';
 import { bundleWorkflows } from '../../src/worker.js';
 import { dataConverterOf } from '../../src/stack-roles.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX, RUN_TRACING_MEMO_KEY } from '../../workflows/wire.js';
 import type { ApprovalWorkflowInput } from '../../workflows/types.js';

@@ -3,7 +3,7 @@
 // altered arguments, too many rounds), none of which submits or creates anything.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError, type WireClient } from '../../src/client/wire-client.js';
+import { McpRpcError, type WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 import { JUSTIFY_POLICY, SECOND_APPROVAL_POLICY } from '../support/test-policies.js';

@@ -3,7 +3,7 @@
 // owner reads both, another principal gets the same -32602 as for an unknown task, on both paths.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError } from '../../src/client/wire-client.js';
+import { McpRpcError } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { clientFor, decide, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireClient } from '../../src/client/wire-client.js';
+import { WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX, TASKS_EXTENSION } from '../../workflows/wire.js';
 import { startMcpInstance, type McpInstance } from '../support/mcp-instance.js';

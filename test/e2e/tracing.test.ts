@@ -9,7 +9,7 @@ import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@t
 import { dataConverterOf } from '../../src/stack-roles.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { startStack, type Stack } from '../../src/stack.js';
 import { WORKFLOWS_PATH, bundleWorkflows } from '../../src/worker.js';
 import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec.js';

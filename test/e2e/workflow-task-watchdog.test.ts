@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { startWorkflowTaskWatchdog, type HeldRun } from '../../src/temporal/workflow-task-watchdog.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import type { Stack } from '../../src/stack.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { clientFor, decide, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';

@@ -143,7 +143,7 @@ export class Cluster {
       name: UPSTREAM_NAME,
       transport: 'stdio',
       command: process.execPath,
-      args: ['--import', 'tsx', UPSTREAM_FIXTURE],
+      args: ['--conditions=countersign-source', '--import', 'tsx', UPSTREAM_FIXTURE],
       cwd: PROJECT_ROOT,
       env: { DRIFT_STATE_DIR: { fromEnv: 'FAULTS_UPSTREAM_DIR' } },
     };
@@ -201,7 +201,7 @@ export class Cluster {
 
   private async spawnRole(role: Role, fault?: string): Promise<void> {
     if (this.alive(role)) throw new Error(`${role} is already running`);
-    const args = ['--import', 'tsx', '--import', HOOK, CLI, 'serve', '--role', role];
+    const args = ['--conditions=countersign-source', '--import', 'tsx', '--import', HOOK, CLI, 'serve', '--role', role];
     if (role === 'worker') args.push('--approvals-url', this.approvalsProxy.url, '--workflow-bundle', this.bundlePath);
     if (role === 'mcp')
       args.push(

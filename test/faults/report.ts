@@ -45,7 +45,7 @@ approver through the approval service's HTTP API, kills one process at the trial
 it, and polls \`tasks/get\` until the task ends.
 
 Kill points come from two sources:
-- **fault hook**: the product calls a no-op \`faultPoint(name)\` (\`src/fault-point.ts\`) at named
+- **fault hook**: the product calls a no-op \`faultPoint(name)\` (\`packages/http/src/fault-point.ts\`) at named
   steps; only the harness preloads \`test/faults/install-fault-hook.mjs\`
   (\`node --import\`), which announces the point on stderr and SIGKILLs the process when
   \`COUNTERSIGN_FAULT\` names the step. Production code never reads that variable. Point 3 has one

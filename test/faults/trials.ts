@@ -2,8 +2,8 @@
 // role at the trial's point (fault hook or observed state), restart it, approve as an approver
 // through the approval service's API, and count what happened.
 import { randomUUID } from 'node:crypto';
-import { McpRpcError, WireClient } from '../../src/client/wire-client.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
+import { McpRpcError, WireClient } from '@countersign/client';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '@countersign/arap';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX, TASKS_EXTENSION } from '../../workflows/wire.js';
 import type { Cluster } from './cluster.js';
@@ -13,7 +13,7 @@ import { UPSTREAM_NAME } from './cluster.js';
 import type { RecordedRequest } from './proxy.js';
 
 /**
- * The matrix rows: the crash points 1–9 of `src/fault-point.ts` (3 as a fault-hook point and a proxy kill; 7 split in two:
+ * The matrix rows: the crash points 1–9 of `packages/http/src/fault-point.ts` (3 as a fault-hook point and a proxy kill; 7 split in two:
  * before and after the effect commits), and points 6 and 7 again for an upstream tool of the gateway ({@link UPSTREAM_POINTS}). `via`: `hook` — a named `faultPoint` SIGKILLs the role;
  * `observed` — the harness kills at a state it observes. Every task of a trial must end with the
  * point's `expect` disposition, `ledger` rows and `invocations` (the ledger's audit trail):

@@ -9,7 +9,7 @@ import { createServer as createHttpServer, type IncomingHttpHeaders, type Server
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireClient } from '../../src/client/wire-client.js';
+import { WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { clientFor, startTestStack, testConfig } from '../support/stack-harness.js';

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError } from '../../src/client/wire-client.js';
+import { McpRpcError } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { clientFor, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
@@ -47,7 +47,7 @@ beforeAll(async () => {
       name: 'drift',
       transport: 'stdio',
       command: process.execPath,
-      args: ['--import', 'tsx', join(PROJECT_ROOT, 'test/gateway/fixtures/drift-server.ts')],
+      args: ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'test/gateway/fixtures/drift-server.ts')],
       cwd: PROJECT_ROOT,
       env: { DRIFT_STATE_DIR: { fromEnv: 'COUNTERSIGN_TEST_DRIFT_DIR' } },
       callTimeoutMs: 1500,

@@ -7,10 +7,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireClient } from '../../src/client/wire-client.js';
+import { WireClient } from '@countersign/client';
 import { loadOrCreateDevIssuer } from '../../src/auth/dev-issuer.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { loadOrCreateSecrets } from '../../src/secrets.js';
 import { roleUrls, startRole, type RunningRole } from '../../src/stack-roles.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
@@ -50,7 +50,7 @@ beforeAll(async () => {
       name: 'drift',
       transport: 'stdio',
       command: process.execPath,
-      args: ['--import', 'tsx', join(PROJECT_ROOT, 'test/gateway/fixtures/drift-server.ts')],
+      args: ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'test/gateway/fixtures/drift-server.ts')],
       cwd: PROJECT_ROOT,
       env: { DRIFT_STATE_DIR: { fromEnv: 'COUNTERSIGN_TEST_ROLES_DRIFT_DIR' } },
     },

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { StdioUpstreamConfig } from '../../src/gateway/config-file.js';
 import { startGateway } from '../../src/gateway/gateway.js';
 import { createUpstreamConnection } from '../../src/gateway/upstream-client.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 
 const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'silent' });
@@ -18,7 +18,7 @@ function driftUpstream(): { config: StdioUpstreamConfig; pids: () => number[] } 
     name: 'drift',
     transport: 'stdio',
     command: process.execPath,
-    args: ['--import', 'tsx', join(PROJECT_ROOT, 'test/gateway/fixtures/drift-server.ts')],
+    args: ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'test/gateway/fixtures/drift-server.ts')],
     env: { DRIFT_STATE_DIR: dir },
     cwd: PROJECT_ROOT,
     createDirs: [],

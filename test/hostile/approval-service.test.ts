@@ -1,8 +1,8 @@
-// Scope: hostile input to the reference approval service in-process (src/approvals/service.ts): body limits of the ARAP API and the inbox forms, unreadable forms, JSON depth, prototype keys and duplicate member names on the API, and the shape of every error (problem+json, or an HTML page where the inbox serves a browser) — never a 500, never plain text, nothing stored.
+// Scope: hostile input to the reference approval service in-process (packages/approvals/src/service.ts): body limits of the ARAP API and the inbox forms, unreadable forms, JSON depth, prototype keys and duplicate member names on the API, and the shape of every error (problem+json, or an HTML page where the inbox serves a browser) — never a 500, never plain text, nothing stored.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_BODY_BYTES, MAX_SMALL_BODY_BYTES } from '../../src/approvals/api/arap-routes.js';
-import { INBOX_LOGIN_BODY_BYTES } from '../../src/approvals/inbox/routes.js';
-import type { ApprovalService } from '../../src/approvals/service.js';
+import { MAX_BODY_BYTES, MAX_SMALL_BODY_BYTES } from '@countersign/approvals';
+import { INBOX_LOGIN_BODY_BYTES } from '@countersign/approvals';
+import type { ApprovalService } from '@countersign/approvals';
 import { accessRequestBody, APPROVALS_BASE, storedRequests, submitHeaders } from './apps.js';
 import { approvalsUnderTest } from './apps.js';
 

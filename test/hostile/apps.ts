@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { Hono } from 'hono';
 import { pino, type Logger } from 'pino';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { loadOrCreateDevIssuer, type DevIssuer } from '../../src/auth/dev-issuer.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { AuthError, type TokenVerifier } from '../../src/auth/verify-token.js';
@@ -19,7 +19,7 @@ import type { PolicyDecisionPoint } from '../../src/policy/pdp.js';
 import { openLedger, type Ledger } from '../../src/tools/ledger.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
-import { PROTOCOL_VERSION } from '../../src/client/wire-client.js';
+import { PROTOCOL_VERSION } from '@countersign/client';
 
 export const MCP_ORIGIN = 'http://127.0.0.1:8787';
 export const GOOD_TOKEN = 'good-token';

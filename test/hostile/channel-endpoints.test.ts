@@ -6,9 +6,9 @@
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SLACK_APPROVE_ACTION } from '../../src/approvals/notify/slack.js';
-import { slackSignature } from '../../src/approvals/notify/slack-signature.js';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { SLACK_APPROVE_ACTION } from '@countersign/approvals';
+import { slackSignature } from '@countersign/approvals';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { startSlackStandIn, type SlackStandIn } from '../support/slack-stand-in.js';
 
 /** Runs per property: enough variety to find a crash class, few enough for 2 shared cores. */

@@ -1,7 +1,7 @@
-// Scope: src/http/json-limits.ts — the depth scan before JSON.parse, the duplicate-member refusal with its path, the ill-formed Unicode finder, the __proto__ refusal with its path, and why constructor / prototype are left to strict schemas.
+// Scope: packages/http/src/json-limits.ts — the depth scan before JSON.parse, the duplicate-member refusal with its path, the ill-formed Unicode finder, the __proto__ refusal with its path, and why constructor / prototype are left to strict schemas.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { findIllFormedString, jsonNestingDepth, MAX_JSON_DEPTH, parseJsonWithLimits, scanJsonText } from '../../src/http/json-limits.js';
+import { findIllFormedString, jsonNestingDepth, MAX_JSON_DEPTH, parseJsonWithLimits, scanJsonText } from '@countersign/http/json-limits';
 
 describe('bounded JSON parsing', () => {
   it('nesting depth counts arrays and objects and ignores brackets inside strings, escaped quotes included', () => {

@@ -2,8 +2,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
-import type { ApprovalService } from '../../src/approvals/service.js';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '../../src/backends/callback-signature.js';
+import type { ApprovalService } from '@countersign/approvals';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, signCallback } from '@countersign/arap';
 import { APPROVAL_WORKFLOW_ID_PREFIX } from '../../workflows/wire.js';
 import {
   accessRequestBody,

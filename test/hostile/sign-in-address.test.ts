@@ -1,11 +1,11 @@
-// Scope: the per-address sign-in throttle over a real listener (src/server-lifecycle.ts passes the Node bindings; src/http/client-address.ts reads the socket and, only from COUNTERSIGN_TRUSTED_PROXIES, X-Forwarded-For), the listener's request timeouts, and the setting's parsing in src/config.ts.
+// Scope: the per-address sign-in throttle over a real listener (packages/http/src/server-lifecycle.ts passes the Node bindings; packages/http/src/client-address.ts reads the socket and, only from COUNTERSIGN_TRUSTED_PROXIES, X-Forwarded-For), the listener's request timeouts, and the setting's parsing in src/config.ts.
 import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApprovalService } from '../../src/approvals/service.js';
+import type { ApprovalService } from '@countersign/approvals';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { closeServer, listen, SERVER_TIMEOUTS } from '../../src/server-lifecycle.js';
+import { closeServer, listen, SERVER_TIMEOUTS } from '@countersign/http/server-lifecycle';
 import { approvalsUnderTest } from './apps.js';
 
 const cleanups: Array<() => Promise<void>> = [];

@@ -7,7 +7,7 @@
 import { Client } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import { createMcpFront, type McpFrontStats } from '../../src/mcp-front.js';
-import { closeServer, listen, type FetchFn } from '../../src/server-lifecycle.js';
+import { closeServer, listen, type FetchFn } from '@countersign/http/server-lifecycle';
 import type { Stack } from '../../src/stack.js';
 import { dataConverterOf, oauthOf, openToolParts, temporalConnectionOf, workflowConfigOf } from '../../src/stack-roles.js';
 import { connectClient } from '../../src/temporal/connect.js';

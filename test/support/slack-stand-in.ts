@@ -5,7 +5,7 @@
 // a signer for interaction payloads, as Slack signs them (v0 HMAC-SHA256).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { slackSignature } from '../../src/approvals/notify/slack-signature.js';
+import { slackSignature } from '@countersign/approvals';
 
 /** One recorded Web API call. */
 export interface SlackCall {

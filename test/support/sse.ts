@@ -1,7 +1,7 @@
 // Scope: test support for `subscriptions/listen` and other raw 2026-07-28 requests over real HTTP:
 // a small Server-Sent Events reader (parses `event:` / `data:` frames, counts `:` comment frames,
 // reports the end of the stream) and raw JSON-RPC POSTs whose status line and headers a test reads.
-import { PROTOCOL_VERSION } from '../../src/client/wire-client.js';
+import { PROTOCOL_VERSION } from '@countersign/client';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
 
 /** Where and as whom a raw request goes: an MCP endpoint URL and a bearer token. */

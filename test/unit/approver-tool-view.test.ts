@@ -3,10 +3,10 @@
 // process, app.request), the /access/v1 approvals API and the approvals CLI render it.
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { toWireSubmission } from '../../src/backends/arap-http-backend.js';
 import type { SubmissionBody } from '../../src/backends/approval-backend.js';
-import { listText, showText, type ApprovalItem } from '../../src/cli/approvals-command.js';
+import { listText, showText, type ApprovalItem } from '@countersign/approvals/cli';
 import { toolPresentation } from '../../src/tools/tool-presentation.js';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { ApprovalState } from '../../workflows/approval-state.js';

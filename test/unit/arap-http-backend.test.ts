@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { verifyCallback } from '../../src/backends/callback-signature.js';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { verifyCallback } from '@countersign/arap';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { BackendError, type SubmissionBody } from '../../src/backends/approval-backend.js';
 import { createArapHttpBackend } from '../../src/backends/arap-http-backend.js';
 

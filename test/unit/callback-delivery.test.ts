@@ -1,5 +1,5 @@
-// Scope: delivery of the approval service's status-change callbacks (src/approvals/api/callbacks.ts
-// and the outbox in src/approvals/store/) to real HTTP receivers: retried with backoff until
+// Scope: delivery of the approval service's status-change callbacks (packages/approvals/src/api/callbacks.ts
+// and the outbox in packages/approvals/src/store/) to real HTTP receivers: retried with backoff until
 // delivered once, given up after the budget, the decision answered while the receiver hangs, a slow
 // receiver not holding up another, and a restart of the service resuming what was not delivered.
 // The backoff schedule as a pure function with an injected random source.
@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { callbackRetryDelayMs, DEFAULT_CALLBACK_DELIVERY, type CallbackDeliveryPolicy } from '../../src/approvals/api/callbacks.js';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
-import { verifyCallback } from '../../src/backends/callback-signature.js';
+import { callbackRetryDelayMs, DEFAULT_CALLBACK_DELIVERY, type CallbackDeliveryPolicy } from '@countersign/approvals';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
+import { verifyCallback } from '@countersign/arap';
 import { createAppMetrics } from '../../src/ops/metrics.js';
 
 const CLIENT_TOKEN = 'client-token';

@@ -28,16 +28,19 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('Dockerfile', () => {
-  it('builds in two stages: the dependencies with npm ci --omit=dev from the lockfile, then a slim Node 20 image pinned by tag', () => {
+  it('builds in two stages: compile with npm ci (its prepare runs the build) and prune to production dependencies, then a slim Node 20 image pinned by tag', () => {
     expect(stages).toHaveLength(2);
     const deps = stages[0]!;
     expect(deps.from.name).toBe('deps');
     const runs = deps.instructions.filter((i) => i.op === 'RUN').map((i) => (i.op === 'RUN' ? i.command : ''));
-    expect(runs).toEqual([expect.stringMatching(/^npm ci --omit=dev\b/)]);
-    expect(deps.instructions.find((i) => i.op === 'COPY')).toMatchObject({ sources: ['package.json', 'package-lock.json'] });
+    expect(runs).toEqual([expect.stringMatching(/^npm ci\b.* && npm prune --omit=dev\b/)]);
+    expect(deps.instructions.find((i) => i.op === 'COPY')).toMatchObject({
+      sources: expect.arrayContaining(['package.json', 'package-lock.json']),
+    });
     expect(final.from.image).toBe('node');
     expect(final.from.tag).toMatch(/^20\.\d+\.\d+-\w+-slim$/);
-    expect(final.instructions.find((i) => i.op === 'COPY' && i.from === 'deps')).toMatchObject({ sources: ['/app/node_modules'] });
+    const fromDeps = final.instructions.flatMap((i) => (i.op === 'COPY' && i.from === 'deps' ? i.sources : []));
+    expect(fromDeps).toEqual(['/app/node_modules', '/app/packages', '/app/dist']);
   });
 
   it('runs as a non-root user', () => {
@@ -71,9 +74,10 @@ describe('Dockerfile', () => {
     expect(lastOf(final, 'VOLUME')?.paths).toEqual([env.COUNTERSIGN_DATA_DIR]);
   });
 
-  it('copies every folder the runtime imports from, and the runtime imports only production dependencies', () => {
-    // the folders bin/countersign.mjs reaches (src/cli.ts → src, workflows, activities) and the default policy folder
-    for (const dir of ['bin', 'src', 'workflows', 'activities', 'policies']) expect(copiedFromContext).toContain(dir);
+  it('runs compiled code: copies the build (dist, the packages) and the folders the runtime reads, and the runtime imports only production dependencies', () => {
+    // bin/countersign.mjs runs dist/src/cli.js (compiled from src, workflows, activities); the default policy folder
+    for (const dir of ['bin', 'policies']) expect(copiedFromContext).toContain(dir);
+    for (const dir of ['src', 'workflows', 'activities']) expect(copiedFromContext).not.toContain(dir);
     const runtimeFiles = ['bin', 'src', 'workflows', 'activities'].flatMap(filesUnder).filter((f) => /\.(ts|mjs|js)$/.test(f));
     const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
     const imported = new Set<string>();
@@ -85,9 +89,10 @@ describe('Dockerfile', () => {
       }
     }
     expect(imported.size).toBeGreaterThan(10);
-    expect([...imported].filter((p) => !(p in pkg.dependencies)).sort()).toEqual([]);
-    // tsx runs the TypeScript at start (bin/countersign.mjs), so it must be a production dependency
-    expect(pkg.dependencies).toHaveProperty('tsx');
+    // tsx only under the countersign-source condition (a checkout's npm run dev and tests): a development dependency
+    expect([...imported].filter((p) => !(p in pkg.dependencies) && p !== 'tsx').sort()).toEqual([]);
+    expect(pkg.dependencies).not.toHaveProperty('tsx');
+    expect(pkg.devDependencies).toHaveProperty('tsx');
   });
 
   it('the reader refuses instruction forms it does not know, naming the line', () => {
@@ -108,6 +113,7 @@ describe('.dockerignore', () => {
       'secrets/countersign.env',
       '.git/HEAD',
       '.env',
+      'dist/src/cli.js',
     ]) {
       expect(dockerignored(path, ignore), path).toBe(true);
     }
@@ -117,6 +123,7 @@ describe('.dockerignore', () => {
     for (const source of [...copiedFromContext, ...stages[0]!.instructions.flatMap((i) => (i.op === 'COPY' ? i.sources : []))]) {
       expect(dockerignored(source, ignore), source).toBe(false);
     }
+    // a local build (dist/) stays out: the image compiles its own
     expect(filesUnder('src').filter((f) => dockerignored(f, ignore))).toEqual([]);
   });
 

@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { decisionLinkOf, startSmtpSink, type ReceivedMail, type SmtpSink } from '../support/smtp-sink.js';
 
 const BASE = 'http://approvals.test';

@@ -1,7 +1,7 @@
-// Scope: src/client/execution-outcome.ts — what a finished task means for whether the tool ran
+// Scope: packages/client/src/execution-outcome.ts — what a finished task means for whether the tool ran
 // (SEP-2848 §Execution disposition), the table a client acts on.
 import { describe, expect, it } from 'vitest';
-import { executionOutcome } from '../../src/client/execution-outcome.js';
+import { executionOutcome } from '@countersign/client';
 
 const completed = (disposition?: unknown) => ({
   status: 'completed',

@@ -1,6 +1,6 @@
 // Scope: src/mcp/gate.ts — the audit line of an allowed call (written without a child logger, and
 // only when info lines are written) over the shipped Cedar policies, the real wire_transfer tool and
-// the process logger with its redaction (src/log.ts). An allowed call touches no workflow, so the
+// the process logger with its redaction (packages/http/src/log.ts). An allowed call touches no workflow, so the
 // task service here offers only the keyed reference (as test/hostile/apps.ts does).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../src/auth/principal.js';
 import { approvalWorkflowId, createCallBinding, type CallBinding } from '../../src/binding/call-binding.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { gateToolCall, type GateCall, type GateDeps } from '../../src/mcp/gate.js';
 import type { TaskService } from '../../src/mcp/task-service.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { ProtocolError } from '@modelcontextprotocol/server';
 import type { Principal } from '../../src/auth/principal.js';
 import { approvalWorkflowId, type CallBinding } from '../../src/binding/call-binding.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '@countersign/http/log';
 import { gateToolCall, type GateCall, type GateDeps } from '../../src/mcp/gate.js';
 import type { SubmissionState } from '../../src/mcp/submission-input.js';
 import { SubmissionLimitedError } from '../../src/mcp/submission-limiter.js';

@@ -1,13 +1,14 @@
-// Scope: the MCP front's request middleware and principal keys, in-process with app.request: the Origin check (src/http/origin.ts), bearer authentication (src/auth/bearer-middleware.ts), and the keys of src/auth/principal-keys.ts.
+// Scope: the MCP front's request middleware and principal keys, in-process with app.request: the Origin check (packages/http/src/origin.ts), bearer authentication (src/auth/bearer-middleware.ts), and the keys of src/auth/principal-keys.ts.
 import { createHash, createHmac } from 'node:crypto';
 import { Hono } from 'hono';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { bearerAuth } from '../../src/auth/bearer-middleware.js';
 import type { Principal } from '../../src/auth/principal.js';
-import { ownerKeyOf, principalKey, principalNames, quotaKeyOf, taskOwnerKeyOf } from '../../src/auth/principal-keys.js';
+import { principalNames } from '@countersign/approvals';
+import { ownerKeyOf, principalKey, quotaKeyOf, taskOwnerKeyOf } from '../../src/auth/principal-keys.js';
 import { AuthError, type TokenVerifier } from '../../src/auth/verify-token.js';
-import { sameOriginOnly } from '../../src/http/origin.js';
+import { sameOriginOnly } from '@countersign/http/origin';
 
 const ORIGIN = 'http://127.0.0.1:8787';
 const PRM_URL = `${ORIGIN}/.well-known/oauth-protected-resource/mcp`;

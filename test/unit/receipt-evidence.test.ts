@@ -7,7 +7,15 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { jcsSha256 } from '../../src/binding/call-binding.js';
-import { EvidenceError, evidenceFromHistory, workflowInputOf, type DecisionRecordSource } from '../../src/receipts/task-evidence.js';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
+import { pino } from 'pino';
+import {
+  approvalServiceRecords,
+  EvidenceError,
+  evidenceFromHistory,
+  workflowInputOf,
+  type DecisionRecordSource,
+} from '../../src/receipts/task-evidence.js';
 
 // The corpus was recorded without the payload codec: its payloads are plain JSON.
 const plain: PayloadCodec = { encode: async (p: Payload[]) => p, decode: async (p: Payload[]) => p };
@@ -50,7 +58,7 @@ describe('evidence from a recorded history', () => {
 
   it('a denial: the request denied, no claim, denied-not-executed; decisions come from the record source when it knows the request', async () => {
     const records: DecisionRecordSource = {
-      decisionsOf: (id) =>
+      decisionsOf: async (id) =>
         id === 'req-1'
           ? {
               status: 'denied',
@@ -110,5 +118,69 @@ describe('evidence from a recorded history', () => {
     const history = fixture('v0.1-approve');
     history.events = history.events!.filter((ev) => !ev.workflowExecutionCompletedEventAttributes);
     await expect(evidenceFromHistory(ids, history, plain)).rejects.toThrow(EvidenceError);
+  });
+});
+
+describe('decision records read from the approval service over its API (approvalServiceRecords)', () => {
+  const T0 = Date.parse('2036-12-05T04:00:00.000Z');
+  const service = () =>
+    createApprovalService({
+      dbPath: ':memory:',
+      clientToken: 'client-token',
+      callbackSecret: 'callback-secret',
+      approvers: [{ id: 'carol', secret: 'carol-pw', groups: ['treasury'] }],
+      publicBaseUrl: 'http://approvals.test',
+      logger: pino({ level: 'silent' }),
+      now: () => T0,
+    });
+  /** `fetch` into the service's app, as the real one would reach its listener. */
+  const into = (svc: ApprovalService) =>
+    ((url: string | URL | Request, init?: RequestInit) => svc.app.request(String(url), init)) as typeof fetch;
+
+  it('reads the quorum and each decision of a request, and undefined for one the service does not know', async () => {
+    const svc = service();
+    try {
+      const submitted = await svc.app.request('/access/v1/requests', {
+        method: 'POST',
+        headers: { authorization: 'Bearer client-token', 'content-type': 'application/json', 'idempotency-key': 'k1' },
+        body: JSON.stringify({
+          subject: { iss: 'https://issuer.test', sub: 'alice' },
+          action: { name: 'tools/call' },
+          resource: { type: 'tool', id: 'wire_transfer' },
+          context: { arguments: { amount: 50_000 } },
+          approver_group: 'treasury',
+          reason: 'over the limit',
+          expires_at: new Date(T0 + 3_600_000).toISOString(),
+          binding_digest: 'a'.repeat(64),
+          generation: 1,
+        }),
+      });
+      const { id } = (await submitted.json()) as { id: string };
+      await svc.app.request(`/access/v1/requests/${id}/decision`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from('carol:carol-pw').toString('base64')}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ decision: 'deny', comment: 'no' }),
+      });
+      const records = approvalServiceRecords({ baseUrl: 'http://approvals.test/', clientToken: 'client-token', fetch: into(svc) });
+      expect(await records.decisionsOf(id)).toEqual({
+        status: 'denied',
+        quorum: { required: 1, rule: null },
+        decisions: [{ approver: 'carol', decision: 'deny', channel: 'api', at: new Date(T0).toISOString() }],
+      });
+      expect(await records.decisionsOf('no-such-request')).toBeUndefined();
+      const wrongToken = approvalServiceRecords({ baseUrl: 'http://approvals.test', clientToken: 'not-it', fetch: into(svc) });
+      await expect(wrongToken.decisionsOf(id)).rejects.toThrow(/HTTP 401/);
+    } finally {
+      svc.close();
+    }
+  });
+
+  it('rejects, naming the request, when the service cannot be reached: a receipt is never issued from a partial read', async () => {
+    const down = (async () => {
+      throw new TypeError('fetch failed');
+    }) as typeof fetch;
+    await expect(
+      approvalServiceRecords({ baseUrl: 'http://approvals.test', clientToken: 't', fetch: down }).decisionsOf('req-1'),
+    ).rejects.toThrow(/could not read the decisions of request req-1/);
   });
 });

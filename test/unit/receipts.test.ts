@@ -18,7 +18,7 @@ import {
   verifyReceiptLines,
   type ReceiptEvidence,
   type ReceiptPayload,
-} from '../../src/receipts/receipt.js';
+} from '@countersign/receipts';
 import { openReceiptLog, type ReceiptLog } from '../../src/receipts/receipt-log.js';
 import { generateReceiptJwk, loadReceiptSigningKey, parseReceiptKey, type ReceiptSigningKey } from '../../src/receipts/signing-key.js';
 
@@ -334,7 +334,17 @@ describe('verifying a file', () => {
     const { code, stderr } = await new Promise<{ code: number; stderr: string }>((resolve) => {
       execFile(
         process.execPath,
-        ['--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'receipts', 'verify', file, '--jwks', jwks],
+        [
+          '--conditions=countersign-source',
+          '--import',
+          'tsx',
+          join(PROJECT_ROOT, 'src', 'cli.ts'),
+          'receipts',
+          'verify',
+          file,
+          '--jwks',
+          jwks,
+        ],
         { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME } },
         (err, _stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stderr }),
       );

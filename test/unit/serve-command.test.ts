@@ -15,19 +15,23 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 async function serve(args: string[]): Promise<{ code: number | null; stderr: string }> {
   const { TEMPORAL_ADDRESS: _t, ...env } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'src/cli.ts'), 'serve', ...args], {
-    cwd: PROJECT_ROOT,
-    env: {
-      ...env,
-      COUNTERSIGN_DATA_DIR: dataDir,
-      COUNTERSIGN_PORT: String(await freePort()),
-      COUNTERSIGN_APPROVALS_PORT: String(await freePort()),
-      COUNTERSIGN_ISSUER_PORT: String(await freePort()),
-      TEMPORAL_PORT: String(await freePort()), // nothing listens there
-      LOG_LEVEL: 'error',
+  const child = spawn(
+    process.execPath,
+    ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'src/cli.ts'), 'serve', ...args],
+    {
+      cwd: PROJECT_ROOT,
+      env: {
+        ...env,
+        COUNTERSIGN_DATA_DIR: dataDir,
+        COUNTERSIGN_PORT: String(await freePort()),
+        COUNTERSIGN_APPROVALS_PORT: String(await freePort()),
+        COUNTERSIGN_ISSUER_PORT: String(await freePort()),
+        TEMPORAL_PORT: String(await freePort()), // nothing listens there
+        LOG_LEVEL: 'error',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   let stderr = '';
   child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));

@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createApprovalService, type ApprovalService } from '../../src/approvals/service.js';
+import { createApprovalService, type ApprovalService } from '@countersign/approvals';
 import { signedInteraction, startSlackStandIn, type SlackCall, type SlackStandIn } from '../support/slack-stand-in.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
@@ -213,7 +213,7 @@ describe('Slack interaction receiver', () => {
   it('a signed payload that is not a block_actions interaction is a 400 problem', async () => {
     const ts = String(Math.floor(now / 1000));
     const body = new URLSearchParams({ payload: JSON.stringify({ type: 'view_submission', user: { id: 'U0BOB' } }) }).toString();
-    const { slackSignature } = await import('../../src/approvals/notify/slack-signature.js');
+    const { slackSignature } = await import('@countersign/approvals');
     const res = await svc.app.request('/slack/interactions', {
       method: 'POST',
       headers: {

@@ -1,8 +1,8 @@
-// Scope: src/client/sse.ts, the Server-Sent Events reader under the tasks client's
+// Scope: packages/client/src/sse.ts, the Server-Sent Events reader under the tasks client's
 // subscriptions/listen stream: frames split anywhere across chunks, the three line endings,
 // comments (keep-alives) skipped, multi-line data, and what a cut stream leaves out.
 import { describe, expect, it } from 'vitest';
-import { readSseEvents, type SseEvent } from '../../src/client/sse.js';
+import { readSseEvents, type SseEvent } from '@countersign/client';
 
 /** A body delivering `chunks` as they are (UTF-8). */
 function body(chunks: string[]): ReadableStream<Uint8Array> {

@@ -30,7 +30,7 @@ const out = [];
 for (let i = 0; i < ${rounds}; i++) out.push(loadOrCreateSecrets(${JSON.stringify(parent)} + '/data-' + i));
 process.stdout.write('RESULT' + JSON.stringify(out) + '\\n');`;
   const children = Array.from({ length: n }, () =>
-    spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    spawn(process.execPath, ['--conditions=countersign-source', '--import', 'tsx', '--input-type=module', '-e', script], {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     }),
@@ -75,5 +75,23 @@ describe('loadOrCreateSecrets under a start-up race', () => {
     expect(upgraded.payloadKeys.length).toBe(1);
     expect(loadOrCreateSecrets(dataDir)).toEqual(upgraded);
     expect(existsSync(join(dataDir, 'secrets.json.lock'))).toBe(false);
+  });
+});
+
+describe('secrets.json upgrade', () => {
+  it('an older secrets.json without inboxSessionKey is upgraded with a fresh random one, keeping every other value', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-secrets-'));
+    try {
+      const first = loadOrCreateSecrets(dir);
+      const { inboxSessionKey: _dropped, ...old } = first;
+      writeFileSync(join(dir, 'secrets.json'), JSON.stringify(old));
+      const upgraded = loadOrCreateSecrets(dir);
+      expect(upgraded.inboxSessionKey).toMatch(/^[\w-]{43}$/);
+      expect(upgraded.inboxSessionKey).not.toBe(upgraded.callbackSecret);
+      expect({ ...upgraded, inboxSessionKey: undefined }).toEqual({ ...old, inboxSessionKey: undefined });
+      expect(JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8'))).toMatchObject({ inboxSessionKey: upgraded.inboxSessionKey });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

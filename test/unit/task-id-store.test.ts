@@ -1,11 +1,11 @@
-// Scope: src/client/task-id-store.ts — the file a client keeps its task ids in (SEP-2848 §Security
+// Scope: packages/client/src/task-id-store.ts — the file a client keeps its task ids in (SEP-2848 §Security
 // Implications: clients store task ids durably): atomic writes, serialized updates, refusal of a
 // file that is not a store.
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FileTaskIdStore, type TaskRecord } from '../../src/client/task-id-store.js';
+import { FileTaskIdStore, type TaskRecord } from '@countersign/client';
 
 const dir = () => mkdtempSync(join(tmpdir(), 'countersign-store-'));
 const rec = (taskId: string): TaskRecord => ({ taskId, tool: 'wire_transfer', recordedAt: '2026-06-02T10:30:00.000Z' });

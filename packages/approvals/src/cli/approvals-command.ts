@@ -1,0 +1,477 @@
+/**
+ * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | approve <id>… | deny <id>… --comment … |
+ * delegate --to X --until ISO | delegations | revoke-delegation <id>`: the approver's
+ * command line, a client of the approval service's HTTP API (`/access/v1`, see
+ * `packages/approvals/src/api/arap-routes.ts`), never of its database.
+ *
+ * Environment (client settings, not the server's; read by `loadApprovalsClientEnv` in `src/config.ts`
+ * and checked here):
+ * - `COUNTERSIGN_APPROVER=id:secret` — an approver's credential (HTTP Basic), or
+ *   `COUNTERSIGN_AGENT_TOKEN=<secret>` — a supervising agent's (Bearer). One is required.
+ * - `COUNTERSIGN_APPROVALS_URL` — the service's base URL; default
+ *   `http://$COUNTERSIGN_HOST:$COUNTERSIGN_APPROVALS_PORT` (127.0.0.1:8788).
+ *
+ * Output: human-readable text on stdout, or the service's JSON with `--json`; request data has its
+ * control and bidi characters shown as `\u{…}`. Errors go to stderr as one line naming the cause.
+ * Exit codes: 0 ok; 1 service unreachable, not an approval service (an answer that is not the
+ * service's JSON or problem+json, e.g. a 404 page), or an unexpected answer; 2 usage (including
+ * `deny` without `--comment`, and input the service refused with 400, e.g. a bad `--until`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
+ * decide (403: own request, outside group or scope, already approved); 5 no such request (404);
+ * 6 no longer pending (409). Never prints the credential.
+ * Batch: `approve` and `deny` take several ids and decide each on its own (its own audit entry),
+ * printing one result line per id; one failing id does not stop the others, and the exit code is
+ * that of the first failing id (0 when all succeeded). `--for <approver>` decides for a delegator
+ * (`packages/approvals/src/delegation.ts`).
+ * Deliberately does not: cache, retry, or read `.data/secrets.json`.
+ */
+import type { Command } from 'commander';
+import type { ApprovalsClientEnv } from '../config.js';
+import {
+  argumentRows,
+  formatCountdown,
+  formatTime,
+  headline,
+  toolLine,
+  toolOrigin,
+  visible,
+  type ToolPropertiesView,
+} from '../inbox/format.js';
+
+/** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
+const v = (x: unknown): string => visible(String(x));
+
+/** Exit codes of the `approvals` commands. */
+export const APPROVALS_EXIT = { ok: 0, unavailable: 1, usage: 2, unauthorized: 3, forbidden: 4, notFound: 5, notPending: 6 } as const;
+
+/** A failure with its exit code. */
+export class ApprovalsCliError extends Error {
+  override readonly name = 'ApprovalsCliError';
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+/** One request as the `/access/v1` approvals API returns it (`packages/approvals/src/api/arap-routes.ts` approvalItem). */
+export interface ApprovalItem {
+  id: string;
+  status?: string;
+  tool: string;
+  /** Title, upstream and hints of the tool (null or absent: none sent, or an older service). */
+  tool_info?: ToolPropertiesView | null;
+  requester: string;
+  arguments: Record<string, unknown>;
+  reason: string;
+  justification: string | null;
+  approver_group: string;
+  required_approvals: number;
+  approvals: string[];
+  created_at: string;
+  expires_at: string;
+  resolved_by?: string | null;
+  you_may_decide?: boolean;
+  refusal?: string | null;
+  audit?: Array<{
+    event: string;
+    actor: string;
+    /** The delegator a delegate decided for (absent from older services). */
+    on_behalf_of?: string | null;
+    via: string | null;
+    rule: string | null;
+    comment: string | null;
+    at: string;
+  }>;
+}
+
+/** Where and as whom the CLI talks. */
+interface ApprovalsClient {
+  /** The service's base URL, without a trailing slash. */
+  baseUrl: string;
+  /** The `Authorization` header value (Basic for an approver, Bearer for an agent). */
+  authorization: string;
+}
+
+/** Where and as whom the CLI talks, from its variables (`loadApprovalsClientEnv`). Throws {@link ApprovalsCliError} (exit 2). */
+export function approvalsClientFromEnv(env: ApprovalsClientEnv): ApprovalsClient {
+  const host = env.COUNTERSIGN_HOST ?? '127.0.0.1';
+  const baseUrl = (env.COUNTERSIGN_APPROVALS_URL ?? `http://${host}:${env.COUNTERSIGN_APPROVALS_PORT ?? '8788'}`).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]+/.test(baseUrl))
+    throw new ApprovalsCliError('COUNTERSIGN_APPROVALS_URL must be an http(s) URL', APPROVALS_EXIT.usage);
+  const approver = env.COUNTERSIGN_APPROVER;
+  const agent = env.COUNTERSIGN_AGENT_TOKEN;
+  if (approver !== undefined && approver !== '') {
+    const colon = approver.indexOf(':');
+    if (colon <= 0 || colon === approver.length - 1)
+      throw new ApprovalsCliError('COUNTERSIGN_APPROVER must be id:secret', APPROVALS_EXIT.usage);
+    return { baseUrl, authorization: `Basic ${Buffer.from(approver, 'utf8').toString('base64')}` };
+  }
+  if (agent !== undefined && agent !== '') return { baseUrl, authorization: `Bearer ${agent}` };
+  throw new ApprovalsCliError(
+    'set COUNTERSIGN_APPROVER=id:secret (an approver, e.g. bob and the password npm start printed) or COUNTERSIGN_AGENT_TOKEN',
+    APPROVALS_EXIT.usage,
+  );
+}
+
+async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(`${baseUrl}/access/v1${path}`, {
+      method,
+      headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(15_000),
+    });
+  } catch (err) {
+    throw new ApprovalsCliError(
+      `cannot reach the approval service at ${baseUrl} (${(err as Error).message}); is the stack running?`,
+      APPROVALS_EXIT.unavailable,
+    );
+  }
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON: handled below
+  }
+  const type = res.headers.get('content-type') ?? '';
+  const isProblem =
+    /^application\/problem\+json/i.test(type) &&
+    json !== null &&
+    typeof json === 'object' &&
+    typeof (json as { status?: unknown }).status === 'number';
+  if (res.ok && json !== null && typeof json === 'object') return json;
+  // Only this service's problem+json answers carry meaning; anything else (an HTML 404 page, a
+  // JSON answer of some other server) means the URL points elsewhere.
+  if (!isProblem || (path === '/approvals/pending' && res.status === 404)) {
+    throw new ApprovalsCliError(
+      `${baseUrl} does not answer like a Countersign approval service (HTTP ${res.status}${isProblem ? '' : ', not a problem+json answer'}); check COUNTERSIGN_APPROVALS_URL`,
+      APPROVALS_EXIT.unavailable,
+    );
+  }
+  const detail = (json as { detail?: string } | null)?.detail ?? `HTTP ${res.status}`;
+  const code =
+    res.status === 400
+      ? APPROVALS_EXIT.usage
+      : res.status === 401
+        ? APPROVALS_EXIT.unauthorized
+        : res.status === 403
+          ? APPROVALS_EXIT.forbidden
+          : res.status === 404
+            ? APPROVALS_EXIT.notFound
+            : res.status === 409
+              ? APPROVALS_EXIT.notPending
+              : APPROVALS_EXIT.unavailable;
+  throw new ApprovalsCliError(
+    res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail,
+    code,
+  );
+}
+
+function approvalsText(i: ApprovalItem): string {
+  return `${i.approvals.length}/${i.required_approvals}`;
+}
+
+/** The `approvals list` table for `items` (as `GET /access/v1/approvals/pending` returns them); `total`: how many wait in all (default the rows shown). */
+export function listText(items: ApprovalItem[], total: number = items.length): string {
+  if (items.length === 0)
+    return total === 0 ? 'Nothing is waiting for your decision.\n' : `${total} waiting for your decision; none on this page.\n`;
+  const now = Date.now();
+  const rows = items.map((i) => [
+    v(i.id),
+    toolLine(i.tool, i.tool_info ?? undefined),
+    v(i.requester),
+    headline(i.arguments, 60),
+    approvalsText(i),
+    formatCountdown(Date.parse(i.expires_at), now),
+  ]);
+  const head = ['ID', 'TOOL', 'REQUESTER', 'REQUEST', 'APPROVALS', 'EXPIRES'];
+  const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
+  const line = (r: string[]) =>
+    r
+      .map((v, c) => v.padEnd(widths[c] ?? 0))
+      .join('  ')
+      .trimEnd();
+  const count =
+    total === items.length ? `${total} waiting for your decision.` : `${items.length} shown of ${total} waiting for your decision.`;
+  return `${[line(head), ...rows.map(line)].join('\n')}\n${count}\n`;
+}
+
+/** The `approvals show` text for one item: the tool and where it comes from, then every argument on its own row. */
+export function showText(i: ApprovalItem): string {
+  const tool = i.tool_info ?? undefined;
+  const rows = argumentRows(i.arguments);
+  const width = Math.max(0, ...rows.map((r) => r.name.length));
+  const lines = [
+    `${toolLine(i.tool, tool)} · ${headline(i.arguments)}`,
+    `  tool          ${v(i.tool)} from ${toolOrigin(tool)}`,
+    `  id            ${v(i.id)}`,
+    `  status        ${v(i.status ?? 'pending')}${i.resolved_by ? ` (by ${v(i.resolved_by)})` : ''}`,
+    `  requester     ${v(i.requester)}`,
+    `  reason        ${v(i.reason)}`,
+    `  justification ${i.justification === null ? '(none)' : v(i.justification)}`,
+    `  group         ${v(i.approver_group)}`,
+    `  approvals     ${approvalsText(i)}${i.approvals.length > 0 ? ` (${i.approvals.map(v).join(', ')})` : ''}`,
+    `  expires       ${v(i.expires_at)} (${formatCountdown(Date.parse(i.expires_at), Date.now())})`,
+    `  you may decide ${i.you_may_decide === true ? 'yes' : `no${i.refusal ? ` (${v(i.refusal)})` : ''}`}`,
+    rows.length === 0 ? '  arguments     (none)' : '  arguments',
+    ...rows.flatMap((r) =>
+      r.block ? [`    ${r.name}`, ...r.value.split('\n').map((l) => `      ${l}`)] : [`    ${r.name.padEnd(width)}  ${r.value}`],
+    ),
+    '  audit',
+    ...(i.audit ?? []).map(
+      (e) =>
+        `    ${formatTime(Date.parse(e.at))}  ${v(e.event).padEnd(9)} ${v(e.actor)}${e.on_behalf_of ? ` for ${v(e.on_behalf_of)}` : ''}${e.via ? ` via ${v(e.via)}` : ''}${e.rule ? ` rule ${v(e.rule)}` : ''}${e.comment ? ` — ${v(e.comment)}` : ''}`,
+    ),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** Run `action` with the client from `env()`, printing its text; an {@link ApprovalsCliError} exits with its code. */
+async function run(env: () => ApprovalsClientEnv, action: (client: ApprovalsClient) => Promise<string>): Promise<void> {
+  try {
+    process.stdout.write(await action(approvalsClientFromEnv(env())));
+  } catch (err) {
+    if (err instanceof ApprovalsCliError) {
+      process.stderr.write(`countersign approvals: ${v(err.message)}\n`);
+      process.exit(err.exitCode);
+    }
+    throw err;
+  }
+}
+
+/** One id's outcome in a batch decision: the service's JSON, or the failure and its exit code. */
+export type BatchOutcome =
+  | { id: string; ok: true; body: { status: string; approvals: string[]; required_approvals: number } }
+  | { id: string; ok: false; error: string; exitCode: number };
+
+/**
+ * Decide every id in `ids` on its own, in order, as `client` (for `onBehalfOf` when given); a
+ * failure is recorded and the next id is tried. Throws only for a failure that concerns every id
+ * (unreachable service, refused credentials), before or while deciding.
+ */
+export async function decideEach(
+  client: ApprovalsClient,
+  ids: readonly string[],
+  decision: 'approve' | 'deny',
+  comment: string | undefined,
+  onBehalfOf: string | undefined,
+): Promise<BatchOutcome[]> {
+  const out: BatchOutcome[] = [];
+  for (const id of ids) {
+    try {
+      const body = (await call(client, 'POST', `/requests/${encodeURIComponent(id)}/decision`, {
+        decision,
+        ...(comment !== undefined ? { comment } : {}),
+        ...(onBehalfOf !== undefined ? { on_behalf_of: onBehalfOf } : {}),
+      })) as { status: string; approvals: string[]; required_approvals: number };
+      out.push({ id, ok: true, body });
+    } catch (err) {
+      if (!(err instanceof ApprovalsCliError)) throw err;
+      if (err.exitCode === APPROVALS_EXIT.unauthorized || err.exitCode === APPROVALS_EXIT.unavailable) throw err;
+      out.push({ id, ok: false, error: err.message, exitCode: err.exitCode });
+    }
+  }
+  return out;
+}
+
+/** One line per outcome: `<id> is now approved.`, `Approval recorded for <id>: 1 of 2 …`, or `<id> not decided: <why>`. */
+export function batchText(outcomes: readonly BatchOutcome[]): string {
+  return outcomes
+    .map((o) => {
+      if (!o.ok) return `${v(o.id)} not decided: ${v(o.error)}\n`;
+      if (o.body.status === 'pending')
+        return `Approval recorded for ${v(o.id)}: ${o.body.approvals.length} of ${o.body.required_approvals}; another approver must approve.\n`;
+      return `${v(o.id)} is now ${v(o.body.status)}.\n`;
+    })
+    .join('');
+}
+
+/** Decide `ids`, print per-id results (stdout) and exit with the first failure's code, if any. */
+async function decideCommand(
+  env: () => ApprovalsClientEnv,
+  ids: string[],
+  decision: 'approve' | 'deny',
+  o: { comment?: string; json?: boolean; for?: string },
+): Promise<void> {
+  let failure = 0;
+  await run(env, async (client) => {
+    const outcomes = await decideEach(client, ids, decision, o.comment, o.for);
+    const first = outcomes.find((x) => !x.ok);
+    // one id: the single-decision behaviour (the failure as one stderr line, its exit code)
+    if (ids.length === 1 && first !== undefined && !first.ok) throw new ApprovalsCliError(first.error, first.exitCode);
+    failure = first !== undefined && !first.ok ? first.exitCode : 0;
+    if (o.json === true) {
+      const view = outcomes.map((x) => (x.ok ? { id: x.id, ok: true, ...x.body } : { id: x.id, ok: false, error: x.error }));
+      return `${JSON.stringify(ids.length === 1 && outcomes[0]?.ok === true ? outcomes[0].body : view, null, 2)}\n`;
+    }
+    return batchText(outcomes);
+  });
+  if (failure !== 0) process.exit(failure);
+}
+
+/** Options of `approvals list`. */
+export interface ListOptions {
+  limit?: string;
+  cursor?: string;
+  tool?: string;
+  group?: string;
+  json?: boolean;
+}
+
+/** One page of `GET /access/v1/approvals/pending`. */
+export interface ApprovalsPage {
+  items: ApprovalItem[];
+  /** Every pending request this caller may decide (absent from services before paging). */
+  total?: number;
+  /** Cursor of the next page; null or absent on the last. */
+  next_cursor?: string | null;
+}
+
+/** `s` as one POSIX shell word: unchanged when it holds only `[A-Za-z0-9_./:@%+=,-]`, else single-quoted. */
+function shellWord(s: string): string {
+  return /^[\w./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The command that prints the page after `nextCursor` with the same `--limit` (default 50),
+ * `--tool` and `--group` as `o`, e.g. `countersign approvals list --limit 1 --tool wire_transfer
+ * --group treasury --cursor WzE3…`: the filters are kept, since the cursor only positions the keyset
+ * (docs/APPROVERS.md §Paging the pending list). Values are shell-quoted when needed and control
+ * characters shown as `\u{…}` escapes.
+ */
+export function nextPageCommand(o: Pick<ListOptions, 'limit' | 'tool' | 'group'>, nextCursor: string): string {
+  const words = ['countersign', 'approvals', 'list', '--limit', shellWord(o.limit ?? '50')];
+  if (o.tool !== undefined) words.push('--tool', shellWord(o.tool));
+  if (o.group !== undefined) words.push('--group', shellWord(o.group));
+  words.push('--cursor', shellWord(nextCursor));
+  return v(words.join(' '));
+}
+
+/**
+ * `approvals list`: with `--limit` or `--cursor`, the one page asked for (and the cursor of the
+ * next); otherwise every page, following `next_cursor` (pages of 200). A bad `--limit` or
+ * `--cursor` is the service's 400, exit 1 with its detail.
+ */
+async function list(client: ApprovalsClient, o: ListOptions): Promise<string> {
+  const query = (limit: string, cursor: string | undefined) => {
+    const q = new URLSearchParams({ limit });
+    if (cursor !== undefined) q.set('cursor', cursor);
+    if (o.tool !== undefined) q.set('tool', o.tool);
+    if (o.group !== undefined) q.set('group', o.group);
+    return `/approvals/pending?${q.toString()}`;
+  };
+  if (o.limit !== undefined || o.cursor !== undefined) {
+    const page = (await call(client, 'GET', query(o.limit ?? '50', o.cursor))) as ApprovalsPage;
+    if (o.json) return `${JSON.stringify(page, null, 2)}\n`;
+    const more = typeof page.next_cursor === 'string' ? `More: ${nextPageCommand(o, page.next_cursor)}\n` : '';
+    return `${listText(page.items, page.total)}${more}`;
+  }
+  const items: ApprovalItem[] = [];
+  let cursor: string | undefined;
+  let total: number | undefined;
+  for (;;) {
+    const page = (await call(client, 'GET', query('200', cursor))) as ApprovalsPage;
+    items.push(...page.items);
+    total = page.total;
+    if (typeof page.next_cursor !== 'string' || page.next_cursor === '') break;
+    cursor = page.next_cursor;
+  }
+  return o.json ? `${JSON.stringify(items, null, 2)}\n` : listText(items, total ?? items.length);
+}
+
+/** What `countersign approvals` does, for a command listing. */
+export const APPROVALS_COMMAND_DESCRIPTION =
+  'list, inspect and decide pending approval requests (env: COUNTERSIGN_APPROVER=id:secret, COUNTERSIGN_APPROVALS_URL)';
+
+/** Register `approvals` and its subcommands on `program`; `env()` reads the client's variables (`loadApprovalsClientEnv`). */
+export function registerApprovalsCommand(program: Command, env: () => ApprovalsClientEnv): void {
+  registerApproverCommands(program.command('approvals').description(APPROVALS_COMMAND_DESCRIPTION), env);
+}
+
+/**
+ * Register the approver's subcommands (`list`, `show`, `approve`, `deny`, `delegate`, `delegations`,
+ * `revoke-delegation`) on `approvals`: the gate's `countersign approvals` group, or this package's
+ * `countersign-approvals` program itself.
+ */
+export function registerApproverCommands(approvals: Command, env: () => ApprovalsClientEnv): void {
+  // usage errors (missing argument or option, unknown option) exit 2 as documented, not commander's 1;
+  // set before the subcommands so they inherit it
+  approvals.exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : APPROVALS_EXIT.usage));
+  approvals
+    .command('list')
+    .description('pending requests you may decide: every page, or one page with --limit / --cursor')
+    .option('--limit <n>', 'one page of at most n requests (1-200); prints the cursor of the next page')
+    .option('--cursor <cursor>', 'the page after this cursor (next_cursor of a previous page)')
+    .option('--tool <name>', 'only requests for this tool')
+    .option('--group <name>', 'only requests of this approver group')
+    .option('--json', 'print the service JSON (all pages: the items; one page: the page as the service returns it)')
+    .action((o: ListOptions) => run(env, (client) => list(client, o)));
+  approvals
+    .command('show <id>')
+    .description('one request: arguments, reason, approvals so far, audit trail')
+    .option('--json', 'print the service JSON')
+    .action((id: string, o: { json?: boolean }) =>
+      run(env, async (client) => {
+        const item = (await call(client, 'GET', `/approvals/${encodeURIComponent(id)}`)) as ApprovalItem;
+        return o.json ? `${JSON.stringify(item, null, 2)}\n` : showText(item);
+      }),
+    );
+  approvals
+    .command('approve <ids...>')
+    .description('approve one or more requests, each on its own (with an M-of-N rule, your approval may be one of several needed)')
+    .option('--comment <text>', 'comment for the audit trail')
+    .option('--for <approver>', 'decide for this approver, who delegated to you')
+    .option('--json', 'print the service JSON')
+    .action((ids: string[], o: { comment?: string; json?: boolean; for?: string }) => decideCommand(env, ids, 'approve', o));
+  approvals
+    .command('deny <ids...>')
+    .description('deny one or more requests, each on its own')
+    .requiredOption('--comment <text>', 'why (recorded in the audit trail)')
+    .option('--for <approver>', 'decide for this approver, who delegated to you')
+    .option('--json', 'print the service JSON')
+    .action((ids: string[], o: { comment: string; json?: boolean; for?: string }) => decideCommand(env, ids, 'deny', o));
+  approvals
+    .command('delegate')
+    .description('let a colleague decide for you until a time (out of office)')
+    .requiredOption('--to <approver>', 'the colleague (a configured approver id)')
+    .requiredOption('--until <iso>', 'end of the delegation, ISO 8601 with offset, e.g. 2026-12-24T18:00:00Z')
+    .option('--json', 'print the service JSON')
+    .action((o: { to: string; until: string; json?: boolean }) =>
+      run(env, async (client) => {
+        const d = (await call(client, 'POST', '/delegations', { to: o.to, until: o.until })) as {
+          id: string;
+          delegate: string;
+          until: string;
+        };
+        return o.json === true ? `${JSON.stringify(d, null, 2)}\n` : `Delegated to ${v(d.delegate)} until ${v(d.until)} (${v(d.id)}).\n`;
+      }),
+    );
+  approvals
+    .command('delegations')
+    .description('your active delegations, given and received')
+    .option('--json', 'print the service JSON')
+    .action((o: { json?: boolean }) =>
+      run(env, async (client) => {
+        type Item = { id: string; delegator: string; delegate: string; until: string };
+        const body = (await call(client, 'GET', '/delegations')) as { given: Item[]; received: Item[] };
+        if (o.json === true) return `${JSON.stringify(body, null, 2)}\n`;
+        const lines = [
+          ...body.given.map((d) => `you → ${v(d.delegate)} until ${v(d.until)}  (${v(d.id)})`),
+          ...body.received.map((d) => `${v(d.delegator)} → you until ${v(d.until)}`),
+        ];
+        return lines.length === 0 ? 'No active delegations.\n' : `${lines.join('\n')}\n`;
+      }),
+    );
+  approvals
+    .command('revoke-delegation <id>')
+    .description('end a delegation you gave')
+    .action((id: string) =>
+      run(env, async (client) => {
+        await call(client, 'POST', `/delegations/${encodeURIComponent(id)}/revoke`);
+        return `Revoked ${v(id)}.\n`;
+      }),
+    );
+}

@@ -1,0 +1,944 @@
+/**
+ * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
+ *
+ * Eight tables (and the notification channels' two, see `ChannelStore`): `callback_outbox`
+ * (status-change callbacks to deliver, written in the transaction of the change; see
+ * `CallbackOutboxStore`), `request_principals` (see below), `access_requests` (one row per request,
+ * with its idempotency key, the SHA-256 of the canonical body, the number of distinct approvals it
+ * needs, and when it was reminded and escalated, and to whom), `approval_votes` (one row per person
+ * who approved a request, primary key (request, person): a person counts once whatever the channel;
+ * `cast_by` names a delegate voting for that person), `inbox_sessions` (server-side inbox sessions,
+ * see `packages/approvals/src/inbox/session.ts`), `delegations` (who decides for whom until when), passkeys
+ * (see `PasskeyStore`) and `audit_events` (append-only: submitted, endorsed (a partial approval),
+ * approved, denied, expired, cancelled, notified, reminded, escalated — who, for whom, through which
+ * channel, which rule, when, comment).
+ * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 3).
+ * State changes are compare-and-set from `pending` inside one transaction with their audit row,
+ * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
+ * that completes a quorum is the one that approves.
+ * Deliberately does not: decide business rules (see `request-lifecycle.ts`), purge old rows
+ * (retention of the stored arguments is the operator's job), or encrypt at rest.
+ */
+import Database from 'better-sqlite3';
+import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from '@countersign/arap';
+import { AUDIT_EVENT_KINDS, createSchema, requesterNames } from './store-schema.js';
+
+export { AUDIT_EVENT_KINDS };
+
+/** One of {@link AUDIT_EVENT_KINDS}. */
+export type AuditEventKind = (typeof AUDIT_EVENT_KINDS)[number];
+
+/**
+ * Channel a decision came through: `inbox` (web page), `api` (HTTP Basic approver API or the
+ * CLI), `agent` (supervising agent credential), `risk-engine`, `itsm` (signed inbound decision),
+ * `slack` (a button of the Slack message, `packages/approvals/src/notify/slack-interactions.ts`), `email`
+ * (the decision page of an emailed link, `packages/approvals/src/notify/email-link-routes.tsx`),
+ * `system` (expiry), `client` (the MCP server's cancel or submit).
+ */
+export type DecisionChannel = 'inbox' | 'api' | 'agent' | 'risk-engine' | 'itsm' | 'slack' | 'email' | 'system' | 'client';
+
+/** One stored access request. Times are ms since the Unix epoch. */
+export interface AccessRequestRecord {
+  id: string;
+  idempotencyKey: string;
+  /** Hex SHA-256 of the JCS-canonical validated body (idempotent-replay comparison). */
+  bodyHash: string;
+  /** The validated submission body (contains the tool arguments: sensitive). */
+  body: AccessRequestBody;
+  status: RequestStatus;
+  createdAtMs: number;
+  expiresAtMs: number;
+  /** When the request left `pending`; null while pending. */
+  resolvedAtMs: number | null;
+  /** Approver id for approved/denied, `client` for cancelled, `system` for expired; null while pending. */
+  resolvedBy: string | null;
+  /** Approval material, only when approved. */
+  approval: WireApproval | null;
+  /** Distinct approvals needed before the request is approved (1 unless a quorum rule matched). */
+  requiredApprovals: number;
+  /** Id of the quorum rule that set `requiredApprovals`, or null. */
+  quorumRule: string | null;
+  /** When the group was reminded (ms since epoch), or null: never. */
+  remindedAtMs: number | null;
+  /** When the request was escalated (ms since epoch), or null: never. */
+  escalatedAtMs: number | null;
+  /** Who may also decide since the escalation: a fallback group and/or one approver; null before. */
+  escalation: { group: string | null; approver: string | null } | null;
+  /** Id of the step-up rule that makes approving need a passkey, or null (absent on inserts: null). */
+  stepUpRule: string | null;
+}
+
+/**
+ * Proof that a person confirmed an approval with a user-verified WebAuthn assertion whose
+ * challenge was the request's binding digest (`packages/approvals/src/inbox/passkeys.ts`).
+ */
+export interface StepUpProof {
+  method: 'webauthn';
+  /** Base64url credential id of the passkey used. */
+  credential_id: string;
+  user_verified: true;
+  /** The binding digest the assertion signed (as its challenge). */
+  challenge: string;
+  /** Step-up rule that required it. */
+  rule: string;
+  /** ISO 8601. */
+  verified_at: string;
+}
+
+/** A registered passkey of an approver (WebAuthn credential). */
+export interface PasskeyRecord {
+  /** Base64url credential id. */
+  id: string;
+  approver: string;
+  publicKey: Uint8Array;
+  counter: number;
+  transports: string[];
+  createdAtMs: number;
+}
+
+/**
+ * One person's approval of a request (partial until the quorum is met). `approver` is the quorum
+ * identity (the person: `bob` whether through the inbox, the API or ITSM; `agent:<id>`);
+ * `actor` the audit identity (`itsm:bob`), default `approver`. `atMs` ms since epoch.
+ */
+export interface ApprovalVote {
+  approver: string;
+  actor?: string;
+  via: DecisionChannel;
+  comment: string | null;
+  atMs: number;
+  /** The delegate who cast this vote for `approver` (see {@link Delegation}); absent or null: `approver` in person. */
+  castBy?: string | null;
+  /** The passkey confirmation of this approval, when its request required one. */
+  stepUp?: StepUpProof | null;
+}
+
+/** One audit row. `at` in ms since epoch. */
+export interface AuditEvent {
+  seq: number;
+  requestId: string;
+  event: AuditEventKind;
+  actor: string;
+  comment: string | null;
+  atMs: number;
+  /** Channel, or null on rows written before channels were recorded. */
+  via: DecisionChannel | null;
+  /** Id of the risk or quorum rule that decided, or null. */
+  rule: string | null;
+  /** The delegator a delegate (`actor`) decided for, or null. */
+  onBehalfOf: string | null;
+}
+
+/** A compare-and-set from `pending` and the audit row that records it. */
+export interface Transition {
+  to: Exclude<RequestStatus, 'pending' | 'failed'>;
+  atMs: number;
+  actor: string;
+  comment?: string;
+  approval?: WireApproval;
+  via?: DecisionChannel;
+  rule?: string;
+  /** The delegator `actor` decides for (a delegate's decision). */
+  onBehalfOf?: string;
+}
+
+/** Outcome of {@link ApprovalStore.approve}. */
+export type ApproveResult =
+  | { kind: 'approved'; record: AccessRequestRecord }
+  | { kind: 'endorsed'; record: AccessRequestRecord }
+  | { kind: 'already-approved-by'; record: AccessRequestRecord }
+  | { kind: 'not-pending' };
+
+/** Filters of the list queries; each absent field matches everything. */
+export interface RequestFilter {
+  /** Requests of these groups, or escalated to one of them (or to `escalatedTo`). */
+  groups?: readonly string[];
+  /** With `groups`: also requests escalated to this approver id. */
+  escalatedTo?: string;
+  tools?: readonly string[];
+  tool?: string;
+  /** One approver group (within `groups`, when both are given). */
+  group?: string;
+  requester?: string;
+  /**
+   * Leave out requests whose requester (`subject.sub`) or any actor in its `act` chain has one of
+   * these names, compared lower-cased as `String.prototype.toLowerCase` does (four-eyes, as
+   * `principalNames` in `src/auth/principal-keys.ts`; table `request_principals`).
+   */
+  excludeNames?: readonly string[];
+  /** Leave out requests this person already approved, in their own right (`approval_votes.approver`) or as a delegate (`cast_by`); compared case-insensitively. */
+  excludeApprovedBy?: string;
+}
+
+/** A position in the pending order (oldest first): `created_at_ms`, ties broken by `id`. */
+export interface PendingKey {
+  /** ms since the Unix epoch. */
+  createdAtMs: number;
+  id: string;
+}
+
+/** Which page of {@link ApprovalStore.pagePending}: at most `limit` rows after `after` or before `before` (keyset, never an offset). */
+export interface PendingPageRequest {
+  limit: number;
+  after?: PendingKey;
+  before?: PendingKey;
+}
+
+/** One page of pending requests, oldest first. */
+export interface PendingPage {
+  records: AccessRequestRecord[];
+  /** Pending requests matching the filter, on every page. */
+  total: number;
+  /** Whether rows exist after the last record of this page. */
+  hasAfter: boolean;
+  /** Whether rows exist before the first record of this page. */
+  hasBefore: boolean;
+}
+
+/** One status-change callback to deliver (`callback_outbox`). Times in ms since epoch. */
+export interface CallbackOutboxRow {
+  seq: number;
+  requestId: string;
+  url: string;
+  /** The receiver: `url`'s scheme, host and port (the unit of per-receiver concurrency). */
+  origin: string;
+  status: RequestStatus;
+  generation: number;
+  /** `refused`: the receiver answered a 4xx that no retry can change (e.g. 409, already had it). */
+  state: 'pending' | 'delivered' | 'refused' | 'gave-up';
+  /** Attempts made so far. */
+  attempts: number;
+  /** When the row is next due (while pending; an attempt in flight pushes it past its timeout). */
+  nextAttemptAtMs: number;
+  createdAtMs: number;
+  finishedAtMs: number | null;
+  /** Why the last attempt failed (`HTTP 503`, `TimeoutError`…), or null. */
+  lastFailure: string | null;
+}
+
+/**
+ * The callback outbox. A row is written in the transaction of every status change of a request
+ * with a `callback_url` (so it survives a crash right after the change); the dispatcher in
+ * `../api/callbacks.ts` delivers it.
+ */
+export interface CallbackOutboxStore {
+  /** Pending rows due at `nowMs` whose receiver origin is not in `skipOrigins`, oldest due first, at most `limit`. */
+  due(nowMs: number, limit: number, skipOrigins?: readonly string[]): CallbackOutboxRow[];
+  /** The earliest `nextAttemptAtMs` of a pending row whose origin is not in `skipOrigins`, or null when there is none. */
+  nextDueAtMs(skipOrigins?: readonly string[]): number | null;
+  /** An attempt starts: the row is not due again before `untilMs` (a crash mid-attempt retries after it). */
+  lease(seq: number, untilMs: number): void;
+  delivered(seq: number, attempts: number, atMs: number): void;
+  retryAt(seq: number, attempts: number, nextAtMs: number, failure: string): void;
+  gaveUp(seq: number, attempts: number, atMs: number, failure: string): void;
+  refused(seq: number, attempts: number, atMs: number, failure: string): void;
+  /** Every row of a request, oldest first (tests, operators). */
+  forRequest(requestId: string): CallbackOutboxRow[];
+  /** Rows per state (absent: none), for `countersign_callback_outbox`. */
+  counts(): Partial<Record<CallbackOutboxRow['state'], number>>;
+}
+
+/** The store's API. All methods are synchronous (better-sqlite3). */
+export interface ApprovalStore {
+  /** Insert a new pending request and its `submitted` audit row. Throws on a duplicate id or key. */
+  insert(
+    record: Omit<
+      AccessRequestRecord,
+      'status' | 'resolvedAtMs' | 'resolvedBy' | 'approval' | 'remindedAtMs' | 'escalatedAtMs' | 'escalation' | 'stepUpRule'
+    > & { stepUpRule?: string | null },
+    actor: string,
+  ): AccessRequestRecord;
+  /**
+   * Record `vote` on a pending request, in one transaction: a second vote by the same approver is
+   * `already-approved-by` (nothing written); a vote that brings the count to `requiredApprovals`
+   * (or `final`) moves the request to `approved` with `makeApproval(all approvers, oldest first)`;
+   * any other vote is `endorsed` (audit row `endorsed`).
+   */
+  approve(
+    id: string,
+    vote: ApprovalVote & { rule?: string; final?: boolean },
+    makeApproval: (approvers: string[]) => WireApproval,
+  ): ApproveResult;
+  /** Approvals recorded so far, oldest first. */
+  votes(id: string): ApprovalVote[];
+  /** Append an audit row that changes no state (e.g. `notified`). */
+  appendAudit(
+    id: string,
+    event: AuditEventKind,
+    actor: string,
+    atMs: number,
+    extra?: { comment?: string; via?: DecisionChannel; rule?: string; onBehalfOf?: string },
+  ): void;
+  /** Pending requests not yet marked `reminded` (or `escalated`), oldest first: the reminder timers' candidates. */
+  listUnmarkedPending(mark: 'reminded' | 'escalated'): AccessRequestRecord[];
+  /**
+   * Mark a pending request reminded and append its `reminded` audit row (actor `system`, comment
+   * naming the group), in one transaction; compare-and-set on "pending and not yet reminded", so it
+   * happens at most once. Returns the updated record, or undefined when it was not (any more) due.
+   */
+  markReminded(id: string, group: string, atMs: number): AccessRequestRecord | undefined;
+  /**
+   * Mark a pending request escalated to `to` (a group and/or an approver) with its `escalated`
+   * audit row; at most once, as {@link ApprovalStore.markReminded}.
+   */
+  markEscalated(id: string, to: { group: string | null; approver: string | null }, atMs: number): AccessRequestRecord | undefined;
+  /** Delegations between approvers. */
+  delegations: DelegationStore;
+  /** Approvers' registered passkeys. */
+  passkeys: PasskeyStore;
+  /** Pending requests matching `filter`, oldest first (at most `limit`, default 200). */
+  listPending(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
+  /**
+   * One keyset page of pending requests matching `filter`, oldest first (`created_at_ms`, then
+   * `id`), with the true count. Rows inserted while a caller pages land after every key it has
+   * seen (a later `created_at_ms`), so following `after` visits each row present at the start once.
+   */
+  pagePending(filter: RequestFilter, page: PendingPageRequest): PendingPage;
+  /** How many pending requests match `filter`. */
+  countPending(filter?: RequestFilter): number;
+  /** Resolved requests matching `filter`, most recently resolved first (at most `limit`, default 50). */
+  listResolved(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
+  /** Distinct tools and requesters among pending requests of `groups` (for filter menus). */
+  pendingFacets(filter?: RequestFilter): { tools: string[]; requesters: string[] };
+  /** A number that grows on every audit row (the inbox polls it to refresh). */
+  changeMark(): number;
+  get(id: string): AccessRequestRecord | undefined;
+  getByIdempotencyKey(key: string): AccessRequestRecord | undefined;
+  /** Move `id` from `pending` to `t.to`; returns the updated record, or undefined if it was not pending. */
+  transitionFromPending(id: string, t: Transition): AccessRequestRecord | undefined;
+  /** Ids of pending requests with `expires_at_ms <= nowMs`. */
+  listDuePending(nowMs: number): string[];
+  /** Audit trail of one request, oldest first. */
+  auditTrail(id: string): AuditEvent[];
+  /** Server-side inbox sessions, keyed by the SHA-256 of the session id (the cookie never reaches the file). */
+  sessions: InboxSessionStore;
+  /** What the notification channels remember: Slack messages to update, email links already used. */
+  channels: ChannelStore;
+  /** Status-change callbacks to deliver. */
+  callbacks: CallbackOutboxStore;
+  close(): void;
+}
+
+/** A Slack message that announced a request: channel id and message `ts` (Slack's message id). */
+export interface SlackMessageRef {
+  channel: string;
+  ts: string;
+}
+
+/** State of the notification channels (`packages/approvals/src/notify/`) in the approval store's file. */
+export interface ChannelStore {
+  /** Remember a posted Slack message of `requestId` (idempotent). */
+  addSlackMessage(requestId: string, ref: SlackMessageRef): void;
+  /** Every Slack message posted for `requestId`, oldest first. */
+  slackMessages(requestId: string): SlackMessageRef[];
+  /** Whether the email link `jti` has already decided. */
+  emailLinkUsed(jti: string): boolean;
+  /** Record that the email link `jti` decided; false when it was already recorded (a reuse). `atMs` ms since epoch. */
+  consumeEmailLink(jti: string, requestId: string, approver: string, atMs: number): boolean;
+}
+
+/** One delegation: `delegate` may decide for `delegator` from `createdAtMs` until `untilMs` (ms since epoch). */
+export interface Delegation {
+  id: string;
+  delegator: string;
+  delegate: string;
+  createdAtMs: number;
+  untilMs: number;
+  /** When the delegator withdrew it, or null. */
+  revokedAtMs: number | null;
+}
+
+/** Delegations in SQLite. Times ms since epoch; "active" means not revoked and `nowMs < untilMs`. */
+export interface DelegationStore {
+  /** Insert a new delegation. Throws on `delegator === delegate` (CHECK constraint). */
+  create(d: Omit<Delegation, 'revokedAtMs'>): Delegation;
+  /** Revoke `id` if it belongs to `delegator` and is not yet revoked; returns whether it did. */
+  revoke(id: string, delegator: string, atMs: number): boolean;
+  /** Active delegations to `delegate` (whom they may decide for), oldest first. */
+  activeTo(delegate: string, nowMs: number): Delegation[];
+  /** Active delegations from `delegator`, oldest first. */
+  activeFrom(delegator: string, nowMs: number): Delegation[];
+}
+
+/** Passkeys in SQLite. */
+export interface PasskeyStore {
+  add(p: PasskeyRecord): void;
+  /** The approver's passkeys, oldest first. */
+  forApprover(approver: string): PasskeyRecord[];
+  get(id: string): PasskeyRecord | undefined;
+  /** Store the authenticator's signature counter after a verified assertion. */
+  setCounter(id: string, counter: number): void;
+}
+
+/** Inbox sessions in SQLite: a session exists until signed out or expired. */
+export interface InboxSessionStore {
+  create(idHash: string, approver: string, createdAtMs: number, expiresAtMs: number): void;
+  /** The live session's approver id, or undefined (unknown, signed out, or expired: then deleted). */
+  get(idHash: string, nowMs: number): string | undefined;
+  delete(idHash: string): void;
+  /** Delete every expired session; returns how many. */
+  purgeExpired(nowMs: number): number;
+}
+
+interface RequestRow {
+  id: string;
+  idempotency_key: string;
+  body_hash: string;
+  body_json: string;
+  status: RequestStatus;
+  created_at_ms: number;
+  expires_at_ms: number;
+  resolved_at_ms: number | null;
+  resolved_by: string | null;
+  approval_json: string | null;
+  required_approvals: number;
+  quorum_rule: string | null;
+  reminded_at_ms: number | null;
+  escalated_at_ms: number | null;
+  escalation_group: string | null;
+  escalation_approver: string | null;
+  step_up_rule: string | null;
+}
+
+interface OutboxRowRaw {
+  seq: number;
+  request_id: string;
+  url: string;
+  origin: string;
+  status: RequestStatus;
+  generation: number;
+  state: CallbackOutboxRow['state'];
+  attempts: number;
+  next_attempt_at_ms: number;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  last_failure: string | null;
+}
+
+interface AuditRow {
+  seq: number;
+  request_id: string;
+  event: AuditEventKind;
+  actor: string;
+  comment: string | null;
+  at_ms: number;
+  via: DecisionChannel | null;
+  rule: string | null;
+  on_behalf_of: string | null;
+}
+
+interface DelegationRow {
+  id: string;
+  delegator: string;
+  delegate: string;
+  created_at_ms: number;
+  until_ms: number;
+  revoked_at_ms: number | null;
+}
+
+const fromDelegationRow = (r: DelegationRow): Delegation => ({
+  id: r.id,
+  delegator: r.delegator,
+  delegate: r.delegate,
+  createdAtMs: r.created_at_ms,
+  untilMs: r.until_ms,
+  revokedAtMs: r.revoked_at_ms,
+});
+
+function fromRow(row: RequestRow): AccessRequestRecord {
+  return {
+    id: row.id,
+    idempotencyKey: row.idempotency_key,
+    bodyHash: row.body_hash,
+    body: AccessRequestBodySchema.parse(JSON.parse(row.body_json)),
+    status: row.status,
+    createdAtMs: row.created_at_ms,
+    expiresAtMs: row.expires_at_ms,
+    resolvedAtMs: row.resolved_at_ms,
+    resolvedBy: row.resolved_by,
+    approval: row.approval_json === null ? null : (JSON.parse(row.approval_json) as WireApproval),
+    requiredApprovals: row.required_approvals,
+    quorumRule: row.quorum_rule,
+    remindedAtMs: row.reminded_at_ms,
+    escalatedAtMs: row.escalated_at_ms,
+    escalation: row.escalated_at_ms === null ? null : { group: row.escalation_group, approver: row.escalation_approver },
+    stepUpRule: row.step_up_rule,
+  };
+}
+
+/** `url`'s origin (scheme, host, port), or `invalid-url`. */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'invalid-url';
+  }
+}
+
+/** SQL `WHERE` fragment and parameters for a filter (column names are fixed, values bound). */
+function whereOf(filter: RequestFilter): { sql: string; params: unknown[] } {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const inList = (column: string, values: readonly string[]) => {
+    parts.push(values.length === 0 ? '0' : `${column} IN (${values.map(() => '?').join(', ')})`);
+    params.push(...values);
+  };
+  if (filter.groups !== undefined) {
+    const marks = filter.groups.map(() => '?').join(', ');
+    const alternatives = filter.groups.length === 0 ? [] : [`approver_group IN (${marks})`, `escalation_group IN (${marks})`];
+    if (filter.escalatedTo !== undefined) alternatives.push('escalation_approver = ?');
+    parts.push(alternatives.length === 0 ? '0' : `(${alternatives.join(' OR ')})`);
+    params.push(...filter.groups, ...filter.groups, ...(filter.escalatedTo !== undefined ? [filter.escalatedTo] : []));
+  }
+  if (filter.tools !== undefined) inList('tool', filter.tools);
+  if (filter.tool !== undefined) inList('tool', [filter.tool]);
+  if (filter.group !== undefined) inList('approver_group', [filter.group]);
+  if (filter.requester !== undefined) inList('requester_sub', [filter.requester]);
+  if (filter.excludeNames !== undefined && filter.excludeNames.length > 0) {
+    parts.push('access_requests.id NOT IN (SELECT request_id FROM request_principals WHERE name IN (SELECT value FROM json_each(?)))');
+    params.push(JSON.stringify(filter.excludeNames.map((n) => n.toLowerCase())));
+  }
+  if (filter.excludeApprovedBy !== undefined) {
+    // one vote per person, in their own right or as a delegate (`cast_by`)
+    parts.push(
+      'NOT EXISTS (SELECT 1 FROM approval_votes AS v WHERE v.request_id = access_requests.id AND (cs_lower(v.approver) = ? OR cs_lower(v.cast_by) = ?))',
+    );
+    params.push(filter.excludeApprovedBy.toLowerCase(), filter.excludeApprovedBy.toLowerCase());
+  }
+  return { sql: parts.length === 0 ? '' : ` AND ${parts.join(' AND ')}`, params };
+}
+
+/**
+ * Open (creating if needed) the store at `dbPath` (a file path or `':memory:'`), in WAL mode
+ * with foreign keys on and a 5 s busy timeout; migrates older files. Throws if the file cannot
+ * be opened.
+ */
+export function openApprovalStore(dbPath: string): ApprovalStore {
+  const db = new Database(dbPath);
+  db.pragma('journal_mode = WAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  // JavaScript's lower-casing (Unicode), so four-eyes comparisons in SQL equal those in request-lifecycle.ts.
+  db.function('cs_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
+  createSchema(db);
+
+  const insertRequest = db.prepare(
+    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule)
+     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms, @required_approvals, @quorum_rule, @step_up_rule)`,
+  );
+  const insertAudit = db.prepare(
+    'INSERT INTO audit_events (request_id, event, actor, comment, at_ms, via, rule, on_behalf_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const selectById = db.prepare<[string], RequestRow>('SELECT * FROM access_requests WHERE id = ?');
+  const selectByKey = db.prepare<[string], RequestRow>('SELECT * FROM access_requests WHERE idempotency_key = ?');
+  const updateFromPending = db.prepare(
+    `UPDATE access_requests SET status = ?, resolved_at_ms = ?, resolved_by = ?, approval_json = ?
+     WHERE id = ? AND status = 'pending'`,
+  );
+  const selectDue = db.prepare<[number], { id: string }>(
+    "SELECT id FROM access_requests WHERE status = 'pending' AND expires_at_ms <= ? ORDER BY expires_at_ms",
+  );
+  const selectAudit = db.prepare<[string], AuditRow>('SELECT * FROM audit_events WHERE request_id = ? ORDER BY seq');
+  const insertVote = db.prepare(
+    'INSERT OR IGNORE INTO approval_votes (request_id, approver, via, comment, at_ms, cast_by, step_up_json) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const selectVotes = db.prepare<
+    [string],
+    { approver: string; via: DecisionChannel; comment: string | null; at_ms: number; cast_by: string | null; step_up_json: string | null }
+  >('SELECT approver, via, comment, at_ms, cast_by, step_up_json FROM approval_votes WHERE request_id = ? ORDER BY at_ms, rowid');
+  const insertPasskey = db.prepare(
+    'INSERT INTO webauthn_credentials (id, approver, public_key, counter, transports, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  type PasskeyRow = { id: string; approver: string; public_key: Buffer; counter: number; transports: string | null; created_at_ms: number };
+  const passkeyOf = (r: PasskeyRow): PasskeyRecord => ({
+    id: r.id,
+    approver: r.approver,
+    publicKey: new Uint8Array(r.public_key),
+    counter: r.counter,
+    transports: r.transports === null ? [] : (JSON.parse(r.transports) as string[]),
+    createdAtMs: r.created_at_ms,
+  });
+  const selectPasskeys = db.prepare<[string], PasskeyRow>(
+    'SELECT * FROM webauthn_credentials WHERE approver = ? ORDER BY created_at_ms, id',
+  );
+  const selectPasskey = db.prepare<[string], PasskeyRow>('SELECT * FROM webauthn_credentials WHERE id = ?');
+  const updatePasskeyCounter = db.prepare('UPDATE webauthn_credentials SET counter = ? WHERE id = ?');
+  const passkeys: PasskeyStore = {
+    add(p) {
+      insertPasskey.run(p.id, p.approver, Buffer.from(p.publicKey), p.counter, JSON.stringify(p.transports), p.createdAtMs);
+    },
+    forApprover(approver) {
+      return selectPasskeys.all(approver).map(passkeyOf);
+    },
+    get(id) {
+      const row = selectPasskey.get(id);
+      return row === undefined ? undefined : passkeyOf(row);
+    },
+    setCounter(id, counter) {
+      updatePasskeyCounter.run(counter, id);
+    },
+  };
+  const markRemindedStmt = db.prepare(
+    "UPDATE access_requests SET reminded_at_ms = ? WHERE id = ? AND status = 'pending' AND reminded_at_ms IS NULL",
+  );
+  const markEscalatedStmt = db.prepare(
+    "UPDATE access_requests SET escalated_at_ms = ?, escalation_group = ?, escalation_approver = ? WHERE id = ? AND status = 'pending' AND escalated_at_ms IS NULL",
+  );
+  const insertDelegation = db.prepare('INSERT INTO delegations (id, delegator, delegate, created_at_ms, until_ms) VALUES (?, ?, ?, ?, ?)');
+  const revokeDelegation = db.prepare('UPDATE delegations SET revoked_at_ms = ? WHERE id = ? AND delegator = ? AND revoked_at_ms IS NULL');
+  const selectDelegationsTo = db.prepare<[string, number], DelegationRow>(
+    'SELECT * FROM delegations WHERE delegate = ? AND revoked_at_ms IS NULL AND until_ms > ? ORDER BY created_at_ms, id',
+  );
+  const selectDelegationsFrom = db.prepare<[string, number], DelegationRow>(
+    'SELECT * FROM delegations WHERE delegator = ? AND revoked_at_ms IS NULL AND until_ms > ? ORDER BY created_at_ms, id',
+  );
+  const selectDelegation = db.prepare<[string], DelegationRow>('SELECT * FROM delegations WHERE id = ?');
+  const delegations: DelegationStore = {
+    create(d) {
+      insertDelegation.run(d.id, d.delegator, d.delegate, d.createdAtMs, d.untilMs);
+      const row = selectDelegation.get(d.id);
+      if (row === undefined) throw new Error('delegation vanished after insert');
+      return fromDelegationRow(row);
+    },
+    revoke(id, delegator, atMs) {
+      return revokeDelegation.run(atMs, id, delegator).changes === 1;
+    },
+    activeTo(delegate, nowMs) {
+      return selectDelegationsTo.all(delegate, nowMs).map(fromDelegationRow);
+    },
+    activeFrom(delegator, nowMs) {
+      return selectDelegationsFrom.all(delegator, nowMs).map(fromDelegationRow);
+    },
+  };
+  const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
+  const insertPrincipal = db.prepare('INSERT OR IGNORE INTO request_principals (name, request_id) VALUES (?, ?)');
+  const insertOutbox = db.prepare(
+    'INSERT INTO callback_outbox (request_id, url, origin, status, generation, next_attempt_at_ms, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const outboxFromRow = (r: OutboxRowRaw): CallbackOutboxRow => ({
+    seq: r.seq,
+    requestId: r.request_id,
+    url: r.url,
+    origin: r.origin,
+    status: r.status,
+    generation: r.generation,
+    state: r.state,
+    attempts: r.attempts,
+    nextAttemptAtMs: r.next_attempt_at_ms,
+    createdAtMs: r.created_at_ms,
+    finishedAtMs: r.finished_at_ms,
+    lastFailure: r.last_failure,
+  });
+  const selectDueOutbox = db.prepare<[number, string, number], OutboxRowRaw>(
+    `SELECT * FROM callback_outbox WHERE state = 'pending' AND next_attempt_at_ms <= ?
+       AND origin NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at_ms, seq LIMIT ?`,
+  );
+  const selectNextDue = db.prepare<[string], { next: number | null }>(
+    "SELECT MIN(next_attempt_at_ms) AS next FROM callback_outbox WHERE state = 'pending' AND origin NOT IN (SELECT value FROM json_each(?))",
+  );
+  const leaseOutbox = db.prepare<[number, number]>("UPDATE callback_outbox SET next_attempt_at_ms = ? WHERE seq = ? AND state = 'pending'");
+  const finishOutbox = db.prepare<[string, number, number, string | null, number]>(
+    "UPDATE callback_outbox SET state = ?, attempts = ?, finished_at_ms = ?, last_failure = ? WHERE seq = ? AND state = 'pending'",
+  );
+  const retryOutbox = db.prepare<[number, number, string, number]>(
+    "UPDATE callback_outbox SET attempts = ?, next_attempt_at_ms = ?, last_failure = ? WHERE seq = ? AND state = 'pending'",
+  );
+  const selectOutboxCounts = db.prepare<[], { state: CallbackOutboxRow['state']; n: number }>(
+    'SELECT state, COUNT(*) AS n FROM callback_outbox GROUP BY state',
+  );
+  const selectOutboxFor = db.prepare<[string], OutboxRowRaw>('SELECT * FROM callback_outbox WHERE request_id = ? ORDER BY seq');
+  const callbacks: CallbackOutboxStore = {
+    due: (nowMs, limit, skipOrigins = []) => selectDueOutbox.all(nowMs, JSON.stringify(skipOrigins), limit).map(outboxFromRow),
+    nextDueAtMs: (skipOrigins = []) => selectNextDue.get(JSON.stringify(skipOrigins))?.next ?? null,
+    lease(seq, untilMs) {
+      leaseOutbox.run(untilMs, seq);
+    },
+    delivered(seq, attempts, atMs) {
+      finishOutbox.run('delivered', attempts, atMs, null, seq);
+    },
+    retryAt(seq, attempts, nextAtMs, failure) {
+      retryOutbox.run(attempts, nextAtMs, failure, seq);
+    },
+    gaveUp(seq, attempts, atMs, failure) {
+      finishOutbox.run('gave-up', attempts, atMs, failure, seq);
+    },
+    refused(seq, attempts, atMs, failure) {
+      finishOutbox.run('refused', attempts, atMs, failure, seq);
+    },
+    forRequest: (requestId) => selectOutboxFor.all(requestId).map(outboxFromRow),
+    counts: () => Object.fromEntries(selectOutboxCounts.all().map((r) => [r.state, r.n])),
+  };
+  const insertSession = db.prepare('INSERT INTO inbox_sessions (id_hash, approver, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?)');
+  const selectSession = db.prepare<[string], { approver: string; expires_at_ms: number }>(
+    'SELECT approver, expires_at_ms FROM inbox_sessions WHERE id_hash = ?',
+  );
+  const deleteSession = db.prepare('DELETE FROM inbox_sessions WHERE id_hash = ?');
+  const deleteExpiredSessions = db.prepare('DELETE FROM inbox_sessions WHERE expires_at_ms <= ?');
+  const insertSlackMessage = db.prepare('INSERT OR IGNORE INTO slack_messages (request_id, channel, ts) VALUES (?, ?, ?)');
+  const selectSlackMessages = db.prepare<[string], SlackMessageRef>(
+    'SELECT channel, ts FROM slack_messages WHERE request_id = ? ORDER BY rowid',
+  );
+  const selectEmailLink = db.prepare<[string], { jti: string }>('SELECT jti FROM email_links_used WHERE jti = ?');
+  const insertEmailLink = db.prepare('INSERT OR IGNORE INTO email_links_used (jti, request_id, approver, used_at_ms) VALUES (?, ?, ?, ?)');
+  const channels: ChannelStore = {
+    addSlackMessage(requestId, ref) {
+      insertSlackMessage.run(requestId, ref.channel, ref.ts);
+    },
+    slackMessages(requestId) {
+      return selectSlackMessages.all(requestId).map((r) => ({ channel: r.channel, ts: r.ts }));
+    },
+    emailLinkUsed(jti) {
+      return selectEmailLink.get(jti) !== undefined;
+    },
+    consumeEmailLink(jti, requestId, approver, atMs) {
+      return insertEmailLink.run(jti, requestId, approver, atMs).changes === 1;
+    },
+  };
+  const sessions: InboxSessionStore = {
+    create(idHash, approver, createdAtMs, expiresAtMs) {
+      insertSession.run(idHash, approver, createdAtMs, expiresAtMs);
+    },
+    get(idHash, nowMs) {
+      const row = selectSession.get(idHash);
+      if (row === undefined) return undefined;
+      if (row.expires_at_ms <= nowMs) {
+        deleteSession.run(idHash);
+        return undefined;
+      }
+      return row.approver;
+    },
+    delete(idHash) {
+      deleteSession.run(idHash);
+    },
+    purgeExpired(nowMs) {
+      return deleteExpiredSessions.run(nowMs).changes;
+    },
+  };
+
+  const insertTx = db.transaction((record: Parameters<ApprovalStore['insert']>[0], actor: string) => {
+    insertRequest.run({
+      id: record.id,
+      idempotency_key: record.idempotencyKey,
+      body_hash: record.bodyHash,
+      body_json: JSON.stringify(record.body),
+      tool: record.body.resource.id,
+      requester_sub: record.body.subject.sub,
+      approver_group: record.body.approver_group,
+      created_at_ms: record.createdAtMs,
+      expires_at_ms: record.expiresAtMs,
+      required_approvals: record.requiredApprovals,
+      quorum_rule: record.quorumRule,
+      step_up_rule: record.stepUpRule ?? null,
+    });
+    insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs, 'client', record.quorumRule, null);
+    for (const name of requesterNames(JSON.stringify(record.body))) insertPrincipal.run(name, record.id);
+  });
+
+  const transitionTx = db.transaction((id: string, t: Transition): boolean => {
+    const approvalJson = t.approval === undefined ? null : JSON.stringify(t.approval);
+    const changed = updateFromPending.run(t.to, t.atMs, t.actor, approvalJson, id).changes;
+    if (changed !== 1) return false;
+    insertAudit.run(id, t.to, t.actor, t.comment ?? null, t.atMs, t.via ?? null, t.rule ?? null, t.onBehalfOf ?? null);
+    const body = JSON.parse(selectById.get(id)?.body_json ?? '{}') as { callback_url?: string; generation?: number };
+    if (body.callback_url !== undefined) {
+      insertOutbox.run(id, body.callback_url, originOf(body.callback_url), t.to, body.generation ?? 1, t.atMs, t.atMs);
+    }
+    return true;
+  });
+
+  const get = (id: string): AccessRequestRecord | undefined => {
+    const row = selectById.get(id);
+    return row === undefined ? undefined : fromRow(row);
+  };
+  const votes = (id: string): ApprovalVote[] =>
+    selectVotes.all(id).map((v) => ({
+      approver: v.approver,
+      via: v.via,
+      comment: v.comment,
+      atMs: v.at_ms,
+      castBy: v.cast_by,
+      stepUp: v.step_up_json === null ? null : (JSON.parse(v.step_up_json) as StepUpProof),
+    }));
+
+  const approveTx = db.transaction(
+    (
+      id: string,
+      vote: ApprovalVote & { rule?: string; final?: boolean },
+      makeApproval: (approvers: string[]) => WireApproval,
+    ): ApproveResult['kind'] => {
+      const current = get(id);
+      if (current === undefined || current.status !== 'pending') return 'not-pending';
+      const castBy = vote.castBy ?? null;
+      const stepUpJson = vote.stepUp == null ? null : JSON.stringify(vote.stepUp);
+      if (insertVote.run(id, vote.approver, vote.via, vote.comment, vote.atMs, castBy, stepUpJson).changes !== 1)
+        return 'already-approved-by';
+      const approvers = votes(id).map((v) => v.approver);
+      const actor = vote.actor ?? vote.approver;
+      const onBehalfOf = castBy === null ? undefined : vote.approver;
+      if (vote.final === true || approvers.length >= current.requiredApprovals) {
+        const t: Transition = { to: 'approved', atMs: vote.atMs, actor, via: vote.via, approval: makeApproval(approvers) };
+        if (vote.comment !== null) t.comment = vote.comment;
+        if (vote.rule !== undefined) t.rule = vote.rule;
+        if (onBehalfOf !== undefined) t.onBehalfOf = onBehalfOf;
+        return transitionTx(id, t) ? 'approved' : 'not-pending';
+      }
+      insertAudit.run(id, 'endorsed', actor, vote.comment, vote.atMs, vote.via, vote.rule ?? null, onBehalfOf ?? null);
+      return 'endorsed';
+    },
+  );
+
+  const markTx = db.transaction(
+    (id: string, atMs: number, event: 'reminded' | 'escalated', comment: string, apply: () => number): boolean => {
+      if (apply() !== 1) return false;
+      insertAudit.run(id, event, 'system', comment, atMs, 'system', null, null);
+      return true;
+    },
+  );
+  const selectUnmarked = {
+    reminded: db.prepare<[], RequestRow>(
+      "SELECT * FROM access_requests WHERE status = 'pending' AND reminded_at_ms IS NULL ORDER BY created_at_ms, id",
+    ),
+    escalated: db.prepare<[], RequestRow>(
+      "SELECT * FROM access_requests WHERE status = 'pending' AND escalated_at_ms IS NULL ORDER BY created_at_ms, id",
+    ),
+  };
+
+  const list = (status: 'pending' | 'resolved', filter: RequestFilter, limit: number): AccessRequestRecord[] => {
+    const w = whereOf(filter);
+    const order = status === 'pending' ? 'ORDER BY created_at_ms, id' : 'ORDER BY resolved_at_ms DESC, id';
+    const cond = status === 'pending' ? "status = 'pending'" : "status <> 'pending'";
+    return db
+      .prepare<unknown[], RequestRow>(`SELECT * FROM access_requests WHERE ${cond}${w.sql} ${order} LIMIT ?`)
+      .all(...w.params, limit)
+      .map(fromRow);
+  };
+
+  const pagePending = (filter: RequestFilter, page: PendingPageRequest): PendingPage => {
+    const w = whereOf(filter);
+    const base = `FROM access_requests WHERE status = 'pending'${w.sql}`;
+    const total = db.prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n ${base}`).get(...w.params)?.n ?? 0;
+    const limit = Math.max(0, Math.floor(page.limit));
+    const key = page.before ?? page.after;
+    const backwards = page.before !== undefined;
+    const keySql = key === undefined ? '' : backwards ? ' AND (created_at_ms, id) < (?, ?)' : ' AND (created_at_ms, id) > (?, ?)';
+    const keyParams = key === undefined ? [] : [key.createdAtMs, key.id];
+    const order = backwards ? 'ORDER BY created_at_ms DESC, id DESC' : 'ORDER BY created_at_ms, id';
+    const rows = db.prepare<unknown[], RequestRow>(`SELECT * ${base}${keySql} ${order} LIMIT ?`).all(...w.params, ...keyParams, limit + 1);
+    const more = rows.length > limit;
+    const pageRows = rows.slice(0, limit);
+    if (backwards) pageRows.reverse();
+    /** Whether a matching pending row lies beyond `k` in direction `op` (the opposite side of the page). */
+    const beyond = (op: '<' | '>', k: PendingKey | undefined): boolean =>
+      k !== undefined &&
+      db.prepare(`SELECT 1 ${base} AND (created_at_ms, id) ${op} (?, ?) LIMIT 1`).get(...w.params, k.createdAtMs, k.id) !== undefined;
+    const first = pageRows[0];
+    const last = pageRows[pageRows.length - 1];
+    const keyOf = (r: RequestRow | undefined): PendingKey | undefined =>
+      r === undefined ? undefined : { createdAtMs: r.created_at_ms, id: r.id };
+    return {
+      records: pageRows.map(fromRow),
+      total,
+      hasAfter: backwards ? beyond('>', keyOf(last) ?? key) : more,
+      hasBefore: backwards ? more : beyond('<', keyOf(first) ?? key),
+    };
+  };
+
+  return {
+    insert(record, actor) {
+      insertTx(record, actor);
+      const stored = get(record.id);
+      if (stored === undefined) throw new Error('access request vanished after insert');
+      return stored;
+    },
+    get,
+    getByIdempotencyKey(key) {
+      const row = selectByKey.get(key);
+      return row === undefined ? undefined : fromRow(row);
+    },
+    transitionFromPending(id, t) {
+      return transitionTx(id, t) ? get(id) : undefined;
+    },
+    approve(id, vote, makeApproval) {
+      const kind = approveTx(id, vote, makeApproval);
+      const record = get(id);
+      if (kind === 'not-pending' || record === undefined) return { kind: 'not-pending' };
+      return { kind, record };
+    },
+    votes,
+    appendAudit(id, event, actor, atMs, extra = {}) {
+      insertAudit.run(id, event, actor, extra.comment ?? null, atMs, extra.via ?? null, extra.rule ?? null, extra.onBehalfOf ?? null);
+    },
+    listUnmarkedPending(mark) {
+      return selectUnmarked[mark].all().map(fromRow);
+    },
+    markReminded(id, group, atMs) {
+      return markTx(id, atMs, 'reminded', `group ${group}`, () => markRemindedStmt.run(atMs, id).changes) ? get(id) : undefined;
+    },
+    markEscalated(id, to, atMs) {
+      const names = [...(to.group !== null ? [`group ${to.group}`] : []), ...(to.approver !== null ? [`approver ${to.approver}`] : [])];
+      return markTx(
+        id,
+        atMs,
+        'escalated',
+        `to ${names.join(' and ')}`,
+        () => markEscalatedStmt.run(atMs, to.group, to.approver, id).changes,
+      )
+        ? get(id)
+        : undefined;
+    },
+    delegations,
+    passkeys,
+    listDuePending(nowMs) {
+      return selectDue.all(nowMs).map((r) => r.id);
+    },
+    listPending(filter = {}, limit = 200) {
+      return list('pending', filter, limit);
+    },
+    pagePending,
+    countPending(filter = {}) {
+      const w = whereOf(filter);
+      return (
+        db.prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM access_requests WHERE status = 'pending'${w.sql}`).get(...w.params)
+          ?.n ?? 0
+      );
+    },
+    listResolved(filter = {}, limit = 50) {
+      return list('resolved', filter, limit);
+    },
+    pendingFacets(filter = {}) {
+      const w = whereOf(filter);
+      const rows = db
+        .prepare<unknown[], { tool: string; requester_sub: string }>(
+          `SELECT DISTINCT tool, requester_sub FROM access_requests WHERE status = 'pending'${w.sql}`,
+        )
+        .all(...w.params);
+      return {
+        tools: [...new Set(rows.map((r) => r.tool))].sort(),
+        requesters: [...new Set(rows.map((r) => r.requester_sub))].sort(),
+      };
+    },
+    changeMark() {
+      return selectMark.get()?.mark ?? 0;
+    },
+    auditTrail(id) {
+      return selectAudit.all(id).map((r) => ({
+        seq: r.seq,
+        requestId: r.request_id,
+        event: r.event,
+        actor: r.actor,
+        comment: r.comment,
+        atMs: r.at_ms,
+        via: r.via,
+        rule: r.rule,
+        onBehalfOf: r.on_behalf_of,
+      }));
+    },
+    sessions,
+    channels,
+    callbacks,
+    close() {
+      if (db.open) db.close();
+    },
+  };
+}

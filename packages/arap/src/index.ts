@@ -1,0 +1,7 @@
+/**
+ * `@countersign/arap`: the ARAP contract of Countersign written once — the zod schemas of every
+ * body the gate and an approval service exchange (`wire.ts`) and the HMAC signatures of the
+ * service's status-change callbacks (`callback-signature.ts`).
+ */
+export * from './wire.js';
+export * from './callback-signature.js';

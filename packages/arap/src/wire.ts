@@ -1,0 +1,185 @@
+/**
+ * The ARAP wire between Countersign's gate and an approval service (AuthZEN ARAP WG Draft 1 names,
+ * snake_case; SEP-2848 §Example binding: AuthZEN ARAP), written once for both ends: the gate's
+ * adapter (`src/backends/arap-http-backend.ts`) builds requests and parses answers with these
+ * schemas, its callback receiver (`src/backends/arap-callbacks.ts`) parses callbacks with them,
+ * and the reference approval service (`@countersign/approvals`) validates requests and types its
+ * answers with them.
+ *
+ * Schemas of what a receiver parses are lenient where the receiving side has always been
+ * (unknown keys are stripped; a task handle's `links` and a status's `expires_at` may be absent;
+ * a callback's `status` is any short string, a hint); the types of what the reference service
+ * sends say what it always includes (`WireTaskHandle`, `WireStatusBody`, `WireCallbackBody`).
+ *
+ * Deliberately does not: hold any business rule (expiry, four-eyes and state transitions are the
+ * service's), or talk HTTP.
+ */
+import { z } from 'zod';
+
+/** Statuses of an access request (ARAP task status; `partial` is bulk-only and not used). */
+export const REQUEST_STATUSES = ['pending', 'approved', 'denied', 'expired', 'cancelled', 'failed'] as const;
+/** One of {@link REQUEST_STATUSES}. */
+export type RequestStatus = (typeof REQUEST_STATUSES)[number];
+/** {@link REQUEST_STATUSES} as a schema. */
+export const RequestStatusSchema = z.enum(REQUEST_STATUSES);
+
+/** Requester principal on the wire: `{iss, sub, act?}` (RFC 8693 `act` chain, outermost first). */
+export const WireSubjectSchema = z.object({
+  iss: z.string().min(1).max(2048),
+  sub: z.string().min(1).max(1024),
+  act: z
+    .array(z.object({ iss: z.string().max(2048).optional(), sub: z.string().min(1).max(1024) }))
+    .max(16)
+    .optional(),
+});
+
+/**
+ * ARAP resource `properties` of a tool, for approvers: its title, the upstream MCP server it comes
+ * from and its name there, and the four MCP annotation hints (hints from the tool's author, MCP
+ * defaults already applied by the sender).
+ */
+export const WireToolPropertiesSchema = z.object({
+  title: z.string().min(1).max(256).optional(),
+  upstream: z.string().min(1).max(64).optional(),
+  upstream_tool: z.string().min(1).max(256).optional(),
+  annotations: z
+    .object({ readOnlyHint: z.boolean(), destructiveHint: z.boolean(), idempotentHint: z.boolean(), openWorldHint: z.boolean() })
+    .optional(),
+});
+/** Validated tool properties. */
+export type WireToolProperties = z.infer<typeof WireToolPropertiesSchema>;
+
+/**
+ * Body of `POST /access/v1/requests` (ARAP Access Request). `expires_at` is ISO 8601 with an
+ * offset (`Z` or `±hh:mm`); `generation` ≥ 1; `callback_url` absolute http(s); `resource.properties`
+ * optional ({@link WireToolPropertiesSchema}). Unknown keys are stripped, so they neither matter
+ * for idempotency nor get stored.
+ */
+export const AccessRequestBodySchema = z.object({
+  subject: WireSubjectSchema,
+  action: z.object({ name: z.literal('tools/call') }),
+  resource: z.object({ type: z.literal('tool'), id: z.string().min(1).max(256), properties: WireToolPropertiesSchema.optional() }),
+  context: z.object({ arguments: z.record(z.string(), z.unknown()), justification: z.string().max(1000).optional() }),
+  approver_group: z.string().min(1).max(256),
+  reason: z.string().max(2000),
+  expires_at: z.iso.datetime({ offset: true }),
+  binding_digest: z.string().min(1).max(256),
+  generation: z.int().min(1),
+  callback_url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional(),
+});
+/** A validated access request body. */
+export type AccessRequestBody = z.infer<typeof AccessRequestBodySchema>;
+/** An access request body as a sender builds it (before defaults). */
+export type AccessRequestBodyInput = z.input<typeof AccessRequestBodySchema>;
+
+/**
+ * Body of `POST /access/v1/requests/:id/decision` (approver decision; comment ≤ 1000 chars;
+ * `on_behalf_of`: the approver id of a delegator, to decide for them).
+ */
+export const DecisionBodySchema = z.object({
+  decision: z.enum(['approve', 'deny']),
+  comment: z.string().max(1000).optional(),
+  on_behalf_of: z.string().min(1).max(200).optional(),
+});
+/** A validated decision body. */
+export type DecisionBody = z.infer<typeof DecisionBodySchema>;
+
+/** Body of `POST /access/v1/delegations`: delegate to approver `to` until `until` (ISO 8601 with offset). */
+export const DelegationBodySchema = z
+  .object({
+    to: z.string().min(1).max(200),
+    until: z.iso.datetime({ offset: true }),
+  })
+  .strict();
+
+/**
+ * A passkey confirmation of an approval, when a step-up rule required one: approver, credential
+ * id, user verified, the binding digest signed as the challenge, rule, when. An extension field;
+ * ARAP clients that do not know it ignore it.
+ */
+export const WireStepUpSchema = z.object({
+  approver: z.string(),
+  method: z.literal('webauthn'),
+  credential_id: z.string(),
+  user_verified: z.literal(true),
+  challenge: z.string(),
+  rule: z.string(),
+  verified_at: z.string(),
+});
+
+/** ARAP `result.approval`: times ISO 8601; `approvers` are approver ids (audit only). */
+export const WireApprovalSchema = z.object({
+  id: z.string().min(1),
+  approved_at: z.iso.datetime({ offset: true }),
+  approved_until: z.iso.datetime({ offset: true }),
+  state: z.literal('approved'),
+  approvers: z.array(z.string()).default([]),
+  step_up: z.array(WireStepUpSchema).optional(),
+});
+/** ARAP `result.approval`. */
+export type WireApproval = z.infer<typeof WireApprovalSchema>;
+
+/** ARAP Task Handle returned by submit (201 new, 200 idempotent replay). Unknown keys are ignored. */
+export const TaskHandleSchema = z.object({
+  id: z.string().min(1),
+  status: RequestStatusSchema,
+  status_endpoint: z.string().min(1),
+  expires_at: z.iso.datetime({ offset: true }),
+  links: z.object({ self: z.string().optional(), cancel: z.string().min(1).optional() }).optional(),
+});
+/** A task handle as the reference service sends it: URLs absolute, both links present. */
+export type WireTaskHandle = z.infer<typeof TaskHandleSchema> & { links: { self: string; cancel: string } };
+
+/** ARAP Task Status body (`GET /access/v1/requests/:id`). `result` only when `approved`; `error` on `failed` may be a string or problem-like object. */
+export const StatusBodySchema = z.object({
+  id: z.string().min(1),
+  status: RequestStatusSchema,
+  expires_at: z.iso.datetime({ offset: true }).optional(),
+  result: z.object({ approval: WireApprovalSchema }).optional(),
+  error: z.union([z.string(), z.object({ message: z.string().optional(), detail: z.string().optional() })]).optional(),
+});
+/** A status body as the reference service sends it (always with `expires_at`). */
+export type WireStatusBody = z.infer<typeof StatusBodySchema> & { expires_at: string };
+
+/** Body of every status-change callback POST (signed, see `callback-signature.ts`); the receiver treats `status` as a hint. */
+export const CallbackBodySchema = z.object({
+  request_id: z.string().min(1).max(200),
+  status: z.string().max(40),
+  generation: z.number().int().positive().optional(),
+});
+/** A callback body as the reference service sends it. */
+export type WireCallbackBody = z.infer<typeof CallbackBodySchema> & { status: RequestStatus; generation: number };
+
+/** One counted decision of a request, for evidence: approver id, decision, channel (`inbox`, `api`, `agent`, `risk-engine`, `itsm`, `slack`, `email`, `system`; null when not recorded), ISO 8601 time. */
+export const WireDecisionSchema = z.object({
+  approver: z.string(),
+  decision: z.enum(['approve', 'deny']),
+  channel: z.string().nullable(),
+  at: z.iso.datetime({ offset: true }),
+});
+
+/**
+ * Body of `GET /access/v1/requests/:id/decisions` (client bearer): the request's status now, its
+ * quorum (`required` distinct approvals, the quorum rule id or null) and every counted decision in
+ * order (endorsements and the final approval as `approve`, a denial as `deny`). What evidence
+ * receipts record of who decided (`countersign receipts export`).
+ */
+export const DecisionRecordBodySchema = z.object({
+  id: z.string().min(1),
+  status: RequestStatusSchema,
+  quorum: z.object({ required: z.number().int().min(0), rule: z.string().nullable() }),
+  decisions: z.array(WireDecisionSchema),
+});
+/** A request's decision record. */
+export type WireDecisionRecord = z.infer<typeof DecisionRecordBodySchema>;
+
+/** The part of an RFC 9457 problem+json body a client surfaces in its messages. */
+export const ProblemSchema = z.object({ title: z.string().optional(), detail: z.string().optional() });
+
+/** Absolute URL of a request's status endpoint, `<base>/access/v1/requests/<id>`. */
+export function requestUrl(publicBaseUrl: string, id: string): string {
+  return `${publicBaseUrl}/access/v1/requests/${encodeURIComponent(id)}`;
+}

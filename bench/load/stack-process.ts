@@ -1,4 +1,5 @@
-// Scope: the stack under load, as `npm start` runs it: `src/cli.ts dev` in its own Node process
+// Scope: the stack under load, as `npm start` runs it: the compiled `bin/countersign.mjs dev` (`npm run
+// load` builds first; the driver's own `countersign-source` condition is not passed on) in its own Node process
 // (worker, MCP endpoint, approval service and token issuer in that process; the Temporal dev
 // server its child), on free ports and a fresh data folder. What the driver needs from it: the
 // URLs it prints, tokens from the same development issuer key (`<data>/dev-issuer-key.json`, as
@@ -66,14 +67,15 @@ export async function startStackProcess(opts: StackProcessOptions = {}): Promise
     LOG_LEVEL: 'warn',
     ...opts.env,
   };
-  const args = [...(opts.nodeFlags ?? []), '--import', 'tsx', 'src/cli.ts', 'dev'];
+  const args = [...(opts.nodeFlags ?? []), 'bin/countersign.mjs', 'dev'];
   const command = `${Object.entries(opts.env ?? {})
     .map(([k, v]) => `${k}=${v} `)
     .join('')}node ${args.join(' ')}`;
   // The child gets this environment plus the stack's settings (PATH, HOME and the like pass through).
   const child: ChildProcess = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, ...env },
+    // without the driver's NODE_OPTIONS (its countersign-source condition would run the sources through tsx)
+    env: { ...withoutNodeOptions(process.env), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const log = opts.log ?? (() => undefined);
@@ -133,4 +135,10 @@ export async function startStackProcess(opts: StackProcessOptions = {}): Promise
     command,
     stop,
   };
+}
+
+/** `env` without `NODE_OPTIONS`: the stack runs compiled code whatever conditions the driver was started with. */
+function withoutNodeOptions(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { NODE_OPTIONS: _driverOptions, ...rest } = env;
+  return rest;
 }

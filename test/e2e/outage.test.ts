@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpRpcError, type WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { restartablePort, startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
+import { ackedIds, listenOpened, openListen } from '../support/sse.js';
 import { clientFor, decide, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
 let dir: string;
@@ -89,7 +90,7 @@ async function eventually<T>(fn: () => Promise<T>, tries = 120): Promise<T> {
 }
 
 describe('Temporal down', () => {
-  it('tasks/get answers 503 with Retry-After and a retryable error while Temporal is stopped, allowed calls still run, and after the restart the pending task is approved and executes once', async () => {
+  it('tasks/get and subscriptions/listen answer 503 with Retry-After and a retryable error while Temporal is stopped, allowed calls still run, and after the restart a subscribe opens and the pending task is approved, executes once and is pushed completed', async () => {
     const alice = await clientFor(stack, 'alice');
     const m = `outage ${randomUUID().slice(0, 8)}`;
     const created = await alice.request<WireTask>('tools/call', transfer(50_000, m));
@@ -115,9 +116,20 @@ describe('Temporal down', () => {
     expect(gated).toBeInstanceOf(McpRpcError);
     expect((gated as McpRpcError).data).toMatchObject({ retryable: true });
 
+    // subscribing needs the task's state from Temporal: a retryable 503, and no stream is left open
+    const target = { url: stack.urls.mcp, token: await stack.issuer.mintToken({ sub: 'alice' }) };
+    const refused = await openListen(target, [created.taskId]);
+    expect(refused.status).toBe(503);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused.error?.error.code).toBe(-32603);
+    expect(refused.error?.error.data).toMatchObject({ retryable: true });
+
     dev = await startDevServer({ port, dbFile: join(dir, 'temporal.db') });
     const again = await eventually(() => alice.request<WireTask>('tasks/get', { taskId: created.taskId }));
     expect(again.status).toBe('working');
+    // once Temporal is back the same subscribe opens, and the stream carries the completion below
+    const { stream, ack } = await listenOpened(target, [created.taskId]);
+    expect(ackedIds(ack)).toEqual([created.taskId]);
     await eventually(async () => {
       if ((await pendingFor(stack, 'bob')).every((p) => p.arguments.memo !== m)) throw new Error('not pending yet');
     });
@@ -125,6 +137,11 @@ describe('Temporal down', () => {
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('approved-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
+    const { match: pushed } = await stream.until(
+      (msg) => msg.method === 'notifications/tasks' && msg.params?.taskId === created.taskId && msg.params?.status === 'completed',
+    );
+    expect(pushed.params?.status).toBe('completed');
+    stream.close();
   });
 });
 

@@ -79,7 +79,16 @@ describe('payload codec: arguments are not stored in plain text', () => {
     // Read the history as someone with server access but no key would: a client without the codec.
     const ids = parseTaskId(created.taskId)!;
     const keyless = new Client({ connection: raw, namespace: stack.config.TEMPORAL_NAMESPACE });
-    const history = await keyless.workflow.getHandle(ids.workflowId, ids.runId).fetchHistory();
+    const run = keyless.workflow.getHandle(ids.workflowId, ids.runId);
+    // tasks/get answers completed from the task record, written when the task ends; the run itself
+    // closes a workflow task or two later (the limiter release): read its history once it has
+    const closed = (h: Awaited<ReturnType<typeof run.fetchHistory>>) =>
+      (h.events ?? []).some((e) => e.workflowExecutionCompletedEventAttributes);
+    let history = await run.fetchHistory();
+    for (let i = 0; i < 100 && !closed(history); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      history = await run.fetchHistory();
+    }
     const events = history.events ?? [];
     expect(events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool')).toBe(true);
     expect(events.some((e) => e.workflowExecutionCompletedEventAttributes)).toBe(true);

@@ -328,6 +328,8 @@ export interface WorkerComposition extends ComposedWorker {
  * false`; it does not listen: serve `front.app.fetch`). Resolves to the parts and `close()`.
  * Throws after closing what it had built when Temporal is unreachable, the worker cannot register,
  * the policies or the gateway configuration do not load, or the data folder cannot be opened.
+ * The overloads type the parts by a literal `false`: `{ worker: false }` has no `worker`,
+ * `{ front: false }` no `temporal` or `front`.
  */
 export function compose(config: Config, overrides: ComposeOverrides & { worker: false }): Promise<FrontComposition>;
 export function compose(config: Config, overrides: ComposeOverrides & { front: false }): Promise<WorkerComposition>;
@@ -385,7 +387,7 @@ export async function compose(
             ...(tracing.enabled ? { interceptors: { workflow: tracing.clientInterceptors } } : {}),
           }));
 
-    if (overrides.worker !== false) Object.assign(composed, await composeWorker(config, overrides.worker ?? {}));
+    if (overrides.worker !== false) Object.assign(composed, await composeWorker(overrides.worker ?? {}));
     if (temporal && overrides.front !== false) {
       composed.temporal = temporal;
       composed.front = await composeFront(temporal, connection, overrides.front ?? {});
@@ -396,21 +398,18 @@ export async function compose(
     throw err;
   }
 
-  async function composeWorker(c: Config, o: WorkerOverrides): Promise<ComposedWorker> {
+  async function composeWorker(o: WorkerOverrides): Promise<ComposedWorker> {
     const lent = overrides.temporal?.workerConnection;
     const activities =
-      o.activities !== undefined && typeof o.activities !== 'function'
-        ? o.activities
-        : await approvalActivities(o).then((composed) => (typeof o.activities === 'function' ? o.activities(composed) : composed));
+      typeof o.activities === 'function' ? o.activities(await approvalActivities(o)) : (o.activities ?? (await approvalActivities(o)));
     const worker = await startApprovalWorker({
-      address: lent ? '' : address(),
-      connection: lent ? { lent } : settings(),
-      namespace: c.TEMPORAL_NAMESPACE,
-      taskQueue: c.COUNTERSIGN_TASK_QUEUE,
+      connection: lent ? { lent } : { address: address(), settings: settings() },
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.COUNTERSIGN_TASK_QUEUE,
       activities,
       dataConverter: dataConverter(),
-      shutdownGraceMs: c.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
-      maxCachedWorkflows: o.maxCachedWorkflows ?? c.COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS,
+      shutdownGraceMs: config.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
+      maxCachedWorkflows: o.maxCachedWorkflows ?? config.COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS,
       tracing,
       ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : {}),
       ...(o.workflowsPath ? { workflowsPath: o.workflowsPath } : {}),
@@ -421,7 +420,7 @@ export async function compose(
     });
     cleanups.push(() => worker.stop());
     const watchdog =
-      o.watchdog !== false && !lent && c.COUNTERSIGN_WORKER_WATCHDOG_MS > 0
+      o.watchdog !== false && !lent && config.COUNTERSIGN_WORKER_WATCHDOG_MS > 0
         ? startWorkflowTaskWatchdog({
             // the current worker's client: a replaced worker's is closed once it has stopped
             connection: {
@@ -429,12 +428,12 @@ export async function compose(
                 return worker.connection.workflowService;
               },
             },
-            namespace: c.TEMPORAL_NAMESPACE,
-            taskQueue: c.COUNTERSIGN_TASK_QUEUE,
+            namespace: config.TEMPORAL_NAMESPACE,
+            taskQueue: config.COUNTERSIGN_TASK_QUEUE,
             identity: () => worker.identity(),
             replace: () => worker.replace(),
             logger: logger.child({ part: 'worker' }),
-            intervalMs: c.COUNTERSIGN_WORKER_WATCHDOG_MS,
+            intervalMs: config.COUNTERSIGN_WORKER_WATCHDOG_MS,
           })
         : undefined;
     if (watchdog) cleanups.push(async () => watchdog.stop());

@@ -90,23 +90,21 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
-/** A worker's open connection lent by its owner (the time-skipping test server's): used as it is, never closed here. */
-export interface LentConnection {
-  lent: NativeConnection;
-}
+/**
+ * Where a worker connects: a frontend's `host:port` with its API key, TLS and gRPC metadata
+ * (`src/temporal/connect.ts`; default plain gRPC, no credentials), each worker on a connection of
+ * its own; or a connection lent by its owner (the time-skipping test server's), used as it is and
+ * never closed here — `replace()` then throws (the SDK refuses a second worker for the same queue
+ * on one connection).
+ */
+export type WorkerConnection = { address: string; settings?: TemporalConnection } | { lent: NativeConnection };
 
 /**
- * Start a worker on `taskQueue` polling `namespace` at `address` (`host:port`). Throws when the
+ * Start a worker on `taskQueue` of `namespace` over `connection`. Throws when the
  * connection fails, the workflow module does not bundle, or Temporal refuses the registration.
  */
 export async function startApprovalWorker(opts: {
-  address: string;
-  /**
-   * API key, TLS and gRPC metadata (`src/temporal/connect.ts`); default: plain gRPC, no credentials.
-   * Or a {@link LentConnection}: every worker of this handle runs on it, it is not closed, and
-   * `replace()` throws (a second worker on one connection for the same queue is refused by the SDK).
-   */
-  connection?: TemporalConnection | LentConnection;
+  connection: WorkerConnection;
   namespace: string;
   taskQueue: string;
   /** The activity implementations by name (`src/compose.ts` composes the approval workflow's). */
@@ -158,10 +156,10 @@ export async function startApprovalWorker(opts: {
   let generation = 0;
   // Each worker gets its own connection: the SDK refuses a second worker for the same namespace and
   // task queue on one client, and a replaced worker may take a while to let go of its own.
-  const lent = opts.connection && 'lent' in opts.connection ? opts.connection.lent : undefined;
-  const settings = opts.connection && !('lent' in opts.connection) ? opts.connection : undefined;
+  const target = opts.connection;
+  const lent = 'lent' in target ? target.lent : undefined;
   const create = async (identity: string): Promise<{ worker: Worker; connection: NativeConnection }> => {
-    const connection = lent ?? (await connectWorker(opts.address, settings));
+    const connection = 'lent' in target ? target.lent : await connectWorker(target.address, target.settings);
     try {
       const worker = await Worker.create({
         connection,

@@ -307,7 +307,7 @@ export interface ComposedFront {
   front: McpFront;
 }
 
-/** Everything {@link compose} built; `close()` undoes it in reverse order (front, client connection, worker, its own tools) and may be called twice. */
+/** Everything {@link compose} built; `close()` undoes it in reverse order (front, watchdog, worker, client connection, the tools it opened) and may be called twice. */
 export interface Composition extends ComposedWorker, ComposedFront {
   close(): Promise<void>;
 }

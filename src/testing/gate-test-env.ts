@@ -40,7 +40,7 @@ import { createCallBinding } from '../binding/call-binding.js';
 import { loadGatewayConfig } from '../gateway/config-file.js';
 import { startGateway, type Gateway } from '../gateway/gateway.js';
 import { toolEntityOf } from '../gateway/wiring.js';
-import { compose, type FrontComposition, type Composition } from '../compose.js';
+import { compose, type Composition } from '../compose.js';
 import { gateToolCall } from '../mcp/gate.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
 import { createCedarPdp, type CedarPdp } from '../policy/cedar-pdp.js';
@@ -263,7 +263,7 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
     server: { executable: { type: 'existing-path', path: testServerPath() } },
   });
   let gateway: Gateway | undefined;
-  let composed: Composition | FrontComposition | undefined;
+  let composed: Composition | undefined;
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {

@@ -335,6 +335,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /**
+ * Every setting at its default, over `overrides`, reading neither the environment nor a Temporal
+ * profile: the configuration of a composition held inside a process (`countersign/testing`, whose
+ * parts must not change with the machine it runs on). Throws nothing.
+ */
+export function defaultConfig(overrides: Partial<Config> = {}): Config {
+  return { ...ConfigSchema.parse({}), TEMPORAL_CONNECTION: {}, ...overrides };
+}
+
+/**
  * The process environment, for the `{"fromEnv": "VAR"}` references of a gateway configuration file
  * (`src/gateway/config-file.ts`): those name variables the operator chooses, so they cannot be
  * listed in {@link ConfigSchema}. Everything else reads the parsed {@link Config}.

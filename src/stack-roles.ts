@@ -1,6 +1,7 @@
 /**
- * The stack's parts as separately startable roles, each set up here and only here: one starter per
- * role, composed by the embedded stack (`startStack` in `src/stack.ts`, all roles in one process)
+ * The stack's parts as separately startable roles: one starter per role, the worker and the MCP
+ * front built by the composition root (`src/compose.ts`) with the role's context (logger, secrets,
+ * URLs, metrics, tracing) as its overrides, the others set up here; composed by the embedded stack (`startStack` in `src/stack.ts`, all roles in one process)
  * and run one per process by `countersign serve --role <role>` (`src/cli/serve-command.ts`, via
  * {@link startRole}), where each can be killed and restarted on its own against the same data
  * folder and SQLite files. Roles share the data folder (`secrets.json`, `dev-issuer-key.json`,
@@ -24,38 +25,24 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { type Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
-import { startWorkflowTaskWatchdog } from './temporal/workflow-task-watchdog.js';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { approvalServiceOptions, hostApprovalService, type ApprovalService } from '@countersign/approvals';
-import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
-import { createArapHttpBackend } from './backends/arap-http-backend.js';
-import { configFileEnv, type Config } from './config.js';
-import { createMcpFront } from './mcp-front.js';
-import { createCedarPdp } from './policy/cedar-pdp.js';
-import type { PolicyDecisionPoint } from './policy/pdp.js';
-import { openDataDir, type StackSecrets } from './secrets.js';
 import { closeServer, listen, type FetchFn } from '@countersign/http/server-lifecycle';
-import { connectClient, type TemporalConnection } from './temporal/connect.js';
+import { loadOrCreateDevIssuer, type DevIssuer } from './auth/dev-issuer.js';
+import { compose, roleUrls, temporalConnectionOf, type ComposeOverrides, type RoleUrls, type SharedTools } from './compose.js';
+import type { Config } from './config.js';
+import { openDataDir, type StackSecrets } from './secrets.js';
+import { connectClient } from './temporal/connect.js';
 import { startDevServer } from './temporal/dev-server.js';
 import { checkNamespaceRetention, enforceNamespaceRetention, requiredRetentionMs } from './temporal/namespace-retention.js';
-import { searchAttributesEnabled } from './temporal/search-attributes.js';
-import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { loadReceiptSigningKey } from './receipts/signing-key.js';
-import { openLedger, type Ledger } from './tools/ledger.js';
-import type { ToolRegistry } from './tools/registry.js';
-import { startConfiguredGateway, toolEntityOf } from './gateway/wiring.js';
-import type { Gateway } from './gateway/gateway.js';
-import { createWireTransferTool } from './tools/wire-transfer.js';
-import { openChangeStore, type ChangeStore } from './tools/change-store.js';
-import { createSubmitChangeTool } from './tools/submit-change.js';
-import { startApprovalWorker, type RunningWorker } from './worker.js';
+import type { RunningWorker } from './worker.js';
 import { createAppMetrics, type AppMetrics } from './ops/metrics.js';
 import { withOpsRoutes, type ReadinessCheck } from './ops/ops-routes.js';
 import { startTracing, type Tracing } from './ops/tracing.js';
-import type { ApprovalWorkflowConfig } from '../workflows/types.js';
 
 import type { Role } from './roles.js';
 
@@ -81,16 +68,6 @@ export interface RunningRole {
   stop(): Promise<void>;
 }
 
-/** Where the parts are: absolute URLs without a trailing slash, and Temporal's `host:port`. */
-export interface RoleUrls {
-  mcpOrigin: string;
-  /** The MCP endpoint, `<mcpOrigin>/mcp` (the RFC 9728 protected resource and the tokens' audience). */
-  resourceUrl: string;
-  approvalsUrl: string;
-  issuerUrl: string;
-  temporalAddress: string;
-}
-
 /** What every role starter receives: the configuration, the data folder's secrets, the URLs of all parts, and a parent logger. */
 export interface RoleContext {
   config: Config;
@@ -109,57 +86,6 @@ export interface RoleContext {
  * keep-alive connections). Rejects when the port is taken.
  */
 export type Mount = (fetch: FetchFn) => Promise<() => Promise<void>>;
-
-/** URLs of the parts on `host` at the given ports (`temporalAddress` as given). */
-export function urlsAt(host: string, ports: { mcp: number; approvals: number; issuer: number }, temporalAddress: string): RoleUrls {
-  const mcpOrigin = `http://${host}:${ports.mcp}`;
-  return {
-    mcpOrigin,
-    resourceUrl: `${mcpOrigin}/mcp`,
-    approvalsUrl: `http://${host}:${ports.approvals}`,
-    issuerUrl: `http://${host}:${ports.issuer}`,
-    temporalAddress,
-  };
-}
-
-/**
- * The URLs every role derives from the configuration: `http://COUNTERSIGN_HOST:<port>` per role,
- * or the role's `COUNTERSIGN_MCP_URL` / `COUNTERSIGN_APPROVALS_URL` / `COUNTERSIGN_ISSUER_URL` when
- * set (roles in separate containers). Throws when a port is 0.
- */
-export function roleUrls(config: Config): RoleUrls {
-  for (const [name, port] of Object.entries({
-    COUNTERSIGN_PORT: config.COUNTERSIGN_PORT,
-    COUNTERSIGN_APPROVALS_PORT: config.COUNTERSIGN_APPROVALS_PORT,
-    COUNTERSIGN_ISSUER_PORT: config.COUNTERSIGN_ISSUER_PORT,
-  })) {
-    if (port === 0) throw new Error(`${name} must be a fixed port when the roles run as separate processes`);
-  }
-  if (!config.TEMPORAL_ADDRESS && config.TEMPORAL_PORT === 0)
-    throw new Error('TEMPORAL_PORT must be a fixed port (or set TEMPORAL_ADDRESS)');
-  const local = urlsAt(
-    config.COUNTERSIGN_HOST,
-    { mcp: config.COUNTERSIGN_PORT, approvals: config.COUNTERSIGN_APPROVALS_PORT, issuer: config.COUNTERSIGN_ISSUER_PORT },
-    config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
-  );
-  const mcpOrigin = config.COUNTERSIGN_MCP_URL ?? local.mcpOrigin;
-  return {
-    ...local,
-    mcpOrigin,
-    resourceUrl: `${mcpOrigin}/mcp`,
-    approvalsUrl: config.COUNTERSIGN_APPROVALS_URL ?? local.approvalsUrl,
-    issuerUrl: config.COUNTERSIGN_ISSUER_URL ?? local.issuerUrl,
-  };
-}
-
-/**
- * The credentials and TLS of the configured Temporal cluster (`TEMPORAL_CONNECTION`), applied only
- * when the cluster is external (`TEMPORAL_ADDRESS`, from the environment or a profile): the
- * embedded dev server is plain gRPC on 127.0.0.1 whatever the environment says.
- */
-export function temporalConnectionOf(config: Config): TemporalConnection {
-  return config.TEMPORAL_ADDRESS ? config.TEMPORAL_CONNECTION : {};
-}
 
 /**
  * Temporal's core runtime logs every worker state change at INFO to stderr; keep warnings only,
@@ -207,45 +133,6 @@ function mostVerbose(filter: string): CoreLevel {
   return CORE_LEVELS.find((l) => named.includes(l)) ?? 'WARN';
 }
 
-/**
- * The approval workflow's tunables from the configuration (fixed per run at its start, so replays
- * see the same values). `callbackBaseUrl`: where the backend's callbacks go, `<mcp origin>/callbacks/arap`.
- */
-export function workflowConfigOf(config: Config, callbackBaseUrl: string): ApprovalWorkflowConfig {
-  return {
-    resultRetentionMs: config.COUNTERSIGN_RESULT_RETENTION_MS,
-    clientPollIntervalMs: config.COUNTERSIGN_POLL_INTERVAL_MS,
-    statusPollInitialMs: config.COUNTERSIGN_STATUS_POLL_INITIAL_MS,
-    statusPollMaxMs: config.COUNTERSIGN_STATUS_POLL_MAX_MS,
-    maxGenerations: config.COUNTERSIGN_MAX_GENERATIONS,
-    retryBaseMs: config.COUNTERSIGN_RETRY_BASE_MS,
-    retryMaxMs: config.COUNTERSIGN_RETRY_MAX_MS,
-    executionTimeoutMs: config.COUNTERSIGN_EXECUTION_TIMEOUT_MS,
-    maxRequestWindowMs: config.COUNTERSIGN_MAX_REQUEST_WINDOW_MS,
-    callbackBaseUrl,
-  };
-}
-
-/**
- * Which tokens the MCP endpoint accepts: the production authorization server when configured,
- * otherwise the embedded development issuer at `devIssuerUrl` (whose tokens are then not accepted at all).
- */
-export function oauthOf(config: Config, devIssuerUrl: string, resourceUrl: string): { issuer: string; audience: string; jwksUrl: string } {
-  const productionIssuer = config.COUNTERSIGN_OAUTH_ISSUER;
-  return productionIssuer
-    ? {
-        issuer: productionIssuer,
-        audience: config.COUNTERSIGN_OAUTH_AUDIENCE ?? resourceUrl,
-        jwksUrl: config.COUNTERSIGN_OAUTH_JWKS_URL ?? `${productionIssuer.replace(/\/$/, '')}/.well-known/jwks.json`,
-      }
-    : { issuer: devIssuerUrl, audience: resourceUrl, jwksUrl: `${devIssuerUrl}/.well-known/jwks.json` };
-}
-
-/** The Temporal data converter of this installation: the AES-256-GCM payload codec over `COUNTERSIGN_PAYLOAD_KEYS` or the generated key. */
-export function dataConverterOf(config: Config, secrets: StackSecrets) {
-  return { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] };
-}
-
 /** The Temporal runtime exporter's URL for `/metrics`, when configured. */
 export function temporalMetricsUrlOf(config: Config): string | undefined {
   return config.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS ? `http://${config.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS}/metrics` : undefined;
@@ -271,58 +158,6 @@ export function backendReachable(baseUrl: string): ReadinessCheck {
       await res.body?.cancel();
     },
   };
-}
-
-/** The tools and policy the worker and the MCP front both use: the ledger (`<data>/ledger.db`), the tool registry over it, and Cedar. */
-export interface ToolParts {
-  ledger: Ledger;
-  /** The change register of `submit_change` (`<data>/changes.db`). */
-  changes: ChangeStore;
-  /** The native tools and, with `COUNTERSIGN_CONFIG`, the gateway's upstream tools (`src/gateway/`). */
-  tools: ToolRegistry;
-  pdp: PolicyDecisionPoint;
-  /** Stop the gateway's upstream connections (and processes) and close the ledger. */
-  close(): Promise<void>;
-}
-
-/**
- * Open the {@link ToolParts}: the ledger, the gateway over the native tools (with the upstreams of
- * `COUNTERSIGN_CONFIG`, if set) and the Cedar PDP that sees upstream tools' attributes. The caller
- * calls `close()`. Throws when the policy folder does not parse or the configuration file is invalid
- * (`GatewayConfigError`, every problem listed).
- */
-export async function openToolParts(config: Config, logger: Logger): Promise<ToolParts> {
-  const ledger = openLedger(join(config.COUNTERSIGN_DATA_DIR, 'ledger.db'));
-  const changes = openChangeStore(join(config.COUNTERSIGN_DATA_DIR, 'changes.db'));
-  let gateway: Gateway | undefined;
-  try {
-    const native = [createWireTransferTool(ledger), createSubmitChangeTool(changes, { stepMs: config.COUNTERSIGN_CHANGE_STEP_MS })];
-    gateway = await startConfiguredGateway(config, native, logger, configFileEnv());
-    const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR, toolEntity: toolEntityOf(gateway.registry) });
-    const opened = gateway;
-    return {
-      ledger,
-      changes,
-      tools: opened.registry,
-      pdp,
-      async close() {
-        await opened.close();
-        ledger.close();
-        changes.close();
-      },
-    };
-  } catch (err) {
-    await gateway?.close();
-    ledger.close();
-    changes.close();
-    throw err;
-  }
-}
-
-/** Open `parts` when not given; `close()` closes them only when they were opened here. */
-async function ownOrShared(config: Config, logger: Logger, parts: ToolParts | undefined): Promise<ToolParts> {
-  if (parts) return { ...parts, close: async () => undefined };
-  return openToolParts(config, logger);
 }
 
 /**
@@ -396,74 +231,38 @@ async function checkExternalRetention(ctx: RoleContext): Promise<void> {
 
 /**
  * The `worker` role: a Temporal worker at `urls.temporalAddress` whose activities call the approval
- * backend at `approvalsUrl` (default `urls.approvalsUrl`), Cedar and the ledger. `parts`: shared
- * tools (the embedded stack's, left open on stop); otherwise its own, closed on stop. Against an
+ * backend at `approvalsUrl` (default `urls.approvalsUrl`), Cedar and the ledger, with the workflow-task
+ * watchdog when configured (`compose` with `front: false`). `parts`: shared tools (the embedded
+ * stack's, left open on stop); otherwise its own, closed on stop. Against an
  * external cluster it first checks the namespace's retention ({@link checkExternalRetention}).
  * Resolves once it polls; `stop()` drains it. Throws when Temporal is unreachable, and
  * `NamespaceRetentionError` when the retention is short and the check is `fail`.
  */
 export async function startWorkerRole(
   ctx: RoleContext,
-  opts: { approvalsUrl?: string; workflowBundle?: WorkflowBundleWithSourceMap; parts?: ToolParts } = {},
+  opts: { approvalsUrl?: string; workflowBundle?: WorkflowBundleWithSourceMap; parts?: SharedTools } = {},
 ): Promise<{ stop(): Promise<void>; checks: ReadinessCheck[]; worker: RunningWorker }> {
-  const { config, secrets } = ctx;
+  const { config } = ctx;
   if (config.TEMPORAL_ADDRESS) await checkExternalRetention(ctx);
-  const parts = await ownOrShared(config, ctx.logger, opts.parts);
-  try {
-    const worker = await startApprovalWorker({
-      address: ctx.urls.temporalAddress,
-      connection: temporalConnectionOf(config),
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: config.COUNTERSIGN_TASK_QUEUE,
-      deps: {
-        backend: createArapHttpBackend({ baseUrl: opts.approvalsUrl ?? ctx.urls.approvalsUrl, clientToken: secrets.approvalsClientToken }),
-        pdp: parts.pdp,
-        tools: parts.tools,
-        logger: ctx.logger.child({ part: 'worker' }),
-        ...(ctx.tracing?.enabled ? { tracer: ctx.tracing.tracer } : {}),
-      },
-      dataConverter: dataConverterOf(config, secrets),
-      shutdownGraceMs: config.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
-      maxCachedWorkflows: config.COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS,
-      ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}),
-      ...(ctx.metrics ? { metrics: ctx.metrics } : {}),
-      ...(ctx.tracing ? { tracing: ctx.tracing } : {}),
-    });
-    const watchdog =
-      config.COUNTERSIGN_WORKER_WATCHDOG_MS > 0
-        ? startWorkflowTaskWatchdog({
-            // the current worker's client: a replaced worker's is closed once it has stopped
-            connection: {
-              get workflowService() {
-                return worker.connection.workflowService;
-              },
-            },
-            namespace: config.TEMPORAL_NAMESPACE,
-            taskQueue: config.COUNTERSIGN_TASK_QUEUE,
-            identity: () => worker.identity(),
-            replace: () => worker.replace(),
-            logger: ctx.logger.child({ part: 'worker' }),
-            intervalMs: config.COUNTERSIGN_WORKER_WATCHDOG_MS,
-          })
-        : undefined;
-    return {
-      worker,
-      checks: [{ name: 'worker', check: () => worker.ready() }, backendReachable(opts.approvalsUrl ?? ctx.urls.approvalsUrl)],
-      async stop() {
-        watchdog?.stop();
-        await worker.stop();
-        await parts.close();
-      },
-    };
-  } catch (err) {
-    await parts.close();
-    throw err;
-  }
+  const approvalsUrl = opts.approvalsUrl ?? ctx.urls.approvalsUrl;
+  const composed = await compose(config, {
+    ...roleParts(ctx),
+    ...(opts.parts ? { tools: opts.parts } : {}),
+    worker: { approvalsUrl, ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : {}) },
+    front: false,
+  });
+  const { worker } = composed;
+  return {
+    worker,
+    checks: [{ name: 'worker', check: () => worker.ready() }, backendReachable(approvalsUrl)],
+    stop: () => composed.close(),
+  };
 }
 
 /**
- * The `mcp` role: a Temporal client with the payload codec, and the MCP front (`src/mcp-front.ts`)
- * served through `mount`; allowed calls run inline here, so it has the tools too (`parts` as for
+ * The `mcp` role: a Temporal client with the payload codec, and the MCP front (`src/mcp-front.ts`),
+ * composed with `worker: false` (search attributes on the runs when the namespace has them), served
+ * through `mount`, with the open-tasks gauge and `/readyz` over the client; allowed calls run inline here, so it has the tools too (`parts` as for
  * {@link startWorkerRole}). `callbackBaseUrl` defaults to `<mcp origin>/callbacks/arap`. It also
  * publishes the evidence receipts' public key (`src/receipts/signing-key.ts`, generated in the data
  * folder on first start unless `COUNTERSIGN_RECEIPTS_KEY_FILE` names one). Resolves once it serves;
@@ -471,82 +270,62 @@ export async function startWorkerRole(
  */
 export async function startMcpRole(
   ctx: RoleContext,
-  opts: { mount: Mount; callbackBaseUrl?: string; backendCallTimeoutMs?: number; parts?: ToolParts; extraChecks?: ReadinessCheck[] },
+  opts: { mount: Mount; callbackBaseUrl?: string; backendCallTimeoutMs?: number; parts?: SharedTools; extraChecks?: ReadinessCheck[] },
 ): Promise<{ temporal: Client; stop(): Promise<void> }> {
-  const { config, secrets, urls } = ctx;
-  const connection = await connectClient(urls.temporalAddress, temporalConnectionOf(config));
-  let parts: ToolParts | undefined;
-  try {
-    parts = await ownOrShared(config, ctx.logger, opts.parts);
-    const temporal = new Client({
-      connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      dataConverter: dataConverterOf(config, secrets),
-      ...(ctx.tracing?.enabled ? { interceptors: { workflow: ctx.tracing.clientInterceptors } } : {}),
-    });
-    const searchAttributes = await searchAttributesEnabled(
-      config.COUNTERSIGN_SEARCH_ATTRIBUTES,
-      connection,
-      config.TEMPORAL_NAMESPACE,
-      ctx.logger,
-    );
-    const workflowConfig: ApprovalWorkflowConfig = {
-      ...workflowConfigOf(config, opts.callbackBaseUrl ?? `${urls.mcpOrigin}/callbacks/arap`),
-      ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
-      ...(searchAttributes ? { searchAttributes } : {}),
-    };
-    const oauth = oauthOf(config, urls.issuerUrl, urls.resourceUrl);
-    const metrics = ctx.metrics ?? createAppMetrics();
-    metrics.setOpenTasksSource(
-      async () => (await temporal.workflow.count("WorkflowType = 'approvalWorkflow' AND ExecutionStatus = 'Running'")).count,
-    );
-    const receiptsKey = await loadReceiptSigningKey({
-      dataDir: config.COUNTERSIGN_DATA_DIR,
-      keyFile: config.COUNTERSIGN_RECEIPTS_KEY_FILE,
-    });
-    const mcp = createMcpFront(config, {
+  const { config } = ctx;
+  const receiptsKey = await loadReceiptSigningKey({
+    dataDir: config.COUNTERSIGN_DATA_DIR,
+    keyFile: config.COUNTERSIGN_RECEIPTS_KEY_FILE,
+  });
+  const metrics = ctx.metrics ?? createAppMetrics();
+  const { temporal, front, close } = await compose(config, {
+    ...roleParts(ctx),
+    metrics,
+    ...(opts.parts ? { tools: opts.parts } : {}),
+    worker: false,
+    front: {
       receiptsJwks: receiptsKey.jwks,
-      temporal,
-      tools: parts.tools,
-      pdp: parts.pdp,
-      secrets,
-      workflowConfig,
-      oauth,
-      resourceUrl: urls.resourceUrl,
-      logger: ctx.logger,
-      metrics,
-      ...(ctx.tracing?.enabled ? { tracer: ctx.tracing.tracer } : {}),
-    });
-    const checks: ReadinessCheck[] = [
-      { name: 'temporal', check: async () => void (await connection.workflowService.getSystemInfo({})) },
-      ...(opts.extraChecks ?? []),
-    ];
-    const unmount = await withOps(
-      opts.mount,
-      config,
-      metrics,
-      checks,
-    )((req, env) => mcp.app.fetch(req, env as object)).catch(async (err: unknown) => {
-      await mcp.close();
-      throw err;
-    });
-    const own = parts;
-    return {
-      temporal,
-      async stop() {
-        // the front first: its subscriptions/listen streams end gracefully while their connections
-        // are still open (the listener's close drops every connection at once)
-        await mcp.close();
-        await unmount();
-        await connection.close();
-        await own.close();
-      },
-    };
-  } catch (err) {
-    await parts?.close();
-    await connection.close();
+      ...(opts.callbackBaseUrl ? { callbackBaseUrl: opts.callbackBaseUrl } : {}),
+      ...(opts.backendCallTimeoutMs ? { backendCallTimeoutMs: opts.backendCallTimeoutMs } : {}),
+    },
+  });
+  metrics.setOpenTasksSource(
+    async () => (await temporal.workflow.count("WorkflowType = 'approvalWorkflow' AND ExecutionStatus = 'Running'")).count,
+  );
+  const checks: ReadinessCheck[] = [
+    { name: 'temporal', check: async () => void (await temporal.workflowService.getSystemInfo({})) },
+    ...(opts.extraChecks ?? []),
+  ];
+  const unmount = await withOps(
+    opts.mount,
+    config,
+    metrics,
+    checks,
+  )((req, env) => front.app.fetch(req, env as object)).catch(async (err: unknown) => {
+    await close();
     throw err;
-  }
+  });
+  return {
+    temporal,
+    async stop() {
+      // the front first: its subscriptions/listen streams end gracefully while their connections
+      // are still open (the listener's close drops every connection at once)
+      await front.close();
+      await unmount();
+      await close();
+    },
+  };
+}
+
+/** What every composition of a role takes from its context: the logger, secrets, URLs, metrics and tracing of the process. */
+function roleParts(ctx: RoleContext): Pick<ComposeOverrides, 'logger' | 'secrets' | 'urls' | 'metrics' | 'tracing'> {
+  return {
+    logger: ctx.logger,
+    secrets: ctx.secrets,
+    urls: ctx.urls,
+    ...(ctx.metrics ? { metrics: ctx.metrics } : {}),
+    ...(ctx.tracing ? { tracing: ctx.tracing } : {}),
+  };
 }
 
 /**

@@ -19,15 +19,14 @@ import type { Config } from './config.js';
 import { createLogger } from '@countersign/http/log';
 import { openDataDir, type StackSecrets } from './secrets.js';
 import { closeServer, listen, type FetchFn } from '@countersign/http/server-lifecycle';
+import { openToolParts, urlsAt } from './compose.js';
 import {
-  openToolParts,
   quietTemporalRuntime,
   startApprovalsRole,
   startIssuerRole,
   startMcpRole,
   startTemporalRole,
   startWorkerRole,
-  urlsAt,
   type Mount,
   type RoleContext,
 } from './stack-roles.js';

@@ -1,14 +1,19 @@
 /**
- * The Temporal worker: the approval workflow and the per-principal submission limiter
- * (`workflows/index.ts`), plus activities built over the real adapters.
- * `startApprovalWorker` returns once the worker polls; `stop()` drains it (in-flight activities
- * are cancelled and waited for up to `shutdownGraceMs`) and resolves when it has stopped.
+ * The Temporal worker of every composition (`src/compose.ts` is its only caller outside the tests,
+ * and this is the only `Worker.create` outside them): by default the approval workflow and the
+ * per-principal submission limiter (`workflows/index.ts`, or the bundle `npm run build` made),
+ * with the activities the caller composed; the conformance profile and the bench's baseline run
+ * their own workflows through the same starter. `startApprovalWorker` returns once the worker polls;
+ * `stop()` drains it (in-flight activities are cancelled and waited for up to `shutdownGraceMs`)
+ * and resolves when it has stopped.
  */
 import {
   type NativeConnection,
   Worker,
   bundleWorkflowCode,
   type InjectedSinks,
+  type WorkerOptions,
+  type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { existsSync, readFileSync } from 'node:fs';
@@ -16,8 +21,6 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DataConverter } from '@temporalio/common';
-import { createActivities, type ActivityDeps } from '../activities/activities.js';
-import { createLimiterActivities } from '../activities/limiter-activities.js';
 import { connectWorker, type TemporalConnection } from './temporal/connect.js';
 import type { AppMetrics } from './ops/metrics.js';
 import type { CountersignSinks } from '../workflows/metrics-sink.js';
@@ -87,15 +90,29 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
-/** Start a worker on `taskQueue`. Throws if the connection or registration fails. */
+/**
+ * Where a worker connects: a frontend's `host:port` with its API key, TLS and gRPC metadata
+ * (`src/temporal/connect.ts`; default plain gRPC, no credentials), each worker on a connection of
+ * its own; or a connection lent by its owner (the time-skipping test server's), used as it is and
+ * never closed here — `replace()` then throws (the SDK refuses a second worker for the same queue
+ * on one connection).
+ */
+export type WorkerConnection = { address: string; settings?: TemporalConnection } | { lent: NativeConnection };
+
+/**
+ * Start a worker on `taskQueue` of `namespace` over `connection`. Throws when the
+ * connection fails, the workflow module does not bundle, or Temporal refuses the registration.
+ */
 export async function startApprovalWorker(opts: {
-  address: string;
-  /** API key, TLS and gRPC metadata (`src/temporal/connect.ts`); default: plain gRPC, no credentials. */
-  connection?: TemporalConnection;
+  connection: WorkerConnection;
   namespace: string;
   taskQueue: string;
-  deps: ActivityDeps;
-  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** The activity implementations by name (`src/compose.ts` composes the approval workflow's). */
+  activities: object;
+  /** The workflow code, bundled (`{code}` or `{codePath}`); default the bundle `npm run build` made (unless `workflowsPath` is given), else the module bundled at start. */
+  workflowBundle?: WorkflowBundleOption;
+  /** The workflow module bundled when there is no bundle; default {@link WORKFLOWS_PATH}. */
+  workflowsPath?: string;
   /** Workflow cache size (runs kept in memory); default 1000. */
   maxCachedWorkflows?: number;
   /**
@@ -118,6 +135,13 @@ export async function startApprovalWorker(opts: {
    */
   tracing?: Tracing;
   /**
+   * The worker's interceptors instead of the default (the tracing's activity interceptors and, when
+   * bundling at start, the workflow tracing module): for workflows other than Countersign's.
+   */
+  interceptors?: WorkerOptions['interceptors'];
+  /** The injected sinks instead of the default (the tracing exporter's and, with `metrics`, `countersignMetrics`). */
+  sinks?: WorkerOptions['sinks'];
+  /**
    * Run the workflows in this process's main thread instead of Temporal's workflow worker thread
    * (the SDK's `debugMode`, which also lifts the 5 s deadlock timeout of a workflow activation).
    * For heap snapshots (`npm run bench:heap`: `v8.writeHeapSnapshot()` then sees the cached runs)
@@ -126,23 +150,29 @@ export async function startApprovalWorker(opts: {
   workflowsInMainThread?: boolean;
 }): Promise<RunningWorker> {
   const tracing = opts.tracing ?? TRACING_OFF;
-  const workflowBundle = opts.workflowBundle ?? prebuiltWorkflowBundle();
+  // another workflow module is bundled at start: the prebuilt bundle holds Countersign's workflows only
+  const workflowBundle = opts.workflowBundle ?? (opts.workflowsPath ? undefined : prebuiltWorkflowBundle());
   const baseIdentity = `${process.pid}@${hostname()}`;
   let generation = 0;
   // Each worker gets its own connection: the SDK refuses a second worker for the same namespace and
   // task queue on one client, and a replaced worker may take a while to let go of its own.
+  const target = opts.connection;
+  const lent = 'lent' in target ? target.lent : undefined;
   const create = async (identity: string): Promise<{ worker: Worker; connection: NativeConnection }> => {
-    const connection = await connectWorker(opts.address, opts.connection);
+    const connection = 'lent' in target ? target.lent : await connectWorker(target.address, target.settings);
     try {
       const worker = await Worker.create({
         connection,
         identity,
         namespace: opts.namespace,
         taskQueue: opts.taskQueue,
-        ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+        ...(workflowBundle ? { workflowBundle } : { workflowsPath: opts.workflowsPath ?? WORKFLOWS_PATH }),
         // the workflow interceptors whatever the tracing (see bundleWorkflows); a prebuilt bundle has them
-        interceptors: { ...tracing.workerInterceptors, ...(workflowBundle ? {} : { workflowModules: [WORKFLOW_TRACING_MODULE] }) },
-        activities: { ...createActivities(opts.deps), ...createLimiterActivities() },
+        interceptors: opts.interceptors ?? {
+          ...tracing.workerInterceptors,
+          ...(workflowBundle ? {} : { workflowModules: [WORKFLOW_TRACING_MODULE] }),
+        },
+        activities: opts.activities,
         maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
         // in-flight activities may finish for most of the grace, are then cancelled, and at its end the
         // worker stops waiting for them
@@ -151,12 +181,12 @@ export async function startApprovalWorker(opts: {
         // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
         maxHeartbeatThrottleInterval: '1s',
         ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
-        sinks: { ...tracing.workflowSinks, ...(opts.metrics ? metricsSinks(opts.metrics) : {}) },
+        sinks: opts.sinks ?? { ...tracing.workflowSinks, ...(opts.metrics ? metricsSinks(opts.metrics) : {}) },
         ...(opts.workflowsInMainThread ? { debugMode: true } : {}),
       });
       return { worker, connection };
     } catch (err) {
-      await connection.close().catch(() => undefined);
+      if (!lent) await connection.close().catch(() => undefined);
       throw err;
     }
   };
@@ -170,7 +200,7 @@ export async function startApprovalWorker(opts: {
       c.worker
         .run()
         .catch(() => undefined)
-        .finally(() => c.connection.close().catch(() => undefined)),
+        .finally(() => (lent ? undefined : c.connection.close().catch(() => undefined))),
     );
   };
   track(current);
@@ -188,6 +218,7 @@ export async function startApprovalWorker(opts: {
       await connection.workflowService.getSystemInfo({});
     },
     async replace() {
+      if (lent) throw new Error('a worker on a lent connection cannot be replaced');
       const old = current.worker;
       // the fresh worker polls before the old one stops, on its own client (see create)
       const fresh = await create(`${baseIdentity}-r${generation + 1}`);

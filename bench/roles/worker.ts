@@ -1,16 +1,16 @@
 // Scope: the Temporal worker as its own process (bench only): the approval workflow and the
 // submission limiter, with the real activities (approval service over HTTP, Cedar, the ledger),
-// the stack's payload codec and an explicit workflow cache size, which the bench prints.
+// the stack's payload codec and an explicit workflow cache size, which the bench prints; composed
+// by the same root as the `worker` role (`src/compose.ts`), with the bench's own tools
+// (wire_transfer on this role's ledger, no gateway) and no watchdog, as before the root.
 // Prints `{"ready":true,"maxCachedWorkflows":...}` on stdout once polling; SIGTERM drains it.
-import { createArapHttpBackend } from '../../src/backends/arap-http-backend.js';
 import { createLogger } from '@countersign/http/log';
+import { compose } from '../../src/compose.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
 import { loadOrCreateSecrets } from '../../src/secrets.js';
-import { payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';
 import { openLedger } from '../../src/tools/ledger.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
-import { startApprovalWorker } from '../../src/worker.js';
 import { readSpec } from './spec.js';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,21 +22,24 @@ const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'error' });
 const secrets = loadOrCreateSecrets(config.COUNTERSIGN_DATA_DIR);
 const ledger = openLedger(spec.ledgerFile);
 const maxCachedWorkflows = spec.maxCachedWorkflows ?? 1000;
-const worker = await startApprovalWorker({
-  address: spec.temporalAddress,
-  namespace: config.TEMPORAL_NAMESPACE,
-  taskQueue: config.COUNTERSIGN_TASK_QUEUE,
-  deps: {
-    backend: createArapHttpBackend({ baseUrl: spec.approvalsUrl, clientToken: secrets.approvalsClientToken }),
-    pdp: await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR }),
+const composed = await compose(config, {
+  logger,
+  secrets,
+  tools: {
     tools: createToolRegistry([createWireTransferTool(ledger)]),
-    logger: logger.child({ part: 'worker' }),
+    pdp: await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR }),
   },
-  dataConverter: { payloadCodecs: [payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys)] },
-  ...(spec.workflowBundlePath ? { workflowBundle: { codePath: spec.workflowBundlePath } as never } : {}),
-  maxCachedWorkflows,
-  ...(spec.heapSnapshotDir ? { workflowsInMainThread: true } : {}),
+  temporal: { address: spec.temporalAddress, connection: {} },
+  worker: {
+    approvalsUrl: spec.approvalsUrl,
+    ...(spec.workflowBundlePath ? { workflowBundle: { codePath: spec.workflowBundlePath } } : {}),
+    maxCachedWorkflows,
+    ...(spec.heapSnapshotDir ? { workflowsInMainThread: true } : {}),
+    watchdog: false,
+  },
+  front: false,
 });
+const { worker } = composed;
 
 // bench/heap: a file `worker-<n>.request` in the snapshot folder asks for a heap snapshot of the
 // thread running the workflows (this one). Not a signal: Temporal's runtime stops the worker on
@@ -76,7 +79,7 @@ if (spec.heapSnapshotDir) {
 }
 
 process.once('SIGTERM', () => {
-  void worker.stop().finally(() => {
+  void composed.close().finally(() => {
     ledger.close();
     process.exit(0);
   });

@@ -12,9 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, type InjectedSinks, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createActivities } from '../../activities/activities.js';
-import { createLimiterActivities } from '../../activities/limiter-activities.js';
+import type { InjectedSinks, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createApprovalService, DEFAULT_APPROVAL_RULES } from '@countersign/approvals';
 import { createArapHttpBackend } from '../../src/backends/arap-http-backend.js';
 import { quotaKeyOf } from '../../src/auth/principal-keys.js';
@@ -22,10 +20,9 @@ import { createCallBinding } from '../../src/binding/call-binding.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '@countersign/http/log';
 import { pollIntervalFor, type PollIntervalPolicy } from '../../src/mcp/poll-interval.js';
-import { createTaskService } from '../../src/mcp/task-service.js';
 import { TRACING_OFF } from '../../src/ops/tracing.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
-import { workflowConfigOf } from '../../src/stack-roles.js';
+import { compose, workflowConfigOf, type ComposedActivities } from '../../src/compose.js';
 import { temporalTestServerPath } from '../../src/temporal/binaries.js';
 import { openLedger } from '../../src/tools/ledger.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
@@ -137,49 +134,53 @@ export async function waitActionsScenario(ctx: BenchContext, bundle: WorkflowBun
   const ledger = openLedger(join(ctx.config.COUNTERSIGN_DATA_DIR, 'ledger-wait-actions.db'));
   const tools = createToolRegistry([createWireTransferTool(ledger)]);
   const pdp = await createCedarPdp({ policyDir: ctx.config.COUNTERSIGN_POLICY_DIR });
-  const real = createActivities({
-    backend: createArapHttpBackend({ baseUrl: 'http://approvals.sim', clientToken, fetch: serviceFetch }),
-    pdp,
-    tools,
-  });
   const pollAttempts = new Map<string, number>();
-  const taskQueue = `bench-wait-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    sinks: { ...TRACING_OFF.workflowSinks, ...quietMetrics },
-    activities: {
-      ...real,
-      ...createLimiterActivities(),
-      async fetchApprovalStatus(handle, poll) {
-        if (poll) {
-          const id = Context.current().info.workflowExecution?.workflowId ?? '';
-          pollAttempts.set(id, (pollAttempts.get(id) ?? 0) + 1);
-        }
-        return real.fetchApprovalStatus(handle, poll);
-      },
-    } satisfies typeof real,
-  });
   const dedupKey = randomUUID();
-  const tasks = createTaskService({
-    client: env.client,
-    taskQueue,
-    dedupKey,
-    workflowConfig,
-    createWaitMs: 60_000,
-    submissionLimits: {
-      maxSubmissionsPerWindow: ctx.config.COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW,
-      submissionWindowMs: ctx.config.COUNTERSIGN_SUBMISSION_WINDOW_MS,
-      maxPendingPerPrincipal: ctx.config.COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL,
+  // the worker and the front's task service as the roles compose them, on the test server's
+  // connections, over the in-memory approval service; payloads in plain text, the metrics dropped
+  const composed = await compose(
+    { ...ctx.config, COUNTERSIGN_TASK_QUEUE: `bench-wait-${randomUUID()}`, COUNTERSIGN_CREATE_WAIT_MS: 60_000 },
+    {
+      logger: createLogger({ level: 'error' }),
+      secrets: { dedupKey, callbackSecret: randomUUID() },
+      dataConverter: {},
+      temporal: { client: env.client, workerConnection: env.nativeConnection },
+      tools: { tools, pdp },
+      worker: {
+        backend: createArapHttpBackend({ baseUrl: 'http://approvals.sim', clientToken, fetch: serviceFetch }),
+        workflowBundle: bundle,
+        sinks: { ...TRACING_OFF.workflowSinks, ...quietMetrics },
+        activities: (real) =>
+          ({
+            ...real,
+            async fetchApprovalStatus(handle, poll) {
+              if (poll) {
+                const id = Context.current().info.workflowExecution?.workflowId ?? '';
+                pollAttempts.set(id, (pollAttempts.get(id) ?? 0) + 1);
+              }
+              return real.fetchApprovalStatus(handle, poll);
+            },
+          }) satisfies ComposedActivities,
+      },
+      front: {
+        workflowConfig,
+        resourceUrl: 'http://mcp.sim/mcp',
+        auth: {
+          verifier: { verify: () => Promise.reject(new Error('the bench calls the task service directly')) },
+          authorizationServers: [],
+        },
+      },
     },
-  });
+  );
+  const gate = composed.front.gate;
+  if (!gate) throw new Error('the composed front serves no gate');
+  const tasks = gate.tasks;
   const principal = { iss: 'https://issuer.bench', sub: `bench-wait-${randomUUID()}` };
   const limiterId = limiterWorkflowIdOf(quotaKeyOf(dedupKey, principal));
   const limiterRuns = new Set<string>();
   const basic = `Basic ${Buffer.from(`${approver.id}:${approver.secret}`).toString('base64')}`;
   try {
-    const rows = await worker.runUntil(async () => {
+    const rows = await (async () => {
       const out: Array<Omit<WaitActions, 'limiterShare' | 'total'> & { workflowId: string }> = [];
       for (const w of WAITS) {
         await sync();
@@ -259,7 +260,7 @@ export async function waitActionsScenario(ctx: BenchContext, bundle: WorkflowBun
         );
       }
       return out;
-    });
+    })().finally(() => composed.close()); // the worker stops before the histories are read, as runUntil did
     // the limiter: one run per busy spell of the principal (here each task: the wait after it lets
     // the run's idle timer fire, and the next task starts a new run); all its runs over all the tasks
     let limiterActions = 0;
@@ -292,6 +293,7 @@ export async function waitActionsScenario(ctx: BenchContext, bundle: WorkflowBun
       met: ratio.record <= TARGET,
     };
   } finally {
+    await composed.close();
     service.close();
     ledger.close();
     await env.teardown();

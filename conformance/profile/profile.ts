@@ -12,19 +12,23 @@
  * token is 401. It binds to 127.0.0.1 by default and keeps no state on disk (the embedded Temporal
  * dev server is in memory unless `temporalAddress` is given).
  *
+ * Composed by the same root as the product (`src/compose.ts`), with the parts replaced: the fixture
+ * workflow and activities for the worker, the fixture server factory for the gate, the profile's
+ * token for the verifier.
+ *
  * Deliberately does not start the approval stack: no policy, approval service or ledger.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { Principal } from '../../src/auth/principal.js';
 import { AuthError, type TokenVerifier } from '../../src/auth/verify-token.js';
 import { createLogger } from '@countersign/http/log';
-import { createMcpHttpApp } from '../../src/mcp/http.js';
+import { compose } from '../../src/compose.js';
+import { defaultConfig } from '../../src/config.js';
 import { createSubmissionStateCodec } from '../../src/mcp/submission-input.js';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { generatePayloadKey, payloadCodecFromKeyList } from '../../src/temporal/payload-codec.js';
@@ -93,38 +97,9 @@ export async function startConformanceProfile(opts: ConformanceProfileOptions = 
       address = dev.address;
     }
     const dataConverter = { payloadCodecs: [payloadCodecFromKeyList([generatePayloadKey()])] };
-
-    // Worker for the fixture task workflow
-    const workerConnection = await NativeConnection.connect({ address });
-    cleanups.push(() => workerConnection.close());
     const workflowBundle = await bundleWorkflowCode({
       workflowsPath: FIXTURE_WORKFLOW_PATH,
       logger: { log() {}, info() {}, warn() {}, error() {}, debug() {}, trace() {} } as never,
-    });
-    const worker = await Worker.create({
-      connection: workerConnection,
-      namespace,
-      taskQueue,
-      workflowBundle,
-      activities: createFixtureActivities(),
-      dataConverter,
-    });
-    const running = worker.run();
-    cleanups.push(async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running.catch(() => undefined);
-    });
-
-    // Front
-    const connection = await Connection.connect({ address });
-    cleanups.push(() => connection.close());
-    const temporal = new Client({ connection, namespace, dataConverter });
-    const tasks = createFixtureTaskService({
-      client: temporal,
-      taskQueue,
-      ttlMs: opts.ttlMs ?? 3_600_000,
-      retentionMs: opts.retentionMs ?? 3_600_000,
-      pollIntervalMs: opts.pollIntervalMs ?? 200,
     });
     const serverKey = randomBytes(32).toString('base64url');
     const token = randomBytes(24).toString('base64url');
@@ -136,7 +111,6 @@ export async function startConformanceProfile(opts: ConformanceProfileOptions = 
         return PROFILE_PRINCIPAL;
       },
     };
-
     const fetchRef: { current: (req: Request) => Response | Promise<Response> } = {
       current: () => new Response('starting', { status: 503 }),
     };
@@ -154,16 +128,30 @@ export async function startConformanceProfile(opts: ConformanceProfileOptions = 
         }),
     );
     const resourceUrl = `http://${host}:${srv.port}/mcp`;
-    const mcp = createMcpHttpApp({
-      factory: createProfileServerFactory({ tasks, requestStateCodec: createSubmissionStateCodec(serverKey) }),
-      verifier,
-      resourceUrl,
-      authorizationServers: [],
-      temporal,
-      callbackSecret: randomBytes(32).toString('base64url'),
-      logger: logger.child({ part: 'conformance-http' }),
+    const composed = await compose(defaultConfig({ TEMPORAL_NAMESPACE: namespace, COUNTERSIGN_TASK_QUEUE: taskQueue }), {
+      logger,
+      secrets: { dedupKey: serverKey, callbackSecret: randomBytes(32).toString('base64url') },
+      dataConverter,
+      temporal: { address },
+      worker: { workflowBundle, activities: createFixtureActivities(), interceptors: {}, sinks: {}, watchdog: false },
+      front: {
+        server: (temporal) =>
+          createProfileServerFactory({
+            tasks: createFixtureTaskService({
+              client: temporal,
+              taskQueue,
+              ttlMs: opts.ttlMs ?? 3_600_000,
+              retentionMs: opts.retentionMs ?? 3_600_000,
+              pollIntervalMs: opts.pollIntervalMs ?? 200,
+            }),
+            requestStateCodec: createSubmissionStateCodec(serverKey),
+          }),
+        resourceUrl,
+        auth: { verifier, authorizationServers: [] },
+      },
     });
-    cleanups.push(() => mcp.close());
+    cleanups.push(() => composed.close());
+    const mcp = composed.front;
     fetchRef.current = (req) => {
       if (req.headers.has('authorization')) return mcp.app.fetch(req);
       const headers = new Headers(req.headers);

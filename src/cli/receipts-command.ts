@@ -72,7 +72,7 @@ async function exportReceipts(
     import('../secrets.js'),
     import('../temporal/connect.js'),
     import('../temporal/payload-codec.js'),
-    import('../stack-roles.js'),
+    import('../compose.js'),
     import('../receipts/issuer.js'),
     import('../receipts/receipt-log.js'),
     import('../receipts/signing-key.js'),

@@ -87,10 +87,11 @@ export function registerServeCommand(program: Command, config: () => Promise<Con
       const timeout = o.backendCallTimeoutMs === undefined ? undefined : Number(o.backendCallTimeoutMs);
       const cfg = await config();
       // what starts the role, loaded only now (`countersign --help` loads none of it)
-      const [{ createLogger }, { exitOnSignals }, { roleUrls, startRole }, { ensureTemporalBinaries }] = await Promise.all([
+      const [{ createLogger }, { exitOnSignals }, { startRole }, { roleUrls }, { ensureTemporalBinaries }] = await Promise.all([
         import('@countersign/http/log'),
         import('@countersign/http/server-lifecycle'),
         import('../stack-roles.js'),
+        import('../compose.js'),
         import('../temporal/binaries.js'),
       ]);
       const temporalDown = (address: string) =>

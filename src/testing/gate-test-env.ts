@@ -2,11 +2,12 @@
  * Test a Countersign gate — your Cedar policies, your tool modules, your upstream MCP servers —
  * on Temporal's time-skipping test server, with a scripted approver (docs/TESTING-YOUR-GATE.md).
  *
- * `startGateTest` runs the real parts in-process: the gate of the MCP front (`src/mcp/gate.ts`),
- * the Cedar PDP over your policy folder, the tool registry (with the gateway's upstreams when a
- * configuration file is given), the task service (start, then `taskCreated`), and a worker running the
- * real approval workflow and activities. Only the approval backend is replaced, by
- * `scriptedApprover` (`scripted-approver.ts`). Waiting for a task's outcome lets the test server
+ * `startGateTest` runs the real parts in-process, composed by the same root as the running
+ * server (`src/compose.ts`): the gate of the MCP front (`src/mcp/gate.ts`), the Cedar PDP over
+ * your policy folder, the tool registry (with the gateway's upstreams when a configuration file is
+ * given), the task service (start, then `taskCreated`), and a worker running the real approval
+ * workflow and activities. Only the approval backend is replaced, by `scriptedApprover`
+ * (`scripted-approver.ts`). Waiting for a task's outcome lets the test server
  * skip time, so a 7-day expiry takes seconds.
  *
  * Installs Temporal's core runtime with an ERROR logger when the process has none yet (a test run is
@@ -16,7 +17,7 @@
  * encrypt payloads, or apply per-principal submission limits. Those are tested by this
  * repository's own suites; this module tests what a team configures.
  */
-import { configFileEnv } from '../config.js';
+import { configFileEnv, defaultConfig } from '../config.js';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,12 +28,9 @@ import {
   DefaultLogger,
   makeTelemetryFilterString,
   Runtime,
-  Worker,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
-import { createActivities } from '../../activities/activities.js';
-import { createLimiterActivities } from '../../activities/limiter-activities.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { META, type ApprovalWorkflowConfig, type TaskSnapshot, type ToolResult } from '../../workflows/types.js';
@@ -42,16 +40,16 @@ import { createCallBinding } from '../binding/call-binding.js';
 import { loadGatewayConfig } from '../gateway/config-file.js';
 import { startGateway, type Gateway } from '../gateway/gateway.js';
 import { toolEntityOf } from '../gateway/wiring.js';
-import { gateToolCall, type GateDeps } from '../mcp/gate.js';
+import { compose, type Composition } from '../compose.js';
+import { gateToolCall } from '../mcp/gate.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
-import { createTaskService } from '../mcp/task-service.js';
 import { createCedarPdp, type CedarPdp } from '../policy/cedar-pdp.js';
 import { ensureTemporalBinaries, temporalTestServerPath } from '../temporal/binaries.js';
 import { sep } from 'node:path';
 import type { Tool } from '../tools/tool.js';
-import { metricsSinks, prebuiltWorkflowBundle, WORKFLOWS_PATH } from '../worker.js';
+import { prebuiltWorkflowBundle, WORKFLOWS_PATH } from '../worker.js';
 import { createAppMetrics } from '../ops/metrics.js';
-import { TRACING_OFF } from '../ops/tracing.js';
+import type { ToolRegistry } from '../tools/registry.js';
 import { PROJECT_ROOT } from '../temporal/binaries.js';
 import {
   scriptedApprover,
@@ -265,13 +263,11 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
     server: { executable: { type: 'existing-path', path: testServerPath() } },
   });
   let gateway: Gateway | undefined;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
+  let composed: Composition | undefined;
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      if (worker?.getState() === 'RUNNING') worker.shutdown();
-      await running?.catch(() => undefined);
+      await composed?.close();
       await gateway?.close();
       await env.teardown();
       rmSync(dataDir, { recursive: true, force: true });
@@ -285,7 +281,7 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
     const executions: ToolExecution[] = [];
     const counted = new Map<Tool, Tool>();
     // Every execution, inline or approved, goes through here, so a test can count them.
-    const tools = {
+    const tools: ToolRegistry = {
       get(name: string): Tool | undefined {
         const tool = registry.get(name);
         if (!tool) return undefined;
@@ -302,21 +298,12 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
         }
         return wrapped;
       },
+      list: () => registry.list(),
+      descriptor: (name) => registry.descriptor(name),
       descriptorDigest: (name: string) => registry.descriptorDigest(name),
       refresh: () => registry.refresh(),
     };
     const pdp = await createCedarPdp({ policyDir: policyFolder(options.policies, dataDir), toolEntity: toolEntityOf(registry) });
-    const taskQueue = `gate-test-${randomUUID()}`;
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      activities: { ...createActivities({ backend: approver, pdp, tools, logger }), ...createLimiterActivities() },
-      // the sinks the workflows call: the metrics (counted in a registry of this test's own) and the
-      // tracing interceptors' exporter of the prebuilt bundle (which drops the spans)
-      sinks: { ...TRACING_OFF.workflowSinks, ...metricsSinks(createAppMetrics()) },
-    });
-    running = worker.run();
     const workflowConfig: ApprovalWorkflowConfig = {
       resultRetentionMs: DAY_MS,
       clientPollIntervalMs: 5000,
@@ -329,15 +316,37 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
       maxRequestWindowMs: 30 * DAY_MS,
       ...options.workflow,
     };
-    const tasks = createTaskService({ client: env.client, taskQueue, dedupKey: randomUUID(), workflowConfig, createWaitMs: 30_000 });
-    const gateTools: GateDeps['tools'] = {
-      get: tools.get,
-      list: () => registry.list(),
-      descriptor: (name) => registry.descriptor(name),
-      descriptorDigest: tools.descriptorDigest,
-      refresh: tools.refresh,
-    };
-    const deps: GateDeps = { tools: gateTools, pdp, tasks, logger, noTasksResponse: 'approval-tools' };
+    // The running server's composition on the test server's connections: the scripted approver as
+    // the backend, payloads in plain text, no submission limits, the workflows' metrics counted in a
+    // registry of this test's own (and the tracing exporter of the prebuilt bundle dropping the spans).
+    const config = defaultConfig({
+      COUNTERSIGN_TASK_QUEUE: `gate-test-${randomUUID()}`,
+      COUNTERSIGN_CREATE_WAIT_MS: 30_000,
+      COUNTERSIGN_NO_TASKS_RESPONSE: 'approval-tools',
+      COUNTERSIGN_POLL_RATE_LIMIT: 'off',
+      COUNTERSIGN_POLL_INTERVAL_MS: workflowConfig.clientPollIntervalMs,
+      COUNTERSIGN_DATA_DIR: dataDir,
+    });
+    const started = await compose(config, {
+      logger,
+      secrets: { dedupKey: randomUUID(), callbackSecret: randomUUID() },
+      metrics: createAppMetrics(),
+      dataConverter: {},
+      temporal: { client: env.client, workerConnection: env.nativeConnection },
+      tools: { tools, pdp },
+      worker: { backend: approver, workflowBundle: await workflowBundle() },
+      front: {
+        workflowConfig,
+        submissionLimits: false,
+        subscriptions: false,
+        resourceUrl: 'http://gate-test.invalid/mcp',
+        auth: { verifier: { verify: () => Promise.reject(new Error('a gate test calls the gate directly')) }, authorizationServers: [] },
+      },
+    });
+    composed = started;
+    const deps = started.front.gate;
+    if (!deps) throw new Error('the composed front serves no gate');
+    const tasks = deps.tasks;
 
     const call = async (name: string, args: Record<string, unknown>, opts: CallOptions = {}): Promise<CallOutcome> => {
       const principal: Principal = typeof opts.as === 'object' ? opts.as : { iss: TEST_ISSUER, sub: opts.as ?? 'alice' };

@@ -10,7 +10,7 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../../src/stack.js';
 import { bundleWorkflows } from '../../src/worker.js';
-import { dataConverterOf } from '../../src/stack-roles.js';
+import { dataConverterOf } from '../../src/compose.js';
 import { createLogger } from '@countersign/http/log';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX, RUN_TRACING_MEMO_KEY } from '../../workflows/wire.js';

@@ -1,4 +1,4 @@
-// Scope: the in-process apps of every role for the hostile-input tests, each with the probes that show a side effect: the MCP HTTP app (real gate, wire_transfer on an in-memory ledger, an allow-all policy, a task service and Temporal client that record any use, optionally the task subscriptions), the reference approval service, and the development token issuer.
+// Scope: the in-process apps of every role for the hostile-input tests, each with the probes that show a side effect: the MCP HTTP app (the front as the composition root builds it, `src/compose.ts`, with its parts replaced: wire_transfer on an in-memory ledger, an allow-all policy, a task service and Temporal client that record any use, optionally the task subscriptions), the reference approval service, and the development token issuer.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,10 +9,8 @@ import { createApprovalService, type ApprovalService } from '@countersign/approv
 import { loadOrCreateDevIssuer, type DevIssuer } from '../../src/auth/dev-issuer.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { AuthError, type TokenVerifier } from '../../src/auth/verify-token.js';
-import { createMcpHttpApp } from '../../src/mcp/http.js';
-import { byEra, createLegacyServerFactory } from '../../src/mcp/legacy-server.js';
-import { createMcpServerFactory } from '../../src/mcp/server.js';
-import { createSubmissionStateCodec } from '../../src/mcp/submission-input.js';
+import { compose } from '../../src/compose.js';
+import { defaultConfig } from '../../src/config.js';
 import type { TaskService } from '../../src/mcp/task-service.js';
 import type { TaskSubscriptions } from '../../src/mcp/task-subscriptions.js';
 import type { PolicyDecisionPoint } from '../../src/policy/pdp.js';
@@ -40,9 +38,9 @@ export interface McpUnderTest {
 /**
  * Build the MCP HTTP app (both protocol faces) over an allow-all policy: any `tools/call` that reaches
  * the tool writes a ledger row. `subscriptions`: the `subscriptions/listen` streams of task ids
- * (`src/mcp/task-subscriptions.ts`), routed as `src/mcp-front.ts` does; unset: the SDK answers every listen.
+ * (`src/mcp/task-subscriptions.ts`) the front routes to; unset: the SDK answers every listen.
  */
-export function mcpUnderTest(opts: { subscriptions?: TaskSubscriptions } = {}): McpUnderTest {
+export async function mcpUnderTest(opts: { subscriptions?: TaskSubscriptions } = {}): Promise<McpUnderTest> {
   const ledger = openLedger(':memory:');
   const taskCalls: string[] = [];
   const temporalUses: string[] = [];
@@ -69,35 +67,26 @@ export function mcpUnderTest(opts: { subscriptions?: TaskSubscriptions } = {}): 
       throw new AuthError('invalid', 'token could not be verified');
     },
   };
-  const gateDeps = {
-    tools: createToolRegistry([createWireTransferTool(ledger)]),
-    pdp,
-    tasks,
+  const composed = await compose(defaultConfig({ COUNTERSIGN_NO_TASKS_RESPONSE: 'degraded-result', COUNTERSIGN_POLL_RATE_LIMIT: 'off' }), {
     logger: silent,
-    noTasksResponse: 'degraded-result' as const,
-  };
-  // both faces, composed as src/mcp-front.ts does: 2026-07-28 requests get the modern one, 2025-11-25 ones the legacy one
-  const factory = byEra(
-    createMcpServerFactory({ ...gateDeps, requestStateCodec: createSubmissionStateCodec('hostile-test-key') }),
-    createLegacyServerFactory({ ...gateDeps, sealKey: 'hostile-test-key' }),
-  );
-  const { app, close } = createMcpHttpApp({
-    factory,
-    ...(opts.subscriptions ? { subscriptions: opts.subscriptions } : {}),
-    verifier,
-    resourceUrl: `${MCP_ORIGIN}/mcp`,
-    authorizationServers: ['https://issuer.test'],
-    temporal,
-    callbackSecret: 'callback-secret',
-    logger: silent,
+    secrets: { dedupKey: 'hostile-test-key', callbackSecret: 'callback-secret' },
+    temporal: { client: temporal },
+    tools: { tools: createToolRegistry([createWireTransferTool(ledger)]), pdp },
+    worker: false,
+    front: {
+      tasks,
+      subscriptions: opts.subscriptions ?? false,
+      resourceUrl: `${MCP_ORIGIN}/mcp`,
+      auth: { verifier, authorizationServers: ['https://issuer.test'] },
+    },
   });
   return {
-    app,
+    app: composed.front.app,
     ledger,
     taskCalls,
     temporalUses,
     close: async () => {
-      await close();
+      await composed.close();
       ledger.close();
     },
   };

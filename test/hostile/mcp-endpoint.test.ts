@@ -16,8 +16,8 @@ import {
 } from './apps.js';
 
 let mcp: McpUnderTest;
-beforeEach(() => {
-  mcp = mcpUnderTest();
+beforeEach(async () => {
+  mcp = await mcpUnderTest();
 });
 afterEach(async () => {
   await mcp.close();

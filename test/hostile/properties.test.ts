@@ -257,8 +257,8 @@ async function expectClean(app: Hono, base: string, r: HostileRequest, opts: { h
 
 describe('MCP HTTP app: hostile requests never give a 5xx or a non-JSON error, and run nothing', () => {
   let mcp: McpUnderTest;
-  beforeAll(() => {
-    mcp = mcpUnderTest();
+  beforeAll(async () => {
+    mcp = await mcpUnderTest();
   });
   afterAll(async () => {
     await mcp.close();

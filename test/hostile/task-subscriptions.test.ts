@@ -41,7 +41,7 @@ afterEach(async () => {
   mcp = undefined;
 });
 
-function underTest(limits: Partial<TaskSubscriptionLimits> = {}): { subs: TaskSubscriptions; probe: FollowProbe } {
+async function underTest(limits: Partial<TaskSubscriptionLimits> = {}): Promise<{ subs: TaskSubscriptions; probe: FollowProbe }> {
   const probe: FollowProbe = {
     asked: [],
     stopped: [],
@@ -59,7 +59,7 @@ function underTest(limits: Partial<TaskSubscriptionLimits> = {}): { subs: TaskSu
     serverInfo: { name: 'countersign', version: 'test' },
     limits: { keepAliveMs: 0, ...limits },
   });
-  mcp = mcpUnderTest({ subscriptions: subs });
+  mcp = await mcpUnderTest({ subscriptions: subs });
   return { subs, probe };
 }
 
@@ -92,7 +92,7 @@ async function frames(res: Response): Promise<Array<Record<string, unknown>>> {
 
 describe('subscriptions/listen for task ids under hostile input', () => {
   it('10,000 task ids are refused -32602 naming the limit before any task is looked up, and nothing is counted', async () => {
-    const { subs, probe } = underTest();
+    const { subs, probe } = await underTest();
     const res = await listen(Array.from({ length: 10_000 }, () => TASK));
     expect(res.status).toBe(200);
     const body = (await res.json()) as { id: number; error: { code: number; message: string; data: { issues: Array<{ path: string }> } } };
@@ -109,7 +109,7 @@ describe('subscriptions/listen for task ids under hostile input', () => {
   });
 
   it('task ids of the wrong type are refused -32602 with the path of the offending value, nothing looked up', async () => {
-    const { probe } = underTest();
+    const { probe } = await underTest();
     for (const [taskIds, path] of [
       [42, '$.params.notifications.taskIds'],
       [{ length: 1, 0: TASK }, '$.params.notifications.taskIds'],
@@ -124,7 +124,7 @@ describe('subscriptions/listen for task ids under hostile input', () => {
   });
 
   it('without the tasks extension declared the answer is -32021 with data.requiredCapabilities, nothing looked up', async () => {
-    const { probe } = underTest();
+    const { probe } = await underTest();
     for (const capabilities of [{}, { extensions: {} }, { extensions: { 'io.example/other': {} } }]) {
       const body = (await (await listen([TASK], { capabilities })).json()) as { error: { code: number; data: unknown } };
       expect(body.error.code).toBe(-32021);
@@ -134,7 +134,7 @@ describe('subscriptions/listen for task ids under hostile input', () => {
   });
 
   it('an Mcp-Method header naming another method is refused -32020 (HTTP 400), nothing looked up', async () => {
-    const { probe } = underTest();
+    const { probe } = await underTest();
     const res = await listen([TASK], { headers: { 'mcp-method': 'tasks/get' } });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32020);
@@ -142,7 +142,7 @@ describe('subscriptions/listen for task ids under hostile input', () => {
   });
 
   it('an instance at its stream limit refuses the next subscribe -32000 with HTTP 429 and Retry-After, without looking anything up', async () => {
-    const { subs, probe } = underTest({ maxStreams: 2, maxPerPrincipal: 10 });
+    const { subs, probe } = await underTest({ maxStreams: 2, maxPerPrincipal: 10 });
     const open = [await listen([TASK], { id: 1 }), await listen([TASK], { id: 2 })];
     expect(open.map((r) => r.status)).toEqual([200, 200]);
     expect(subs.stats()).toEqual({ streams: 2, followed: 2 });
@@ -158,7 +158,7 @@ describe('subscriptions/listen for task ids under hostile input', () => {
   });
 
   it('a task id repeated in one subscribe is looked up and acknowledged once', async () => {
-    const { subs, probe } = underTest();
+    const { subs, probe } = await underTest();
     const res = await listen([TASK, TASK, TASK]);
     subs.closeAll();
     const [ack, current, end] = await frames(res);
@@ -169,7 +169,7 @@ describe('subscriptions/listen for task ids under hostile input', () => {
   });
 
   it('an instance shut down while a subscription’s ids are still being checked ends that response with the subscriptions/listen result, and stops the follow it then gets', async () => {
-    const { subs, probe } = underTest();
+    const { subs, probe } = await underTest();
     let release: () => void = () => undefined;
     probe.answer = (taskId) =>
       new Promise((resolve) => {

@@ -2,15 +2,14 @@
 // as a running test stack, in this process, on its own free port — the way a second `serve --role
 // mcp` process behind one public URL would be (src/stack-roles.ts `startMcpRole`): its own Temporal
 // connection and client with the payload codec, its own tool parts over the same ledger file, tokens
-// of the stack's issuer for the stack's resource URL. Exposes the front's `stats()` and lets a test
-// close the front (its streams end gracefully) before the listener goes.
-import { Client } from '@temporalio/client';
+// of the stack's issuer for the stack's resource URL, composed as the role composes it
+// (`src/compose.ts`). Exposes the front's `stats()` and lets a test close the front (its streams
+// end gracefully) before the listener goes.
+import { compose, oauthOf, workflowConfigOf } from '../../src/compose.js';
 import type { Config } from '../../src/config.js';
-import { createMcpFront, type McpFrontStats } from '../../src/mcp-front.js';
+import type { McpFrontStats } from '../../src/mcp-front.js';
 import { closeServer, listen, type FetchFn } from '@countersign/http/server-lifecycle';
 import type { Stack } from '../../src/stack.js';
-import { dataConverterOf, oauthOf, openToolParts, temporalConnectionOf, workflowConfigOf } from '../../src/stack-roles.js';
-import { connectClient } from '../../src/temporal/connect.js';
 import type { RpcTarget } from './sse.js';
 
 /** A second MCP instance of a stack (module header). */
@@ -33,22 +32,21 @@ export async function startMcpInstance(stack: Stack, overrides: Partial<Config> 
   const logger = stack.logger.child({ instance: 'mcp-b' });
   const ref: { current: FetchFn } = { current: () => new Response('starting', { status: 503 }) };
   const srv = await listen(config.COUNTERSIGN_HOST, 0, ref, 'the second instance port');
-  const connection = await connectClient(stack.urls.temporal, temporalConnectionOf(config));
-  const parts = await openToolParts(config, logger);
   const origin = `http://${config.COUNTERSIGN_HOST}:${srv.port}`;
-  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: dataConverterOf(config, stack.secrets) });
-  const front = createMcpFront(config, {
-    temporal,
-    tools: parts.tools,
-    pdp: parts.pdp,
-    secrets: stack.secrets,
-    // the backend calls this instance back for the tasks it creates
-    workflowConfig: workflowConfigOf(config, `${origin}/callbacks/arap`),
-    // one public resource, several instances: the stack's tokens are for its resource URL
-    oauth: oauthOf(config, stack.urls.issuer, stack.urls.mcp),
-    resourceUrl: stack.urls.mcp,
+  const composed = await compose(config, {
     logger,
+    secrets: stack.secrets,
+    temporal: { address: stack.urls.temporal },
+    worker: false,
+    front: {
+      // the backend calls this instance back for the tasks it creates
+      workflowConfig: workflowConfigOf(config, `${origin}/callbacks/arap`),
+      // one public resource, several instances: the stack's tokens are for its resource URL
+      resourceUrl: stack.urls.mcp,
+      auth: { oauth: oauthOf(config, stack.urls.issuer, stack.urls.mcp) },
+    },
   });
+  const { front } = composed;
   ref.current = (req, env) => front.app.fetch(req, env as object);
   let frontOpen = true;
   let stopped = false;
@@ -67,8 +65,7 @@ export async function startMcpInstance(stack: Stack, overrides: Partial<Config> 
       stopped = true;
       await closeFront();
       await closeServer(srv.server);
-      await connection.close();
-      await parts.close();
+      await composed.close();
     },
   };
 }

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { serveOptionProblem } from '../../src/cli/serve-command.js';
 import { ConfigSchema, loadConfig } from '../../src/config.js';
 import { PROJECT_ROOT } from '../../src/project-root.js';
-import { roleUrls } from '../../src/stack-roles.js';
+import { roleUrls } from '../../src/compose.js';
 import { requiredRetentionMs } from '../../src/temporal/namespace-retention.js';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../workflows/search-attributes.js';
 

@@ -6,6 +6,9 @@
 //  - name a package the importer declares: `dependencies` or `peerDependencies` for what ships
 //    (src, bin), and also `devDependencies` (the package's or the workspace root's) for tests and tooling;
 //  - reach a workspace package only through its `exports` (no deep import past them).
+// And the one composition root (`src/compose.ts`, issue 25): the calls that build a worker or an MCP
+// front are counted where they are made in everything outside the tests, parsed with TypeScript
+// (comments and strings do not count).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -140,5 +143,50 @@ describe('package boundaries', () => {
     expect(exported(byName.get('@countersign/http')!, './json-limits')).toBe(true);
     expect(split('@countersign/http/json-limits')).toEqual(['@countersign/http', './json-limits']);
     expect(relative(PROJECT_ROOT, resolve(PROJECT_ROOT, 'packages/approvals/src', '../../../src/config.js'))).toBe('src/config.js');
+  });
+});
+
+/** The files outside the tests: the gate's src, workflows, activities, bin, scripts, bench and conformance, each package's src and bin. */
+const outsideTests = [
+  ...['src', 'workflows', 'activities', 'bin', 'scripts', 'bench', 'conformance'],
+  ...packages.flatMap(({ dir }) => [join(dir, 'src'), join(dir, 'bin')]),
+].flatMap(sources);
+
+/** The files outside the tests that call each of `callees` (`Worker.create`, `createMcpFront`), one entry per call. */
+function callSites(callees: readonly string[]): Record<string, string[]> {
+  const found: Record<string, string[]> = Object.fromEntries(callees.map((c) => [c, []]));
+  for (const file of outsideTests) {
+    const source = ts.createSourceFile(file, readFileSync(join(PROJECT_ROOT, file), 'utf8'), ts.ScriptTarget.Latest, false);
+    const visit = (node: ts.Node): void => {
+      if (ts.isCallExpression(node)) found[node.expression.getText(source).replace(/\s+/g, '')]?.push(file);
+      node.forEachChild(visit);
+    };
+    visit(source);
+  }
+  return found;
+}
+
+describe('one composition root', () => {
+  const sites = callSites(['Worker.create', 'startApprovalWorker', 'createMcpHttpApp', 'createMcpFront']);
+
+  it('Worker.create appears once outside tests, in the worker starter, which only the composition root calls', () => {
+    expect(sites['Worker.create']).toEqual(['src/worker.ts']);
+    expect(sites['startApprovalWorker']).toEqual(['src/compose.ts']);
+  });
+
+  it("the front's construction appears once outside tests: one HTTP app, in the front, which only the composition root builds", () => {
+    expect(sites['createMcpHttpApp']).toEqual(['src/mcp-front.ts']);
+    expect(sites['createMcpFront']).toEqual(['src/compose.ts']);
+  });
+
+  it('the scan reads the callers it is about (a moved folder would otherwise pass it vacuously)', () => {
+    for (const f of [
+      'src/compose.ts',
+      'src/worker.ts',
+      'src/mcp-front.ts',
+      'bench/roles/baseline-worker.ts',
+      'conformance/profile/profile.ts',
+    ])
+      expect(outsideTests).toContain(f);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { roleUrls } from '../../src/stack-roles.js';
+import { roleUrls } from '../../src/compose.js';
 
 describe('role URLs of separately running roles', () => {
   it('each role is reached at COUNTERSIGN_HOST and its port when no role URL is set', () => {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { temporalConnectionOf } from '../../src/stack-roles.js';
+import { temporalConnectionOf } from '../../src/compose.js';
 import { connectClient, connectWorker } from '../../src/temporal/connect.js';
 import { makeTestPki, startGrpcRecorder, type GrpcRecorder } from '../support/grpc-recorder.js';
 

@@ -1,21 +1,25 @@
 /**
- * A small, strict reader of the repository's `Dockerfile` and `.dockerignore`, for checks that run
- * without Docker (test/unit/dockerfile.test.ts, scripts/image-build-check.ts). It understands only
- * the instructions the Dockerfile uses, in the forms it uses them, and refuses anything else with
- * the line number, so a new instruction form is a deliberate change here too:
+ * A strict reader of the repository's `Dockerfile` and `.dockerignore`, for checks that run without
+ * Docker (test/unit/dockerfile.test.ts, scripts/image-build-check.ts). The Dockerfile's syntax —
+ * comments, `\` continuations, the escape directive, flags, quoting in `ENV`, the image reference of
+ * `FROM` — is read by `dockerfile-ast` (the parser of the Docker language server); this module accepts
+ * only the instructions the Dockerfile uses, in the forms it uses them, and refuses anything else
+ * with the line number, so a new instruction form is a deliberate change here too:
  *
  * - `FROM <image>[:<tag>] [AS <name>]`, `WORKDIR <abs path>`, `USER <name>[:<group>]`,
  *   `EXPOSE <port>...`, `VOLUME ["<path>", ...]`;
  * - `COPY [--from=<stage>] <src>... <dest>` (no globs, no `--chown` / `--chmod`);
- * - `ENV <key>=<value> ...` (values without quotes or spaces);
+ * - `ENV <key>=<value> ...` (not the legacy `ENV <key> <value>`);
  * - `RUN <shell command>` (shell form);
  * - `CMD`, `ENTRYPOINT` and `HEALTHCHECK [--interval=… --timeout=… --start-period=… --retries=…] CMD`
  *   in exec (JSON array) form only.
  *
- * Comments and `\` line continuations as Docker reads them. Deliberately does not: expand `ARG` or
- * `${…}` variables, parse heredocs, or implement .dockerignore's full pattern language (only paths
- * and `*` globs; see {@link dockerignored}).
+ * Deliberately does not: expand `ARG` or `${…}` variables, accept heredocs, or implement
+ * .dockerignore's full pattern language (only paths and `*` globs; see {@link dockerignored}): no
+ * well-kept library reads .dockerignore as Docker does (`@balena/dockerignore` is unmaintained since
+ * 2020), and the subset is a dozen lines.
  */
+import { DockerfileParser, From, ModifiableInstruction, PropertyInstruction, type Instruction as AstInstruction } from 'dockerfile-ast';
 
 /** One instruction: `op` upper-case, `line` 1-based where it starts. */
 export type Instruction =
@@ -45,26 +49,6 @@ export class DockerfileError extends Error {
   }
 }
 
-/** Logical lines: comments dropped, `\` continuations joined; each with the line it starts on. */
-function logicalLines(text: string): Array<{ line: number; text: string }> {
-  const out: Array<{ line: number; text: string }> = [];
-  let current: { line: number; text: string } | undefined;
-  text.split('\n').forEach((raw, i) => {
-    const trimmed = raw.trim();
-    if (trimmed.startsWith('#')) return;
-    if (trimmed === '' && !current) return;
-    const continued = trimmed.endsWith('\\');
-    const part = continued ? trimmed.slice(0, -1).trim() : trimmed;
-    current = current ? { line: current.line, text: `${current.text} ${part}`.trim() } : { line: i + 1, text: part };
-    if (!continued) {
-      out.push(current);
-      current = undefined;
-    }
-  });
-  if (current) throw new DockerfileError(current.line, 'ends inside a line continuation');
-  return out;
-}
-
 function execForm(line: number, op: string, text: string): string[] {
   let argv: unknown;
   try {
@@ -72,22 +56,42 @@ function execForm(line: number, op: string, text: string): string[] {
   } catch {
     throw new DockerfileError(line, `${op} must be in exec form (a JSON array of strings), got: ${text}`);
   }
-  if (!Array.isArray(argv) || argv.length === 0 || !argv.every((a) => typeof a === 'string'))
+  if (!Array.isArray(argv) || argv.length === 0 || !argv.every((a): a is string => typeof a === 'string'))
     throw new DockerfileError(line, `${op} must be a non-empty JSON array of strings`);
-  return argv as string[];
+  return argv;
 }
 
-function parseInstruction(line: number, text: string): Instruction {
-  const m = /^([A-Za-z]+)\s+(.*)$/.exec(text);
-  if (!m) throw new DockerfileError(line, `not an instruction: ${text}`);
-  const op = m[1]!.toUpperCase();
-  const rest = m[2]!.trim();
-  const words = rest.split(/\s+/);
+/** The flags of `ins` as `name → value`, refusing any not in `allowed`. */
+function flagsOf(ins: AstInstruction, line: number, op: string, allowed: readonly string[]): Record<string, string> {
+  const flags: Record<string, string> = {};
+  for (const f of ins instanceof ModifiableInstruction ? ins.getFlags() : []) {
+    const value = f.getValue();
+    if (!allowed.includes(f.getName()) || value === null) throw new DockerfileError(line, `${op} flag not supported here: ${f.toString()}`);
+    flags[f.getName()] = value;
+  }
+  return flags;
+}
+
+function parseInstruction(ins: AstInstruction): Instruction {
+  const line = ins.getRange().start.line + 1;
+  const op = ins.getKeyword().toUpperCase();
+  const rest = (ins.getArgumentsContent() ?? '').trim();
+  const words = ins.getArguments().map((a) => a.getValue());
   switch (op) {
     case 'FROM': {
-      const f = /^(\S+?)(?::(\S+))?(?:\s+AS\s+(\S+))?$/i.exec(rest);
-      if (!f) throw new DockerfileError(line, `FROM <image>[:<tag>] [AS <name>] expected, got: ${rest}`);
-      return { op, line, image: f[1]!, tag: f[2], name: f[3] };
+      const image = ins instanceof From ? ins.getImageName() : null;
+      const stageForm = words.length === 1 || (words.length === 3 && words[1]!.toUpperCase() === 'AS');
+      if (!(ins instanceof From) || image === null || !stageForm || ins.getImageDigest() !== null)
+        throw new DockerfileError(line, `FROM <image>[:<tag>] [AS <name>] expected, got: ${rest}`);
+      flagsOf(ins, line, op, []);
+      const registry = ins.getRegistry();
+      return {
+        op,
+        line,
+        image: registry === null ? image : `${registry}/${image}`,
+        tag: ins.getImageTag() ?? undefined,
+        name: ins.getBuildStage() ?? undefined,
+      };
     }
     case 'WORKDIR':
       if (words.length !== 1 || !rest.startsWith('/')) throw new DockerfileError(line, 'WORKDIR needs one absolute path');
@@ -103,43 +107,30 @@ function parseInstruction(line: number, text: string): Instruction {
     case 'VOLUME':
       return { op, line, paths: execForm(line, op, rest) };
     case 'COPY': {
-      let from: string | undefined;
-      const args = [...words];
-      while (args[0]?.startsWith('--')) {
-        const flag = args.shift()!;
-        const fm = /^--from=(\S+)$/.exec(flag);
-        if (!fm) throw new DockerfileError(line, `COPY flag not supported here: ${flag}`);
-        from = fm[1];
-      }
-      if (args.length < 2) throw new DockerfileError(line, 'COPY needs at least one source and a destination');
-      if (args.some((a) => /[*?[]/.test(a))) throw new DockerfileError(line, 'COPY sources must be plain paths (no globs)');
-      return { op, line, from, sources: args.slice(0, -1), dest: args.at(-1)! };
+      const from = flagsOf(ins, line, op, ['from'])['from'];
+      if (words.length < 2) throw new DockerfileError(line, 'COPY needs at least one source and a destination');
+      if (words.some((a) => /[*?[]/.test(a))) throw new DockerfileError(line, 'COPY sources must be plain paths (no globs)');
+      return { op, line, from, sources: words.slice(0, -1), dest: words.at(-1)! };
     }
     case 'ENV': {
       const vars: Record<string, string> = {};
-      for (const w of words) {
-        const e = /^([A-Za-z_][A-Za-z0-9_]*)=([^"'\s]*)$/.exec(w);
-        if (!e) throw new DockerfileError(line, `ENV takes key=value pairs without quotes, got: ${w}`);
-        vars[e[1]!] = e[2]!;
+      for (const p of ins instanceof PropertyInstruction ? ins.getProperties() : []) {
+        const value = p.getValue();
+        if (p.getAssignmentOperator() !== '=' || value === null) throw new DockerfileError(line, `ENV takes key=value pairs, got: ${rest}`);
+        vars[p.getName()] = value;
       }
       return { op, line, vars };
     }
     case 'RUN':
       if (rest.startsWith('[')) throw new DockerfileError(line, 'RUN is expected in shell form here');
+      if (rest.startsWith('<<')) throw new DockerfileError(line, 'RUN heredocs are not read here');
       return { op, line, command: rest };
     case 'CMD':
     case 'ENTRYPOINT':
       return { op, line, argv: execForm(line, op, rest) };
     case 'HEALTHCHECK': {
-      const options: Record<string, string> = {};
-      let remaining = rest;
-      for (;;) {
-        const o = /^--(interval|timeout|start-period|retries)=(\S+)\s+/.exec(remaining);
-        if (!o) break;
-        options[o[1]!] = o[2]!;
-        remaining = remaining.slice(o[0].length);
-      }
-      const c = /^CMD\s+(.*)$/.exec(remaining);
+      const options = flagsOf(ins, line, op, ['interval', 'timeout', 'start-period', 'retries']);
+      const c = /^CMD\s+(.*)$/s.exec(rest);
       if (!c) throw new DockerfileError(line, 'HEALTHCHECK [options] CMD [...] expected (HEALTHCHECK NONE is not used here)');
       return { op, line, options, argv: execForm(line, 'HEALTHCHECK CMD', c[1]!) };
     }
@@ -151,10 +142,10 @@ function parseInstruction(line: number, text: string): Instruction {
 /** Parse `text` into its stages. Throws {@link DockerfileError} on any unsupported form, or an instruction before the first `FROM`. */
 export function parseDockerfile(text: string): Stage[] {
   const stages: Stage[] = [];
-  for (const { line, text: t } of logicalLines(text)) {
-    const ins = parseInstruction(line, t);
+  for (const ast of DockerfileParser.parse(text).getInstructions()) {
+    const ins = parseInstruction(ast);
     if (ins.op === 'FROM') stages.push({ from: ins, instructions: [] });
-    else if (stages.length === 0) throw new DockerfileError(line, `${ins.op} before the first FROM`);
+    else if (stages.length === 0) throw new DockerfileError(ins.line, `${ins.op} before the first FROM`);
     else stages.at(-1)!.instructions.push(ins);
   }
   if (stages.length === 0) throw new DockerfileError(1, 'no FROM');

@@ -81,185 +81,212 @@ const payloadKeys = z
   )
   .optional();
 
-/** The environment variables the gate reads, with defaults (the approval service's are `ApprovalsSettingsSchema`). */
+/** `COUNTERSIGN_PORT`, `_APPROVALS_PORT`, `_ISSUER_PORT`: one row of the settings table. */
+const PORTS = 'ports of the MCP endpoint, the approval service and the development issuer';
+const ROLE_URLS =
+  "`serve --role`: the origin (no path) at which other roles and clients reach the MCP front, the approval service and the development issuer, when roles run on different hosts or containers and `COUNTERSIGN_HOST` is only the listen address (`0.0.0.0`); unset: `http://COUNTERSIGN_HOST:<port>`. The MCP URL also sets the `/mcp` resource URL and the tokens' default audience, the issuer URL its tokens' `iss` (docs/OPERATIONS.md#containers)";
+const TEMPORAL_PORTS = 'the embedded dev server: its frontend and Web UI ports';
+const NAMESPACE_AND_QUEUE = "must be shared by one installation's instances and differ between installations";
+const SUBSCRIPTIONS = '`subscriptions/listen` streams per caller, and in all, on one MCP instance; past either, -32000 with HTTP 429';
+const RETRY = 'backoff of a re-evaluation answered `retry`: the first wait and the cap (with jitter; stops at approval expiry)';
+const CIRCUIT =
+  'that many unanswered calls in a row open a circuit: Temporal calls then fail at once with 503 for `_OPEN_MS` (allowed calls, which need no Temporal, keep working; docs/DESIGN.md §6)';
+const STATUS_POLL =
+  "fallback status poll: the first wait and the cap of its doubling backoff; one activity attempt (one action) per poll, about 25 over 7 days; a decision whose callback is lost is found within about the task's age, at most the cap (docs/DESIGN.md §4.3); lower the cap for a backend whose callbacks you do not trust";
+const OTEL =
+  "OpenTelemetry traces over OTLP/HTTP, the SDK's standard variables (docs/OPERATIONS.md#traces): off unless `OTEL_TRACES_EXPORTER` is `otlp`/`console` or an OTLP endpoint is set; `OTEL_SDK_DISABLED=true` turns them off. Parsed into `Config.TRACING` by `tracingSettingsOf` (`src/ops/tracing.ts`)";
+
+/**
+ * The environment variables the gate reads, with defaults (the approval service's are
+ * `ApprovalsSettingsSchema`). Each carries its description (`.describe`); variables that share one
+ * are one row of docs/PRODUCTION.md's settings table, which is generated from this schema
+ * (`npm run docs:settings`, `scripts/settings-table.ts`; test/unit/settings-table.test.ts fails when
+ * they disagree).
+ */
 export const GateSettingsSchema = z.object({
-  COUNTERSIGN_DATA_DIR: z.string().default(resolve(PROJECT_ROOT, '.data')),
-  COUNTERSIGN_HOST: z.string().default('127.0.0.1'),
-  COUNTERSIGN_PORT: port(8787),
-  COUNTERSIGN_APPROVALS_PORT: port(8788),
-  COUNTERSIGN_ISSUER_PORT: port(8789),
-  /**
-   * `serve --role`: the URL (origin, no path) at which the other roles and clients reach a role that
-   * runs on another host or container; unset: `http://COUNTERSIGN_HOST:<its port>`. Needed when the
-   * roles run in separate containers (docker-compose.yml), where `COUNTERSIGN_HOST` is the listen
-   * address (`0.0.0.0`) and each role has its own host name. `COUNTERSIGN_MCP_URL` gives the MCP
-   * front's origin (the endpoint is `<origin>/mcp`, the tokens' default audience);
-   * `COUNTERSIGN_APPROVALS_URL` the approval service's (the worker's backend and its ARAP links);
-   * `COUNTERSIGN_ISSUER_URL` the development issuer's (its tokens' `iss`, the JWKS the MCP front reads).
-   */
-  COUNTERSIGN_MCP_URL: origin,
-  COUNTERSIGN_APPROVALS_URL: origin,
-  COUNTERSIGN_ISSUER_URL: origin,
-  /** `serve --role worker`: the worker's HTTP port for `/livez`, `/readyz`, `/metrics` (the other roles serve them on their own port). */
-  COUNTERSIGN_WORKER_PORT: port(8790),
-  /**
-   * `host:port` where the Temporal SDK runtime's Prometheus exporter listens (worker metrics of the
-   * Rust core: polls, task latencies, slots); appended to each role's `/metrics`. Unset: off.
-   */
+  COUNTERSIGN_PORT: port(8787).describe(PORTS),
+  COUNTERSIGN_APPROVALS_PORT: port(8788).describe(PORTS),
+  COUNTERSIGN_ISSUER_PORT: port(8789).describe(PORTS),
+  COUNTERSIGN_HOST: z.string().default('127.0.0.1').describe('address every embedded service binds to and names in its URLs'),
+  COUNTERSIGN_DATA_DIR: z
+    .string()
+    .default(resolve(PROJECT_ROOT, '.data'))
+    .describe('state folder (created mode 0700); the default is under the project root'),
+  COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')).describe('Cedar policy files'),
+  COUNTERSIGN_CONFIG: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('gateway configuration file: upstream MCP servers behind the gate (docs/GATEWAY.md); unset: native tools only'),
+  COUNTERSIGN_RECEIPTS_KEY_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Ed25519 private key (PKCS#8 PEM or a private OKP JWK) signing evidence receipts; unset: generated as `<data>/receipts-signing-key.json`. Set it when MCP instances do not share one data folder, so they all publish the key `receipts export` signs with (docs/APPROVERS.md#evidence-receipts)',
+    ),
+  TEMPORAL_ADDRESS: z
+    .string()
+    .optional()
+    .describe(
+      'use this Temporal frontend (`host:port`) instead of starting a dev server; also from a Temporal CLI profile (docs/OPERATIONS.md#connecting-to-temporal)',
+    ),
+  COUNTERSIGN_SEARCH_ATTRIBUTES: z
+    .enum(['auto', 'on', 'off'])
+    .default('auto')
+    .describe(
+      'typed search attributes on approval workflows (`src/temporal/search-attributes.ts`): `auto` (upserted when registered on the namespace, checked at MCP start), `on`, `off` (docs/OPERATIONS.md#search-attributes-approval-tasks-in-the-web-ui)',
+    ),
+  COUNTERSIGN_MCP_URL: origin.describe(ROLE_URLS),
+  COUNTERSIGN_APPROVALS_URL: origin.describe(ROLE_URLS),
+  COUNTERSIGN_ISSUER_URL: origin.describe(ROLE_URLS),
+  COUNTERSIGN_NAMESPACE_RETENTION_CHECK: z
+    .enum(['warn', 'fail', 'off'])
+    .default('warn')
+    .describe(
+      "at worker start against an external cluster: the namespace's retention must be at least `COUNTERSIGN_RESULT_RETENTION_MS` + 1 day; `warn` logs, `fail` refuses to start, `off` (docs/OPERATIONS.md#namespace-retention)",
+    ),
+  COUNTERSIGN_WORKER_PORT: port(8790).describe(
+    '`serve --role worker`: its `/livez`, `/readyz`, `/metrics` (the other roles serve them on their own port)',
+  ),
+  COUNTERSIGN_WORKFLOW_SUMMARY: z
+    .enum(['off', 'sealed'])
+    .default('off')
+    .describe(
+      '`sealed`: a Web UI summary line on each approval workflow, encrypted by the payload codec like every payload, so the UI shows it only through a codec server (docs/OPERATIONS.md#search-attributes-approval-tasks-in-the-web-ui)',
+    ),
+  ...(Object.fromEntries(OTEL_VARIABLES.map((k) => [k, z.string().optional().describe(OTEL)])) as Record<
+    keyof OtelEnv,
+    z.ZodOptional<z.ZodString>
+  >),
   COUNTERSIGN_TEMPORAL_METRICS_ADDRESS: z
     .string()
     .regex(/^[^:\s]+:\d+$/, 'must be host:port')
-    .optional(),
-  /**
-   * What the Temporal SDK runtime (its Rust core) logs to stderr: a level (`WARN`, `INFO`, `DEBUG`,
-   * `TRACE`) or a `tracing` filter (`WARN,temporalio_sdk_core::worker::workflow=DEBUG`). Default
-   * `WARN`. For diagnosing a worker (docs/OPERATIONS.md §A workflow task nobody answers); DEBUG
-   * writes several lines per workflow task.
-   */
+    .optional()
+    .describe(
+      "`host:port` of the Temporal SDK runtime's Prometheus exporter (the Rust core's worker metrics: polls, task latencies, slots), appended to each role's `/metrics`; unset: off",
+    ),
+  COUNTERSIGN_WORKER_WATCHDOG_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(86_400_000)
+    .default(30_000)
+    .describe(
+      'between checks of the workflow-task watchdog (`src/temporal/workflow-task-watchdog.ts`): a run whose workflow task this worker took and keeps leaving unanswered gets the worker replaced in-process; 0 off; needs Temporal server 1.30+ with `TemporalReportedProblems` (docs/OPERATIONS.md#a-workflow-task-nobody-answers)',
+    ),
   COUNTERSIGN_TEMPORAL_CORE_LOG: z
     .string()
     .regex(
       /^(?:(?:[A-Za-z_][\w]*(?:::[A-Za-z_][\w]*)*=)?(?:trace|debug|info|warn|error))(?:,(?:[A-Za-z_][\w]*(?:::[A-Za-z_][\w]*)*=)?(?:trace|debug|info|warn|error))*$/i,
       'must be a level (TRACE, DEBUG, INFO, WARN, ERROR) or a filter of level and target=level directives, like WARN,temporalio_sdk_core=DEBUG',
     )
-    .default('WARN'),
-  COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')),
-  /**
-   * Ed25519 private key that signs evidence receipts (PKCS#8 PEM or a private OKP JWK; docs/APPROVERS.md
-   * §Evidence receipts). Unset: `<data>/receipts-signing-key.json`, generated on first use.
-   */
-  COUNTERSIGN_RECEIPTS_KEY_FILE: z.string().min(1).optional(),
-  /** Gateway configuration file: upstream MCP servers behind the gate (docs/GATEWAY.md); unset: native tools only. */
-  COUNTERSIGN_CONFIG: z.string().min(1).optional(),
-  /** Use this Temporal frontend instead of starting a dev server (host:port). */
-  TEMPORAL_ADDRESS: z.string().optional(),
-  TEMPORAL_NAMESPACE: z.string().default('default'),
-  TEMPORAL_PORT: port(7233),
-  TEMPORAL_UI_PORT: port(8233),
-  COUNTERSIGN_TASK_QUEUE: z.string().default('countersign-approvals'),
-  /**
-   * Typed search attributes on approval workflows (`src/temporal/search-attributes.ts`): `auto`
-   * (upsert when registered on the namespace, checked at MCP start), `on`, `off`.
-   */
-  COUNTERSIGN_SEARCH_ATTRIBUTES: z.enum(['auto', 'on', 'off']).default('auto'),
-  /**
-   * What the worker does at start, against an external cluster (`TEMPORAL_ADDRESS`), when the
-   * namespace's retention is shorter than `COUNTERSIGN_RESULT_RETENTION_MS` + 1 day
-   * (`src/temporal/namespace-retention.ts`): `warn` (log and run), `fail` (refuse to start), `off`.
-   */
-  COUNTERSIGN_NAMESPACE_RETENTION_CHECK: z.enum(['warn', 'fail', 'off']).default('warn'),
-  /**
-   * The Temporal Web UI summary line of each approval workflow (`workflowSummaryOf`,
-   * `src/mcp/task-service.ts`): `off` (default) or `sealed` — set, and encrypted by the payload
-   * codec like every payload, so the UI shows it only through a codec server (docs/OPERATIONS.md).
-   */
-  COUNTERSIGN_WORKFLOW_SUMMARY: z.enum(['off', 'sealed']).default('off'),
-  /** How long a terminal result stays retrievable (SEP-2848 resultRetention). */
-  COUNTERSIGN_RESULT_RETENTION_MS: ms(24 * 3_600_000),
-  /**
-   * `pollIntervalMs` suggested to clients while something is about to happen, and the least ever
-   * suggested; a task waiting for a person suggests a tenth of its time since the last change, up
-   * to `COUNTERSIGN_POLL_INTERVAL_MAX_MS` (`src/mcp/poll-interval.ts`).
-   */
-  COUNTERSIGN_POLL_INTERVAL_MS: ms(2_000),
-  /** The most `pollIntervalMs` a waiting task suggests, however long it has waited. */
-  COUNTERSIGN_POLL_INTERVAL_MAX_MS: ms(60_000),
-  /**
-   * Refuse `tasks/get` of one task by one caller past a burst of 10 reads and then more than one a
-   * second (-32000, HTTP 429, `Retry-After`; SEP-2663 allows it): `on` (default) or `off`.
-   */
-  COUNTERSIGN_POLL_RATE_LIMIT: z.enum(['on', 'off']).default('on'),
-  /**
-   * How `tasks/get` reads an open task: `record` (default) — the task record in the run's memo, one
-   * DescribeWorkflowExecution, no worker and no billable query (`src/mcp/task-reads.ts`), and, while
-   * a task is polled often, this instance's history long-poll of it with no call per read
-   * (`src/mcp/task-feed.ts`); `query` — a workflow query per read (a worker answers; one Temporal
-   * Cloud action each), the path before the record.
-   */
-  COUNTERSIGN_TASK_READS: z.enum(['record', 'query']).default('record'),
-  /** Runs one MCP instance watches at once by history long-poll (push streams and often-polled tasks). */
-  COUNTERSIGN_TASK_FEED_MAX_WATCHES: z.coerce.number().int().min(0).max(1_000_000).default(5000),
-  /** `subscriptions/listen` streams one caller may hold open on one MCP instance. */
-  COUNTERSIGN_SUBSCRIPTIONS_PER_PRINCIPAL: z.coerce.number().int().min(0).max(10_000).default(16),
-  /** `subscriptions/listen` streams one MCP instance holds open at once. */
-  COUNTERSIGN_SUBSCRIPTIONS_MAX: z.coerce.number().int().min(0).max(1_000_000).default(2000),
-  /**
-   * Fallback backend status poll (callbacks normally arrive first): the first wait, and the cap of
-   * its doubling backoff. The poll is one activity retried with that backoff (one Temporal action
-   * per attempt, nothing in history; docs/DESIGN.md §4.3): 7 days of waiting cost about 25
-   * attempts with the 12 h cap. A decision whose callback is lost is found within about the task's
-   * age, and at most 12 h; lower the cap for a backend whose callbacks you do not trust.
-   */
-  COUNTERSIGN_STATUS_POLL_INITIAL_MS: ms(15_000),
-  COUNTERSIGN_STATUS_POLL_MAX_MS: ms(12 * 3_600_000),
-  /** Maximum submissions per task (1 + chained requests). */
-  COUNTERSIGN_MAX_GENERATIONS: z.coerce.number().int().min(1).max(10).default(3),
-  COUNTERSIGN_RETRY_BASE_MS: ms(5_000),
-  COUNTERSIGN_RETRY_MAX_MS: ms(600_000),
-  COUNTERSIGN_EXECUTION_TIMEOUT_MS: ms(60_000),
-  /** How long a stopping worker waits for in-flight activities (a hung tool) before it stops anyway. */
-  COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS: ms(30_000),
-  /**
-   * Workflow runs the worker keeps in its sticky cache (Temporal `maxCachedWorkflows`). Every open
-   * approval task and every per-principal limiter is a run: past this number, runs are evicted and
-   * their next workflow task or `tasks/get` query replays the history (docs/LOAD.md).
-   */
-  COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
-  /**
-   * Between two checks of the workflow-task watchdog (`src/temporal/workflow-task-watchdog.ts`): a
-   * run whose workflow task this worker took and keeps leaving unanswered gets the worker replaced.
-   * 0 turns it off. Needs Temporal server 1.30+ with `TemporalReportedProblems` (docs/OPERATIONS.md
-   * §A workflow task nobody answers).
-   */
-  COUNTERSIGN_WORKER_WATCHDOG_MS: z.coerce.number().int().min(0).max(86_400_000).default(30_000),
-  /** Pace of one step of a `submit_change` execution (docs/CHANGE-GATE.md), ms. */
-  COUNTERSIGN_CHANGE_STEP_MS: ms(1_500),
-  COUNTERSIGN_MAX_REQUEST_WINDOW_MS: ms(30 * 86_400_000),
-  /** How long `tools/call` waits for the approval workflow to confirm the task. */
-  COUNTERSIGN_CREATE_WAIT_MS: ms(10_000),
-  /**
-   * Deadline of the MCP front's other Temporal calls (`tasks/*`); past it the method answers a
-   * retryable error with HTTP 503 and `Retry-After` (`src/temporal/availability.ts`).
-   */
-  COUNTERSIGN_TEMPORAL_CALL_TIMEOUT_MS: ms(5_000),
-  /** Consecutive unanswered Temporal calls that open the front's circuit (fail fast). */
-  COUNTERSIGN_TEMPORAL_CIRCUIT_FAILURES: z.coerce.number().int().min(1).max(100).default(3),
-  /** How long the circuit stays open before one call is let through again. */
-  COUNTERSIGN_TEMPORAL_CIRCUIT_OPEN_MS: ms(10_000),
-  /**
-   * Answer to a requestable denial for a client without the tasks extension: `approval-tools`
-   * (default) opens the approval and lists `approval_status` / `approval_cancel` to follow it
-   * (src/mcp/approval-tools.ts); `degraded-result` an `isError` result that opens nothing;
-   * `error` -32021.
-   */
-  COUNTERSIGN_NO_TASKS_RESPONSE: z.enum(['approval-tools', 'degraded-result', 'error']).default('approval-tools'),
-  /**
-   * Production: the OAuth 2.1 authorization server whose access tokens the MCP endpoint accepts
-   * (exact `iss`). Unset: the embedded development issuer.
-   */
-  COUNTERSIGN_OAUTH_ISSUER: z.url().optional(),
-  /** Its JWKS; default `<issuer>/.well-known/jwks.json`. Refetched on an unknown `kid`. */
-  COUNTERSIGN_OAUTH_JWKS_URL: z.url().optional(),
-  /** The `aud` tokens must carry (RFC 8707 resource); default this server's `/mcp` URL. */
-  COUNTERSIGN_OAUTH_AUDIENCE: z.string().min(1).optional(),
-  /**
-   * Per-principal submission limits, shared by every instance (SEP-2848 approval-request
-   * amplification): new approval tasks per sliding window, the window, and pending tasks at once.
-   * Past either limit a call gets a non-requestable denial; joining a pending task never counts.
-   */
-  COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: z.coerce.number().int().positive().default(20),
-  COUNTERSIGN_SUBMISSION_WINDOW_MS: ms(3_600_000),
-  COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: z.coerce.number().int().positive().default(50),
-  /** Temporal payload encryption keys (production); unset: the key generated in `<data>/secrets.json`. */
-  COUNTERSIGN_PAYLOAD_KEYS: payloadKeys,
-  /**
-   * OpenTelemetry traces (docs/OPERATIONS.md §Traces), the SDK's standard variables: off unless
-   * `OTEL_TRACES_EXPORTER` is `otlp`/`console` or an OTLP endpoint is set; `OTEL_SDK_DISABLED=true`
-   * turns them off. Parsed into `Config.TRACING` by `tracingSettingsOf` (`src/ops/tracing.ts`).
-   */
-  ...(Object.fromEntries(OTEL_VARIABLES.map((k) => [k, z.string().optional()])) as Record<keyof OtelEnv, z.ZodOptional<z.ZodString>>),
-  /** pino level of the process logger; unset: `info` for the stack and its roles. */
-  LOG_LEVEL: logLevel,
+    .default('WARN')
+    .describe(
+      "what the Temporal SDK's core logs to stderr: a level (`DEBUG`) or a `tracing` filter (`WARN,temporalio_sdk_core::worker::workflow=DEBUG`); DEBUG writes several lines per workflow task (docs/OPERATIONS.md#a-workflow-task-nobody-answers)",
+    ),
+  TEMPORAL_PORT: port(7233).describe(TEMPORAL_PORTS),
+  TEMPORAL_UI_PORT: port(8233).describe(TEMPORAL_PORTS),
+  COUNTERSIGN_RESULT_RETENTION_MS: ms(24 * 3_600_000).describe('how long a terminal result stays retrievable (SEP-2848 resultRetention)'),
+  COUNTERSIGN_MAX_GENERATIONS: z.coerce.number().int().min(1).max(10).default(3).describe('submissions per task (1 + chained requests)'),
+  COUNTERSIGN_POLL_INTERVAL_MS: ms(2_000).describe(
+    'the `pollIntervalMs` suggested while something is about to happen, and the least ever suggested; a task waiting for a person suggests a tenth of its time since the last change (`src/mcp/poll-interval.ts`, docs/DESIGN.md §4.5)',
+  ),
+  COUNTERSIGN_POLL_INTERVAL_MAX_MS: ms(60_000).describe('the most `pollIntervalMs` a waiting task suggests, however long it has waited'),
+  COUNTERSIGN_POLL_RATE_LIMIT: z
+    .enum(['on', 'off'])
+    .default('on')
+    .describe(
+      'refuse `tasks/get` of one task by one caller past a burst of 10 and faster than half the base interval: -32000 with HTTP 429 and `Retry-After` (SEP-2663 allows it); `off`',
+    ),
+  COUNTERSIGN_TASK_READS: z
+    .enum(['record', 'query'])
+    .default('record')
+    .describe(
+      "how `tasks/get` reads an open task: `record` (the run's memo, one describe, no worker, no action; while the task is polled often, this instance's history long-poll with no call per read) or `query` (a workflow query per read: a worker answers, one Temporal Cloud action each)",
+    ),
+  COUNTERSIGN_TASK_FEED_MAX_WATCHES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(5000)
+    .describe(
+      'runs one MCP instance watches by history long-poll (push streams, often-polled tasks); 0: every read describes, nothing is pushed',
+    ),
+  COUNTERSIGN_SUBSCRIPTIONS_PER_PRINCIPAL: z.coerce.number().int().min(0).max(10_000).default(16).describe(SUBSCRIPTIONS),
+  COUNTERSIGN_SUBSCRIPTIONS_MAX: z.coerce.number().int().min(0).max(1_000_000).default(2000).describe(SUBSCRIPTIONS),
+  COUNTERSIGN_RETRY_BASE_MS: ms(5_000).describe(RETRY),
+  COUNTERSIGN_RETRY_MAX_MS: ms(600_000).describe(RETRY),
+  COUNTERSIGN_MAX_REQUEST_WINDOW_MS: ms(30 * 86_400_000).describe(
+    "cap on any request window a policy's `@request_ttl` or the backend asks for",
+  ),
+  COUNTERSIGN_TEMPORAL_CALL_TIMEOUT_MS: ms(5_000).describe(
+    'deadline of `tasks/*` calls to Temporal (`src/temporal/availability.ts`); past it, or with Temporal down, the answer is HTTP 503 with `Retry-After` and a retryable JSON-RPC error (`data.retryAfterSeconds`); nothing was changed',
+  ),
+  COUNTERSIGN_TEMPORAL_CIRCUIT_FAILURES: z.coerce.number().int().min(1).max(100).default(3).describe(CIRCUIT),
+  COUNTERSIGN_TEMPORAL_CIRCUIT_OPEN_MS: ms(10_000).describe(CIRCUIT),
+  COUNTERSIGN_CREATE_WAIT_MS: ms(10_000).describe(
+    "how long `tools/call` waits for the workflow to confirm a new task before a retryable `-32603` with HTTP 503; its `data.taskStarted` says whether the task exists, and the client's retry of the same call joins it (docs/DESIGN.md §3.1)",
+  ),
+  COUNTERSIGN_EXECUTION_TIMEOUT_MS: ms(60_000).describe(
+    "after the claim; past it: `outcome-unknown` (a long-running tool's own timeout instead, docs/CHANGE-GATE.md)",
+  ),
+  COUNTERSIGN_CHANGE_STEP_MS: ms(1_500).describe('pace of one step of a `submit_change` execution (docs/CHANGE-GATE.md)'),
+  COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS: ms(30_000).describe(
+    'how long a stopping worker waits for a running tool before it stops anyway (the abandoned attempt ends `outcome-unknown` by the timeout above, never re-run)',
+  ),
+  COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(1000)
+    .describe(
+      "workflow runs the worker keeps cached (Temporal `maxCachedWorkflows`); every open approval task and every per-principal limiter is one. Past it, runs are evicted and replay their history on their next workflow task; size it above your pending backlog plus active principals. Memory grows with it, about 0.55 MiB RSS per untraced run (bench/perf-notes.md §Where the worker's memory goes). Under heavy eviction, Temporal sometimes rejects a callback's update as one the worker did not process (retried), and in load runs about one approved run in 200–300 was left with a workflow task no worker answered for minutes (the workflow-task watchdog replaces the worker that holds it: docs/OPERATIONS.md#a-workflow-task-nobody-answers)",
+    ),
+  COUNTERSIGN_STATUS_POLL_INITIAL_MS: ms(15_000).describe(STATUS_POLL),
+  COUNTERSIGN_STATUS_POLL_MAX_MS: ms(12 * 3_600_000).describe(STATUS_POLL),
+  COUNTERSIGN_NO_TASKS_RESPONSE: z
+    .enum(['approval-tools', 'degraded-result', 'error'])
+    .default('approval-tools')
+    .describe(
+      'clients without tasks: `approval-tools` (the approval opened, followed with `approval_status` / `approval_cancel`), `degraded-result` (guidance, nothing opened) or `error` (-32021). Also applies to 2025-11-25 calls without `params.task`, where `error` is -32600 (task augmentation required)',
+    ),
+  COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(20)
+    .describe(
+      'new approval tasks a principal may open per sliding window, counted across every instance; past it, a non-requestable denial (joining a pending task never counts)',
+    ),
+  COUNTERSIGN_SUBMISSION_WINDOW_MS: ms(3_600_000).describe('that window'),
+  COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(50)
+    .describe('approval tasks a principal may have pending at once'),
+  TEMPORAL_NAMESPACE: z.string().default('default').describe(NAMESPACE_AND_QUEUE),
+  COUNTERSIGN_TASK_QUEUE: z.string().default('countersign-approvals').describe(NAMESPACE_AND_QUEUE),
+  LOG_LEVEL: logLevel.describe('pino level of the process logger, to stderr; tokens and arguments redacted; unset: `info`'),
+  COUNTERSIGN_OAUTH_ISSUER: z
+    .url()
+    .optional()
+    .describe('production authorization server: only its tokens are accepted (exact `iss`); unset: the embedded development issuer'),
+  COUNTERSIGN_OAUTH_JWKS_URL: z
+    .url()
+    .optional()
+    .describe('its keys; cached, refetched on an unknown `kid` (30 s cooldown); unset: `<issuer>/.well-known/jwks.json`'),
+  COUNTERSIGN_OAUTH_AUDIENCE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('the `aud` (RFC 8707 resource) tokens must carry; unset: the `/mcp` URL'),
+  COUNTERSIGN_PAYLOAD_KEYS: payloadKeys.describe(
+    'Temporal payload encryption keys, JSON `[{"id":"k2","key":"<base64 of 32 bytes>"}, …]`; the first seals, all decode; unset: the key generated in `<data>/secrets.json` (docs/PRODUCTION.md#payload-encryption)',
+  ),
 });
 
 /**

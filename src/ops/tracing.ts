@@ -20,6 +20,15 @@
  * `process.env`; register a global tracer provider (every part receives the tracer it uses, so
  * two stacks in one process do not share one); instrument HTTP in general (only the MCP requests,
  * `src/mcp/tracing.ts`, and the backend callbacks).
+ *
+ * Why the `OTEL_*` variables are parsed here ({@link tracingSettingsOf}) and not by OpenTelemetry:
+ * the SDK's own environment handling (`getEnv` / `parseEnvironment` of `@opentelemetry/core` 1.x,
+ * `getStringFromEnv` in 2.x, `NodeSDK` of `@opentelemetry/sdk-node`) reads `process.env` or
+ * registers global providers, both of which this module refuses (above), and it is lenient: an
+ * unknown sampler or exporter, a malformed endpoint or header list is logged and ignored or
+ * defaulted, where Countersign's configuration refuses to start with every invalid variable named.
+ * Its key=value parser (`baggageUtils.parseKeyPairsIntoRecord`) silently drops malformed entries
+ * for the same reason. The exporters, samplers, resource and propagator are the SDK's.
  */
 import { context, propagation, trace, type Attributes, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';

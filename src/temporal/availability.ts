@@ -17,6 +17,15 @@
  *
  * Deliberately does not: retry (the client does, after `Retry-After`), or guard the worker's own
  * connection (the worker reconnects by itself).
+ *
+ * Why no resilience library: the deadline is the Temporal client's own `withDeadline`, a gRPC
+ * deadline the server sees too, which a library's timer (cockatiel's `timeout`) cannot set. For the
+ * breaker, cockatiel's `circuitBreaker` with a `ConsecutiveBreaker` was considered: whether a miss
+ * counts is decided only after an asynchronous probe of the server, some calls must fail fast
+ * without ever counting (`tripsCircuit: false`), and the breaker reads `Date.now` where this one
+ * takes the guard's clock (its tests move it; the gRPC deadlines beside it need the real one).
+ * Wrapping those rules around it would take more code than the counter and the timestamp below;
+ * and its current major (4) needs Node 22, above this package's floor.
  */
 import { isGrpcDeadlineError, isGrpcServiceError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
 

@@ -95,6 +95,15 @@ describe('Dockerfile', () => {
     expect(pkg.devDependencies).toHaveProperty('tsx');
   });
 
+  it("the reader follows Docker's own syntax (dockerfile-ast): the escape directive, a comment inside a continuation, quoted ENV values", () => {
+    const [stage] = parseDockerfile('# escape=`\nFROM node:20 AS app\nENV A="b c" `\n    # inside the continuation\n    D=e\nUSER node\n');
+    expect(stage!.from).toMatchObject({ image: 'node', tag: '20', name: 'app', line: 2 });
+    expect(stage!.instructions).toEqual([
+      { op: 'ENV', line: 3, vars: { A: 'b c', D: 'e' } },
+      { op: 'USER', line: 6, user: 'node' },
+    ]);
+  });
+
   it('the reader refuses instruction forms it does not know, naming the line', () => {
     expect(() => parseDockerfile('FROM node:20\nADD https://example.com/x /x\n')).toThrow(
       /line 2: instruction ADD is not one this reader supports/,

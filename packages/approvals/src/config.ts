@@ -72,14 +72,35 @@ const keyValueList = (what: string) =>
       return out;
     });
 
-/** The environment variables that decide how the approval service behaves, with defaults. */
+/**
+ * What each `OIDC_*` variable means; they are `@hono/oidc-auth`'s settings, passed to it as given,
+ * so the defaults named are its own.
+ */
+const OIDC_DESCRIPTIONS: Record<OidcVariable, string> = {
+  OIDC_ISSUER:
+    "approver inbox sign-in through OpenID Connect: your IdP's issuer URL (discovery must be available); setting it switches the inbox to OIDC, and then `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET` and `OIDC_AUTH_SECRET` are required (checked when the approval service starts; docs/APPROVERS.md#production-sign-in-oidc)",
+  OIDC_CLIENT_ID: "the inbox's OAuth client id at the IdP",
+  OIDC_CLIENT_SECRET: "the inbox's OAuth client secret",
+  OIDC_AUTH_SECRET: 'at least 32 characters; signs the session cookie',
+  OIDC_AUTH_REFRESH_INTERVAL: 'seconds between re-checks of a session with the IdP (default 900)',
+  OIDC_AUTH_EXPIRES: 'session lifetime in seconds (default 86400)',
+  OIDC_REDIRECT_URI: '`https://<approvals host>/approver/callback` (register it at the IdP)',
+  OIDC_SCOPES: "scopes asked for, e.g. `openid email profile` (default: the IdP's `scopes_supported`)",
+  OIDC_COOKIE_PATH: 'path of the session cookie (default `/`)',
+  OIDC_COOKIE_NAME: 'name of the session cookie (default `oidc-auth`)',
+  OIDC_COOKIE_DOMAIN: "domain of the session cookie (default the request's)",
+  OIDC_AUDIENCE: 'audience asked for in the access token (Auth0 needs it; others rarely)',
+  OIDC_AUTH_EXTERNAL_URL:
+    "the service's public base URL behind a reverse proxy, for the redirect after sign-in (default the request's URL)",
+  OIDC_JWT_ALG: 'algorithm of the session JWT (default `HS256`)',
+};
+
+/**
+ * The environment variables that decide how the approval service behaves, with defaults. Each
+ * carries its description (`.describe`), from which docs/PRODUCTION.md's and docs/APPROVERS.md's
+ * settings tables are generated (`npm run docs:settings`, `scripts/settings-table.ts`).
+ */
 export const ApprovalsSettingsSchema = z.object({
-  /**
-   * Reverse proxies in front of the approval service, comma-separated IP addresses (exact; IPv4,
-   * IPv6, `::ffff:`-mapped IPv4 counts as IPv4). Only a connection from one of them has its
-   * `X-Forwarded-For` read, for the per-address sign-in throttle (`@countersign/http/client-address`).
-   * Unset or empty: none, the socket's address is the client's.
-   */
   COUNTERSIGN_TRUSTED_PROXIES: z
     .string()
     .default('')
@@ -89,60 +110,76 @@ export const ApprovalsSettingsSchema = z.object({
         .map((a) => a.trim())
         .filter((a) => a !== ''),
     )
-    .refine((list) => list.every((a) => isIP(a) !== 0), 'must be a comma-separated list of IP addresses'),
-  /** Approval validity the reference approval service grants. */
-  COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000),
-  /**
-   * The service's status-change callbacks (`api/callbacks.ts`, docs/APPROVERS.md): attempts per
-   * callback before it is given up (then the workflow's status poll finds the status), the first
-   * retry's delay bound and the cap (full jitter: each delay is drawn from
-   * [0, min(cap, base × 2^(n−1))) ms), the per-attempt timeout, and attempts in flight at once
-   * overall and per receiver origin. The defaults keep retrying for about 16 hours (200 attempts,
-   * 5 minutes apart on average once at the cap), so a receiver that is down for a deploy or an
-   * outage still gets its callbacks, and the gate's slow fallback poll rarely has to find them.
-   */
-  COUNTERSIGN_CALLBACK_ATTEMPTS: z.coerce.number().int().min(1).max(1000).default(200),
-  COUNTERSIGN_CALLBACK_BASE_DELAY_MS: ms(500),
-  COUNTERSIGN_CALLBACK_MAX_DELAY_MS: ms(600_000),
-  COUNTERSIGN_CALLBACK_TIMEOUT_MS: ms(5_000),
-  COUNTERSIGN_CALLBACK_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16),
-  COUNTERSIGN_CALLBACK_RECEIVER_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(4),
-  /**
-   * Approver inbox sign-in through OpenID Connect (`inbox/oidc-sessions.ts`): a non-empty
-   * `OIDC_ISSUER` switches it on; then `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET` and `OIDC_AUTH_SECRET`
-   * (at least 32 characters) are required, checked when the approval service starts. The other
-   * `OIDC_*` variables are `@hono/oidc-auth`'s settings, passed to it as given (see docs/APPROVERS.md).
-   */
-  ...(Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional()])) as Record<OidcVariable, z.ZodOptional<z.ZodString>>),
-  /** ID-token claim naming the approver: `email` (default), `preferred_username` or `sub`; checked with the rest of OIDC. */
-  COUNTERSIGN_OIDC_APPROVER_CLAIM: z.string().optional(),
-  /**
-   * Slack channel of the approval service (`notify/slack.ts`, docs/APPROVERS.md): a non-empty bot
-   * token (`xoxb-…`, scope `chat:write`) switches it on; then the signing secret and at least one
-   * group channel are required (checked when the approval service starts).
-   */
-  COUNTERSIGN_SLACK_BOT_TOKEN: z.string().optional(),
-  COUNTERSIGN_SLACK_SIGNING_SECRET: z.string().optional(),
-  /** Slack Web API base URL (tests point it at a local stand-in). */
-  COUNTERSIGN_SLACK_API_URL: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
-  /** Approver group → Slack channel id: `treasury=C0123,change-advisory=C0456`. */
-  COUNTERSIGN_SLACK_CHANNELS: keyValueList('group=channel id'),
-  /** Slack user id → approver id: `U01ABC=bob,U02DEF=carol`. Unmapped Slack users decide nothing. */
-  COUNTERSIGN_SLACK_USERS: keyValueList('Slack user id=approver id'),
-  /**
-   * Email channel (`notify/email.ts`): a non-empty SMTP URL (`smtp://user:pass@host:587`,
-   * `smtps://host:465`) switches it on; then at least one approver address is required.
-   */
+    .refine((list) => list.every((a) => isIP(a) !== 0), 'must be a comma-separated list of IP addresses')
+    .describe(
+      "reverse proxies in front of the approval service, comma-separated IP addresses (exact; `::ffff:`-mapped IPv4 counts as IPv4); only a connection from one of them has its `X-Forwarded-For` read, for the per-address sign-in throttle (docs/APPROVERS.md). Unset: none, the socket's address is the client's",
+    ),
+  COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000).describe('validity of a grant in the reference approval service'),
+  // The status-change callbacks (`api/callbacks.ts`, docs/APPROVERS.md): full jitter, each delay drawn
+  // from [0, min(cap, base × 2^(n−1))) ms. The defaults keep retrying for about 16 hours, so a receiver
+  // down for a deploy or an outage still gets its callbacks and the gate's slow fallback poll rarely
+  // has to find them.
+  COUNTERSIGN_CALLBACK_ATTEMPTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(200)
+    .describe(
+      "decision callbacks: attempts per callback, the first included, before it is given up (about 16 hours of retries; the workflow's status poll then finds the decision)",
+    ),
+  COUNTERSIGN_CALLBACK_BASE_DELAY_MS: ms(500).describe("bound of a callback's first retry delay (full jitter); doubles per failure"),
+  COUNTERSIGN_CALLBACK_MAX_DELAY_MS: ms(600_000).describe('cap of that bound'),
+  COUNTERSIGN_CALLBACK_TIMEOUT_MS: ms(5_000).describe(
+    'per callback attempt; also how long an interrupted attempt waits before it is retried after a restart',
+  ),
+  COUNTERSIGN_CALLBACK_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16).describe('callback attempts in flight at once'),
+  COUNTERSIGN_CALLBACK_RECEIVER_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000)
+    .default(4)
+    .describe('of those, to one receiver origin'),
+  ...(Object.fromEntries(OIDC_VARIABLES.map((k) => [k, z.string().optional().describe(OIDC_DESCRIPTIONS[k])])) as Record<
+    OidcVariable,
+    z.ZodOptional<z.ZodString>
+  >),
+  COUNTERSIGN_OIDC_APPROVER_CLAIM: z
+    .string()
+    .optional()
+    .describe(
+      'which ID-token claim names the approver: `email` (default), `preferred_username` or `sub` (recommended); checked with the rest of OIDC',
+    ),
+  COUNTERSIGN_SLACK_BOT_TOKEN: z
+    .string()
+    .optional()
+    .describe(
+      'Slack messages and buttons for approvers (docs/APPROVERS.md#slack): the bot token (`xoxb-…`, scope `chat:write`); setting it switches Slack on, and then the signing secret and at least one channel are required (checked when the approval service starts)',
+    ),
+  COUNTERSIGN_SLACK_SIGNING_SECRET: z.string().optional().describe("the Slack app's signing secret (required with the token)"),
+  COUNTERSIGN_SLACK_API_URL: z
+    .url({ protocol: /^https?$/ })
+    .default('https://slack.com/api/')
+    .describe('Slack Web API base URL (tests point it at a local stand-in)'),
+  COUNTERSIGN_SLACK_CHANNELS: keyValueList('group=channel id').describe(
+    'approver group → Slack channel id, e.g. `treasury=C0123ABC,change-advisory=C0456DEF` (at least one); a group without a channel is not posted',
+  ),
+  COUNTERSIGN_SLACK_USERS: keyValueList('Slack user id=approver id').describe(
+    "Slack user id → approver id, e.g. `U01AAAA=bob,U02BBBB=carol` (a member id from the user's Slack profile, **not** a display name); unmapped Slack users decide nothing",
+  ),
   COUNTERSIGN_SMTP_URL: z
     .string()
     .regex(/^(smtps?:\/\/.+)?$/, 'must be an smtp:// or smtps:// URL')
-    .optional(),
-  /** `From:` of approval emails. */
-  COUNTERSIGN_EMAIL_FROM: z.string().min(3).default('Countersign <countersign@localhost>'),
-  /** Approver id → email address: `bob=bob@example.com,carol=carol@example.com`. */
-  COUNTERSIGN_EMAIL_ADDRESSES: keyValueList('approver id=address'),
-  /** Lifetime of an emailed decision link (never past the request's deadline). */
-  COUNTERSIGN_EMAIL_LINK_TTL_MS: ms(24 * 3_600_000),
+    .optional()
+    .describe(
+      'approval mails with single-use decision links (docs/APPROVERS.md#email): nodemailer SMTP URL, `smtp://user:pass@host:587` (STARTTLS when the server offers it) or `smtps://user:pass@host:465`; setting it switches email on, and then at least one approver address is required',
+    ),
+  COUNTERSIGN_EMAIL_FROM: z.string().min(3).default('Countersign <countersign@localhost>').describe('`From:` of approval mails'),
+  COUNTERSIGN_EMAIL_ADDRESSES: keyValueList('approver id=address').describe(
+    'approver id → address, e.g. `bob=bob@example.com,carol=carol@example.com` (at least one)',
+  ),
+  COUNTERSIGN_EMAIL_LINK_TTL_MS: ms(24 * 3_600_000).describe("lifetime of an emailed decision link, never past the request's own deadline"),
 });
 
 /** Parsed {@link ApprovalsSettingsSchema}. */

@@ -4,12 +4,13 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SignJWT } from 'jose';
 import { pino, type Logger } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_APPROVAL_RULES, parseApprovalRules } from '../src/deciders/approval-rules.js';
 import { ITSM_DECISION_ISSUER } from '../src/deciders/itsm-webhook.js';
 import { createApprovalService, type ApprovalService, type ApprovalServiceOptions } from '../src/service.js';
@@ -323,6 +324,62 @@ async function itsmDecides(
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
+
+/** A service whose ITSM webhook answers `answers` in turn (then 200), recording each answer in `seen`. */
+function serviceWithItsmHook(answers: number[], seen: number[]): ApprovalService {
+  return makeService({
+    rules: itsmRules,
+    itsmSecret: ITSM_SECRET,
+    fetch: (async (url: string | URL | Request, init?: RequestInit) => {
+      if (String(url) !== itsmRules.itsm.webhookUrl) {
+        callbacks.push(String(init?.body));
+        return new Response(null, { status: 204 });
+      }
+      const status = answers[seen.length] ?? 200;
+      seen.push(status);
+      return new Response(null, { status });
+    }) as typeof fetch,
+  });
+}
+
+/**
+ * Move the fake clock on half a second at a time, letting real work (the JWS signing, which runs
+ * off the event loop) go on between steps, until `done()` or `realMs` of real time have passed.
+ */
+async function advanceUntil(done: () => boolean, realMs = 20_000): Promise<void> {
+  const until = performance.now() + realMs;
+  while (!done() && performance.now() < until) {
+    await sleep(5);
+    await vi.advanceTimersByTimeAsync(500);
+  }
+}
+
+describe('ITSM notifications', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a refused ITSM notification is sent again (p-retry, after 1 s and then 5 s): refused twice and then accepted is one notified row', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const seen: number[] = [];
+    const s = serviceWithItsmHook([503, 502], seen);
+    const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');
+    await advanceUntil(() => s.store.auditTrail(id).some((e) => e.event === 'notified'));
+    expect(seen).toEqual([503, 502, 200]);
+    expect(s.store.auditTrail(id).filter((e) => e.event === 'notified')).toMatchObject([{ actor: 'itsm', via: 'itsm' }]);
+  });
+
+  it('an ITSM notification refused three times is given up: no fourth attempt, no notified row', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const seen: number[] = [];
+    const s = serviceWithItsmHook([500, 500, 500, 500], seen);
+    const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');
+    await advanceUntil(() => seen.length >= 3);
+    await advanceUntil(() => seen.length > 3, 1_000); // a fourth attempt would come within this
+    expect(seen).toEqual([500, 500, 500]);
+    expect(s.store.auditTrail(id).filter((e) => e.event === 'notified')).toEqual([]);
+  });
+});
 
 describe('one person, one vote, across channels (H1)', () => {
   it('carol approving on the API and then an ITSM decision with decided_by "carol" (any case) is one approver: the ITSM vote is refused and the request stays pending', async () => {

@@ -11,7 +11,8 @@
  * - `COUNTERSIGN_APPROVALS_URL` — the service's base URL; default
  *   `http://$COUNTERSIGN_HOST:$COUNTERSIGN_APPROVALS_PORT` (127.0.0.1:8788).
  *
- * Output: human-readable text on stdout, or the service's JSON with `--json`; request data has its
+ * Output: human-readable text on stdout (the `list` table laid out by cli-table3, which measures
+ * cells as the terminal shows them), or the service's JSON with `--json`; request data has its
  * control and bidi characters shown as `\u{…}`. Errors go to stderr as one line naming the cause.
  * Exit codes: 0 ok; 1 service unreachable, not an approval service (an answer that is not the
  * service's JSON or problem+json, e.g. a 404 page), or an unexpected answer; 2 usage (including
@@ -24,6 +25,7 @@
  * (`packages/approvals/src/delegation.ts`).
  * Deliberately does not: cache, retry, or read `.data/secrets.json`.
  */
+import Table from 'cli-table3';
 import type { Command } from 'commander';
 import type { ApprovalsClientEnv } from '../config.js';
 import {
@@ -174,6 +176,31 @@ function approvalsText(i: ApprovalItem): string {
   return `${i.approvals.length}/${i.required_approvals}`;
 }
 
+/**
+ * cli-table3 without borders, colours or padding: columns two spaces apart, each as wide as its
+ * widest cell as the terminal shows it (wide characters count two).
+ */
+const PLAIN_TABLE = {
+  chars: {
+    top: '',
+    'top-mid': '',
+    'top-left': '',
+    'top-right': '',
+    bottom: '',
+    'bottom-mid': '',
+    'bottom-left': '',
+    'bottom-right': '',
+    left: '',
+    'left-mid': '',
+    mid: '',
+    'mid-mid': '',
+    right: '',
+    'right-mid': '',
+    middle: '  ',
+  },
+  style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
+};
+
 /** The `approvals list` table for `items` (as `GET /access/v1/approvals/pending` returns them); `total`: how many wait in all (default the rows shown). */
 export function listText(items: ApprovalItem[], total: number = items.length): string {
   if (items.length === 0)
@@ -187,16 +214,15 @@ export function listText(items: ApprovalItem[], total: number = items.length): s
     approvalsText(i),
     formatCountdown(Date.parse(i.expires_at), now),
   ]);
-  const head = ['ID', 'TOOL', 'REQUESTER', 'REQUEST', 'APPROVALS', 'EXPIRES'];
-  const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (r: string[]) =>
-    r
-      .map((v, c) => v.padEnd(widths[c] ?? 0))
-      .join('  ')
-      .trimEnd();
+  const table = new Table({ head: ['ID', 'TOOL', 'REQUESTER', 'REQUEST', 'APPROVALS', 'EXPIRES'], ...PLAIN_TABLE });
+  table.push(...rows);
+  const lines = table
+    .toString()
+    .split('\n')
+    .map((l) => l.trimEnd());
   const count =
     total === items.length ? `${total} waiting for your decision.` : `${items.length} shown of ${total} waiting for your decision.`;
-  return `${[line(head), ...rows.map(line)].join('\n')}\n${count}\n`;
+  return `${lines.join('\n')}\n${count}\n`;
 }
 
 /** The `approvals show` text for one item: the tool and where it comes from, then every argument on its own row. */

@@ -9,9 +9,10 @@
  * `iss` = this service's base URL, `aud` = {@link ITSM_NOTIFICATION_AUDIENCE}, `iat`, `exp` (+5 min),
  * `jti`, `event: "access_request.created"`, `request: {id, tool, requester, approver_group,
  * reason, justification, summary, tool_info (the tool's title, upstream and hints, or null),
- * arguments (unless includeArguments is false), required_approvals, created_at, expires_at}`, `decision_url`. Up to 3 attempts (0 s, 1 s,
- * 5 s); each success appends a `notified` audit row. Fire-and-forget: a lost notification costs
- * only the ticket (the inbox still shows the request).
+ * arguments (unless includeArguments is false), required_approvals, created_at, expires_at}`,
+ * `decision_url`. Up to 3 attempts (0 s, 1 s, 5 s; the waits are p-retry's, {@link NOTIFY_RETRY});
+ * each success appends a `notified` audit row. Fire-and-forget: a lost notification costs only the
+ * ticket (the inbox still shows the request).
  *
  * Inbound (`POST /access/v1/itsm/decisions`, body: the compact JWS, `application/jwt` or
  * `text/plain`), claims: `iss` = {@link ITSM_DECISION_ISSUER}, `aud` = this service's base URL,
@@ -27,9 +28,9 @@
  * 409, or an approver who already approved, 403), or log tokens and arguments.
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Context } from 'hono';
 import { jwtVerify, SignJWT } from 'jose';
+import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ItsmConfig } from './approval-rules.js';
@@ -46,6 +47,13 @@ import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 export const ITSM_NOTIFICATION_AUDIENCE = 'urn:countersign:itsm:notification';
 /** `iss` the ITSM system puts in its decisions. */
 export const ITSM_DECISION_ISSUER = 'urn:countersign:itsm';
+/**
+ * The waits between notification attempts, as p-retry options: two retries, 1 s then 5 s
+ * (`minTimeout` × `factor`^n, no jitter). A refused or failed attempt is retried; a `TypeError` that
+ * is not a network failure (a malformed URL) is not, as p-retry decides.
+ */
+export const NOTIFY_RETRY = { retries: 2, minTimeout: 1000, factor: 5, randomize: false } as const;
+
 /** Oldest accepted inbound decision (`iat`), for jose's `maxTokenAge`. */
 export const ITSM_DECISION_MAX_AGE = '10m';
 
@@ -69,8 +77,6 @@ export interface ItsmBridgeDeps {
   now: () => number;
   logger: Logger;
   fetch?: typeof fetch;
-  /** Waits before attempts 2 and 3, ms; default `[1000, 5000]`. */
-  retryDelaysMs?: readonly number[];
 }
 
 /** The bridge. */
@@ -95,7 +101,6 @@ export function resolvePerson(approvers: readonly Approver[], decidedBy: string)
 export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
   const key = new TextEncoder().encode(deps.secret);
   const doFetch = deps.fetch ?? globalThis.fetch;
-  const retryDelaysMs = deps.retryDelaysMs ?? [1000, 5000];
   const inFlight = new Set<Promise<void>>();
 
   async function deliver(url: string, record: AccessRequestRecord, includeArguments: boolean): Promise<void> {
@@ -114,8 +119,7 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
       expires_at: new Date(record.expiresAtMs).toISOString(),
     };
     if (includeArguments) request['arguments'] = b.context.arguments;
-    for (let i = 0; i <= retryDelaysMs.length; i += 1) {
-      if (i > 0) await delay(retryDelaysMs[i - 1] ?? 0);
+    const attempt = async (attemptNumber: number): Promise<void> => {
       const nowS = Math.floor(deps.now() / 1000);
       const jws = await new SignJWT({
         event: 'access_request.created',
@@ -129,25 +133,28 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
         .setExpirationTime(nowS + 300)
         .setJti(randomUUID())
         .sign(key);
+      let res: Response;
       try {
-        const res = await doFetch(url, {
+        res = await doFetch(url, {
           method: 'POST',
           headers: { 'Content-Type': 'application/jwt' },
           body: jws,
           signal: AbortSignal.timeout(5000),
           redirect: 'manual',
         });
-        await res.body?.cancel().catch(() => undefined);
-        if (res.ok) {
-          deps.store.appendAudit(record.id, 'notified', 'itsm', deps.now(), { via: 'itsm' });
-          return;
-        }
-        deps.logger.warn({ requestId: record.id, attempt: i + 1, status: res.status }, 'ITSM notification refused');
       } catch (err) {
-        deps.logger.warn({ requestId: record.id, attempt: i + 1, failure: (err as Error).name }, 'ITSM notification failed');
+        deps.logger.warn({ requestId: record.id, attempt: attemptNumber, failure: (err as Error).name }, 'ITSM notification failed');
+        throw err;
       }
-    }
-    deps.logger.error({ requestId: record.id }, 'ITSM notification gave up');
+      await res.body?.cancel().catch(() => undefined);
+      if (!res.ok) {
+        deps.logger.warn({ requestId: record.id, attempt: attemptNumber, status: res.status }, 'ITSM notification refused');
+        throw new Error(`ITSM notification refused: ${res.status}`);
+      }
+      deps.store.appendAudit(record.id, 'notified', 'itsm', deps.now(), { via: 'itsm' });
+    };
+    // each failed attempt is logged by the attempt itself
+    await pRetry(attempt, NOTIFY_RETRY).catch(() => deps.logger.error({ requestId: record.id }, 'ITSM notification gave up'));
   }
 
   return {

@@ -8,6 +8,14 @@
  * socket's, or `X-Forwarded-For` from a configured trusted proxy); an `unknown` address (no socket,
  * in-process requests) is never throttled by address.
  * Deliberately does not: lock accounts permanently.
+ *
+ * Why not `rate-limiter-flexible` (its `RateLimiterMemory` was considered): it counts in fixed
+ * windows opened by the first failure, where this counts the failures of the last
+ * {@link SIGN_IN_WINDOW_MS} (a sliding window, so `Retry-After` is when the oldest counted failure
+ * leaves it); it reads `Date.now` and expires keys with timers, where the approval service runs on
+ * its injected clock (tests and the simulated-time bench move it); and its API is asynchronous,
+ * where the routes ask synchronously before they check a password. The map below is the whole
+ * mechanism.
  */
 import type { Logger } from 'pino';
 import { visible } from './format.js';

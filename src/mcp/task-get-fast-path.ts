@@ -9,6 +9,8 @@
  * - one JSON-RPC request object, `jsonrpc: "2.0"`, a string or number `id`, method `tasks/get`;
  * - `params` holding only `taskId` (a string) and `_meta`, whose envelope names protocol
  *   `2026-07-28`, declares the tasks extension and carries no MRTR fields;
+ * - `Content-Type: application/json` (the SDK answers anything else 415, so this path must too:
+ *   it hands such a request on);
  * - the routing headers agreeing: `MCP-Protocol-Version: 2026-07-28`, `Mcp-Method: tasks/get`,
  *   `Mcp-Name` equal to `params.taskId` (the tasks extension's routing header).
  *
@@ -105,9 +107,15 @@ function cleanTaskGet(body: unknown, headers: Headers): CleanTaskGet | null {
   if (!isJsonObject(envelope) || envelope[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION) return null;
   if (Object.keys(envelope).some((k) => !ENVELOPE_KEYS.has(k))) return null;
   if (!isJsonObject(memberAt(envelope, CLIENT_CAPABILITIES_META_KEY, 'extensions', TASKS_EXTENSION))) return null;
+  if (!isJsonMediaType(headers.get('content-type'))) return null;
   if (headers.get('mcp-protocol-version') !== MODERN_REVISION || headers.get('mcp-method') !== 'tasks/get') return null;
   if (headers.get('mcp-name') !== params.taskId) return null;
   return { id, taskId: params.taskId };
+}
+
+/** Whether a Content-Type header names `application/json` (parameters such as `charset` allowed, case-insensitive). */
+function isJsonMediaType(contentType: string | null): boolean {
+  return contentType !== null && contentType.split(';', 1)[0]!.trim().toLowerCase() === 'application/json';
 }
 
 function error(

@@ -110,7 +110,7 @@ describe('tasks/get served before the SDK answers as the SDK path does', () => {
     expect(done.fast).toEqual(done.sdk);
   });
 
-  it('requests the fast path does not serve are answered by the SDK as before: a missing or disagreeing Mcp-Name, wrong-type params, no tasks capability', async () => {
+  it('requests the fast path does not serve are answered by the SDK as before: a missing or disagreeing Mcp-Name, wrong-type params, no tasks capability, a body not sent as application/json', async () => {
     const alice = await clientFor(stack, 'alice');
     const created = await alice.request<WireTask>('tools/call', {
       name: 'wire_transfer',
@@ -127,5 +127,10 @@ describe('tasks/get served before the SDK answers as the SDK path does', () => {
     expect((wrongType.body.error as { message: string }).message).toMatch(/^Invalid params for tasks\/get: \$\.params\.taskId/);
     const noTasks = await tasksGet('alice', created.taskId, { caps: {} });
     expect((noTasks.body.error as { code: number }).code).toBe(-32021);
+    for (const contentType of [null, 'text/plain']) {
+      const r = await tasksGet('alice', created.taskId, { headers: { 'content-type': contentType } });
+      expect(r.status).toBe(415);
+      expect(r.body.error).toMatchObject({ code: -32000, message: expect.stringMatching(/^Unsupported Media Type/) });
+    }
   });
 });

@@ -30,7 +30,12 @@ const meta = {
 };
 const clean = () => ({ jsonrpc: '2.0', id: 7, method: 'tasks/get', params: { taskId: TASK, _meta: structuredClone(meta) } });
 const headers = (over: Record<string, string | null> = {}) => {
-  const h = new Headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tasks/get', 'mcp-name': TASK });
+  const h = new Headers({
+    'content-type': 'application/json; charset=utf-8',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': 'tasks/get',
+    'mcp-name': TASK,
+  });
   for (const [k, v] of Object.entries(over))
     if (v === null) h.delete(k);
     else h.set(k, v);
@@ -90,6 +95,8 @@ describe('the tasks/get fast path', () => {
       () => ({ ...clean(), params: { taskId: TASK, _meta: { ...meta, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
       {},
     ],
+    ['no Content-Type header (the SDK answers 415)', clean, { 'content-type': null }],
+    ['a Content-Type other than application/json (the SDK answers 415)', clean, { 'content-type': 'text/plain' }],
     ['no MCP-Protocol-Version header', clean, { 'mcp-protocol-version': null }],
     ['an Mcp-Method header naming another method', clean, { 'mcp-method': 'tasks/cancel' }],
     ['no Mcp-Name header', clean, { 'mcp-name': null }],

@@ -143,6 +143,19 @@ export function pollTooSoon(retryAfterMs: number): ProtocolError {
 }
 
 /**
+ * -32000 for a `tasks/get` from a caller whose reads were answered "unknown task" too often
+ * (`poll-interval.ts` `PollRateLimiter.admit`): HTTP 429 with `Retry-After`, `data: {rateLimited:
+ * true, retryAfterMs, scope: "unknown-tasks"}`. Nothing was read.
+ */
+export function unknownTasksTooOften(retryAfterMs: number): ProtocolError {
+  return new ProtocolError(
+    -32000,
+    `Too many requests: too many reads of task ids that are not this caller's tasks; try again after ${retryAfterMs} ms`,
+    { rateLimited: true, retryAfterMs, scope: 'unknown-tasks' },
+  );
+}
+
+/**
  * -32000 for a `subscriptions/listen` over a stream limit (`task-subscriptions.ts`): `scope`
  * `principal` (the caller's open streams) or `instance` (this server's); HTTP 429 with
  * `Retry-After`, `data: {rateLimited: true, retryAfterMs, scope, limit}`. Nothing was opened.

@@ -19,6 +19,13 @@
  * refused; a client hammering the server is, after the burst. A refused read is answered with `-32000` and HTTP 429 `Retry-After`
  * (`pollTooSoon` in `errors.ts`) and costs no Temporal call.
  *
+ * The per-task bucket says nothing about a caller who reads a new id each time, and every id that
+ * parses costs a Temporal read before it is known to be nobody's task. So each caller also has a
+ * budget of *misses* — reads answered "unknown task" (unknown, expired or another principal's, alike):
+ * `missBurst` (20) refilled at one per `missRefillMs` (1 s). While it is spent, that caller's reads
+ * are refused the same way (`unknownTasksTooOften`) before any lookup. A client that follows its own
+ * tasks meets an unknown answer once per task, when the task has expired, and stops.
+ *
  * Deliberately does not: change anything the workflow records (the interval is computed at each
  * answer from the snapshot's phase and `lastUpdatedAt`).
  */
@@ -53,6 +60,10 @@ export interface PollRateLimitOptions {
   refillMs?: number;
   /** Callers × tasks tracked at once; the least recently seen is forgotten past it. Default 100,000. */
   maxTracked?: number;
+  /** "Unknown task" answers a caller may get in a burst before its reads are refused; default 20. */
+  missBurst?: number;
+  /** One miss is refilled per this many ms; default 1000. */
+  missRefillMs?: number;
   /** Clock, ms since the epoch (tests). */
   now?: () => number;
 }
@@ -62,36 +73,66 @@ export interface PollTooSoon {
   retryAfterMs: number;
 }
 
-/** The per-caller, per-task read limit of one instance (module header). */
+/** A token bucket: `tokens` left at time `at` (ms). */
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** The per-caller, per-task read limit of one instance, and each caller's budget of unknown-task answers (module header). */
 export class PollRateLimiter {
-  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly misses = new Map<string, Bucket>();
   private readonly burst: number;
   private readonly refillMs: number;
   private readonly maxTracked: number;
+  private readonly missBurst: number;
+  private readonly missRefillMs: number;
   private readonly now: () => number;
 
   constructor(opts: PollRateLimitOptions = {}) {
     this.burst = opts.burst ?? 10;
     this.refillMs = opts.refillMs ?? 1000;
     this.maxTracked = opts.maxTracked ?? 100_000;
+    this.missBurst = opts.missBurst ?? 20;
+    this.missRefillMs = opts.missRefillMs ?? 1000;
     this.now = opts.now ?? Date.now;
   }
 
   /** Take one read for `key` (the caller's owner key and the task id): null when allowed, else how long to wait. */
   take(key: string): PollTooSoon | null {
+    return this.takeFrom(this.buckets, key, this.burst, this.refillMs);
+  }
+
+  /**
+   * Whether the caller `ownerKey` may read a task now: null when allowed, else how long to wait
+   * because its budget of unknown-task answers is spent ({@link missed}). Takes nothing.
+   */
+  admit(ownerKey: string): PollTooSoon | null {
+    const b = this.misses.get(ownerKey);
+    if (!b) return null;
+    const tokens = Math.min(this.missBurst, b.tokens + (this.now() - b.at) / this.missRefillMs);
+    return tokens < 1 ? { retryAfterMs: Math.ceil((1 - tokens) * this.missRefillMs) } : null;
+  }
+
+  /** A read by `ownerKey` was answered "unknown task": spend one of its misses. */
+  missed(ownerKey: string): void {
+    this.takeFrom(this.misses, ownerKey, this.missBurst, this.missRefillMs);
+  }
+
+  private takeFrom(buckets: Map<string, Bucket>, key: string, burst: number, refillMs: number): PollTooSoon | null {
     const t = this.now();
-    const refillMs = this.refillMs;
-    const b = this.buckets.get(key) ?? { tokens: this.burst, at: t };
-    this.buckets.delete(key); // re-inserted last: the map's order is least recently seen first
-    b.tokens = Math.min(this.burst, b.tokens + (t - b.at) / refillMs);
+    const b = buckets.get(key) ?? { tokens: burst, at: t };
+    buckets.delete(key); // re-inserted last: the map's order is least recently seen first
+    b.tokens = Math.min(burst, b.tokens + (t - b.at) / refillMs);
     b.at = t;
     if (b.tokens < 1) {
-      this.buckets.set(key, b);
+      buckets.set(key, b);
       return { retryAfterMs: Math.ceil((1 - b.tokens) * refillMs) };
     }
     b.tokens -= 1;
-    this.buckets.set(key, b);
-    if (this.buckets.size > this.maxTracked) this.buckets.delete(this.buckets.keys().next().value!);
+    buckets.set(key, b);
+    if (buckets.size > this.maxTracked) buckets.delete(buckets.keys().next().value!);
     return null;
   }
 }

@@ -17,7 +17,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
-import { inputRefused, missingTasksCapability, opaque, pollTooSoon, taskNotFound } from './errors.js';
+import { inputRefused, missingTasksCapability, opaque, pollTooSoon, taskNotFound, unknownTasksTooOften } from './errors.js';
 import type { PollRateLimiter } from './poll-interval.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { gateToolCall, type GateDeps } from './gate.js';
@@ -121,10 +121,16 @@ async function getTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): P
   const params = parseMethodParams('tasks/get', TaskIdParams, raw);
   requireTasks(ctx);
   const caller = principalOf(ctx);
-  const tooSoon = deps.pollLimiter?.take(`${taskOwnerKeyOf(caller)} ${params.taskId}`);
+  const owner = taskOwnerKeyOf(caller);
+  const misses = deps.pollLimiter?.admit(owner);
+  if (misses) throw unknownTasksTooOften(misses.retryAfterMs);
+  const tooSoon = deps.pollLimiter?.take(`${owner} ${params.taskId}`);
   if (tooSoon) throw pollTooSoon(tooSoon.retryAfterMs);
   const snap = await deps.tasks.get(params.taskId, caller);
-  if (!snap) throw taskNotFound();
+  if (!snap) {
+    deps.pollLimiter?.missed(owner);
+    throw taskNotFound();
+  }
   return getTaskResult(params.taskId, snap);
 }
 

@@ -27,7 +27,7 @@ import type { Principal } from '../auth/principal.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { TemporalUnavailableError } from '../temporal/availability.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
-import { internalError, pollTooSoon, taskNotFound, temporalUnavailable } from './errors.js';
+import { internalError, pollTooSoon, taskNotFound, temporalUnavailable, unknownTasksTooOften } from './errors.js';
 import type { PollRateLimiter } from './poll-interval.js';
 import { getTaskResult } from './task-projection.js';
 import { isJsonObject, memberAt } from './narrow.js';
@@ -73,13 +73,16 @@ export function createTaskGetFastPath(
     const clean = cleanTaskGet(body, request.headers);
     if (!clean) return null;
     try {
-      const tooSoon = opts.pollLimiter?.take(`${taskOwnerKeyOf(caller)} ${clean.taskId}`);
-      if (tooSoon)
-        return error(429, clean.id, pollTooSoon(tooSoon.retryAfterMs), {
-          'retry-after': String(Math.max(1, Math.ceil(tooSoon.retryAfterMs / 1000))),
-        });
+      const owner = taskOwnerKeyOf(caller);
+      const misses = opts.pollLimiter?.admit(owner);
+      if (misses) return error(429, clean.id, unknownTasksTooOften(misses.retryAfterMs), retryAfter(misses.retryAfterMs));
+      const tooSoon = opts.pollLimiter?.take(`${owner} ${clean.taskId}`);
+      if (tooSoon) return error(429, clean.id, pollTooSoon(tooSoon.retryAfterMs), retryAfter(tooSoon.retryAfterMs));
       const snap = await opts.tasks.get(clean.taskId, caller);
-      if (!snap) return error(200, clean.id, taskNotFound());
+      if (!snap) {
+        opts.pollLimiter?.missed(owner);
+        return error(200, clean.id, taskNotFound());
+      }
       const result = getTaskResult(clean.taskId, snap);
       const meta = { ...(isJsonObject(result._meta) ? result._meta : {}), [SERVER_INFO_META_KEY]: opts.serverInfo };
       return json(200, { result: { ...result, _meta: meta }, jsonrpc: '2.0', id: clean.id });
@@ -111,6 +114,11 @@ function cleanTaskGet(body: unknown, headers: Headers): CleanTaskGet | null {
   if (headers.get('mcp-protocol-version') !== MODERN_REVISION || headers.get('mcp-method') !== 'tasks/get') return null;
   if (headers.get('mcp-name') !== params.taskId) return null;
   return { id, taskId: params.taskId };
+}
+
+/** The `Retry-After` header (whole seconds, at least 1) for a wait of `ms`. */
+function retryAfter(ms: number): Record<string, string> {
+  return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) };
 }
 
 /** Whether a Content-Type header names `application/json` (parameters such as `charset` allowed, case-insensitive). */

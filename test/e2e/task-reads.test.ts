@@ -127,6 +127,33 @@ describe('tasks/get poll limit', () => {
     expect((await rawRpc(target, 'tasks/get', { taskId: created.taskId })).status).toBe(200);
   });
 
+  it('a caller reading a new id of nobody’s task each time is refused -32000 with HTTP 429 and Retry-After after its miss budget, before any lookup; another caller is not', async () => {
+    const sub = `prober-${randomUUID().slice(0, 6)}`;
+    const created = await (await clientFor(stack, `owner-${randomUUID().slice(0, 6)}`)).request<WireTask>('tools/call', transfer(memo()));
+    const target = await onA(sub);
+    // well-formed ids of runs that do not exist: the owner's id with another run id each time
+    const forged = (i: number) => `${created.taskId.slice(0, -12)}${String(i).padStart(12, '0')}`;
+    let refused: Awaited<ReturnType<typeof rawRpc>> | undefined;
+    let unknown = 0;
+    for (let i = 0; i < 200 && !refused; i++) {
+      const r = await rawRpc(target, 'tasks/get', { taskId: forged(i) });
+      if (r.status === 429) refused = r;
+      else {
+        expect(r.body.error?.code).toBe(-32602);
+        unknown++;
+      }
+    }
+    expect(refused, 'probing new ids is refused at some point').toBeDefined();
+    expect(unknown).toBeGreaterThanOrEqual(20); // the miss budget
+    expect(unknown).toBeLessThan(200);
+    expect(refused!.body.error?.code).toBe(-32000);
+    expect(refused!.body.error?.data).toMatchObject({ rateLimited: true, scope: 'unknown-tasks' });
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // another caller's budget is its own: the same unknown id is answered unknown task, not 429
+    const other = await rawRpc(await onA(`other-${randomUUID().slice(0, 6)}`), 'tasks/get', { taskId: forged(0) });
+    expect([other.status, other.body.error?.code]).toEqual([200, -32602]);
+  });
+
   it('a client honouring pollIntervalMs is never refused, well past the burst', async () => {
     const sub = `patient-${randomUUID().slice(0, 6)}`;
     const created = await (await clientFor(stack, sub)).request<WireTask>('tools/call', transfer(memo()));

@@ -91,4 +91,24 @@ describe('PollRateLimiter', () => {
     expect(limiter.take('a')).toBeNull();
     expect(limiter.take('c')).not.toBeNull();
   });
+
+  it('a caller whose reads were answered unknown task past its miss budget is refused before any lookup, whatever the id, until a miss is refilled; another caller is not', () => {
+    let now = 0;
+    const limiter = new PollRateLimiter({ missBurst: 3, missRefillMs: 1000, now: () => now });
+    for (let i = 0; i < 3; i++) {
+      expect(limiter.admit('mallory')).toBeNull();
+      limiter.missed('mallory');
+    }
+    expect(limiter.admit('mallory')).toEqual({ retryAfterMs: 1000 });
+    expect(limiter.admit('alice')).toBeNull();
+    now += 250;
+    expect(limiter.admit('mallory')).toEqual({ retryAfterMs: 750 });
+    now += 750;
+    expect(limiter.admit('mallory')).toBeNull();
+  });
+
+  it('admitting takes nothing: a caller who never meets an unknown task is never refused for misses', () => {
+    const limiter = new PollRateLimiter({ missBurst: 1, now: () => 0 });
+    for (let i = 0; i < 100; i++) expect(limiter.admit('alice')).toBeNull();
+  });
 });

@@ -197,7 +197,7 @@ export const GateSettingsSchema = z.object({
     .enum(['on', 'off'])
     .default('on')
     .describe(
-      'refuse `tasks/get` of one task by one caller past a burst of 10 and faster than half the base interval: -32000 with HTTP 429 and `Retry-After` (SEP-2663 allows it); `off`',
+      'refuse `tasks/get` of one task by one caller past a burst of 10 and faster than half the base interval, and any `tasks/get` of a caller answered "unknown task" past a burst of 20 and faster than once a second: -32000 with HTTP 429 and `Retry-After` (SEP-2663 allows it); `off`',
     ),
   COUNTERSIGN_TASK_READS: z
     .enum(['record', 'query'])

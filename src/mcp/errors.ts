@@ -155,6 +155,11 @@ export function unknownTasksTooOften(retryAfterMs: number): ProtocolError {
   );
 }
 
+/** The -32000 refusal for a read the poll limits refused (`PollRateLimiter.check`): {@link unknownTasksTooOften} or {@link pollTooSoon}. */
+export function readRefused(refused: { scope: 'unknown-tasks' | 'task'; retryAfterMs: number }): ProtocolError {
+  return refused.scope === 'unknown-tasks' ? unknownTasksTooOften(refused.retryAfterMs) : pollTooSoon(refused.retryAfterMs);
+}
+
 /**
  * -32000 for a `subscriptions/listen` over a stream limit (`task-subscriptions.ts`): `scope`
  * `principal` (the caller's open streams) or `instance` (this server's); HTTP 429 with

@@ -115,6 +115,18 @@ export class PollRateLimiter {
     return tokens < 1 ? { retryAfterMs: Math.ceil((1 - tokens) * this.missRefillMs) } : null;
   }
 
+  /**
+   * Both limits for one `tasks/get` of `taskId` by `ownerKey`, in the order the front applies them:
+   * the caller's miss budget ({@link admit}), then the task's bucket ({@link take}, which takes a read).
+   * Null when the read may go ahead; else which limit refused it and how long to wait.
+   */
+  check(ownerKey: string, taskId: string): (PollTooSoon & { scope: 'unknown-tasks' | 'task' }) | null {
+    const misses = this.admit(ownerKey);
+    if (misses) return { ...misses, scope: 'unknown-tasks' };
+    const tooSoon = this.take(`${ownerKey} ${taskId}`);
+    return tooSoon ? { ...tooSoon, scope: 'task' } : null;
+  }
+
   /** A read by `ownerKey` was answered "unknown task": spend one of its misses. */
   missed(ownerKey: string): void {
     this.takeFrom(this.misses, ownerKey, this.missBurst, this.missRefillMs);

@@ -17,7 +17,7 @@ import type {
 } from '@modelcontextprotocol/server';
 import type { SubmissionState } from './submission-input.js';
 import { z } from 'zod';
-import { inputRefused, missingTasksCapability, opaque, pollTooSoon, taskNotFound, unknownTasksTooOften } from './errors.js';
+import { inputRefused, missingTasksCapability, opaque, readRefused, taskNotFound } from './errors.js';
 import type { PollRateLimiter } from './poll-interval.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { gateToolCall, type GateDeps } from './gate.js';
@@ -122,10 +122,8 @@ async function getTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): P
   requireTasks(ctx);
   const caller = principalOf(ctx);
   const owner = taskOwnerKeyOf(caller);
-  const misses = deps.pollLimiter?.admit(owner);
-  if (misses) throw unknownTasksTooOften(misses.retryAfterMs);
-  const tooSoon = deps.pollLimiter?.take(`${owner} ${params.taskId}`);
-  if (tooSoon) throw pollTooSoon(tooSoon.retryAfterMs);
+  const refused = deps.pollLimiter?.check(owner, params.taskId);
+  if (refused) throw readRefused(refused);
   const snap = await deps.tasks.get(params.taskId, caller);
   if (!snap) {
     deps.pollLimiter?.missed(owner);

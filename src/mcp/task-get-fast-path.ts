@@ -27,7 +27,7 @@ import type { Principal } from '../auth/principal.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { TemporalUnavailableError } from '../temporal/availability.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
-import { internalError, pollTooSoon, taskNotFound, temporalUnavailable, unknownTasksTooOften } from './errors.js';
+import { internalError, readRefused, taskNotFound, temporalUnavailable } from './errors.js';
 import type { PollRateLimiter } from './poll-interval.js';
 import { getTaskResult } from './task-projection.js';
 import { isJsonObject, memberAt } from './narrow.js';
@@ -74,10 +74,8 @@ export function createTaskGetFastPath(
     if (!clean) return null;
     try {
       const owner = taskOwnerKeyOf(caller);
-      const misses = opts.pollLimiter?.admit(owner);
-      if (misses) return error(429, clean.id, unknownTasksTooOften(misses.retryAfterMs), retryAfter(misses.retryAfterMs));
-      const tooSoon = opts.pollLimiter?.take(`${owner} ${clean.taskId}`);
-      if (tooSoon) return error(429, clean.id, pollTooSoon(tooSoon.retryAfterMs), retryAfter(tooSoon.retryAfterMs));
+      const refused = opts.pollLimiter?.check(owner, clean.taskId);
+      if (refused) return error(429, clean.id, readRefused(refused), retryAfter(refused.retryAfterMs));
       const snap = await opts.tasks.get(clean.taskId, caller);
       if (!snap) {
         opts.pollLimiter?.missed(owner);

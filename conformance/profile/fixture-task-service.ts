@@ -45,9 +45,9 @@ export interface FixtureTaskService {
   ): Promise<{ taskId: string; snapshot: FixtureTaskSnapshot }>;
   /** The caller's task, or null if unknown, expired, or someone else's. */
   get(taskId: unknown, ownerKey: string): Promise<FixtureTaskSnapshot | null>;
-  /** Cancel; null if the task is not the caller's. */
+  /** Cancel; null if the task is not the caller's or has expired (same as unknown). */
   cancel(taskId: unknown, ownerKey: string): Promise<FixtureCancelOutcome | null>;
-  /** Deliver `inputResponses`; resolves with the number of outstanding keys answered, null if not the caller's. */
+  /** Deliver `inputResponses`; resolves with the number of outstanding keys answered, null if not the caller's or expired. */
   provideInput(taskId: unknown, ownerKey: string, responses: Record<string, unknown>): Promise<number | null>;
 }
 
@@ -68,7 +68,7 @@ export function createFixtureTaskService(opts: FixtureTaskServiceOptions): Fixtu
     }
   };
 
-  return {
+  const service: FixtureTaskService = {
     async create(tool, args, ownerKey) {
       const workflowId = `${PREFIX}${randomUUID()}`;
       const startWorkflowOperation = new WithStartWorkflowOperation<typeof fixtureTaskWorkflow>('fixtureTaskWorkflow', {
@@ -99,11 +99,12 @@ export function createFixtureTaskService(opts: FixtureTaskServiceOptions): Fixtu
     async cancel(taskId, ownerKey) {
       const o = await owned(taskId, ownerKey);
       if (!o) return null;
-      if (o.desc.status.name !== 'RUNNING') return 'already-terminal';
+      // a closed run: terminal while tasks/get answers it, unknown once expired (every method alike)
+      if (o.desc.status.name !== 'RUNNING') return (await service.get(taskId, ownerKey)) ? 'already-terminal' : null;
       try {
         return await o.handle.executeUpdate(fixtureCancelUpdate);
       } catch (err) {
-        if (isWorkflowNotFound(err)) return 'already-terminal'; // closed between describe and update
+        if (isWorkflowNotFound(err)) return (await service.get(taskId, ownerKey)) ? 'already-terminal' : null; // closed between describe and update
         throw err;
       }
     },
@@ -111,13 +112,14 @@ export function createFixtureTaskService(opts: FixtureTaskServiceOptions): Fixtu
     async provideInput(taskId, ownerKey, responses) {
       const o = await owned(taskId, ownerKey);
       if (!o) return null;
-      if (o.desc.status.name !== 'RUNNING') return 0;
+      if (o.desc.status.name !== 'RUNNING') return (await service.get(taskId, ownerKey)) ? 0 : null;
       try {
         return await o.handle.executeUpdate(fixtureInputUpdate, { args: [responses] });
       } catch (err) {
-        if (isWorkflowNotFound(err)) return 0;
+        if (isWorkflowNotFound(err)) return (await service.get(taskId, ownerKey)) ? 0 : null;
         throw err;
       }
     },
   };
+  return service;
 }

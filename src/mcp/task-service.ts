@@ -26,7 +26,13 @@
  *
  * Holds no task state itself: any instance serves any task.
  */
-import { WorkflowClient, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import {
+  WorkflowClient,
+  WorkflowUpdateFailedError,
+  type Client,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
 import type { Principal } from '../auth/principal.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
@@ -54,6 +60,7 @@ import {
   isTerminalStatus,
   readByQuery,
   readByRecord,
+  readClosedRun,
   type ReadContext,
   type ReadSource,
   type RunIds,
@@ -441,7 +448,7 @@ async function provideInput(
   caller: Principal,
   inputResponses: Record<string, unknown>,
 ): Promise<{ accepted: true } | { refused: string } | null> {
-  const out = await svc.guard.run(() => provideInputNow(svc.client, taskId, caller, inputResponses));
+  const out = await svc.guard.run(() => provideInputNow(svc, taskId, caller, inputResponses));
   forget(svc, taskId);
   return out;
 }
@@ -449,17 +456,19 @@ async function provideInput(
 /**
  * The `provideInput` update on the caller's running task. A refusal by the update's validator
  * records nothing: a task not waiting for input or an unknown input key keep their reason, any
- * other refusal reads as a bad answer; a run that closed meanwhile was not waiting for input.
+ * other refusal reads as a bad answer; a run that closed meanwhile was not waiting for input,
+ * and one whose task has expired is unknown (null), as `tasks/get` answers it.
  */
 async function provideInputNow(
-  client: Client,
+  svc: ServiceContext,
   taskId: unknown,
   caller: Principal,
   inputResponses: Record<string, unknown>,
 ): Promise<{ accepted: true } | { refused: string } | null> {
-  const owned = await describeOwnedRun(client, taskId, caller);
+  const owned = await describeOwnedRun(svc.client, taskId, caller);
   if (!owned) return null;
-  if (owned.desc.status.name !== 'RUNNING') return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
+  if (owned.desc.status.name !== 'RUNNING')
+    return (await expiredClosedRun(svc, owned, caller)) ? null : { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
   try {
     await owned.handle.executeUpdate(provideInputUpdate, { args: [inputResponses] });
     return { accepted: true };
@@ -470,7 +479,8 @@ async function provideInputNow(
         refused: REFUSAL_TEXT[type === REFUSAL.noInputRequested || type === REFUSAL.unknownInputKey ? type : REFUSAL.invalidInput],
       };
     }
-    if (isWorkflowNotFound(err)) return { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
+    if (isWorkflowNotFound(err))
+      return (await expiredClosedRun(svc, owned, caller, 'describe')) ? null : { refused: REFUSAL_TEXT[REFUSAL.noInputRequested] };
     throw err;
   }
 }
@@ -482,36 +492,67 @@ async function provideInputNow(
  */
 async function cancel(svc: ServiceContext, taskId: unknown, caller: Principal): Promise<CancelOutcome | 'recorded' | null> {
   try {
-    return await svc.guard.run(() => cancelNow(svc.client, taskId, caller));
+    return await svc.guard.run(() => cancelNow(svc, taskId, caller));
   } catch (err) {
     if (!(err instanceof TemporalUnavailableError) || err.reason !== 'no-answer') throw err;
-    return svc.guard.run(() => recordCancel(svc.client, taskId, caller));
+    return svc.guard.run(() => recordCancel(svc, taskId, caller));
   } finally {
     forget(svc, taskId);
   }
 }
 
-/** The `cancel` update on the caller's running task: the claim-vs-cancel compare-and-set in the workflow. */
-async function cancelNow(client: Client, taskId: unknown, caller: Principal): Promise<CancelOutcome | null> {
-  const owned = await describeOwnedRun(client, taskId, caller);
+/**
+ * The `cancel` update on the caller's running task: the claim-vs-cancel compare-and-set in the
+ * workflow. A closed run is `already-terminal` while its task is answered, null (unknown) once it
+ * has expired.
+ */
+async function cancelNow(svc: ServiceContext, taskId: unknown, caller: Principal): Promise<CancelOutcome | null> {
+  const owned = await describeOwnedRun(svc.client, taskId, caller);
   if (!owned) return null;
-  if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
+  if (owned.desc.status.name !== 'RUNNING') return (await expiredClosedRun(svc, owned, caller)) ? null : 'already-terminal';
   try {
     return await owned.handle.executeUpdate(cancelUpdate);
   } catch (err) {
     // the run closed between describe and update
-    if (isWorkflowNotFound(err)) return 'already-terminal';
+    if (isWorkflowNotFound(err)) return (await expiredClosedRun(svc, owned, caller, 'describe')) ? null : 'already-terminal';
     throw err;
   }
 }
 
 /** A cancel no worker took in time, as the `cancelRequest` signal: applied, by the same compare-and-set, when a worker next runs the task. */
-async function recordCancel(client: Client, taskId: unknown, caller: Principal): Promise<'already-terminal' | 'recorded' | null> {
-  const owned = await describeOwnedRun(client, taskId, caller);
+async function recordCancel(svc: ServiceContext, taskId: unknown, caller: Principal): Promise<'already-terminal' | 'recorded' | null> {
+  const owned = await describeOwnedRun(svc.client, taskId, caller);
   if (!owned) return null;
-  if (owned.desc.status.name !== 'RUNNING') return 'already-terminal';
+  if (owned.desc.status.name !== 'RUNNING') return (await expiredClosedRun(svc, owned, caller)) ? null : 'already-terminal';
   await owned.handle.signal(cancelRequestSignal);
   return 'recorded';
+}
+
+/**
+ * True when `owned` is a closed run whose task `tasks/get` no longer answers (past `createdAt +
+ * ttlMs`, SEP-2848 §Retention): every method then answers it as an unknown task, by the same
+ * read (`readClosedRun`), so no method is an oracle for a task another has forgotten. A run that
+ * is open, or closed and still answered, is false. `describe`: the run closed after `owned.desc`
+ * was taken (an update found it gone), so describe it again first. Throws as the reads do.
+ */
+async function expiredClosedRun(
+  svc: ServiceContext,
+  owned: { handle: WorkflowHandle<typeof approvalWorkflow>; desc: WorkflowExecutionDescription },
+  caller: Principal,
+  describe?: 'describe',
+): Promise<boolean> {
+  let desc = owned.desc;
+  if (describe) {
+    try {
+      desc = await owned.handle.describe();
+    } catch (err) {
+      if (isWorkflowNotFound(err)) return true; // gone: unknown, as tasks/get answers it
+      throw err;
+    }
+  }
+  if (desc.status.name === 'RUNNING') return false;
+  const ids = { workflowId: owned.handle.workflowId, runId: desc.runId };
+  return (await readClosedRun(svc.readCtx, ids, taskOwnerKeyOf(caller), desc)) === null;
 }
 
 /** This instance changed the task: its feed serves the run again only once it has seen the change. */

@@ -13,6 +13,12 @@ export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 /** Extension identifier of tool-call approval (SEP-2848), advertised in `server/discover`. */
 export const TOOL_APPROVAL_EXTENSION = 'io.modelcontextprotocol/tool-approval';
+/**
+ * The extension's earlier identifier, still emitted by some proxies in the capabilities a client
+ * declares: accepted as {@link TOOL_APPROVAL_EXTENSION} wherever a client's declaration is read,
+ * never emitted (docs/reference/identifiers.md).
+ */
+export const LEGACY_TOOL_APPROVAL_EXTENSION = 'net.openid.authzen/tool-approval';
 
 /** SEP-2663 task status, as `tasks/get` reports it. */
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';

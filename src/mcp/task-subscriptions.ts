@@ -134,7 +134,8 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
         });
       }
       const declared = memberAt(message.params._meta, CLIENT_CAPABILITIES_META_KEY, 'extensions', TASKS_EXTENSION);
-      if (declared === undefined) return protocolErrorResponse(200, id, missingTasksCapability());
+      // HTTP 400, as the SDK answers -32021 on every other method; the other in-band errors 200
+      if (declared === undefined) return protocolErrorResponse(400, id, missingTasksCapability());
       const ids = taskIdsOf(message.params.notifications.taskIds, limits.maxTaskIds);
       if ('issue' in ids) return protocolErrorResponse(200, id, invalidRequestParams('subscriptions/listen', [ids.issue]));
       const owner = taskOwnerKeyOf(caller);

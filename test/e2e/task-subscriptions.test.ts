@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireClient } from '@countersign/client';
+import { McpRpcError, WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { APPROVAL_WORKFLOW_ID_PREFIX, TASKS_EXTENSION } from '../../workflows/wire.js';
 import { startMcpInstance, type McpInstance } from '../support/mcp-instance.js';
@@ -237,12 +237,22 @@ describe('subscriptions/listen refusals open nothing', () => {
     expect(b.stats().subscriptions.streams).toBe(before);
   });
 
-  it('a client that does not declare the tasks extension is refused -32021 with data.requiredCapabilities', async () => {
+  it('a client that does not declare the tasks extension is refused -32021 with data.requiredCapabilities and HTTP 400, exactly as tasks/get refuses it', async () => {
     const { task } = await pendingTask();
     const before = b.stats().subscriptions.streams;
-    const answer = await openListen(await b.target('alice'), [task.taskId], { capabilities: {} });
+    const target = await b.target('alice');
+    const answer = await openListen(target, [task.taskId], { capabilities: {} });
     expect(answer.error?.error.code).toBe(-32021);
     expect(answer.error?.error.data).toEqual({ requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
+    const get = await new WireClient({ ...target, capabilities: {} }).request('tasks/get', { taskId: task.taskId }).then(
+      () => null,
+      (e: unknown) => e as McpRpcError,
+    );
+    expect({ status: answer.status, code: answer.error?.error.code, message: answer.error?.error.message }).toEqual({
+      status: get?.httpStatus,
+      code: get?.code,
+      message: get?.message,
+    });
     expect(b.stats().subscriptions.streams).toBe(before);
   });
 

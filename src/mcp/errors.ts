@@ -16,11 +16,6 @@ export function taskNotFound(): ProtocolError {
   return new ProtocolError(-32602, 'Invalid params: unknown task');
 }
 
-/** -32602 for arguments that fail the tool's input schema; `issues` lists paths and messages only. */
-export function invalidArguments(tool: string, issues: Array<{ path: string; message: string }>): ProtocolError {
-  return new ProtocolError(-32602, `Invalid params: arguments do not match the input schema of ${tool}`, { issues });
-}
-
 /**
  * -32602 for `tools/call` arguments holding a string or member name that is not well-formed Unicode
  * (a lone surrogate, `"\ud800"`): `path` is where, e.g. `$.params.arguments.memo`; `data: {path}`,
@@ -32,8 +27,8 @@ export function illFormedArguments(path: string): ProtocolError {
 
 /**
  * -32602 for an MRTR answer (`inputResponses`) whose accepted content does not match the form it
- * answers (an unknown field, a value outside the form); `issues` as for {@link invalidArguments},
- * paths starting with the input key. Nothing is run or recorded.
+ * answers (an unknown field, a value outside the form); `issues` lists paths (starting with the
+ * input key) and messages only. Nothing is run or recorded.
  */
 export function invalidInputResponse(issues: Array<{ path: string; message: string }>): ProtocolError {
   return new ProtocolError(-32602, 'Invalid params: inputResponses do not match the requested form', { issues });

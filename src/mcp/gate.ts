@@ -2,9 +2,9 @@
  * The approval gate for `tools/call` (SEP-2848 §Denied-but-requestable returns a task; docs/DESIGN.md §3).
  *
  * One call is a pipeline of small steps, each its own function below:
- * 1. {@link validateCall}: the tool exists, its arguments are well-formed Unicode and pass its
- *    schema (-32602 otherwise);
- * 2. {@link admitCall}: the tool's admission check (`Tool.admit`) may refuse (-32602) or answer a
+ * 1. {@link validateCall}: the tool exists (-32602 otherwise), its arguments are well-formed
+ *    Unicode (-32602) and pass its schema (otherwise an input validation error, below);
+ * 2. {@link admitCall}: the tool's admission check (`Tool.admit`) may refuse (an input validation error) or answer a
  *    repeat of an already claimed execution from the tool's records (e.g. `submit_change`'s one
  *    execution per `change_id`), running nothing;
  * 3. {@link bindCall}: an MRTR retry must carry the same immutable call binding (-32602 otherwise);
@@ -25,6 +25,14 @@
  * ({@link GatedCall}): an allowed call of a tool without admission records needs the binding only
  * for its audit line.
  *
+ * **Input validation errors** (arguments the tool's schema refuses, or its records: `Tool.admit`,
+ * `Tool.own`) are tool execution errors, not protocol errors, on both faces (2026-07-28 and
+ * 2025-11-25; SEP-1303, in MCP since 2025-11-25): an `isError` result naming each failing path and
+ * why, never a value, so the model can read it and correct the call ({@link ArgumentsRefusedError},
+ * docs/reference/errors.md). Nothing is evaluated, opened or run. What stays -32602: an unknown tool,
+ * a string that is not well-formed Unicode (the request itself is malformed), an MRTR retry of
+ * another call, an answer off its form.
+ *
  * Deliberately does not: execute on a requestable denial, log arguments, or echo any backend text.
  */
 import type { CallToolResult, InputRequiredResult } from '@modelcontextprotocol/server';
@@ -36,7 +44,7 @@ import type { Decision, PolicyDecisionPoint } from '../policy/pdp.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { TaskView, Tool } from '../tools/tool.js';
 import { findIllFormedString } from '@countersign/http/json-limits';
-import { illFormedArguments, invalidArguments, requestStateMismatch, unknownTool } from './errors.js';
+import { illFormedArguments, requestStateMismatch, unknownTool } from './errors.js';
 import type { SubmissionState } from './submission-input.js';
 import { sanitizeReason } from './status-text.js';
 import type { TaskService } from './task-service.js';
@@ -97,7 +105,7 @@ export function isTaskAnswer(result: GateResult): result is CreateTaskResult {
 
 /** The tool's record of a call that proceeds (`Tool.own` / `Tool.disown`), bound to one call. */
 export interface Ownership {
-  /** Own the tool's key (with `taskId` once the task exists); true when this call took it first. Throws -32602 on refusal. */
+  /** Own the tool's key (with `taskId` once the task exists); true when this call took it first. Throws `ArgumentsRefusedError` on refusal. */
   own(taskId?: string): Promise<boolean>;
   /** Undo a first `own` that nothing came of. */
   disown(): Promise<void>;
@@ -125,13 +133,23 @@ export interface GatedCall {
 }
 
 /**
- * Handle one `tools/call` (module header). Throws `ProtocolError` -32602 (unknown tool, a string
- * in the arguments that is not well-formed Unicode, invalid arguments, a refusal of the tool's
- * admission check, an MRTR retry of another call, an in-band confirmation answer off its form, a
- * fourth input round), -32021 (no tasks capability, when configured), -32603 retryable (task not
- * confirmed in time).
+ * Handle one `tools/call` (module header). Arguments the tool refuses are the `isError` result of
+ * {@link argumentsRefusedResult} (SEP-1303). Throws `ProtocolError` -32602 (unknown tool, a string
+ * in the arguments that is not well-formed Unicode, an MRTR retry of another call, an in-band
+ * confirmation answer off its form, a fourth input round), -32021 (no tasks capability, when
+ * configured), -32603 retryable (task not confirmed in time).
  */
 export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<GateResult> {
+  try {
+    return await gateToolCallNow(deps, call);
+  } catch (err) {
+    if (err instanceof ArgumentsRefusedError) return argumentsRefusedResult(err);
+    throw err;
+  }
+}
+
+/** {@link gateToolCall}'s steps; arguments the tool refuses throw {@link ArgumentsRefusedError}. */
+async function gateToolCallNow(deps: GateDeps, call: GateCall): Promise<GateResult> {
   const { tool, args } = validateCall(deps.tools, call);
   const gated = gatedCall(deps, call, tool, args);
   const answered = await admitCall(deps, gated);
@@ -141,9 +159,52 @@ export async function gateToolCall(deps: GateDeps, call: GateCall): Promise<Gate
 }
 
 /**
+ * Arguments the tool refuses: its schema (`validateCall`) or its records (`Tool.admit`, `Tool.own`).
+ * `issues`: each failing path (dot-separated within the arguments, `""` for the arguments as a whole)
+ * and why, never the value. A local error: the gate answers it with {@link argumentsRefusedResult}.
+ */
+export class ArgumentsRefusedError extends Error {
+  constructor(
+    readonly tool: string,
+    readonly issues: Array<{ path: string; message: string }>,
+  ) {
+    super(`arguments refused by ${tool}`);
+    this.name = 'ArgumentsRefusedError';
+  }
+}
+
+/**
+ * The input validation error as a tool execution error (SEP-1303, MCP 2025-11-25 §Tools, error
+ * handling): `isError: true` and one text block naming the tool, each failing path and why, and
+ * that nothing ran, so the model can correct the call; no `_meta` (no denial, no task, no
+ * disposition: nothing was evaluated).
+ */
+export function argumentsRefusedResult(err: ArgumentsRefusedError): CallToolResult {
+  const lines = err.issues.map((i) => `- ${i.path === '' ? '(the arguments)' : i.path}: ${i.message}`);
+  const result: CallToolResult = {
+    content: [
+      {
+        type: 'text',
+        text: `Invalid arguments for ${err.tool}; the tool did not run. Correct these and call it again:\n${lines.join('\n')}`,
+      },
+    ],
+    isError: true,
+  };
+  refusedResults.add(result);
+  return result;
+}
+
+const refusedResults = new WeakSet<object>();
+
+/** Whether `result` is the gate's answer to refused arguments ({@link argumentsRefusedResult}): in-process only, nothing on the wire says so. */
+export function isArgumentsRefusedResult(result: object): boolean {
+  return refusedResults.has(result);
+}
+
+/**
  * Step 1, validate: the tool by name (-32602 unknown tool), then every string of the arguments
- * well-formed Unicode (-32602 naming its path), then the tool's schema (-32602 with the failing
- * paths). The well-formedness check runs before the schema, which accepts any string: a lone
+ * well-formed Unicode (-32602 naming its path), then the tool's schema (`ArgumentsRefusedError`
+ * with the failing paths). The well-formedness check runs before the schema, which accepts any string: a lone
  * surrogate would otherwise reach the PDP (Cedar refuses it: a policy-evaluation denial) or the
  * approval service as a replacement character.
  */
@@ -154,7 +215,7 @@ export function validateCall(tools: ToolRegistry, call: GateCall): { tool: Tool;
   if (illFormed !== null) throw illFormedArguments(illFormed);
   const parsed = tool.inputSchema.safeParse(call.arguments ?? {});
   if (!parsed.success) {
-    throw invalidArguments(
+    throw new ArgumentsRefusedError(
       tool.name,
       parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
     );
@@ -195,7 +256,7 @@ function ownershipOf(tool: Tool, args: Record<string, unknown>, callerKey: () =>
       const owned = tool.own
         ? await tool.own(args, { callerKey: callerKey(), ...(taskId ? { taskId } : {}) })
         : { ok: true as const, created: false };
-      if (!owned.ok) throw invalidArguments(tool.name, [{ path: owned.path, message: owned.message }]);
+      if (!owned.ok) throw new ArgumentsRefusedError(tool.name, [{ path: owned.path, message: owned.message }]);
       return owned.created;
     },
     async disown() {
@@ -213,7 +274,7 @@ function ownershipOf(tool: Tool, args: Record<string, unknown>, callerKey: () =>
 export async function admitCall(deps: GateDeps, g: GatedCall): Promise<CallToolResult | undefined> {
   if (!g.tool.admit) return undefined;
   const admission = await g.tool.admit(g.args, { callerKey: g.callerKey(), taskOf: (taskId) => taskViewOf(deps, g.call, taskId) });
-  if (admission.ok === false) throw invalidArguments(g.tool.name, [{ path: admission.path, message: admission.message }]);
+  if (admission.ok === false) throw new ArgumentsRefusedError(g.tool.name, [{ path: admission.path, message: admission.message }]);
   if (admission.ok === true) return undefined;
   const { result } = admission;
   deps.logger.info({ tool: g.tool.name, isError: result.isError === true }, "tools/call answered from the tool's records; nothing run");

@@ -41,7 +41,7 @@ import { loadGatewayConfig } from '../gateway/config-file.js';
 import { startGateway, type Gateway } from '../gateway/gateway.js';
 import { toolEntityOf } from '../gateway/wiring.js';
 import { compose, type Composition } from '../compose.js';
-import { gateToolCall } from '../mcp/gate.js';
+import { gateToolCall, isArgumentsRefusedResult } from '../mcp/gate.js';
 import type { SubmissionState } from '../mcp/submission-input.js';
 import { createCedarPdp, type CedarPdp } from '../policy/cedar-pdp.js';
 import { ensureTemporalBinaries, temporalTestServerPath } from '../temporal/binaries.js';
@@ -112,6 +112,15 @@ export type CallOutcome =
       kind: 'denied';
       result: ToolResult;
       /** The denied caller's text (the policy's `@reason`s). */
+      text: string;
+    }
+  | {
+      /**
+       * The tool refused the arguments (its schema or its records): the `isError` result a client
+       * gets (SEP-1303), naming each failing path; nothing was evaluated or run.
+       */
+      kind: 'invalid-arguments';
+      result: ToolResult;
       text: string;
     }
   | {
@@ -402,6 +411,7 @@ export async function startGateTest(options: GateTestOptions): Promise<GateTest>
         };
       }
       const result = out as unknown as ToolResult;
+      if (isArgumentsRefusedResult(out)) return { kind: 'invalid-arguments', result, text: textOf(out) };
       const meta = (out['_meta'] as Record<string, unknown> | undefined) ?? {};
       if (meta[META.authorization] !== undefined) return { kind: 'denied', result, text: textOf(out) };
       return { kind: 'allowed', result };

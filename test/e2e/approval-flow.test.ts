@@ -182,11 +182,14 @@ describe('approval-gated wire_transfer, end to end', () => {
     expect(stack.ledger.count()).toBe(before + 1);
   });
 
-  it('bad arguments and unknown tools are -32602; a missing token is 401 with WWW-Authenticate', async () => {
+  it('bad arguments are an isError result naming the path (SEP-1303) and unknown tools -32602; a missing token is 401 with WWW-Authenticate', async () => {
     const alice = await clientFor(stack, 'alice');
-    const bad = await rpcError(alice.request('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-1', amount: -5 } }));
-    expect(bad.code).toBe(-32602);
-    expect(bad.data).toMatchObject({ issues: [expect.objectContaining({ path: 'amount' })] });
+    const bad = await alice.request<{ isError?: boolean; content: Array<{ text: string }> }>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-1', amount: -5 },
+    });
+    expect(bad.isError).toBe(true);
+    expect(bad.content[0]?.text).toContain('\n- amount: ');
     expect((await rpcError(alice.request('tools/call', { name: 'nope', arguments: {} }))).code).toBe(-32602);
     const res = await fetch(stack.urls.mcp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(res.status).toBe(401);

@@ -137,13 +137,13 @@ describe('submit_change: idempotency by change_id', () => {
     await alice.request('tasks/cancel', { taskId: first.taskId });
   });
 
-  it('the same change_id with a different body is refused with -32602 at change_id, and nothing is submitted', async () => {
+  it('the same change_id with a different body is refused as an input validation error at change_id (isError, SEP-1303), and nothing is submitted', async () => {
     const alice = await clientFor(stack, 'alice');
     const id = changeId();
     const first = await alice.request<WireTask>('tools/call', submit({ change_id: id, risk: 'high' }));
-    const err = await rpcError(alice.request('tools/call', submit({ change_id: id, risk: 'high', title: 'Drop orders index' })));
-    expect(err.code).toBe(-32602);
-    expect(err.data).toMatchObject({ issues: [{ path: 'change_id', message: expect.stringMatching(/different body/) }] });
+    const refused = await alice.request<ToolResult>('tools/call', submit({ change_id: id, risk: 'high', title: 'Drop orders index' }));
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]?.text).toMatch(/\n- change_id: .*different body/);
     expect((await pendingFor(stack, 'bob')).filter((r) => r.arguments.change_id === id)).toHaveLength(1);
     await alice.request('tasks/cancel', { taskId: first.taskId });
   });
@@ -153,8 +153,8 @@ describe('submit_change: idempotency by change_id', () => {
     const dave = await clientFor(stack, 'dave');
     const id = changeId();
     const first = await alice.request<WireTask>('tools/call', submit({ change_id: id, risk: 'high' }));
-    const err = await rpcError(dave.request('tools/call', submit({ change_id: id, risk: 'high' })));
-    expect(err.code).toBe(-32602);
+    const refused = await dave.request<ToolResult>('tools/call', submit({ change_id: id, risk: 'high' }));
+    expect(refused).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('\n- change_id: ') }] });
     expect((await pendingFor(stack, 'bob')).filter((r) => r.arguments.change_id === id)).toHaveLength(1);
     await alice.request('tasks/cancel', { taskId: first.taskId });
   });
@@ -380,9 +380,8 @@ describe('submit_change: one execution per change_id', () => {
     });
     expect(created.resultType).toBe('task');
     const daveWithForm = await clientFor(stack, 'dave', { elicitation: true });
-    const err = await rpcError(daveWithForm.request('tools/call', submit(args)));
-    expect(err.code).toBe(-32602);
-    expect(err.data).toMatchObject({ issues: [{ path: 'change_id' }] });
+    const refused = await daveWithForm.request<ToolResult>('tools/call', submit(args));
+    expect(refused).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('\n- change_id: ') }] });
     await waitForTerminal(alice, created.taskId);
   });
 

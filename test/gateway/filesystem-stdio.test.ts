@@ -7,7 +7,6 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpRpcError } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { clientFor, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
@@ -175,15 +174,15 @@ describe('gateway: the reference filesystem server over stdio', () => {
     expect(readFileSync(path, 'utf8')).toBe('one');
   });
 
-  it('arguments the upstream schema refuses are -32602 with the failing path, as for native tools', async () => {
+  it('arguments the upstream schema refuses are an isError result naming the failing paths (SEP-1303), as for native tools', async () => {
     const alice = await clientFor(stack, 'alice');
-    const err = await alice.request('tools/call', { name: 'fs__write_file', arguments: { path: 42 } }).then(
-      () => null,
-      (e: unknown) => e,
-    );
-    expect(err).toBeInstanceOf(McpRpcError);
-    expect((err as McpRpcError).code).toBe(-32602);
-    expect(JSON.stringify((err as McpRpcError).data)).toContain('content');
+    const refused = await alice.request<{ isError?: boolean; content: Array<{ text: string }> }>('tools/call', {
+      name: 'fs__write_file',
+      arguments: { path: 42 },
+    });
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]?.text).toMatch(/^Invalid arguments for fs__write_file; the tool did not run\./);
+    expect(refused.content[0]?.text).toContain('\n- content: ');
   });
 
   it('an unchanged upstream tool runs once after approval', async () => {

@@ -143,12 +143,13 @@ describe('the MCP endpoint under hostile input', () => {
     expect(mcp.ledger.count()).toBe(0);
   });
 
-  it('constructor and prototype keys are kept as own properties, so the tool schema refuses them as unknown keys (-32602) and nothing runs', async () => {
+  it('constructor and prototype keys are kept as own properties, so the tool schema refuses them as unknown keys (an isError input validation result, SEP-1303) and nothing runs', async () => {
     for (const key of ['constructor', 'prototype']) {
       const res = await post('/mcp', toolsCallText(`{"to":"acct-991","amount":5,"${key}":{"x":1}}`));
-      const body = (await res.json()) as { error?: { code: number; message: string } };
-      expect(body.error?.code).toBe(-32602);
-      expect(body.error?.message).toContain('arguments do not match the input schema of wire_transfer');
+      const body = (await res.json()) as { result?: { isError?: boolean; content: Array<{ text: string }> } };
+      expect(body.result?.isError).toBe(true);
+      expect(body.result?.content[0]?.text).toMatch(/^Invalid arguments for wire_transfer; the tool did not run\./);
+      expect(body.result?.content[0]?.text).toContain(key);
     }
     expect(mcp.ledger.count()).toBe(0);
   });

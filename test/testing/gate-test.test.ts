@@ -81,11 +81,12 @@ describe('countersign/testing: a gate tested with time-skipping', () => {
     expect(gate.requests.filter((r) => r.arguments['to'] === 'acct-666')).toHaveLength(0);
   });
 
-  it('arguments the tool schema refuses, and unknown tools, are the -32602 error a client would get', async () => {
-    await expect(gate.call('wire_transfer', { to: 'not-an-account', amount: 1 })).rejects.toMatchObject({
-      code: -32602,
-      data: { issues: [{ path: 'to' }] },
-    });
+  it('arguments the tool schema refuses are the isError result naming the path a client would get (SEP-1303), unknown tools the -32602 error', async () => {
+    const refused = await gate.call('wire_transfer', { to: 'not-an-account', amount: 1 });
+    expect(refused).toMatchObject({ kind: 'invalid-arguments', result: { isError: true } });
+    expect(refused.kind === 'invalid-arguments' && refused.text).toMatch(
+      /^Invalid arguments for wire_transfer; the tool did not run\.[^]*\n- to: /,
+    );
     await expect(gate.call('no_such_tool', {})).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('unknown tool') });
   });
 

@@ -148,11 +148,18 @@ describe('the gate, allowed calls', () => {
     expect(out).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringContaining('ran and failed') }] });
   });
 
-  it("an allowed call whose tool refuses to own it is -32602 at the tool's path, and the tool does not run", async () => {
+  it("an allowed call whose tool refuses to own it is an isError result naming the tool's path and reason (an input validation error, SEP-1303), and the tool does not run", async () => {
     const refuses = tool('refuses_own', { own: async () => ({ ok: false, path: 'n', message: 'already taken' }) });
-    const err = await protocolError(gateToolCall(await gateWith([refuses]), call('refuses_own')));
-    expect(err.code).toBe(-32602);
-    expect(JSON.stringify(err.data)).toContain('already taken');
+    const out = await gateToolCall(await gateWith([refuses]), call('refuses_own'));
+    expect(out).toEqual({
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: 'Invalid arguments for refuses_own; the tool did not run. Correct these and call it again:\n- n: already taken',
+        },
+      ],
+    });
     expect(refuses.calls).toEqual([]);
   });
 });

@@ -2,7 +2,8 @@
 // authenticator through the DevTools protocol) against the approval service over real HTTP on
 // localhost (browsers refuse IP addresses as WebAuthn RP IDs): a step-up rule marks large
 // transfers; the API cannot approve one; an approver registers a passkey, approves with it, and
-// the verified assertion over the binding digest is recorded with the vote and in the approval.
+// the verified assertion over a single-use challenge that begins with the binding digest is
+// recorded with the vote and in the approval (replay: packages/approvals/test/passkey-step-up-challenges.test.ts).
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
@@ -112,11 +113,12 @@ describe('passkey step-up', () => {
     expect(vote).toMatchObject({
       approver: 'bob',
       via: 'inbox',
-      stepUp: { method: 'webauthn', user_verified: true, challenge: digest, rule: 'passkey-over-250k' },
+      stepUp: { method: 'webauthn', user_verified: true, binding_digest: digest, request_id: id, rule: 'passkey-over-250k' },
     });
     const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
     expect(vote?.stepUp?.credential_id).toBe(credentials[0]?.credentialId.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_'));
-    expect(record.approval?.step_up).toEqual([expect.objectContaining({ approver: 'bob', challenge: digest, user_verified: true })]);
+    expect(vote?.stepUp?.challenge).toMatch(new RegExp(`^${digest}\\.[A-Za-z0-9_-]{43}$`)); // the digest, then the single-use nonce
+    expect(record.approval?.step_up).toEqual([expect.objectContaining({ approver: 'bob', binding_digest: digest, user_verified: true })]);
     expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'bob', rule: 'passkey-over-250k' });
   });
 

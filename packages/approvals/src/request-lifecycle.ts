@@ -301,7 +301,10 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         return { kind: 'not-pending', record: store.get(id) ?? current };
       }
       if (!countsTowardsQuorum(decider, current)) return { kind: 'forbidden', reason: 'quorum-needs-members' };
-      if (current.stepUpRule !== null && (stepUp === undefined || stepUp.challenge !== current.body.binding_digest)) {
+      if (
+        current.stepUpRule !== null &&
+        (stepUp === undefined || stepUp.binding_digest !== current.body.binding_digest || stepUp.request_id !== current.id)
+      ) {
         return { kind: 'forbidden', reason: 'step-up-required' };
       }
       if (alreadyVoted(decider, id)) return { kind: 'forbidden', reason: 'already-approved' };

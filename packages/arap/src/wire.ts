@@ -106,6 +106,9 @@ export const WireStepUpSchema = z.object({
   credential_id: z.string(),
   user_verified: z.literal(true),
   challenge: z.string(),
+  /** The approved request's binding digest and id, which the single-use challenge was issued for (absent in older proofs). */
+  binding_digest: z.string().optional(),
+  request_id: z.string().optional(),
   rule: z.string(),
   verified_at: z.string(),
 });

@@ -70,16 +70,22 @@ export interface AccessRequestRecord {
 }
 
 /**
- * Proof that a person confirmed an approval with a user-verified WebAuthn assertion whose
- * challenge was the request's binding digest (`packages/approvals/src/inbox/passkeys.ts`).
+ * Proof that a person confirmed an approval with a user-verified WebAuthn assertion over a
+ * single-use challenge issued for this request, which begins with its binding digest
+ * (`packages/approvals/src/inbox/passkeys.ts`). Proofs recorded before those challenges lack
+ * `binding_digest` and `request_id` (their challenge was the digest itself).
  */
 export interface StepUpProof {
   method: 'webauthn';
   /** Base64url credential id of the passkey used. */
   credential_id: string;
   user_verified: true;
-  /** The binding digest the assertion signed (as its challenge). */
+  /** The challenge the assertion signed: `<binding digest>.<nonce>`. */
   challenge: string;
+  /** The binding digest of the approved request (the challenge's first part). */
+  binding_digest?: string;
+  /** The request the challenge was issued for. */
+  request_id?: string;
   /** Step-up rule that required it. */
   rule: string;
   /** ISO 8601. */

@@ -22,9 +22,10 @@ function run(cmd, args, env = process.env) {
   }
 }
 
-function has(cmd) {
+/** Whether `cmd` runs and exits 0 with `args` (each tool's own version command: `go version`, not `go --version`). */
+function answers(cmd, args) {
   try {
-    execFileSync(cmd, ['--version'], { stdio: 'ignore' });
+    execFileSync(cmd, args, { stdio: 'ignore' });
     return true;
   } catch {
     return false;
@@ -32,7 +33,7 @@ function has(cmd) {
 }
 
 if (!existsSync(join(BIN, 'server')) || !existsSync(join(BIN, 'sql'))) {
-  if (!has('go')) {
+  if (!answers('go', ['version'])) {
     console.error('install-temporal-server: Go is needed to build the Temporal server (any go >= 1.21 fetches its toolchain)');
     process.exit(1);
   }
@@ -46,7 +47,7 @@ if (!existsSync(join(BIN, 'server')) || !existsSync(join(BIN, 'sql'))) {
   });
 }
 
-if (!has('initdb') || !has('pg_ctl')) {
+if (!answers('initdb', ['--version']) || !answers('pg_ctl', ['--version'])) {
   console.error('install-temporal-server: installing PostgreSQL (Debian package postgresql)');
   run('apt-get', ['install', '-y', '-q', 'postgresql']);
   // Debian keeps the binaries in a versioned folder off PATH

@@ -204,10 +204,52 @@ export async function opaque<T>(logger: Logger, fn: () => Promise<T>): Promise<T
   }
 }
 
+/** Longest error message answered, in characters (SDK messages quote request values: a method name, a header). */
+export const MAX_ERROR_MESSAGE_CHARS = 500;
+/** Longest string in an error's `data`, in characters (echoed request values: a header, a method, a member name). */
+export const MAX_ERROR_DATA_CHARS = 200;
+
+/**
+ * A JSON-RPC error object whose strings are bounded: `message` cut at
+ * {@link MAX_ERROR_MESSAGE_CHARS}, every string in `data` (values and member names, at any depth)
+ * at {@link MAX_ERROR_DATA_CHARS}, each cut one ending `…(N characters left out)`. An error may quote
+ * what the request sent, but never at the request's size: a 1 MB method name is not answered twice
+ * over. Unchanged (the same object) when nothing is too long.
+ */
+export function boundedError<E extends { code: number; message: string; data?: unknown }>(error: E): E {
+  const message = cut(error.message, MAX_ERROR_MESSAGE_CHARS);
+  const data = error.data === undefined ? undefined : boundStrings(error.data, MAX_ERROR_DATA_CHARS);
+  if (message === error.message && data === error.data) return error;
+  return { ...error, message, ...(data === undefined ? {} : { data }) };
+}
+
+function cut(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…(${text.length - max} characters left out)`;
+}
+
+function boundStrings(value: unknown, max: number): unknown {
+  if (typeof value === 'string') return cut(value, max);
+  if (Array.isArray(value)) {
+    const items = value.map((v) => boundStrings(v, max));
+    return items.every((v, i) => v === value[i]) ? value : items;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  let changed = false;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    const key = cut(k, max);
+    const bounded = boundStrings(v, max);
+    if (key !== k || bounded !== v) changed = true;
+    out[key] = bounded;
+  }
+  return changed ? out : value;
+}
+
 /**
  * A JSON-RPC error answered at the HTTP layer, before the SDK sees the request (`http.ts`: body
  * limits, JSON limits, unknown paths under the endpoint, a thrown error): `{jsonrpc, error: {code,
- * message, data?}, id}` as `application/json` with `status`. `id` is the request's when known.
+ * message, data?}, id}` as `application/json` with `status`, its strings bounded ({@link boundedError}).
+ * `id` is the request's when known.
  */
 export function jsonRpcErrorResponse(
   status: number,
@@ -216,7 +258,7 @@ export function jsonRpcErrorResponse(
   data?: unknown,
   id: string | number | null = null,
 ): Response {
-  const error = data === undefined ? { code, message } : { code, message, data };
+  const error = boundedError(data === undefined ? { code, message } : { code, message, data });
   return new Response(JSON.stringify({ jsonrpc: '2.0', error, id }), {
     status,
     headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },

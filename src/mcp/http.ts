@@ -41,8 +41,8 @@ import { problemNotFound, problemOnError } from '@countersign/http/error-handler
 import { MAX_JSON_DEPTH, parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
 import { sameOriginOnly } from '@countersign/http/origin';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
-import { invalidRequestParams, jsonRpcErrorResponse } from './errors.js';
-import { memberAt, parseJson } from './narrow.js';
+import { boundedError, invalidRequestParams, jsonRpcErrorResponse } from './errors.js';
+import { isRecord, memberAt, parseJson } from './narrow.js';
 import { retryFieldIssue } from './spec-params.js';
 import type { Tracer } from '@opentelemetry/api';
 import { withMcpServerSpan } from './tracing.js';
@@ -247,8 +247,10 @@ function idOf(text: string): string | number | null {
 }
 
 /**
- * Two fix-ups of the SDK's JSON answer, each applied only to a body that can need it (a cheap text
+ * Three fix-ups of the SDK's JSON answer, each applied only to a body that can need it (a cheap text
  * check first; every other response passes through as is):
+ * - an error body longer than {@link LONG_ERROR_CHARS} has its strings bounded (`boundedError`):
+ *   the SDK's -32020 header mismatch quotes the method or tool name, twice, at any length;
  * - the SDK appends `content: []` to a task-shaped `tools/call` result; `CreateTaskResult` has no
  *   `content`, so drop it;
  * - a retryable "unavailable" error (`temporalUnavailable` in `errors.ts`: Temporal or a worker did
@@ -259,7 +261,10 @@ async function finishMcpResponse(res: Response, note: ResponseNote): Promise<Res
   // a plain CallToolResult (`response-note.ts`) needs neither fix-up: not read, passed on as is
   if (note.plainToolResult) return res;
   if (!(res.headers.get('content-type') ?? '').includes('application/json')) return res;
-  const text = await res.text();
+  let text = await res.text();
+  // an error quoting what the request sent (the SDK's -32020 header mismatch quotes the method
+  // or name twice) is answered with its strings bounded: nothing unbounded is echoed
+  if (text.length > LONG_ERROR_CHARS) text = boundedErrorText(text);
   if (text.includes('"rateLimited":true')) {
     const waitMs = rateLimitWaitOf(text);
     if (waitMs !== undefined) {
@@ -291,6 +296,20 @@ async function finishMcpResponse(res: Response, note: ResponseNote): Promise<Res
     return new Response(JSON.stringify(body), { status: res.status, headers });
   }
   return new Response(text, res);
+}
+
+/** A JSON-RPC error body longer than this (characters) is checked for strings to bound; a bounded error is far shorter. */
+const LONG_ERROR_CHARS = 2048;
+
+/** `text`, a JSON body: when it is a single JSON-RPC error, re-serialized with its strings bounded (`boundedError`). */
+function boundedErrorText(text: string): string {
+  const body: unknown = parseJson(text);
+  if (!isRecord(body) || !isRecord(body.error)) return text;
+  const { code, message } = body.error;
+  if (typeof code !== 'number' || typeof message !== 'string') return text;
+  const error = { ...body.error, code, message };
+  const bounded = boundedError(error);
+  return bounded === error ? text : JSON.stringify({ ...body, error: bounded });
 }
 
 /** `error.data.retryAfterMs` of a single JSON-RPC rate-limit error body (`pollTooSoon`, `tooManySubscriptions`), when it is a positive number. */

@@ -38,7 +38,7 @@ import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { TemporalUnavailableError } from '../temporal/availability.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import type { TaskSnapshot } from '../../workflows/types.js';
-import { invalidRequestParams, missingTasksCapability, temporalUnavailable, tooManySubscriptions } from './errors.js';
+import { boundedError, invalidRequestParams, missingTasksCapability, temporalUnavailable, tooManySubscriptions } from './errors.js';
 import { isJsonObject, isRecord, memberAt } from './narrow.js';
 import { isTerminalStatus } from './task-reads.js';
 import { wireTask } from './task-projection.js';
@@ -367,7 +367,7 @@ function errorResponse(
   error: { code: number; message: string; data?: unknown },
   headers: Record<string, string> = {},
 ): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id, error }), {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id, error: boundedError(error) }), {
     status,
     headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
   });

@@ -154,6 +154,34 @@ describe('the MCP endpoint under hostile input', () => {
     expect(mcp.ledger.count()).toBe(0);
   });
 
+  it('a 1,044,480-character method name without an Mcp-Method header, or an Mcp-Name that disagrees with a huge tool name, is refused with an answer that echoes none of it unbounded', async () => {
+    const meta = modernEnvelope();
+    const method = 'm'.repeat(1_044_480);
+    const headers: Record<string, string> = mcpHeaders('tools/call', 'wire_transfer');
+    delete headers['mcp-method'];
+    delete headers['mcp-name'];
+    const longMethod = await post('/mcp', JSON.stringify({ jsonrpc: '2.0', id: 7, method, params: { _meta: meta } }), headers);
+    const name = 'n'.repeat(1_000_000);
+    const longName = await post(
+      '/mcp',
+      JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name, arguments: {}, _meta: meta } }),
+      mcpHeaders('tools/call', 'wire_transfer'),
+    );
+    for (const [res, id] of [
+      [longMethod, 7],
+      [longName, 8],
+    ] as const) {
+      const text = await res.text();
+      expect(res.status).toBe(400);
+      expect(text.length).toBeLessThan(4096);
+      const body = JSON.parse(text) as { id: unknown; error: { code: number; message: string } };
+      expect(body.id).toBe(id);
+      expect(body.error.code).toBe(-32020);
+      expect(body.error.message).toMatch(/characters left out/);
+    }
+    expect(mcp.ledger.count()).toBe(0);
+  });
+
   it('arguments nested 3,000 deep are refused with -32602 before anything parses them', async () => {
     const res = await post('/mcp', toolsCallText(nested(3000)));
     expect(res.status).toBe(400);

@@ -1,5 +1,6 @@
 // Scope: the SEP-2848 static test vectors (conformance/vectors/) and their verifier — every vector judged as it says, every rule
-// shown to reject, named mutations of accepting vectors rejected, and the command line's exit codes. No server, no network.
+// shown to reject, named mutations of accepting vectors rejected, Countersign's own projections judged conforming, and the
+// command line's exit codes. No server, no network.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,15 @@ import {
   type RuleId,
   type Vector,
 } from '../../conformance/vectors/verify.mjs';
+import type { ProtocolError } from '@modelcontextprotocol/server';
+import { approvalOpenedResult } from '../../src/mcp/approval-tools.js';
+import { missingTasksCapability, taskNotFound } from '../../src/mcp/errors.js';
+import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
+import { executionLostFencedResult } from '../../workflows/execution-resolution.js';
+import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from '../../workflows/results.js';
+import type { Disposition, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
+import { JUSTIFICATION_INPUT_KEY, justificationRequestedSchema } from '../../workflows/wire.js';
+import { DENIAL_REASONS, workingSnapshot } from '../support/snapshot-fixture.js';
 
 const VECTORS = fileURLToPath(new URL('../../conformance/vectors/', import.meta.url));
 const VERIFY = join(VECTORS, 'verify.mjs');
@@ -184,6 +194,83 @@ describe('mutating an accepting vector in a named way makes it fail for the rule
       expect(checkMessage(mutatedKind, message, context).map((x) => x.rule)).toContain(rule);
     });
   }
+});
+
+describe("Countersign's own answers are judged conforming (the verifier has no false positives on the product's shapes)", () => {
+  const TASK_ID = '0123456789abcdef0123456789abcdef.786512e2-9e0d-44bd-8f29-789f320fe840';
+  const request = (method: string, tasks = true) => ({
+    jsonrpc: '2.0' as const,
+    id: 3,
+    method,
+    params: { _meta: { 'io.modelcontextprotocol/clientCapabilities': { extensions: tasks ? { [TASKS_EXT]: {} } : {} } } },
+  });
+  const answer = (result: unknown) => ({ jsonrpc: '2.0', id: 3, result });
+  const error = (e: ProtocolError) => ({
+    jsonrpc: '2.0',
+    id: 3,
+    error: { code: e.code, message: e.message, ...(e.data ? { data: e.data } : {}) },
+  });
+  const terminal = (result: StoredCallToolResult): TaskSnapshot =>
+    workingSnapshot({
+      status: 'completed',
+      phase: 'terminal',
+      lastUpdatedAt: '2026-06-03T09:05:00.000Z',
+      result,
+      disposition: result._meta[DISPOSITION] as Disposition,
+    });
+  const snapshots: Array<[string, TaskSnapshot]> = [
+    ...(['submitting', 'awaiting-approval', 're-evaluating', 'retry-wait', 'resubmitting', 'executing'] as const).map(
+      (phase): [string, TaskSnapshot] => [`working/${phase}`, workingSnapshot({ phase })],
+    ),
+    [
+      'working/executing with progress',
+      workingSnapshot({ phase: 'executing', progress: { step: 2, of: 3, label: 'posting the ledger entry' } }),
+    ],
+    [
+      'input_required',
+      workingSnapshot({
+        status: 'input_required',
+        inputRequests: {
+          [JUSTIFICATION_INPUT_KEY]: {
+            method: 'elicitation/create',
+            params: { mode: 'form', message: 'Give a justification for the approver.', requestedSchema: justificationRequestedSchema() },
+          },
+        },
+      }),
+    ],
+    ...DENIAL_REASONS.map((r): [string, TaskSnapshot] => [`denied-not-executed/${r}`, terminal(deniedResult(r))]),
+    ['approved-executed', terminal(executedResult({ content: [{ type: 'text', text: 'Transferred $50,000 to acct-991.' }] }))],
+    ['execution-error (tool isError)', terminal(executedResult({ content: [{ type: 'text', text: 'Bank API: 502.' }], isError: true }))],
+    ['execution-error (threw)', terminal(executionErrorResult())],
+    ['execution-error (lost, fenced)', terminal(executionLostFencedResult())],
+    ['outcome-unknown', terminal(outcomeUnknownResult())],
+    ['failed', workingSnapshot({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'Internal error' } })],
+    ['cancelled', workingSnapshot({ status: 'cancelled', phase: 'terminal' })],
+  ];
+
+  for (const [name, s] of snapshots) {
+    it(`${name}: the CreateTaskResult (while open) and the tasks/get result conform`, () => {
+      const context = { sep2643: true, resultRetentionMs: 0 };
+      if (s.status === 'working')
+        expect(
+          checkMessage('create-task-result', answer(createTaskResult(TASK_ID, s)), { ...context, request: request('tools/call') }),
+        ).toEqual([]);
+      expect(checkMessage('tasks-get-result', answer(getTaskResult(TASK_ID, s)), { ...context, request: request('tasks/get') })).toEqual(
+        [],
+      );
+    });
+  }
+
+  it('its -32021 for a client without the tasks extension, its unknown-task -32602 and its approval-tools answer conform', () => {
+    expect(checkMessage('error', error(missingTasksCapability()), { request: request('tools/call', false), gated: true })).toEqual([]);
+    expect(checkMessage('error', error(missingTasksCapability()), { request: request('tasks/get', false) })).toEqual([]);
+    const unknown = error(taskNotFound());
+    expect(
+      checkMessage('error', unknown, { request: request('tasks/cancel'), taskUnknown: true, unknownTaskError: unknown.error }),
+    ).toEqual([]);
+    const opened = approvalOpenedResult(TASK_ID, workingSnapshot());
+    expect(checkMessage('call-tool-result', answer(opened), { request: request('tools/call', false), gated: true })).toEqual([]);
+  });
 });
 
 describe('judging live answers', () => {

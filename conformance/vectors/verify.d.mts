@@ -184,5 +184,8 @@ export interface VectorReport {
   results: VectorResult[];
 }
 
-/** Run every `*.json` vector under `dir` (default: the verifier's own folder). */
+/**
+ * Run every `*.json` vector under `dir` (default: the verifier's own folder), or the one vector file
+ * `dir` names. A missing path or a folder without vectors is reported in `malformed`.
+ */
 export declare function runVectors(dir?: string): VectorReport;

@@ -12,8 +12,8 @@
  * sentences the SEP requires of it. Text rules (the body says whether the tool ran, model-facing
  * text is sanitized, no approver identity) are heuristics over English phrasing: README §Heuristics.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const TASKS_EXT = 'io.modelcontextprotocol/tasks';
@@ -114,7 +114,7 @@ export const RULES = {
     dir: 'disposition-agreement',
     source: 'SEP-2848 §Completion, §Execution disposition; SEP-2663 §Task Execution Errors',
     summary:
-      'Body, isError and disposition agree: approved-executed says it ran; denied-not-executed is isError and says it did not run; execution-error is isError and says it ran, may have run or did not run; outcome-unknown is isError and says it may have run.',
+      'Body, isError and disposition agree: approved-executed is not isError and does not say it did not or may have run; denied-not-executed is isError and says it did not run; execution-error is isError and says it ran, may have run or did not run; outcome-unknown is isError and says it may have run.',
   },
   'disposition.only-completed': {
     dir: 'disposition-agreement',
@@ -209,6 +209,9 @@ const show = (v, max = 120) => String(JSON.stringify(v) ?? 'nothing').slice(0, m
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
 const isIso = (v) => typeof v === 'string' && ISO_8601.test(v) && Number.isFinite(Date.parse(v));
 const ms = (v) => (typeof v === 'string' ? Date.parse(v) : NaN);
+/** `base` extended by member names as a JSON path: `$.result._meta["io.modelcontextprotocol/authorization"]`. */
+const pathOf = (base, ...keys) =>
+  keys.reduce((acc, k) => (/^[A-Za-z_$][\w$]*$/.test(k) ? `${acc}.${k}` : `${acc}[${JSON.stringify(k)}]`), base);
 
 /** The text of a CallToolResult's text blocks, joined by spaces. */
 export function bodyText(result) {
@@ -331,6 +334,7 @@ function envelopeOk(kind, m, context, v) {
       return (v(R, '$.error', `an error needs an integer code and a string message: ${show(m.error)}`), false);
     return true;
   }
+  if (kind === 'other' && has(m, 'error')) return true;
   if (!has(m, 'result')) return (v(R, '$.error', `expected a result, got error ${show(m.error)}`), false);
   if (!isObj(m.result)) return (v(R, '$.result', 'the result is not an object'), false);
   return true;
@@ -509,7 +513,7 @@ function checkStatusPayload(kind, t, at, v) {
     else
       for (const [key, r] of Object.entries(reqs))
         if (!(isObj(r) && typeof r.method === 'string' && (r.params === undefined || isObj(r.params))))
-          v(G, `${at}.inputRequests.${key}`, `input request ${key} is not a {method, params} request`);
+          v(G, pathOf(`${at}.inputRequests`, key), `input request ${key} is not a {method, params} request`);
   }
   if (t.status === 'completed') {
     if (!isObj(t.result)) v(G, `${at}.result`, 'a completed task without a result object');
@@ -533,12 +537,16 @@ function checkTaskEnvelope(t, at, context, v) {
       return;
     }
     if (get(outer, 'reason') !== 'insufficient_authorization' || get(outer, 'remediation') !== 'available')
-      v(P, `${at}._meta.${AUTHZ}`, `a pending task's envelope is reason insufficient_authorization, remediation available: ${show(outer)}`);
+      v(
+        P,
+        pathOf(`${at}._meta`, AUTHZ),
+        `a pending task's envelope is reason insufficient_authorization, remediation available: ${show(outer)}`,
+      );
     const hints = get(outer, 'remediationHints');
     if (!(Array.isArray(hints) && hints.some((h) => get(h, 'type') === 'task')))
       v(
         P,
-        `${at}._meta.${AUTHZ}.remediationHints`,
+        pathOf(`${at}._meta`, AUTHZ, 'remediationHints'),
         `a pending task's envelope has a remediationHints entry of type "task": ${show(outer)}`,
       );
     return;
@@ -551,14 +559,15 @@ function checkTaskEnvelope(t, at, context, v) {
       [inner, `${at}.result._meta`],
     ])
       if (env !== undefined && get(env, 'remediation') !== 'unavailable')
-        v(T, `${p}.${AUTHZ}`, `a terminal denial's envelope says remediation ${show(get(env, 'remediation'))}, not "unavailable"`);
+        v(T, pathOf(p, AUTHZ), `a terminal denial's envelope says remediation ${show(get(env, 'remediation'))}, not "unavailable"`);
     if (context.sep2643 === true && outer === undefined && inner === undefined)
       v(T, `${at}.result._meta`, 'a SEP-2643 server classifies a terminal denial with the envelope (remediation unavailable)');
     return;
   }
   const what = `a ${t.status}${d !== undefined ? ` ${String(d)}` : ''} task`;
-  if (outer !== undefined) v(T, `${at}._meta.${AUTHZ}`, `${what} carries the envelope: it asserts the operation was not performed`);
-  if (inner !== undefined) v(T, `${at}.result._meta.${AUTHZ}`, `${what} carries the envelope: it asserts the operation was not performed`);
+  if (outer !== undefined) v(T, pathOf(`${at}._meta`, AUTHZ), `${what} carries the envelope: it asserts the operation was not performed`);
+  if (inner !== undefined)
+    v(T, pathOf(`${at}.result._meta`, AUTHZ), `${what} carries the envelope: it asserts the operation was not performed`);
 }
 
 function checkDisposition(t, at, approval, v) {
@@ -608,7 +617,7 @@ function modelTexts(o, at) {
   const out = [];
   if (typeof o.statusMessage === 'string') out.push([o.statusMessage, `${at}.statusMessage`]);
   const mir = get(o, '_meta', MIR);
-  if (mir !== undefined) out.push([mir, `${at}._meta.${MIR}`]);
+  if (mir !== undefined) out.push([mir, pathOf(`${at}._meta`, MIR)]);
   return out;
 }
 
@@ -680,7 +689,7 @@ function checkEnvelopes(message, v) {
     if (key === AUTHZ && isObj(value) && has(value, 'authorizationContextId'))
       v(
         'envelope.no-context-id',
-        `${path}.authorizationContextId`,
+        pathOf(path, 'authorizationContextId'),
         'the envelope carries authorizationContextId: the client forwards no authorization artifact',
       );
   });
@@ -701,7 +710,7 @@ function walk(value, path, visit) {
   if (Array.isArray(value)) value.forEach((x, i) => walk(x, `${path}[${i}]`, visit));
   else if (isObj(value))
     for (const [k, x] of Object.entries(value)) {
-      const p = /^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`;
+      const p = pathOf(path, k);
       visit(k, x, p);
       walk(x, p, visit);
     }
@@ -768,16 +777,21 @@ function vectorFiles(dir) {
 }
 
 /**
- * Run every vector under `dir` (default: this folder): an accepting vector passes when
+ * Run every vector under `dir` (default: this folder; a single vector file also works): an accepting vector passes when
  * `checkMessage` finds nothing, a rejecting one when at least one violation's rule is in its
  * `violates`. Returns `{passed, failed: [{id, why}], malformed: [{file, problem}], results}`;
  * `results` has one entry per well-formed vector in file order. Duplicate ids are malformed.
  */
 export function runVectors(dir = fileURLToPath(new URL('.', import.meta.url))) {
-  const root = resolve(dir);
   const report = { passed: 0, failed: [], malformed: [], results: [] };
+  const target = resolve(dir);
+  const stat = statSync(target, { throwIfNoEntry: false });
+  if (!stat) return (report.malformed.push({ file: dir, problem: 'no such file or folder' }), report);
+  const root = stat.isDirectory() ? target : dirname(target);
   const seen = new Map();
-  for (const path of vectorFiles(root)) {
+  const files = stat.isDirectory() ? vectorFiles(root) : [target];
+  if (files.length === 0) report.malformed.push({ file: dir, problem: 'holds no *.json vector files' });
+  for (const path of files) {
     let vec;
     try {
       vec = readVector(path, root);

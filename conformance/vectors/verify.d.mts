@@ -48,8 +48,10 @@ export type RuleId =
   | 'ack.shape'
   | 'terminal.stable';
 
-/** A rule: the vectors folder holding its examples, the SEP sections it comes from, what it says. */
+/** A rule: the SEP-2848 statements it checks, the vectors folder holding its examples, the SEP sections it comes from, what it says. */
 export interface Rule {
+  /** Ids of SEP-2848's normative statements in Countersign's traceability file (`conformance/sep-2848.yaml`), e.g. `S05`. */
+  statements: string[];
   dir: string;
   source: string;
   summary: string;

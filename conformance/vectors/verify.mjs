@@ -31,148 +31,175 @@ export const MISSING_CAPABILITY = -32021;
 export const MISSING_CAPABILITY_SEP_2848_TEXT = -32003;
 
 /**
- * Every rule the verifier judges: id → where it comes from and what it says. A violation's `rule`
- * is one of these ids; a vector's `rule` and `violates` name them.
+ * Every rule the verifier judges: id → the SEP-2848 normative statements it checks on the wire (ids
+ * of this repository's traceability file, conformance/sep-2848.yaml; none where the rule comes from
+ * SEP-2663 alone), its vectors' folder, the sections it comes from, and what it says. A violation's
+ * `rule` is one of these ids; a vector's `rule` and `violates` name them.
  */
 export const RULES = {
   'jsonrpc-response': {
+    statements: [],
     dir: 'jsonrpc-response',
     source: 'JSON-RPC 2.0 §5; SEP-2663 §Protocol Errors',
     summary:
       'A response has jsonrpc "2.0", the request id and exactly one of result or error; an error has an integer code and a string message.',
   },
   'capability.server-declares': {
+    statements: ['S01'],
     dir: 'identifier-capability',
     source: 'SEP-2848 §Extension identifier and capability',
     summary:
       'The server declares io.modelcontextprotocol/tasks and io.modelcontextprotocol/tool-approval in capabilities.extensions (the earlier net.openid.authzen/tool-approval alone does not count).',
   },
   'capability.missing-tasks-error': {
+    statements: ['S02'],
     dir: 'identifier-capability',
     source: 'SEP-2848 §Extension identifier and capability; SEP-2663 §Capability Negotiation, §Protocol Errors',
     summary:
       'A client that did not declare the tasks extension gets -32021 (Missing Required Client Capability) naming io.modelcontextprotocol/tasks, for a call only a task can serve and for every tasks/* method; -32003 is the number SEP-2848 still prints.',
   },
   'capability.tasks-only-if-declared': {
+    statements: [],
     dir: 'identifier-capability',
     source: 'SEP-2663 §Capability Negotiation, §Protocol Errors',
     summary:
       'A CreateTaskResult or a tasks/* result goes only to a request that declared io.modelcontextprotocol/tasks, and the missing-capability error only to one that did not.',
   },
   'capability.degraded-result': {
+    statements: ['S02', 'S03'],
     dir: 'identifier-capability',
     source: 'SEP-2848 §Extension identifier and capability',
     summary:
       'The degraded answer to a client without tasks, for a call only approval can satisfy, is a CallToolResult with isError: true and text, never one that reads as done or carries approved-executed.',
   },
   'create-task.shape': {
+    statements: ['S04', 'S59'],
     dir: 'create-task-result',
     source: 'SEP-2848 §Denied-but-requestable returns a task; SEP-2663 §Polymorphic Results',
     summary: 'A requestable denial answers resultType "task" with status "working" and a non-empty, human-readable statusMessage.',
   },
   'create-task.no-result-body': {
+    statements: ['S04'],
     dir: 'create-task-result',
     source: 'SEP-2848 §Denied-but-requestable returns a task; SEP-2663 §Task Creation',
     summary:
       'A CreateTaskResult is the task handle in place of the tool result: no result, content, structuredContent, isError, error or inputRequests, and no disposition.',
   },
   'task.fields': {
+    statements: [],
     dir: 'create-task-result',
     source: 'SEP-2663 §Tasks',
     summary:
       'Every task carries taskId, status (one of five), createdAt and lastUpdatedAt (ISO 8601, not before createdAt), ttlMs (integer ms ≥ 0 or null), optional pollIntervalMs (integer ms > 0) and optional string statusMessage; no 2025-11-25 keys (ttl, pollInterval, task).',
   },
   'tasks-get.shape': {
+    statements: [],
     dir: 'tasks-get-status',
     source: 'SEP-2663 §Task Polling (Response), §Task Status',
     summary:
       'tasks/get answers resultType "complete" and the payload of its status: working nothing more; input_required a non-empty inputRequests; completed a CallToolResult in result; failed a JSON-RPC error in error; cancelled nothing more.',
   },
   'envelope.pending': {
+    statements: ['S05'],
     dir: 'envelope',
     source: 'SEP-2848 §Denied-but-requestable returns a task, §Lifecycle and task status',
     summary:
       'While a task is non-terminal its _meta envelope is reason insufficient_authorization, remediation available, a task hint; a SEP-2643 server repeats it on every such answer.',
   },
   'envelope.terminal': {
+    statements: ['S51', 'S52'],
     dir: 'envelope',
     source: 'SEP-2848 §Completion (the envelope appears only on a denial), §Lifecycle and task status, §At-most-once and deduplication',
     summary:
       'On a terminal task the envelope appears only with denied-not-executed and says remediation unavailable; never on approved-executed, execution-error, outcome-unknown, failed or cancelled.',
   },
   'envelope.no-context-id': {
+    statements: ['S58'],
     dir: 'envelope',
     source: 'SEP-2848 §What the client carries',
     summary: 'The envelope never carries authorizationContextId.',
   },
   'disposition.present': {
+    statements: ['S30', 'S48'],
     dir: 'disposition-agreement',
     source: 'SEP-2848 §Execution disposition, §Completion',
     summary: 'Every completed approval task carries a string disposition in the _meta of the CallToolResult in its result field.',
   },
   'disposition.body-agrees': {
+    statements: ['S49', 'S50', 'S51'],
     dir: 'disposition-agreement',
     source: 'SEP-2848 §Completion, §Execution disposition; SEP-2663 §Task Execution Errors',
     summary:
       'Body, isError and disposition agree: approved-executed is not isError and does not say it did not or may have run; denied-not-executed is isError and says it did not run; execution-error is isError and says it ran, may have run or did not run; outcome-unknown is isError and says it may have run.',
   },
   'disposition.only-completed': {
+    statements: [],
     dir: 'disposition-agreement',
     source: 'SEP-2848 §Execution disposition',
     summary: 'The disposition is set only on completed tasks, never on working, input_required, failed or cancelled ones.',
   },
   'artifacts.none': {
+    statements: ['S06', 'S60'],
     dir: 'no-backend-artifacts',
     source: 'SEP-2848 §Denied-but-requestable returns a task (binding material), §Security Implications (Artifacts stay server-side)',
     summary:
       "No backend binding material or endpoints: no binding_token, evaluation_id, access_request, status endpoint, request schema or form URLs, idempotency key or compact JWS anywhere; no URL in model-facing text; none of the context's backendArtifacts.",
   },
   'artifacts.no-approver-identity': {
+    statements: ['S66'],
     dir: 'no-backend-artifacts',
     source: 'SEP-2848 §Security Implications (Task access control)',
     summary:
       'statusMessage and model-immediate-response name no approver: none of the context approvers, no e-mail address, no "approved by …".',
   },
   'model-text.sanitized': {
+    statements: ['S20', 'S72'],
     dir: 'model-text-sanitized',
     source: 'SEP-2848 §Model-facing text is untrusted, §Security Implications (Untrusted model-facing text)',
     summary:
       "statusMessage and model-immediate-response carry none of the context's untrusted strings, no markup, control or invisible format characters, and no instruction-injection phrasing.",
   },
   'pending.not-completed': {
+    statements: ['S21', 'S73'],
     dir: 'pending-not-completed',
     source: 'SEP-2848 §Model-facing text is untrusted, §Security Implications (Untrusted model-facing text)',
     summary: 'A working or input_required task is never presented as completed in statusMessage or model-immediate-response.',
   },
   'retention.covers-deadline': {
+    statements: ['S15', 'S17', 'S18'],
     dir: 'retention',
     source: 'SEP-2848 §Retention',
     summary:
       'While pending, createdAt + ttlMs covers the pending deadline + resultRetention; once terminal, lastUpdatedAt + resultRetention; null covers both.',
   },
   'tasks.unknown-task-error': {
+    statements: ['S65'],
     dir: 'expired-task',
     source: 'SEP-2663 §Protocol Errors; SEP-2848 §Security Implications (Task access control)',
     summary:
       "A task id the server does not hold for this caller (never issued, another principal's, purged) is answered -32602 by tasks/get, tasks/update and tasks/cancel, with the same message as any other unknown id.",
   },
   'expired.not-before-ttl': {
+    statements: ['S16'],
     dir: 'expired-task',
     source: 'SEP-2663 §Tasks (ttlMs); SEP-2848 §Retention',
     summary: 'Before createdAt + ttlMs a task this caller was given is not answered as unknown.',
   },
   'expired.unknown-alike': {
+    statements: [],
     dir: 'expired-task',
     source: 'SEP-2663 §Protocol Errors, §Task Polling; SEP-2848 §Lifecycle and task status (retention)',
     summary:
       'After createdAt + ttlMs, once tasks/get answers the task unknown, tasks/update and tasks/cancel answer the same error: no acknowledgement, no "terminal" or "no outstanding input" answer for a task that no longer exists.',
   },
   'ack.shape': {
+    statements: [],
     dir: 'task-acks',
     source: 'SEP-2663 §Task Update Requests (Response), §Task Cancellation (Response)',
     summary: 'tasks/update and tasks/cancel answer an empty acknowledgement: resultType "complete", optional _meta, no task.',
   },
   'terminal.stable': {
+    statements: ['S14', 'S29'],
     dir: 'terminal-stable',
     source: 'SEP-2848 §At-most-once and deduplication (never reopened), §Lifecycle and task status (never changes to failed)',
     summary: 'Once a task was seen terminal, every later answer for it has the same status, result and error; createdAt never changes.',

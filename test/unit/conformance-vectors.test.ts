@@ -88,6 +88,13 @@ describe('the vectors', () => {
     expect(listed).toEqual(ruleIds.map((id) => `${id} ${RULES[id].dir}`));
   });
 
+  it('every SEP-2848 statement a rule names is a statement of conformance/sep-2848.yaml', () => {
+    const trace = readFileSync(join(VECTORS, '..', 'sep-2848.yaml'), 'utf8');
+    const known = new Set([...trace.matchAll(/^ {2}- id: (S\d+)$/gm)].map((m) => m[1]));
+    expect(known.size).toBeGreaterThan(70);
+    expect(ruleIds.flatMap((id) => RULES[id].statements.filter((st) => !known.has(st)).map((st) => `${id}: ${st}`))).toEqual([]);
+  });
+
   it('every rule folder holds 3 or more vectors, accepting and rejecting', () => {
     const dirs = new Set(ruleIds.map((id) => RULES[id].dir));
     expect([...dirs].sort()).toEqual(

@@ -97,7 +97,7 @@ export const RULES = {
     dir: 'tasks-get-status',
     source: 'SEP-2663 §Task Polling (Response), §Task Status',
     summary:
-      'tasks/get answers resultType "complete" and the payload of its status: working nothing more; input_required a non-empty inputRequests; completed a CallToolResult in result; failed a JSON-RPC error in error; cancelled nothing more.',
+      'tasks/get answers resultType "complete", the task asked for, and the payload of its status: working nothing more; input_required a non-empty inputRequests; completed a CallToolResult in result; failed a JSON-RPC error in error; cancelled nothing more.',
   },
   'envelope.pending': {
     statements: ['S05'],
@@ -366,6 +366,7 @@ function envelopeOk(kind, m, context, v) {
   if (!isObj(m.result)) return (v(R, '$.result', 'the result is not an object'), false);
   return true;
 }
+
 function checkCapability(kind, m, context, v) {
   const request = context.request;
   const method = get(request, 'method');
@@ -517,6 +518,11 @@ function checkTask(kind, t, at, context, v) {
       v('create-task.no-result-body', `${at}._meta`, 'a CreateTaskResult carries a disposition: nothing has been decided or executed');
   } else {
     checkStatusPayload(kind, t, at, v);
+    const asked = get(context, 'request', 'params', 'taskId');
+    if (kind === 'tasks-get-result' && typeof asked === 'string' && t.taskId !== asked)
+      v('tasks-get.shape', `${at}.taskId`, `tasks/get of ${show(asked)} answered task ${show(t.taskId)}`);
+    if (kind === 'tasks-get-result' && context.taskUnknown === true)
+      v('tasks.unknown-task-error', at, 'tasks/get of a task id this caller does not hold answered the task');
   }
   checkTaskEnvelope(t, at, context, v);
   checkDisposition(t, at, approval, v);

@@ -2,7 +2,7 @@
 // shown to reject, named mutations of accepting vectors rejected, Countersign's own projections judged conforming, and the
 // command line's exit codes. No server, no network.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -334,6 +334,13 @@ describe('the command line: node conformance/vectors/verify.mjs [dir] [--json]',
       perVector: report.results.length,
     });
     expect(lines[0]).toMatch(/^PASS [a-z-]+\/(accept|reject)-[a-z0-9-]+ \((accept|reject)\)$/);
+  });
+
+  it('a copy of the folder outside the repository runs alone (vendored: no import from anywhere else)', () => {
+    const vendored = join(temp, 'vendor', 'sep-2848-vectors');
+    cpSync(VECTORS, vendored, { recursive: true });
+    const r = spawnSync(process.execPath, [join(vendored, 'verify.mjs')], { encoding: 'utf8', cwd: temp });
+    expect({ code: r.status, last: r.stdout.trim().split('\n').at(-1) }).toEqual({ code: 0, last: `${report.passed} passed, 0 failed` });
   });
 
   it('--json prints the report', () => {

@@ -16,7 +16,15 @@ export default tseslint.config(
       globals: { ...globals.node },
       parserOptions: {
         projectService: {
-          allowDefaultProject: ['*.js', '*.mjs', 'scripts/*.mjs', 'bin/*.mjs', 'test/faults/*.mjs', 'packages/*/bin/*.mjs'],
+          allowDefaultProject: [
+            '*.js',
+            '*.mjs',
+            'scripts/*.mjs',
+            'bin/*.mjs',
+            'test/faults/*.mjs',
+            'packages/*/bin/*.mjs',
+            'packages/*/examples/*.mjs',
+          ],
           maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16,
         },
         tsconfigRootDir: import.meta.dirname,

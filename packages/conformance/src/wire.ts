@@ -19,10 +19,21 @@ export interface SuiteOptions {
   token: string;
   /** Bearer token of another principal B; checks that need one are skipped without it. */
   tokenB?: string;
-  /** Base URL of the test-hook API (`conformance/TEST-HOOKS.md`); Countersign: `<approval service>/access/v1`. */
-  approverUrl: string;
-  /** Approver credentials (HTTP Basic); at least one. Neither may be the requester. */
-  approvers: Array<{ id: string; secret: string }>;
+  /**
+   * Base URL of the HTTP test-hook API (the package's TEST-HOOKS.md, hooks 1 and 2); Countersign:
+   * `<approval service>/access/v1`. Required unless `hooks` is given.
+   */
+  approverUrl?: string;
+  /**
+   * Approvers, none of them the requester. With `approverUrl`: HTTP Basic credentials, at least one.
+   * With `hooks`: identities only (`secret` optional), passed to the hooks; may be empty.
+   */
+  approvers: Array<{ id: string; secret?: string }>;
+  /**
+   * Hooks 1 and 2 in process instead of over HTTP (e.g. `commandHooks`, the `--decide` command of
+   * TEST-HOOKS.md); `approverUrl` and the paths are then unused.
+   */
+  hooks?: ApprovalHooks;
   /** Hook paths relative to `approverUrl`; `{id}` is replaced by the request id. */
   pendingPath?: string;
   decisionPath?: string;
@@ -54,6 +65,46 @@ export interface SuiteOptions {
   log?: (line: string) => void;
 }
 
+/** One pending approval request, as hook 1 lists it (TEST-HOOKS.md). */
+export interface PendingItem {
+  /** The backend's request id. */
+  id: string;
+  /** The complete arguments of the denied `tools/call`. */
+  arguments: Obj;
+  /** The request's decision deadline (RFC 3339), when the backend knows it. */
+  expires_at?: string;
+  [k: string]: unknown;
+}
+
+/** A decision the suite asks hook 2 for. */
+export interface DecisionRequest {
+  /** The request id, from `PendingItem.id`. */
+  id: string;
+  decision: 'approve' | 'deny';
+  /** Which approver decides: an index the hooks map onto their approvers (several for concurrency and chains). */
+  approver: number;
+  /** Free text that must never reach an MCP response. */
+  comment?: string;
+  /** The listed request being decided, when the suite saw it (its arguments carry the check's marker). */
+  item?: PendingItem;
+}
+
+/**
+ * The out-of-band side of a run (TEST-HOOKS.md): hook 1 lists pending approval requests, hook 2
+ * decides one. Implemented over HTTP (`httpHooks`), by a command (`commandHooks`, `--decide`), or by
+ * the caller. Errors thrown fail the running check.
+ */
+export interface ApprovalHooks {
+  /** Hook 1: the requests awaiting a decision. */
+  pending(): Promise<PendingItem[]>;
+  /** Hook 2: an HTTP-like status, 2xx decided, 4xx refused (e.g. 409, no longer pending). */
+  decide(req: DecisionRequest): Promise<number>;
+  /** Strings of the hook side (e.g. its host) that must never appear in an MCP response. */
+  artifacts?: readonly string[];
+  /** Credentials of the hook side: must never appear in an MCP response either, and are never printed. */
+  secrets?: readonly string[];
+}
+
 export type CheckStatus = 'pass' | 'fail' | 'skip';
 export interface CheckResult {
   id: string;
@@ -68,6 +119,9 @@ export interface SuiteReport {
   skipped: number;
   /** The closing line: `N passed, N failed[, N skipped]`. */
   summary: string;
+  /** When the run started and ended (ISO 8601). */
+  startedAt: string;
+  endedAt: string;
 }
 
 export type Obj = Record<string, unknown>;

@@ -22,7 +22,8 @@ const USAGE = `usage: countersign-conformance --url <mcp endpoint> --token <bear
 
 required
   --url URL                 the MCP endpoint (Streamable HTTP, protocol 2026-07-28)
-  --token TOKEN             bearer token of the requesting principal A (or env CONFORMANCE_TOKEN)
+  --token TOKEN             bearer token of the requesting principal A (or env CONFORMANCE_TOKEN);
+                            --token '' sends no Authorization header (a server that needs none)
 and either the HTTP test hooks (TEST-HOOKS.md, hooks 1 and 2)
   --approver-url URL        base of the test-hook API;
                             Countersign: <approval service>/access/v1, e.g. http://127.0.0.1:8788/access/v1
@@ -143,7 +144,7 @@ async function main(argv: string[]): Promise<number> {
   const tokenB = values['token-b'] ?? process.env.CONFORMANCE_TOKEN_B;
   const approverArgs = values.approver ?? process.env.CONFORMANCE_APPROVERS?.split(',').filter(Boolean);
   const decide = values.decide;
-  if (!values.url || !token) fail('--url and --token are required');
+  if (!values.url || token === undefined) fail('--url and --token are required');
   if (decide !== undefined && values['approver-url']) fail('--decide and --approver-url exclude each other');
   if (decide === undefined && (!values['approver-url'] || !approverArgs?.length))
     fail('--approver-url and --approver are required (or --decide)');

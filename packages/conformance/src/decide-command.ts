@@ -12,6 +12,10 @@
  *
  * Any other exit status, a timeout or unreadable stdout is a hook error: the running check fails
  * with the command's exit status and the first line of its stderr.
+ *
+ * The checks run concurrently and list often; `pending` calls that arrive while a run is under way
+ * share the next run, started once that one ends, so each caller sees a listing begun after it asked
+ * and the command runs at most twice at a time for hook 1.
  */
 import { spawn } from 'node:child_process';
 import type { ApprovalHooks, PendingItem, SuiteOptions } from './wire.js';
@@ -66,19 +70,43 @@ const failure = (op: string, r: Ran) =>
  */
 export function commandHooks(o: CommandHooksOptions, opts: Pick<SuiteOptions, 'tool' | 'markerField' | 'approvers'>): ApprovalHooks {
   const common = { tool: opts.tool, markerField: opts.markerField };
+  const listOnce = async (): Promise<PendingItem[]> => {
+    const r = await run(o, ['pending'], { hook: 'pending', ...common });
+    if (r.code !== 0) throw failure('pending', r);
+    let body: unknown;
+    try {
+      body = JSON.parse(r.stdout);
+    } catch {
+      throw new CheckFailure('--decide pending did not print JSON');
+    }
+    const items = get(body, 'items');
+    if (!Array.isArray(items)) throw new CheckFailure('--decide pending did not print {"items": [...]}');
+    return items as PendingItem[];
+  };
+  let running: Promise<PendingItem[]> | undefined;
+  let next: Promise<PendingItem[]> | undefined;
+  const start = (): Promise<PendingItem[]> => {
+    const p = listOnce();
+    running = p;
+    const clear = () => {
+      if (running === p) running = undefined;
+    };
+    p.then(clear, clear);
+    return p;
+  };
   return {
-    async pending() {
-      const r = await run(o, ['pending'], { hook: 'pending', ...common });
-      if (r.code !== 0) throw failure('pending', r);
-      let body: unknown;
-      try {
-        body = JSON.parse(r.stdout);
-      } catch {
-        throw new CheckFailure('--decide pending did not print JSON');
-      }
-      const items = get(body, 'items');
-      if (!Array.isArray(items)) throw new CheckFailure('--decide pending did not print {"items": [...]}');
-      return items as PendingItem[];
+    pending() {
+      if (!running) return start();
+      next ??= running
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .then(() => {
+          next = undefined;
+          return start();
+        });
+      return next;
     },
     async decide({ id, decision, approver, comment, item }) {
       const n = opts.approvers.length;

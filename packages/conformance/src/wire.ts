@@ -15,7 +15,7 @@ export const DISPOSITIONS = ['approved-executed', 'denied-not-executed', 'execut
 export interface SuiteOptions {
   /** The MCP endpoint (Streamable HTTP). */
   url: string;
-  /** Bearer token of principal A (the requester). */
+  /** Bearer token of principal A (the requester); empty: no `Authorization` header (a server that needs none). */
   token: string;
   /** Bearer token of another principal B; checks that need one are skipped without it. */
   tokenB?: string;
@@ -189,11 +189,28 @@ export class Rpc {
     readonly who: 'A' | 'B',
   ) {}
 
+  private auth(): Record<string, string> {
+    return this.token ? { authorization: `Bearer ${this.token}` } : {};
+  }
+
   withCapabilities(capabilities: Obj): Rpc {
     return new Rpc(this.url, this.token, capabilities, this.recorder, this.who);
   }
 
+  /**
+   * Send `method` and return its answer. A `tasks/get` the server refuses as too frequent (HTTP 429,
+   * a read that changed nothing) is sent again after the wait it names (`Retry-After` seconds, or
+   * `error.data.retryAfterMs`; at most 10 times), as a polling client does; every attempt is recorded.
+   */
   async call(method: string, params: Obj = {}): Promise<RpcAnswer> {
+    for (let attempt = 1; ; attempt++) {
+      const { answer, retryAfterMs } = await this.send(method, params);
+      if (method !== 'tasks/get' || answer.httpStatus !== 429 || attempt >= 10) return answer;
+      await sleep(Math.min(Math.max(retryAfterMs ?? 250, 50), 5_000));
+    }
+  }
+
+  private async send(method: string, params: Obj): Promise<{ answer: RpcAnswer; retryAfterMs?: number }> {
     const id = this.nextId++;
     const body = {
       jsonrpc: '2.0',
@@ -213,7 +230,7 @@ export class Rpc {
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': PROTOCOL_VERSION,
       'mcp-method': method,
-      authorization: `Bearer ${this.token}`,
+      ...this.auth(),
     };
     const name = method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
     if (typeof name === 'string') headers['mcp-name'] = name;
@@ -230,7 +247,10 @@ export class Rpc {
     this.recorder.add({ who: this.who, method, params, raw, sent, ...recorded });
     if (!answer.result && !answer.error)
       throw new CheckFailure(`${method}: HTTP ${res.status} without a JSON-RPC response: ${raw.slice(0, 200)}`);
-    return answer;
+    const header = Number(res.headers.get('retry-after'));
+    const data = get(answer.error?.data, 'retryAfterMs');
+    const retryAfterMs = typeof data === 'number' ? data : Number.isFinite(header) && header > 0 ? header * 1000 : undefined;
+    return { answer, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
 
   /** Send a JSON-RPC notification (no id, no response expected); returns the HTTP status. */
@@ -253,7 +273,7 @@ export class Rpc {
         accept: 'application/json, text/event-stream',
         'mcp-protocol-version': PROTOCOL_VERSION,
         'mcp-method': method,
-        authorization: `Bearer ${this.token}`,
+        ...this.auth(),
       },
       body: JSON.stringify(body),
     });

@@ -24,6 +24,7 @@ export default tseslint.config(
             'test/faults/*.mjs',
             'packages/*/bin/*.mjs',
             'conformance/vectors/*.mjs',
+            'packages/*/examples/*.mjs',
           ],
           maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16,
         },

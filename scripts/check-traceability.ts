@@ -7,25 +7,33 @@
  *   keyword, the section heading, or the anchor (the words just before the keyword);
  * - a MUST / MUST NOT (or SHOULD / SHOULD NOT) entry has neither `tests` nor `not-applicable`, or
  *   has both;
- * - a named test does not exist: `conf:<id>` not in `CHECK_IDS` of scripts/conformance-suite.ts,
+ * - a named test does not exist: `conf:<id>` not in `CHECK_IDS` of the conformance kit
+ *   (`@countersign/conformance`, packages/conformance),
  *   `<file>::<title>` without an `it(...)`/`test(...)` of exactly that title in that file;
  * - a statement's only black-box evidence is a known gap (KNOWN_GAPS in
- *   test/conformance/black-box.test.ts), i.e. a check Countersign is known to fail.
+ *   test/conformance/black-box.test.ts), i.e. a check Countersign is known to fail;
+ * - the kit's copy of the statements (packages/conformance/traceability/sep-2848.json, what its
+ *   report lists) differs from what this file says (`--write-kit` regenerates it);
+ * - the kit's Reference Implementation statements (packages/conformance/traceability/
+ *   reference-implementation.json) are not the seed's seven bullets, in order, or one has no check.
  *
  * Counting rule, shared with the file's header: every match of
  * /(?<![A-Z])(MUST|SHOULD)(\s+NOT)?(?![A-Z])/g in the seed is one statement.
  *
- * Usage: `npx tsx scripts/check-traceability.ts` (also run by `npm test` through
+ * Usage: `npm run conformance:trace [-- --write-kit]` (also run by `npm test` through
  * test/conformance/traceability.test.ts). Deliberately does not judge whether a test is a good proof:
  * that is review; this keeps the file honest and in step.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CHECK_IDS } from './conformance-suite.js';
+import { CHECK_IDS, type ReferenceStatement, type SepStatement } from '@countersign/conformance';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const TRACE_FILE = join(ROOT, 'conformance', 'sep-2848.yaml');
+/** The kit's copies (packages/conformance/traceability/). */
+export const KIT_STATEMENTS_FILE = join(ROOT, 'packages', 'conformance', 'traceability', 'sep-2848.json');
+export const KIT_REFERENCE_FILE = join(ROOT, 'packages', 'conformance', 'traceability', 'reference-implementation.json');
 
 /** The counting rule. */
 export const NORMATIVE_KEYWORD = /(?<![A-Z])(MUST|SHOULD)(\s+NOT)?(?![A-Z])/g;
@@ -289,7 +297,7 @@ export function checkTraceability(opts: { seedPath?: string; traceFile?: string;
     if (isMust(e.keyword) && na) mustNotApplicable++;
     for (const t of e.tests) {
       if (t.startsWith('conf:')) {
-        if (!CHECK_IDS.includes(t)) problems.push(`${e.id}: no black-box check ${t} in scripts/conformance-suite.ts`);
+        if (!CHECK_IDS.includes(t)) problems.push(`${e.id}: no black-box check ${t} in the conformance kit (packages/conformance)`);
         continue;
       }
       const sep = t.indexOf('::');
@@ -304,13 +312,70 @@ export function checkTraceability(opts: { seedPath?: string; traceFile?: string;
     }
     if (hasTests && e.tests.every((t) => gaps.includes(t))) problems.push(`${e.id}: rests only on known gap(s) ${e.tests.join(', ')}`);
   }
+  if (!opts.traceFile) problems.push(...kitProblems(file, seed));
   const byKeyword: Record<string, number> = {};
   for (const s of found) byKeyword[s.keyword] = (byKeyword[s.keyword] ?? 0) + 1;
   return { problems, counts: { statements: found.length, byKeyword, traced, notApplicable, mustTraced, mustNotApplicable }, seedPath };
 }
 
+/** The kit's statements file (packages/conformance/traceability/sep-2848.json) as this trace file implies it, formatted. */
+export function kitStatementsJson(file: TraceFile): string {
+  const statements: SepStatement[] = file.statements.map((e) => ({
+    id: e.id,
+    section: e.section,
+    keyword: e.keyword as SepStatement['keyword'],
+    paraphrase: e.paraphrase,
+    checks: e.tests.filter((t) => t.startsWith('conf:')),
+  }));
+  const doc = {
+    about:
+      'Every normative statement (MUST / SHOULD, optionally NOT) of SEP-2848 with the checks of this kit that cover it; generated from conformance/sep-2848.yaml of the Countersign repository (npm run conformance:trace -- --write-kit), which also names the server-side tests behind the statements no wire can show (checks empty here).',
+    spec: file.header.spec ?? 'SEP-2848',
+    extension: file.header.extension ?? 'io.modelcontextprotocol/tool-approval',
+    statements,
+  };
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/** The seed's Reference Implementation bullets ("covering these MCP-observable statements: - … - …"), whitespace collapsed. */
+export function referenceBullets(seed: string): string[] {
+  const start = seed.indexOf('covering these MCP-observable statements:');
+  const end = seed.indexOf('\nSecurity Implications', start);
+  if (start < 0 || end < 0) return [];
+  return seed
+    .slice(start, end)
+    .replace(/\s+/g, ' ')
+    .split(/ - /)
+    .slice(1)
+    .map((b) => b.trim());
+}
+
+/** Problems of the kit's two traceability files against the trace file and the seed. */
+function kitProblems(file: TraceFile, seed: string): string[] {
+  const problems: string[] = [];
+  const rel = (p: string) => p.slice(ROOT.length + 1);
+  if (!existsSync(KIT_STATEMENTS_FILE) || readFileSync(KIT_STATEMENTS_FILE, 'utf8') !== kitStatementsJson(file))
+    problems.push(`${rel(KIT_STATEMENTS_FILE)} is not what ${rel(TRACE_FILE)} says: run npm run conformance:trace -- --write-kit`);
+  const ri = (JSON.parse(readFileSync(KIT_REFERENCE_FILE, 'utf8')) as { statements: ReferenceStatement[] }).statements;
+  const bullets = referenceBullets(seed);
+  const squash = (t: string) => t.replace(/\s+/g, '');
+  if (bullets.length !== 7) problems.push(`the seed's Reference Implementation section lists ${bullets.length} statements, expected 7`);
+  if (ri.length !== bullets.length)
+    problems.push(`${rel(KIT_REFERENCE_FILE)} has ${ri.length} statements, the seed's Reference Implementation section ${bullets.length}`);
+  ri.forEach((r, i) => {
+    if (r.id !== `RI${i + 1}`) problems.push(`${rel(KIT_REFERENCE_FILE)}: ${r.id} should be RI${i + 1} (seed order)`);
+    if (bullets[i] !== undefined && squash(r.text) !== squash(bullets[i]))
+      problems.push(`${r.id}: "${r.text}" is not the seed's statement ${i + 1} ("${bullets[i]}")`);
+    if (r.checks.length === 0) problems.push(`${r.id}: no scenario (check) in the kit`);
+    for (const c of r.checks) if (!CHECK_IDS.includes(c)) problems.push(`${r.id}: no black-box check ${c} in the kit`);
+  });
+  return problems;
+}
+
 const invokedDirectly = process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
 if (invokedDirectly) {
+  if (process.argv.includes('--write-kit'))
+    writeFileSync(KIT_STATEMENTS_FILE, kitStatementsJson(parseTraceFile(readFileSync(TRACE_FILE, 'utf8'))));
   const r = checkTraceability();
   const kw = Object.entries(r.counts.byKeyword)
     .map(([k, n]) => `${n} ${k}`)

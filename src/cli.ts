@@ -9,6 +9,8 @@
  * - `approvals list|show|approve|deny|…`: the approver's client of the approval service
  *   (`@countersign/approvals/cli`, also its own `countersign-approvals`).
  * - `receipts export|verify|jwks`: evidence receipts (`cli/receipts-command.ts`).
+ * - `conformance …`: the SEP-2848 conformance kit against any MCP server (`@countersign/conformance/cli`,
+ *   also its own `countersign-conformance`), arguments passed through.
  *
  * Every command imports what it runs when it runs: `countersign --help` loads commander and the
  * command definitions only (docs/OPERATIONS.md gives the measured time). The conformance profile's
@@ -140,5 +142,18 @@ if (process.argv[2] === 'approvals') {
 
 const { registerReceiptsCommand } = await import('./cli/receipts-command.js');
 registerReceiptsCommand(program, config);
+
+// `conformance`: the SEP-2848 conformance kit (@countersign/conformance), its arguments passed through unchanged
+program
+  .command('conformance')
+  .description('run the SEP-2848 conformance kit against an MCP server (countersign-conformance; see countersign conformance --help)')
+  .helpOption(false)
+  .allowUnknownOption()
+  .allowExcessArguments()
+  .argument('[args...]')
+  .action(async () => {
+    const { conformanceMain } = await import('@countersign/conformance/cli');
+    process.exitCode = await conformanceMain(process.argv.slice(process.argv.indexOf('conformance') + 1));
+  });
 
 await program.parseAsync(process.argv);

@@ -1,15 +1,20 @@
-// Scope: the SEP-2848 black-box conformance suite (scripts/conformance-suite.ts) against a locally
+// Scope: the SEP-2848 conformance kit (@countersign/conformance, packages/conformance) against a locally
 // started Countersign (real Temporal dev server, real HTTP, the reference approval service as the
 // test hook). Every check must pass except the known gaps listed here (and in docs/CONFORMANCE.md), which
-// must still fail: when one starts passing, or a new one fails, this test fails.
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+// must still fail: when one starts passing, or a new one fails, this test fails. Also the kit's command
+// line: its output and exit status, the --decide command contract and the --report file against its schema.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Ajv2020Module from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHECK_IDS, runSuite, type SuiteOptions, type SuiteReport } from '../../scripts/conformance-suite.js';
+import { CHECK_IDS, runSuite, type ConformanceReport, type SuiteOptions, type SuiteReport } from '@countersign/conformance';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { startTestStack, testConfig } from '../support/stack-harness.js';
@@ -105,28 +110,7 @@ describe('SEP-2848 black-box suite against Countersign', () => {
 
   it('npm run conformance prints one line per check and the closing count, and exits 1 on a failure (in-task input without --in-task-arguments is unsupported, not skipped)', async () => {
     const only = ['conf:discover-extensions', 'conf:requestable-denial-returns-task', 'conf:in-task-input', 'conf:expired-never-executes'];
-    const args = [
-      'scripts/conformance.ts',
-      '--url',
-      options.url,
-      '--token',
-      options.token,
-      '--approver-url',
-      options.approverUrl,
-      ...options.approvers.flatMap((a) => ['--approver', `${a.id}:${a.secret}`]),
-      '--only',
-      only.join(','),
-    ];
-    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
-      const child = spawn(join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), args, {
-        cwd: PROJECT_ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.on('error', reject);
-      child.on('close', (c) => resolve({ code: c, stdout: out }));
-    });
+    const { code, stdout } = await cli(['scripts/conformance.ts', ...httpHookArgs(), '--only', only.join(',')]);
     const lines = stdout.trim().split('\n');
     expect(lines.slice(0, -1).map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual([
       'PASS conf:discover-extensions',
@@ -138,6 +122,164 @@ describe('SEP-2848 black-box suite against Countersign', () => {
     expect(lines[2]).toMatch(/needs --expiring-arguments/);
     expect(lines[3]).toMatch(/unsupported: no call is known to put a task into input_required \(pass --in-task-arguments\)/);
     expect(code).toBe(1);
+  });
+});
+
+const execFileAsync = promisify(execFile);
+
+/** The kit's bin, run from this checkout's sources (vitest's NODE_OPTIONS carries the source condition). */
+const KIT_BIN = join(PROJECT_ROOT, 'packages', 'conformance', 'bin', 'countersign-conformance.mjs');
+const EXAMPLE_DECIDE = join(PROJECT_ROOT, 'packages', 'conformance', 'examples', 'decide-countersign.mjs');
+
+/** `--url`, `--token` and the HTTP hooks' `--approver-url` / `--approver` of `options`. */
+function httpHookArgs(): string[] {
+  return [
+    '--url',
+    options.url,
+    '--token',
+    options.token,
+    '--approver-url',
+    options.approverUrl!,
+    ...options.approvers.flatMap((a) => ['--approver', `${a.id}:${a.secret}`]),
+  ];
+}
+
+/** Run `args` with tsx (a .ts entry) or node, from the project root; resolves with the exit status and output. */
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const runner = args[0]!.endsWith('.ts') ? join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx') : process.execPath;
+  try {
+    const { stdout, stderr } = await execFileAsync(runner, args, { cwd: PROJECT_ROOT, env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof e.code !== 'number') throw err;
+    return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+describe('the conformance kit: the --decide command and the --report file', () => {
+  const schema = JSON.parse(readFileSync(join(PROJECT_ROOT, 'packages', 'conformance', 'report.schema.json'), 'utf8')) as object;
+  // ajv and ajv-formats are CommonJS whose typings declare a default export (as in src/gateway/json-schema.ts)
+  const interop = <T>(m: unknown): T => ((m as { default?: unknown }).default ?? m) as T;
+  type Validator = ((data: unknown) => boolean) & { errors?: unknown };
+  const ajv = new (interop<new (o: object) => { compile(s: object): Validator }>(Ajv2020Module))({ allErrors: true, strict: true });
+  interop<(a: unknown) => void>(addFormatsModule)(ajv);
+  const validate = ajv.compile(schema);
+  const only = [
+    'conf:requestable-denial-returns-task',
+    'conf:approve-executes-once',
+    'conf:concurrent-approvals-execute-once',
+    'conf:terminal-denial-body',
+    'conf:cancel-never-executes',
+    'conf:expired-never-executes',
+    'conf:no-backend-artifacts',
+  ];
+
+  it('with --decide running the example command instead of the HTTP hooks, the checks pass, and the report matches its schema and lists each check with its SEP statements and the seven Reference Implementation statements with their scenarios', async () => {
+    const report = join(mkdtempSync(join(tmpdir(), 'conformance-report-')), 'report.json');
+    const { code, stdout, stderr } = await cli(
+      [
+        KIT_BIN,
+        '--url',
+        options.url,
+        '--token',
+        options.token,
+        '--decide',
+        `node ${EXAMPLE_DECIDE}`,
+        ...options.approvers.flatMap((a) => ['--approver', a.id]),
+        '--only',
+        only.join(','),
+        '--report',
+        report,
+      ],
+      {
+        CONFORMANCE_APPROVER_URL: options.approverUrl!,
+        CONFORMANCE_APPROVERS: options.approvers.map((a) => `${a.id}:${a.secret}`).join(','),
+      },
+    );
+    expect(stderr).toBe('');
+    expect(stdout.trim().split('\n').at(-1)).toBe('6 passed, 0 failed, 1 skipped');
+    expect(code).toBe(0);
+    const r = JSON.parse(readFileSync(report, 'utf8')) as ConformanceReport;
+    expect(validate(r), JSON.stringify(validate.errors)).toBe(true);
+    expect(r.suite).toEqual({ name: '@countersign/conformance', version: '0.1.0' });
+    expect(r.target).toEqual({ url: options.url });
+    expect(Date.parse(r.endedAt)).toBeGreaterThanOrEqual(Date.parse(r.startedAt));
+    expect(r.summary).toEqual({ total: 7, passed: 6, failed: 0, skipped: 1, line: '6 passed, 0 failed, 1 skipped' });
+    const byId = Object.fromEntries(r.checks.map((c) => [c.id, c]));
+    expect(byId['conf:expired-never-executes']).toMatchObject({
+      status: 'skip',
+      reason: expect.stringMatching(/needs --expiring-arguments/),
+    });
+    expect(byId['conf:requestable-denial-returns-task']).toMatchObject({
+      status: 'pass',
+      statements: expect.arrayContaining(['S01', 'S04', 'S10']),
+      referenceStatements: ['RI1'],
+    });
+    expect(byId['conf:no-backend-artifacts']).toMatchObject({ status: 'pass', referenceStatements: ['RI6'] });
+    expect(r.referenceImplementation.map((s) => [s.id, s.status])).toEqual([
+      ['RI1', 'partial'],
+      ['RI2', 'partial'],
+      ['RI3', 'partial'],
+      ['RI4', 'not-run'],
+      ['RI5', 'partial'],
+      ['RI6', 'partial'],
+      ['RI7', 'not-run'],
+    ]);
+    expect(r.referenceImplementation[4]!.scenarios).toEqual([
+      { id: 'conf:cancel-never-executes', status: 'pass' },
+      { id: 'conf:expired-never-executes', status: 'skip' },
+      { id: 'conf:terminal-task-not-reopened', status: 'not-run' },
+    ]);
+    expect(r.statements.find((s) => s.id === 'S06')).toMatchObject({
+      keyword: 'MUST NOT',
+      checks: [{ id: 'conf:no-backend-artifacts', status: 'pass' }],
+    });
+  });
+
+  it('a --decide command that exits with an error fails the check with its exit status and first stderr line; exit 3 is a refusal the suite reports', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conformance-decide-'));
+    const broken = join(dir, 'broken.sh');
+    writeFileSync(broken, 'echo "backend down" >&2\nexit 5\n');
+    const failing = await cli([
+      KIT_BIN,
+      '--url',
+      options.url,
+      '--token',
+      options.token,
+      '--decide',
+      `sh ${broken}`,
+      '--only',
+      'conf:requestable-denial-returns-task',
+    ]);
+    expect(failing.stdout).toMatch(/^FAIL conf:requestable-denial-returns-task \(\d+ ms\) --decide pending exited 5: backend down$/m);
+    expect(failing.code).toBe(1);
+    // lists the real pending requests, refuses every decision: the approval check fails on the refusal
+    const refusing = join(dir, 'refusing.sh');
+    writeFileSync(refusing, `if [ "$1" = pending ]; then exec node ${EXAMPLE_DECIDE} pending; fi\nexit 3\n`);
+    const refused = await cli(
+      [KIT_BIN, '--url', options.url, '--token', options.token, '--decide', `sh ${refusing}`, '--only', 'conf:approve-executes-once'],
+      {
+        CONFORMANCE_APPROVER_URL: options.approverUrl!,
+        CONFORMANCE_APPROVERS: options.approvers.map((a) => `${a.id}:${a.secret}`).join(','),
+      },
+    );
+    expect(refused.stdout).toMatch(/^FAIL conf:approve-executes-once \(\d+ ms\) test hook refused the approval: HTTP 409$/m);
+    expect(refused.code).toBe(1);
+  });
+
+  it('countersign conformance passes its arguments to the kit: --list prints every check, a usage error exits 2', async () => {
+    const list = await cli([join(PROJECT_ROOT, 'bin', 'countersign.mjs'), 'conformance', '--list']);
+    expect(list.code).toBe(0);
+    expect(
+      list.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('  ')[0]),
+    ).toEqual([...CHECK_IDS]);
+    const usage = await cli([join(PROJECT_ROOT, 'bin', 'countersign.mjs'), 'conformance', '--url', options.url]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/^conformance: --url and --token are required/);
   });
 });
 

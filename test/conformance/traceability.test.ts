@@ -1,11 +1,23 @@
 // Scope: the SEP-2848 traceability file conformance/sep-2848.yaml and its check
 // (scripts/check-traceability.ts): in step with the seed, every MUST / MUST NOT traced to an
-// existing test or marked not applicable with a reason; and the check itself catches drift.
+// existing test or marked not applicable with a reason; the conformance kit's copies
+// (packages/conformance/traceability/) in step with it and with the seed's Reference Implementation
+// section; and the check itself catches drift.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkTraceability, findStatements, parseTraceFile, testTitles, TRACE_FILE } from '../../scripts/check-traceability.js';
+import { CHECK_IDS, referenceStatements, sepStatements } from '@countersign/conformance';
+import {
+  checkTraceability,
+  findStatements,
+  KIT_STATEMENTS_FILE,
+  kitStatementsJson,
+  parseTraceFile,
+  referenceBullets,
+  testTitles,
+  TRACE_FILE,
+} from '../../scripts/check-traceability.js';
 
 const yaml = readFileSync(TRACE_FILE, 'utf8');
 
@@ -67,6 +79,28 @@ describe('SEP-2848 traceability', () => {
     ).toEqual(expect.arrayContaining([expect.stringMatching(/S56: rests only on known gap/)]));
     expect(checkEdited((t) => t.replace('keyword: SHOULD NOT', 'keyword: SHOULD'))).toEqual(
       expect.arrayContaining([expect.stringMatching(/S77: keyword SHOULD, the seed's statement 77 is SHOULD NOT/)]),
+    );
+  });
+
+  it("the kit reports against this file: its statements copy is what the file says, and each of the seed's seven Reference Implementation statements has a scenario in the kit", () => {
+    const file = parseTraceFile(yaml);
+    expect(readFileSync(KIT_STATEMENTS_FILE, 'utf8')).toBe(kitStatementsJson(file));
+    expect(sepStatements().map((s) => s.id)).toEqual(file.statements.map((s) => s.id));
+    const s04 = sepStatements().find((s) => s.id === 'S04')!;
+    expect(s04.checks).toEqual(['conf:requestable-denial-returns-task']);
+    const bullets = referenceBullets(readFileSync(checkTraceability().seedPath, 'utf8'));
+    expect(bullets).toHaveLength(7);
+    expect(bullets[0]).toBe('a requestable denial returns a task without executing the tool;');
+    expect(bullets[6]).toBe('submission input flows through the task input channel.');
+    const ri = referenceStatements();
+    expect(ri.map((r) => r.id)).toEqual(['RI1', 'RI2', 'RI3', 'RI4', 'RI5', 'RI6', 'RI7']);
+    ri.forEach((r, i) => expect(r.text.replace(/\s+/g, '')).toBe(bullets[i]!.replace(/\s+/g, '')));
+    for (const r of ri) {
+      expect(r.checks.length, r.id).toBeGreaterThan(0);
+      for (const c of r.checks) expect(CHECK_IDS, r.id).toContain(c);
+    }
+    expect(kitStatementsJson(parseTraceFile(yaml.replace('"conf:discover-extensions"', '"conf:capability-per-request"')))).not.toBe(
+      kitStatementsJson(file),
     );
   });
 

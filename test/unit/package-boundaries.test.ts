@@ -107,6 +107,7 @@ describe('package boundaries', () => {
       '@countersign/approvals',
       '@countersign/arap',
       '@countersign/client',
+      '@countersign/conformance',
       '@countersign/http',
       '@countersign/receipts',
     ]);
@@ -135,6 +136,22 @@ describe('package boundaries', () => {
     expect(shipped.length).toBeGreaterThan(100);
     const problems = [...shipped.flatMap((f) => problemsOf(f, '', root, false)), ...tooling.flatMap((f) => problemsOf(f, '', root, true))];
     expect(problems).toEqual([]);
+  });
+
+  it('the conformance kit needs nothing but Node: no dependencies, and what ships (src, bin, examples) imports only Node built-ins and its own files', () => {
+    const kit = packages.find((p) => p.manifest.name === '@countersign/conformance')!;
+    expect(kit.manifest.dependencies ?? {}).toEqual({});
+    expect(kit.manifest.peerDependencies ?? {}).toEqual({});
+    const shipped = ['src', 'bin', 'examples'].flatMap((d) => sources(join(kit.dir, d)));
+    expect(shipped).toContain('packages/conformance/src/suite.ts');
+    const foreign = shipped.flatMap((f) =>
+      specifiers(f)
+        .filter((spec) => !spec.startsWith('.') && !builtins.has(spec) && spec !== '@countersign/conformance/cli')
+        // the bin's TypeScript loader, only under the countersign-source condition in a checkout
+        .filter((spec) => !(spec === 'tsx/esm/api' && f.startsWith(`${kit.dir}/bin/`)))
+        .map((spec) => `${f}: ${spec}`),
+    );
+    expect(foreign).toEqual([]);
   });
 
   it('the check sees a violation: a deep import, an undeclared package and an escaping relative path', () => {

@@ -15,14 +15,25 @@ export const DISPOSITIONS = ['approved-executed', 'denied-not-executed', 'execut
 export interface SuiteOptions {
   /** The MCP endpoint (Streamable HTTP). */
   url: string;
-  /** Bearer token of principal A (the requester). */
+  /** Bearer token of principal A (the requester); empty: no `Authorization` header (a server that needs none). */
   token: string;
   /** Bearer token of another principal B; checks that need one are skipped without it. */
   tokenB?: string;
-  /** Base URL of the test-hook API (`conformance/TEST-HOOKS.md`); Countersign: `<approval service>/access/v1`. */
-  approverUrl: string;
-  /** Approver credentials (HTTP Basic); at least one. Neither may be the requester. */
-  approvers: Array<{ id: string; secret: string }>;
+  /**
+   * Base URL of the HTTP test-hook API (the package's TEST-HOOKS.md, hooks 1 and 2); Countersign:
+   * `<approval service>/access/v1`. Required unless `hooks` is given.
+   */
+  approverUrl?: string;
+  /**
+   * Approvers, none of them the requester. With `approverUrl`: HTTP Basic credentials, at least one.
+   * With `hooks`: identities only (`secret` optional), passed to the hooks; may be empty.
+   */
+  approvers: Array<{ id: string; secret?: string }>;
+  /**
+   * Hooks 1 and 2 in process instead of over HTTP (e.g. `commandHooks`, the `--decide` command of
+   * TEST-HOOKS.md); `approverUrl` and the paths are then unused.
+   */
+  hooks?: ApprovalHooks;
   /** Hook paths relative to `approverUrl`; `{id}` is replaced by the request id. */
   pendingPath?: string;
   decisionPath?: string;
@@ -54,6 +65,46 @@ export interface SuiteOptions {
   log?: (line: string) => void;
 }
 
+/** One pending approval request, as hook 1 lists it (TEST-HOOKS.md). */
+export interface PendingItem {
+  /** The backend's request id. */
+  id: string;
+  /** The complete arguments of the denied `tools/call`. */
+  arguments: Obj;
+  /** The request's decision deadline (RFC 3339), when the backend knows it. */
+  expires_at?: string;
+  [k: string]: unknown;
+}
+
+/** A decision the suite asks hook 2 for. */
+export interface DecisionRequest {
+  /** The request id, from `PendingItem.id`. */
+  id: string;
+  decision: 'approve' | 'deny';
+  /** Which approver decides: an index the hooks map onto their approvers (several for concurrency and chains). */
+  approver: number;
+  /** Free text that must never reach an MCP response. */
+  comment?: string;
+  /** The listed request being decided, when the suite saw it (its arguments carry the check's marker). */
+  item?: PendingItem;
+}
+
+/**
+ * The out-of-band side of a run (TEST-HOOKS.md): hook 1 lists pending approval requests, hook 2
+ * decides one. Implemented over HTTP (`httpHooks`), by a command (`commandHooks`, `--decide`), or by
+ * the caller. Errors thrown fail the running check.
+ */
+export interface ApprovalHooks {
+  /** Hook 1: the requests awaiting a decision. */
+  pending(): Promise<PendingItem[]>;
+  /** Hook 2: an HTTP-like status, 2xx decided, 4xx refused (e.g. 409, no longer pending). */
+  decide(req: DecisionRequest): Promise<number>;
+  /** Strings of the hook side (e.g. its host) that must never appear in an MCP response. */
+  artifacts?: readonly string[];
+  /** Credentials of the hook side: must never appear in an MCP response either, and are never printed. */
+  secrets?: readonly string[];
+}
+
 export type CheckStatus = 'pass' | 'fail' | 'skip';
 export interface CheckResult {
   id: string;
@@ -68,6 +119,9 @@ export interface SuiteReport {
   skipped: number;
   /** The closing line: `N passed, N failed[, N skipped]`. */
   summary: string;
+  /** When the run started and ended (ISO 8601). */
+  startedAt: string;
+  endedAt: string;
 }
 
 export type Obj = Record<string, unknown>;
@@ -135,11 +189,28 @@ export class Rpc {
     readonly who: 'A' | 'B',
   ) {}
 
+  private auth(): Record<string, string> {
+    return this.token ? { authorization: `Bearer ${this.token}` } : {};
+  }
+
   withCapabilities(capabilities: Obj): Rpc {
     return new Rpc(this.url, this.token, capabilities, this.recorder, this.who);
   }
 
+  /**
+   * Send `method` and return its answer. A `tasks/get` the server refuses as too frequent (HTTP 429,
+   * a read that changed nothing) is sent again after the wait it names (`Retry-After` seconds, or
+   * `error.data.retryAfterMs`; at most 10 times), as a polling client does; every attempt is recorded.
+   */
   async call(method: string, params: Obj = {}): Promise<RpcAnswer> {
+    for (let attempt = 1; ; attempt++) {
+      const { answer, retryAfterMs } = await this.send(method, params);
+      if (method !== 'tasks/get' || answer.httpStatus !== 429 || attempt >= 10) return answer;
+      await sleep(Math.min(Math.max(retryAfterMs ?? 250, 50), 5_000));
+    }
+  }
+
+  private async send(method: string, params: Obj): Promise<{ answer: RpcAnswer; retryAfterMs?: number }> {
     const id = this.nextId++;
     const body = {
       jsonrpc: '2.0',
@@ -159,7 +230,7 @@ export class Rpc {
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': PROTOCOL_VERSION,
       'mcp-method': method,
-      authorization: `Bearer ${this.token}`,
+      ...this.auth(),
     };
     const name = method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
     if (typeof name === 'string') headers['mcp-name'] = name;
@@ -176,7 +247,10 @@ export class Rpc {
     this.recorder.add({ who: this.who, method, params, raw, sent, ...recorded });
     if (!answer.result && !answer.error)
       throw new CheckFailure(`${method}: HTTP ${res.status} without a JSON-RPC response: ${raw.slice(0, 200)}`);
-    return answer;
+    const header = Number(res.headers.get('retry-after'));
+    const data = get(answer.error?.data, 'retryAfterMs');
+    const retryAfterMs = typeof data === 'number' ? data : Number.isFinite(header) && header > 0 ? header * 1000 : undefined;
+    return { answer, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
 
   /** Send a JSON-RPC notification (no id, no response expected); returns the HTTP status. */
@@ -199,7 +273,7 @@ export class Rpc {
         accept: 'application/json, text/event-stream',
         'mcp-protocol-version': PROTOCOL_VERSION,
         'mcp-method': method,
-        authorization: `Bearer ${this.token}`,
+        ...this.auth(),
       },
       body: JSON.stringify(body),
     });

@@ -1,15 +1,17 @@
 /**
- * The check context of the SEP-2848 black-box suite: the test hooks (`conformance/TEST-HOOKS.md`:
+ * The check context of the SEP-2848 black-box suite: the test hooks (TEST-HOOKS.md of this package:
  * list pending approval requests, decide one), the per-check context, and the helpers the checks
  * share (create / poll tasks, count side effects, answer MRTR forms, clean up).
  */
 import {
+  type ApprovalHooks,
   DISPOSITION,
   type Exchange,
   get,
   isObj,
   must,
   type Obj,
+  type PendingItem,
   Recorder,
   Rpc,
   show,
@@ -19,38 +21,60 @@ import {
   TASKS_EXT,
 } from './wire.js';
 // ---------------------------------------------------------------------------------------------
-// The test hooks (conformance/TEST-HOOKS.md)
+// The test hooks (TEST-HOOKS.md)
 
-export interface PendingItem {
-  id: string;
-  arguments: Obj;
-  expires_at?: string;
-  [k: string]: unknown;
+/** Hooks 1 and 2 over HTTP (TEST-HOOKS.md): `GET {approverUrl}/approvals/pending`, `POST {approverUrl}/requests/{id}/decision`, HTTP Basic. */
+export function httpHooks(opts: SuiteOptions): ApprovalHooks {
+  const base = opts.approverUrl;
+  must(base, 'an approver URL (hooks 1 and 2 over HTTP) or in-process hooks are needed');
+  const creds = opts.approvers.filter((a): a is { id: string; secret: string } => typeof a.secret === 'string');
+  must(creds.length > 0, 'at least one approver credential (ID:SECRET) is needed for the HTTP hooks');
+  const auth = (i: number) => {
+    const a = creds[i % creds.length]!;
+    return `Basic ${Buffer.from(`${a.id}:${a.secret}`).toString('base64')}`;
+  };
+  const url = (path: string) => `${base.replace(/\/$/, '')}${path}`;
+  return {
+    artifacts: [new URL(base).host],
+    secrets: creds.map((a) => a.secret),
+    async pending() {
+      const res = await fetch(url(opts.pendingPath ?? '/approvals/pending'), {
+        headers: { authorization: auth(0), accept: 'application/json' },
+      });
+      must(res.ok, `test hook: GET pending answered HTTP ${res.status}`);
+      const items = get((await res.json()) as unknown, 'items');
+      must(Array.isArray(items), 'test hook: GET pending did not return {items: [...]}');
+      return items as PendingItem[];
+    },
+    async decide({ id, decision, approver, comment }) {
+      const res = await fetch(url((opts.decisionPath ?? '/requests/{id}/decision').replace('{id}', encodeURIComponent(id))), {
+        method: 'POST',
+        headers: { authorization: auth(approver), 'content-type': 'application/json' },
+        body: JSON.stringify({ decision, ...(comment ? { comment } : {}) }),
+      });
+      await res.text();
+      return res.status;
+    },
+  };
 }
 
+/** The suite's view of the hooks: remembers every item and comment seen (for `conf:no-backend-artifacts`). */
 export class Hooks {
-  constructor(private readonly opts: SuiteOptions) {}
+  constructor(
+    private readonly opts: SuiteOptions,
+    private readonly impl: ApprovalHooks,
+  ) {}
   readonly seenItems: PendingItem[] = [];
   readonly comments: string[] = [];
-
-  private auth(i = 0): string {
-    const a = this.opts.approvers[i % this.opts.approvers.length]!;
-    return `Basic ${Buffer.from(`${a.id}:${a.secret}`).toString('base64')}`;
+  get artifacts(): readonly string[] {
+    return this.impl.artifacts ?? [];
   }
-
-  private url(path: string): string {
-    return `${this.opts.approverUrl.replace(/\/$/, '')}${path}`;
+  get secrets(): readonly string[] {
+    return [...(this.impl.secrets ?? []), ...this.opts.approvers.flatMap((a) => (a.secret ? [a.secret] : []))];
   }
 
   async pending(): Promise<PendingItem[]> {
-    const res = await fetch(this.url(this.opts.pendingPath ?? '/approvals/pending'), {
-      headers: { authorization: this.auth(0), accept: 'application/json' },
-    });
-    must(res.ok, `test hook: GET pending answered HTTP ${res.status}`);
-    const body = (await res.json()) as unknown;
-    const items = get(body, 'items');
-    must(Array.isArray(items), 'test hook: GET pending did not return {items: [...]}');
-    const out = items.filter((i): i is PendingItem => isObj(i) && typeof i.id === 'string' && isObj(i.arguments));
+    const out = (await this.impl.pending()).filter((i): i is PendingItem => isObj(i) && typeof i.id === 'string' && isObj(i.arguments));
     for (const i of out) if (!this.seenItems.some((s) => s.id === i.id)) this.seenItems.push(i);
     return out;
   }
@@ -69,16 +93,11 @@ export class Hooks {
     }
   }
 
-  /** Decide request `id` as approver number `approver`; returns the HTTP status. */
+  /** Decide request `id` as approver number `approver`; returns the HTTP(-like) status. */
   async decide(id: string, decision: 'approve' | 'deny', approver = 0, comment?: string): Promise<number> {
     if (comment) this.comments.push(comment);
-    const res = await fetch(this.url((this.opts.decisionPath ?? '/requests/{id}/decision').replace('{id}', encodeURIComponent(id))), {
-      method: 'POST',
-      headers: { authorization: this.auth(approver), 'content-type': 'application/json' },
-      body: JSON.stringify({ decision, ...(comment ? { comment } : {}) }),
-    });
-    await res.text();
-    return res.status;
+    const item = this.seenItems.find((i) => i.id === id);
+    return this.impl.decide({ id, decision, approver, ...(comment ? { comment } : {}), ...(item ? { item } : {}) });
   }
 }
 

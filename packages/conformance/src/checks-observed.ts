@@ -276,8 +276,7 @@ export const observedChecks: CheckDef[] = [
     crossCutting: true,
     async run(c) {
       const needles = new Set<string>(['binding_token', 'evaluation_id', 'access_request', 'status_endpoint', 'Idempotency-Key']);
-      const approverUrl = new URL(c.opts.approverUrl);
-      needles.add(approverUrl.host);
+      for (const a of c.hooks.artifacts) if (a.length > 0) needles.add(a);
       for (const item of c.hooks.seenItems) {
         needles.add(item.id);
         for (const [k, v] of Object.entries(item)) {
@@ -291,9 +290,7 @@ export const observedChecks: CheckDef[] = [
       for (const e of c.rec.exchanges) {
         n++;
         for (const needle of needles) must(!e.raw.includes(needle), `${e.method} response contains backend artifact "${needle}"`);
-        for (const a of approverIds)
-          for (const s of c.opts.approvers.map((x) => x.secret))
-            must(!e.raw.includes(s), `${e.method} response contains an approver secret of ${a}`);
+        for (const secret of c.hooks.secrets) must(!e.raw.includes(secret), `${e.method} response contains an approver credential`);
         const msg = e.result?.statusMessage;
         if (typeof msg === 'string')
           for (const a of approverIds)

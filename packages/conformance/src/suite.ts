@@ -2,26 +2,27 @@
  * Black-box conformance suite for SEP-2848 `io.modelcontextprotocol/tool-approval`.
  *
  * Speaks only the wire: JSON-RPC 2.0 over Streamable HTTP (protocol 2026-07-28, stateless, per-request
- * `_meta`), plus the small out-of-band test-hook contract of `conformance/TEST-HOOKS.md` (list
- * pending approval requests, decide one; optionally count a call's side effects). It imports nothing
- * from Countersign, so it runs against any server that implements the extension.
+ * `_meta`), plus the small out-of-band test-hook contract of the package's TEST-HOOKS.md (list
+ * pending approval requests, decide one: over HTTP, by a `--decide` command or in process;
+ * optionally count a call's side effects). It imports nothing from Countersign, so it runs against
+ * any server that implements the extension.
  *
  * Every check makes its own calls, told apart by a unique value in one argument (the marker field,
  * `memo` for Countersign's `wire_transfer`), so the checks run concurrently. Every MCP exchange is
  * recorded; the cross-cutting checks at the end (envelope, disposition, artifacts, stability, ttl)
  * judge every response the other checks received.
  *
- * Used by `scripts/conformance.ts` (the command line) and `test/conformance/black-box.test.ts`.
+ * Used by `cli.ts` (the `countersign-conformance` command line) and, in the Countersign repository,
+ * `test/conformance/black-box.test.ts`.
  */
 import { randomBytes } from 'node:crypto';
-import { cleanUp, Hooks, type CheckDef, type Ctx } from './conformance/context.js';
-import { inputChecks } from './conformance/checks-input.js';
-import { lifecycleChecks } from './conformance/checks-lifecycle.js';
-import { observedChecks } from './conformance/checks-observed.js';
+import { cleanUp, Hooks, httpHooks, type CheckDef, type Ctx } from './context.js';
+import { inputChecks } from './checks-input.js';
+import { lifecycleChecks } from './checks-lifecycle.js';
+import { observedChecks } from './checks-observed.js';
 import {
   CheckFailure,
   CheckSkip,
-  must,
   Recorder,
   Rpc,
   TASKS_EXT,
@@ -29,10 +30,7 @@ import {
   type CheckStatus,
   type SuiteOptions,
   type SuiteReport,
-} from './conformance/wire.js';
-
-export { APPROVAL_EXT, AUTHZ, DISPOSITION, MIR, PROTOCOL_VERSION, TASKS_EXT } from './conformance/wire.js';
-export type { CheckResult, CheckStatus, Exchange, SuiteOptions, SuiteReport } from './conformance/wire.js';
+} from './wire.js';
 
 const checks: CheckDef[] = [...lifecycleChecks, ...inputChecks, ...observedChecks];
 
@@ -48,12 +46,11 @@ export function formatResult(r: CheckResult): string {
 
 /** Run the suite. Never throws for a failing check; a check's unexpected exception is its failure. */
 export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
-  must(opts.approvers.length > 0, 'at least one approver credential is needed');
   const rec = new Recorder();
   const tasksCaps = { extensions: { [TASKS_EXT]: {} } };
   const a = new Rpc(opts.url, opts.token, tasksCaps, rec, 'A');
   const b = opts.tokenB ? new Rpc(opts.url, opts.tokenB, tasksCaps, rec, 'B') : undefined;
-  const hooks = new Hooks(opts);
+  const hooks = new Hooks(opts, opts.hooks ?? httpHooks(opts));
   const run = randomBytes(3).toString('hex');
   let n = 0;
   const log = opts.log ?? (() => {});
@@ -88,6 +85,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     }
   };
 
+  const startedAt = new Date().toISOString();
   const results: CheckResult[] = [];
   const direct = selected.filter((c) => !c.crossCutting).map((def) => runOne(def));
   for (const p of direct) {
@@ -104,5 +102,5 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   const [passed, failed, skipped] = [count('pass'), count('fail'), count('skip')];
   const summary = `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
   log(summary);
-  return { results, passed, failed, skipped, summary };
+  return { results, passed, failed, skipped, summary, startedAt, endedAt: new Date().toISOString() };
 }

@@ -170,6 +170,8 @@ function requestMeta(capabilities: Record<string, unknown>): Record<string, unkn
 }
 
 const WITH_TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
+/** The extension's identifier in earlier drafts, which proxies still declare (issue 26 §3). */
+const EARLIER_TOOL_APPROVAL_EXTENSION = 'net.openid.authzen/tool-approval';
 /** The tasks extension and form elicitation: what a client that can answer `inputRequests` declares. */
 const WITH_FORMS = { ...WITH_TASKS, elicitation: { form: {} } };
 
@@ -435,6 +437,18 @@ const SCENARIOS: Array<[string, (s: Session, c: Ctx) => Promise<Session | void>]
     },
   ],
   [
+    'earlier-identifier',
+    async (s) => {
+      const created = await s.result(
+        'tools/call declaring the tasks extension and the earlier identifier net.openid.authzen/tool-approval',
+        'tools/call',
+        transfer(47_000, 'reference: earlier identifier'),
+        { extensions: { [TASKS_EXTENSION]: {}, [EARLIER_TOOL_APPROVAL_EXTENSION]: {} } },
+      );
+      await s.result(undefined, 'tasks/cancel', { taskId: taskIdOf(created) });
+    },
+  ],
+  [
     'requestable-denial',
     async (s) => {
       const memo = 'reference: approve';
@@ -542,8 +556,10 @@ const SCENARIOS: Array<[string, (s: Session, c: Ctx) => Promise<Session | void>]
       const deadline = Date.parse(String(done.createdAt)) + Number(done.ttlMs);
       // the deadline the server stated; then read until its answer changes
       await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now()) + 100));
-      for (let i = 0; (await s.rpc(undefined, 'tasks/get', { taskId })).result !== undefined; i++) {
-        if (i > 50) throw new Error('the task is still served after createdAt + ttlMs');
+      for (let i = 0; ; i++) {
+        const read = await s.rpc(undefined, 'tasks/get', { taskId });
+        if (read.error?.code === -32602) break;
+        if (read.error !== undefined || i > 50) throw new Error(`after createdAt + ttlMs tasks/get answered ${JSON.stringify(read)}`);
         await new Promise((r) => setTimeout(r, 200));
       }
       await s.rpc('tasks/get after createdAt + ttlMs', 'tasks/get', { taskId });

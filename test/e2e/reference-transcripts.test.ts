@@ -18,8 +18,9 @@ describe('the reference chapter', () => {
   });
 
   it('each chapter file holds the transcripts the running product generates now (npm run docs:reference)', () => {
+    // the diff reads "- Expected": the checked-in file, "+ Received": what the running product answers now
     for (const { file, text, next } of chapterUpdates(transcripts))
-      expect(text, `${file} is out of date: run \`npm run docs:reference\` and review the diff`).toBe(next);
+      expect(next, `${file} is out of date: run \`npm run docs:reference\` and review the diff`).toBe(text);
   });
 
   it('no timestamp, task id, approval service id, token or poll interval is left in a transcript, so two runs write the same text', () => {

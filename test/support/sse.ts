@@ -177,8 +177,8 @@ export function envelope(capabilities: Record<string, unknown> = { extensions: {
   };
 }
 
-/** Headers of a 2026-07-28 POST of `method` to an MCP endpoint. */
-function headersFor(target: RpcTarget, method: string, name?: string): Record<string, string> {
+/** Headers of a 2026-07-28 POST of `method` to an MCP endpoint (`name`: the `Mcp-Name`, a tool name or task id). */
+export function headersFor(target: RpcTarget, method: string, name?: string): Record<string, string> {
   return {
     authorization: `Bearer ${target.token}`,
     'content-type': 'application/json',

@@ -1,6 +1,6 @@
 // Scope: shared harness for end-to-end tests: a real Temporal dev server, the whole Countersign
 // stack over real HTTP on free ports, in a temporary data folder; plus wire-level helpers.
-import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -14,13 +14,23 @@ import { TASKS_EXTENSION } from '../../workflows/wire.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
-/** Test configuration: everything on free ports in a fresh folder, fast fallback polling. */
-export function testConfig(overrides: Partial<Config> = {}, extraPolicies: Record<string, string> = {}): Config {
+/** Write the default policies (`policies/*.cedar`) and `extraPolicies` (file name → Cedar) into `dir`, created when missing. */
+export function writePolicyFolder(dir: string, extraPolicies: Record<string, string> = {}): void {
+  mkdirSync(dir, { recursive: true });
+  for (const f of readdirSync(join(PROJECT_ROOT, 'policies')))
+    if (f.endsWith('.cedar')) copyFileSync(join(PROJECT_ROOT, 'policies', f), join(dir, f));
+  for (const [name, text] of Object.entries(extraPolicies)) writeFileSync(join(dir, name), text);
+}
+
+/**
+ * A stack's configuration with every default of `npm start` except: fresh data and policy folders
+ * in the OS temp folder (the policies those of {@link writePolicyFolder}), every port free (0),
+ * and `overrides`.
+ */
+export function freshStackConfig(overrides: Partial<Config> = {}, extraPolicies: Record<string, string> = {}): Config {
   const dataDir = mkdtempSync(join(tmpdir(), 'countersign-e2e-'));
   const policyDir = mkdtempSync(join(tmpdir(), 'countersign-policies-'));
-  for (const f of readdirSync(join(PROJECT_ROOT, 'policies')))
-    if (f.endsWith('.cedar')) copyFileSync(join(PROJECT_ROOT, 'policies', f), join(policyDir, f));
-  for (const [name, text] of Object.entries(extraPolicies)) writeFileSync(join(policyDir, name), text);
+  writePolicyFolder(policyDir, extraPolicies);
   return loadConfig(
     {},
     {
@@ -31,6 +41,15 @@ export function testConfig(overrides: Partial<Config> = {}, extraPolicies: Recor
       COUNTERSIGN_ISSUER_PORT: 0,
       TEMPORAL_PORT: 0,
       TEMPORAL_UI_PORT: 0,
+      ...overrides,
+    },
+  );
+}
+
+/** Test configuration: {@link freshStackConfig} with fast fallback polling and generous submission limits. */
+export function testConfig(overrides: Partial<Config> = {}, extraPolicies: Record<string, string> = {}): Config {
+  return freshStackConfig(
+    {
       COUNTERSIGN_STATUS_POLL_INITIAL_MS: 1000,
       COUNTERSIGN_STATUS_POLL_MAX_MS: 2000,
       COUNTERSIGN_POLL_INTERVAL_MS: 200,
@@ -40,6 +59,7 @@ export function testConfig(overrides: Partial<Config> = {}, extraPolicies: Recor
       COUNTERSIGN_MAX_PENDING_PER_PRINCIPAL: 1000,
       ...overrides,
     },
+    extraPolicies,
   );
 }
 

@@ -478,6 +478,17 @@ const SCENARIOS: Array<[string, (s: Session, c: Ctx) => Promise<Session | void>]
     },
   ],
   [
+    'input-validation',
+    async (s) => {
+      await s.rpc(
+        'tools/call whose arguments the tool schema refuses (amount a string, an unknown key): a tool result the model reads',
+        'tools/call',
+        { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 'fifty thousand', memo: 'reference: invalid', currency: 'USD' } },
+      );
+      await s.rpc('tools/call of a tool that does not exist: a protocol error', 'tools/call', { name: 'wire_transfr', arguments: {} });
+    },
+  ],
+  [
     'non-requestable',
     async (s) => {
       await s.rpc(

@@ -16,7 +16,7 @@ export const TOOL_APPROVAL_EXTENSION = 'io.modelcontextprotocol/tool-approval';
 /**
  * The extension's earlier identifier, still emitted by some proxies in the capabilities a client
  * declares: accepted as {@link TOOL_APPROVAL_EXTENSION} wherever a client's declaration is read,
- * never emitted (docs/reference/identifiers.md).
+ * never emitted (docs/reference/01-identifier-and-capability.md).
  */
 export const LEGACY_TOOL_APPROVAL_EXTENSION = 'net.openid.authzen/tool-approval';
 

@@ -29,7 +29,7 @@
  * `Tool.own`) are tool execution errors, not protocol errors, on both faces (2026-07-28 and
  * 2025-11-25; SEP-1303, in MCP since 2025-11-25): an `isError` result naming each failing path and
  * why, never a value, so the model can read it and correct the call ({@link ArgumentsRefusedError},
- * docs/reference/errors.md). Nothing is evaluated, opened or run. What stays -32602: an unknown tool,
+ * docs/reference/10-errors.md). Nothing is evaluated, opened or run. What stays -32602: an unknown tool,
  * a string that is not well-formed Unicode (the request itself is malformed), an MRTR retry of
  * another call, an answer off its form.
  *

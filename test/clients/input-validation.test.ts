@@ -1,7 +1,7 @@
 // Scope: input validation errors as official clients see them, on both faces: arguments the tool's
 // schema refuses are a tool execution error (`isError: true`, SEP-1303, MCP since 2025-11-25) that
 // the client hands to the model, naming each failing path; an unknown tool stays the -32602
-// protocol error (src/mcp/gate.ts; docs/reference/errors.md). Clients: `@modelcontextprotocol/client`
+// protocol error (src/mcp/gate.ts; docs/reference/10-errors.md). Clients: `@modelcontextprotocol/client`
 // 2.4 with auto negotiation (2026-07-28) and with its defaults (2025-11-25), and
 // `@modelcontextprotocol/sdk` 1.32 (2025-11-25).
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';

@@ -1,7 +1,7 @@
 // Scope: the extension's identifiers on the wire: the earlier `net.openid.authzen/tool-approval`
 // in a client's declared capabilities (a proxy still emits it) is accepted like
 // `io.modelcontextprotocol/tool-approval`, on the 2026-07-28 and the 2025-11-25 face; the server
-// only ever emits `io.modelcontextprotocol/tool-approval` (docs/reference/identifiers.md).
+// only ever emits `io.modelcontextprotocol/tool-approval` (docs/reference/01-identifier-and-capability.md).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WireClient } from '@countersign/client';

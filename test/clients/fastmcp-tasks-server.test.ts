@@ -2,19 +2,16 @@
 // was not written with: FastMCP 4.1.4 on the official Python MCP SDK (`mcp` 2.3.0) with
 // fastmcp-tasks 4.1.4, its io.modelcontextprotocol/tasks (SEP-2663) runtime (no official SDK ships
 // a server-side tasks runtime: docs/CONFORMANCE.md §The tasks-only client against other servers),
-// serving test/clients/fastmcp_tasks_server.py over real HTTP. Needs FASTMCP_TASKS_PATH, a folder
-// holding fastmcp-tasks 4.1.4 and its dependencies (`python3 -m pip install --target <dir>
-// fastmcp-tasks==4.1.4`); without it the file is skipped, saying so in its title.
+// serving test/clients/fastmcp_tasks_server.py over real HTTP. fastmcp-tasks 4.1.4 and its
+// dependencies come from PyPI into .tools/py-fastmcp-tasks (scripts/install-python-packages.mjs,
+// run by the global setup; FASTMCP_TASKS_PATH overrides the folder).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TasksClient, type AnswerInput, type CallOutcome, type Task, type TasksClientOptions } from '@countersign/client';
 import { PROJECT_ROOT } from '../../src/project-root.js';
-
-const LIB = process.env.FASTMCP_TASKS_PATH;
-const installed = !!LIB && existsSync(LIB) && readdirSync(LIB).includes('fastmcp_tasks-4.1.4.dist-info');
+import { FASTMCP_TASKS_PATH } from './python-harness.js';
 
 let server: ChildProcess | undefined;
 let url: string;
@@ -28,11 +25,10 @@ async function freePort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  if (!installed) return;
   const port = await freePort();
   url = `http://127.0.0.1:${port}/mcp`;
   server = spawn('python3', [join(PROJECT_ROOT, 'test', 'clients', 'fastmcp_tasks_server.py'), String(port)], {
-    env: { ...process.env, PYTHONPATH: LIB, FASTMCP_CHECK_FOR_UPDATES: 'off' },
+    env: { ...process.env, PYTHONPATH: FASTMCP_TASKS_PATH, FASTMCP_CHECK_FOR_UPDATES: 'off' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // ready once uvicorn says it listens (it logs to stderr)
@@ -70,56 +66,53 @@ const taskOf = (o: CallOutcome): Task => {
   return (o as { task: Task }).task;
 };
 
-describe.skipIf(!installed)(
-  `the tasks-only client against fastmcp-tasks 4.1.4${installed ? '' : ' (skipped: set FASTMCP_TASKS_PATH)'}`,
-  () => {
-    it('a background task: the server answers a CreateTaskResult, the client follows it (subscriptions/listen is -32601 there, so by tasks/get) to completed with the tool’s text', async () => {
-      const { client, messages, sent } = clientFor();
-      const task = taskOf(await client.callTool('slow_echo', { text: 'hello', seconds: 0.3 }));
-      expect(task.status).toBe('completed');
-      expect(task.result?.isError).not.toBe(true);
-      expect(bodyText(task)).toBe('echo: hello');
-      const listen = messages.find((x) => x.dir === '<' && (x.m.error as { code?: number } | undefined)?.code === -32601);
-      expect(listen?.m.error).toMatchObject({ code: -32601, data: 'subscriptions/listen' });
-      expect(sent('tasks/get')).toBeGreaterThan(0);
-      expect(sent('tools/call')).toBe(1);
-    });
+describe('the tasks-only client against fastmcp-tasks 4.1.4', () => {
+  it('a background task: the server answers a CreateTaskResult, the client follows it (subscriptions/listen is -32601 there, so by tasks/get) to completed with the tool’s text', async () => {
+    const { client, messages, sent } = clientFor();
+    const task = taskOf(await client.callTool('slow_echo', { text: 'hello', seconds: 0.3 }));
+    expect(task.status).toBe('completed');
+    expect(task.result?.isError).not.toBe(true);
+    expect(bodyText(task)).toBe('echo: hello');
+    const listen = messages.find((x) => x.dir === '<' && (x.m.error as { code?: number } | undefined)?.code === -32601);
+    expect(listen?.m.error).toMatchObject({ code: -32601, data: 'subscriptions/listen' });
+    expect(sent('tasks/get')).toBeGreaterThan(0);
+    expect(sent('tools/call')).toBe(1);
+  });
 
-    it('a tool that raises is a completed task whose result is isError (not failed), its text the error', async () => {
-      const { client } = clientFor({ push: false });
-      const task = taskOf(await client.callTool('failing_job', { text: 'x' }));
-      expect(task.status).toBe('completed');
-      expect(task.result?.isError).toBe(true);
-      expect(bodyText(task)).toMatch(/failing on purpose: x/);
-    });
+  it('a tool that raises is a completed task whose result is isError (not failed), its text the error', async () => {
+    const { client } = clientFor({ push: false });
+    const task = taskOf(await client.callTool('failing_job', { text: 'x' }));
+    expect(task.status).toBe('completed');
+    expect(task.result?.isError).toBe(true);
+    expect(bodyText(task)).toMatch(/failing on purpose: x/);
+  });
 
-    it('tasks/cancel while the client follows the task: the wait ends with the task cancelled and no result', async () => {
-      let cancelled: Promise<void> | undefined;
-      const { client } = clientFor({
-        push: false,
-        onTask: (t) => {
-          cancelled ??= client.cancel(t.taskId);
-        },
-      });
-      const task = taskOf(await client.callTool('slow_echo', { text: 'never', seconds: 60 }));
-      await cancelled;
-      expect(task.status).toBe('cancelled');
-      expect(task.result).toBeUndefined();
+  it('tasks/cancel while the client follows the task: the wait ends with the task cancelled and no result', async () => {
+    let cancelled: Promise<void> | undefined;
+    const { client } = clientFor({
+      push: false,
+      onTask: (t) => {
+        cancelled ??= client.cancel(t.taskId);
+      },
     });
+    const task = taskOf(await client.callTool('slow_echo', { text: 'never', seconds: 60 }));
+    await cancelled;
+    expect(task.status).toBe('cancelled');
+    expect(task.result).toBeUndefined();
+  });
 
-    it('input inside the task: input_required with an elicitation, the answer callback fills it, tasks/update delivers it, the task completes with it', async () => {
-      const answered: string[] = [];
-      const answer: AnswerInput = (requests, context) => {
-        expect(context.phase).toBe('task');
-        answered.push(...Object.values(requests).map((r) => r.method));
-        return Object.fromEntries(Object.keys(requests).map((k) => [k, { action: 'accept', content: { proceed: true } }]));
-      };
-      const { client, sent } = clientFor({ push: false, capabilities: { elicitation: { form: {} } }, answer });
-      const task = taskOf(await client.callTool('confirm', { text: 'the report' }));
-      expect(answered).toEqual(['elicitation/create']);
-      expect(sent('tasks/update')).toBe(1);
-      expect(task.status).toBe('completed');
-      expect(bodyText(task)).toBe("accept: {'proceed': True}");
-    });
-  },
-);
+  it('input inside the task: input_required with an elicitation, the answer callback fills it, tasks/update delivers it, the task completes with it', async () => {
+    const answered: string[] = [];
+    const answer: AnswerInput = (requests, context) => {
+      expect(context.phase).toBe('task');
+      answered.push(...Object.values(requests).map((r) => r.method));
+      return Object.fromEntries(Object.keys(requests).map((k) => [k, { action: 'accept', content: { proceed: true } }]));
+    };
+    const { client, sent } = clientFor({ push: false, capabilities: { elicitation: { form: {} } }, answer });
+    const task = taskOf(await client.callTool('confirm', { text: 'the report' }));
+    expect(answered).toEqual(['elicitation/create']);
+    expect(sent('tasks/update')).toBe(1);
+    expect(task.status).toBe('completed');
+    expect(bodyText(task)).toBe("accept: {'proceed': True}");
+  });
+});

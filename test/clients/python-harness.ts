@@ -7,10 +7,17 @@ import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 /** Folder holding `mcp` 2.3.0 (`PYTHON_MCP_PATH`, else `.tools/py-mcp`). */
 export const PYTHON_MCP_PATH = process.env.PYTHON_MCP_PATH || join(PROJECT_ROOT, '.tools', 'py-mcp');
 
-/** Run `scripts/install-python-mcp.mjs` (pip-installs `mcp==2.3.0` when missing); throws when it fails. */
-export function ensurePythonMcp(): void {
-  const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts', 'install-python-mcp.mjs')], { stdio: 'inherit' });
-  if (r.status !== 0) throw new Error('The Python MCP SDK is missing and could not be installed (see the message above).');
+/** Folder holding `fastmcp-tasks` 4.1.4 and its dependencies (`FASTMCP_TASKS_PATH`, else `.tools/py-fastmcp-tasks`). */
+export const FASTMCP_TASKS_PATH = process.env.FASTMCP_TASKS_PATH || join(PROJECT_ROOT, '.tools', 'py-fastmcp-tasks');
+
+/**
+ * Run `scripts/install-python-packages.mjs` (pip-installs `mcp==2.3.0` and `fastmcp-tasks==4.1.4`
+ * when missing); throws when it fails.
+ */
+export function ensurePythonPackages(): void {
+  const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts', 'install-python-packages.mjs')], { stdio: 'inherit' });
+  if (r.status !== 0)
+    throw new Error('A Python package of the client tests is missing and could not be installed (see the message above).');
 }
 
 /** One JSON line the script printed. */

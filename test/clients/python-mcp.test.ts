@@ -1,5 +1,5 @@
 // Scope: the Python MCP SDK (`mcp` 2.3.0 from PyPI, installed once into .tools/py-mcp by
-// scripts/install-python-mcp.mjs) against the real stack, through test/clients/python_mcp_client.py
+// scripts/install-python-packages.mjs) against the real stack, through test/clients/python_mcp_client.py
 // (run once for the whole file): it negotiates 2026-07-28 on its own, lists tools, runs an allowed
 // call; without the tasks extension a requestable denial opens the approval (the plain tier,
 // COUNTERSIGN_NO_TASKS_RESPONSE=approval-tools, the default) and approval_cancel withdraws it; with

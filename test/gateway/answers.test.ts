@@ -196,9 +196,11 @@ describe('gateway: an answer over the stdio limit', () => {
     const created = await alice.request<WireTask>('tools/call', { name: 'big__slow_write', arguments: { label } });
     expect(created.resultType).toBe('task');
     expect(await decideWhere(stack, (a) => a.label === label, 'approve')).toBe(200);
-    // the upstream answers the read only once the approved write is in flight on the same connection,
-    // and the write only once the 12 MiB answer is out
+    // the upstream answers the read only once the approved write is in flight on the same process,
+    // and the write only when released there, after the caller has had the read's answer
     const read = await alice.request<CallResult>('tools/call', { name: 'big__big_read', arguments: { megabytes: 12 } });
+    const release = await alice.request<CallResult>('tools/call', { name: 'big__release', arguments: {} });
+    expect(release.content).toEqual([{ type: 'text', text: 'released' }]);
     expect(read.isError).toBe(true);
     expect(read.content).toHaveLength(1);
     expect(read.content[0]?.text).toMatch(

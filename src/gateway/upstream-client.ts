@@ -80,8 +80,9 @@ export class UpstreamAnswerTooLargeError extends Error {
 }
 
 /**
- * The upstream refused a request, so it did not run the call: a JSON-RPC error answer
- * (`kind: 'json-rpc'`, `code` the JSON-RPC code) or an HTTP 4xx status (`kind: 'http'`, `code` the status).
+ * The upstream answered a request with an error: a JSON-RPC error answer (`kind: 'json-rpc'`,
+ * `code` the JSON-RPC code) or an HTTP 4xx status (`kind: 'http'`, `code` the status). Whether it
+ * proves the call did not run: {@link UpstreamProtocolError.refusal}.
  */
 export class UpstreamProtocolError extends Error {
   constructor(
@@ -92,6 +93,16 @@ export class UpstreamProtocolError extends Error {
   ) {
     super(message);
     this.name = 'UpstreamProtocolError';
+  }
+
+  /**
+   * Whether the answer proves the request was refused before it ran: an HTTP 4xx, or JSON-RPC
+   * -32600 (invalid request), -32601 (method not found) or -32602 (invalid params: MCP's answer for
+   * an unknown tool or invalid arguments). Any other code (-32603, server-defined) may come after
+   * part of the effect.
+   */
+  get refusal(): boolean {
+    return this.kind === 'http' || this.code === -32600 || this.code === -32601 || this.code === -32602;
   }
 
   /** `JSON-RPC error -32602` or `HTTP 401`. */
@@ -112,7 +123,7 @@ export interface UpstreamConnection {
   listTools(): Promise<UpstreamToolDescriptor[]>;
   /**
    * Call `name` once, never retried. Throws `UpstreamNotSentError` when the request provably never
-   * left (did not run); `UpstreamProtocolError` for a JSON-RPC error answer or an HTTP 4xx (refused);
+   * left (did not run); `UpstreamProtocolError` for a JSON-RPC error answer or an HTTP 4xx (`refusal`: did not run);
    * `UpstreamAnswerTooLargeError` when the answer was over the stdio limit (it ran; the answer was
    * discarded); `UpstreamNoAnswerError` otherwise (timeout, connection lost mid-call: it may have run).
    * A failed call closes the shared connection only when the connection itself is gone (closed,

@@ -71,8 +71,11 @@ export function upstreamToolAttributes(upstream: string, descriptor: UpstreamToo
  * - the upstream's result, whole;
  * - the request provably never left (`UpstreamNotSentError`: unreachable, could not start): throws
  *   `ToolNotExecutedError` — it did not run (an approved task: `execution-error` saying so);
- * - the upstream refused it (`UpstreamProtocolError`: a JSON-RPC error answer or HTTP 4xx): inline,
- *   an `isError` result saying so; an approved execution throws it (`execution-error`, ran and failed);
+ * - the upstream refused it before running it (`UpstreamProtocolError` with `refusal`: an HTTP 4xx,
+ *   JSON-RPC -32600, -32601 or -32602): throws `ToolNotExecutedError` — it did not run;
+ * - any other JSON-RPC error answer (`-32603`, server-defined codes), which may come after part of
+ *   the effect: inline, an `isError` result saying it may have run; an approved execution throws it
+ *   (`execution-error`: ran and failed, a side effect may have occurred);
  * - the answer was over the stdio limit (`UpstreamAnswerTooLargeError`): throws
  *   `ToolAnswerDiscardedError` — it ran, its answer was discarded;
  * - sent, no answer (`UpstreamNoAnswerError`, or anything else): throws `ToolOutcomeUnknownError` —
@@ -106,13 +109,19 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
             err.sizeBytes,
             err.limitBytes,
           );
+        if (err instanceof UpstreamProtocolError && err.refusal)
+          throw new ToolNotExecutedError(
+            `Not executed: the upstream MCP server "${upstream}" refused the call (${err.label}), so ${name} did not run.`,
+            { cause: err },
+          );
         if (err instanceof UpstreamProtocolError) {
+          // any other error answer may come after part of the effect: an approved call is execution-error
           if (ctx.taskId !== undefined) throw err;
           return {
             content: [
               {
                 type: 'text',
-                text: `Not executed: the upstream MCP server "${upstream}" refused the call (${err.label}), so ${name} did not run.`,
+                text: `The upstream MCP server "${upstream}" answered ${name} with an error (${err.label}): it may have run, and a side effect may have occurred.`,
               },
             ],
             isError: true,

@@ -18,7 +18,7 @@ import { decideWhere, startJsonHttpUpstream, writeGatewayConfig } from './gatewa
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const AUTHORIZATION = 'io.modelcontextprotocol/authorization';
 
-const POLICY = ['ans', 'big', 'gone', 'web']
+const POLICY = ['ans', 'big', 'gone', 'web', 'rpc']
   .map(
     (u) => `
 @id("${u}-permit")
@@ -68,12 +68,21 @@ function killIfAlive(pid: number): void {
 
 let stack: Stack;
 let web: Awaited<ReturnType<typeof startJsonHttpUpstream>>;
+let rpc: Awaited<ReturnType<typeof startJsonHttpUpstream>>;
 
 beforeAll(async () => {
   web = await startJsonHttpUpstream({
     name: 'web',
     tools: [{ name: 'post', inputSchema: { type: 'object' }, annotations: { destructiveHint: true } }],
     callText: 'posted',
+  });
+  rpc = await startJsonHttpUpstream({
+    name: 'rpc',
+    tools: [
+      { name: 'lookup', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true, destructiveHint: false } },
+      { name: 'post', inputSchema: { type: 'object' }, annotations: { destructiveHint: true } },
+    ],
+    callText: 'done',
   });
   const fixture = (name: keyof typeof dirs) => ({
     name,
@@ -89,13 +98,16 @@ beforeAll(async () => {
     fixture('big'),
     fixture('gone'),
     { name: 'web', transport: 'http', url: web.url },
+    { name: 'rpc', transport: 'http', url: rpc.url },
   ]);
   stack = await startTestStack(testConfig({ COUNTERSIGN_CONFIG: configFile }, { 'a-answers.cedar': POLICY }));
 });
 afterAll(async () => {
   await stack?.stop();
-  web?.server.closeAllConnections();
-  await new Promise((r) => web?.server.close(r));
+  for (const u of [web, rpc]) {
+    u?.server.closeAllConnections();
+    await new Promise((r) => u?.server.close(r));
+  }
 });
 
 const unique = () => randomUUID().slice(0, 12);
@@ -175,6 +187,35 @@ describe('gateway: an approved call says whether it ran', () => {
     expect(r._meta?.[DISPOSITION]).toBe('outcome-unknown');
     expect(r.content[0]?.text).toMatch(/may or may not have run/);
     expect(calls(dirs.ans).filter((c) => c.args.text === label)).toHaveLength(1);
+  });
+});
+
+describe('gateway: a JSON-RPC error answer', () => {
+  it('a refusal (-32602, invalid params) did not run; any other error code (-32603) may have run', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const refused = await alice.request<CallResult>('tools/call', { name: 'rpc__lookup', arguments: { errorCode: -32602 } });
+    expect(refused.isError).toBe(true);
+    expect(refused.content).toEqual([
+      {
+        type: 'text',
+        text: 'Not executed: the upstream MCP server "rpc" refused the call (JSON-RPC error -32602), so rpc__lookup did not run.',
+      },
+    ]);
+    const failed = await alice.request<CallResult>('tools/call', { name: 'rpc__lookup', arguments: { errorCode: -32603 } });
+    expect(failed.isError).toBe(true);
+    expect(failed.content).toEqual([
+      {
+        type: 'text',
+        text: 'The upstream MCP server "rpc" answered rpc__lookup with an error (JSON-RPC error -32603): it may have run, and a side effect may have occurred.',
+      },
+    ]);
+  });
+
+  it('an approved call the upstream refuses (-32602) did not run', async () => {
+    const label = unique();
+    const r = await approved('rpc__post', { errorCode: -32602, label }, (a) => a.label === label);
+    expectDidNotRun(r);
+    expect(rpc.calls()).toBe(3); // the two inline calls above and this one, each sent once
   });
 });
 

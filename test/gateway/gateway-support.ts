@@ -39,7 +39,8 @@ export async function decideWhere(
 
 /**
  * A minimal Streamable HTTP MCP server (JSON responses, 2025-11-25) serving `tools`, whose every
- * `tools/call` is answered `{content: [{type: "text", text: callText}]}`; records each request's
+ * `tools/call` is answered `{content: [{type: "text", text: callText}]}` — or, when its arguments carry
+ * a number `errorCode`, with that JSON-RPC error —; records each request's
  * headers and counts the calls. Listens on 127.0.0.1 (a free port); `url` is its endpoint.
  */
 export async function startJsonHttpUpstream(opts: {
@@ -55,7 +56,7 @@ export async function startJsonHttpUpstream(opts: {
     let body = '';
     req.on('data', (d: Buffer) => (body += d.toString()));
     req.on('end', () => {
-      const msg = JSON.parse(body) as { id?: number; method: string };
+      const msg = JSON.parse(body) as { id?: number; method: string; params?: { arguments?: { errorCode?: unknown } } };
       if (msg.id === undefined) return void res.writeHead(202).end();
       const reply = (payload: Record<string, unknown>) =>
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
@@ -66,6 +67,8 @@ export async function startJsonHttpUpstream(opts: {
       if (msg.method === 'tools/list') return reply({ result: { tools: opts.tools } });
       if (msg.method === 'tools/call') {
         calls++;
+        const code = msg.params?.arguments?.errorCode;
+        if (typeof code === 'number') return reply({ error: { code, message: 'upstream error' } });
         return reply({ result: { content: [{ type: 'text', text: opts.callText }] } });
       }
       return reply({ error: { code: -32601, message: 'Method not found' } });

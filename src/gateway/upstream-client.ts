@@ -127,8 +127,9 @@ export interface UpstreamConnection {
    * `UpstreamAnswerTooLargeError` when the answer was over the stdio limit (it ran; the answer was
    * discarded); `UpstreamNoAnswerError` otherwise (timeout, connection lost mid-call: it may have run).
    * A failed call closes the shared connection only when the connection itself is gone (closed,
-   * not connected, a lost HTTP session, a refused connect), never for a timeout or an oversized
-   * answer, so one call's failure does not cost the other calls in flight on it.
+   * not connected, a lost HTTP session, a refused connect, or a timed-out call followed by an
+   * unanswered ping), never for a slow call or an oversized answer, so one call's failure does not
+   * cost the other calls in flight on it.
    */
   callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
   /** Called with the new list after each reconnect and each `tools/list_changed`. */
@@ -331,6 +332,16 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
     void c.close().catch(() => undefined);
   };
 
+  // After a call timed out: a ping tells a slow call (the upstream still answers: keep the
+  // connection and the other calls in flight on it) from a hung upstream (no answer: drop it, so
+  // the next request starts it afresh).
+  const checkAlive = (c: Client) => {
+    c.ping({ timeout: Math.min(config.connectTimeoutMs, 5_000) }).catch(() => {
+      log.warn('upstream did not answer a ping after a call timed out; reconnecting');
+      discard(c);
+    });
+  };
+
   void ensure().catch(() => undefined);
 
   // A request may arrive while a background reconnect attempt is failing (e.g. just before a
@@ -369,7 +380,9 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
             'upstream tools/call failed',
           );
           const sessionLost = err instanceof SdkHttpError && (err.status === 404 || err.status === 400);
-          if (sessionLost || neverSent(err) || CONNECTION_GONE_CODES.has(String((err as { code?: unknown }).code))) discard(c);
+          const code = String((err as { code?: unknown }).code);
+          if (sessionLost || neverSent(err) || CONNECTION_GONE_CODES.has(code)) discard(c);
+          else if (code === SdkErrorCode.RequestTimeout) checkAlive(c);
           if (neverSent(err)) throw new UpstreamNotSentError(config.name, `upstream ${config.name} is unreachable`, { cause: err });
           // An HTTP 4xx is a refusal: the upstream did not process the request. 404 (MCP Streamable
           // HTTP, session management) and 400 (what many servers answer instead) for a session the

@@ -1,9 +1,11 @@
 // Scope: what the gateway's answers say happened upstream (issue 26 §4, issue 29 §6), end to end
 // with real upstreams: an approved call whose stdio upstream cannot start, or whose HTTP upstream's
-// port is closed, did not run; one the upstream took and then died on may have run
-// (outcome-unknown); `null` for an optional argument is decided by policy and reaches the upstream
-// as sent; an answer over the gateway's stdio limit is reported as run-and-discarded, and never
-// costs another caller's approved call on the same upstream.
+// port is closed, or that the upstream refuses (-32602), did not run; one the upstream took and then
+// died on may have run (outcome-unknown); a JSON-RPC error other than a refusal may have run; a
+// timed-out call may have run, and an upstream that then misses a ping is restarted; `null` for an
+// optional argument is decided by policy and reaches the upstream as sent; an answer over the
+// gateway's stdio limit is reported as run-and-discarded, and never costs another caller's approved
+// call on the same upstream.
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +20,7 @@ import { decideWhere, startJsonHttpUpstream, writeGatewayConfig } from './gatewa
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const AUTHORIZATION = 'io.modelcontextprotocol/authorization';
 
-const POLICY = ['ans', 'big', 'gone', 'web', 'rpc']
+const POLICY = ['ans', 'big', 'gone', 'hung', 'web', 'rpc']
   .map(
     (u) => `
 @id("${u}-permit")
@@ -37,7 +39,7 @@ unless { context has approval && context.approval.state == "approved" };
   .join('\n');
 
 const stateDir = (name: string) => mkdtempSync(join(tmpdir(), `countersign-answers-${name}-`));
-const dirs = { ans: stateDir('ans'), big: stateDir('big'), gone: stateDir('gone') };
+const dirs = { ans: stateDir('ans'), big: stateDir('big'), gone: stateDir('gone'), hung: stateDir('hung') };
 const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
 const lines = (file: string) => read(file).split('\n').filter(Boolean);
 const calls = (dir: string) => lines(join(dir, 'calls.log')).map((l) => JSON.parse(l) as { name: string; args: Record<string, unknown> });
@@ -97,6 +99,7 @@ beforeAll(async () => {
     fixture('ans'),
     fixture('big'),
     fixture('gone'),
+    { ...fixture('hung'), callTimeoutMs: 1000 },
     { name: 'web', transport: 'http', url: web.url },
     { name: 'rpc', transport: 'http', url: rpc.url },
   ]);
@@ -216,6 +219,19 @@ describe('gateway: a JSON-RPC error answer', () => {
     const r = await approved('rpc__post', { errorCode: -32602, label }, (a) => a.label === label);
     expectDidNotRun(r);
     expect(rpc.calls()).toBe(3); // the two inline calls above and this one, each sent once
+  });
+});
+
+describe('gateway: a call that times out', () => {
+  it('may have run; an upstream that then does not answer a ping (5 s) either is taken as hung and started afresh', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const pids = lines(join(dirs.hung, 'pids.log'));
+    const r = await alice.request<CallResult>('tools/call', { name: 'hung__freeze', arguments: {} });
+    expect(r.isError).toBe(true);
+    expect(r.content[0]?.text).toMatch(/^The tool may or may not have run/);
+    await untilFile(join(dirs.hung, 'pids.log'), (t) => t.split('\n').filter(Boolean).length > pids.length);
+    const after = await alice.request<CallResult>('tools/call', { name: 'hung__release', arguments: {} });
+    expect(after.content).toEqual([{ type: 'text', text: 'released' }]);
   });
 });
 

@@ -19,7 +19,13 @@ import { ApplicationFailureCategory } from '@temporalio/common';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
 import { verifyCallBinding, type CallBinding } from '../src/binding/call-binding.js';
 import type { PolicyDecisionPoint } from '../src/policy/pdp.js';
-import { ToolOutcomeUnknownError, type Tool, type ToolProgress } from '../src/tools/tool.js';
+import {
+  ToolAnswerDiscardedError,
+  ToolNotExecutedError,
+  ToolOutcomeUnknownError,
+  type Tool,
+  type ToolProgress,
+} from '../src/tools/tool.js';
 import {
   FAILURE,
   type ApprovalMaterial,
@@ -182,10 +188,11 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
       }
       faultPoint('worker.execute.before'); // claimed, tool not invoked yet
       const tool = deps.tools.get(binding.tool);
-      if (!tool) throw ApplicationFailure.nonRetryable('tool is no longer registered', FAILURE.toolExecutionError);
+      // neither case invokes the tool: it did not run (FAILURE.toolNotExecuted), not "ran and failed"
+      if (!tool) throw ApplicationFailure.nonRetryable('tool is no longer registered', FAILURE.toolNotExecuted);
       const parsed = tool.inputSchema.safeParse(binding.arguments);
       if (!parsed.success)
-        throw ApplicationFailure.nonRetryable('stored arguments no longer match the tool schema', FAILURE.toolExecutionError);
+        throw ApplicationFailure.nonRetryable('stored arguments no longer match the tool schema', FAILURE.toolNotExecuted);
       // A long-running tool heartbeats (its latest progress as the details, read by `tasks/get`):
       // four times per heartbeat timeout, and at once on every progress report.
       const long = tool.longRunning;
@@ -218,6 +225,12 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
         // not a tool error: the workflow treats it like a lost attempt (resolveExecution, else outcome-unknown)
         if (err instanceof ToolOutcomeUnknownError)
           throw ApplicationFailure.nonRetryable('tool outcome unknown', FAILURE.toolOutcomeUnknown);
+        if (err instanceof ToolNotExecutedError) throw ApplicationFailure.nonRetryable('the tool did not run', FAILURE.toolNotExecuted);
+        if (err instanceof ToolAnswerDiscardedError)
+          throw ApplicationFailure.nonRetryable('the tool ran; its answer was too large and was discarded', FAILURE.toolAnswerDiscarded, {
+            sizeBytes: err.sizeBytes,
+            limitBytes: err.limitBytes,
+          });
         throw ApplicationFailure.nonRetryable(`tool failed: ${(err as Error).name}`, FAILURE.toolExecutionError);
       } finally {
         if (ticker) clearInterval(ticker);

@@ -48,7 +48,7 @@ import {
 } from '@temporalio/workflow';
 import type { ApprovalActivities } from '../activities/activities.js';
 import { backendCallbackUpdate, cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate, taskQuery } from './messages.js';
-import { executedResult, executionErrorResult, outcomeUnknownResult } from './results.js';
+import { answerDiscardedResult, executedResult, executionErrorResult, notExecutedResult, outcomeUnknownResult } from './results.js';
 import { taskIdFor } from './task-id.js';
 import { claimReservation, reservationReleaser } from './limiter-release.js';
 import { executionLostFencedResult } from './execution-resolution.js';
@@ -419,7 +419,8 @@ async function reEvaluate(run: Run, approval: ApprovalMaterial): Promise<AccessR
 
 /**
  * Claim, then run the tool at most once (`maximumAttempts: 1`; SEP-2848 §Completion): a thrown
- * tool error is execution-error; a lost attempt (timeout, lost worker) is resolved by the tool's
+ * tool error is execution-error (its body saying the tool ran and failed, did not run, or ran and
+ * its answer was discarded, by the failure's type); a lost attempt (timeout, lost worker) is resolved by the tool's
  * idempotency hook when it has one, else outcome-unknown; never a re-run.
  */
 async function claimAndExecute({ state, execution, input, taskId }: Run, approvalDeadlineMs: number): Promise<void> {
@@ -429,8 +430,13 @@ async function claimAndExecute({ state, execution, input, taskId }: Run, approva
     state.complete(executedResult(out));
   } catch (err) {
     const cause = err instanceof ActivityFailure ? err.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === FAILURE.toolExecutionError) state.complete(executionErrorResult());
-    else state.complete(await resolveLostExecution(input.binding, `${taskId}/execution`));
+    const type = cause instanceof ApplicationFailure ? cause.type : undefined;
+    if (type === FAILURE.toolExecutionError) state.complete(executionErrorResult());
+    else if (type === FAILURE.toolNotExecuted) state.complete(notExecutedResult());
+    else if (type === FAILURE.toolAnswerDiscarded) {
+      const d = ((cause as ApplicationFailure).details?.[0] ?? {}) as { sizeBytes?: number; limitBytes?: number };
+      state.complete(answerDiscardedResult(Number(d.sizeBytes), Number(d.limitBytes)));
+    } else state.complete(await resolveLostExecution(input.binding, `${taskId}/execution`));
   }
 }
 

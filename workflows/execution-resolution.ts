@@ -16,7 +16,8 @@
  *
  * Workflow code only (deterministic, pure templates).
  */
-import { META, type Disposition, type StoredCallToolResult, type ToolResult } from './types.js';
+import { executionErrorWithText } from './results.js';
+import type { StoredCallToolResult, ToolResult } from './types.js';
 
 /** What the tool's idempotency hook said about a lost execution. */
 export type ExecutionResolution = { state: 'executed'; result: ToolResult } | { state: 'not-executed' } | { state: 'unknown' };
@@ -33,11 +34,7 @@ export const EXECUTION_LOST_FENCED_TEXT =
  * (authorization succeeded), and a body saying nothing happened and a new call is needed.
  */
 export function executionLostFencedResult(): StoredCallToolResult {
-  return {
-    content: [{ type: 'text', text: EXECUTION_LOST_FENCED_TEXT }],
-    isError: true,
-    _meta: { [META.disposition]: 'execution-error' satisfies Disposition },
-  };
+  return executionErrorWithText(EXECUTION_LOST_FENCED_TEXT);
 }
 
 /** Whether `result` is {@link executionLostFencedResult} (the tool did not run, unlike other execution errors). */

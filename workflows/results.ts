@@ -49,18 +49,20 @@ export function executedResult(tool: ToolResult): StoredCallToolResult {
   };
 }
 
-/** The tool was invoked and threw: it ran (at least partly) and failed. */
-export function executionErrorResult(): StoredCallToolResult {
+/** An `execution-error` result whose whole body is the fixed `text` (no denial envelope: authorization succeeded). */
+export function executionErrorWithText(text: string): StoredCallToolResult {
   return {
-    content: [
-      {
-        type: 'text',
-        text: 'Approved; the tool ran and failed, so a side effect may have occurred. It will not be retried. Outcome: execution-error.',
-      },
-    ],
+    content: [{ type: 'text', text }],
     isError: true,
     _meta: { [META.disposition]: 'execution-error' satisfies Disposition },
   };
+}
+
+/** The tool was invoked and threw: it ran (at least partly) and failed. */
+export function executionErrorResult(): StoredCallToolResult {
+  return executionErrorWithText(
+    'Approved; the tool ran and failed, so a side effect may have occurred. It will not be retried. Outcome: execution-error.',
+  );
 }
 
 /** The claim was made but whether the tool ran cannot be determined; never re-run. */
@@ -75,4 +77,45 @@ export function outcomeUnknownResult(): StoredCallToolResult {
     isError: true,
     _meta: { [META.disposition]: 'outcome-unknown' satisfies Disposition },
   };
+}
+
+/** Fixed model-facing text of {@link notExecutedResult}. */
+export const NOT_EXECUTED_TEXT =
+  'Approved, but the call never reached the tool (its server could not be reached, or the tool was gone), so the tool did not run and no side effect occurred. Make a new call to try again. Outcome: execution-error.';
+
+/**
+ * Approved and claimed, but the tool provably did not run (`ToolNotExecutedError`: the request
+ * never left, e.g. its upstream could not start or refused the connection; or the tool or its
+ * arguments were gone). After the claim a failure is `execution-error` or `outcome-unknown`
+ * (SEP-2848 §Lifecycle and task status), so `execution-error`, with a body saying the tool did not run, and no
+ * SEP-2643 denial envelope (authorization succeeded).
+ */
+export function notExecutedResult(): StoredCallToolResult {
+  return executionErrorWithText(NOT_EXECUTED_TEXT);
+}
+
+const ANSWER_DISCARDED_LEAD = 'Approved; the tool ran once, but its answer';
+
+/**
+ * The tool ran once; its answer (`sizeBytes`) exceeded the gateway's limit (`limitBytes`) and was
+ * discarded (`ToolAnswerDiscardedError`): `execution-error` — it ran, its result is lost, a side
+ * effect may have occurred — and it is not run again.
+ */
+export function answerDiscardedResult(sizeBytes: number, limitBytes: number): StoredCallToolResult {
+  const n = (v: number) => (Number.isSafeInteger(v) && v >= 0 ? v : 0);
+  return executionErrorWithText(
+    `${ANSWER_DISCARDED_LEAD} (${n(sizeBytes)} bytes) exceeded the gateway's limit of ${n(limitBytes)} bytes and was discarded, so its result is not available and a side effect may have occurred. It will not be run again. Outcome: execution-error.`,
+  );
+}
+
+/**
+ * What an `execution-error` result says about the tool: it did not run ({@link notExecutedResult},
+ * or an execution lost and fenced before it took effect), it ran and its answer was discarded
+ * ({@link answerDiscardedResult}), or it ran and failed. Reads the fixed lead text of these templates.
+ */
+export function executionErrorKind(result: { content: Array<{ text?: string }> } | undefined): 'not-run' | 'answer-discarded' | 'ran' {
+  const text = result?.content[0]?.text;
+  if (text === NOT_EXECUTED_TEXT) return 'not-run';
+  if (text?.startsWith(ANSWER_DISCARDED_LEAD)) return 'answer-discarded';
+  return 'ran';
 }

@@ -212,6 +212,10 @@ export const FAILURE = {
   backendUnauthorized: 'BackendUnauthorized',
   backendNotFound: 'BackendNotFound',
   toolExecutionError: 'ToolExecutionError',
+  /** The tool provably did not run (`ToolNotExecutedError`, or the tool or its arguments are gone): execution-error saying so. */
+  toolNotExecuted: 'ToolNotExecuted',
+  /** The tool ran; its answer was too large and was discarded (`ToolAnswerDiscardedError`); details `[{sizeBytes, limitBytes}]`. */
+  toolAnswerDiscarded: 'ToolAnswerDiscarded',
   /** The tool cannot tell whether its effect happened; handled like a lost attempt (outcome-unknown). */
   toolOutcomeUnknown: 'ToolOutcomeUnknown',
   executionAttemptRefused: 'ExecutionAttemptRefused',

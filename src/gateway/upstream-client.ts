@@ -28,30 +28,61 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
+import { BoundedReadBuffer, UPSTREAM_MAX_ANSWER_BYTES } from './bounded-read-buffer.js';
 import type { UpstreamConfig } from './config-file.js';
 
 /** A tool as the upstream lists it (MCP schema `Tool`). */
 export type UpstreamToolDescriptor = McpTool;
 
-/**
- * The upstream could not be reached, so the request was not sent: a `tools/call` that fails this
- * way did not run. `upstream` is the configured name.
- */
-export class UpstreamUnavailableError extends Error {
+/** A failed upstream request; the subclass says whether it left. `upstream` is the configured name. */
+abstract class UpstreamRequestError extends Error {
   constructor(
     readonly upstream: string,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
-    this.name = 'UpstreamUnavailableError';
+    super(message, options);
+    this.name = new.target.name;
   }
 }
 
 /**
- * The upstream refused a request, so it did not run the call: a JSON-RPC error answer
- * (`kind: 'json-rpc'`, `code` the JSON-RPC code) or an HTTP 4xx status (`kind: 'http'`, `code` the status).
+ * The request provably never left: no connection could be made (the stdio process could not
+ * start or exited before `initialize` finished, the TCP connect was refused or the host not
+ * found), the client was not connected, or the write failed before any byte went out. A
+ * `tools/call` that fails this way did not run.
+ */
+export class UpstreamNotSentError extends UpstreamRequestError {}
+
+/**
+ * The request was sent (or may have been) and no answer came: the call timed out, or the
+ * connection was lost while it was in flight. A `tools/call` that fails this way may have run.
+ */
+export class UpstreamNoAnswerError extends UpstreamRequestError {}
+
+/**
+ * The upstream answered, but its answer (`sizeBytes`, one JSON-RPC message over stdio) exceeded
+ * the gateway's limit (`limitBytes`, {@link UPSTREAM_MAX_ANSWER_BYTES}) and was discarded unread; the
+ * connection stays up. A `tools/call` that fails this way ran.
+ */
+export class UpstreamAnswerTooLargeError extends Error {
+  constructor(
+    readonly upstream: string,
+    readonly sizeBytes: number,
+    readonly limitBytes: number,
+  ) {
+    super(`upstream ${upstream} answered with ${sizeBytes} bytes, over the limit of ${limitBytes}`);
+    this.name = 'UpstreamAnswerTooLargeError';
+  }
+}
+
+/**
+ * The upstream answered a request with an error: a JSON-RPC error answer (`kind: 'json-rpc'`,
+ * `code` the JSON-RPC code) or an HTTP 4xx status (`kind: 'http'`, `code` the status). Whether it
+ * proves the call did not run: {@link UpstreamProtocolError.refusal}.
  */
 export class UpstreamProtocolError extends Error {
   constructor(
@@ -62,6 +93,16 @@ export class UpstreamProtocolError extends Error {
   ) {
     super(message);
     this.name = 'UpstreamProtocolError';
+  }
+
+  /**
+   * Whether the answer proves the request was refused before it ran: an HTTP 4xx, or JSON-RPC
+   * -32600 (invalid request), -32601 (method not found) or -32602 (invalid params: MCP's answer for
+   * an unknown tool or invalid arguments). Any other code (-32603, server-defined) may come after
+   * part of the effect.
+   */
+  get refusal(): boolean {
+    return this.kind === 'http' || this.code === -32600 || this.code === -32601 || this.code === -32602;
   }
 
   /** `JSON-RPC error -32602` or `HTTP 401`. */
@@ -77,13 +118,18 @@ export interface UpstreamConnection {
   readonly connected: boolean;
   /**
    * The upstream's tools, freshly listed (connecting first when down). Throws
-   * `UpstreamUnavailableError` when it cannot connect, or the listing's error.
+   * `UpstreamNotSentError` when it cannot connect, or the listing's error.
    */
   listTools(): Promise<UpstreamToolDescriptor[]>;
   /**
-   * Call `name` once, never retried. Throws `UpstreamUnavailableError` when no connection could be
-   * made or the HTTP connection was refused (not sent, did not run); `UpstreamProtocolError` for a JSON-RPC error answer or an HTTP 4xx (did not
-   * run); anything else (timeout, connection lost mid-call) means the call may have run.
+   * Call `name` once, never retried. Throws `UpstreamNotSentError` when the request provably never
+   * left (did not run); `UpstreamProtocolError` for a JSON-RPC error answer or an HTTP 4xx (`refusal`: did not run);
+   * `UpstreamAnswerTooLargeError` when the answer was over the stdio limit (it ran; the answer was
+   * discarded); `UpstreamNoAnswerError` otherwise (timeout, connection lost mid-call: it may have run).
+   * A failed call closes the shared connection only when the connection itself is gone (closed,
+   * not connected, a lost HTTP session, a refused connect, or a timed-out call followed by an
+   * unanswered ping), never for a slow call or an oversized answer, so one call's failure does not
+   * cost the other calls in flight on it.
    */
   callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
   /** Called with the new list after each reconnect and each `tools/list_changed`. */
@@ -103,7 +149,10 @@ const passThroughValidator: jsonSchemaValidator = {
     (input: unknown): JsonSchemaValidatorResult<T> => ({ valid: true, data: input as T, errorMessage: undefined }),
 };
 
-function transportOf(config: UpstreamConfig, logger: Logger) {
+/** Marks the JSON-RPC error the gateway puts in place of an oversized answer (`data[OVERSIZED_MARK]` = the connection's nonce). */
+const OVERSIZED_MARK = 'countersign/oversized-answer';
+
+function transportOf(config: UpstreamConfig, logger: Logger, nonce: string) {
   if (config.transport === 'stdio') {
     for (const dir of config.createDirs) mkdirSync(dir, { recursive: true, mode: 0o700 });
     const transport = new StdioClientTransport({
@@ -115,10 +164,49 @@ function transportOf(config: UpstreamConfig, logger: Logger) {
     });
     // The upstream's stderr is its log; relay it line by line at debug level (stdout is the protocol).
     transport.stderr?.on('data', (chunk: Buffer) => logger.debug({ stderr: chunk.toString('utf8').slice(0, 2_000) }, 'upstream stderr'));
+    boundReads(transport, logger, nonce);
     return transport;
   }
   return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
 }
+
+/**
+ * Put a {@link BoundedReadBuffer} in place of the SDK transport's own read buffer (whose overflow
+ * closes the connection): an oversized answer becomes this connection's marked JSON-RPC error for
+ * its id. The instance keeps the SDK's class, so the SDK's stdio version negotiation (a probe on
+ * a sibling process, which reads only a small reply) is unchanged. Throws at construction when the
+ * SDK no longer has the field, so an SDK change cannot silently bring the overflow back.
+ */
+function boundReads(transport: StdioClientTransport, logger: Logger, nonce: string): void {
+  const slot = transport as unknown as { _readBuffer?: unknown };
+  if (typeof (slot._readBuffer as { append?: unknown } | undefined)?.append !== 'function')
+    throw new Error('the MCP SDK stdio transport no longer has the read buffer the gateway bounds (src/gateway/bounded-read-buffer.ts)');
+  slot._readBuffer = new BoundedReadBuffer(UPSTREAM_MAX_ANSWER_BYTES, (m) => {
+    logger.warn(
+      { sizeBytes: m.sizeBytes, limitBytes: UPSTREAM_MAX_ANSWER_BYTES, answered: m.id !== undefined && !m.hasMethod },
+      'upstream message over the size limit discarded',
+    );
+    if (m.id === undefined || m.hasMethod) return undefined;
+    return {
+      jsonrpc: '2.0',
+      id: m.id,
+      error: {
+        code: -32603,
+        message: 'answer over the gateway limit, discarded',
+        data: { [OVERSIZED_MARK]: nonce, sizeBytes: m.sizeBytes, limitBytes: UPSTREAM_MAX_ANSWER_BYTES },
+      },
+    };
+  });
+}
+
+/** The size of the discarded answer when `err` is this connection's oversized-answer error (see {@link boundReads}). */
+function oversizedAnswer(err: ProtocolError, nonce: string): number | undefined {
+  const data = err.data as Record<string, unknown> | undefined;
+  return data?.[OVERSIZED_MARK] === nonce && typeof data.sizeBytes === 'number' ? data.sizeBytes : undefined;
+}
+
+// Errors that mean the connection itself is gone, so it is dropped and the next request reconnects.
+const CONNECTION_GONE_CODES = new Set<string>([SdkErrorCode.ConnectionClosed, SdkErrorCode.NotConnected]);
 
 // Errors that mean no byte of the request reached the upstream: a TCP connect that never
 // succeeded, a write to a stdio process already gone (EPIPE), a client already disconnected.
@@ -146,6 +234,7 @@ function neverSent(err: unknown): boolean {
 /** Open a connection to `config` (connects in the background; see {@link UpstreamConnection}). */
 export function createUpstreamConnection(config: UpstreamConfig, logger: Logger): UpstreamConnection {
   const log = logger.child({ upstream: config.name });
+  const nonce = randomUUID(); // marks this connection's own oversized-answer errors; never sent upstream
   let client: Client | undefined;
   let connecting: Promise<Client> | undefined;
   let closed = false;
@@ -193,7 +282,7 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
         },
       },
     );
-    const transport = transportOf(config, log);
+    const transport = transportOf(config, log, nonce);
     c.onclose = () => {
       if (client === c) client = undefined;
       if (!closed) {
@@ -212,13 +301,13 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
   };
 
   const ensure = (): Promise<Client> => {
-    if (closed) return Promise.reject(new UpstreamUnavailableError(config.name, `upstream ${config.name} is closed`));
+    if (closed) return Promise.reject(new UpstreamNotSentError(config.name, `upstream ${config.name} is closed`));
     if (client) return Promise.resolve(client);
     connecting ??= connectOnce()
       .then((c) => {
         if (closed) {
           void c.close();
-          throw new UpstreamUnavailableError(config.name, `upstream ${config.name} is closed`);
+          throw new UpstreamNotSentError(config.name, `upstream ${config.name} is closed`);
         }
         client = c;
         backoffMs = BACKOFF_INITIAL_MS;
@@ -228,9 +317,7 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
       .catch((err: unknown) => {
         log.warn({ err: (err as Error).message }, 'upstream connect failed');
         scheduleReconnect();
-        throw err instanceof UpstreamUnavailableError
-          ? err
-          : new UpstreamUnavailableError(config.name, `upstream ${config.name} is unreachable`);
+        throw err instanceof UpstreamNotSentError ? err : new UpstreamNotSentError(config.name, `upstream ${config.name} is unreachable`);
       })
       .finally(() => {
         connecting = undefined;
@@ -243,6 +330,16 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
     if (client !== c) return;
     client = undefined;
     void c.close().catch(() => undefined);
+  };
+
+  // After a call timed out: a ping tells a slow call (the upstream still answers: keep the
+  // connection and the other calls in flight on it) from a hung upstream (no answer: drop it, so
+  // the next request starts it afresh).
+  const checkAlive = (c: Client) => {
+    c.ping({ timeout: Math.min(config.connectTimeoutMs, 5_000) }).catch(() => {
+      log.warn('upstream did not answer a ping after a call timed out; reconnecting');
+      discard(c);
+    });
   };
 
   void ensure().catch(() => undefined);
@@ -273,13 +370,20 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
         try {
           return (await c.callTool({ name, arguments: args }, { timeout: config.callTimeoutMs })) as CallToolResult;
         } catch (err) {
-          if (err instanceof ProtocolError) throw new UpstreamProtocolError(config.name, err.code, err.message);
+          if (err instanceof ProtocolError) {
+            const size = oversizedAnswer(err, nonce);
+            if (size !== undefined) throw new UpstreamAnswerTooLargeError(config.name, size, UPSTREAM_MAX_ANSWER_BYTES);
+            throw new UpstreamProtocolError(config.name, err.code, err.message);
+          }
           log.warn(
             { err: (err as Error).name, code: (err as { code?: unknown }).code, status: (err as { status?: unknown }).status },
             'upstream tools/call failed',
           );
-          discard(c);
-          if (neverSent(err)) throw new UpstreamUnavailableError(config.name, `upstream ${config.name} is unreachable`);
+          const sessionLost = err instanceof SdkHttpError && (err.status === 404 || err.status === 400);
+          const code = String((err as { code?: unknown }).code);
+          if (sessionLost || neverSent(err) || CONNECTION_GONE_CODES.has(code)) discard(c);
+          else if (code === SdkErrorCode.RequestTimeout) checkAlive(c);
+          if (neverSent(err)) throw new UpstreamNotSentError(config.name, `upstream ${config.name} is unreachable`, { cause: err });
           // An HTTP 4xx is a refusal: the upstream did not process the request. 404 (MCP Streamable
           // HTTP, session management) and 400 (what many servers answer instead) for a session the
           // upstream no longer knows, after it restarted: one resend on a new session is safe.
@@ -290,7 +394,7 @@ export function createUpstreamConnection(config: UpstreamConfig, logger: Logger)
             }
             throw new UpstreamProtocolError(config.name, err.status, `upstream ${config.name} answered HTTP ${err.status}`, 'http');
           }
-          throw err;
+          throw new UpstreamNoAnswerError(config.name, `upstream ${config.name} gave no answer`, { cause: err });
         }
       };
       return call(true);

@@ -12,18 +12,28 @@
  * - Cedar attributes: `upstream`, `upstreamTool`, and the four MCP annotation hints with the MCP
  *   defaults applied when absent (readOnlyHint false, destructiveHint true, idempotentHint false,
  *   openWorldHint true), so an unannotated tool counts as destructive.
- * - Execution: one `tools/call` upstream, never retried; the result passes through whole.
+ * - Execution: one `tools/call` upstream, never retried; the result passes through whole; a
+ *   failure says whether the call did not run, may have run, or ran with its answer discarded.
  *
  * Deliberately does not implement `resolveExecution`: an MCP server offers no way to ask whether
  * a call happened, so a lost approved execution (worker lost, activity timeout, or an upstream
  * call sent but unanswered) ends `outcome-unknown`.
  */
 import { jcsSha256 } from '../binding/call-binding.js';
-import { ToolOutcomeUnknownError, type JsonToolDescriptor, type Tool, type ToolAnnotations, type ToolResult } from '../tools/tool.js';
+import {
+  ToolAnswerDiscardedError,
+  ToolNotExecutedError,
+  ToolOutcomeUnknownError,
+  type JsonToolDescriptor,
+  type Tool,
+  type ToolAnnotations,
+  type ToolResult,
+} from '../tools/tool.js';
 import { zodFromJsonSchema } from './json-schema.js';
 import {
+  UpstreamAnswerTooLargeError,
+  UpstreamNotSentError,
   UpstreamProtocolError,
-  UpstreamUnavailableError,
   type UpstreamConnection,
   type UpstreamToolDescriptor,
 } from './upstream-client.js';
@@ -52,20 +62,24 @@ export function upstreamToolAttributes(upstream: string, descriptor: UpstreamToo
   };
 }
 
-function notRun(text: string): ToolResult {
-  return { content: [{ type: 'text', text }], isError: true };
-}
-
 /**
  * Build the tool `name` (already namespaced and valid) for `descriptor` of `connection`. Throws
  * `JsonSchemaError` when the input schema cannot be compiled (the gateway then does not expose it).
  *
- * `execute` outcomes: the upstream's result, whole; when the upstream is unreachable or answers
- * with a JSON-RPC error, the call did not run: an inline call (no `taskId`) gets an `isError`
- * result saying so, an approved execution throws (`UpstreamUnavailableError` /
- * `UpstreamProtocolError`, so the task ends `execution-error`); any other failure (timeout,
- * connection lost mid-call) throws `ToolOutcomeUnknownError`: the call may have run, and an
- * approved execution ends `outcome-unknown`.
+ * `execute` outcomes, each a typed failure of the tool port (`src/tools/tool.ts`) so that the
+ * inline answer and an approved task's body and disposition say what happened:
+ * - the upstream's result, whole;
+ * - the request provably never left (`UpstreamNotSentError`: unreachable, could not start): throws
+ *   `ToolNotExecutedError` — it did not run (an approved task: `execution-error` saying so);
+ * - the upstream refused it before running it (`UpstreamProtocolError` with `refusal`: an HTTP 4xx,
+ *   JSON-RPC -32600, -32601 or -32602): throws `ToolNotExecutedError` — it did not run;
+ * - any other JSON-RPC error answer (`-32603`, server-defined codes), which may come after part of
+ *   the effect: inline, an `isError` result saying it may have run; an approved execution throws it
+ *   (`execution-error`: ran and failed, a side effect may have occurred);
+ * - the answer was over the stdio limit (`UpstreamAnswerTooLargeError`): throws
+ *   `ToolAnswerDiscardedError` — it ran, its answer was discarded;
+ * - sent, no answer (`UpstreamNoAnswerError`, or anything else): throws `ToolOutcomeUnknownError` —
+ *   it may have run (an approved task: `outcome-unknown`).
  */
 export function createUpstreamTool(name: string, descriptor: UpstreamToolDescriptor, connection: UpstreamConnection): Tool {
   const upstream = connection.config.name;
@@ -84,14 +98,36 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
         const result = await connection.callTool(upstreamName, args);
         return result as unknown as ToolResult;
       } catch (err) {
-        if (ctx.taskId === undefined && err instanceof UpstreamUnavailableError) {
-          return notRun(`Not executed: the upstream MCP server "${upstream}" is unreachable, so ${name} did not run. Try again later.`);
+        if (err instanceof UpstreamNotSentError)
+          throw new ToolNotExecutedError(
+            `Not executed: the upstream MCP server "${upstream}" is unreachable, so ${name} did not run. Try again later.`,
+            { cause: err },
+          );
+        if (err instanceof UpstreamAnswerTooLargeError)
+          throw new ToolAnswerDiscardedError(
+            `The upstream MCP server "${upstream}" ran ${name}, but its answer (${err.sizeBytes} bytes) exceeded the gateway's limit of ${err.limitBytes} bytes and was discarded. It may have taken effect; do not repeat it blindly.`,
+            err.sizeBytes,
+            err.limitBytes,
+          );
+        if (err instanceof UpstreamProtocolError && err.refusal)
+          throw new ToolNotExecutedError(
+            `Not executed: the upstream MCP server "${upstream}" refused the call (${err.label}), so ${name} did not run.`,
+            { cause: err },
+          );
+        if (err instanceof UpstreamProtocolError) {
+          // any other error answer may come after part of the effect: an approved call is execution-error
+          if (ctx.taskId !== undefined) throw err;
+          return {
+            content: [
+              {
+                type: 'text',
+                text: `The upstream MCP server "${upstream}" answered ${name} with an error (${err.label}): it may have run, and a side effect may have occurred.`,
+              },
+            ],
+            isError: true,
+          };
         }
-        if (ctx.taskId === undefined && err instanceof UpstreamProtocolError) {
-          return notRun(`Not executed: the upstream MCP server "${upstream}" refused the call (${err.label}), so ${name} did not run.`);
-        }
-        if (err instanceof UpstreamUnavailableError || err instanceof UpstreamProtocolError) throw err;
-        // sent, but no answer (timeout, connection lost): it may have run
+        // sent, but no answer (UpstreamNoAnswerError: timeout, connection lost): it may have run
         throw new ToolOutcomeUnknownError(`upstream ${upstream} gave no answer for ${name}`, { cause: err });
       }
     },

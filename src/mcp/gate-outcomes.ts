@@ -22,7 +22,7 @@
 import { randomUUID } from 'node:crypto';
 import { acceptedContent, inputRequired, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { AccessRequestHint, Decision } from '../policy/pdp.js';
-import type { Tool } from '../tools/tool.js';
+import { ToolAnswerDiscardedError, ToolNotExecutedError, ToolOutcomeUnknownError, type Tool } from '../tools/tool.js';
 import { toolPresentation } from '../tools/tool-presentation.js';
 import { META } from '../../workflows/types.js';
 import { JUSTIFICATION_INPUT_KEY } from '../../workflows/wire.js';
@@ -66,7 +66,9 @@ export async function allowInline(deps: GateDeps, g: GatedCall, policyIds: strin
 
 /**
  * Run the tool inline (an allowed or in-band-confirmed call): its result, or an `isError` result
- * when it throws (the effect may have happened).
+ * when it throws, saying what happened: the tool's own text for `ToolNotExecutedError` (it did
+ * not run) and `ToolAnswerDiscardedError` (it ran; its answer was discarded); that it may have run
+ * for `ToolOutcomeUnknownError`; that it ran and failed for anything else.
  */
 async function runInline(g: GatedCall): Promise<CallToolResult> {
   try {
@@ -78,8 +80,15 @@ async function runInline(g: GatedCall): Promise<CallToolResult> {
     });
   } catch (err) {
     g.log().warn({ err: err instanceof Error ? err.name : undefined }, 'inline tool execution threw');
-    return { content: [{ type: 'text', text: 'The tool ran and failed; a side effect may have occurred.' }], isError: true };
+    return { content: [{ type: 'text', text: inlineFailureText(err) }], isError: true };
   }
+}
+
+function inlineFailureText(err: unknown): string {
+  if (err instanceof ToolNotExecutedError || err instanceof ToolAnswerDiscardedError) return err.message;
+  if (err instanceof ToolOutcomeUnknownError)
+    return 'The tool may or may not have run: no answer came, so whether it took effect is unknown and a side effect may have occurred.';
+  return 'The tool ran and failed; a side effect may have occurred.';
 }
 
 /** Denied, not requestable: the policy's reasons (sanitized), and that the tool did not run. */

@@ -6,6 +6,7 @@
  */
 import type { TaskSnapshot } from '../../workflows/types.js';
 import { isExecutionLostFencedResult } from '../../workflows/execution-resolution.js';
+import { executionErrorKind } from '../../workflows/results.js';
 
 const MAX_REASON = 160;
 
@@ -40,6 +41,14 @@ export function statusMessage(s: TaskSnapshot): string {
           // a lost execution fenced before the tool took effect (`Tool.resolveExecution`) did not run
           if (isExecutionLostFencedResult(s.result))
             return 'Completed: approved, but the execution was lost before the tool took effect; the tool did not run.';
+          switch (executionErrorKind(s.result)) {
+            case 'not-run':
+              return 'Completed: approved, but the call never reached the tool; the tool did not run.';
+            case 'answer-discarded':
+              return 'Completed: approved, the tool ran once; its answer was too large and was discarded.';
+            case 'ran':
+              break;
+          }
           return 'Completed: approved, the tool ran and reported an error.';
         case 'outcome-unknown':
           return 'Completed: approved, but whether the tool ran is unknown.';

@@ -9,8 +9,9 @@
  *   like `arguments`) and, for an upstream tool, the parent `Countersign::Upstream::"<upstream>"`
  *   (so `resource in Countersign::Upstream::"fs"` selects every tool of that upstream);
  * - context `{ arguments, approval? }`: `arguments` are the tool arguments converted by
- *   `cedar-values.ts` (**every JSON number is a Cedar `decimal`**; null, reserved keys and numbers
- *   with more than 4 fractional digits fail closed); `approval` is the ARAP approval in snake_case:
+ *   `cedar-values.ts` (**every JSON number is a Cedar `decimal`**; a property whose value is `null`
+ *   is left out, so `has` is false for it; a `null` in an array, reserved keys and numbers with
+ *   more than 4 fractional digits fail closed); `approval` is the ARAP approval in snake_case:
  *   `{ id, approved_at, approved_until, state, approvers }` (timestamps as ISO 8601 strings,
  *   approvers as a set of strings).
  *

@@ -9,7 +9,17 @@
  *   a number outside that range or with more than 4 fractional digits is rejected, never rounded.
  *   Policies therefore never see a Cedar `Long` from tool arguments; `>`/`<` on them is a type
  *   error (which fails closed).
- * - `null` is rejected (Cedar has no null).
+ * - **`null` (Cedar has no null):** an object property whose value is `null` is **omitted** from
+ *   the record, at any depth, so `context.arguments has x` is false for `{"x": null}` exactly as for
+ *   `{}`. Why: JSON Schema tools (Python servers especially, `Optional[str]` → `anyOf [string,
+ *   null]`) send `null` for "not given", and every policy already has to handle an optional argument
+ *   being absent; reading it is an evaluation error without `has`, so it still fails closed. What it
+ *   costs: a policy cannot tell `null` from absent, so a tool for which `null` means something
+ *   absence does not (e.g. "no limit") needs its policy to treat an absent argument as that least
+ *   safe value (docs/GATEWAY.md §4). A `null` inside an array, or as the whole value, is rejected:
+ *   an array is a Set, which has no "absent" member, and dropping the element would change what
+ *   `isEmpty`, `contains` and `containsAll` answer.
+ *   Only the policy input is shaped so: the call binding and the execution keep the raw arguments.
  * - an object with a key `__entity`, `__extn` or `__expr` is rejected: Cedar's JSON format would
  *   read it as an entity reference or an extension call, letting a caller forge typed values.
  *
@@ -48,8 +58,9 @@ export function numberToCedarDecimal(n: number, path = '$'): CedarValueJson {
 }
 
 /**
- * Convert one JSON value (as parsed by `JSON.parse`) to a Cedar JSON value.
- * Throws `CedarValueError` for null, reserved keys, unrepresentable numbers, non-JSON values
+ * Convert one JSON value (as parsed by `JSON.parse`) to a Cedar JSON value; object properties
+ * whose value is `null` are left out (module header).
+ * Throws `CedarValueError` for a `null` that is not an object property's value (the whole value, an array element), reserved keys, unrepresentable numbers, non-JSON values
  * (undefined, functions, bigint, …) and nesting deeper than 32.
  */
 export function toCedarValue(value: unknown, path = '$', depth = 0): CedarValueJson {
@@ -63,9 +74,9 @@ export function toCedarValue(value: unknown, path = '$', depth = 0): CedarValueJ
     if (proto !== Object.prototype && proto !== null) throw new CedarValueError(path, 'not a plain JSON object');
     // Object.fromEntries defines own properties, so a `__proto__` key stays a plain key.
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => {
+      Object.entries(value).flatMap(([k, v]) => {
         if (RESERVED_KEYS.has(k)) throw new CedarValueError(`${path}.${k}`, 'reserved Cedar JSON key');
-        return [k, toCedarValue(v, `${path}.${k}`, depth + 1)];
+        return v === null ? [] : [[k, toCedarValue(v, `${path}.${k}`, depth + 1)]];
       }),
     );
   }

@@ -53,7 +53,8 @@ export const SUBMIT_CHANGE_TOOL_NAME = 'submit_change';
  * - `description`: default `""`, at most 2000 characters;
  * - `risk`: `low` | `medium` | `high`, default `medium`;
  * - `impact_scope`, `requested_by`: optional, 1–200 characters. The seed allows `null`; here an
- *   absent field says the same (a JSON null cannot reach Cedar, which would deny the call).
+ *   absent field says the same and `null` is refused (-32602), so a change has one spelling (policy
+ *   would read a `null` as absent anyway, `src/policy/cedar-values.ts`).
  */
 export const ChangeRequestSchema = z.strictObject({
   change_id: z

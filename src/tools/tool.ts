@@ -141,6 +141,40 @@ export class ToolOutcomeUnknownError extends Error {
 }
 
 /**
+ * Thrown by `execute` when the tool provably did not run and now cannot (e.g. the request to a
+ * remote tool never left: the connection was refused, the process could not start). `message` is
+ * model-facing text built from fixed templates and operator configuration only (no remote text),
+ * saying the tool did not run. Inline, the caller gets it as an `isError` result; an approved
+ * execution completes `execution-error` (after the claim SEP-2848 §Lifecycle and task status allows only
+ * `execution-error` or `outcome-unknown`) with a body saying the tool did not run and no side
+ * effect occurred, and no denial envelope.
+ */
+export class ToolNotExecutedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ToolNotExecutedError';
+  }
+}
+
+/**
+ * Thrown by `execute` when the tool ran (its answer arrived) but the answer was too large to
+ * carry and was discarded: `sizeBytes` of it against a limit of `limitBytes`. `message` is
+ * model-facing text as for {@link ToolNotExecutedError}. Inline, an `isError` result with it; an
+ * approved execution completes `execution-error` saying the tool ran once and its answer was
+ * discarded (a side effect may have occurred; it is not run again).
+ */
+export class ToolAnswerDiscardedError extends Error {
+  constructor(
+    message: string,
+    readonly sizeBytes: number,
+    readonly limitBytes: number,
+  ) {
+    super(message);
+    this.name = 'ToolAnswerDiscardedError';
+  }
+}
+
+/**
  * What a tool can prove about one execution after a crash (docs/DESIGN.md §5, at most once): the effect happened (with
  * the result it recorded), or it did not and now never will (the execution id is fenced).
  */
@@ -200,7 +234,11 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
    * call leaves no trace. Must leave a key that has a task or a claimed execution untouched.
    */
   disown?(args: z.infer<S>, ctx: { callerKey: string }): Promise<void>;
-  /** Run the effect. Throw only for an execution error; the caller maps it to `execution-error`. */
+  /**
+   * Run the effect. Throw only for an execution error; the caller maps it to `execution-error`.
+   * Three throws say more: {@link ToolNotExecutedError} (it did not run), {@link ToolOutcomeUnknownError}
+   * (it may have run), {@link ToolAnswerDiscardedError} (it ran; its answer was too large).
+   */
   execute(args: z.infer<S>, ctx: ToolExecutionContext): Promise<ToolResult>;
   /**
    * Optional idempotency hook: "did the effect of execution `executionId` happen?" Asked only when

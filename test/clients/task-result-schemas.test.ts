@@ -8,7 +8,14 @@ import { CallToolResultV2Schema, CreateTaskResultV2Schema, GetTaskResultV2Schema
 import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
 import { CreateTaskResultSchema, GetTaskResultSchema } from '../../src/mcp/wire-results.js';
 import { executionLostFencedResult } from '../../workflows/execution-resolution.js';
-import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from '../../workflows/results.js';
+import {
+  answerDiscardedResult,
+  deniedResult,
+  executedResult,
+  executionErrorResult,
+  notExecutedResult,
+  outcomeUnknownResult,
+} from '../../workflows/results.js';
 import type { Disposition, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
 import { workingSnapshot } from '../support/snapshot-fixture.js';
 
@@ -29,6 +36,8 @@ const KINDS: Array<{ name: string; result: StoredCallToolResult }> = [
   },
   { name: 'execution-error (the tool threw)', result: executionErrorResult() },
   { name: 'execution-error (lost and fenced before it took effect)', result: executionLostFencedResult() },
+  { name: 'execution-error (the call never reached the tool)', result: notExecutedResult() },
+  { name: 'execution-error (the tool ran; its answer was discarded)', result: answerDiscardedResult(12_582_912, 10_485_760) },
   { name: 'outcome-unknown', result: outcomeUnknownResult() },
   ...DENIAL_REASONS.map((r) => ({ name: `denied-not-executed (${r})`, result: deniedResult(r) })),
 ];

@@ -5,7 +5,6 @@
 // (with a tiny recording HTTP upstream) what reaches an upstream: its configured credential, never
 // the caller's bearer token.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +12,7 @@ import { WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { clientFor, startTestStack, testConfig } from '../support/stack-harness.js';
-import { writeGatewayConfig } from './gateway-support.js';
+import { startJsonHttpUpstream, writeGatewayConfig } from './gateway-support.js';
 
 const EVERYTHING_POLICY = `
 @id("everything-permit")
@@ -32,32 +31,13 @@ permit (principal, action == Countersign::Action::"tools/call", resource in Coun
 
 const PROBE_KEY = 'probe-key-from-env';
 
-/** A minimal Streamable HTTP MCP server (JSON responses, 2025-11-25) that records every request's headers. */
-async function startRecordingUpstream(): Promise<{ server: Server; url: string; headers: IncomingHttpHeaders[] }> {
-  const headers: IncomingHttpHeaders[] = [];
-  const server = createHttpServer((req, res) => {
-    headers.push(req.headers);
-    if (req.method !== 'POST') return void res.writeHead(405).end();
-    let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString()));
-    req.on('end', () => {
-      const msg = JSON.parse(body) as { id?: number; method: string };
-      if (msg.id === undefined) return void res.writeHead(202).end();
-      const reply = (payload: Record<string, unknown>) =>
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
-      if (msg.method === 'initialize')
-        return reply({
-          result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'probe', version: '1' } },
-        });
-      if (msg.method === 'tools/list')
-        return reply({ result: { tools: [{ name: 'whoami', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
-      if (msg.method === 'tools/call') return reply({ result: { content: [{ type: 'text', text: 'recorded' }] } });
-      return reply({ error: { code: -32601, message: 'Method not found' } });
-    });
+/** The probe upstream: one read-only tool; records every request's headers. */
+const startRecordingUpstream = () =>
+  startJsonHttpUpstream({
+    name: 'probe',
+    tools: [{ name: 'whoami', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }],
+    callText: 'recorded',
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`, headers };
-}
 
 let probe: Awaited<ReturnType<typeof startRecordingUpstream>>;
 

@@ -1,6 +1,7 @@
 // Scope: helpers shared by the gateway end-to-end tests: a gateway configuration file in a fresh
-// folder, and deciding approval requests by what their arguments say.
+// folder, deciding approval requests by what their arguments say, and a minimal Streamable HTTP upstream.
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Stack } from '../../src/stack.js';
@@ -34,4 +35,45 @@ export async function decideWhere(
     body: JSON.stringify({ decision }),
   });
   return res.status;
+}
+
+/**
+ * A minimal Streamable HTTP MCP server (JSON responses, 2025-11-25) serving `tools`, whose every
+ * `tools/call` is answered `{content: [{type: "text", text: callText}]}` — or, when its arguments carry
+ * a number `errorCode`, with that JSON-RPC error —; records each request's
+ * headers and counts the calls. Listens on 127.0.0.1 (a free port); `url` is its endpoint.
+ */
+export async function startJsonHttpUpstream(opts: {
+  name: string;
+  tools: unknown[];
+  callText: string;
+}): Promise<{ server: Server; url: string; headers: IncomingHttpHeaders[]; calls: () => number }> {
+  const headers: IncomingHttpHeaders[] = [];
+  let calls = 0;
+  const server = createServer((req, res) => {
+    headers.push(req.headers);
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      const msg = JSON.parse(body) as { id?: number; method: string; params?: { arguments?: { errorCode?: unknown } } };
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      const reply = (payload: Record<string, unknown>) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...payload }));
+      if (msg.method === 'initialize')
+        return reply({
+          result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: opts.name, version: '1' } },
+        });
+      if (msg.method === 'tools/list') return reply({ result: { tools: opts.tools } });
+      if (msg.method === 'tools/call') {
+        calls++;
+        const code = msg.params?.arguments?.errorCode;
+        if (typeof code === 'number') return reply({ error: { code, message: 'upstream error' } });
+        return reply({ result: { content: [{ type: 'text', text: opts.callText }] } });
+      }
+      return reply({ error: { code: -32601, message: 'Method not found' } });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`, headers, calls: () => calls };
 }

@@ -35,6 +35,24 @@ const readFile: UpstreamToolDescriptor = {
   annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
 };
 const unannotated: UpstreamToolDescriptor = { name: 'do_thing', inputSchema: { type: 'object' } };
+// What a Python server (pydantic) lists for `def search(query: str, cursor: str | None = None)`.
+const pySearch: UpstreamToolDescriptor = {
+  name: 'search',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      query: { type: 'string', title: 'Query' },
+      cursor: { anyOf: [{ type: 'string' }, { type: 'null' }], default: null, title: 'Cursor' },
+      filters: {
+        anyOf: [{ type: 'object', properties: { owner: { anyOf: [{ type: 'string' }, { type: 'null' }] } } }, { type: 'null' }],
+        default: null,
+      },
+      tags: { anyOf: [{ type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'null' }] } }, { type: 'null' }], default: null },
+    },
+    required: ['query'],
+  },
+  annotations: { readOnlyHint: true },
+};
 
 const POLICY = `
 @id("permit-all") permit (principal, action, resource);
@@ -52,6 +70,25 @@ unless { context has approval && context.approval.state == "approved" };
 @reason("The secrets folder is off limits.")
 forbid (principal, action == Countersign::Action::"tools/call", resource in Countersign::Upstream::"fs")
 when { resource.upstreamTool == "read_file" && context.arguments has path && context.arguments.path like "/secrets/*" };
+
+@id("py-prod-needs-ops")
+@requestable("true")
+@approver_group("ops")
+@request_ttl("P1D")
+@reason("Searching production needs ops approval.")
+forbid (principal, action == Countersign::Action::"tools/call", resource in Countersign::Upstream::"py")
+when { context.arguments.query like "*prod*" }
+unless { context has approval && context.approval.state == "approved" };
+
+@id("py-no-archive-cursor")
+@reason("Archive cursors are off limits.")
+forbid (principal, action == Countersign::Action::"tools/call", resource in Countersign::Upstream::"py")
+when { context.arguments has cursor && context.arguments.cursor like "archive-*" };
+
+@id("py-no-owner-filter")
+@reason("Filtering by owner is off limits.")
+forbid (principal, action == Countersign::Action::"tools/call", resource in Countersign::Upstream::"py")
+when { context.arguments has filters && context.arguments.filters has owner };
 `;
 
 async function setup() {
@@ -64,12 +101,13 @@ async function setup() {
     createUpstreamTool('fs__write_file', writeFile, connection('fs')),
     createUpstreamTool('fs__read_file', readFile, connection('fs')),
     createUpstreamTool('other__do_thing', unannotated, connection('other')),
+    createUpstreamTool('py__search', pySearch, connection('py')),
   ];
   const registry = createToolRegistry(tools);
   const pdp = await createCedarPdp({ policyDir: dir, toolEntity: toolEntityOf(registry) });
   const ask = (tool: string, args: Record<string, unknown>) =>
     pdp.evaluate({ subject: alice, action: { name: 'tools/call' }, resource: { type: 'tool', id: tool }, context: { arguments: args } });
-  return { ask, ledger };
+  return { ask, ledger, registry };
 }
 
 describe('upstream tools as Cedar resources', () => {
@@ -109,17 +147,54 @@ describe('upstream tools as Cedar resources', () => {
     ledger.close();
   });
 
-  it('arguments follow the cedar-values.ts rule: numbers are decimals, nested objects are records; a null denies, fail closed', async () => {
+  it('arguments follow the cedar-values.ts rule: numbers are decimals, nested objects are records; a null in an array denies, fail closed', async () => {
     const { ask, ledger } = await setup();
     expect(await ask('fs__read_file', { path: '/a', opts: { depth: 2, ratio: 0.25, tags: ['x', 'y'] } })).toMatchObject({
       decision: 'allow',
     });
-    expect(await ask('fs__read_file', { path: '/a', opts: null })).toMatchObject({
+    expect(await ask('fs__read_file', { path: '/a', opts: null })).toMatchObject({ decision: 'allow' });
+    expect(await ask('fs__read_file', { path: '/a', opts: { tags: ['x', null] } })).toMatchObject({
       decision: 'deny',
       nextAction: 'none',
       reasons: [EVALUATION_ERROR_REASON],
     });
     expect(await ask('fs__read_file', { path: '/a', n: 0.123456 })).toMatchObject({ decision: 'deny', reasons: [EVALUATION_ERROR_REASON] });
+    ledger.close();
+  });
+});
+
+describe('null for an optional argument (anyOf [string, null], as Python servers list it)', () => {
+  it('a call with null passes the upstream schema and policy decides it: allowed, or requestable, never an evaluation error', async () => {
+    const { ask, ledger, registry } = await setup();
+    const args = { query: 'docs', cursor: null, filters: null, tags: null };
+    expect(registry.get('py__search')!.inputSchema.safeParse(args)).toMatchObject({ success: true, data: args });
+    expect(await ask('py__search', args)).toMatchObject({ decision: 'allow' });
+    expect(await ask('py__search', { ...args, query: 'prod orders' })).toMatchObject({
+      decision: 'deny',
+      nextAction: 'request',
+      accessRequest: { approverGroup: 'ops', policyId: 'py-prod-needs-ops' },
+    });
+    ledger.close();
+  });
+
+  it('a null-valued property reads as absent to `has`, nested objects too; a present value is still decided on', async () => {
+    const { ask, ledger } = await setup();
+    expect(await ask('py__search', { query: 'q', cursor: null })).toMatchObject({ decision: 'allow' });
+    expect(await ask('py__search', { query: 'q', cursor: 'archive-7' })).toMatchObject({
+      decision: 'deny',
+      reasons: ['Archive cursors are off limits.'],
+    });
+    expect(await ask('py__search', { query: 'q', filters: { owner: null } })).toMatchObject({ decision: 'allow' });
+    expect(await ask('py__search', { query: 'q', filters: { owner: 'bob' } })).toMatchObject({
+      decision: 'deny',
+      reasons: ['Filtering by owner is off limits.'],
+    });
+    // a null inside an array has no Cedar form (a Set has no absent member): fail closed
+    expect(await ask('py__search', { query: 'q', tags: ['a', null] })).toMatchObject({
+      decision: 'deny',
+      nextAction: 'none',
+      reasons: [EVALUATION_ERROR_REASON],
+    });
     ledger.close();
   });
 });

@@ -1,12 +1,14 @@
 // Scope: stdio upstream processes are owned by their connection: started on connect, restarted
-// after they die, stopped by close() and by the gateway's close(), never left running.
+// after they die, stopped by close() and by the gateway's close(), never left running; a call to an
+// upstream that cannot be started or reached fails as not sent (UpstreamNotSentError).
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StdioUpstreamConfig } from '../../src/gateway/config-file.js';
 import { startGateway } from '../../src/gateway/gateway.js';
-import { createUpstreamConnection } from '../../src/gateway/upstream-client.js';
+import { createServer } from 'node:net';
+import { createUpstreamConnection, UpstreamNotSentError } from '../../src/gateway/upstream-client.js';
 import { createLogger } from '@countersign/http/log';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 
@@ -89,5 +91,45 @@ describe('stdio upstream processes', () => {
     await gateway.close();
     for (const pid of running) await exited(pid);
     expect([...a.pids(), ...b.pids()].filter(alive)).toEqual([]);
+  });
+
+  it('a call to a stdio upstream whose command cannot be spawned fails as not sent', async () => {
+    const { config } = driftUpstream();
+    const c = createUpstreamConnection({ ...config, command: join(PROJECT_ROOT, 'no-such-upstream-binary') }, logger);
+    const err = await c.callTool('op', { label: 'x' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(UpstreamNotSentError);
+    expect(err).toMatchObject({ upstream: 'drift', message: 'upstream drift is unreachable' });
+    await c.close();
+  });
+
+  it('a call to a Streamable HTTP upstream on a closed port fails as not sent', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const c = createUpstreamConnection(
+      {
+        name: 'web',
+        transport: 'http',
+        url: `http://127.0.0.1:${port}/mcp`,
+        headers: {},
+        tools: 'all',
+        connectTimeoutMs: 5_000,
+        callTimeoutMs: 5_000,
+      },
+      logger,
+    );
+    const err = await c.callTool('post', {}).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(UpstreamNotSentError);
+    expect(err).toMatchObject({ upstream: 'web' });
+    await c.close();
   });
 });

@@ -134,11 +134,15 @@ describe('demo policy wire_transfer.cedar', () => {
     expect(seen[0]?.tool).toBe('wire_transfer');
   });
 
-  it('arguments Cedar cannot represent exactly (null, 5 decimals, __extn) deny with a policy evaluation error', async () => {
+  it('arguments Cedar cannot represent exactly (a null in an array, 5 decimals, __extn) deny with a policy evaluation error', async () => {
     const pdp = await createCedarPdp({ policyDir: POLICY_DIR });
     const failClosed = { decision: 'deny', nextAction: 'none', reasons: ['policy evaluation error'], policyIds: [] };
-    expect(await pdp.evaluate(req('wire_transfer', { to: 'acct-1', amount: 10, memo: null }))).toEqual(failClosed);
+    expect(await pdp.evaluate(req('wire_transfer', { to: 'acct-1', amount: 10, memo: [null] }))).toEqual(failClosed);
     expect(await pdp.evaluate(req('wire_transfer', { to: 'acct-1', amount: 10.00001 }))).toEqual(failClosed);
+    // a null-valued property reads as absent (cedar-values.ts), for native tools as for upstream ones
+    const absent = await pdp.evaluate(req('wire_transfer', { to: 'acct-1', amount: 10 }));
+    expect(absent.decision).toBe('allow');
+    expect(await pdp.evaluate(req('wire_transfer', { to: 'acct-1', amount: 10, memo: null }))).toEqual(absent);
     const forged = { __extn: { fn: 'decimal', arg: '1.0' } };
     expect(await pdp.evaluate(req('wire_transfer', { to: 'acct-1', amount: forged }))).toEqual(failClosed);
   });
@@ -313,6 +317,10 @@ describe('value conversion and durations', () => {
     });
   });
 
+  it('a property whose value is null is left out of the record, at any depth, so `has` is false for it', () => {
+    expect(toCedarValue({ a: 'x', b: null, c: { d: null, e: true }, f: [{ g: null }] })).toEqual({ a: 'x', c: { e: true }, f: [{}] });
+  });
+
   it('a "__proto__" key stays a plain record key', () => {
     const v = toCedarValue(JSON.parse('{"__proto__": {"x": "y"}}')) as Record<string, unknown>;
     expect(Object.getPrototypeOf(v)).toBe(Object.prototype);
@@ -322,7 +330,8 @@ describe('value conversion and durations', () => {
   it.each([
     [{ n: 1e-7 }, '$.n: number has more than 4 fractional digits'],
     [{ n: 1e18 }, '$.n: number is outside the Cedar decimal range'],
-    [{ n: null }, '$.n: null has no Cedar representation'],
+    [null, '$: null has no Cedar representation'],
+    [{ tags: ['a', null] }, '$.tags[1]: null has no Cedar representation'],
     [{ x: [{ __entity: { type: 'A', id: 'b' } }] }, '$.x[0].__entity: reserved Cedar JSON key'],
   ])('%j is rejected with a CedarValueError', (value, message) => {
     let err: unknown;

@@ -18,7 +18,7 @@ import { SubmissionLimitedError } from '../../src/mcp/submission-limiter.js';
 import type { TaskService } from '../../src/mcp/task-service.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
-import type { Tool } from '../../src/tools/tool.js';
+import { ToolAnswerDiscardedError, ToolNotExecutedError, ToolOutcomeUnknownError, type Tool } from '../../src/tools/tool.js';
 import { META } from '../../workflows/types.js';
 
 const ALICE: Principal = { iss: 'https://issuer.test', sub: 'alice' };
@@ -147,6 +147,28 @@ describe('the gate, allowed calls', () => {
     const out = await gateToolCall(await gateWith([throwsUndefined]), call('throws'));
     expect(out).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringContaining('ran and failed') }] });
   });
+
+  it.each<[Error, string]>([
+    [
+      new ToolNotExecutedError('Not executed: the server is unreachable, so throws did not run.'),
+      'Not executed: the server is unreachable, so throws did not run.',
+    ],
+    [new ToolAnswerDiscardedError('throws ran, but its answer was discarded.', 20, 10), 'throws ran, but its answer was discarded.'],
+    [
+      new ToolOutcomeUnknownError('no answer'),
+      'The tool may or may not have run: no answer came, so whether it took effect is unknown and a side effect may have occurred.',
+    ],
+  ])(
+    'an allowed tool that throws %s is answered with what happened: did not run, ran with its answer discarded, may have run',
+    async (thrown, text) => {
+      const throws = tool('throws', {
+        execute: async () => {
+          throw thrown;
+        },
+      });
+      expect(await gateToolCall(await gateWith([throws]), call('throws'))).toEqual({ content: [{ type: 'text', text }], isError: true });
+    },
+  );
 
   it("an allowed call whose tool refuses to own it is an isError result naming the tool's path and reason (an input validation error, SEP-1303), and the tool does not run", async () => {
     const refuses = tool('refuses_own', { own: async () => ({ ok: false, path: 'n', message: 'already taken' }) });

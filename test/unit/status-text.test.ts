@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { modelImmediateResponse, sanitizeReason, statusMessage } from '../../src/mcp/status-text.js';
 import type { Disposition, Phase, TaskSnapshot } from '../../workflows/types.js';
+import { answerDiscardedResult, notExecutedResult } from '../../workflows/results.js';
 import { workingSnapshot } from '../support/snapshot-fixture.js';
 
 const FALLBACK = 'This call requires approval.';
@@ -192,6 +193,21 @@ describe("every completed disposition's statusMessage states the outcome", () =>
     const msg = completed('execution-error');
     expect(msg).toMatch(/\bran\b/);
     expect(msg).toMatch(/error/);
+    expect(msg).not.toMatch(/did not run/);
+  });
+
+  it('execution-error whose body says the call never reached the tool: the status says it did not run', () => {
+    const msg = statusMessage(
+      snapshot({ status: 'completed', phase: 'terminal', disposition: 'execution-error', result: notExecutedResult() }),
+    );
+    expect(msg).toMatch(/did not run/);
+    expect(msg).not.toMatch(/\bran\b/);
+  });
+
+  it('execution-error whose answer was discarded: the status says the tool ran and its answer was too large', () => {
+    const result = answerDiscardedResult(12_582_912, 10_485_760);
+    const msg = statusMessage(snapshot({ status: 'completed', phase: 'terminal', disposition: 'execution-error', result }));
+    expect(msg).toMatch(/\bran once\b.*too large and was discarded/);
     expect(msg).not.toMatch(/did not run/);
   });
 

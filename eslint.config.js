@@ -23,7 +23,7 @@ export default tseslint.config(
             'bin/*.mjs',
             'test/faults/*.mjs',
             'packages/*/bin/*.mjs',
-            'conformance/vectors/*.mjs',
+            'packages/conformance/vectors/*.mjs',
             'packages/*/examples/*.mjs',
           ],
           maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16,

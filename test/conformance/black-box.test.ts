@@ -15,6 +15,7 @@ import addFormatsModule from 'ajv-formats';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHECK_IDS, runSuite, type ConformanceReport, type SuiteOptions, type SuiteReport } from '@countersign/conformance';
+import { RULES } from '@countersign/conformance/vectors';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { startTestStack, testConfig } from '../support/stack-harness.js';
@@ -231,6 +232,10 @@ describe('the conformance kit: the --decide command and the --report file', () =
       { id: 'conf:expired-never-executes', status: 'skip' },
       { id: 'conf:terminal-task-not-reopened', status: 'not-run' },
     ]);
+    // every response of the run judged by every rule of the vectors' verifier, without a violation
+    expect(r.verifier.rules.map((x) => x.id)).toEqual(Object.keys(RULES));
+    expect(r.verifier.responses).toBeGreaterThan(0);
+    expect(r.verifier.violations).toEqual([]);
     expect(r.statements.find((s) => s.id === 'S06')).toMatchObject({
       keyword: 'MUST NOT',
       checks: [{ id: 'conf:no-backend-artifacts', status: 'pass' }],
@@ -356,6 +361,21 @@ describe('the suite catches a server that breaks the extension', () => {
         'conf:no-backend-artifacts': 'fail',
       });
       expect(report.summary).toBe('1 passed, 6 failed');
+      // the cross-cutting failures are the vectors' verifier's: each names the vector rule and the JSON path
+      const detail = Object.fromEntries(report.results.map((r) => [r.id, r.detail]));
+      expect(detail['conf:envelope-on-nonterminal']).toMatch(/^envelope\.pending at \$\.result\._meta \(tasks\/get response #\d+\): /);
+      expect(detail['conf:disposition-on-completed']).toMatch(
+        /^disposition\.present at \$\.result\.result\._meta \(tasks\/get response #\d+\): /,
+      );
+      expect(detail['conf:no-backend-artifacts']).toMatch(
+        /^artifacts\.none at \$(\.result\.statusMessage)? \(tools\/call response #\d+\): /,
+      );
+      expect([...new Set(report.verifier.violations.map((v) => `${v.rule} ${v.check}`))].sort()).toEqual([
+        'artifacts.none conf:no-backend-artifacts',
+        'capability.tasks-only-if-declared conf:every-response-conforms',
+        'disposition.present conf:disposition-on-completed',
+        'envelope.pending conf:envelope-on-nonterminal',
+      ]);
     } finally {
       server.close();
     }

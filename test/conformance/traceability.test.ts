@@ -87,7 +87,7 @@ describe('SEP-2848 traceability', () => {
     expect(readFileSync(KIT_STATEMENTS_FILE, 'utf8')).toBe(kitStatementsJson(file));
     expect(sepStatements().map((s) => s.id)).toEqual(file.statements.map((s) => s.id));
     const s04 = sepStatements().find((s) => s.id === 'S04')!;
-    expect(s04.checks).toEqual(['conf:requestable-denial-returns-task']);
+    expect(s04.checks).toEqual(['conf:requestable-denial-returns-task', 'conf:every-response-conforms']);
     const bullets = referenceBullets(readFileSync(checkTraceability().seedPath, 'utf8'));
     expect(bullets).toHaveLength(7);
     expect(bullets[0]).toBe('a requestable denial returns a task without executing the tool;');

@@ -1,4 +1,4 @@
-// Scope: the SEP-2848 static test vectors (conformance/vectors/) and their verifier — every vector judged as it says, every rule
+// Scope: the SEP-2848 static test vectors (packages/conformance/vectors/) and their verifier — every vector judged as it says, every rule
 // shown to reject, named mutations of accepting vectors rejected, Countersign's own projections judged conforming, and the
 // command line's exit codes. No server, no network.
 import { spawnSync } from 'node:child_process';
@@ -20,7 +20,7 @@ import {
   TASKS_EXT,
   type RuleId,
   type Vector,
-} from '../../conformance/vectors/verify.mjs';
+} from '@countersign/conformance/vectors';
 import type { ProtocolError } from '@modelcontextprotocol/server';
 import { approvalOpenedResult } from '../../src/mcp/approval-tools.js';
 import { missingTasksCapability, taskNotFound } from '../../src/mcp/errors.js';
@@ -31,7 +31,7 @@ import type { Disposition, StoredCallToolResult, TaskSnapshot } from '../../work
 import { JUSTIFICATION_INPUT_KEY, justificationRequestedSchema } from '../../workflows/wire.js';
 import { DENIAL_REASONS, workingSnapshot } from '../support/snapshot-fixture.js';
 
-const VECTORS = fileURLToPath(new URL('../../conformance/vectors/', import.meta.url));
+const VECTORS = fileURLToPath(new URL('.', import.meta.resolve('@countersign/conformance/vectors')));
 const VERIFY = join(VECTORS, 'verify.mjs');
 const report = runVectors(VECTORS);
 const vectors: Vector[] = report.results.map((r) => readVector(join(VECTORS, r.file), VECTORS));
@@ -89,7 +89,7 @@ describe('the vectors', () => {
   });
 
   it('every SEP-2848 statement a rule names is a statement of conformance/sep-2848.yaml', () => {
-    const trace = readFileSync(join(VECTORS, '..', 'sep-2848.yaml'), 'utf8');
+    const trace = readFileSync(new URL('../../conformance/sep-2848.yaml', import.meta.url), 'utf8');
     const known = new Set([...trace.matchAll(/^ {2}- id: (S\d+)$/gm)].map((m) => m[1]));
     expect(known.size).toBeGreaterThan(70);
     expect(ruleIds.flatMap((id) => RULES[id].statements.filter((st) => !known.has(st)).map((st) => `${id}: ${st}`))).toEqual([]);

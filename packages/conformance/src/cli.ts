@@ -8,10 +8,12 @@
  * package's TEST-HOOKS.md. Prints one line per check and closes with `N passed, N failed`
  * (`, N skipped` when some were skipped); `--report` also writes the JSON report
  * (`report.schema.json`). Exit status: 0 all passed (skips allowed), 1 a check failed, 2 a usage
- * error or a run that could not start.
+ * error or a run that could not start. `countersign-conformance vectors [dir|file] [--json]` runs
+ * the static vectors' verifier instead (`vectors/verify.mjs`, its README).
  */
 import { parseArgs } from 'node:util';
 import { writeFileSync } from 'node:fs';
+import { vectorsMain } from '../vectors/verify.mjs';
 import { commandHooks } from './decide-command.js';
 import { buildReport } from './report.js';
 import { CHECK_TITLES, runSuite } from './suite.js';
@@ -19,6 +21,8 @@ import type { SuiteOptions } from './wire.js';
 
 const USAGE = `usage: countersign-conformance --url <mcp endpoint> --token <bearer> --approver-url <hook base> --approver <id:secret> [options]
        countersign-conformance --url <mcp endpoint> --token <bearer> --decide "<command>" [--approver <id>] [options]
+       countersign-conformance vectors [dir|file] [--json]   the static vectors (the kit's vectors/ by default), no network;
+                                                            exit 0 all judged as expected, 1 a mismatch, 2 a malformed vector
 
 required
   --url URL                 the MCP endpoint (Streamable HTTP, protocol 2026-07-28)
@@ -86,6 +90,7 @@ function int(name: string, v: string | undefined): number | undefined {
  * the check lines to stdout, usage errors to stderr, the report to `--report`. Never throws.
  */
 export async function conformanceMain(argv: string[]): Promise<number> {
+  if (argv[0] === 'vectors') return vectorsMain(argv.slice(1));
   try {
     return await main(argv);
   } catch (err) {

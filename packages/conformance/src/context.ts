@@ -3,6 +3,7 @@
  * list pending approval requests, decide one), the per-check context, and the helpers the checks
  * share (create / poll tasks, count side effects, answer MRTR forms, clean up).
  */
+import type { Judgement } from './judge.js';
 import {
   type ApprovalHooks,
   DISPOSITION,
@@ -115,6 +116,11 @@ export interface Ctx {
   marker(label: string): string;
   /** Task ids to cancel when the check ends. */
   cleanup: Array<{ rpc: Rpc; taskId: string }>;
+  /**
+   * The verifier's judgement of every response recorded so far (`judge.ts`), computed once, when a
+   * cross-cutting check first asks (after every other check has ended).
+   */
+  judged(): Judgement;
 }
 
 export const timeout = (c: Ctx) => c.opts.timeoutMs ?? 20_000;
@@ -170,13 +176,8 @@ export async function expectEffects(c: Ctx, marker: string, n: number): Promise<
 }
 
 export const disposition = (t: Obj) => get(t, 'result', '_meta', DISPOSITION);
-export const texts = (r: unknown): string => {
-  const content = get(r, 'content');
-  return Array.isArray(content) ? content.map((x) => (isObj(x) && typeof x.text === 'string' ? x.text : '')).join(' ') : '';
-};
-export const NOT_RUN =
-  /\b(did not|didn't|was not|wasn't|has not|hasn't|had not|never|not been)\b[^.]{0,20}\b(run|ran|executed?|performed|invoked)\b|\bnot (executed|run|performed)\b/i;
-export const MAY_HAVE_RUN = /\bmay (have|or may not have) (run|ran|executed)|side effect may have occurred|outcome (is |was )?unknown\b/i;
+/** The joined text of a CallToolResult's text blocks; the phrasing heuristics (vectors README §Heuristics). */
+export { bodyText as texts, MAY_HAVE_RUN, NOT_RUN } from '../vectors/verify.mjs';
 
 /** Marker-free, fixed answers for an MRTR / in-task form: a value per property of `requestedSchema`. */
 export function answerFor(inputRequests: unknown): Obj {
@@ -249,6 +250,30 @@ export async function mrtrFirst(c: Ctx, label: string): Promise<{ m: string; fir
     .join(' ');
   must(!first.requestState.includes(m) && !decoded.includes(m), 'the requestState carries the call arguments in the clear');
   return { m, first, mrtr, args };
+}
+
+/** The recorded exchange whose result is `result` (the very object a check got back). */
+export function exchangeOf(c: Ctx, result: Obj): Exchange {
+  const e = c.rec.exchanges.find((x) => x.result === result);
+  must(e, 'the answer was not recorded');
+  return e;
+}
+
+/**
+ * The strings of the backend that must appear in no MCP response (`artifacts.none`): the test
+ * hooks' own (e.g. their host), each request id they listed, their URL values and binding,
+ * token, digest or evaluation members of 8 characters or more, and the approvers' comments.
+ */
+export function backendArtifacts(hooks: Hooks): string[] {
+  const out = new Set<string>();
+  for (const a of hooks.artifacts) if (a.length > 0) out.add(a);
+  for (const item of hooks.seenItems) {
+    out.add(item.id);
+    for (const [k, v] of Object.entries(item))
+      if (typeof v === 'string' && (/^https?:\/\//.test(v) || /digest|token|binding|evaluation/i.test(k)) && v.length >= 8) out.add(v);
+  }
+  for (const comment of hooks.comments) out.add(comment);
+  return [...out];
 }
 
 /** Every task-shaped answer the suite received (CreateTaskResults and tasks/get results), in arrival order. */

@@ -6,7 +6,9 @@
  *   HTTP (`approverUrl`), a command (`commandHooks`, the CLI's `--decide`) or in process (`hooks`);
  * - `buildReport(run, url)`: the machine-readable report (`report.schema.json`);
  * - `sepStatements()`, `referenceStatements()`: the SEP statements the checks cover;
- * - `conformanceMain(argv)` (also `./cli`): the `countersign-conformance` command line.
+ * - `conformanceMain(argv)` (also `./cli`): the `countersign-conformance` command line;
+ * - `judgeExchanges`, `RULE_OWNERS`: every response judged by the static vectors' verifier, which is
+ *   also exported on its own as `@countersign/conformance/vectors` (`vectors/verify.mjs`).
  */
 export { CHECK_IDS, CHECK_TITLES, formatResult, runSuite } from './suite.js';
 export { APPROVAL_EXT, AUTHZ, DISPOSITION, MIR, PROTOCOL_VERSION, TASKS_EXT } from './wire.js';
@@ -23,3 +25,4 @@ export {
 } from './report.js';
 export { referenceStatements, sepStatements, type ReferenceStatement, type SepStatement } from './traceability.js';
 export { conformanceMain } from './cli.js';
+export { EVERY_RESPONSE_CHECK, judgeExchanges, RULE_OWNERS, type JudgedViolation, type Judgement, type RunContext } from './judge.js';

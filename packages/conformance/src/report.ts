@@ -2,12 +2,14 @@
  * The kit's machine-readable report (`--report <file>`), described by the package's
  * `report.schema.json` (JSON Schema 2020-12): per check its id, title, status, reason and the SEP
  * statements it covers; the seven Reference Implementation statements with the scenarios covering
- * each and their status; every SEP statement a check covers, with its status; the suite's version,
+ * each and their status; every SEP statement a check covers, with its status; the vectors'
+ * verifier rules applied to every response and their violations; the suite's version,
  * the target URL and the run's start and end (ISO 8601).
  */
 import { readFileSync } from 'node:fs';
 import { CHECK_TITLES } from './suite.js';
 import { referenceStatements, sepStatements, type SepStatement } from './traceability.js';
+import type { Judgement } from './judge.js';
 import type { CheckStatus, SuiteReport } from './wire.js';
 
 /** A check's status in the report: `not-run` when `--only` left it out. */
@@ -54,6 +56,8 @@ export interface ConformanceReport {
       checks: Array<{ id: string; status: ReportCheckStatus }>;
     }
   >;
+  /** The static vectors' verifier over every response received: the rules applied (with the check each rests on) and every violation (rule id, JSON path). */
+  verifier: Judgement;
 }
 
 /** This package's name and version (its package.json). */
@@ -117,5 +121,6 @@ export function buildReport(run: SuiteReport, url: string): ConformanceReport {
           checks,
         };
       }),
+    verifier: run.verifier,
   };
 }

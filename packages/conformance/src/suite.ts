@@ -9,14 +9,16 @@
  *
  * Every check makes its own calls, told apart by a unique value in one argument (the marker field,
  * `memo` for Countersign's `wire_transfer`), so the checks run concurrently. Every MCP exchange is
- * recorded; the cross-cutting checks at the end (envelope, disposition, artifacts, stability, ttl)
- * judge every response the other checks received.
+ * recorded; at the end the vectors' verifier (`judge.ts`, `vectors/verify.mjs`) judges every
+ * response the checks received, and the cross-cutting checks (envelope, disposition, artifacts,
+ * stability, every other wire rule; ttl) fail on the violations of their rules.
  *
  * Used by `cli.ts` (the `countersign-conformance` command line) and, in the Countersign repository,
  * `test/conformance/black-box.test.ts`.
  */
 import { randomBytes } from 'node:crypto';
-import { cleanUp, Hooks, httpHooks, type CheckDef, type Ctx } from './context.js';
+import { backendArtifacts, cleanUp, Hooks, httpHooks, type CheckDef, type Ctx } from './context.js';
+import { judgeExchanges, type Judgement } from './judge.js';
 import { inputChecks } from './checks-input.js';
 import { lifecycleChecks } from './checks-lifecycle.js';
 import { observedChecks } from './checks-observed.js';
@@ -57,6 +59,13 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   const selected = checks.filter((c) => !opts.only || opts.only.includes(c.id));
   const unknownOnly = (opts.only ?? []).filter((id) => !CHECK_IDS.includes(id));
   if (unknownOnly.length) throw new Error(`unknown check ids: ${unknownOnly.join(', ')}`);
+  let judgement: Judgement | undefined;
+  const judged = (): Judgement =>
+    (judgement ??= judgeExchanges(rec.exchanges, {
+      approvers: opts.approvers.map((x) => x.id),
+      backendArtifacts: backendArtifacts(hooks),
+      untrusted: [...rec.untrusted, ...hooks.comments],
+    }));
 
   const runOne = async (def: CheckDef): Promise<CheckResult> => {
     const ctx: Ctx = {
@@ -68,6 +77,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       rec,
       cleanup: [],
       marker: (label) => `conf ${run} ${label} ${++n}`,
+      judged,
     };
     const t0 = Date.now();
     try {
@@ -102,5 +112,6 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   const [passed, failed, skipped] = [count('pass'), count('fail'), count('skip')];
   const summary = `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
   log(summary);
-  return { results, passed, failed, skipped, summary, startedAt, endedAt: new Date().toISOString() };
+  const verifier = judged();
+  return { results, passed, failed, skipped, summary, startedAt, endedAt: new Date().toISOString(), verifier };
 }

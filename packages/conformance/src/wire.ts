@@ -3,13 +3,12 @@
  * MCP client over Streamable HTTP that records every exchange, and the check outcome helpers.
  * Imports nothing from Countersign. Does not judge anything: the checks do (`checks-*.ts`).
  */
+import { CLIENT_CAPABILITIES } from '../vectors/verify.mjs';
+import type { Judgement } from './judge.js';
+
 export const PROTOCOL_VERSION = '2026-07-28';
-export const TASKS_EXT = 'io.modelcontextprotocol/tasks';
-export const APPROVAL_EXT = 'io.modelcontextprotocol/tool-approval';
-export const AUTHZ = 'io.modelcontextprotocol/authorization';
-export const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
-export const MIR = 'io.modelcontextprotocol/model-immediate-response';
-export const DISPOSITIONS = ['approved-executed', 'denied-not-executed', 'execution-error', 'outcome-unknown'];
+// The extension identifiers and `_meta` keys have one home: the vectors' verifier (vectors/verify.mjs).
+export { APPROVAL_EXT, AUTHZ, DISPOSITION, DISPOSITIONS, MIR, TASKS_EXT } from '../vectors/verify.mjs';
 
 /** What the suite needs to know about the server under test. */
 export interface SuiteOptions {
@@ -122,6 +121,8 @@ export interface SuiteReport {
   /** When the run started and ended (ISO 8601). */
   startedAt: string;
   endedAt: string;
+  /** The vectors' verifier over every response received: the rules applied and every violation (`judge.ts`). */
+  verifier: Judgement;
 }
 
 export type Obj = Record<string, unknown>;
@@ -152,8 +153,12 @@ export interface Exchange {
   who: 'A' | 'B';
   method: string;
   params: Obj;
+  /** The JSON-RPC request exactly as sent (its id and per-request `_meta`). */
+  request: Obj;
   httpStatus: number;
   raw: string;
+  /** The JSON-RPC response as received (parsed; from the SSE stream when the server streamed it); absent when none was. */
+  message?: Obj;
   result?: Obj;
   error?: { code: number; message: string; data?: unknown };
 }
@@ -161,6 +166,9 @@ export interface Exchange {
 export interface RpcAnswer {
   /** The JSON-RPC id this client gave the request. */
   id: number;
+  /** The request as sent and the response as received (for the verifier: `judge.ts`). */
+  request: Obj;
+  message?: Obj;
   result?: Obj;
   error?: { code: number; message: string; data?: unknown };
   httpStatus: number;
@@ -168,6 +176,8 @@ export interface RpcAnswer {
 
 export class Recorder {
   readonly exchanges: Exchange[] = [];
+  /** Untrusted text the checks put into arguments (injection attempts): never in model-facing text (`model-text.sanitized`). */
+  readonly untrusted: string[] = [];
   private clock = 0;
   /** The next tick of the event clock (sends and receipts share it). */
   tick(): number {
@@ -220,7 +230,7 @@ export class Rpc {
         ...params,
         _meta: {
           'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
-          'io.modelcontextprotocol/clientCapabilities': this.capabilities,
+          [CLIENT_CAPABILITIES]: this.capabilities,
           'io.modelcontextprotocol/clientInfo': { name: 'sep-2848-conformance', version: '0.1.0' },
         },
       },
@@ -238,7 +248,7 @@ export class Rpc {
     const res = await fetch(this.url, { method: 'POST', headers, body: JSON.stringify(body) });
     const raw = await res.text();
     const message = parseResponse(raw, id, res.headers.get('content-type') ?? '');
-    const answer: RpcAnswer = { id, httpStatus: res.status };
+    const answer: RpcAnswer = { id, request: body, ...(message ? { message } : {}), httpStatus: res.status };
     if (isObj(message?.result)) answer.result = message.result;
     const err = message?.error;
     if (isObj(err))

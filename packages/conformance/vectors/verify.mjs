@@ -32,7 +32,7 @@ export const MISSING_CAPABILITY_SEP_2848_TEXT = -32003;
 
 /**
  * Every rule the verifier judges: id → the SEP-2848 normative statements it checks on the wire (ids
- * of this repository's traceability file, conformance/sep-2848.yaml; none where the rule comes from
+ * of the kit's traceability/sep-2848.json, from Countersign's conformance/sep-2848.yaml; none where the rule comes from
  * SEP-2663 alone), its vectors' folder, the sections it comes from, and what it says. A violation's
  * `rule` is one of these ids; a vector's `rule` and `violates` name them.
  */
@@ -857,7 +857,14 @@ export function runVectors(dir = fileURLToPath(new URL('.', import.meta.url))) {
 // ---------------------------------------------------------------------------------------------
 // Command line: node verify.mjs [dir] [--json]
 
-function main(argv) {
+/**
+ * The verifier's command line on `argv` (the arguments after the program name: `[dir|file]
+ * [--json]`; default dir: this folder): prints one line per vector and `N passed, N failed[, N
+ * malformed]`, or with `--json` the `runVectors` report. Returns the exit status: 0 every vector
+ * judged as it expects, 1 one was not, 2 a malformed vector file or a path without vectors. Also
+ * `countersign-conformance vectors` of the kit.
+ */
+export function vectorsMain(argv) {
   const json = argv.includes('--json');
   const dirs = argv.filter((a) => !a.startsWith('--'));
   const report = runVectors(dirs[0] ?? fileURLToPath(new URL('.', import.meta.url)));
@@ -871,4 +878,4 @@ function main(argv) {
   return report.malformed.length ? 2 : report.failed.length ? 1 : 0;
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) process.exitCode = main(process.argv.slice(2));
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) process.exitCode = vectorsMain(process.argv.slice(2));

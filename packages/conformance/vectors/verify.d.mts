@@ -50,7 +50,7 @@ export type RuleId =
 
 /** A rule: the SEP-2848 statements it checks, the vectors folder holding its examples, the SEP sections it comes from, what it says. */
 export interface Rule {
-  /** Ids of SEP-2848's normative statements in Countersign's traceability file (`conformance/sep-2848.yaml`), e.g. `S05`. */
+  /** Ids of SEP-2848's normative statements in the kit's `traceability/sep-2848.json` (Countersign's `conformance/sep-2848.yaml`), e.g. `S05`. */
   statements: string[];
   dir: string;
   source: string;
@@ -191,3 +191,9 @@ export interface VectorReport {
  * `dir` names. A missing path or a folder without vectors is reported in `malformed`.
  */
 export declare function runVectors(dir?: string): VectorReport;
+
+/**
+ * The command line `node verify.mjs [dir|file] [--json]` (also `countersign-conformance vectors`):
+ * prints the report and returns the exit status (0 all judged as expected, 1 a mismatch, 2 malformed).
+ */
+export declare function vectorsMain(argv: string[]): number;

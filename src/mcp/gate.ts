@@ -175,12 +175,14 @@ export class ArgumentsRefusedError extends Error {
 
 /**
  * The input validation error as a tool execution error (SEP-1303, MCP 2025-11-25 §Tools, error
- * handling): `isError: true` and one text block naming the tool, each failing path and why, and
- * that nothing ran, so the model can correct the call; no `_meta` (no denial, no task, no
- * disposition: nothing was evaluated).
+ * handling): `isError: true` and one text block naming the tool, each failing path and why (at
+ * most 10, each line bounded and stripped of control and format characters), and that nothing ran, so the model can correct the call; no authorization
+ * or disposition `_meta` (no denial, no task: nothing was evaluated).
  */
 export function argumentsRefusedResult(err: ArgumentsRefusedError): CallToolResult {
-  const lines = err.issues.map((i) => `- ${i.path === '' ? '(the arguments)' : i.path}: ${i.message}`);
+  const shown = err.issues.slice(0, MAX_SHOWN_ISSUES);
+  const lines = shown.map((i) => `- ${i.path === '' ? '(the arguments)' : modelSafe(i.path, 80)}: ${modelSafe(i.message, 160)}`);
+  if (err.issues.length > shown.length) lines.push(`- and ${err.issues.length - shown.length} more`);
   const result: CallToolResult = {
     content: [
       {
@@ -192,6 +194,24 @@ export function argumentsRefusedResult(err: ArgumentsRefusedError): CallToolResu
   };
   refusedResults.add(result);
   return result;
+}
+
+/** At most this many failing paths are listed; the rest are counted. */
+const MAX_SHOWN_ISSUES = 10;
+
+/**
+ * Model-facing text from what the request sent (a path holds member names; a schema message may
+ * quote an unrecognized key): control, format and separator characters (newlines, NUL, ESC, bidi
+ * overrides) become spaces, whitespace collapses, and the text is cut at `max` characters, so a
+ * refusal is never longer than a few lines and cannot inject a line of its own (SEP-2848 §Security
+ * Implications, untrusted model-facing text).
+ */
+function modelSafe(text: string, max: number): string {
+  const flat = text
+    .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max)}…`;
 }
 
 const refusedResults = new WeakSet<object>();

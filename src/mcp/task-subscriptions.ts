@@ -114,6 +114,9 @@ export function isTaskListenRequest(body: unknown, headers?: Headers): body is L
   if (body.method !== 'subscriptions/listen' || (typeof body.id !== 'string' && typeof body.id !== 'number')) return false;
   const notifications = memberAt(body, 'params', 'notifications');
   if (!isRecord(notifications) || !('taskIds' in notifications)) return false;
+  // a tasks declaration that is not an object is an invalid envelope: the SDK answers it (-32602), as for every method
+  const declared = memberAt(body, 'params', '_meta', CLIENT_CAPABILITIES_META_KEY, 'extensions', TASKS_EXTENSION);
+  if (declared !== undefined && !isJsonObject(declared)) return false;
   return memberAt(body, 'params', '_meta', PROTOCOL_VERSION_META_KEY) === MODERN_REVISION;
 }
 

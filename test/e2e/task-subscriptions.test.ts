@@ -256,6 +256,27 @@ describe('subscriptions/listen refusals open nothing', () => {
     expect(b.stats().subscriptions.streams).toBe(before);
   });
 
+  it('a tasks declaration that is not an object (null, true) is the invalid-envelope -32602 of every other method, and opens nothing', async () => {
+    const { task } = await pendingTask();
+    const before = b.stats().subscriptions.streams;
+    const target = await b.target('alice');
+    for (const declared of [null, true]) {
+      const capabilities = { extensions: { [TASKS_EXTENSION]: declared } };
+      const answer = await openListen(target, [task.taskId], { capabilities });
+      const get = await new WireClient({ ...target, capabilities }).request('tasks/get', { taskId: task.taskId }).then(
+        () => null,
+        (e: unknown) => e as McpRpcError,
+      );
+      expect(get?.code).toBe(-32602);
+      expect({ status: answer.status, code: answer.error?.error.code, message: answer.error?.error.message }).toEqual({
+        status: get?.httpStatus,
+        code: get?.code,
+        message: get?.message,
+      });
+    }
+    expect(b.stats().subscriptions.streams).toBe(before);
+  });
+
   it('past the per-principal stream limit a subscribe is refused -32000 with HTTP 429 and Retry-After; closing a stream frees its place', async () => {
     const sub = `limited-${randomUUID().slice(0, 6)}`;
     const { task } = await pendingTask(sub);

@@ -26,7 +26,14 @@ import { approvalOpenedResult } from '../../src/mcp/approval-tools.js';
 import { missingTasksCapability, taskNotFound } from '../../src/mcp/errors.js';
 import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
 import { executionLostFencedResult } from '../../workflows/execution-resolution.js';
-import { deniedResult, executedResult, executionErrorResult, outcomeUnknownResult } from '../../workflows/results.js';
+import {
+  answerDiscardedResult,
+  deniedResult,
+  executedResult,
+  executionErrorResult,
+  notExecutedResult,
+  outcomeUnknownResult,
+} from '../../workflows/results.js';
 import type { Disposition, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
 import { JUSTIFICATION_INPUT_KEY, justificationRequestedSchema } from '../../workflows/wire.js';
 import { DENIAL_REASONS, workingSnapshot } from '../support/snapshot-fixture.js';
@@ -144,6 +151,18 @@ describe('mutating an accepting vector in a named way makes it fail for the rule
       mutate: (m) => void (obj(obj(m.result).result).content = [{ type: 'text', text: 'Request denied.' }]),
     },
     {
+      from: 'disposition-agreement/accept-denied-not-executed',
+      name: 'add that the transfer completed',
+      rule: 'disposition.body-agrees',
+      mutate: (m) => void (obj(obj(m.result).result).content as unknown[]).push({ type: 'text', text: 'Transfer to acct-991 completed.' }),
+    },
+    {
+      from: 'disposition-agreement/accept-approved-executed',
+      name: 'leave only the disposition value in the body',
+      rule: 'disposition.body-agrees',
+      mutate: (m) => void (obj(obj(m.result).result).content = [{ type: 'text', text: 'Outcome: approved-executed.' }]),
+    },
+    {
       from: 'disposition-agreement/accept-approved-executed',
       name: 'relabel the disposition denied-not-executed',
       rule: 'disposition.body-agrees',
@@ -250,6 +269,8 @@ describe("Countersign's own answers are judged conforming (the verifier has no f
     ['execution-error (tool isError)', terminal(executedResult({ content: [{ type: 'text', text: 'Bank API: 502.' }], isError: true }))],
     ['execution-error (threw)', terminal(executionErrorResult())],
     ['execution-error (lost, fenced)', terminal(executionLostFencedResult())],
+    ['execution-error (never reached the tool)', terminal(notExecutedResult())],
+    ['execution-error (answer discarded)', terminal(answerDiscardedResult(2_000_000, 1_048_576))],
     ['outcome-unknown', terminal(outcomeUnknownResult())],
     ['failed', workingSnapshot({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'Internal error' } })],
     ['cancelled', workingSnapshot({ status: 'cancelled', phase: 'terminal' })],
@@ -317,6 +338,20 @@ describe('judging live answers', () => {
     expect(checkMessage('task-notification', note).map((x) => `${x.rule} ${x.path}`)).toContain(
       'disposition.body-agrees $.params.result.isError',
     );
+  });
+
+  it('context.phrases replaces the English phrase lists: the German denial vector fails without them, and a bad list is a TypeError', () => {
+    const { kind, message, context } = copyOf('disposition-agreement/accept-denied-german-phrases');
+    expect(checkMessage(kind, message, context)).toEqual([]);
+    const { phrases: _german, ...english } = context;
+    expect(checkMessage(kind, message, english).map((x) => `${x.rule} ${x.path}`)).toEqual([
+      'disposition.body-agrees $.result.result.content',
+    ]);
+    expect(() => checkMessage(kind, message, { ...english, phrases: { ranOK: 'x' } as never })).toThrow(
+      /context\.phrases\.ranOK is not one of notRun, mayHaveRun, uncertain, ran, failed, denied/,
+    );
+    expect(() => checkMessage(kind, message, { ...english, phrases: { ran: '(' } })).toThrow(TypeError);
+    expect(() => checkMessage('other', { jsonrpc: '2.0', id: 7, result: {} }, { phrases: { ran: '' } })).toThrow(TypeError);
   });
 
   it('checkMessage refuses a kind it does not know with a TypeError naming the kinds', () => {

@@ -114,6 +114,13 @@ export interface CheckContext {
   untrusted?: string[];
   /** An earlier CreateTaskResult or tasks/get result of the same task, received before this request was sent. */
   previous?: Record<string, unknown>;
+  /**
+   * Phrase lists for `disposition.body-agrees` in place of the English defaults, per class a
+   * regular-expression source matched case-insensitively (flags `iu`) against the normalized body
+   * (lower-case, ASCII quotes); a class not given keeps its default. An unknown class, an empty or
+   * non-string source, or one that does not compile makes `checkMessage` throw `TypeError`.
+   */
+  phrases?: Partial<Record<PhraseClass, string>>;
 }
 
 /** One broken rule: which, where (a JSON path into the message, `$.result._meta`), and why. */
@@ -125,7 +132,7 @@ export interface Violation {
 
 /**
  * Judge one JSON-RPC message of `kind`: the violations, `[]` when it conforms. Throws `TypeError`
- * for an unknown kind or a non-object context. Pure: no I/O, no clock (times come from `context`).
+ * for an unknown kind, a non-object context or a bad `context.phrases`. Pure: no I/O, no clock (times come from `context`).
  */
 export declare function checkMessage(kind: MessageKind, message: unknown, context?: CheckContext): Violation[];
 
@@ -138,11 +145,37 @@ export declare function declaresTasks(request: unknown): boolean;
 /** The joined text of a CallToolResult's text blocks. */
 export declare function bodyText(result: unknown): string;
 
-/** The phrasing heuristics (README §Heuristics). */
+/**
+ * The text the phrase rules read: NFKC, typographic quotes as ASCII, dashes as `-`, soft hyphens and
+ * zero-width characters dropped, lower-cased, whitespace collapsed (README §Heuristics).
+ */
+export declare function normalizeText(text: string): string;
+
+/** The English phrasing heuristics (README §Heuristics); case-insensitive, they also match raw text. */
 export declare const NOT_RUN: RegExp;
 export declare const MAY_HAVE_RUN: RegExp;
+export declare const UNCERTAIN: RegExp;
+/** Read only where the NOT_RUN and MAY_HAVE_RUN phrases and "whether …" clauses are cut out. */
 export declare const RAN: RegExp;
+export declare const FAILED: RegExp;
+export declare const DENIED: RegExp;
 export declare const DONE: RegExp;
+
+/** The phrase classes {@link CheckContext.phrases} may replace. */
+export type PhraseClass = 'notRun' | 'mayHaveRun' | 'uncertain' | 'ran' | 'failed' | 'denied';
+export declare const PHRASE_CLASSES: readonly PhraseClass[];
+
+/** What a body says about the tool, by phrase class (`ran`: outright, negated and uncertain phrases cut out). */
+export interface BodyReading {
+  notRun: boolean;
+  mayHave: boolean;
+  uncertain: boolean;
+  ran: boolean;
+  failed: boolean;
+  denied: boolean;
+}
+/** Read a CallToolResult body's text with `phrases` (default: the English lists); the disposition values themselves do not count. */
+export declare function readBody(text: string, phrases?: Partial<Record<PhraseClass, RegExp>>): BodyReading;
 
 /** A vector file as read. */
 export interface Vector {

@@ -10,7 +10,8 @@
  * execution, dedup, "a cancelled task never runs" — the black-box suite proves those by calling a
  * server), the 2025-11-25 tasks utility (a different wire), and judging tool output beyond the
  * sentences the SEP requires of it. Text rules (the body says whether the tool ran, model-facing
- * text is sanitized, no approver identity) are heuristics over English phrasing: README §Heuristics.
+ * text is sanitized, no approver identity) are heuristics over English phrasing (README §Heuristics);
+ * for the body's disposition, a server in another language passes its own phrases in `context.phrases`.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -130,7 +131,7 @@ export const RULES = {
     dir: 'disposition-agreement',
     source: 'SEP-2848 §Completion, §Execution disposition; SEP-2663 §Task Execution Errors',
     summary:
-      'Body, isError and disposition agree: approved-executed is not isError and does not say it did not or may have run; denied-not-executed is isError and says it did not run; execution-error is isError and says it ran, may have run or did not run; outcome-unknown is isError and says it may have run.',
+      'Body, isError and disposition agree (the body, not only _meta, says what happened; English phrase lists unless context.phrases gives others): approved-executed is not isError, says the tool ran and does not say it did not run, may have run or was denied; denied-not-executed is isError, says it did not run and does not say it ran or may have run; execution-error is isError and says it ran and failed, or did not run; outcome-unknown is isError and says whether it ran is unknown.',
   },
   'disposition.only-completed': {
     statements: [],
@@ -246,13 +247,97 @@ export function bodyText(result) {
   return Array.isArray(content) ? content.map((b) => (isObj(b) && typeof b.text === 'string' ? b.text : '')).join(' ') : '';
 }
 
-/** Says the tool did not run ("did not run", "was not executed", "never ran", "has not run"). */
-export const NOT_RUN =
-  /\b(did not|didn't|was not|wasn't|has not|hasn't|had not|never|not been)\b[^.]{0,20}\b(run|ran|executed?|performed|invoked)\b|\bnot (executed|run|performed)\b/i;
-/** Says the tool may have run ("may have run", "may or may not have run", "outcome unknown"). */
-export const MAY_HAVE_RUN = /\bmay (have|or may not have) (run|ran|executed)|side effect may have occurred|outcome (is |was )?unknown\b/i;
-/** Says the tool ran ("ran", "was executed", "executed once"); only meaningful where NOT_RUN does not match. */
-export const RAN = /\b(ran|was (run|executed|invoked|performed)|executed once|has (run|executed))\b/i;
+/**
+ * The text the phrase rules read (README §Heuristics): NFKC, typographic quotes as ASCII ' and ",
+ * dashes as -, soft hyphens and zero-width characters dropped, lower-cased, whitespace collapsed.
+ */
+export function normalizeText(text) {
+  return String(text)
+    .normalize('NFKC')
+    .replace(/[\u2018\u2019\u201a\u201b\u2032\u02bc\u0060\u00b4]/g, "'")
+    .replace(/[\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb]/g, '"')
+    .replace(/[\u2010-\u2015\u2212]/g, '-')
+    .replace(/[\u00ad\u200b-\u200d\u2060\ufeff]/g, '')
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+// The English phrase lists, over normalized text (they also match raw text: case-insensitive, either apostrophe).
+const NEG =
+  "(?:did not|didn['\u2019]t|does not|doesn['\u2019]t|was not|wasn['\u2019]t|were not|weren['\u2019]t|has not|hasn['\u2019]t|have not|haven['\u2019]t|had not|hadn['\u2019]t|is not|isn['\u2019]t|never|not been)";
+const ACT =
+  '(?:run|ran|executed?|performed|invoked|carried out|completed?|processed|took effect|taken effect|take effect|go through|went through|gone through|reach(?:ed)? the tool)';
+/** Says the tool did not run: "did not run", "didn't run", "was never carried out", "not executed", "no side effect". */
+export const NOT_RUN = new RegExp(
+  `\\b${NEG}\\b[^.;:!?,]{0,30}?\\b${ACT}\\b|\\bnot[- ](?:executed|run|performed|carried out)\\b|\\bno side[- ]effects?\\b|\\bnothing (?:was|has been) (?:run|executed|done|changed)\\b`,
+  'i',
+);
+/** Says the tool may have run: "may have run", "might have gone through", "may or may not have run", "unknown whether", "outcome unknown". */
+export const MAY_HAVE_RUN =
+  /\b(?:may|might|could)(?: or (?:may|might|could) not)? have\b|\bmay or may not\b|\b(?:unknown|unclear|not known|uncertain) whether\b|\boutcome (?:is |was |remains )?(?:unknown|undetermined)\b/i;
+/** Says whether it ran is uncertain: {@link MAY_HAVE_RUN}, or "unknown", "cannot be confirmed", "not known", "could not be determined". */
+export const UNCERTAIN = new RegExp(
+  `${MAY_HAVE_RUN.source}|\\b(?:unknown|unclear|uncertain|undetermined|not known)\\b|\\b(?:cannot|can['\u2019]t|could not|couldn['\u2019]t|can not)(?: yet)? be (?:confirmed|determined|verified|known|established)\\b|\\bnot (?:been )?(?:confirmed|determined|verified)\\b`,
+  'i',
+);
+/**
+ * Asserts the tool ran: "ran", "executed", "completed", "succeeded", "went through", "carried out",
+ * "was performed". Read after the {@link NOT_RUN} and {@link MAY_HAVE_RUN} phrases and "whether …"
+ * clauses are cut out, so "did not run" and "may have run" do not count.
+ */
+export const RAN =
+  /\b(?:ran|executed|completed|succeeded|successful(?:ly)?|went through|(?:has|have) gone through|carried out|took effect|(?:has|have) taken effect|performed|processed|(?:was|were|has been|have been) (?:run|invoked))\b/i;
+/** Says the tool failed (with {@link RAN}, an execution error): "failed", "error", "exception", "timed out", "discarded". */
+export const FAILED =
+  /\b(?:fail(?:ed|ure|s)?|errors?|exception|threw|thrown|crash(?:ed)?|timed out|time-?out|aborted|unsuccessful|discarded|lost|rolled back)\b|\bdid not succeed\b/i;
+/** Says the call was denied: "denied", "not approved", "the request was rejected / declined / refused / expired". */
+export const DENIED =
+  /(?<!\b(?:not|never|nothing was|none was|no call was) )\bdenied\b|\bnot approved\b|\b(?:approval|request)\b[^.;:!?]{0,30}?\b(?:rejected|declined|refused|expired)\b/i;
+/** The registered disposition values as words ("Outcome: denied-not-executed."): not a statement of what happened. */
+const DISPOSITION_TOKENS = /\b(?:approved-executed|denied-not-executed|execution-error|outcome-unknown)\b/g;
+/** The phrase classes `context.phrases` may replace, each a regular-expression source over normalized text. */
+export const PHRASE_CLASSES = ['notRun', 'mayHaveRun', 'uncertain', 'ran', 'failed', 'denied'];
+const DEFAULT_PHRASES = { notRun: NOT_RUN, mayHaveRun: MAY_HAVE_RUN, uncertain: UNCERTAIN, ran: RAN, failed: FAILED, denied: DENIED };
+
+/** The phrase regexps: the English defaults, each class `context.phrases` names replaced. Throws TypeError on a bad one. */
+function phrasesOf(context) {
+  const given = context.phrases;
+  if (given === undefined) return DEFAULT_PHRASES;
+  if (!isObj(given)) throw new TypeError('checkMessage: context.phrases must be an object of regular-expression sources');
+  const out = { ...DEFAULT_PHRASES };
+  for (const [k, src] of Object.entries(given)) {
+    if (!PHRASE_CLASSES.includes(k)) throw new TypeError(`checkMessage: context.phrases.${k} is not one of ${PHRASE_CLASSES.join(', ')}`);
+    if (typeof src !== 'string' || src.length === 0) throw new TypeError(`checkMessage: context.phrases.${k} is not a non-empty string`);
+    try {
+      out[k] = new RegExp(src, 'iu');
+    } catch (e) {
+      throw new TypeError(`checkMessage: context.phrases.${k} is not a regular expression (${e.message})`, { cause: e });
+    }
+  }
+  return out;
+}
+
+/** `text` with every match of `re` replaced by " | " (so what is left is what the text asserts outright). */
+const cut = (text, re) => text.replace(new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`), ' | ');
+
+/**
+ * What a CallToolResult body says about the tool, by the phrase classes: `notRun`, `mayHave` (the
+ * narrow "may have run"), `uncertain`, `ran` (outright, negated and uncertain phrases cut out),
+ * `failed`, `denied`. The disposition values themselves are cut out first.
+ */
+export function readBody(text, phrases = DEFAULT_PHRASES) {
+  const t = normalizeText(text).replace(DISPOSITION_TOKENS, ' | ');
+  const outright = cut(cut(cut(t, phrases.notRun), phrases.mayHaveRun), /\bwhether\b[^.;:!?]*/);
+  return {
+    notRun: phrases.notRun.test(t),
+    mayHave: phrases.mayHaveRun.test(t),
+    uncertain: phrases.uncertain.test(t),
+    ran: phrases.ran.test(outright),
+    failed: phrases.failed.test(t),
+    denied: phrases.denied.test(cut(t, phrases.notRun)),
+  };
+}
 /** Reads as done: what a pending task must never say. */
 export const DONE =
   /^\s*(completed|done|success)|\b(has been (completed|executed)|was (completed|executed|successful)|succeeded|completed successfully)\b/i;
@@ -316,11 +401,13 @@ export function kindFor(method, message) {
  * Judge one JSON-RPC message (the response, or a `notifications/tasks` notification, exactly as
  * received) of `kind` (one of {@link KINDS}) with what is known around it (`context`, README
  * §Context). Returns the violations, `[]` when it conforms; `path` is a JSON path into the message
- * (`$.result._meta`). Throws `TypeError` for an unknown kind or a context that is not an object.
+ * (`$.result._meta`). Throws `TypeError` for an unknown kind, a context that is not an object, or a bad
+ * `context.phrases`.
  */
 export function checkMessage(kind, message, context = {}) {
   if (!KINDS.includes(kind)) throw new TypeError(`checkMessage: unknown kind ${show(kind)} (one of ${KINDS.join(', ')})`);
   if (!isObj(context)) throw new TypeError('checkMessage: context must be an object');
+  phrasesOf(context); // a bad context.phrases throws whatever the message
   const out = [];
   const v = (rule, path, text) => out.push({ rule, path, message: text });
   if (!envelopeOk(kind, message, context, v)) return out;
@@ -479,7 +566,8 @@ function checkCallToolResult(result, context, v) {
   if (result.isError !== true) v(R, '$.result.isError', 'the degraded answer to a client without tasks is not isError: true');
   const text = bodyText(result);
   if (!text.trim()) v(R, '$.result.content', 'the degraded answer carries no text describing the denial');
-  else if (DONE.test(text) && !NOT_RUN.test(text)) v(R, '$.result.content', `the degraded answer reads as done: "${text.slice(0, 100)}"`);
+  else if (DONE.test(normalizeText(text)) && !NOT_RUN.test(normalizeText(text)))
+    v(R, '$.result.content', `the degraded answer reads as done: "${text.slice(0, 100)}"`);
   if (get(result, '_meta', DISPOSITION) === 'approved-executed') v(R, '$.result._meta', 'the degraded answer carries approved-executed');
   modelText(result, '$.result', context, v, { pending: true });
 }
@@ -525,7 +613,7 @@ function checkTask(kind, t, at, context, v) {
       v('tasks.unknown-task-error', at, 'tasks/get of a task id this caller does not hold answered the task');
   }
   checkTaskEnvelope(t, at, context, v);
-  checkDisposition(t, at, approval, v);
+  checkDisposition(t, at, approval, phrasesOf(context), v);
   modelText(t, at, context, v, { pending: !TERMINAL.has(t.status) });
   checkRetention(t, at, context, v);
   checkStable(t, at, context, v);
@@ -603,7 +691,7 @@ function checkTaskEnvelope(t, at, context, v) {
     v(T, pathOf(`${at}.result._meta`, AUTHZ), `${what} carries the envelope: it asserts the operation was not performed`);
 }
 
-function checkDisposition(t, at, approval, v) {
+function checkDisposition(t, at, approval, phrases, v) {
   const d = get(t, 'result', '_meta', DISPOSITION);
   const outerD = get(t, '_meta', DISPOSITION);
   if (t.status !== 'completed') {
@@ -623,25 +711,27 @@ function checkDisposition(t, at, approval, v) {
   const p = `${at}.result`;
   const text = bodyText(t.result);
   const isError = t.result.isError === true;
-  const notRun = NOT_RUN.test(text);
-  const mayHave = MAY_HAVE_RUN.test(text);
   if (!text.trim()) return v(B, `${p}.content`, `${d}: the body does not say what happened (only _meta does)`);
+  const says = readBody(text, phrases);
+  const c = `${p}.content`;
   if (d === 'approved-executed') {
     if (isError) v(B, `${p}.isError`, 'approved-executed with isError: true');
-    if (notRun || mayHave) v(B, `${p}.content`, `approved-executed, but the body says it ${notRun ? 'did not run' : 'may have run'}`);
+    if (!says.ran) v(B, c, 'approved-executed, but the body does not say the tool ran (executed, completed, succeeded)');
+    if (says.notRun || says.mayHave || says.denied)
+      v(B, c, `approved-executed, but the body says it ${says.notRun ? 'did not run' : says.mayHave ? 'may have run' : 'was denied'}`);
   } else if (d === 'denied-not-executed') {
     if (!isError) v(B, `${p}.isError`, 'denied-not-executed without isError: true');
-    if (!notRun) v(B, `${p}.content`, 'denied-not-executed, but the body does not say the tool did not run');
-    if (mayHave)
-      v(B, `${p}.content`, 'denied-not-executed, but the body says it may have run (that is an execution error or outcome-unknown)');
+    if (!says.notRun) v(B, c, 'denied-not-executed, but the body does not say the tool did not run');
+    if (says.ran) v(B, c, 'denied-not-executed, but the body says the tool ran or completed');
+    if (says.mayHave) v(B, c, 'denied-not-executed, but the body says it may have run (that is an execution error or outcome-unknown)');
   } else if (d === 'execution-error') {
     if (!isError) v(B, `${p}.isError`, 'execution-error without isError: true');
-    if (!(mayHave || notRun || RAN.test(text)))
-      v(B, `${p}.content`, 'execution-error, but the body says neither that it ran, may have run, nor did not run');
+    if (!((says.ran && says.failed) || says.notRun))
+      v(B, c, 'execution-error, but the body says neither that the tool ran and failed nor that it did not run');
   } else if (d === 'outcome-unknown') {
     if (!isError) v(B, `${p}.isError`, 'outcome-unknown without isError: true');
-    if (!mayHave) v(B, `${p}.content`, 'outcome-unknown, but the body does not say the tool may have run');
-    else if (notRun && !/may or may not/i.test(text)) v(B, `${p}.content`, 'outcome-unknown, but the body says the tool did not run');
+    if (!says.uncertain) v(B, c, 'outcome-unknown, but the body does not say whether the tool ran is unknown (may have run)');
+    else if (says.notRun && !says.mayHave) v(B, c, 'outcome-unknown, but the body says the tool did not run');
   }
 }
 

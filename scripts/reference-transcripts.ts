@@ -170,7 +170,7 @@ function requestMeta(capabilities: Record<string, unknown>): Record<string, unkn
 }
 
 const WITH_TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
-/** The extension's identifier in earlier drafts, which proxies still declare (issue 26 §3). */
+/** The extension's identifier in earlier drafts, which proxies still declare (docs/reference/01-identifier-and-capability.md). */
 const EARLIER_TOOL_APPROVAL_EXTENSION = 'net.openid.authzen/tool-approval';
 /** The tasks extension and form elicitation: what a client that can answer `inputRequests` declares. */
 const WITH_FORMS = { ...WITH_TASKS, elicitation: { form: {} } };

@@ -1,6 +1,6 @@
 /**
  * The stdio read buffer of an upstream connection, bounded per message without ever closing the
- * connection (docs/GATEWAY.md §2, "Answers over the limit"; issue 29 §6).
+ * connection (docs/GATEWAY.md §2, "Answers over the limit").
  *
  * The SDK's stdio `ReadBuffer` throws once an unfinished line passes its limit, and its
  * `StdioClientTransport` then closes: the upstream process is stopped and every request in flight

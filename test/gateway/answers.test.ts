@@ -1,4 +1,4 @@
-// Scope: what the gateway's answers say happened upstream (issue 26 §4, issue 29 §6), end to end
+// Scope: what the gateway's answers say happened upstream (docs/GATEWAY.md §2, §5), end to end
 // with real upstreams: an approved call whose stdio upstream cannot start, or whose HTTP upstream's
 // port is closed, or that the upstream refuses (-32602), did not run; one the upstream took and then
 // died on may have run (outcome-unknown); a JSON-RPC error other than a refusal may have run; a

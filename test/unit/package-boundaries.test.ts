@@ -1,4 +1,4 @@
-// Scope: the workspace's package boundaries, enforced rather than agreed (issue 25): every import
+// Scope: the workspace's package boundaries, enforced rather than agreed (docs/DESIGN.md §2): every import
 // of every package (packages/*: src, test, bin) and of the gate (the root package: src, workflows,
 // activities, bin, test, scripts, bench, conformance) is read with TypeScript's own pre-processor
 // (static, type-only and dynamic imports, re-exports, `import.meta.resolve`) and must
@@ -6,7 +6,7 @@
 //  - name a package the importer declares: `dependencies` or `peerDependencies` for what ships
 //    (src, bin), and also `devDependencies` (the package's or the workspace root's) for tests and tooling;
 //  - reach a workspace package only through its `exports` (no deep import past them).
-// And the one composition root (`src/compose.ts`, issue 25): the calls that build a worker or an MCP
+// And the one composition root (`src/compose.ts`): the calls that build a worker or an MCP
 // front are counted where they are made in everything outside the tests, parsed with TypeScript
 // (comments and strings do not count).
 import { readdirSync, readFileSync, statSync } from 'node:fs';

@@ -2,45 +2,15 @@
 // against the official 2026-07-28 tasks schemas of the pinned `@modelcontextprotocol/ext-tasks`
 // package — the same schemas its client validates with. One case per terminal result kind, so a
 // new kind that misses `resultType` fails here and not in a user's client.
-import { DENIAL_REASONS } from '../support/snapshot-fixture.js';
 import { describe, expect, it } from 'vitest';
 import { CallToolResultV2Schema, CreateTaskResultV2Schema, GetTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
 import { CreateTaskResultSchema, GetTaskResultSchema } from '../../src/mcp/wire-results.js';
-import { executionLostFencedResult } from '../../workflows/execution-resolution.js';
-import {
-  answerDiscardedResult,
-  deniedResult,
-  executedResult,
-  executionErrorResult,
-  notExecutedResult,
-  outcomeUnknownResult,
-} from '../../workflows/results.js';
 import type { Disposition, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
-import { workingSnapshot } from '../support/snapshot-fixture.js';
+import { TERMINAL_RESULTS, workingSnapshot } from '../support/snapshot-fixture.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 const TASK_ID = '0123456789abcdef0123456789abcdef.786512e2-9e0d-44bd-8f29-789f320fe840';
-
-const KINDS: Array<{ name: string; result: StoredCallToolResult }> = [
-  {
-    name: 'approved-executed',
-    result: executedResult({
-      content: [{ type: 'text', text: 'Transfer of $50,000 to acct-991 posted.' }],
-      structuredContent: { transferId: 't-1' },
-    }),
-  },
-  {
-    name: 'execution-error (the tool reported an error)',
-    result: executedResult({ content: [{ type: 'text', text: 'Insufficient funds.' }], isError: true }),
-  },
-  { name: 'execution-error (the tool threw)', result: executionErrorResult() },
-  { name: 'execution-error (lost and fenced before it took effect)', result: executionLostFencedResult() },
-  { name: 'execution-error (the call never reached the tool)', result: notExecutedResult() },
-  { name: 'execution-error (the tool ran; its answer was discarded)', result: answerDiscardedResult(12_582_912, 10_485_760) },
-  { name: 'outcome-unknown', result: outcomeUnknownResult() },
-  ...DENIAL_REASONS.map((r) => ({ name: `denied-not-executed (${r})`, result: deniedResult(r) })),
-];
 
 function completed(result: StoredCallToolResult): TaskSnapshot {
   return workingSnapshot({
@@ -53,7 +23,7 @@ function completed(result: StoredCallToolResult): TaskSnapshot {
 }
 
 describe('task results validate against the official 2026-07-28 tasks schemas (ext-tasks 0.2.2)', () => {
-  it.each(KINDS)(
+  it.each(TERMINAL_RESULTS)(
     'a completed task whose result is $name is a valid tasks/get result, and its result a complete CallToolResult',
     ({ result }) => {
       const out = getTaskResult(TASK_ID, completed(result));
@@ -100,7 +70,7 @@ describe('task results validate against the official 2026-07-28 tasks schemas (e
 // The front types these shapes with its own schemas (the SDK has none for the 2026-07-28 tasks
 // extension): they must accept every shape the official schemas accept above.
 describe("the front's own task schemas (src/mcp/wire-results.ts) accept every shape it puts on the wire", () => {
-  it.each(KINDS)('a completed task whose result is $name', ({ result }) => {
+  it.each(TERMINAL_RESULTS)('a completed task whose result is $name', ({ result }) => {
     const s = completed(result);
     const got = GetTaskResultSchema.safeParse(getTaskResult(TASK_ID, s));
     expect(got.success, JSON.stringify(got.error?.issues)).toBe(true);

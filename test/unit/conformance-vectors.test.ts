@@ -25,18 +25,9 @@ import type { ProtocolError } from '@modelcontextprotocol/server';
 import { approvalOpenedResult } from '../../src/mcp/approval-tools.js';
 import { missingTasksCapability, taskNotFound } from '../../src/mcp/errors.js';
 import { createTaskResult, getTaskResult } from '../../src/mcp/task-projection.js';
-import { executionLostFencedResult } from '../../workflows/execution-resolution.js';
-import {
-  answerDiscardedResult,
-  deniedResult,
-  executedResult,
-  executionErrorResult,
-  notExecutedResult,
-  outcomeUnknownResult,
-} from '../../workflows/results.js';
 import type { Disposition, StoredCallToolResult, TaskSnapshot } from '../../workflows/types.js';
 import { JUSTIFICATION_INPUT_KEY, justificationRequestedSchema } from '../../workflows/wire.js';
-import { DENIAL_REASONS, workingSnapshot } from '../support/snapshot-fixture.js';
+import { TERMINAL_RESULTS, workingSnapshot } from '../support/snapshot-fixture.js';
 
 const VECTORS = fileURLToPath(new URL('.', import.meta.resolve('@countersign/conformance/vectors')));
 const VERIFY = join(VECTORS, 'verify.mjs');
@@ -264,14 +255,7 @@ describe("Countersign's own answers are judged conforming (the verifier has no f
         },
       }),
     ],
-    ...DENIAL_REASONS.map((r): [string, TaskSnapshot] => [`denied-not-executed/${r}`, terminal(deniedResult(r))]),
-    ['approved-executed', terminal(executedResult({ content: [{ type: 'text', text: 'Transferred $50,000 to acct-991.' }] }))],
-    ['execution-error (tool isError)', terminal(executedResult({ content: [{ type: 'text', text: 'Bank API: 502.' }], isError: true }))],
-    ['execution-error (threw)', terminal(executionErrorResult())],
-    ['execution-error (lost, fenced)', terminal(executionLostFencedResult())],
-    ['execution-error (never reached the tool)', terminal(notExecutedResult())],
-    ['execution-error (answer discarded)', terminal(answerDiscardedResult(2_000_000, 1_048_576))],
-    ['outcome-unknown', terminal(outcomeUnknownResult())],
+    ...TERMINAL_RESULTS.map(({ name, result }): [string, TaskSnapshot] => [name, terminal(result)]),
     ['failed', workingSnapshot({ status: 'failed', phase: 'terminal', error: { code: -32603, message: 'Internal error' } })],
     ['cancelled', workingSnapshot({ status: 'cancelled', phase: 'terminal' })],
   ];

@@ -248,8 +248,8 @@ function boundStrings(value: unknown, max: number): unknown {
 /**
  * A JSON-RPC error answered at the HTTP layer, before the SDK sees the request (`http.ts`: body
  * limits, JSON limits, unknown paths under the endpoint, a thrown error): `{jsonrpc, error: {code,
- * message, data?}, id}` as `application/json` with `status`, its strings bounded ({@link boundedError}).
- * `id` is the request's when known.
+ * message, data?}, id}` as `application/json` with `status` and `cache-control: no-store` (plus
+ * `headers`), its strings bounded ({@link boundedError}). `id` is the request's when known.
  */
 export function jsonRpcErrorResponse(
   status: number,
@@ -257,12 +257,31 @@ export function jsonRpcErrorResponse(
   message: string,
   data?: unknown,
   id: string | number | null = null,
+  headers: Record<string, string> = {},
 ): Response {
   const error = boundedError(data === undefined ? { code, message } : { code, message, data });
   return new Response(JSON.stringify({ jsonrpc: '2.0', error, id }), {
     status,
-    headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
   });
+}
+
+/**
+ * One of this module's errors answered outside the SDK (the `tasks/get` fast path,
+ * `subscriptions/listen`), as {@link jsonRpcErrorResponse}, with `Retry-After` (whole seconds, at
+ * least 1) from its data on a 429 (`data.retryAfterMs`) or a 503 (`data.retryAfterSeconds`).
+ */
+export function protocolErrorResponse(
+  status: number,
+  id: string | number,
+  err: { code: number; message: string; data?: unknown },
+): Response {
+  const retryAfterMs = memberAt(err.data, 'retryAfterMs');
+  const retryAfterSeconds = memberAt(err.data, 'retryAfterSeconds');
+  const headers: Record<string, string> = {};
+  if (status === 429 && typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
+  if (status === 503 && typeof retryAfterSeconds === 'number') headers['retry-after'] = String(retryAfterSeconds);
+  return jsonRpcErrorResponse(status, err.code, err.message, err.data, id, headers);
 }
 
 // --- the 2025-11-25 face only (`legacy-server.ts`) ---

@@ -27,7 +27,7 @@ import type { Principal } from '../auth/principal.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { TemporalUnavailableError } from '../temporal/availability.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
-import { internalError, readRefused, taskNotFound, temporalUnavailable } from './errors.js';
+import { internalError, protocolErrorResponse, readRefused, taskNotFound, temporalUnavailable } from './errors.js';
 import type { PollRateLimiter } from './poll-interval.js';
 import { getTaskResult } from './task-projection.js';
 import { isJsonObject, memberAt } from './narrow.js';
@@ -75,11 +75,11 @@ export function createTaskGetFastPath(
     try {
       const owner = taskOwnerKeyOf(caller);
       const refused = opts.pollLimiter?.check(owner, clean.taskId);
-      if (refused) return error(429, clean.id, readRefused(refused), retryAfter(refused.retryAfterMs));
+      if (refused) return protocolErrorResponse(429, clean.id, readRefused(refused));
       const snap = await opts.tasks.get(clean.taskId, caller);
       if (!snap) {
         opts.pollLimiter?.missed(owner);
-        return error(200, clean.id, taskNotFound());
+        return protocolErrorResponse(200, clean.id, taskNotFound());
       }
       const result = getTaskResult(clean.taskId, snap);
       const meta = { ...(isJsonObject(result._meta) ? result._meta : {}), [SERVER_INFO_META_KEY]: opts.serverInfo };
@@ -87,10 +87,10 @@ export function createTaskGetFastPath(
     } catch (err) {
       if (err instanceof TemporalUnavailableError) {
         opts.logger.warn({ reason: err.reason, ...(err.detail ? { detail: err.detail } : {}) }, 'Temporal unavailable; answered retryable');
-        return error(503, clean.id, temporalUnavailable(err.retryAfterSeconds), { 'retry-after': String(err.retryAfterSeconds) });
+        return protocolErrorResponse(503, clean.id, temporalUnavailable(err.retryAfterSeconds));
       }
       opts.logger.error({ err: err instanceof Error ? err.name : typeof err }, 'request failed');
-      return error(200, clean.id, internalError());
+      return protocolErrorResponse(200, clean.id, internalError());
     }
   };
 }
@@ -114,26 +114,11 @@ function cleanTaskGet(body: unknown, headers: Headers): CleanTaskGet | null {
   return { id, taskId: params.taskId };
 }
 
-/** The `Retry-After` header (whole seconds, at least 1) for a wait of `ms`. */
-function retryAfter(ms: number): Record<string, string> {
-  return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) };
-}
-
 /** Whether a Content-Type header names `application/json` (parameters such as `charset` allowed, case-insensitive). */
 function isJsonMediaType(contentType: string | null): boolean {
   return contentType !== null && contentType.split(';', 1)[0]!.trim().toLowerCase() === 'application/json';
 }
 
-function error(
-  status: number,
-  id: string | number,
-  err: { code: number; message: string; data?: unknown },
-  headers: Record<string, string> = {},
-): Response {
-  const e = err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data };
-  return json(status, { jsonrpc: '2.0', id, error: e }, headers);
-}
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 }

@@ -31,14 +31,20 @@
  * (the extension forbids it), or replay missed changes (the current state is sent instead).
  */
 import { SERVER_INFO_META_KEY, SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
-import type { ProtocolError } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { TemporalUnavailableError } from '../temporal/availability.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import type { TaskSnapshot } from '../../workflows/types.js';
-import { boundedError, invalidRequestParams, missingTasksCapability, temporalUnavailable, tooManySubscriptions } from './errors.js';
+import {
+  internalError,
+  invalidRequestParams,
+  missingTasksCapability,
+  protocolErrorResponse,
+  temporalUnavailable,
+  tooManySubscriptions,
+} from './errors.js';
 import { isJsonObject, isRecord, memberAt } from './narrow.js';
 import { isTerminalStatus } from './task-reads.js';
 import { wireTask } from './task-projection.js';
@@ -131,7 +137,7 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
       const id = message.id;
       const header = request.headers.get('mcp-method');
       if (header !== null && header !== message.method) {
-        return errorResponse(400, id, {
+        return protocolErrorResponse(400, id, {
           code: -32020,
           message: `Header mismatch: Mcp-Method is ${header}, the body's method is ${message.method}`,
         });
@@ -173,7 +179,7 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
         stream.end(false);
         if (err instanceof TemporalUnavailableError) return protocolErrorResponse(503, id, temporalUnavailable(err.retryAfterSeconds));
         opts.logger.error({ err: memberAt(err, 'name') }, 'subscriptions/listen: checking the task ids failed');
-        return errorResponse(500, id, { code: -32603, message: 'Internal error' });
+        return protocolErrorResponse(500, id, internalError());
       }
       // the acknowledgement lists ids in the order the client gave them
       const order = new Map(ids.taskIds.map((t, i) => [t, i]));
@@ -352,26 +358,4 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
     while (next < items.length) await fn(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-function protocolErrorResponse(status: number, id: string | number, err: ProtocolError): Response {
-  const data: unknown = err.data;
-  const headers: Record<string, string> = {};
-  const retryAfterMs = memberAt(data, 'retryAfterMs');
-  const retryAfterSeconds = memberAt(data, 'retryAfterSeconds');
-  if (status === 429 && typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
-  if (status === 503 && typeof retryAfterSeconds === 'number') headers['retry-after'] = String(retryAfterSeconds);
-  return errorResponse(status, id, { code: err.code, message: err.message, ...(data === undefined ? {} : { data }) }, headers);
-}
-
-function errorResponse(
-  status: number,
-  id: string | number,
-  error: { code: number; message: string; data?: unknown },
-  headers: Record<string, string> = {},
-): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id, error: boundedError(error) }), {
-    status,
-    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
-  });
 }

@@ -20,7 +20,7 @@ import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
 import type { AccessRequestBody } from '@countersign/arap';
 import type { CallbackDispatcher } from './api/callbacks.js';
-import { requiredApprovals, stepUpRuleFor, type ApprovalRules } from './deciders/approval-rules.js';
+import { matchingStepUpRule, requiredApprovals, stepUpReason, type ApprovalRules } from './deciders/approval-rules.js';
 import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from './principal-names.js';
 import type { AccessRequestRecord, ApprovalStore, ApprovalVote, RequestFilter, StepUpProof, Transition } from './store/store.js';
@@ -239,7 +239,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         arguments: body.context.arguments,
       };
       const quorum = requiredApprovals(deps.rules(), facts);
-      const stepUpRule = stepUpRuleFor(deps.rules(), facts);
+      const stepUp = matchingStepUpRule(deps.rules(), facts);
       const record = store.insert(
         {
           id: randomId('ar_'),
@@ -250,7 +250,9 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
           expiresAtMs,
           requiredApprovals: quorum.approvals,
           quorumRule: quorum.ruleId,
-          stepUpRule,
+          quorumReason: quorum.reason,
+          stepUpRule: stepUp?.id ?? null,
+          stepUpReason: stepUp === null ? null : stepUpReason(stepUp),
         },
         body.subject.sub,
       );

@@ -10,9 +10,12 @@ import {
   DEFAULT_APPROVAL_RULES,
   firstMatchingRiskRule,
   loadApprovalRules,
+  matchingStepUpRule,
   parseApprovalRules,
+  quorumReason,
   requiredApprovals,
   riskQuorumOverlaps,
+  stepUpReason,
   type RequestFacts,
 } from '../src/deciders/approval-rules.js';
 
@@ -72,8 +75,13 @@ describe('rules file validation', () => {
     expect(requiredApprovals(DEFAULT_APPROVAL_RULES, facts({ arguments: { amount: 100_000.01 } }))).toEqual({
       approvals: 2,
       ruleId: 'four-eyes-large-transfers',
+      reason: 'Four-eyes rule: transfers over $100,000 need two treasury approvers.',
     });
-    expect(requiredApprovals(DEFAULT_APPROVAL_RULES, facts({ arguments: { amount: 100_000 } }))).toEqual({ approvals: 1, ruleId: null });
+    expect(requiredApprovals(DEFAULT_APPROVAL_RULES, facts({ arguments: { amount: 100_000 } }))).toEqual({
+      approvals: 1,
+      ruleId: null,
+      reason: null,
+    });
     expect(requiredApprovals(DEFAULT_APPROVAL_RULES, facts({ group: 'ops', arguments: { amount: 500_000 } })).approvals).toBe(1);
   });
 
@@ -115,10 +123,56 @@ describe('conditions and matching', () => {
         ],
       }),
     );
-    expect(requiredApprovals(rules, facts())).toEqual({ approvals: 3, ruleId: 'three' });
+    expect(requiredApprovals(rules, facts())).toMatchObject({ approvals: 3, ruleId: 'three' });
     expect(firstMatchingRiskRule(rules, facts())?.id).toBe('first');
     expect(firstMatchingRiskRule(rules, facts({ arguments: { amount: 5, to: 'x' } }))?.id).toBe('second');
     expect(firstMatchingRiskRule(rules, facts({ arguments: { amount: 0, to: 'x' } }))).toBeNull();
+  });
+});
+
+describe('the reason of the rule that applies', () => {
+  it("a quorum rule's own reason is the request's reason", () => {
+    const rules = parseApprovalRules(
+      JSON.stringify({ quorum: [{ id: 'big', group: 'treasury', approvals: 2, reason: '  Big transfers need two people.  ' }] }),
+    );
+    expect(requiredApprovals(rules, facts()).reason).toBe('Big transfers need two people.');
+  });
+
+  it('a quorum rule without a reason gets a built-in four-eyes sentence from its count, group, tool and conditions', () => {
+    const rule = parseApprovalRules(
+      JSON.stringify({
+        quorum: [
+          {
+            id: 'eu-large',
+            group: 'treasury',
+            tool: 'wire_transfer',
+            when: [
+              { field: 'arguments.amount', gte: 250_000 },
+              { field: 'arguments.nested.country', in: ['DE', 'FR'] },
+            ],
+            approvals: 3,
+          },
+        ],
+      }),
+    ).quorum[0]!;
+    expect(quorumReason(rule)).toBe(
+      'Four-eyes rule eu-large: wire_transfer requests with amount at least 250,000 and nested.country is one of DE, FR need 3 distinct treasury approvers.',
+    );
+  });
+
+  it('a step-up rule gives its reason, else says a passkey is needed and names the rule', () => {
+    const rules = parseApprovalRules(
+      JSON.stringify({
+        stepUp: [{ id: 'pk', tool: 'wire_transfer', reason: 'Money leaves the company: confirm with your passkey.' }, { id: 'all' }],
+      }),
+    );
+    expect(stepUpReason(matchingStepUpRule(rules, facts())!)).toBe('Money leaves the company: confirm with your passkey.');
+    expect(stepUpReason(matchingStepUpRule(rules, facts({ tool: 'other' }))!)).toBe('Approving needs your passkey (rule all).');
+  });
+
+  it('an empty or over-long reason is refused with its path', () => {
+    expect(errorOf(JSON.stringify({ quorum: [{ id: 'q', group: 'g', approvals: 2, reason: ' ' }] }))).toContain('quorum.0.reason');
+    expect(errorOf(JSON.stringify({ stepUp: [{ id: 's', reason: 'x'.repeat(501) }] }))).toContain('stepUp.0.reason');
   });
 });
 

@@ -44,7 +44,7 @@ import { faultPoint } from '@countersign/http/fault-point';
 import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, RequestFilter } from '../store/store.js';
 import { encodePageCursor, pageQueryShapeProblem, parsePageQuery } from './page-cursor.js';
-import { headline } from '../inbox/format.js';
+import { headline, reasonShown } from '../inbox/format.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
@@ -107,7 +107,9 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
  * decided). `tool_info` is the resource's `properties` as submitted (title, `upstream`,
  * `upstream_tool`, `annotations` with the four MCP hints) or null; `summary` is the one-line
  * reading of the arguments the inbox and CLI show (`inbox/format.ts` `headline`), plain text with
- * control and bidi characters made visible.
+ * control and bidi characters made visible. `reason` is the reason shown to approvers (the quorum
+ * rule's when one applies, `inbox/format.ts` `reasonShown`), `policy_reason` the policy's as submitted,
+ * `quorum_rule` the id of the quorum rule that applies or null.
  */
 export function approvalItem(r: AccessRequestRecord, approvals: readonly string[]): Record<string, unknown> {
   return {
@@ -118,7 +120,9 @@ export function approvalItem(r: AccessRequestRecord, approvals: readonly string[
     requester: r.body.subject.sub,
     arguments: r.body.context.arguments,
     summary: headline(r.body.context.arguments),
-    reason: r.body.reason,
+    reason: reasonShown(r),
+    policy_reason: r.body.reason,
+    quorum_rule: r.quorumRule,
     justification: r.body.context.justification ?? null,
     approver_group: r.body.approver_group,
     binding_digest: r.body.binding_digest,

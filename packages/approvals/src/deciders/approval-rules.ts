@@ -55,6 +55,11 @@ export const QuorumRuleSchema = z
     when: z.array(ConditionSchema).default([]),
     /** Distinct approvers needed, 2–10. */
     approvals: z.int().min(2).max(10),
+    /**
+     * Why matching requests need this many approvers, in the approver's words (≤ 500 characters),
+     * shown as the request's reason instead of the policy's; absent: {@link quorumReason} words one.
+     */
+    reason: z.string().trim().min(1).max(500).optional(),
   })
   .strict();
 /** A validated quorum rule. */
@@ -132,6 +137,8 @@ export const StepUpRuleSchema = z
     group: z.string().min(1).optional(),
     tool: z.string().min(1).optional(),
     when: z.array(ConditionSchema).default([]),
+    /** Why approving needs a passkey, in the approver's words (≤ 500 characters); absent: a built-in sentence. */
+    reason: z.string().trim().min(1).max(500).optional(),
   })
   .strict();
 /** A validated step-up rule. */
@@ -168,6 +175,7 @@ export const DEFAULT_APPROVAL_RULES: ApprovalRules = ApprovalRulesSchema.parse({
       tool: 'wire_transfer',
       when: [{ field: 'arguments.amount', gt: 100_000 }],
       approvals: 2,
+      reason: 'Four-eyes rule: transfers over $100,000 need two treasury approvers.',
     },
     {
       id: 'two-people-production-migrations',
@@ -178,6 +186,7 @@ export const DEFAULT_APPROVAL_RULES: ApprovalRules = ApprovalRulesSchema.parse({
         { field: 'arguments.impact_scope', eq: 'production' },
       ],
       approvals: 2,
+      reason: 'Four-eyes rule: production database migrations need two change-advisory approvers.',
     },
   ],
 });
@@ -333,21 +342,64 @@ function ruleMatches(rule: { tool?: string | undefined; when: Condition[] }, fac
   return rule.when.every((c) => conditionHolds(c, facts));
 }
 
-/**
- * Distinct approvals a request needs: the largest `approvals` of the matching quorum rules for its
- * group, or 1 with no rule. Fixed at submission (a later file edit does not change open requests).
- */
-export function requiredApprovals(rules: ApprovalRules, facts: RequestFacts): { approvals: number; ruleId: string | null } {
-  let best: { approvals: number; ruleId: string | null } = { approvals: 1, ruleId: null };
-  for (const r of rules.quorum) {
-    if (r.group === facts.group && ruleMatches(r, facts) && r.approvals > best.approvals) best = { approvals: r.approvals, ruleId: r.id };
-  }
-  return best;
+const OPERATOR_WORDS: Record<'eq' | 'in' | 'notIn' | 'gt' | 'gte' | 'lt' | 'lte', string> = {
+  eq: 'is',
+  in: 'is one of',
+  notIn: 'is not one of',
+  gt: 'over',
+  gte: 'at least',
+  lt: 'under',
+  lte: 'at most',
+};
+
+/** One condition in words: `amount over 100,000`, `kind is db_migration`, `pending at least 3,600,000 ms`. */
+function conditionWords(c: Condition): string {
+  const op = (Object.keys(OPERATOR_WORDS) as Array<keyof typeof OPERATOR_WORDS>).find((k) => c[k] !== undefined) ?? 'eq';
+  const word = (v: string | number | boolean) => (typeof v === 'number' ? v.toLocaleString('en-US') : String(v));
+  const value = c[op] as string | number | boolean | Array<string | number | boolean>;
+  const field = c.field.startsWith('arguments.') ? c.field.slice('arguments.'.length) : c.field === 'pendingMs' ? 'pending (ms)' : c.field;
+  return `${field} ${OPERATOR_WORDS[op]} ${Array.isArray(value) ? value.map(word).join(', ') : word(value)}`;
 }
 
-/** Id of the first step-up rule (file order) matching `facts`, or null: no passkey needed. */
-export function stepUpRuleFor(rules: ApprovalRules, facts: RequestFacts): string | null {
-  return (rules.stepUp ?? []).find((r) => (r.group === undefined || r.group === facts.group) && ruleMatches(r, facts))?.id ?? null;
+/**
+ * The reason a request matched by `rule` needs several approvers, for approvers: the rule's own
+ * `reason`, else a built-in four-eyes sentence from its count, group, tool and conditions, e.g.
+ * `Four-eyes rule four-eyes-large-transfers: wire_transfer requests with amount over 100,000 need
+ * 2 distinct treasury approvers.`
+ */
+export function quorumReason(rule: QuorumRule): string {
+  if (rule.reason !== undefined) return rule.reason;
+  const subject = `${rule.tool ?? 'all'} requests`;
+  const conditions = rule.when.length === 0 ? '' : ` with ${rule.when.map(conditionWords).join(' and ')}`;
+  return `Four-eyes rule ${rule.id}: ${subject}${conditions} need ${rule.approvals} distinct ${rule.group} approvers.`;
+}
+
+/** Why approving a request matched by step-up rule `rule` needs a passkey: its `reason`, else a built-in sentence. */
+export function stepUpReason(rule: StepUpRule): string {
+  return rule.reason ?? `Approving needs your passkey (rule ${rule.id}).`;
+}
+
+/**
+ * Distinct approvals a request needs: the largest `approvals` of the matching quorum rules for its
+ * group, or 1 with no rule, with that rule's id and {@link quorumReason} (null with no rule).
+ * Fixed at submission (a later file edit does not change open requests).
+ */
+export function requiredApprovals(
+  rules: ApprovalRules,
+  facts: RequestFacts,
+): { approvals: number; ruleId: string | null; reason: string | null } {
+  let best: QuorumRule | null = null;
+  for (const r of rules.quorum) {
+    if (r.group === facts.group && ruleMatches(r, facts) && r.approvals > (best?.approvals ?? 1)) best = r;
+  }
+  return best === null
+    ? { approvals: 1, ruleId: null, reason: null }
+    : { approvals: best.approvals, ruleId: best.id, reason: quorumReason(best) };
+}
+
+/** The first step-up rule (file order) matching `facts`, or null: no passkey needed. */
+export function matchingStepUpRule(rules: ApprovalRules, facts: RequestFacts): StepUpRule | null {
+  return (rules.stepUp ?? []).find((r) => (r.group === undefined || r.group === facts.group) && ruleMatches(r, facts)) ?? null;
 }
 
 /** The first risk rule (file order) matching `facts`, or null. */

@@ -58,6 +58,15 @@ export function headline(args: Record<string, unknown>, maxChars = 120): string 
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }
 
+/**
+ * The reason an approver is shown for a request: the reason of the quorum rule that applies to it
+ * (`quorumReason`, fixed at submission: a four-eyes request says why it needs two people), else the
+ * policy's `reason` from the submission (the Cedar `@reason`). Plain text, not yet made visible.
+ */
+export function reasonShown(r: { quorumReason: string | null; body: { reason: string } }): string {
+  return r.quorumReason ?? r.body.reason;
+}
+
 /** Human age of a duration in ms: `45s`, `12m`, `3h 5m`, `2d 4h` (negative counts as 0). */
 export function formatAge(ms: number): string {
   const s = Math.max(0, Math.floor(ms / 1000));

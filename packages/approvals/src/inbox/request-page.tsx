@@ -8,7 +8,7 @@
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
-import { argumentRows, formatCountdown, formatTime, headline, hintLabels, toolOrigin, visible } from './format.js';
+import { argumentRows, formatCountdown, formatTime, headline, hintLabels, reasonShown, toolOrigin, visible } from './format.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
 
@@ -103,8 +103,8 @@ export function RequestView(props: RequestViewProps) {
             </dd>
           </div>
           <div>
-            <dt>Policy reason</dt>
-            <dd data-testid="reason">{visible(b.reason)}</dd>
+            <dt>Why approval is needed</dt>
+            <dd data-testid="reason">{visible(reasonShown(r))}</dd>
           </div>
           <div>
             <dt>Justification</dt>
@@ -181,7 +181,7 @@ export function RequestView(props: RequestViewProps) {
           )}
           {r.stepUpRule !== null ? (
             <p class="muted" data-testid="step-up">
-              Approving needs your passkey (rule {r.stepUpRule}).{' '}
+              {visible(r.stepUpReason ?? `Approving needs your passkey (rule ${r.stepUpRule}).`)}{' '}
               {(props.passkeyCount ?? 0) === 0 ? <a href="/approver/passkeys">Register one first.</a> : ''}
             </p>
           ) : (

@@ -23,7 +23,7 @@ import { csrf } from 'hono/csrf';
 import type { Logger } from 'pino';
 import { personDecider } from '../deciders/decider.js';
 import { readFormFields, repeatedFieldMessage } from '../inbox/form-fields.js';
-import { formatTime, headline, visible } from '../inbox/format.js';
+import { formatTime, headline, reasonShown, visible } from '../inbox/format.js';
 import { Head, StatusPill } from '../inbox/layout.js';
 import { REFUSAL_TEXT } from '../inbox/request-page.js';
 import type { InboxSession, SessionManager } from '../inbox/session.js';
@@ -98,7 +98,7 @@ function Facts(props: { record: AccessRequestRecord }) {
       </div>
       <div>
         <dt>Why approval is needed</dt>
-        <dd data-testid="reason">{visible(r.body.reason)}</dd>
+        <dd data-testid="reason">{visible(reasonShown(r))}</dd>
       </div>
       <div>
         <dt>Status</dt>

@@ -14,7 +14,7 @@
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Approver } from '../api/http-auth.js';
-import { visible } from '../inbox/format.js';
+import { reasonShown, visible } from '../inbox/format.js';
 import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 import type { EmailLinkSigner } from './email-links.js';
 import type { ApprovalNotification, ApprovalNotifier } from './notifier.js';
@@ -61,7 +61,7 @@ export function emailMessage(
   const text = [
     `${visible(b.subject.sub)} asks to run ${visible(b.resource.id)}, which needs approval from ${visible(b.approver_group)}.`,
     '',
-    `Why: ${visible(b.reason)}`,
+    `Why: ${visible(reasonShown(record))}`,
     `Approvals needed: ${record.requiredApprovals}`,
     `Decide by: ${new Date(record.expiresAtMs).toISOString()}`,
     '',

@@ -31,7 +31,7 @@ import { problem } from '@countersign/http/problem';
 import { REFUSAL_DETAIL } from '../api/arap-routes.js';
 import type { Approver } from '../api/http-auth.js';
 import { personDecider } from '../deciders/decider.js';
-import { headline, visible } from '../inbox/format.js';
+import { headline, reasonShown, visible } from '../inbox/format.js';
 import type { DecideOutcome, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, ApprovalVote } from '../store/store.js';
 import type { ApprovalNotification, ApprovalNotifier } from './notifier.js';
@@ -105,14 +105,15 @@ const STATUS_WORD: Record<string, string> = {
   failed: 'Failed',
 };
 
-/** The facts every message shows: tool, requester, the arguments' one-line headline, the policy's reason. */
+/** The facts every message shows: tool, requester, the arguments' one-line headline, the reason shown (`reasonShown`). */
 function factsText(record: AccessRequestRecord): string {
   const b = record.body;
   const lines = [
     `*${slackText(b.resource.id)}* requested by *${slackText(b.subject.sub)}* (group ${slackText(b.approver_group)})`,
     slackText(headline(b.context.arguments)),
   ];
-  if (b.reason !== '') lines.push(`_${slackText(b.reason)}_`);
+  const reason = reasonShown(record);
+  if (reason !== '') lines.push(`_${slackText(reason)}_`);
   return lines.join('\n');
 }
 

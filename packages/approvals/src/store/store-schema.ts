@@ -6,7 +6,9 @@
  * escalation marks of a request, `approval_votes.cast_by` and `audit_events.on_behalf_of`
  * (a delegate's vote for a delegator), `access_requests.step_up_rule`, `approval_votes.step_up_json`
  * and `webauthn_credentials` (passkey step-up), the `delegations` table, and the audit events `reminded`
- * and `escalated` (the audit table is rebuilt for its CHECK list). Older files are migrated in
+ * and `escalated` (the audit table is rebuilt for its CHECK list). Version 4 added
+ * `access_requests.quorum_reason` and `step_up_reason` (the reasons of the rules that apply, shown to
+ * approvers). Older files are migrated in
  * one transaction, keeping every row; each step is idempotent. `callback_outbox` (status-change
  * callbacks to deliver, `../api/callbacks.ts`) is created on open in any version's file.
  * Deliberately does not: downgrade.
@@ -54,7 +56,9 @@ CREATE TABLE IF NOT EXISTS access_requests (
   escalated_at_ms     INTEGER,
   escalation_group    TEXT,
   escalation_approver TEXT,
-  step_up_rule        TEXT
+  step_up_rule        TEXT,
+  quorum_reason       TEXT,
+  step_up_reason      TEXT
 );
 CREATE INDEX IF NOT EXISTS access_requests_pending ON access_requests (status, expires_at_ms);
 CREATE INDEX IF NOT EXISTS access_requests_group ON access_requests (approver_group, status);
@@ -133,7 +137,7 @@ CREATE TABLE IF NOT EXISTS ${name} (
 );`;
 
 /** Schema version this module writes (`PRAGMA user_version`). */
-export const STORE_SCHEMA_VERSION = 3;
+export const STORE_SCHEMA_VERSION = 4;
 
 /**
  * The lower-cased names of a request's requester: `subject.sub` and every `act` actor's `sub`
@@ -171,6 +175,8 @@ function migrate(db: Database.Database): void {
       ['escalation_group', 'TEXT'],
       ['escalation_approver', 'TEXT'],
       ['step_up_rule', 'TEXT'],
+      ['quorum_reason', 'TEXT'],
+      ['step_up_reason', 'TEXT'],
     ]);
     addMissing('approval_votes', [
       ['cast_by', 'TEXT'],

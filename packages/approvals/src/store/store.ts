@@ -13,7 +13,7 @@
  * approved, denied, expired, cancelled, notified, reminded, escalated — who, for whom, through which
  * channel, which rule, when, comment).
  * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
- * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 3).
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 4).
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
  * that completes a quorum is the one that approves.
@@ -59,6 +59,12 @@ export interface AccessRequestRecord {
   requiredApprovals: number;
   /** Id of the quorum rule that set `requiredApprovals`, or null. */
   quorumRule: string | null;
+  /**
+   * Why that quorum rule applies, in the approver's words (its `reason` or the built-in four-eyes
+   * sentence, `quorumReason` in `../deciders/approval-rules.ts`), fixed at submission; null without
+   * a quorum rule, and for requests stored before schema version 4 (absent on inserts: null).
+   */
+  quorumReason: string | null;
   /** When the group was reminded (ms since epoch), or null: never. */
   remindedAtMs: number | null;
   /** When the request was escalated (ms since epoch), or null: never. */
@@ -67,6 +73,8 @@ export interface AccessRequestRecord {
   escalation: { group: string | null; approver: string | null } | null;
   /** Id of the step-up rule that makes approving need a passkey, or null (absent on inserts: null). */
   stepUpRule: string | null;
+  /** Why approving needs a passkey (`stepUpReason` in `../deciders/approval-rules.ts`), fixed at submission, or null (absent on inserts: null). */
+  stepUpReason: string | null;
 }
 
 /**
@@ -251,8 +259,17 @@ export interface ApprovalStore {
   insert(
     record: Omit<
       AccessRequestRecord,
-      'status' | 'resolvedAtMs' | 'resolvedBy' | 'approval' | 'remindedAtMs' | 'escalatedAtMs' | 'escalation' | 'stepUpRule'
-    > & { stepUpRule?: string | null },
+      | 'status'
+      | 'resolvedAtMs'
+      | 'resolvedBy'
+      | 'approval'
+      | 'remindedAtMs'
+      | 'escalatedAtMs'
+      | 'escalation'
+      | 'stepUpRule'
+      | 'quorumReason'
+      | 'stepUpReason'
+    > & { stepUpRule?: string | null; quorumReason?: string | null; stepUpReason?: string | null },
     actor: string,
   ): AccessRequestRecord;
   /**
@@ -405,6 +422,8 @@ interface RequestRow {
   escalation_group: string | null;
   escalation_approver: string | null;
   step_up_rule: string | null;
+  quorum_reason: string | null;
+  step_up_reason: string | null;
 }
 
 interface OutboxRowRaw {
@@ -470,6 +489,8 @@ function fromRow(row: RequestRow): AccessRequestRecord {
     escalatedAtMs: row.escalated_at_ms,
     escalation: row.escalated_at_ms === null ? null : { group: row.escalation_group, approver: row.escalation_approver },
     stepUpRule: row.step_up_rule,
+    quorumReason: row.quorum_reason,
+    stepUpReason: row.step_up_reason,
   };
 }
 
@@ -530,8 +551,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   createSchema(db);
 
   const insertRequest = db.prepare(
-    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule)
-     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms, @required_approvals, @quorum_rule, @step_up_rule)`,
+    `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule, quorum_reason, step_up_reason)
+     VALUES (@id, @idempotency_key, @body_hash, @body_json, @tool, @requester_sub, @approver_group, 'pending', @created_at_ms, @expires_at_ms, @required_approvals, @quorum_rule, @step_up_rule, @quorum_reason, @step_up_reason)`,
   );
   const insertAudit = db.prepare(
     'INSERT INTO audit_events (request_id, event, actor, comment, at_ms, via, rule, on_behalf_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -736,6 +757,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       required_approvals: record.requiredApprovals,
       quorum_rule: record.quorumRule,
       step_up_rule: record.stepUpRule ?? null,
+      quorum_reason: record.quorumReason ?? null,
+      step_up_reason: record.stepUpReason ?? null,
     });
     insertAudit.run(record.id, 'submitted', actor, null, record.createdAtMs, 'client', record.quorumRule, null);
     for (const name of requesterNames(JSON.stringify(record.body))) insertPrincipal.run(name, record.id);

@@ -13,7 +13,15 @@
  * (`arap-callbacks.ts` does, with `verifyCallback`), or cache status.
  */
 import type { z } from 'zod';
-import { ProblemSchema, StatusBodySchema, TaskHandleSchema, type AccessRequestBodyInput, type WireToolProperties } from '@countersign/arap';
+import {
+  ProblemSchema,
+  StatusBodySchema,
+  TaskHandleSchema,
+  redactArguments,
+  type AccessRequestBodyInput,
+  type WireToolProperties,
+} from '@countersign/arap';
+import { jcsSha256 } from '@countersign/receipts';
 import { parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
 import { BackendError, type ApprovalBackend, type BackendHandle, type BackendStatus, type SubmissionBody } from './approval-backend.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
@@ -109,16 +117,27 @@ export function toWireToolProperties(info: ToolPresentation): WireToolProperties
   };
 }
 
-/** Map a port submission to the ARAP access-request wire body (`toolInfo` → `resource.properties`). */
+/**
+ * Map a port submission to the ARAP access-request wire body (`toolInfo` → `resource.properties`).
+ * The arguments at `toolInfo.sensitive` leave masked: `sha256:<hex>` of their JCS form in
+ * `context.arguments`, named in `context.redacted` (`packages/arap/src/redaction.ts`); the raw
+ * values stay in the workflow, which executes with them. Throws `Error` past 64 top-level
+ * sensitive arguments (nothing is sent).
+ */
 export function toWireSubmission(body: SubmissionBody): Record<string, unknown> {
   const subject: AccessRequestBodyInput['subject'] = { iss: body.requester.iss, sub: body.requester.sub };
   if (body.requester.act !== undefined) subject.act = body.requester.act;
+  const shown = redactArguments(body.arguments, body.toolInfo?.sensitive ?? [], jcsSha256);
   // typed by the schema the approval service validates it with (`@countersign/arap`)
   const wire: AccessRequestBodyInput = {
     subject,
     action: { name: 'tools/call' },
     resource: { type: 'tool', id: body.tool, ...(body.toolInfo !== undefined ? { properties: toWireToolProperties(body.toolInfo) } : {}) },
-    context: { arguments: body.arguments, ...(body.justification !== undefined ? { justification: body.justification } : {}) },
+    context: {
+      arguments: shown.arguments,
+      ...(body.justification !== undefined ? { justification: body.justification } : {}),
+      ...(shown.redacted.length > 0 ? { redacted: shown.redacted } : {}),
+    },
     approver_group: body.approverGroup,
     reason: body.reason,
     expires_at: body.expiresAt,

@@ -19,6 +19,8 @@
  *   (relative to `${configDir}`) whose default export implements the tool port (`src/tools/tool.ts`)
  *   or is a factory `({dataDir}) => Tool` (sync or async); loaded by `tool-modules.ts`, gated and
  *   approved exactly like the native tools, no change to `src/` needed.
+ * - `sensitive` (optional, per upstream): upstream tool name → JSON Pointers of the arguments
+ *   masked for display in its approval requests (`{"send_payment": ["/card_number"]}`).
  * - `command`, `args`, `cwd` and `createDirs` may use `${dataDir}` (the data folder) and
  *   `${configDir}` (this file's folder); `cwd` defaults to `${configDir}`; relative `cwd` and
  *   `createDirs` are relative to `${configDir}`.
@@ -28,6 +30,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { JsonPointerSchema, MAX_REDACTED } from '@countersign/arap';
 import { NAMESPACE_PATTERN } from './tool-names.js';
 
 const EnvRef = z.strictObject({
@@ -45,6 +48,12 @@ const Namespace = z
   );
 
 const ToolSelection = z.union([z.literal('all'), z.array(z.string().min(1)).min(1)]).default('all');
+
+/**
+ * Per upstream tool (its name at the upstream), the JSON Pointers of arguments masked for display
+ * in approval requests (docs/GATEWAY.md §Sensitive arguments), e.g. `{"send_payment": ["/card_number"]}`.
+ */
+const SensitiveByTool = z.record(z.string().min(1), z.array(JsonPointerSchema).min(1).max(MAX_REDACTED)).optional();
 
 /** Per-upstream timeouts, ms. */
 const Timeouts = {
@@ -64,6 +73,7 @@ const StdioUpstream = z.strictObject({
   /** Folders to create (mode 0700, with parents) before the process starts, e.g. the folder a filesystem server serves. */
   createDirs: z.array(z.string().min(1)).default([]),
   tools: ToolSelection,
+  sensitive: SensitiveByTool,
   ...Timeouts,
 });
 
@@ -74,6 +84,7 @@ const HttpUpstream = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
   headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name'), EnvRef).default({}),
   tools: ToolSelection,
+  sensitive: SensitiveByTool,
   ...Timeouts,
 });
 
@@ -103,6 +114,8 @@ export interface StdioUpstreamConfig {
   /** Absolute paths, created before the process starts. */
   createDirs: string[];
   tools: 'all' | string[];
+  /** Upstream tool name → JSON Pointers of its sensitive arguments (`sensitive` in the file). */
+  sensitive?: Record<string, string[]>;
   connectTimeoutMs: number;
   callTimeoutMs: number;
 }
@@ -115,6 +128,8 @@ export interface HttpUpstreamConfig {
   /** Resolved values: secrets. Never log. */
   headers: Record<string, string>;
   tools: 'all' | string[];
+  /** Upstream tool name → JSON Pointers of its sensitive arguments (`sensitive` in the file). */
+  sensitive?: Record<string, string[]>;
   connectTimeoutMs: number;
   callTimeoutMs: number;
 }
@@ -192,7 +207,13 @@ export function parseGatewayConfig(
       }),
     );
   const upstreams = parsed.data.upstreams.map((u, i): UpstreamConfig => {
-    const common = { name: u.name, tools: u.tools, connectTimeoutMs: u.connectTimeoutMs, callTimeoutMs: u.callTimeoutMs };
+    const common = {
+      name: u.name,
+      tools: u.tools,
+      ...(u.sensitive === undefined ? {} : { sensitive: u.sensitive }),
+      connectTimeoutMs: u.connectTimeoutMs,
+      callTimeoutMs: u.callTimeoutMs,
+    };
     if (u.transport === 'stdio') {
       return {
         ...common,

@@ -85,6 +85,8 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
   const upstream = connection.config.name;
   const { name: upstreamName, execution: _execution, ...rest } = descriptor as UpstreamToolDescriptor & { execution?: unknown };
   const jsonDescriptor = structuredClone(rest) as JsonToolDescriptor;
+  const byTool = connection.config.sensitive ?? {};
+  const sensitive = Object.hasOwn(byTool, upstreamName) ? byTool[upstreamName] : undefined;
   return {
     name,
     ...(descriptor.title === undefined ? {} : { title: descriptor.title }),
@@ -92,6 +94,7 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
     inputSchema: zodFromJsonSchema(descriptor.inputSchema as Record<string, unknown>),
     jsonDescriptor,
     policyAttributes: { ...upstreamToolAttributes(upstream, descriptor) },
+    ...(sensitive === undefined ? {} : { sensitiveArguments: [...sensitive] }),
     version: `upstream:${jcsSha256({ upstream, descriptor })}`,
     async execute(args, ctx) {
       try {

@@ -23,7 +23,7 @@ import { randomUUID } from 'node:crypto';
 import { acceptedContent, inputRequired, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { AccessRequestHint, Decision } from '../policy/pdp.js';
 import { ToolAnswerDiscardedError, ToolNotExecutedError, ToolOutcomeUnknownError, type Tool } from '../tools/tool.js';
-import { toolPresentation } from '../tools/tool-presentation.js';
+import { toolPresentation, withSensitive } from '../tools/tool-presentation.js';
 import { META } from '../../workflows/types.js';
 import { JUSTIFICATION_INPUT_KEY } from '../../workflows/wire.js';
 import { refusedInput } from '../../workflows/justification.js';
@@ -275,7 +275,12 @@ export async function openTask(
 ): Promise<CreateTaskResult | CallToolResult> {
   const tookKey = await g.ownership.own();
   try {
-    const { taskId, snapshot } = await deps.tasks.createOrJoin(g.binding(), request, submissionInput, options);
+    // the policy's @sensitive fields are masked with the tool's own (docs/APPROVERS.md §Hidden values)
+    const toolInfo = withSensitive(options.toolInfo, request.sensitive);
+    const { taskId, snapshot } = await deps.tasks.createOrJoin(g.binding(), request, submissionInput, {
+      ...options,
+      ...(toolInfo !== undefined ? { toolInfo } : {}),
+    });
     await g.ownership.own(taskId);
     g.log().info(
       { decision: 'deny', requestable: true, status: snapshot.status, tasks: g.call.clientSupportsTasks },

@@ -14,10 +14,12 @@
  * | `@submission_input("justification")` | requestable forbid | the caller must give a justification before submission (MRTR `input_required`) |
  * | `@retry_after("PT30S")` | with `@on_deny("retry")` (required) | wait before re-evaluating |
  * | `@approval_mode("in-band"\|"out-of-band")` | requestable forbid | `in-band`: the requester's own confirmation over MRTR lifts the denial (docs/CHANGE-GATE.md §In-band confirmation); `@approver_group` and `@request_ttl` are then optional and `@submission_input` does not apply. Default `out-of-band` |
+ * | `@sensitive("/card_number,/auth/token")` | requestable forbid | comma-separated JSON Pointers of arguments masked for display in the request it opens (docs/APPROVERS.md §Hidden values) |
  *
  * Other annotations are kept but ignored. This module only validates and reads annotations; it
  * deliberately does not evaluate policies (see `cedar-pdp.ts`).
  */
+import { JsonPointerSchema } from '@countersign/arap';
 import { parseIsoDurationMs } from './iso-duration.js';
 
 /** How long an in-band confirmation may take when the policy names no `@request_ttl`: 15 minutes. */
@@ -35,7 +37,15 @@ export interface PolicyMeta {
   /** `@reason`, when present. */
   reason?: string;
   /** Present on `@requestable("true")` forbids. */
-  requestable?: { approverGroup: string; requestTtlMs: number; reason: string; requiresJustification?: boolean; approvalMode?: 'in-band' };
+  requestable?: {
+    approverGroup: string;
+    requestTtlMs: number;
+    reason: string;
+    requiresJustification?: boolean;
+    approvalMode?: 'in-band';
+    /** `@sensitive`: JSON Pointers of arguments masked for display. */
+    sensitive?: string[];
+  };
   /** `@on_deny`; absent means `none`. */
   onDeny?: { nextAction: 'none' } | { nextAction: 'retry'; retryAfterMs: number };
 }
@@ -51,7 +61,16 @@ export function readPolicyMeta(
 ): PolicyMeta {
   const meta: PolicyMeta = { ...base };
   const a = annotations;
-  const forbidOnly = ['requestable', 'approver_group', 'request_ttl', 'on_deny', 'retry_after', 'submission_input', 'approval_mode'];
+  const forbidOnly = [
+    'requestable',
+    'approver_group',
+    'request_ttl',
+    'on_deny',
+    'retry_after',
+    'submission_input',
+    'approval_mode',
+    'sensitive',
+  ];
   if (base.effect === 'permit') {
     const misplaced = forbidOnly.filter((k) => k in a);
     if (misplaced.length > 0) {
@@ -71,8 +90,10 @@ export function readPolicyMeta(
   }
   if (requestable === 'true' && a.approval_mode === 'in-band') {
     if (a.reason === undefined) throw new Error('a requestable forbid needs @reason');
-    if (a.on_deny !== undefined || a.retry_after !== undefined || a.submission_input !== undefined) {
-      throw new Error('@on_deny / @retry_after / @submission_input do not apply to an in-band forbid (the requester confirms)');
+    if (a.on_deny !== undefined || a.retry_after !== undefined || a.submission_input !== undefined || a.sensitive !== undefined) {
+      throw new Error(
+        '@on_deny / @retry_after / @submission_input / @sensitive do not apply to an in-band forbid (the requester confirms)',
+      );
     }
     const requestTtlMs = a.request_ttl === undefined ? IN_BAND_DEFAULT_TTL_MS : parseIsoDurationMs(a.request_ttl);
     if (requestTtlMs === null) throw new Error(`@request_ttl must be an ISO 8601 duration like "PT15M", got "${a.request_ttl}"`);
@@ -99,9 +120,10 @@ export function readPolicyMeta(
       requestTtlMs,
       reason: a.reason ?? '',
       ...(a.submission_input === 'justification' ? { requiresJustification: true } : {}),
+      ...(a.sensitive !== undefined ? { sensitive: sensitiveList(a.sensitive) } : {}),
     };
   } else {
-    for (const k of ['approver_group', 'request_ttl', 'submission_input', 'approval_mode']) {
+    for (const k of ['approver_group', 'request_ttl', 'submission_input', 'approval_mode', 'sensitive']) {
       if (a[k] !== undefined) throw new Error(`@${k} needs @requestable("true")`);
     }
   }
@@ -122,4 +144,16 @@ export function readPolicyMeta(
     throw new Error('@retry_after needs @on_deny("retry")');
   }
   return meta;
+}
+
+/** `@sensitive`'s value: comma-separated JSON Pointers (spaces around them allowed). Throws `Error` naming a bad entry. */
+function sensitiveList(value: string): string[] {
+  const list = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (list.length === 0) throw new Error('@sensitive must list JSON Pointers such as "/card_number"');
+  const bad = list.find((p) => !JsonPointerSchema.safeParse(p).success);
+  if (bad !== undefined) throw new Error(`@sensitive: ${JSON.stringify(bad.slice(0, 80))} is not a JSON Pointer such as "/card_number"`);
+  return [...new Set(list)].sort();
 }

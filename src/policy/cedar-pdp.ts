@@ -31,7 +31,8 @@
  * 5. Cedar Deny where every determining forbid is requestable → `deny` with `accessRequest` from
  *    the first of them in policy order (file-name order, then position in the file) that is not
  *    `@approval_mode("in-band")` — in band only when all of them are —,
- *    `nextAction: 'request'`, reasons = their `@reason`s.
+ *    `nextAction: 'request'`, reasons = their `@reason`s; `accessRequest.sensitive` joins the
+ *    `@sensitive` pointers of all of them.
  * `policyIds` on a deny are all determining policies. Reasons are operator-authored annotation
  * text, or the fixed `policy evaluation error`; never user input or Cedar messages.
  *
@@ -241,9 +242,12 @@ function denyFromForbids(set: LoadedSet, determining: string[]): Decision | null
   // out-of-band forbid; otherwise the first out-of-band one picks the approver group.
   const first = metas.find((m) => m.requestable?.approvalMode !== 'in-band') ?? metas[0];
   if (!first?.requestable) return null;
+  // every determining forbid's @sensitive fields are masked, not only the first's
+  const { sensitive: _own, ...hint } = first.requestable;
+  const sensitive = [...new Set(metas.flatMap((m) => m.requestable?.sensitive ?? []))].sort();
   return {
     decision: 'deny',
-    accessRequest: { ...first.requestable, policyId: first.id },
+    accessRequest: { ...hint, policyId: first.id, ...(sensitive.length > 0 ? { sensitive } : {}) },
     nextAction: 'request',
     reasons: uniq(metas.map((m) => m.requestable?.reason ?? '')),
     policyIds,

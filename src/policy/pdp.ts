@@ -59,6 +59,11 @@ export interface AccessRequestHint {
    * Set only when every determining forbid is `@approval_mode("in-band")`. Absent: out of band.
    */
   approvalMode?: 'in-band';
+  /**
+   * JSON Pointers of arguments masked for display in the request (docs/APPROVERS.md §Hidden
+   * values), from the `@sensitive` of the determining forbids, sorted. Absent: none.
+   */
+  sensitive?: string[];
 }
 
 /**

@@ -9,6 +9,8 @@
  * not what is approved; the descriptor digest in the binding already covers drift), or decide
  * anything. Annotations are hints written by the tool's author (MCP specification, ToolAnnotations).
  */
+import { z } from 'zod';
+import { JsonPointerSchema, SENSITIVE_META_KEY, pointerOf } from '@countersign/arap';
 import type { Tool } from './tool.js';
 
 /**
@@ -32,6 +34,13 @@ export interface ToolPresentation {
   upstreamTool?: string;
   /** Annotation hints; absent for a tool that declares none and is not an upstream tool. */
   hints?: ToolHints;
+  /**
+   * JSON Pointers (RFC 6901) of the arguments masked for display (`packages/arap/src/redaction.ts`),
+   * sorted: from {@link sensitivePointers}, plus the policy's `@sensitive` (added by
+   * the MCP front). Never sent as such: the submission masks these fields and names them in
+   * `context.redacted`.
+   */
+  sensitive?: string[];
 }
 
 const HINT_DEFAULTS: ToolHints = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
@@ -45,7 +54,9 @@ function text(v: unknown): string | undefined {
  * (`src/gateway/upstream-tool.ts`), hints from those attributes or its JSON descriptor's
  * annotations (MCP defaults applied). `undefined` when there is nothing to show beyond the name.
  */
-export function toolPresentation(tool: Pick<Tool, 'title' | 'jsonDescriptor' | 'policyAttributes'>): ToolPresentation | undefined {
+export function toolPresentation(
+  tool: Pick<Tool, 'title' | 'jsonDescriptor' | 'policyAttributes'> & Partial<Pick<Tool, 'inputSchema' | 'sensitiveArguments'>>,
+): ToolPresentation | undefined {
   const attrs = tool.policyAttributes ?? {};
   const annotations = tool.jsonDescriptor?.annotations;
   const out: ToolPresentation = {};
@@ -67,5 +78,58 @@ export function toolPresentation(tool: Pick<Tool, 'title' | 'jsonDescriptor' | '
       openWorldHint: pick('openWorldHint'),
     };
   }
+  const sensitive = sensitivePointers(tool);
+  if (sensitive.length > 0) out.sensitive = sensitive;
   return Object.keys(out).length === 0 ? undefined : out;
+}
+
+// `writeOnly: true` under `properties`, at any depth of nested objects (not under `items`: mark the array itself).
+function writeOnlyPointers(schema: unknown, at: string[], out: string[]): void {
+  if (typeof schema !== 'object' || schema === null) return;
+  const s = schema as Record<string, unknown>;
+  if (at.length > 0 && s['writeOnly'] === true) {
+    out.push(pointerOf(at));
+    return;
+  }
+  const props = s['properties'];
+  if (typeof props !== 'object' || props === null || at.length >= 16) return;
+  for (const [k, v] of Object.entries(props)) writeOnlyPointers(v, [...at, k], out);
+}
+
+/**
+ * The arguments of `tool` its author or operator marks sensitive, as sorted unique JSON Pointers:
+ * properties with JSON Schema `writeOnly: true` in its input schema (a native tool's zod schema
+ * says it with `.meta({ writeOnly: true })`), the pointers listed in its descriptor's
+ * `_meta["io.countersign/sensitive"]`, and `Tool.sensitiveArguments` (the gateway's per-tool
+ * `sensitive`, docs/GATEWAY.md). Entries that are not JSON Pointers are ignored.
+ */
+export function sensitivePointers(
+  tool: Pick<Tool, 'jsonDescriptor'> & Partial<Pick<Tool, 'inputSchema' | 'sensitiveArguments'>>,
+): string[] {
+  const out: string[] = [];
+  const zod = tool.inputSchema;
+  const schema = tool.jsonDescriptor?.inputSchema ?? (zod === undefined ? undefined : z.toJSONSchema(zod, { io: 'input' }));
+  writeOnlyPointers(schema, [], out);
+  const meta = tool.jsonDescriptor?._meta?.[SENSITIVE_META_KEY];
+  if (Array.isArray(meta)) out.push(...meta.filter((p): p is string => typeof p === 'string'));
+  out.push(...(tool.sensitiveArguments ?? []));
+  return mergePointers(out);
+}
+
+/**
+ * `lists` joined: JSON Pointers only, sorted, unique. Not cut to the wire's bound: past 64 fields
+ * the submission masks whole top-level arguments instead (`redactArguments`), never fewer.
+ */
+export function mergePointers(...lists: ReadonlyArray<readonly string[] | undefined>): string[] {
+  const all = lists.flatMap((l) => l ?? []).filter((p) => JsonPointerSchema.safeParse(p).success);
+  return [...new Set(all)].sort();
+}
+
+/**
+ * `info` with `pointers` (the policy's `@sensitive`, `AccessRequestHint.sensitive`) added to its
+ * sensitive fields; `info` itself when there are none to add.
+ */
+export function withSensitive(info: ToolPresentation | undefined, pointers: readonly string[] | undefined): ToolPresentation | undefined {
+  if (pointers === undefined || pointers.length === 0) return info;
+  return { ...info, sensitive: mergePointers(info?.sensitive, pointers) };
 }

@@ -202,6 +202,12 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
    */
   policyAttributes?: Record<string, unknown>;
   /**
+   * JSON Pointers (RFC 6901) of arguments the operator marks sensitive (the gateway's per-tool
+   * `sensitive`, docs/GATEWAY.md): masked for display, besides `writeOnly` properties and the
+   * descriptor's `_meta["io.countersign/sensitive"]` (`tool-presentation.ts`). Absent: none.
+   */
+  sensitiveArguments?: string[];
+  /**
    * Version string; bump when the implementation changes materially (drift detection). Upstream
    * tools use a digest of the whole upstream descriptor, so any change to it is drift.
    */

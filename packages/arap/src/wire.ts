@@ -15,6 +15,7 @@
  * service's), or talk HTTP.
  */
 import { z } from 'zod';
+import { JsonPointerSchema, MAX_REDACTED, REDACTED_VALUE, valueAt } from './redaction.js';
 
 /** Statuses of an access request (ARAP task status; `partial` is bulk-only and not used). */
 export const REQUEST_STATUSES = ['pending', 'approved', 'denied', 'expired', 'cancelled', 'failed'] as const;
@@ -52,14 +53,29 @@ export type WireToolProperties = z.infer<typeof WireToolPropertiesSchema>;
 /**
  * Body of `POST /access/v1/requests` (ARAP Access Request). `expires_at` is ISO 8601 with an
  * offset (`Z` or `±hh:mm`); `generation` ≥ 1; `callback_url` absolute http(s); `resource.properties`
- * optional ({@link WireToolPropertiesSchema}). Unknown keys are stripped, so they neither matter
+ * optional ({@link WireToolPropertiesSchema}); `context.redacted` lists the masked arguments
+ * (`redaction.ts`). Unknown keys are stripped, so they neither matter
  * for idempotency nor get stored.
  */
 export const AccessRequestBodySchema = z.object({
   subject: WireSubjectSchema,
   action: z.object({ name: z.literal('tools/call') }),
   resource: z.object({ type: z.literal('tool'), id: z.string().min(1).max(256), properties: WireToolPropertiesSchema.optional() }),
-  context: z.object({ arguments: z.record(z.string(), z.unknown()), justification: z.string().max(1000).optional() }),
+  context: z
+    .object({
+      arguments: z.record(z.string(), z.unknown()),
+      justification: z.string().max(1000).optional(),
+      /** Fields masked for display (`redaction.ts`): each names a `sha256:<hex>` string in `arguments`. */
+      redacted: z.array(JsonPointerSchema).max(MAX_REDACTED).optional(),
+    })
+    .refine(
+      (c) =>
+        (c.redacted ?? []).every((p) => JsonPointerSchema.safeParse(p).success && REDACTED_VALUE.test(String(valueAt(c.arguments, p)))),
+      {
+        message: 'every redacted pointer must name a sha256:<hex> value in arguments',
+        path: ['redacted'],
+      },
+    ),
   approver_group: z.string().min(1).max(256),
   reason: z.string().max(2000),
   expires_at: z.iso.datetime({ offset: true }),

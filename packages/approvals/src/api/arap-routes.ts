@@ -104,7 +104,7 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
 
 /**
  * JSON view of a pending or decided request for deciders (arguments included: they are what is
- * decided; a sensitive one only as its `sha256:<hex>` digest, its JSON Pointer in `redacted`,
+ * decided; a sensitive one only as its `sha256:<hex>` digest, its JSON Pointer in `redacted`, present only then,
  * `packages/arap/src/redaction.ts`). `tool_info` is the resource's `properties` as submitted (title, `upstream`,
  * `upstream_tool`, `annotations` with the four MCP hints) or null; `summary` is the one-line
  * reading of the arguments the inbox and CLI show (`inbox/format.ts` `headline`), plain text with
@@ -120,7 +120,7 @@ export function approvalItem(r: AccessRequestRecord, approvals: readonly string[
     tool_info: r.body.resource.properties ?? null,
     requester: r.body.subject.sub,
     arguments: r.body.context.arguments,
-    redacted: r.body.context.redacted ?? [],
+    ...(r.body.context.redacted !== undefined ? { redacted: r.body.context.redacted } : {}),
     summary: headline(r.body.context.arguments),
     reason: reasonShown(r),
     policy_reason: r.body.reason,

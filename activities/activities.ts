@@ -19,6 +19,7 @@ import { ApplicationFailureCategory } from '@temporalio/common';
 import { BackendError, type ApprovalBackend } from '../src/backends/approval-backend.js';
 import { verifyCallBinding, type CallBinding } from '../src/binding/call-binding.js';
 import type { PolicyDecisionPoint } from '../src/policy/pdp.js';
+import { taskIdFor } from '../workflows/task-id.js';
 import {
   ToolAnswerDiscardedError,
   ToolNotExecutedError,
@@ -109,6 +110,12 @@ function workflowIdOfActivity(): string {
   return Context.current().info.workflowExecution?.workflowId ?? 'unknown';
 }
 
+/** The MCP task id of the approval run this activity belongs to (`workflows/task-id.ts`); undefined outside a workflow. */
+function taskIdOfActivity(): string | undefined {
+  const run = Context.current().info.workflowExecution;
+  return run === undefined ? undefined : taskIdFor(run.workflowId, run.runId);
+}
+
 /** Build the activities over real or fake dependencies. */
 export function createActivities(deps: ActivityDeps): Required<ApprovalActivities> {
   const log = deps.logger;
@@ -116,7 +123,9 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
     async submitApprovalRequest({ body, idempotencyKey }) {
       try {
         faultPoint('worker.submit.before');
-        const handle = await deps.backend.submit(body, idempotencyKey);
+        // the task id names the request in the front's follower reports (docs/DESIGN.md §Who is waiting)
+        const taskRef = taskIdOfActivity();
+        const handle = await deps.backend.submit(taskRef === undefined ? body : { ...body, taskRef }, idempotencyKey);
         faultPoint('worker.submit.after'); // the backend has it; the reply is about to be lost
         log?.info({ generation: body.generation, workflowId: workflowIdOfActivity() }, 'approval request submitted');
         return handle;

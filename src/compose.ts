@@ -32,6 +32,7 @@ import { configFileEnv, type Config } from './config.js';
 import type { Gateway } from './gateway/gateway.js';
 import { startConfiguredGateway, toolEntityOf } from './gateway/wiring.js';
 import { createMcpFront, type McpFront, type McpFrontParts } from './mcp-front.js';
+import { arapReportSender, createFollowerReporter } from './mcp/follower-reports.js';
 import type { TaskService } from './mcp/task-service.js';
 import type { TaskSubscriptions } from './mcp/task-subscriptions.js';
 import type { AppMetrics } from './ops/metrics.js';
@@ -466,9 +467,18 @@ export async function compose(
           ...(o.submissionLimits === false ? { submissionLimits: false as const } : {}),
           ...(o.subscriptions !== undefined ? { subscriptions: o.subscriptions } : {}),
         };
+    const followers =
+      o.server || config.COUNTERSIGN_FOLLOWER_REPORT_MS === 0
+        ? undefined
+        : createFollowerReporter({
+            send: arapReportSender({ baseUrl: urls().approvalsUrl, clientToken: () => secret('approvalsClientToken') }),
+            intervalMs: config.COUNTERSIGN_FOLLOWER_REPORT_MS,
+            logger: logger.child({ part: 'follower-reports' }),
+          });
     const front = createMcpFront(config, {
       temporal,
       serve,
+      ...(followers ? { followers } : {}),
       secrets: { dedupKey: secret('dedupKey'), callbackSecret: secret('callbackSecret') },
       auth: o.auth ?? { oauth: oauthOf(config, urls().issuerUrl, resourceUrl) },
       resourceUrl,

@@ -216,6 +216,14 @@ export const GateSettingsSchema = z.object({
     ),
   COUNTERSIGN_SUBSCRIPTIONS_PER_PRINCIPAL: z.coerce.number().int().min(0).max(10_000).default(16).describe(SUBSCRIPTIONS),
   COUNTERSIGN_SUBSCRIPTIONS_MAX: z.coerce.number().int().min(0).max(1_000_000).default(2000).describe(SUBSCRIPTIONS),
+  COUNTERSIGN_FOLLOWER_REPORT_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(60_000)
+    .describe(
+      'how often, at most, the MCP endpoint tells the approval service that a client read a waiting task or holds a subscription to it (one report per task per interval, no Temporal action; the inbox shows it, the `unfollowed` rule reads it, docs/APPROVERS.md#who-is-waiting); 0 sends none',
+    ),
   COUNTERSIGN_RETRY_BASE_MS: ms(5_000).describe(RETRY),
   COUNTERSIGN_RETRY_MAX_MS: ms(600_000).describe(RETRY),
   COUNTERSIGN_MAX_REQUEST_WINDOW_MS: ms(30 * 86_400_000).describe(

@@ -34,6 +34,7 @@ import type { AppMetrics } from './ops/metrics.js';
 import { SubmissionLimitedError } from './mcp/submission-limiter.js';
 import type { TaskService } from './mcp/task-service.js';
 import type { GateDeps } from './mcp/gate.js';
+import type { FollowerReporter } from './mcp/follower-reports.js';
 
 /** What {@link createMcpFront} needs beyond the configuration. */
 export interface McpFrontParts {
@@ -59,6 +60,8 @@ export interface McpFrontParts {
   receiptsJwks?: JSONWebKeySet;
   /** OpenTelemetry tracer of the MCP server spans and callback spans (`src/mcp/tracing.ts`); unset: none. */
   tracer?: Tracer;
+  /** Follower reports to the approval service (`src/mcp/follower-reports.ts`), closed with the front; unset: none. */
+  followers?: FollowerReporter;
 }
 
 /**
@@ -123,6 +126,7 @@ export function createMcpFront(config: Config, p: McpFrontParts): McpFront {
     gate: face.gate,
     async close() {
       face.subscriptions?.closeAll();
+      p.followers?.close();
       face.feed?.close();
       await http.close();
       // the HTTP server writes the streams' last frames in promise jobs: let them reach their sockets
@@ -165,6 +169,7 @@ function gateFace(config: Config, p: McpFrontParts, serving: GateServing): GateF
     logger: p.logger.child({ part: 'mcp' }),
     noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
     ...(pollLimiter ? { pollLimiter } : {}),
+    ...(p.followers ? { followers: p.followers } : {}),
   };
   const subscriptions =
     serving.subscriptions !== undefined
@@ -174,6 +179,7 @@ function gateFace(config: Config, p: McpFrontParts, serving: GateServing): GateF
           logger: p.logger.child({ part: 'subscriptions' }),
           serverInfo: { name: 'countersign', version: '0.1.0' },
           limits: { maxPerPrincipal: config.COUNTERSIGN_SUBSCRIPTIONS_PER_PRINCIPAL, maxStreams: config.COUNTERSIGN_SUBSCRIPTIONS_MAX },
+          ...(p.followers ? { followers: p.followers } : {}),
         });
   if (subscriptions) p.metrics?.setSubscriptionStreamsSource(() => subscriptions.stats().streams);
   // 2026-07-28 requests get the modern face; `initialize`-era (2025-11-25) ones the legacy face (legacy-server.ts).
@@ -187,6 +193,7 @@ function gateFace(config: Config, p: McpFrontParts, serving: GateServing): GateF
     ...(pollLimiter ? { pollLimiter } : {}),
     serverInfo: { name: 'countersign', version: '0.1.0' },
     logger: gateDeps.logger,
+    ...(p.followers ? { followers: p.followers } : {}),
   });
   return { factory, gate: gateDeps, subscriptions, taskGetFastPath, feed };
 }

@@ -380,6 +380,7 @@ export class ApprovalState {
         ...(this.cfg.callbackBaseUrl ? { callbackUrl: `${this.cfg.callbackBaseUrl}/${this.workflowId}/${n}` } : {}),
         ...(this.justification ? { justification: this.justification } : {}),
         ...(this.input.toolInfo ? { toolInfo: this.input.toolInfo } : {}),
+        ...(this.input.client ? { client: this.input.client } : {}),
       },
     };
     this.generations.push(g);

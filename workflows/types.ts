@@ -3,7 +3,7 @@
  * Deterministic-safe: types and constants only, no Node built-ins, no adapters.
  */
 import type { CallBinding } from '../src/binding/call-binding.js';
-import type { BackendHandle, BackendStatus, SubmissionBody } from '../src/backends/approval-backend.js';
+import type { BackendHandle, BackendStatus, ClientIdentity, SubmissionBody } from '../src/backends/approval-backend.js';
 import type { AccessRequestHint, ApprovalMaterial } from '../src/policy/pdp.js';
 import type { LongRunning, ToolProgress, ToolResult } from '../src/tools/tool.js';
 import type { ToolPresentation } from '../src/tools/tool-presentation.js';
@@ -164,6 +164,12 @@ export interface ApprovalWorkflowInput {
    * front at creation and copied into every submission body. Absent for a front that passed none (tests).
    */
   toolInfo?: ToolPresentation;
+  /**
+   * The MCP client that made the call (`clientInfo`), set by the front at creation and copied into
+   * every submission body for approvers to see. Only the activity input carries it: no command
+   * changes, so recorded runs replay without a patch. Absent when the client named none.
+   */
+  client?: ClientIdentity;
 }
 
 /** An in-band confirmation by the requester (docs/CHANGE-GATE.md §In-band confirmation). */

@@ -11,6 +11,18 @@ import type { Principal } from '../auth/principal.js';
 import type { ApprovalMaterial } from '../policy/pdp.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
 
+/**
+ * The MCP client behind a call, as it names itself in `clientInfo` (self-reported: shown to
+ * approvers, never decided on). Bounded and with control characters escaped by
+ * `src/mcp/client-identity.ts`.
+ */
+export interface ClientIdentity {
+  /** `clientInfo.name`, at most 100 characters. */
+  name: string;
+  /** `clientInfo.version`, at most 40 characters; absent when the client sent none. */
+  version?: string;
+}
+
 /** Body of one approval-request submission: exactly what the backend needs, nothing more. */
 export interface SubmissionBody {
   /** Tool being requested, e.g. `wire_transfer`. */
@@ -35,6 +47,10 @@ export interface SubmissionBody {
   justification?: string;
   /** Title, upstream and annotation hints of the tool, for the approver; optional (`src/tools/tool-presentation.ts`). */
   toolInfo?: ToolPresentation;
+  /** The MCP client that made the call, when it named itself; optional. */
+  client?: ClientIdentity;
+  /** The MCP task id this request belongs to (added by the submitting activity): what follower reports name. */
+  taskRef?: string;
 }
 
 /** The backend's durable, resumable handle for one submission (ARAP task handle). */

@@ -118,7 +118,8 @@ export function toWireToolProperties(info: ToolPresentation): WireToolProperties
 }
 
 /**
- * Map a port submission to the ARAP access-request wire body (`toolInfo` → `resource.properties`).
+ * Map a port submission to the ARAP access-request wire body (`toolInfo` → `resource.properties`,
+ * `client` → `context.client`, `taskRef` → `task_ref`).
  * The arguments at `toolInfo.sensitive` leave masked: `sha256:<hex>` of their JCS form in
  * `context.arguments`, named in `context.redacted` (`packages/arap/src/redaction.ts`); the raw
  * values stay in the workflow, which executes with them. Throws `Error` past 64 top-level
@@ -137,6 +138,7 @@ export function toWireSubmission(body: SubmissionBody): Record<string, unknown> 
       arguments: shown.arguments,
       ...(body.justification !== undefined ? { justification: body.justification } : {}),
       ...(shown.redacted.length > 0 ? { redacted: shown.redacted } : {}),
+      ...(body.client !== undefined ? { client: { ...body.client } } : {}),
     },
     approver_group: body.approverGroup,
     reason: body.reason,
@@ -144,6 +146,7 @@ export function toWireSubmission(body: SubmissionBody): Record<string, unknown> 
     binding_digest: body.bindingDigest,
     generation: body.generation,
     ...(body.callbackUrl !== undefined ? { callback_url: body.callbackUrl } : {}),
+    ...(body.taskRef !== undefined ? { task_ref: body.taskRef } : {}),
   };
   return wire;
 }

@@ -179,11 +179,18 @@ function stateResult(state: ApprovalState, lead: string): CallToolResult {
 }
 
 /**
- * Run a companion tool for `caller`. Invalid arguments or an unknown/foreign id: an `isError`
+ * Run a companion tool for `caller`; `onRead` is told of each status read it answered (follower
+ * reports, `follower-reports.ts`). Invalid arguments or an unknown/foreign id: an `isError`
  * result with fixed text (the same for unknown and foreign). Other failures propagate (the MCP
  * front answers them -32603).
  */
-export async function callApprovalTool(tasks: TaskService, caller: Principal, name: string, args: unknown): Promise<CallToolResult> {
+export async function callApprovalTool(
+  tasks: TaskService,
+  caller: Principal,
+  name: string,
+  args: unknown,
+  onRead?: (taskId: string, snap: TaskSnapshot) => void,
+): Promise<CallToolResult> {
   const parsed = ArgsSchema.safeParse(args ?? {});
   if (!parsed.success) return { content: [{ type: 'text', text: `${name} needs {"approvalId": "<the approval id>"}.` }], isError: true };
   const { approvalId } = parsed.data;
@@ -215,6 +222,7 @@ export async function callApprovalTool(tasks: TaskService, caller: Principal, na
   }
   const snap = await getDecliningUnanswerableInput(tasks, approvalId, caller);
   if (!snap) return unknown;
+  onRead?.(approvalId, snap);
   return stateResult(approvalState(approvalId, snap), `Approval ${approvalId}: ${snap.status}.`);
 }
 

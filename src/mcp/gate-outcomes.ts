@@ -280,6 +280,7 @@ export async function openTask(
     const { taskId, snapshot } = await deps.tasks.createOrJoin(g.binding(), request, submissionInput, {
       ...options,
       ...(toolInfo !== undefined ? { toolInfo } : {}),
+      ...(g.call.client ? { client: g.call.client } : {}),
     });
     await g.ownership.own(taskId);
     g.log().info(

@@ -35,6 +35,8 @@
  *
  * Deliberately does not: execute on a requestable denial, log arguments, or echo any backend text.
  */
+import type { ClientIdentity } from '../backends/approval-backend.js';
+import type { FollowerReporter } from './follower-reports.js';
 import type { CallToolResult, InputRequiredResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
@@ -72,6 +74,8 @@ export interface GateDeps {
    * `isError` result and no approval; `error`, -32021.
    */
   noTasksResponse: 'approval-tools' | 'degraded-result' | 'error';
+  /** This instance's follower reports (`follower-reports.ts`): reads of a task tell the approval service someone waits; absent: none. */
+  followers?: FollowerReporter;
 }
 
 /** Inputs of one `tools/call`. */
@@ -81,6 +85,8 @@ export interface GateCall {
   arguments: Record<string, unknown> | undefined;
   /** Whether this request's `_meta` client capabilities declare `io.modelcontextprotocol/tasks`. */
   clientSupportsTasks: boolean;
+  /** The client's `clientInfo`, bounded and escaped (`client-identity.ts`): shown to approvers with a task it opens. */
+  client?: ClientIdentity;
   /** MRTR round data of this request (see `submission-input.ts`). */
   mrtr: {
     /** The verified `requestState` payload, when the request echoed one. */

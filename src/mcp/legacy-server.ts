@@ -302,6 +302,8 @@ async function legacyGetTask({ deps, inline }: LegacyFace, taskId: string, ctx: 
   if (done) return inlineLegacyTask(taskId, done);
   const snap = await getDecliningUnanswerableInput(deps.tasks, taskId, principalOf(ctx));
   if (!snap) throw taskNotFound();
+  // a 2025-11-25 client names itself only in `initialize`, which a stateless request does not carry
+  deps.followers?.read(taskId, snap, undefined);
   return legacyTask(taskId, snap);
 }
 
@@ -361,7 +363,9 @@ async function legacyToolsCall(
   const wantsTask = params.task !== undefined;
   if (approvalTools && isApprovalTool(params.name)) {
     if (wantsTask) throw taskForbiddenForTool();
-    return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments);
+    return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments, (taskId, snap) =>
+      deps.followers?.read(taskId, snap, undefined),
+    );
   }
   const out = await gateToolCall(gateDeps, {
     principal: principalOf(ctx),

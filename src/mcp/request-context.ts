@@ -7,6 +7,8 @@
 import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, type ServerContext } from '@modelcontextprotocol/server';
 import type { Principal } from '../auth/principal.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
+import type { ClientIdentity } from '../backends/approval-backend.js';
+import { clientOfEnvelope } from './client-identity.js';
 import { isRecord } from './narrow.js';
 
 /** Whether `v` has the shape of a {@link Principal}: `iss` and `sub` strings, `act` absent or an array. */
@@ -33,4 +35,9 @@ export function declaresTasks(ctx: Pick<ServerContext, 'mcpReq'>): boolean {
   const caps = envelope?.[CLIENT_CAPABILITIES_META_KEY];
   const extensions = isRecord(caps) ? caps.extensions : undefined;
   return isRecord(extensions) && extensions[TASKS_EXTENSION] !== undefined;
+}
+
+/** The client this request's envelope names (`io.modelcontextprotocol/clientInfo`), bounded and escaped (`client-identity.ts`); undefined when none. */
+export function clientIn(ctx: Pick<ServerContext, 'mcpReq'>): ClientIdentity | undefined {
+  return clientOfEnvelope(ctx.mcpReq.envelope);
 }

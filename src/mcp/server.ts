@@ -16,6 +16,8 @@ import type {
   ServerContext,
 } from '@modelcontextprotocol/server';
 import type { SubmissionState } from './submission-input.js';
+import type { ClientIdentity } from '../backends/approval-backend.js';
+import type { TaskSnapshot } from '../../workflows/types.js';
 import { z } from 'zod';
 import { inputRefused, missingTasksCapability, opaque, readRefused, taskNotFound } from './errors.js';
 import type { PollRateLimiter } from './poll-interval.js';
@@ -25,7 +27,7 @@ import { ANY_PARAMS, parseMethodParams, SpecParamsServer } from './spec-params.j
 import { getTaskResult } from './task-projection.js';
 import { approvalToolDescriptors, callApprovalTool, isApprovalTool } from './approval-tools.js';
 import { noteToolResult } from './response-note.js';
-import { declaresTasks, principalOf } from './request-context.js';
+import { clientIn, declaresTasks, principalOf } from './request-context.js';
 import { listedTool, toolsCallAnswer } from './sdk-gaps.js';
 import { CompleteResultSchema, GetTaskResultSchema, type CompleteResult, type GetTaskResult } from './wire-results.js';
 import { TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION } from '../../workflows/wire.js';
@@ -95,12 +97,13 @@ async function callTool(
   ctx: ServerContext,
 ): Promise<HandlerResultTypeMap['tools/call']> {
   if (deps.noTasksResponse === 'approval-tools' && isApprovalTool(params.name))
-    return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments);
+    return callApprovalTool(deps.tasks, principalOf(ctx), params.name, params.arguments, readReporter(deps, clientIn(ctx)));
   const result = await gateToolCall(deps, {
     principal: principalOf(ctx),
     name: params.name,
     arguments: params.arguments,
     clientSupportsTasks: declaresTasks(ctx),
+    ...withClient(clientIn(ctx)),
     mrtr: {
       // the codec's verified payload (`requestState.verify` above): the SDK's typed accessor
       state: ctx.mcpReq.requestState<SubmissionState>(),
@@ -129,6 +132,7 @@ async function getTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext): P
     deps.pollLimiter?.missed(owner);
     throw taskNotFound();
   }
+  deps.followers?.read(params.taskId, snap, clientIn(ctx));
   return getTaskResult(params.taskId, snap);
 }
 
@@ -152,4 +156,15 @@ async function updateTask(deps: McpServerDeps, raw: unknown, ctx: ServerContext)
   if (!outcome) throw taskNotFound();
   if ('refused' in outcome) throw inputRefused(outcome.refused);
   return { resultType: 'complete' };
+}
+
+/** `{client}` when the request named one, else nothing (an optional member stays absent). */
+function withClient(client: ClientIdentity | undefined): { client?: ClientIdentity } {
+  return client ? { client } : {};
+}
+
+/** What the companion tools call after a status read: the follower report of this request's client (`follower-reports.ts`). */
+function readReporter(deps: McpServerDeps, client: ClientIdentity | undefined): ((taskId: string, snap: TaskSnapshot) => void) | undefined {
+  const followers = deps.followers;
+  return followers ? (taskId, snap) => followers.read(taskId, snap, client) : undefined;
 }

@@ -32,6 +32,9 @@ import type { PollRateLimiter } from './poll-interval.js';
 import { getTaskResult } from './task-projection.js';
 import { isJsonObject, memberAt } from './narrow.js';
 import type { TaskService } from './task-service.js';
+import type { ClientIdentity } from '../backends/approval-backend.js';
+import { clientOfEnvelope } from './client-identity.js';
+import type { FollowerReporter } from './follower-reports.js';
 
 const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
 const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapabilities';
@@ -54,12 +57,16 @@ export interface TaskGetFastPathOptions {
   /** Stamped in `result._meta` as the SDK stamps every modern result. */
   serverInfo: { name: string; version: string };
   logger: Logger;
+  /** This instance's follower reports (`follower-reports.ts`); absent: none. */
+  followers?: FollowerReporter;
 }
 
 /** A served request's parts. */
 interface CleanTaskGet {
   id: string | number;
   taskId: string;
+  /** The envelope's `clientInfo`, bounded and escaped. */
+  client: ClientIdentity | undefined;
 }
 
 /**
@@ -81,6 +88,7 @@ export function createTaskGetFastPath(
         opts.pollLimiter?.missed(owner);
         return protocolErrorResponse(200, clean.id, taskNotFound());
       }
+      opts.followers?.read(clean.taskId, snap, clean.client);
       const result = getTaskResult(clean.taskId, snap);
       const meta = { ...(isJsonObject(result._meta) ? result._meta : {}), [SERVER_INFO_META_KEY]: opts.serverInfo };
       return json(200, { result: { ...result, _meta: meta }, jsonrpc: '2.0', id: clean.id });
@@ -111,7 +119,7 @@ function cleanTaskGet(body: unknown, headers: Headers): CleanTaskGet | null {
   if (!isJsonMediaType(headers.get('content-type'))) return null;
   if (headers.get('mcp-protocol-version') !== MODERN_REVISION || headers.get('mcp-method') !== 'tasks/get') return null;
   if (headers.get('mcp-name') !== params.taskId) return null;
-  return { id, taskId: params.taskId };
+  return { id, taskId: params.taskId, client: clientOfEnvelope(envelope) };
 }
 
 /** Whether a Content-Type header names `application/json` (parameters such as `charset` allowed, case-insensitive). */

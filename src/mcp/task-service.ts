@@ -36,6 +36,7 @@ import {
 import { approvalWorkflowId, type CallBinding } from '../binding/call-binding.js';
 import type { Principal } from '../auth/principal.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
+import type { ClientIdentity } from '../backends/approval-backend.js';
 import { quotaKeyOf, taskOwnerKeyOf } from '../auth/principal-keys.js';
 import type { approvalWorkflow } from '../../workflows/approval.js';
 import { cancelRequestSignal, cancelUpdate, provideInputUpdate, taskCreatedUpdate } from '../../workflows/messages.js';
@@ -152,6 +153,8 @@ export interface CreateOptions {
   confirmation?: InBandConfirmation;
   /** Shown to approvers with the request (title, upstream, hints); not part of the binding. A join keeps the first run's. */
   toolInfo?: ToolPresentation;
+  /** The calling MCP client (`clientInfo`), shown to approvers with the request; not part of the binding. A join keeps the first run's. */
+  client?: ClientIdentity;
 }
 
 /** The task service. */
@@ -578,5 +581,6 @@ function approvalInputOf(request: CreateRequest, ownerKey: string, config: Appro
     ...(options.execution ? { execution: options.execution } : {}),
     ...(options.confirmation ? { confirmation: options.confirmation } : {}),
     ...(options.toolInfo ? { toolInfo: options.toolInfo } : {}),
+    ...(options.client ? { client: options.client } : {}),
   };
 }

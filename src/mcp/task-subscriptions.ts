@@ -49,6 +49,8 @@ import { isJsonObject, isRecord, memberAt } from './narrow.js';
 import { isTerminalStatus } from './task-reads.js';
 import { wireTask } from './task-projection.js';
 import type { TaskService } from './task-service.js';
+import { clientOfEnvelope } from './client-identity.js';
+import type { FollowerReporter } from './follower-reports.js';
 
 /** The 2026-07-28 request envelope keys (`_meta`). */
 const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -85,6 +87,8 @@ export interface TaskSubscriptionOptions {
   /** `serverInfo` stamped on the graceful end of a stream. */
   serverInfo: { name: string; version: string };
   limits?: Partial<TaskSubscriptionLimits>;
+  /** This instance's follower reports (`follower-reports.ts`): each followed task is reported as subscribed while its stream lasts; absent: none. */
+  followers?: FollowerReporter;
 }
 
 /** The subscriptions of one instance. */
@@ -148,6 +152,7 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
       const ids = taskIdsOf(message.params.notifications.taskIds, limits.maxTaskIds);
       if ('issue' in ids) return protocolErrorResponse(200, id, invalidRequestParams('subscriptions/listen', [ids.issue]));
       const owner = taskOwnerKeyOf(caller);
+      const client = clientOfEnvelope(message.params._meta);
       if ((perPrincipal.get(owner) ?? 0) >= limits.maxPerPrincipal) {
         return protocolErrorResponse(429, id, tooManySubscriptions('principal', limits.maxPerPrincipal));
       }
@@ -172,8 +177,9 @@ export function createTaskSubscriptions(opts: TaskSubscriptionOptions): TaskSubs
           if (!f) return;
           if (stream.ended) return f.stop();
           accepted.push({ taskId, current: f.current });
-          if (!isTerminalStatus(f.current.status)) stream.following.set(taskId, f);
-          else f.stop();
+          if (isTerminalStatus(f.current.status)) return f.stop();
+          const release = opts.followers?.hold(taskId, client, f.current.phase === 'awaiting-approval');
+          stream.following.set(taskId, release ? { stop: () => void [f.stop(), release()] } : f);
         });
       } catch (err) {
         stream.end(false);

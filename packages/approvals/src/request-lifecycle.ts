@@ -20,7 +20,8 @@ import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
 import type { AccessRequestBody } from '@countersign/arap';
 import type { CallbackDispatcher } from './api/callbacks.js';
-import { matchingStepUpRule, requiredApprovals, stepUpReason, type ApprovalRules } from './deciders/approval-rules.js';
+import { matchingStepUpRule, requiredApprovals, stepUpReason, unfollowedRuleOf, type ApprovalRules } from './deciders/approval-rules.js';
+import { followerSummary, type FollowerSummary } from './followers.js';
 import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from './principal-names.js';
 import type { AccessRequestRecord, ApprovalStore, ApprovalVote, RequestFilter, StepUpProof, Transition } from './store/store.js';
@@ -115,6 +116,8 @@ export interface RequestLifecycle {
   decidableFilter(decider: Decider): RequestFilter;
   /** Approvals recorded on a request so far, oldest first. */
   votes(id: string): ApprovalVote[];
+  /** Who follows the request's task now, under the rules' `unfollowed` option (`followers.ts`). */
+  followers(record: AccessRequestRecord): FollowerSummary;
   /** Call `fn` after each newly created request (risk engine, ITSM notification). `fn` must not throw. */
   onCreated(fn: (record: AccessRequestRecord) => void): void;
   /**
@@ -213,6 +216,17 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   /** Whether `decider`'s approval counts towards `record`'s quorum (a member of its group or escalation, or final). */
   function countsTowardsQuorum(decider: Decider, record: AccessRequestRecord): boolean {
     return decider.final === true || record.requiredApprovals <= 1 || (decider.groups !== undefined && isMember(decider, record));
+  }
+
+  function followersOf(record: AccessRequestRecord, at: number): FollowerSummary {
+    const taskRef = record.body.task_ref;
+    const followers = taskRef === undefined ? [] : store.followers.forTask(taskRef);
+    return followerSummary(
+      { createdAtMs: record.createdAtMs, hasTaskRef: taskRef !== undefined },
+      followers,
+      at,
+      unfollowedRuleOf(deps.rules()),
+    );
   }
 
   function read(id: string): AccessRequestRecord | undefined {
@@ -351,6 +365,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     },
 
     votes: (id) => store.votes(id),
+
+    followers: (record) => followersOf(record, now()),
 
     onCreated(fn) {
       createdListeners.push(fn);

@@ -50,6 +50,46 @@ export const WireToolPropertiesSchema = z.object({
 /** Validated tool properties. */
 export type WireToolProperties = z.infer<typeof WireToolPropertiesSchema>;
 
+/** Longest MCP client name (`clientInfo.name`) on the wire, in characters. */
+export const MAX_CLIENT_NAME_LENGTH = 100;
+/** Longest MCP client version (`clientInfo.version`) on the wire, in characters. */
+export const MAX_CLIENT_VERSION_LENGTH = 40;
+
+/**
+ * The MCP client that made the call, from its `clientInfo` (the 2026-07-28 request envelope's
+ * `io.modelcontextprotocol/clientInfo`, or the 2025-11-25 `initialize`): self-reported by the
+ * client, so for display only, never for a decision. The sender bounds it and escapes control
+ * characters (`src/mcp/client-identity.ts`).
+ */
+export const WireClientSchema = z.object({
+  name: z.string().min(1).max(MAX_CLIENT_NAME_LENGTH),
+  version: z.string().min(1).max(MAX_CLIENT_VERSION_LENGTH).optional(),
+});
+/** A validated client identity. */
+export type WireClient = z.infer<typeof WireClientSchema>;
+
+/** A task reference: the gate's keyed id of the approval task a request belongs to (its workflow id), 1–256 characters of `[A-Za-z0-9._:-]`. */
+export const TaskRefSchema = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[A-Za-z0-9._:-]+$/);
+
+/**
+ * Body of `POST /access/v1/tasks/:task_ref/followers`: the gate saw a client read the task
+ * (`tasks/get`, `subscribed: false`) or hold a subscription to it (`subscriptions/listen`,
+ * `subscribed: true`) just now; `client` is the reading client's `clientInfo` when it sent one.
+ * The service stamps its own time. An extension of ARAP (docs/DESIGN.md §Who is waiting).
+ */
+export const FollowerReportBodySchema = z
+  .object({
+    subscribed: z.boolean(),
+    client: WireClientSchema.optional(),
+  })
+  .strict();
+/** A validated follower report. */
+export type FollowerReportBody = z.infer<typeof FollowerReportBodySchema>;
+
 /**
  * Body of `POST /access/v1/requests` (ARAP Access Request). `expires_at` is ISO 8601 with an
  * offset (`Z` or `±hh:mm`); `generation` ≥ 1; `callback_url` absolute http(s); `resource.properties`
@@ -67,6 +107,8 @@ export const AccessRequestBodySchema = z.object({
       justification: z.string().max(1000).optional(),
       /** Fields masked for display (`redaction.ts`): each names a `sha256:<hex>` string in `arguments`. */
       redacted: z.array(JsonPointerSchema).max(MAX_REDACTED).optional(),
+      /** The calling MCP client ({@link WireClientSchema}); absent when it named none. */
+      client: WireClientSchema.optional(),
     })
     .refine(
       (c) =>
@@ -85,6 +127,8 @@ export const AccessRequestBodySchema = z.object({
     .url({ protocol: /^https?$/ })
     .max(2048)
     .optional(),
+  /** The approval task this request belongs to ({@link TaskRefSchema}): what follower reports name. */
+  task_ref: TaskRefSchema.optional(),
 });
 /** A validated access request body. */
 export type AccessRequestBody = z.infer<typeof AccessRequestBodySchema>;

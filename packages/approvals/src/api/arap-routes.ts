@@ -7,6 +7,8 @@
  * - `GET /requests/:id/decisions` (client bearer) → the decision record: status, quorum, every
  *   counted decision (approver, decision, channel, time), for evidence receipts | 404
  * - `POST /requests/:id/cancel` (client bearer) → status body | 409
+ * - `POST /tasks/:task_ref/followers` (client bearer; `FollowerReportBodySchema`) → 204 | 404 (no
+ *   request names the task): the MCP server saw a client read or subscribe to the task (`../followers.ts`)
  * - `POST /requests/:id/decision` (approver Basic, or a supervising agent's Bearer secret) →
  *   status body (+ `approvals`, `required_approvals`; still `pending` after a partial approval)
  *   | 403 | 409
@@ -29,7 +31,15 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createMiddleware } from 'hono/factory';
 import type { z } from 'zod';
-import { AccessRequestBodySchema, DecisionBodySchema, DelegationBodySchema, type WireDecisionRecord } from '@countersign/arap';
+import {
+  AccessRequestBodySchema,
+  DecisionBodySchema,
+  DelegationBodySchema,
+  FollowerReportBodySchema,
+  TaskRefSchema,
+  type WireDecisionRecord,
+} from '@countersign/arap';
+import { followersItem } from '../followers.js';
 import { toStatusBody, toTaskHandle } from './arap-wire.js';
 import { createDelegation, delegatedDecider, DELEGATION_REFUSAL_DETAIL } from '../delegation.js';
 import type { Delegation } from '../store/store.js';
@@ -111,8 +121,14 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
  * control and bidi characters made visible. `reason` is the reason shown to approvers (the quorum
  * rule's when one applies, `inbox/format.ts` `reasonShown`), `policy_reason` the policy's as submitted,
  * `quorum_rule` the id of the quorum rule that applies or null.
+ * `client` is the calling MCP client's `clientInfo` or null; `followers` who follows its task
+ * (`followersItem` of `../followers.ts`), when given.
  */
-export function approvalItem(r: AccessRequestRecord, approvals: readonly string[]): Record<string, unknown> {
+export function approvalItem(
+  r: AccessRequestRecord,
+  approvals: readonly string[],
+  followers?: Record<string, unknown>,
+): Record<string, unknown> {
   return {
     id: r.id,
     status: r.status,
@@ -126,12 +142,14 @@ export function approvalItem(r: AccessRequestRecord, approvals: readonly string[
     policy_reason: r.body.reason,
     quorum_rule: r.quorumRule,
     justification: r.body.context.justification ?? null,
+    client: r.body.context.client ?? null,
     approver_group: r.body.approver_group,
     binding_digest: r.body.binding_digest,
     required_approvals: r.requiredApprovals,
     approvals,
     created_at: new Date(r.createdAtMs).toISOString(),
     expires_at: new Date(r.expiresAtMs).toISOString(),
+    ...(followers !== undefined ? { followers } : {}),
   };
 }
 
@@ -245,6 +263,30 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     return c.json(body, 200);
   });
 
+  // A follower report of the MCP server (`src/mcp/follower-reports.ts`): a client read the task or
+  // holds a subscription to it just now. 204 recorded; 404 when no request names the task (the
+  // server then stops reporting it); the time is this service's own.
+  app.post('/tasks/:task_ref/followers', requireClient, async (c) => {
+    const taskRef = TaskRefSchema.safeParse(c.req.param('task_ref'));
+    if (!taskRef.success) return problem('invalid-request', 'task_ref must be 1 to 256 characters of A-Z a-z 0-9 . _ : -');
+    const json = await readJson(c);
+    if (!json.ok) return json.response;
+    const parsed = FollowerReportBodySchema.safeParse(json.value);
+    if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
+    const { subscribed, client } = parsed.data;
+    const known = deps.store.followers.report(
+      taskRef.data,
+      {
+        subscribed,
+        ...(client !== undefined
+          ? { clientName: client.name, ...(client.version !== undefined ? { clientVersion: client.version } : {}) }
+          : {}),
+      },
+      now(),
+    );
+    return known ? c.body(null, 204) : problem('not-found', 'No access request names this task.');
+  });
+
   app.post('/requests/:id/cancel', requireClient, (c) => {
     const outcome = lifecycle.cancel(c.req.param('id'));
     switch (outcome.kind) {
@@ -299,10 +341,12 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     };
     const result = deps.store.pagePending(filter, { limit: page.limit, ...(page.after !== undefined ? { after: page.after } : {}) });
     const last = result.records[result.records.length - 1];
+    const at = now();
     const items = result.records.map((r) =>
       approvalItem(
         r,
         lifecycle.votes(r.id).map((v) => v.approver),
+        followersItem(lifecycle.followers(r), at),
       ),
     );
     return c.json(
@@ -327,6 +371,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         ...approvalItem(
           record,
           lifecycle.votes(record.id).map((v) => v.approver),
+          followersItem(lifecycle.followers(record), now()),
         ),
         resolved_by: record.resolvedBy,
         resolved_at: record.resolvedAtMs === null ? null : new Date(record.resolvedAtMs).toISOString(),

@@ -73,6 +73,10 @@ export interface ApprovalItem {
   created_at: string;
   expires_at: string;
   resolved_by?: string | null;
+  /** The calling MCP client's `clientInfo` (null or absent: not named, or an older service). */
+  client?: { name: string; version?: string } | null;
+  /** Who follows the request's task (`packages/approvals/src/followers.ts` followersItem; absent from older services). */
+  followers?: { text: string; unfollowed: boolean; subscribed: boolean; last_read_at: string | null; last_read_by: string | null };
   you_may_decide?: boolean;
   refusal?: string | null;
   audit?: Array<{
@@ -238,6 +242,10 @@ export function showText(i: ApprovalItem): string {
     `  requester     ${v(i.requester)}`,
     `  reason        ${v(i.reason)}`,
     `  justification ${i.justification === null ? '(none)' : v(i.justification)}`,
+    ...(i.client !== undefined
+      ? [`  client        ${i.client === null ? '(not named)' : v(`${i.client.name}${i.client.version ? ` ${i.client.version}` : ''}`)}`]
+      : []),
+    ...(i.followers !== undefined ? [`  waiting       ${v(i.followers.text)}`] : []),
     `  group         ${v(i.approver_group)}`,
     `  approvals     ${approvalsText(i)}${i.approvals.length > 0 ? ` (${i.approvals.map(v).join(', ')})` : ''}`,
     `  expires       ${v(i.expires_at)} (${formatCountdown(Date.parse(i.expires_at), Date.now())})`,

@@ -14,6 +14,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_UNFOLLOWED_RULE, UnfollowedRuleSchema, type UnfollowedRule } from '../followers.js';
 
 const Scalar = z.union([z.string(), z.number(), z.boolean()]);
 
@@ -157,6 +158,8 @@ export const ApprovalRulesSchema = z
     escalation: z.array(EscalationRuleSchema).optional(),
     /** Requests whose approval needs a passkey (user-verified WebAuthn); default none. */
     stepUp: z.array(StepUpRuleSchema).optional(),
+    /** What a request nobody follows means (`../followers.ts`); default: confirm approvals after 10 minutes. */
+    unfollowed: UnfollowedRuleSchema.optional(),
   })
   .strict();
 /** Validated approval rules. */
@@ -405,4 +408,9 @@ export function matchingStepUpRule(rules: ApprovalRules, facts: RequestFacts): S
 /** The first risk rule (file order) matching `facts`, or null. */
 export function firstMatchingRiskRule(rules: ApprovalRules, facts: RequestFacts): RiskRule | null {
   return rules.risk.find((r) => ruleMatches(r, facts)) ?? null;
+}
+
+/** The `unfollowed` option in force: the file's, else {@link DEFAULT_UNFOLLOWED_RULE} (confirm after 10 minutes). */
+export function unfollowedRuleOf(rules: ApprovalRules): UnfollowedRule {
+  return rules.unfollowed ?? DEFAULT_UNFOLLOWED_RULE;
 }

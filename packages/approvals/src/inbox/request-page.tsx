@@ -11,6 +11,8 @@ import { Countdown, Progress, StatusPill } from './layout.js';
 import { argumentRows, formatCountdown, formatTime, headline, hintLabels, reasonShown, toolOrigin, visible } from './format.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
+import type { FollowerSummary } from '../followers.js';
+import { WhoIsWaiting } from './followers-view.js';
 
 /** Why the decision form is not shown, in words. */
 export const REFUSAL_TEXT: Record<DecideRefusal, string> = {
@@ -51,6 +53,8 @@ export interface RequestViewProps {
   csrf: string;
   nowMs: number;
   flash?: Child | undefined;
+  /** Who follows the request's task (`../followers.ts`); absent: not shown. */
+  followers?: FollowerSummary;
 }
 
 /** The request page (`GET /approver/requests/:id`). */
@@ -138,6 +142,7 @@ export function RequestView(props: RequestViewProps) {
           </div>
         </dl>
       </section>
+      {props.followers !== undefined ? <WhoIsWaiting record={r} followers={props.followers} nowMs={props.nowMs} /> : ''}
       <h2>Arguments</h2>
       {rows.length === 0 ? (
         <p class="muted">No arguments.</p>

@@ -391,6 +391,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         csrf={s.csrf}
         nowMs={deps.now()}
         flash={flashOf(c)}
+        followers={lifecycle.followers(record)}
       />
     );
     return frame(c, visible(record.body.resource.id), 'request', view);

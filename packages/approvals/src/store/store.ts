@@ -23,6 +23,7 @@
 import Database from 'better-sqlite3';
 import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from '@countersign/arap';
 import { AUDIT_EVENT_KINDS, createSchema, requesterNames } from './store-schema.js';
+import { createFollowerStore, type FollowerStore } from './followers-store.js';
 
 export { AUDIT_EVENT_KINDS };
 
@@ -340,6 +341,8 @@ export interface ApprovalStore {
   channels: ChannelStore;
   /** Status-change callbacks to deliver. */
   callbacks: CallbackOutboxStore;
+  /** Who follows each request's task, as the MCP server reports it (`followers-store.ts`). */
+  followers: FollowerStore;
   close(): void;
 }
 
@@ -549,6 +552,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   // JavaScript's lower-casing (Unicode), so four-eyes comparisons in SQL equal those in request-lifecycle.ts.
   db.function('cs_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
   createSchema(db);
+  const followers = createFollowerStore(db);
 
   const insertRequest = db.prepare(
     `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule, quorum_reason, step_up_reason)
@@ -966,6 +970,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     sessions,
     channels,
     callbacks,
+    followers,
     close() {
       if (db.open) db.close();
     },

@@ -266,6 +266,8 @@ export interface FrontOverrides {
   server?: (temporal: Client) => McpServerFactory;
   /** The evidence receipts' public JWKS to publish; default none. */
   receiptsJwks?: JSONWebKeySet;
+  /** Where follower reports go (the approval service's base URL, `src/mcp/follower-reports.ts`); default `urls.approvalsUrl`. */
+  approvalsUrl?: string;
 }
 
 /** What {@link compose} may be told beyond the configuration. Every field replaces one default; none is required. */
@@ -471,7 +473,10 @@ export async function compose(
       o.server || config.COUNTERSIGN_FOLLOWER_REPORT_MS === 0
         ? undefined
         : createFollowerReporter({
-            send: arapReportSender({ baseUrl: urls().approvalsUrl, clientToken: () => secret('approvalsClientToken') }),
+            send: arapReportSender({
+              baseUrl: () => o.approvalsUrl ?? urls().approvalsUrl,
+              clientToken: () => secret('approvalsClientToken'),
+            }),
             intervalMs: config.COUNTERSIGN_FOLLOWER_REPORT_MS,
             logger: logger.child({ part: 'follower-reports' }),
           });

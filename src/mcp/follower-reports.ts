@@ -159,21 +159,26 @@ export function createFollowerReporter(opts: FollowerReporterOptions): FollowerR
  * `failed`. The response body is discarded unread.
  */
 export function arapReportSender(opts: {
-  baseUrl: string;
+  /** The service's base URL (no trailing slash needed), or a function giving it (read at the first report). */
+  baseUrl: string | (() => string);
   /** The bearer secret, or a function giving it (read at the first report). */
   clientToken: string | (() => string);
   fetch?: typeof fetch;
   timeoutMs?: number;
 }): ReportSender {
   const doFetch = opts.fetch ?? globalThis.fetch;
-  const base = opts.baseUrl.replace(/\/+$/, '');
-  let known: string | undefined;
-  const token = () => (known ??= typeof opts.clientToken === 'string' ? opts.clientToken : opts.clientToken());
+  let known: { base: string; token: string } | undefined;
+  const target = () =>
+    (known ??= {
+      base: (typeof opts.baseUrl === 'string' ? opts.baseUrl : opts.baseUrl()).replace(/\/+$/, ''),
+      token: typeof opts.clientToken === 'string' ? opts.clientToken : opts.clientToken(),
+    });
   return async (taskRef, body) => {
     try {
+      const { base, token } = target();
       const res = await doFetch(`${base}/access/v1/tasks/${encodeURIComponent(taskRef)}/followers`, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token()}` },
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(opts.timeoutMs ?? 5000),
         redirect: 'error',

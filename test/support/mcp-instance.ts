@@ -43,6 +43,8 @@ export async function startMcpInstance(stack: Stack, overrides: Partial<Config> 
       workflowConfig: workflowConfigOf(config, `${origin}/callbacks/arap`),
       // one public resource, several instances: the stack's tokens are for its resource URL
       resourceUrl: stack.urls.mcp,
+      // its follower reports go to the stack's approval service
+      approvalsUrl: stack.urls.approvals,
       auth: { oauth: oauthOf(config, stack.urls.issuer, stack.urls.mcp) },
     },
   });

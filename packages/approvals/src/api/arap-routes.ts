@@ -341,12 +341,10 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     };
     const result = deps.store.pagePending(filter, { limit: page.limit, ...(page.after !== undefined ? { after: page.after } : {}) });
     const last = result.records[result.records.length - 1];
-    const at = now();
     const items = result.records.map((r) =>
       approvalItem(
         r,
         lifecycle.votes(r.id).map((v) => v.approver),
-        followersItem(lifecycle.followers(r), at),
       ),
     );
     return c.json(

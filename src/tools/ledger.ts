@@ -31,6 +31,8 @@ export interface LedgerEntry {
   to: string;
   amountCents: number;
   memo?: string;
+  /** The payee reference (`wire_transfer`'s hidden `reference`), when given. */
+  reference?: string;
   /** ISO 8601 UTC. */
   createdAt: string;
 }
@@ -42,6 +44,7 @@ export interface LedgerRecordInput {
   to: string;
   amount: number;
   memo?: string;
+  reference?: string;
 }
 
 /**
@@ -102,6 +105,7 @@ interface Row {
   to_account: string;
   amount_cents: number;
   memo: string | null;
+  reference: string | null;
   created_at: string;
 }
 
@@ -113,6 +117,7 @@ function toEntry(r: Row): LedgerEntry {
     to: r.to_account,
     amountCents: r.amount_cents,
     ...(r.memo === null ? {} : { memo: r.memo }),
+    ...(r.reference === null || r.reference === undefined ? {} : { reference: r.reference }),
     createdAt: r.created_at,
   };
 }
@@ -158,9 +163,12 @@ export function openLedger(path: string, options: { now?: () => Date } = {}): Le
   );
   CREATE INDEX IF NOT EXISTS invocations_by_task ON invocations (task_id);
   CREATE INDEX IF NOT EXISTS invocations_by_execution ON invocations (execution_id)`);
+  // a ledger made before `reference` existed gets the column (null in its old rows)
+  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('ledger') as Array<{ name: string }>;
+  if (!columns.some((c) => c.name === 'reference')) db.exec('ALTER TABLE ledger ADD COLUMN reference TEXT');
   const insert = db.prepare(
-    `INSERT INTO ledger (execution_id, task_id, to_account, amount_cents, memo, created_at)
-     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(execution_id) DO NOTHING`,
+    `INSERT INTO ledger (execution_id, task_id, to_account, amount_cents, memo, reference, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(execution_id) DO NOTHING`,
   );
   const byExecution = db.prepare('SELECT * FROM ledger WHERE execution_id = ?');
   const isFenced = db.prepare('SELECT 1 FROM fenced_executions WHERE execution_id = ?');
@@ -175,10 +183,23 @@ export function openLedger(path: string, options: { now?: () => Date } = {}): Le
   const record = db.transaction((input: LedgerRecordInput): { entryId: number; duplicate: boolean } => {
     const cents = dollarsToCents(input.amount);
     if (isFenced.get(input.executionId)) throw new LedgerError('fenced', `execution id ${input.executionId} was settled as not executed`);
-    const info = insert.run(input.executionId, input.taskId ?? null, input.to, cents, input.memo ?? null, now().toISOString());
+    const info = insert.run(
+      input.executionId,
+      input.taskId ?? null,
+      input.to,
+      cents,
+      input.memo ?? null,
+      input.reference ?? null,
+      now().toISOString(),
+    );
     if (info.changes === 1) return { entryId: Number(info.lastInsertRowid), duplicate: false };
     const existing = byExecution.get(input.executionId) as Row;
-    if (existing.to_account !== input.to || existing.amount_cents !== cents || existing.memo !== (input.memo ?? null)) {
+    if (
+      existing.to_account !== input.to ||
+      existing.amount_cents !== cents ||
+      existing.memo !== (input.memo ?? null) ||
+      existing.reference !== (input.reference ?? null)
+    ) {
       throw new LedgerError('conflict', `execution id ${input.executionId} was already recorded for another transfer`);
     }
     return { entryId: existing.entry_id, duplicate: true };

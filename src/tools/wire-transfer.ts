@@ -18,7 +18,9 @@ export const WIRE_TRANSFER_TOOL_NAME = 'wire_transfer';
  * Input of `wire_transfer` (strict: unknown keys are rejected):
  * - `to`: account id `acct-` + 1–32 of `[a-z0-9-]`;
  * - `amount`: US dollars, > 0, ≤ 10,000,000, at most 2 decimals (exactly representable in cents);
- * - `memo`: optional, ≤ 140 characters.
+ * - `memo`: optional, ≤ 140 characters;
+ * - `reference`: optional payee reference, 1–64 printable characters, JSON Schema `writeOnly`: hidden
+ *   from approvers, who compare it with the one they were given (docs/APPROVERS.md §Hidden values).
  */
 export const WireTransferInputSchema = z.strictObject({
   to: z
@@ -33,6 +35,12 @@ export const WireTransferInputSchema = z.strictObject({
     .refine((n) => Math.round(n * 100) / 100 === n, { message: 'amount must have at most 2 decimals' })
     .describe('Amount in US dollars, at most 2 decimals.'),
   memo: z.string().max(140).optional().describe('Free-text memo shown on the ledger.'),
+  reference: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,64}$/)
+    .optional()
+    .meta({ writeOnly: true })
+    .describe('Payee reference (e.g. an invoice or beneficiary reference); hidden from approvers, recorded on the ledger.'),
 });
 
 /** Parsed `wire_transfer` arguments. */
@@ -77,6 +85,7 @@ export function createWireTransferTool(ledger: Ledger): Tool<typeof WireTransfer
         to: args.to,
         amount: args.amount,
         ...(args.memo === undefined ? {} : { memo: args.memo }),
+        ...(args.reference === undefined ? {} : { reference: args.reference }),
       });
       faultPoint('tool.effect.after'); // the row is committed; the result is about to be lost
       return transferResult(entryId, args.to, dollarsToCents(args.amount));

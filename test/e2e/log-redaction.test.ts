@@ -1,4 +1,4 @@
-// Scope: logs, end to end: a whole stack logging at debug to a file runs every path (inline allow, approve → execute, approver deny, final deny, invalid arguments, no-tasks client, cancel, bad bearer tokens, forged and replayed callbacks); the log file then holds no planted argument value, bearer token, approval-service client token, callback secret, approver secret or payload key.
+// Scope: logs, end to end: a whole stack logging at debug to a file runs every path (inline allow, approve → execute with a hidden reference, approver deny, final deny, invalid arguments, no-tasks client, cancel, bad bearer tokens, forged and replayed callbacks); the log file then holds no planted argument value, bearer token, approval-service client token, callback secret, approver secret or payload key.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,12 +42,17 @@ describe('logs redact secrets', () => {
       const inline = await alice.request<{ isError?: boolean }>('tools/call', transfer(1_000, `${secret}-inline`));
       expect(inline.isError).toBeFalsy();
 
-      // requestable → approved → executed
-      const approved = await alice.request<WireTask>('tools/call', transfer(50_000, `${secret}-approve`));
+      // requestable → approved → executed, with a hidden reference (writeOnly) the tool runs with
+      const withReference = transfer(50_000, `${secret}-approve`);
+      const approved = await alice.request<WireTask>('tools/call', {
+        ...withReference,
+        arguments: { ...withReference.arguments, reference: `${secret}-reference` },
+      });
       expect(approved.resultType).toBe('task');
       expect(await decide(stack, `${secret}-approve`, 'approve', 'bob')).toBe(200);
       const done = await waitForTerminal(alice, approved.taskId);
       expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+      expect(stack.ledger.list().some((e) => e.reference === `${secret}-reference`)).toBe(true); // ran with the real value
 
       // requestable → denied by an approver
       const denied = await alice.request<WireTask>('tools/call', transfer(60_000, `${secret}-deny`));
@@ -155,6 +160,7 @@ describe('logs redact secrets', () => {
     const [, , signature] = token.split('.');
     const forbidden: Record<string, string> = {
       'planted argument': secret,
+      'hidden reference': `${secret}-reference`,
       'planted account': plantedTo,
       'bearer token': token,
       'bearer token signature': signature!,

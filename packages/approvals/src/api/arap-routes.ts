@@ -55,6 +55,7 @@ import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, RequestFilter } from '../store/store.js';
 import { encodePageCursor, pageQueryShapeProblem, parsePageQuery } from './page-cursor.js';
 import { headline, reasonShown } from '../inbox/format.js';
+import { shownArguments } from '../inbox/redacted.js';
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
@@ -137,7 +138,7 @@ export function approvalItem(
     requester: r.body.subject.sub,
     arguments: r.body.context.arguments,
     ...(r.body.context.redacted !== undefined ? { redacted: r.body.context.redacted } : {}),
-    summary: headline(r.body.context.arguments),
+    summary: headline(shownArguments(r.body.context)),
     reason: reasonShown(r),
     policy_reason: r.body.reason,
     quorum_rule: r.quorumRule,

@@ -1,5 +1,5 @@
 /**
- * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | approve <id>… | deny <id>… --comment … |
+ * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | compare <id> <pointer> | approve <id>… | deny <id>… --comment … |
  * delegate --to X --until ISO | delegations | revoke-delegation <id>`: the approver's
  * command line, a client of the approval service's HTTP API (`/access/v1`, see
  * `packages/approvals/src/api/arap-routes.ts`), never of its database.
@@ -18,7 +18,8 @@
  * service's JSON or problem+json, e.g. a 404 page), or an unexpected answer; 2 usage (including
  * `deny` without `--comment`, and input the service refused with 400, e.g. a bad `--until`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
  * decide (403: own request, outside group or scope, already approved); 5 no such request (404);
- * 6 no longer pending (409). Never prints the credential.
+ * 6 no longer pending (409); 7 `compare`: the value does not match. Never prints the credential, nor a
+ * value given to `compare` <id> <pointer> on stdin (docs/APPROVERS.md §Hidden values).
  * Batch: `approve` and `deny` take several ids and decide each on its own (its own audit entry),
  * printing one result line per id; one failing id does not stop the others, and the exit code is
  * that of the first failing id (0 when all succeeded). `--for <approver>` decides for a delegator
@@ -38,12 +39,22 @@ import {
   visible,
   type ToolPropertiesView,
 } from '../inbox/format.js';
+import { compareHidden, shownArguments } from '../inbox/redacted.js';
 
 /** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
 const v = (x: unknown): string => visible(String(x));
 
 /** Exit codes of the `approvals` commands. */
-export const APPROVALS_EXIT = { ok: 0, unavailable: 1, usage: 2, unauthorized: 3, forbidden: 4, notFound: 5, notPending: 6 } as const;
+export const APPROVALS_EXIT = {
+  ok: 0,
+  unavailable: 1,
+  usage: 2,
+  unauthorized: 3,
+  forbidden: 4,
+  notFound: 5,
+  notPending: 6,
+  mismatch: 7,
+} as const;
 
 /** A failure with its exit code. */
 export class ApprovalsCliError extends Error {
@@ -65,6 +76,8 @@ export interface ApprovalItem {
   tool_info?: ToolPropertiesView | null;
   requester: string;
   arguments: Record<string, unknown>;
+  /** JSON Pointers of the hidden (masked) arguments; absent when none. */
+  redacted?: string[];
   reason: string;
   justification: string | null;
   approver_group: string;
@@ -214,7 +227,7 @@ export function listText(items: ApprovalItem[], total: number = items.length): s
     v(i.id),
     toolLine(i.tool, i.tool_info ?? undefined),
     v(i.requester),
-    headline(i.arguments, 60),
+    headline(shownArguments(i), 60),
     approvalsText(i),
     formatCountdown(Date.parse(i.expires_at), now),
   ]);
@@ -232,10 +245,12 @@ export function listText(items: ApprovalItem[], total: number = items.length): s
 /** The `approvals show` text for one item: the tool and where it comes from, then every argument on its own row. */
 export function showText(i: ApprovalItem): string {
   const tool = i.tool_info ?? undefined;
-  const rows = argumentRows(i.arguments);
+  const args = shownArguments(i);
+  const rows = argumentRows(args);
   const width = Math.max(0, ...rows.map((r) => r.name.length));
+  const hidden = i.redacted ?? [];
   const lines = [
-    `${toolLine(i.tool, tool)} · ${headline(i.arguments)}`,
+    `${toolLine(i.tool, tool)} · ${headline(args)}`,
     `  tool          ${v(i.tool)} from ${toolOrigin(tool)}`,
     `  id            ${v(i.id)}`,
     `  status        ${v(i.status ?? 'pending')}${i.resolved_by ? ` (by ${v(i.resolved_by)})` : ''}`,
@@ -254,6 +269,9 @@ export function showText(i: ApprovalItem): string {
     ...rows.flatMap((r) =>
       r.block ? [`    ${r.name}`, ...r.value.split('\n').map((l) => `      ${l}`)] : [`    ${r.name.padEnd(width)}  ${r.value}`],
     ),
+    ...(hidden.length === 0
+      ? []
+      : [`  hidden        ${hidden.map(v).join(', ')} (compare a value you were given: approvals compare ${v(i.id)} <pointer> < file)`]),
     '  audit',
     ...(i.audit ?? []).map(
       (e) =>
@@ -261,6 +279,35 @@ export function showText(i: ApprovalItem): string {
     ),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** All of stdin as UTF-8, less one trailing newline (`echo` and editors add one). */
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Paste the value, then press Ctrl-D.\n');
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+}
+
+/**
+ * The `approvals compare` answer for `value` against the field hidden at `pointer` of `i`:
+ * `match: …` (exit 0) or throws {@link ApprovalsCliError} — `no match` (exit 7), or usage (exit 2)
+ * when the request hides nothing at `pointer`. Never prints the value.
+ */
+export function compareText(i: ApprovalItem, pointer: string, value: string): string {
+  const outcome = compareHidden(i, pointer, value);
+  if (outcome === 'not-hidden') {
+    const hidden = (i.redacted ?? []).map(v).join(', ');
+    throw new ApprovalsCliError(
+      `${v(pointer)} is not a hidden argument of ${v(i.id)}${hidden === '' ? ' (it hides none)' : ` (hidden: ${hidden})`}`,
+      APPROVALS_EXIT.usage,
+    );
+  }
+  if (outcome === 'no-match')
+    throw new ApprovalsCliError(`no match: ${v(pointer)} of ${v(i.id)} holds a different value`, APPROVALS_EXIT.mismatch);
+  return `match: ${v(pointer)} of ${v(i.id)} is the value you were given\n`;
 }
 
 /** Run `action` with the client from `env()`, printing its text; an {@link ApprovalsCliError} exits with its code. */
@@ -451,6 +498,17 @@ export function registerApproverCommands(approvals: Command, env: () => Approval
       run(env, async (client) => {
         const item = (await call(client, 'GET', `/approvals/${encodeURIComponent(id)}`)) as ApprovalItem;
         return o.json ? `${JSON.stringify(item, null, 2)}\n` : showText(item);
+      }),
+    );
+  approvals
+    .command('compare <id> <pointer>')
+    .description(
+      'check a value you were given out of band against a hidden argument (JSON Pointer, e.g. /reference); reads the value from stdin',
+    )
+    .action((id: string, pointer: string) =>
+      run(env, async (client) => {
+        const item = (await call(client, 'GET', `/approvals/${encodeURIComponent(id)}`)) as ApprovalItem;
+        return compareText(item, pointer, await readStdin());
       }),
     );
   approvals

@@ -39,6 +39,7 @@ import type { Approver } from '../api/http-auth.js';
 import { toStatusBody } from '../api/arap-wire.js';
 import type { Decider } from './decider.js';
 import { headline } from '../inbox/format.js';
+import { shownArguments } from '../inbox/redacted.js';
 import { problem } from '@countersign/http/problem';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
@@ -113,7 +114,7 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
       approver_group: b.approver_group,
       reason: b.reason,
       justification: b.context.justification ?? null,
-      summary: headline(b.context.arguments),
+      summary: headline(shownArguments(b.context)),
       required_approvals: record.requiredApprovals,
       created_at: new Date(record.createdAtMs).toISOString(),
       expires_at: new Date(record.expiresAtMs).toISOString(),

@@ -5,7 +5,8 @@
  * mark moved it re-fetches the page and swaps `#live`, unless the approver is typing a comment
  * or has ticked requests for a batch (then it shows a "new activity" notice instead), and (c) runs
  * the passkey ceremonies (register; approve where a step-up rule asks) with `@simplewebauthn/browser`,
- * served beside it as `webauthn.js`. The pages work without it, except passkey step-up.
+ * served beside it as `webauthn.js`, and (d) compares a pasted value with a hidden value's digest
+ * (WebCrypto, in the page). The pages work without it, except passkey step-up and the compare box.
  * Deliberately does not: use a framework, inline scripts (the CSP forbids them), or WebSockets.
  */
 
@@ -47,6 +48,7 @@ button{font:inherit;cursor:pointer}
 .btn.primary{background:var(--accent);border-color:var(--accent);color:#fff}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:.9rem 1.5rem}
 .grid dt{font-size:.76rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}.grid dd{margin:.1rem 0 0}
+.hidden-field{margin:.5rem 0}.hidden-field .compare{margin-top:.3rem}.compare .ok{color:var(--ok);font-weight:600}.compare .bad{color:var(--bad);font-weight:600}
 table.argrows td.name{width:1%;white-space:nowrap;vertical-align:top}table.argrows pre{margin:0;white-space:pre-wrap;word-break:break-word}
 .pill.hint-destructive{background:var(--badbg);color:var(--bad)}.pill.hint-read-only{background:var(--okbg);color:var(--ok)}
 pre.args{background:#0f1724;color:#e6edf6;padding:.9rem 1rem;border-radius:6px;overflow:auto;font-size:.86rem;margin:0}
@@ -100,6 +102,7 @@ export const INBOX_JS = `
     var busy = false;
     document.querySelectorAll('textarea').forEach(function (t) { if (t.value.trim() !== '') busy = true; });
     if (document.querySelector('input[name=ids]:checked')) busy = true;
+    document.querySelectorAll('input[data-compare-input]').forEach(function (i) { if (i.value !== '') busy = true; });
     return busy || (a && (a.tagName === 'TEXTAREA' || a.tagName === 'INPUT' || a.tagName === 'SELECT'));
   }
   function refresh() {
@@ -170,6 +173,40 @@ export const INBOX_JS = `
         })
         .catch(function (err) { passkeyFailed('passkey-error', err); });
     }
+  });
+  // Hidden values (request-page.tsx, redacted.ts): hash what the approver pastes, here in the browser, and
+  // compare it with the request's digest: SHA-256 of the JCS form, as a string and, if it is JSON, as that value.
+  function jcs(v) {
+    if (v === null || typeof v !== 'object') return JSON.stringify(v);
+    if (Array.isArray(v)) return '[' + v.map(jcs).join(',') + ']';
+    return '{' + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ':' + jcs(v[k]); }).join(',') + '}';
+  }
+  function sha256hex(text) {
+    return crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)).then(function (buf) {
+      return Array.prototype.map.call(new Uint8Array(buf), function (b) { return (b < 16 ? '0' : '') + b.toString(16); }).join('');
+    });
+  }
+  function compare(field) {
+    var input = field.querySelector('[data-compare-input]');
+    var out = field.querySelector('[data-compare-result]');
+    var text = input.value;
+    var say = function (msg, cls) { out.textContent = msg; out.className = cls; };
+    if (text === '') return say('Paste the value you were given first.', '');
+    if (!window.crypto || !crypto.subtle) return say('Comparing needs the inbox over HTTPS (or on localhost).', 'bad');
+    var forms = [JSON.stringify(text)];
+    try { var j = jcs(JSON.parse(text)); if (forms.indexOf(j) < 0) forms.push(j); } catch (e) { /* a string only */ }
+    Promise.all(forms.map(sha256hex)).then(function (digests) {
+      if (digests.indexOf(field.getAttribute('data-redacted-digest')) >= 0) say('Match: this is the value in the request.', 'ok');
+      else say('No match: the request holds a different value.', 'bad');
+    });
+  }
+  document.addEventListener('click', function (e) {
+    var b = e.target && e.target.closest ? e.target.closest('[data-compare]') : null;
+    if (b) { e.preventDefault(); compare(b.closest('[data-redacted-digest]')); }
+  });
+  document.addEventListener('keydown', function (e) {
+    var i = e.target && e.target.closest ? e.target.closest('[data-compare-input]') : null;
+    if (i && e.key === 'Enter') { e.preventDefault(); compare(i.closest('[data-redacted-digest]')); }
   });
   tick();
   setInterval(tick, 1000);

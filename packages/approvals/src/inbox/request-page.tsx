@@ -8,6 +8,7 @@
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
+import { hiddenFields, shownArguments, type HiddenField } from './redacted.js';
 import { argumentRows, formatCountdown, formatTime, headline, hintLabels, reasonShown, toolOrigin, visible } from './format.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
@@ -63,7 +64,9 @@ export function RequestView(props: RequestViewProps) {
   const b = r.body;
   const tool = b.resource.properties;
   const hints = hintLabels(tool?.annotations);
-  const rows = argumentRows(b.context.arguments);
+  const args = shownArguments(b.context);
+  const hidden = hiddenFields(b.context);
+  const rows = argumentRows(args);
   const pending = r.status === 'pending';
   const action = `/approver/requests/${encodeURIComponent(r.id)}/decision`;
   return (
@@ -73,7 +76,7 @@ export function RequestView(props: RequestViewProps) {
       </p>
       <h1>
         {tool?.title !== undefined ? <span data-testid="tool-title">{visible(tool.title)} · </span> : ''}
-        <span class="mono">{visible(b.resource.id)}</span> · {headline(b.context.arguments)} <StatusPill status={r.status} />
+        <span class="mono">{visible(b.resource.id)}</span> · {headline(args)} <StatusPill status={r.status} />
       </h1>
       {props.flash ?? ''}
       <section class="card">
@@ -161,9 +164,10 @@ export function RequestView(props: RequestViewProps) {
       <details>
         <summary class="muted">as JSON</summary>
         <pre class="args" data-testid="arguments">
-          {visible(JSON.stringify(b.context.arguments, null, 2), { keepNewlines: true })}
+          {visible(JSON.stringify(args, null, 2), { keepNewlines: true })}
         </pre>
       </details>
+      {hidden.length === 0 ? '' : <HiddenValues fields={hidden} />}
       <p class="muted mono">
         request {r.id} · binding {b.binding_digest}
       </p>
@@ -254,5 +258,34 @@ export function RequestView(props: RequestViewProps) {
         </tbody>
       </table>
     </>
+  );
+}
+
+/**
+ * The request's hidden values (docs/APPROVERS.md §Hidden values): each masked field with its
+ * digest's start, and a compare box — the inbox script (`assets.ts`) hashes what the approver
+ * pastes in the browser and says whether it matches; nothing typed there is sent anywhere.
+ */
+function HiddenValues(props: { fields: HiddenField[] }) {
+  return (
+    <section class="card hidden-values" data-testid="hidden-values">
+      <h2>Hidden values</h2>
+      <p class="muted">
+        These values are hidden from approvers; the tool runs with the real ones. If you were given a value out of band, paste it to check
+        it is the one in this request.
+      </p>
+      {props.fields.map((f) => (
+        <div class="hidden-field" data-redacted-digest={f.digest}>
+          <span class="mono name">{visible(f.pointer)}</span> <span class="mono">{f.label}</span>
+          <div class="compare">
+            <input type="password" autocomplete="off" aria-label={`value of ${f.pointer}`} data-compare-input="1" />{' '}
+            <button class="btn" type="button" data-compare="1">
+              Compare
+            </button>{' '}
+            <span role="status" data-compare-result="1"></span>
+          </div>
+        </div>
+      ))}
+    </section>
   );
 }

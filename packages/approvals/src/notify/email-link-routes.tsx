@@ -24,6 +24,7 @@ import type { Logger } from 'pino';
 import { personDecider } from '../deciders/decider.js';
 import { readFormFields, repeatedFieldMessage } from '../inbox/form-fields.js';
 import { formatTime, headline, reasonShown, visible } from '../inbox/format.js';
+import { shownArguments } from '../inbox/redacted.js';
 import { Head, StatusPill } from '../inbox/layout.js';
 import { REFUSAL_TEXT } from '../inbox/request-page.js';
 import type { InboxSession, SessionManager } from '../inbox/session.js';
@@ -205,13 +206,13 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     return c.html(
       <Page title="Approval request">
         <h1>
-          <span class="mono">{visible(record.body.resource.id)}</span> · {headline(record.body.context.arguments)}
+          <span class="mono">{visible(record.body.resource.id)}</span> · {headline(shownArguments(record.body.context))}
         </h1>
         <section class="card">
           <Facts record={record} />
           <h2>Arguments</h2>
           <pre class="args" data-testid="arguments">
-            {visible(JSON.stringify(record.body.context.arguments, null, 2), { keepNewlines: true })}
+            {visible(JSON.stringify(shownArguments(record.body.context), null, 2), { keepNewlines: true })}
           </pre>
           {record.body.context.justification !== undefined ? (
             <p data-testid="justification">Justification: {visible(record.body.context.justification)}</p>

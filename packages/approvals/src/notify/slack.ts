@@ -32,6 +32,7 @@ import { REFUSAL_DETAIL } from '../api/arap-routes.js';
 import type { Approver } from '../api/http-auth.js';
 import { personDecider } from '../deciders/decider.js';
 import { headline, reasonShown, visible } from '../inbox/format.js';
+import { shownArguments } from '../inbox/redacted.js';
 import type { DecideOutcome, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, ApprovalVote } from '../store/store.js';
 import type { ApprovalNotification, ApprovalNotifier } from './notifier.js';
@@ -110,7 +111,7 @@ function factsText(record: AccessRequestRecord): string {
   const b = record.body;
   const lines = [
     `*${slackText(b.resource.id)}* requested by *${slackText(b.subject.sub)}* (group ${slackText(b.approver_group)})`,
-    slackText(headline(b.context.arguments)),
+    slackText(headline(shownArguments(b.context))),
   ];
   const reason = reasonShown(record);
   if (reason !== '') lines.push(`_${slackText(reason)}_`);

@@ -15,11 +15,12 @@
  * | `@retry_after("PT30S")` | with `@on_deny("retry")` (required) | wait before re-evaluating |
  * | `@approval_mode("in-band"\|"out-of-band")` | requestable forbid | `in-band`: the requester's own confirmation over MRTR lifts the denial (docs/CHANGE-GATE.md §In-band confirmation); `@approver_group` and `@request_ttl` are then optional and `@submission_input` does not apply. Default `out-of-band` |
  * | `@sensitive("/card_number,/auth/token")` | requestable forbid | comma-separated JSON Pointers of arguments masked for display in the request it opens (docs/APPROVERS.md §Hidden values) |
+ * | `@narrowable("amount:max,path:subpath")` | requestable forbid | the top-level arguments an approver may narrow in a counter-proposal, each with its direction (`max`, `min`, `subpath`, `subset`: `packages/arap/src/narrowing.ts`) |
  *
  * Other annotations are kept but ignored. This module only validates and reads annotations; it
  * deliberately does not evaluate policies (see `cedar-pdp.ts`).
  */
-import { JsonPointerSchema } from '@countersign/arap';
+import { JsonPointerSchema, NarrowingSpecError, parseNarrowingSpec, type NarrowingSpec } from '@countersign/arap';
 import { parseIsoDurationMs } from './iso-duration.js';
 
 /** How long an in-band confirmation may take when the policy names no `@request_ttl`: 15 minutes. */
@@ -45,6 +46,8 @@ export interface PolicyMeta {
     approvalMode?: 'in-band';
     /** `@sensitive`: JSON Pointers of arguments masked for display. */
     sensitive?: string[];
+    /** `@narrowable`: the fields an approver may narrow in a counter-proposal, and how. */
+    narrowable?: NarrowingSpec;
   };
   /** `@on_deny`; absent means `none`. */
   onDeny?: { nextAction: 'none' } | { nextAction: 'retry'; retryAfterMs: number };
@@ -70,6 +73,7 @@ export function readPolicyMeta(
     'submission_input',
     'approval_mode',
     'sensitive',
+    'narrowable',
   ];
   if (base.effect === 'permit') {
     const misplaced = forbidOnly.filter((k) => k in a);
@@ -90,9 +94,15 @@ export function readPolicyMeta(
   }
   if (requestable === 'true' && a.approval_mode === 'in-band') {
     if (a.reason === undefined) throw new Error('a requestable forbid needs @reason');
-    if (a.on_deny !== undefined || a.retry_after !== undefined || a.submission_input !== undefined || a.sensitive !== undefined) {
+    if (
+      a.on_deny !== undefined ||
+      a.retry_after !== undefined ||
+      a.submission_input !== undefined ||
+      a.sensitive !== undefined ||
+      a.narrowable !== undefined
+    ) {
       throw new Error(
-        '@on_deny / @retry_after / @submission_input / @sensitive do not apply to an in-band forbid (the requester confirms)',
+        '@on_deny / @retry_after / @submission_input / @sensitive / @narrowable do not apply to an in-band forbid (the requester confirms)',
       );
     }
     const requestTtlMs = a.request_ttl === undefined ? IN_BAND_DEFAULT_TTL_MS : parseIsoDurationMs(a.request_ttl);
@@ -121,9 +131,10 @@ export function readPolicyMeta(
       reason: a.reason ?? '',
       ...(a.submission_input === 'justification' ? { requiresJustification: true } : {}),
       ...(a.sensitive !== undefined ? { sensitive: sensitiveList(a.sensitive) } : {}),
+      ...(a.narrowable !== undefined ? { narrowable: narrowableSpec(a.narrowable) } : {}),
     };
   } else {
-    for (const k of ['approver_group', 'request_ttl', 'submission_input', 'approval_mode', 'sensitive']) {
+    for (const k of ['approver_group', 'request_ttl', 'submission_input', 'approval_mode', 'sensitive', 'narrowable']) {
       if (a[k] !== undefined) throw new Error(`@${k} needs @requestable("true")`);
     }
   }
@@ -156,4 +167,14 @@ function sensitiveList(value: string): string[] {
   const bad = list.find((p) => !JsonPointerSchema.safeParse(p).success);
   if (bad !== undefined) throw new Error(`@sensitive: ${JSON.stringify(bad.slice(0, 80))} is not a JSON Pointer such as "/card_number"`);
   return [...new Set(list)].sort();
+}
+
+/** `@narrowable`'s value (`parseNarrowingSpec`). Throws `Error` prefixed `@narrowable:` naming the bad entry. */
+function narrowableSpec(value: string): NarrowingSpec {
+  try {
+    return parseNarrowingSpec(value);
+  } catch (err) {
+    if (err instanceof NarrowingSpecError) throw new Error(`@narrowable: ${err.message}`, { cause: err });
+    throw err;
+  }
 }

@@ -1,5 +1,6 @@
-// Scope: packages/arap/src/narrowing.ts — reading a narrowable spec and checking an approver's counter-proposal against the requested arguments, every direction and every refusal.
+// Scope: packages/arap/src/narrowing.ts and the Cedar @narrowable annotation (src/policy/cedar-annotations.ts) — reading a narrowable spec and checking an approver's counter-proposal against the requested arguments, every direction and every refusal.
 import { describe, expect, it } from 'vitest';
+import { readPolicyMeta } from '../../src/policy/cedar-annotations.js';
 import { checkNarrowing, narrowableList, NarrowingSpecError, parseNarrowingSpec } from '@countersign/arap';
 
 const transfer = { amount: 50_000, currency: 'USD', to_account: 'ACME-001' };
@@ -127,5 +128,29 @@ describe('checkNarrowing', () => {
       '"amount" (lower), "path" (a sub-path) and "r" (fewer elements)',
     );
     expect(narrowableList({})).toBe('no field');
+  });
+});
+
+describe('the Cedar @narrowable annotation', () => {
+  const base = { id: 'big-transfer', file: 'p.cedar', effect: 'forbid' as const, order: 0 };
+  const requestable = { requestable: 'true', approver_group: 'treasury', request_ttl: 'P1D', reason: 'r' };
+
+  it('a requestable forbid carries its narrowable fields and directions', () => {
+    const meta = readPolicyMeta(base, { ...requestable, narrowable: 'amount:max, path:subpath' });
+    expect(meta.requestable?.narrowable).toEqual({ amount: 'max', path: 'subpath' });
+  });
+
+  it.each([
+    ['an unknown direction', { ...requestable, narrowable: 'amount:less' }, base, /@narrowable: field "amount": direction must be one of/],
+    ['a forbid that is not requestable', { reason: 'r', narrowable: 'amount:max' }, base, /@narrowable needs @requestable/],
+    [
+      'an in-band forbid',
+      { requestable: 'true', approval_mode: 'in-band', reason: 'r', narrowable: 'amount:max' },
+      base,
+      /@narrowable do not apply to an in-band forbid/,
+    ],
+    ['a permit', { narrowable: 'amount:max' }, { ...base, effect: 'permit' as const }, /@narrowable only applies to forbid/],
+  ])('refuses @narrowable on %s, naming the annotation', (_title, annotations, b, message) => {
+    expect(() => readPolicyMeta(b, annotations)).toThrow(message);
   });
 });

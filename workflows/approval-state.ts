@@ -211,7 +211,8 @@ export class ApprovalState {
    */
   settle(status: Exclude<BackendStatus, { state: 'approved' } | { state: 'pending' }>): void {
     if (status.state === 'denied') this.deny('backend-denied');
-    else if (status.state === 'expired') this.deny('request-expired');
+    // a reason only new activity results carry: recorded runs replay as before, no patch needed
+    else if (status.state === 'expired') this.deny(status.reason === 'unfollowed' ? 'request-unfollowed' : 'request-expired');
     else if (status.state === 'cancelled') this.finish({ status: 'cancelled' });
     else if (status.state === 'failed') this.fail('The approval backend reported a failure.');
   }

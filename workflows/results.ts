@@ -16,6 +16,7 @@ const DENIAL_SENTENCE: Record<DenialReason, string> = {
   'tool-changed': 'The tool changed while the request was pending, so the approval no longer applies.',
   'binding-invalid': 'The stored call no longer matched its binding, so it was refused.',
   'input-declined': 'The input a further approval needed was declined, so no further approval request was submitted.',
+  'request-unfollowed': 'Nobody followed this task, so the approval request was closed without a decision.',
 };
 
 /** Disposition + SEP-2643 denial envelope (`remediation: "unavailable"`): the tool did not run. */

@@ -61,7 +61,9 @@ export type DenialReason =
   | 'request-chain-exhausted'
   | 'tool-changed'
   | 'binding-invalid'
-  | 'input-declined';
+  | 'input-declined'
+  /** The approval service closed the request because no client followed the task (`status_reason: "unfollowed"`). */
+  | 'request-unfollowed';
 
 /**
  * The task as the workflow sees it: everything `tasks/get` needs, nothing the client must not see

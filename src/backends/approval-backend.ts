@@ -70,7 +70,8 @@ export type BackendStatus =
   | { state: 'pending'; expiresAt: string }
   | { state: 'approved'; approval: ApprovalMaterial }
   | { state: 'denied' }
-  | { state: 'expired' }
+  /** `reason: 'unfollowed'`: closed by the backend because no client followed the task (docs/APPROVERS.md §Who is waiting). */
+  | { state: 'expired'; reason?: 'unfollowed' }
   | { state: 'cancelled' }
   | { state: 'failed'; message: string };
 

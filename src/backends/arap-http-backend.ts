@@ -228,6 +228,8 @@ export function createArapHttpBackend(opts: ArapHttpBackendOptions): ApprovalBac
           const message = typeof e === 'string' ? e : (e?.message ?? e?.detail ?? 'the approval backend reported failure');
           return { state: 'failed', message: clip(message) };
         }
+        case 'expired':
+          return body.status_reason === 'unfollowed' ? { state: 'expired', reason: 'unfollowed' } : { state: 'expired' };
         default:
           return { state: body.status };
       }

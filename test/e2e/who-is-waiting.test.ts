@@ -6,6 +6,7 @@
 // `countersign approvals show` turn into "last read by … at …" / "subscribed" / "nobody has read
 // this task since …"; and reporting costs no Temporal action (nothing is added to the run's history).
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,20 +22,30 @@ import { basic, pendingFor, startTestStack, testConfig } from '../support/stack-
 
 const CLIENT_INFO = { name: 'who-is-waiting-e2e', version: '1.0.0' };
 
+/** The stack the running describe block uses (each block starts its own, with its rules file). */
 let stack: Stack;
+const stacks: Stack[] = [];
 const open: Array<{ client: Client; session: TaskEnabledSession }> = [];
-beforeAll(async () => {
-  // follower reports every 300 ms (default 60 s) so a later read is seen; no fallback status poll
-  // within the test (callbacks decide), so the runs' histories hold still while the tasks are read
-  stack = await startTestStack(testConfig({ COUNTERSIGN_FOLLOWER_REPORT_MS: 300, COUNTERSIGN_STATUS_POLL_INITIAL_MS: 600_000 }));
-});
 afterAll(async () => {
   for (const o of open) {
     await o.session.close().catch(() => undefined);
     await o.client.close().catch(() => undefined);
   }
-  await stack?.stop();
+  for (const s of stacks) await s.stop();
 });
+
+/**
+ * A stack whose approval service reads `rules` (its `approval-rules.json`), with follower reports
+ * every 300 ms (default 60 s) so a later read is seen, and no fallback status poll within a test
+ * (callbacks decide), so the runs' histories hold still while the tasks are read.
+ */
+async function startWithRules(rules: Record<string, unknown> | undefined): Promise<Stack> {
+  const config = testConfig({ COUNTERSIGN_FOLLOWER_REPORT_MS: 300, COUNTERSIGN_STATUS_POLL_INITIAL_MS: 600_000 });
+  if (rules !== undefined) writeFileSync(join(config.COUNTERSIGN_DATA_DIR, 'approval-rules.json'), JSON.stringify(rules));
+  const started = await startTestStack(config);
+  stacks.push(started);
+  return started;
+}
 
 const memo = () => `waiting ${randomUUID().slice(0, 12)}`;
 const transfer = (m: string) => ({ to: 'acct-991', amount: 50_000, memo: m });
@@ -87,11 +98,11 @@ async function until(m: string, ok: (s: Shown) => boolean): Promise<Shown> {
     if (ok(last)) return last;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`request for ${m} never got there: ${JSON.stringify(last?.followers)}`);
+  throw new Error(`request for ${m} never got there at ${new Date().toISOString()}: ${JSON.stringify(last)}`);
 }
 
 /** `countersign approvals <args>` as bob, a real process against the stack's approval service. */
-function cli(args: string[]): Promise<{ code: number; stdout: string }> {
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const bob = stack.secrets.approvers.find((a) => a.id === 'bob')!;
   return new Promise((resolve) => {
     execFile(
@@ -106,12 +117,16 @@ function cli(args: string[]): Promise<{ code: number; stdout: string }> {
           COUNTERSIGN_APPROVER: `bob:${bob.secret}`,
         },
       },
-      (err, stdout) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout }),
+      (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
     );
   });
 }
 
 describe('who is waiting', () => {
+  beforeAll(async () => {
+    stack = await startWithRules(undefined);
+  });
+
   it('the approval request names the calling client from its clientInfo, and says nobody has read the task until the client reads it; then "last read by <client>"', async () => {
     const { session } = await sessionFor('alice');
     const m = memo();
@@ -179,5 +194,120 @@ describe('who is waiting', () => {
     expect((await run.fetchHistory()).events?.length).toBe(eventsBefore);
     await execution.cancel();
     await subscription.closed;
+  });
+});
+
+/**
+ * An agent that opens the approval task for `m` and stops following it at once (ext-tasks
+ * `detach()`: local driving stops, the remote task stays), so nothing reads the task: its id.
+ */
+async function createAndLeave(m: string): Promise<string> {
+  const { session } = await sessionFor('alice');
+  const execution = await session.callTool('wire_transfer', transfer(m));
+  if (execution.kind !== 'task') throw new Error('expected a task');
+  await execution.detach();
+  return execution.handle.taskId;
+}
+
+/** The outcome of task `taskId` as a new ext-tasks session of alice reads it (it polls until the task ends). */
+async function outcomeOf(taskId: string) {
+  const { session } = await sessionFor('alice');
+  return session.task(taskId as never).result();
+}
+
+/** Bob's decision on request `id` through the approval API; the status and the body. */
+async function decideById(id: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const bob = stack.secrets.approvers.find((a) => a.id === 'bob')!;
+  const res = await fetch(`${stack.urls.approvals}/access/v1/requests/${id}/decision`, {
+    method: 'POST',
+    headers: { authorization: basic(bob.id, bob.secret), 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** The tool's result as ext-tasks hands it over. */
+interface ToolResult {
+  content: Array<{ type: string; text?: string }>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+}
+const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
+const textOf = (r: ToolResult) => r.content.map((c) => c.text ?? '').join('\n');
+
+describe('unfollowed: confirm (approving a request nobody follows needs a confirmation)', () => {
+  beforeAll(async () => {
+    stack = await startWithRules({ unfollowed: { afterMs: 1500, action: 'confirm' } });
+  });
+
+  it('a task its client created and never read: approving it without confirmation is refused (409 unfollowed, CLI exit 8); confirmed, it runs once', async () => {
+    const m = memo();
+    const taskId = await createAndLeave(m);
+    const shown = await until(m, (s) => s.followers.unfollowed);
+    expect(shown.followers.text).toMatch(/^Nobody has read this task since it was submitted at /);
+
+    const refused = await decideById(shown.id, { decision: 'approve' });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ type: 'urn:countersign:problem:unfollowed', status: 409 });
+    const cliRefused = await cli(['approve', shown.id]);
+    expect(cliRefused.code).toBe(8);
+    expect(cliRefused.stderr).toContain('confirm_unfollowed');
+    expect((await requestFor(m)).id).toBe(shown.id); // still pending
+
+    const confirmed = await cli(['approve', shown.id, '--confirm-unfollowed', '--comment', 'the agent is gone; I want it done']);
+    expect(confirmed).toMatchObject({ code: 0, stdout: `${shown.id} is now approved.\n` });
+    const outcome = await outcomeOf(taskId);
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    expect((outcome.result as ToolResult)._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(stack.ledger.countByTask(taskId)).toBe(1);
+    const show = await cli(['show', shown.id]);
+    expect(show.stdout).toMatch(/approved\s+bob via api rule unfollowed-confirmed — the agent is gone/);
+  });
+
+  it('a task its client keeps reading is approved without any confirmation', async () => {
+    const { session } = await sessionFor('alice');
+    const m = memo();
+    const execution = await session.callTool('wire_transfer', transfer(m));
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    const settled = execution.settle(); // polls tasks/get at the suggested interval
+    const first = await until(m, (s) => s.followers.last_read_by !== null);
+    await new Promise((r) => setTimeout(r, 2500)); // longer than afterMs: followed all along
+    const shown = await requestFor(m);
+    expect(shown.followers.unfollowed).toBe(false);
+    expect(Date.parse(shown.followers.last_read_at!)).toBeGreaterThan(Date.parse(first.followers.last_read_at!));
+    expect((await decideById(shown.id, { decision: 'approve' })).status).toBe(200);
+    const { outcome } = await settled;
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    expect((outcome.result as ToolResult)._meta?.[DISPOSITION]).toBe('approved-executed');
+  });
+});
+
+describe('unfollowed: close (a request nobody follows is closed after the grace period)', () => {
+  beforeAll(async () => {
+    stack = await startWithRules({ unfollowed: { afterMs: 1000, action: 'close', graceMs: 500 } });
+  });
+
+  it('a task nobody reads ends denied-not-executed, saying nobody followed it; its request expired with status_reason unfollowed', async () => {
+    const m = memo();
+    const taskId = await createAndLeave(m);
+    const { id } = await requestFor(m);
+    // the service's sweeper (every 5 s) closes it; the client does not read until then
+    for (let i = 0; i < 150 && (await pendingFor(stack, 'bob')).some((r) => r.id === id); i++) await new Promise((r) => setTimeout(r, 100));
+    const status = await fetch(`${stack.urls.approvals}/access/v1/requests/${id}`, {
+      headers: { authorization: `Bearer ${stack.secrets.approvalsClientToken}` },
+    });
+    expect(await status.json()).toMatchObject({ id, status: 'expired', status_reason: 'unfollowed' });
+    const outcome = await outcomeOf(taskId);
+    expect(outcome.status).toBe('completed');
+    if (outcome.status !== 'completed') return;
+    const result = outcome.result as ToolResult;
+    expect(result.isError).toBe(true);
+    expect(result._meta?.[DISPOSITION]).toBe('denied-not-executed');
+    expect(textOf(result)).toBe(
+      'Not executed: Nobody followed this task, so the approval request was closed without a decision. The tool did not run and no side effect occurred. Outcome: denied-not-executed.',
+    );
+    expect(stack.ledger.countByTask(taskId)).toBe(0);
   });
 });

@@ -38,6 +38,7 @@ export const DENIAL_REASONS: DenialReason[] = [
   'tool-changed',
   'binding-invalid',
   'input-declined',
+  'request-unfollowed',
 ];
 
 /**

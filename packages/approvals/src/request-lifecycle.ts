@@ -21,10 +21,23 @@ import type { Logger } from 'pino';
 import type { AccessRequestBody } from '@countersign/arap';
 import type { CallbackDispatcher } from './api/callbacks.js';
 import { matchingStepUpRule, requiredApprovals, stepUpReason, unfollowedRuleOf, type ApprovalRules } from './deciders/approval-rules.js';
-import { followerSummary, type FollowerSummary } from './followers.js';
+import { followerSummary, isUnfollowed, type FollowerSummary } from './followers.js';
 import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from './principal-names.js';
-import type { AccessRequestRecord, ApprovalStore, ApprovalVote, RequestFilter, StepUpProof, Transition } from './store/store.js';
+import type {
+  AccessRequestRecord,
+  ApprovalStore,
+  ApprovalVote,
+  PendingKey,
+  RequestFilter,
+  StepUpProof,
+  Transition,
+} from './store/store.js';
+
+/** Rule id the audit trail records on an approval confirmed although nobody followed the request. */
+export const UNFOLLOWED_CONFIRMED_RULE = 'unfollowed-confirmed';
+/** Audit comment of a request the `close` action expired. */
+export const UNFOLLOWED_CLOSE_COMMENT = "Closed: no client followed the task for the unfollowed rule's period.";
 
 // `canonicalize` is CommonJS with an ESM-style `export default` typing; under NodeNext the default
 // import is the function at runtime, but TypeScript types it as the module object.
@@ -70,7 +83,9 @@ export type DecideRefusal =
   /** A decision "for" someone without an active delegation from them to this approver. */
   | 'no-delegation'
   /** An approval without the passkey confirmation a step-up rule requires (`inbox/passkeys.ts`). */
-  | 'step-up-required';
+  | 'step-up-required'
+  /** An approval of a request nobody follows, without `confirmUnfollowed` (the rules' `unfollowed` option, `followers.ts`). */
+  | 'unfollowed';
 
 /** Result of {@link RequestLifecycle.decide}. `recorded`: a partial approval, the quorum is not met yet. */
 export type DecideOutcome =
@@ -104,8 +119,19 @@ export interface RequestLifecycle {
    * decider (risk engine) approves at once. `rule` names the risk rule that decided, for the audit.
    * A request with a step-up rule is approved only with `stepUp`, a verified passkey assertion over
    * its binding digest (else `step-up-required`; denying never needs it); the proof is stored with the vote.
+   * An approval of a request nobody follows (`followers.ts`; the rules' `unfollowed` action
+   * `confirm` or `close`) needs `confirmUnfollowed` (else `unfollowed`); the vote then records the
+   * rule `unfollowed-confirmed` in the audit trail. Denying never needs it.
    */
-  decide(id: string, decider: Decider, decision: Decision, comment?: string, rule?: string, stepUp?: StepUpProof): DecideOutcome;
+  decide(
+    id: string,
+    decider: Decider,
+    decision: Decision,
+    comment?: string,
+    rule?: string,
+    stepUp?: StepUpProof,
+    confirmUnfollowed?: boolean,
+  ): DecideOutcome;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
   refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
   /**
@@ -229,6 +255,39 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     );
   }
 
+  /**
+   * The rules' `close` action: every pending request unfollowed for `graceMs` expires, marked
+   * closed unfollowed (its status body says `status_reason: "unfollowed"`) with an audit row of rule
+   * `unfollowed`. Reads every pending request, a page at a time; returns how many it closed.
+   */
+  function closeUnfollowed(at: number): number {
+    const rule = unfollowedRuleOf(deps.rules());
+    if (rule.action !== 'close') return 0;
+    let count = 0;
+    let after: PendingKey | undefined;
+    for (;;) {
+      const page = store.pagePending({}, { limit: 500, ...(after !== undefined ? { after } : {}) });
+      for (const r of page.records) {
+        const due = followersOf(r, at).unfollowedAtMs;
+        if (due === null || at < due + rule.graceMs) continue;
+        const closed = transition(r.id, {
+          to: 'expired',
+          atMs: at,
+          actor: 'system',
+          via: 'system',
+          rule: 'unfollowed',
+          comment: UNFOLLOWED_CLOSE_COMMENT,
+        });
+        if (closed === undefined) continue;
+        store.followers.markClosedUnfollowed(r.id, at);
+        count += 1;
+      }
+      const last = page.records[page.records.length - 1];
+      if (!page.hasAfter || last === undefined) return count;
+      after = { createdAtMs: last.createdAtMs, id: last.id };
+    }
+  }
+
   function read(id: string): AccessRequestRecord | undefined {
     const record = store.get(id);
     return record === undefined ? undefined : expireIfDue(record);
@@ -297,7 +356,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       return raced.status === 'cancelled' ? { kind: 'cancelled', record: raced } : { kind: 'not-pending', record: raced };
     },
 
-    decide(id, decider, decision, comment, rule, stepUp) {
+    decide(id, decider, decision, comment, rule, stepUp, confirmUnfollowed) {
       const current = read(id);
       if (current === undefined) return { kind: 'not-found' };
       const refusal = scopeRefusal(decider, current);
@@ -323,6 +382,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       ) {
         return { kind: 'forbidden', reason: 'step-up-required' };
       }
+      const unfollowed = isUnfollowed(followersOf(current, at), at);
+      if (unfollowed && confirmUnfollowed !== true) return { kind: 'forbidden', reason: 'unfollowed' };
       if (alreadyVoted(decider, id)) return { kind: 'forbidden', reason: 'already-approved' };
       const vote: ApprovalVote & { rule?: string; final?: boolean } = {
         approver: decider.person,
@@ -336,6 +397,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       if (rule !== undefined) vote.rule = rule;
       if (decider.final === true) vote.final = true;
       if (vote.stepUp !== null && vote.stepUp !== undefined && vote.rule === undefined) vote.rule = vote.stepUp.rule;
+      if (unfollowed && vote.rule === undefined) vote.rule = UNFOLLOWED_CONFIRMED_RULE;
       const result = store.approve(id, vote, (approvers) => {
         const proofs = store.votes(id).flatMap((v) => (v.stepUp != null ? [{ approver: v.approver, ...v.stepUp }] : []));
         return {
@@ -398,7 +460,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       for (const id of store.listDuePending(at)) {
         if (transition(id, { to: 'expired', atMs: at, actor: 'system', via: 'system' }) !== undefined) count += 1;
       }
-      return count;
+      return count + closeUnfollowed(at);
     },
   };
 }

@@ -137,12 +137,15 @@ export type AccessRequestBodyInput = z.input<typeof AccessRequestBodySchema>;
 
 /**
  * Body of `POST /access/v1/requests/:id/decision` (approver decision; comment ≤ 1000 chars;
- * `on_behalf_of`: the approver id of a delegator, to decide for them).
+ * `on_behalf_of`: the approver id of a delegator, to decide for them; `confirm_unfollowed`: approve
+ * a request nobody follows).
  */
 export const DecisionBodySchema = z.object({
   decision: z.enum(['approve', 'deny']),
   comment: z.string().max(1000).optional(),
   on_behalf_of: z.string().min(1).max(200).optional(),
+  /** Approve although nobody follows the request's task (the `unfollowed` rule, docs/APPROVERS.md §Who is waiting); without it such an approval is refused 409 `unfollowed`. */
+  confirm_unfollowed: z.boolean().optional(),
 });
 /** A validated decision body. */
 export type DecisionBody = z.infer<typeof DecisionBodySchema>;
@@ -203,6 +206,8 @@ export const StatusBodySchema = z.object({
   expires_at: z.iso.datetime({ offset: true }).optional(),
   result: z.object({ approval: WireApprovalSchema }).optional(),
   error: z.union([z.string(), z.object({ message: z.string().optional(), detail: z.string().optional() })]).optional(),
+  /** Why the request ended, when the status alone does not say: `unfollowed` (expired because nobody followed its task). An extension field. */
+  status_reason: z.string().max(64).optional(),
 });
 /** A status body as the reference service sends it (always with `expires_at`). */
 export type WireStatusBody = z.infer<typeof StatusBodySchema> & { expires_at: string };

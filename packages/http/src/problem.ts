@@ -19,6 +19,7 @@ export const PROBLEMS = {
   forbidden: { status: 403, title: 'Forbidden' },
   'not-found': { status: 404, title: 'Not found' },
   'not-pending': { status: 409, title: 'Request is not pending' },
+  unfollowed: { status: 409, title: 'Nobody follows this request' },
   'payload-too-large': { status: 413, title: 'Payload too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'too-many-attempts': { status: 429, title: 'Too many failed sign-ins' },

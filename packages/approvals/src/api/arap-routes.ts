@@ -3,7 +3,8 @@
  * (AuthZEN ARAP WG Draft 1 names; docs/DESIGN.md §2, `src/backends/approval-backend.ts`).
  *
  * - `POST /requests` (client bearer, `Idempotency-Key`) → 201 new task handle | 200 replay | 409
- * - `GET /requests/:id` (client bearer) → status body (expires on read)
+ * - `GET /requests/:id` (client bearer) → status body (expires on read; `status_reason: "unfollowed"`
+ *   on a request the `unfollowed` rule closed)
  * - `GET /requests/:id/decisions` (client bearer) → the decision record: status, quorum, every
  *   counted decision (approver, decision, channel, time), for evidence receipts | 404
  * - `POST /requests/:id/cancel` (client bearer) → status body | 409
@@ -11,7 +12,8 @@
  *   request names the task): the MCP server saw a client read or subscribe to the task (`../followers.ts`)
  * - `POST /requests/:id/decision` (approver Basic, or a supervising agent's Bearer secret) →
  *   status body (+ `approvals`, `required_approvals`; still `pending` after a partial approval)
- *   | 403 | 409
+ *   | 403 | 409 (`not-pending`; `unfollowed`: approving a request nobody follows needs
+ *   `confirm_unfollowed: true`, `../followers.ts`)
  * - `GET /approvals/pending?limit=&cursor=&tool=&group=` (approver Basic or agent Bearer) → one page
  *   `{items, total, next_cursor}` of the pending requests this decider may decide (their groups or
  *   tools, never their own, not already approved by them), oldest first; `total` counts every such
@@ -111,6 +113,8 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
   'unknown-person': "decided_by does not name a configured approver of this request's approver group.",
   'step-up-required': 'Approving this request needs a passkey confirmation: approve it in the inbox.',
   'no-delegation': 'on_behalf_of names no one who has delegated to this approver right now (delegations are direct, never chained).',
+  unfollowed:
+    'No client has followed this request\'s task for a while, so the tool may run with nobody to read its result. To approve anyway, send "confirm_unfollowed": true.',
 };
 
 /**
@@ -238,7 +242,10 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
 
   app.get('/requests/:id', requireClient, (c) => {
     const record = lifecycle.read(c.req.param('id'));
-    return record === undefined ? notFound() : c.json(toStatusBody(record), 200);
+    if (record === undefined) return notFound();
+    // expired because nobody followed its task (the `unfollowed` rule's `close`): the gate says so in the task's result
+    const closed = record.status === 'expired' && deps.store.followers.closedUnfollowed(record.id);
+    return c.json({ ...toStatusBody(record), ...(closed ? { status_reason: 'unfollowed' } : {}) }, 200);
   });
 
   // The request's decision record, for evidence receipts (`countersign receipts export`): quorum
@@ -405,7 +412,15 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       if (forDelegator === null) return problem('forbidden', REFUSAL_DETAIL['no-delegation']);
       acting = forDelegator;
     }
-    const outcome = lifecycle.decide(c.req.param('id'), acting, parsed.data.decision, parsed.data.comment);
+    const outcome = lifecycle.decide(
+      c.req.param('id'),
+      acting,
+      parsed.data.decision,
+      parsed.data.comment,
+      undefined,
+      undefined,
+      parsed.data.confirm_unfollowed,
+    );
     switch (outcome.kind) {
       case 'decided':
       case 'recorded':
@@ -418,6 +433,8 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
           200,
         );
       case 'forbidden':
+        // not a matter of who decides: 409, and the same decision with the confirmation goes through
+        if (outcome.reason === 'unfollowed') return problem('unfollowed', REFUSAL_DETAIL.unfollowed);
         return problem('forbidden', REFUSAL_DETAIL[outcome.reason]);
       case 'not-pending':
         return problem('not-pending', `The request is already ${outcome.record.status}.`);

@@ -18,8 +18,9 @@
  * service's JSON or problem+json, e.g. a 404 page), or an unexpected answer; 2 usage (including
  * `deny` without `--comment`, and input the service refused with 400, e.g. a bad `--until`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
  * decide (403: own request, outside group or scope, already approved); 5 no such request (404);
- * 6 no longer pending (409); 7 `compare`: the value does not match. Never prints the credential, nor a
- * value given to `compare` <id> <pointer> on stdin (docs/APPROVERS.md §Hidden values).
+ * 6 no longer pending (409); 7 `compare`: the value does not match; 8 nobody follows the request and
+ * `approve` was not given `--confirm-unfollowed` (409 `unfollowed`, docs/APPROVERS.md §Who is waiting).
+ * Never prints the credential, nor a value given to `compare` <id> <pointer> on stdin (docs/APPROVERS.md §Hidden values).
  * Batch: `approve` and `deny` take several ids and decide each on its own (its own audit entry),
  * printing one result line per id; one failing id does not stop the others, and the exit code is
  * that of the first failing id (0 when all succeeded). `--for <approver>` decides for a delegator
@@ -54,6 +55,8 @@ export const APPROVALS_EXIT = {
   notFound: 5,
   notPending: 6,
   mismatch: 7,
+  /** Approving a request nobody follows needs `--confirm-unfollowed` (the service's 409 `unfollowed`). */
+  unfollowed: 8,
 } as const;
 
 /** A failure with its exit code. */
@@ -181,7 +184,9 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
           : res.status === 404
             ? APPROVALS_EXIT.notFound
             : res.status === 409
-              ? APPROVALS_EXIT.notPending
+              ? (json as { type?: unknown }).type === 'urn:countersign:problem:unfollowed'
+                ? APPROVALS_EXIT.unfollowed
+                : APPROVALS_EXIT.notPending
               : APPROVALS_EXIT.unavailable;
   throw new ApprovalsCliError(
     res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail,
@@ -339,6 +344,7 @@ export async function decideEach(
   decision: 'approve' | 'deny',
   comment: string | undefined,
   onBehalfOf: string | undefined,
+  confirmUnfollowed = false,
 ): Promise<BatchOutcome[]> {
   const out: BatchOutcome[] = [];
   for (const id of ids) {
@@ -347,6 +353,7 @@ export async function decideEach(
         decision,
         ...(comment !== undefined ? { comment } : {}),
         ...(onBehalfOf !== undefined ? { on_behalf_of: onBehalfOf } : {}),
+        ...(confirmUnfollowed ? { confirm_unfollowed: true } : {}),
       })) as { status: string; approvals: string[]; required_approvals: number };
       out.push({ id, ok: true, body });
     } catch (err) {
@@ -375,11 +382,11 @@ async function decideCommand(
   env: () => ApprovalsClientEnv,
   ids: string[],
   decision: 'approve' | 'deny',
-  o: { comment?: string; json?: boolean; for?: string },
+  o: { comment?: string; json?: boolean; for?: string; confirmUnfollowed?: boolean },
 ): Promise<void> {
   let failure = 0;
   await run(env, async (client) => {
-    const outcomes = await decideEach(client, ids, decision, o.comment, o.for);
+    const outcomes = await decideEach(client, ids, decision, o.comment, o.for, o.confirmUnfollowed === true);
     const first = outcomes.find((x) => !x.ok);
     // one id: the single-decision behaviour (the failure as one stderr line, its exit code)
     if (ids.length === 1 && first !== undefined && !first.ok) throw new ApprovalsCliError(first.error, first.exitCode);
@@ -516,8 +523,14 @@ export function registerApproverCommands(approvals: Command, env: () => Approval
     .description('approve one or more requests, each on its own (with an M-of-N rule, your approval may be one of several needed)')
     .option('--comment <text>', 'comment for the audit trail')
     .option('--for <approver>', 'decide for this approver, who delegated to you')
+    .option(
+      '--confirm-unfollowed',
+      'approve even though no client follows the request (see "waiting" in show); without it such an approval exits 8',
+    )
     .option('--json', 'print the service JSON')
-    .action((ids: string[], o: { comment?: string; json?: boolean; for?: string }) => decideCommand(env, ids, 'approve', o));
+    .action((ids: string[], o: { comment?: string; json?: boolean; for?: string; confirmUnfollowed?: boolean }) =>
+      decideCommand(env, ids, 'approve', o),
+    );
   approvals
     .command('deny <ids...>')
     .description('deny one or more requests, each on its own')

@@ -1,12 +1,30 @@
 /**
  * "Who is waiting" on the request page (hono/jsx): the calling MCP client (`context.client`) and
  * whether any client still follows the request's task (`../followers.ts`), as one short card; an
- * unfollowed request is marked as a warning. Every value is escaped (hono/jsx) and made visible
- * (`visible`). Deliberately does not: decide or hold the confirmation (the decision form does).
+ * unfollowed request is marked as a warning, and its decision form carries {@link UnfollowedConfirm}.
+ * Every value is escaped (hono/jsx) and made visible (`visible`). Deliberately does not: decide.
  */
 import { followerSentence, isUnfollowed, type FollowerSummary } from '../followers.js';
 import type { AccessRequestRecord } from '../store/store.js';
 import { visible } from './format.js';
+
+/** Form field of the decision form that confirms approving a request nobody follows (`confirm_unfollowed=1`). */
+export const CONFIRM_UNFOLLOWED_FIELD = 'confirm_unfollowed';
+
+/**
+ * The confirmation an approval of an unfollowed request needs, inside the decision form: a
+ * checkbox saying what approving now means. Unticked, Approve is refused with a flash asking for it.
+ */
+export function UnfollowedConfirm() {
+  return (
+    <p class="flash warn" data-testid="confirm-unfollowed">
+      <label>
+        <input type="checkbox" name={CONFIRM_UNFOLLOWED_FIELD} value="1" /> Nobody is following this request. Approve anyway: the tool will
+        run even though no one may read its result.
+      </label>
+    </p>
+  );
+}
 
 /** Props of {@link WhoIsWaiting}. */
 export interface WhoIsWaitingProps {

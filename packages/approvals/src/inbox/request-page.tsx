@@ -13,7 +13,8 @@ import { argumentRows, formatCountdown, formatTime, headline, hintLabels, reason
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
 import type { FollowerSummary } from '../followers.js';
-import { WhoIsWaiting } from './followers-view.js';
+import { UnfollowedConfirm, WhoIsWaiting } from './followers-view.js';
+import { isUnfollowed } from '../followers.js';
 
 /** Why the decision form is not shown, in words. */
 export const REFUSAL_TEXT: Record<DecideRefusal, string> = {
@@ -26,6 +27,7 @@ export const REFUSAL_TEXT: Record<DecideRefusal, string> = {
   'unknown-person': 'You are not a configured approver of this request.',
   'step-up-required': 'Approving this request needs your passkey.',
   'no-delegation': 'No active delegation lets you decide for this person.',
+  unfollowed: 'Nobody is following this request: approve it on its own page, confirming that no one may read the result.',
 };
 
 const EVENT_TEXT: Record<AuditEvent['event'], string> = {
@@ -208,6 +210,7 @@ export function RequestView(props: RequestViewProps) {
               Comment (recorded in the audit trail)
             </label>
             <textarea id="comment" name="comment" maxlength={1000}></textarea>
+            {props.followers !== undefined && isUnfollowed(props.followers, props.nowMs) ? <UnfollowedConfirm /> : ''}
             <div class="actions">
               {r.stepUpRule !== null ? (
                 <button class="btn approve" type="button" data-step-up="1">

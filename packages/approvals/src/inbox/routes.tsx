@@ -49,6 +49,7 @@ import { ErrorPage, Flash, Frame, LoginPage } from './layout.js';
 import { HistoryView, QueueView, type ListFilters, type QueuePaging } from './lists.js';
 import { decodePageCursor, encodePageCursor } from '../api/page-cursor.js';
 import { RequestView, REFUSAL_TEXT } from './request-page.js';
+import { CONFIRM_UNFOLLOWED_FIELD } from './followers-view.js';
 import {
   BatchPreflightView,
   BatchResultView,
@@ -105,6 +106,10 @@ export const INBOX_FLASH = {
   delegated: { text: 'Delegated.', ok: true },
   revoked: { text: 'Delegation revoked.', ok: true },
   'step-up-failed': { text: 'Not approved: the passkey confirmation did not verify.', ok: false },
+  unfollowed: {
+    text: 'Not approved: nobody is following this request. Tick the confirmation below the comment to approve anyway.',
+    ok: false,
+  },
   'passkey-added': { text: 'Passkey registered.', ok: true },
   'passkey-refused': { text: 'The passkey was not registered: it did not verify (it must confirm it is you).', ok: false },
   'delegation-refused': {
@@ -422,14 +427,15 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         stepUp = proof;
       }
     }
-    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment, undefined, stepUp);
+    const confirmed = form[CONFIRM_UNFOLLOWED_FIELD] === '1';
+    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment, undefined, stepUp, confirmed);
     switch (outcome.kind) {
       case 'decided':
         return back(outcome.record.status === 'approved' ? 'approved' : 'denied');
       case 'recorded':
         return back('recorded');
       case 'forbidden':
-        return back('forbidden');
+        return back(outcome.reason === 'unfollowed' ? 'unfollowed' : 'forbidden');
       case 'not-pending':
         return back('not-pending');
       case 'not-found':

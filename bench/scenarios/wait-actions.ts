@@ -215,7 +215,10 @@ export async function waitActionsScenario(ctx: BenchContext, bundle: WorkflowBun
           new Request(`http://approvals.sim/access/v1/requests/${req.id}/decision`, {
             method: 'POST',
             headers: { authorization: basic, 'content-type': 'application/json' },
-            body: JSON.stringify({ decision: 'approve', comment: 'bench' }),
+            // the bench counts the client's reads rather than making them, so no follower report
+            // reaches the service and a long wait trips the unfollowed rule: the approver confirms
+            // (docs/APPROVERS.md §Who is waiting)
+            body: JSON.stringify({ decision: 'approve', comment: 'bench', confirm_unfollowed: true }),
           }),
         );
         if (!d.ok) throw new Error(`${w.label}: decision refused: ${d.status}`);

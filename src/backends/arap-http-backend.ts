@@ -105,8 +105,9 @@ function absolute(verb: Verb, url: string, base: string): string {
 }
 
 /**
- * The ARAP resource `properties` of a tool (snake_case): `title`, `upstream`, `upstream_tool`, and
- * `annotations` with the MCP hint names (`readOnlyHint`, …) as the MCP specification spells them.
+ * The ARAP resource `properties` of a tool (snake_case): `title`, `upstream`, `upstream_tool`,
+ * `annotations` with the MCP hint names (`readOnlyHint`, …) as the MCP specification spells them,
+ * and `display`, the tool's display hints (`packages/arap/src/display.ts`).
  */
 export function toWireToolProperties(info: ToolPresentation): WireToolProperties {
   return {
@@ -114,6 +115,7 @@ export function toWireToolProperties(info: ToolPresentation): WireToolProperties
     ...(info.upstream !== undefined ? { upstream: info.upstream } : {}),
     ...(info.upstreamTool !== undefined ? { upstream_tool: info.upstreamTool } : {}),
     ...(info.hints !== undefined ? { annotations: { ...info.hints } } : {}),
+    ...(info.display !== undefined ? { display: structuredClone(info.display) } : {}),
   };
 }
 

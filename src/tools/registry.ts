@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { z } from 'zod';
+import { DISPLAY_META_KEY, parseDisplayHints } from '@countersign/arap';
 import type { Tool } from './tool.js';
 
 // `canonicalize` is CommonJS (`module.exports = fn`) but its typings declare `export default`,
@@ -69,7 +70,9 @@ export interface ToolRegistry {
 /**
  * The descriptor and descriptor digest of one tool: SHA-256 (hex) of the JCS form of
  * `{name, version, inputSchema}` (an upstream tool's `version` is itself a digest of its whole
- * upstream descriptor). Throws `TypeError` when the descriptor is not JSON.
+ * upstream descriptor). A native tool's `display` hints are served as its
+ * `_meta["io.countersign/display"]`. Throws `TypeError` when the descriptor is not JSON, and
+ * `DisplayHintsError` naming the field when a native tool's display hints are invalid.
  */
 export function describeTool(tool: Tool): { descriptor: ToolDescriptor; digest: string } {
   const json = tool.jsonDescriptor;
@@ -81,6 +84,9 @@ export function describeTool(tool: Tool): { descriptor: ToolDescriptor; digest: 
         ...(tool.title === undefined ? {} : { title: tool.title }),
         description: tool.description,
         inputSchema,
+        ...(tool.display === undefined
+          ? {}
+          : { _meta: { [DISPLAY_META_KEY]: parseDisplayHints(tool.display, `tool ${tool.name}: display`) } }),
       };
   const canonical = canonicalize({ name: tool.name, version: tool.version, inputSchema });
   if (canonical === undefined) throw new TypeError(`tool ${tool.name}: descriptor is not JSON`);

@@ -10,7 +10,14 @@
  * anything. Annotations are hints written by the tool's author (MCP specification, ToolAnnotations).
  */
 import { z } from 'zod';
-import { JsonPointerSchema, SENSITIVE_META_KEY, pointerOf } from '@countersign/arap';
+import {
+  DISPLAY_META_KEY,
+  DisplayHintsSchema,
+  JsonPointerSchema,
+  SENSITIVE_META_KEY,
+  pointerOf,
+  type DisplayHints,
+} from '@countersign/arap';
 import type { Tool } from './tool.js';
 
 /**
@@ -41,6 +48,12 @@ export interface ToolPresentation {
    * `context.redacted`.
    */
   sensitive?: string[];
+  /**
+   * How approvers read the call (`packages/arap/src/display.ts`): `Tool.display`, else the
+   * descriptor's `_meta["io.countersign/display"]` when it is valid (an invalid one is left out:
+   * the approval service would refuse the request over it). Sent as `properties.display`.
+   */
+  display?: DisplayHints;
 }
 
 const HINT_DEFAULTS: ToolHints = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
@@ -52,10 +65,11 @@ function text(v: unknown): string | undefined {
 /**
  * The presentation of `tool`: title, upstream and upstream name from its policy attributes
  * (`src/gateway/upstream-tool.ts`), hints from those attributes or its JSON descriptor's
- * annotations (MCP defaults applied). `undefined` when there is nothing to show beyond the name.
+ * annotations (MCP defaults applied), display hints (`ToolPresentation.display`). `undefined`
+ * when there is nothing to show beyond the name.
  */
 export function toolPresentation(
-  tool: Pick<Tool, 'title' | 'jsonDescriptor' | 'policyAttributes'> & Partial<Pick<Tool, 'inputSchema' | 'sensitiveArguments'>>,
+  tool: Pick<Tool, 'title' | 'jsonDescriptor' | 'policyAttributes'> & Partial<Pick<Tool, 'inputSchema' | 'sensitiveArguments' | 'display'>>,
 ): ToolPresentation | undefined {
   const attrs = tool.policyAttributes ?? {};
   const annotations = tool.jsonDescriptor?.annotations;
@@ -78,6 +92,8 @@ export function toolPresentation(
       openWorldHint: pick('openWorldHint'),
     };
   }
+  const display = tool.display ?? DisplayHintsSchema.safeParse(tool.jsonDescriptor?._meta?.[DISPLAY_META_KEY]).data;
+  if (display !== undefined) out.display = display;
   const sensitive = sensitivePointers(tool);
   if (sensitive.length > 0) out.sensitive = sensitive;
   return Object.keys(out).length === 0 ? undefined : out;

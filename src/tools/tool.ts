@@ -7,6 +7,7 @@
  * This module holds types and one error class.
  */
 import type { z } from 'zod';
+import type { DisplayHints } from '@countersign/arap';
 
 /**
  * One MCP content block, passed through unchanged: `text` (with `text`), `image` / `audio` (`data`,
@@ -207,6 +208,14 @@ export interface Tool<S extends z.ZodType<Record<string, unknown>> = z.ZodType<R
    * descriptor's `_meta["io.countersign/sensitive"]` (`tool-presentation.ts`). Absent: none.
    */
   sensitiveArguments?: string[];
+  /**
+   * How approvers read this tool's calls (`packages/arap/src/display.ts`): title, headline
+   * arguments, labels, currency or unit per argument, facts. A native tool's hints are validated
+   * when the registry is built and served as `_meta["io.countersign/display"]` in `tools/list`;
+   * an upstream tool's are the gateway's defaults from its schema, its descriptor's `_meta` and
+   * the configuration's `display` (`src/gateway/upstream-tool.ts`). Absent: the descriptor's `_meta`, if valid.
+   */
+  display?: DisplayHints;
   /**
    * Version string; bump when the implementation changes materially (drift detection). Upstream
    * tools use a digest of the whole upstream descriptor, so any change to it is drift.

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { ExecutionRecord, Tool, ToolExecutionContext, ToolResult } from './tool.js';
 import { dollarsToCents, type Ledger } from './ledger.js';
 import { faultPoint } from '@countersign/http/fault-point';
+import type { DisplayHints } from '@countersign/arap';
 
 /** Tool name on the MCP wire and the Cedar resource id. */
 export const WIRE_TRANSFER_TOOL_NAME = 'wire_transfer';
@@ -46,6 +47,24 @@ export const WireTransferInputSchema = z.strictObject({
 /** Parsed `wire_transfer` arguments. */
 export type WireTransferInput = z.infer<typeof WireTransferInputSchema>;
 
+/**
+ * How approvers read a transfer (`packages/arap/src/display.ts`): "Wire transfer · $50,000.00 USD
+ * to acct-991". The source is fixed — every transfer leaves the treasury operating account, which
+ * no argument names — so it is stated as a fact rather than offered as an argument an agent could
+ * set (docs/APPROVERS.md §What you see).
+ */
+export const WIRE_TRANSFER_DISPLAY: DisplayHints = {
+  title: 'Wire transfer',
+  headline: ['amount', 'to'],
+  fields: {
+    amount: { label: 'Amount', currency: 'USD' },
+    to: { label: 'To' },
+    memo: { label: 'Memo' },
+    reference: { label: 'Payee reference' },
+  },
+  facts: [{ label: 'From', value: 'Treasury operating account (fixed for every transfer)' }],
+};
+
 const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
 
 /** The result of a transfer recorded as ledger entry `entryId` (amount in cents). */
@@ -74,6 +93,7 @@ export function createWireTransferTool(ledger: Ledger): Tool<typeof WireTransfer
       'Send a wire transfer from the treasury account. Large transfers may need out-of-band approval; ' +
       'the call then returns a task to poll.',
     inputSchema: WireTransferInputSchema,
+    display: WIRE_TRANSFER_DISPLAY,
     version: '1',
     async execute(args: WireTransferInput, ctx: ToolExecutionContext): Promise<ToolResult> {
       // audit first, committed on its own: every entry counts, even one the ledger then dedups or refuses

@@ -21,6 +21,7 @@ import {
 import { jcsSha256 } from '@countersign/receipts';
 import { toWireSubmission } from '../../src/backends/arap-http-backend.js';
 import type { SubmissionBody } from '../../src/backends/approval-backend.js';
+import { transferSubmission } from '../support/submission-fixture.js';
 import { parseGatewayConfig } from '../../src/gateway/config-file.js';
 import { createCedarPdp, PolicyLoadError } from '../../src/policy/cedar-pdp.js';
 import { sensitivePointers, toolPresentation, withSensitive } from '../../src/tools/tool-presentation.js';
@@ -202,17 +203,10 @@ describe('the Cedar @sensitive annotation', () => {
 });
 
 describe('the ARAP submission the gate sends', () => {
-  const body: SubmissionBody = {
-    tool: 'wire_transfer',
+  const body: SubmissionBody = transferSubmission({
     arguments: { to: 'acct-991', amount: 50_000, reference: 'INV-SECRET-7' },
-    requester: { iss: 'https://issuer.example', sub: 'alice' },
-    approverGroup: 'treasury',
-    reason: 'r',
-    expiresAt: '2026-01-01T00:00:00Z',
-    bindingDigest: 'b'.repeat(64),
-    generation: 1,
     toolInfo: { title: 'Wire transfer', sensitive: ['/reference'] },
-  };
+  });
 
   it('masks the sensitive fields, names them in context.redacted, and validates as the approval service reads it', () => {
     const wire = toWireSubmission(body);

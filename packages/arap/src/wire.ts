@@ -16,6 +16,7 @@
  */
 import { z } from 'zod';
 import { JsonPointerSchema, MAX_REDACTED, REDACTED_VALUE, valueAt } from './redaction.js';
+import { DisplayHintsSchema } from './display.js';
 
 /** Statuses of an access request (ARAP task status; `partial` is bulk-only and not used). */
 export const REQUEST_STATUSES = ['pending', 'approved', 'denied', 'expired', 'cancelled', 'failed'] as const;
@@ -46,6 +47,7 @@ export const WireToolPropertiesSchema = z.object({
   annotations: z
     .object({ readOnlyHint: z.boolean(), destructiveHint: z.boolean(), idempotentHint: z.boolean(), openWorldHint: z.boolean() })
     .optional(),
+  display: DisplayHintsSchema.optional(),
 });
 /** Validated tool properties. */
 export type WireToolProperties = z.infer<typeof WireToolPropertiesSchema>;

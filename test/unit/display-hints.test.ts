@@ -1,0 +1,144 @@
+// Scope: display hints without a stack — the `_meta["io.countersign/display"]` shape and its errors
+// (packages/arap/src/display.ts), the wire's `resource.properties.display` rule the approval service
+// applies, how a tool's hints reach the ARAP submission (src/tools/tool-presentation.ts,
+// src/backends/arap-http-backend.ts), and the hints wire_transfer declares.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  AccessRequestBodySchema,
+  DISPLAY_META_KEY,
+  DisplayHintsError,
+  mergeDisplayHints,
+  parseDisplayHints,
+  type AccessRequestBodyInput,
+} from '@countersign/arap';
+import { toWireSubmission } from '../../src/backends/arap-http-backend.js';
+import { toolPresentation } from '../../src/tools/tool-presentation.js';
+import { createToolRegistry } from '../../src/tools/registry.js';
+import { openLedger } from '../../src/tools/ledger.js';
+import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
+import type { Tool } from '../../src/tools/tool.js';
+import { transferSubmission } from '../support/submission-fixture.js';
+
+function issuesOf(value: unknown): string[] {
+  try {
+    parseDisplayHints(value);
+  } catch (err) {
+    expect(err).toBeInstanceOf(DisplayHintsError);
+    return (err as DisplayHintsError).issues;
+  }
+  throw new Error('expected the hints to be refused');
+}
+
+describe('the display hints of a tool', () => {
+  it('title, headline, per-field label / currency / unit and facts are accepted as given', () => {
+    const hints = {
+      title: 'Wire transfer',
+      headline: ['amount', 'to'],
+      fields: { amount: { label: 'Amount', currency: 'EUR' }, size: { unit: 'GB' } },
+      facts: [{ label: 'From', value: 'operating account' }],
+    };
+    expect(parseDisplayHints(hints)).toEqual(hints);
+  });
+
+  it.each([
+    [
+      'a currency that is not an ISO 4217 code',
+      { fields: { amount: { currency: 'usd' } } },
+      'display.fields.amount.currency: must be an ISO 4217',
+    ],
+    ['a headline of five arguments', { headline: ['a', 'b', 'c', 'd', 'e'] }, 'display.headline: must name at most 4 arguments'],
+    ['a headline naming an argument twice', { headline: ['a', 'a'] }, 'display.headline: must not name an argument twice'],
+    [
+      'hints for 33 arguments',
+      { fields: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`f${i}`, { label: 'x' }])) },
+      'display.fields: must describe at most 32 arguments',
+    ],
+    [
+      'both a currency and a unit',
+      { fields: { amount: { currency: 'USD', unit: 'kg' } } },
+      'display.fields.amount.unit: give currency or unit, not both',
+    ],
+    ['a misspelt key', { titel: 'x' }, 'display: Unrecognized key: "titel"'],
+    ['an empty label', { fields: { to: { label: '' } } }, 'display.fields.to.label:'],
+  ])('%s is refused, naming the field', (_title, hints, issue) => {
+    expect(issuesOf(hints).join('\n')).toContain(issue);
+  });
+
+  it('an override replaces title, headline and facts and merges the field hints per argument', () => {
+    const base = { title: 'a', headline: ['x'], fields: { x: { label: 'X' }, y: { label: 'Y' } } };
+    expect(mergeDisplayHints(base, { title: 'b', fields: { y: { unit: 'GB' } } })).toEqual({
+      title: 'b',
+      headline: ['x'],
+      fields: { x: { label: 'X' }, y: { unit: 'GB' } },
+    });
+    expect(mergeDisplayHints(undefined, undefined)).toBeUndefined();
+  });
+});
+
+const wireBody = (display: unknown): AccessRequestBodyInput =>
+  ({
+    subject: { iss: 'https://issuer.example', sub: 'alice' },
+    action: { name: 'tools/call' },
+    resource: { type: 'tool', id: 'wire_transfer', properties: { title: 'Wire transfer', display } },
+    context: { arguments: { to: 'acct-1', amount: 1 } },
+    approver_group: 'treasury',
+    reason: 'r',
+    expires_at: '2026-01-01T00:00:00Z',
+    binding_digest: 'b'.repeat(64),
+    generation: 1,
+  }) as AccessRequestBodyInput;
+
+describe('display hints on the ARAP wire', () => {
+  it('the approval service accepts valid hints in resource.properties.display and keeps them', () => {
+    const parsed = AccessRequestBodySchema.parse(wireBody({ headline: ['amount'], fields: { amount: { currency: 'USD' } } }));
+    expect(parsed.resource.properties?.display).toEqual({ headline: ['amount'], fields: { amount: { currency: 'USD' } } });
+  });
+
+  it('the approval service refuses a request whose hints are invalid, naming the field', () => {
+    const parsed = AccessRequestBodySchema.safeParse(wireBody({ fields: { amount: { currency: 'dollars' } } }));
+    expect(parsed.success).toBe(false);
+    expect(parsed.error!.issues[0]!.path.join('.')).toBe('resource.properties.display.fields.amount.currency');
+  });
+});
+
+describe('the hints a tool declares reach the submission', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'display-hints-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const wire = createWireTransferTool(openLedger(path.join(dir, 'ledger.db')));
+
+  it('wire_transfer reads "Wire transfer", amount and destination first, the amount in USD, and says its source account is fixed', () => {
+    const display = toolPresentation(wire)?.display;
+    expect(display).toMatchObject({ title: 'Wire transfer', headline: ['amount', 'to'], fields: { amount: { currency: 'USD' } } });
+    expect(display?.facts).toEqual([{ label: 'From', value: 'Treasury operating account (fixed for every transfer)' }]);
+  });
+
+  it('a native tool serves its hints in tools/list as _meta["io.countersign/display"]', () => {
+    const d = createToolRegistry([wire]).descriptor('wire_transfer');
+    expect((d['_meta'] as Record<string, unknown>)[DISPLAY_META_KEY]).toMatchObject({ headline: ['amount', 'to'] });
+  });
+
+  it('a native tool with invalid hints fails the registry, naming the tool and the field', () => {
+    const bad = { ...wire, name: 'bad_tool', display: { fields: { amount: { currency: 'usd' } } } } as Tool;
+    expect(() => createToolRegistry([bad])).toThrow(/tool bad_tool: display\.fields\.amount\.currency: must be an ISO 4217/);
+  });
+
+  it('a descriptor _meta hint is used, and an invalid one is left out rather than sent', () => {
+    const upstream = (meta: unknown): Pick<Tool, 'title' | 'jsonDescriptor' | 'policyAttributes'> => ({
+      jsonDescriptor: { inputSchema: { type: 'object' }, _meta: { [DISPLAY_META_KEY]: meta } },
+    });
+    expect(toolPresentation(upstream({ headline: ['path'] }))?.display).toEqual({ headline: ['path'] });
+    expect(toolPresentation(upstream({ headline: 'path' }))?.display).toBeUndefined();
+  });
+
+  it('the submission carries the hints as resource.properties.display, valid for the approval service', () => {
+    const toolInfo = toolPresentation(wire)!;
+    const body = toWireSubmission(transferSubmission({ toolInfo }));
+    const parsed = AccessRequestBodySchema.parse(body);
+    expect(parsed.resource.properties?.display).toEqual(toolInfo.display);
+    expect(z.object({}).passthrough().parse(parsed.resource.properties)).toHaveProperty('title', 'Wire transfer');
+  });
+});

@@ -1,21 +1,23 @@
 /**
  * `countersign receipts export | verify | jwks`: evidence receipts (docs/APPROVERS.md §Evidence receipts).
  *
- * - `export --since <ISO 8601 time | ISO 8601 duration | 30m, 24h, 7d> [--out FILE] [--include-arguments]
- *   [--approvals-url URL | --no-approvals]`: issues the receipts of approval tasks that closed since
+ * - `export --since <ISO 8601 time | ISO 8601 duration | 30m, 24h, 7d> [--out FILE] [--include-arguments
+ *   [--include-hidden]] [--approvals-url URL | --no-approvals]`: issues the receipts of approval tasks that closed since
  *   the last export (`src/receipts/issuer.ts`, reading Temporal at `TEMPORAL_ADDRESS` or the dev
  *   server's port and each request's decisions from the approval service's
  *   `GET /access/v1/requests/:id/decisions`, at `COUNTERSIGN_APPROVALS_URL` or the configured port,
  *   with the client token of `secrets.json`), then writes the receipts from the first task that
  *   ended at or after `--since` to the end of the log as JSON Lines (one flattened JWS a line) to
  *   FILE or stdout. `--include-arguments` adds each call's arguments next to the signature, read
- *   back from the workflow's history.
+ *   back from the workflow's history, with every field the request masked for display
+ *   (`toolInfo.sensitive`, docs/APPROVERS.md §Hidden values) in its digest form `sha256:<hex>` and
+ *   named in the line's `redacted`; `--include-hidden` writes those fields' real values instead.
  * - `verify FILE --jwks <file|url>`: checks every line's signature and the chain, offline except for
  *   fetching the JWKS when given a URL (`@countersign/receipts`, also `countersign-receipts verify`).
  * - `jwks [--out FILE]`: the public key set receipts are verified with.
  *
  * Exit codes: {@link RECEIPTS_EXIT}. Messages go to stderr, one line each; `verify` names the line
- * and the reason of every failure. Never prints the private key or, unless asked, arguments.
+ * and the reason of every failure. Never prints the private key or, unless asked, arguments; hidden values only with `--include-hidden`.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -52,10 +54,18 @@ export function parseSince(text: string, nowMs: number): number {
   );
 }
 
-async function exportReceipts(
-  config: Config,
-  o: { since: string; out?: string; includeArguments?: boolean; approvalsUrl?: string; approvals?: boolean },
-): Promise<void> {
+/** The options of `receipts export`, as commander parses them. */
+interface ExportOptions {
+  since: string;
+  out?: string;
+  includeArguments?: boolean;
+  includeHidden?: boolean;
+  approvalsUrl?: string;
+  approvals?: boolean;
+}
+
+async function exportReceipts(config: Config, o: ExportOptions): Promise<void> {
+  if (o.includeHidden && !o.includeArguments) throw new UsageError('--include-hidden needs --include-arguments');
   const sinceMs = parseSince(o.since, Date.now());
   const [
     { Client },
@@ -67,6 +77,8 @@ async function exportReceipts(
     { openReceiptLog },
     { loadReceiptSigningKey },
     { approvalServiceRecords, workflowInputOf },
+    { redactArguments },
+    { jcsSha256 },
   ] = await Promise.all([
     import('@temporalio/client'),
     import('../secrets.js'),
@@ -77,6 +89,8 @@ async function exportReceipts(
     import('../receipts/receipt-log.js'),
     import('../receipts/signing-key.js'),
     import('../receipts/task-evidence.js'),
+    import('@countersign/arap'),
+    import('@countersign/receipts'),
   ]);
   const dataDir = config.COUNTERSIGN_DATA_DIR;
   const secrets = loadOrCreateSecrets(dataDir);
@@ -110,7 +124,14 @@ async function exportReceipts(
       const line: ReceiptLine = { ...r.jws };
       if (o.includeArguments) {
         const history = await temporal.workflow.getHandle(r.workflowId, r.runId).fetchHistory();
-        line.arguments = (await workflowInputOf(history, codec)).binding.arguments;
+        const input = await workflowInputOf(history, codec);
+        if (o.includeHidden) line.arguments = input.binding.arguments;
+        else {
+          // the fields the approval request masked leave in the form approvers saw (docs/APPROVERS.md §Hidden values)
+          const shown = redactArguments(input.binding.arguments, input.toolInfo?.sensitive ?? [], jcsSha256);
+          line.arguments = shown.arguments;
+          if (shown.redacted.length > 0) line.redacted = shown.redacted;
+        }
       }
       lines.push(JSON.stringify(line));
     }
@@ -151,15 +172,20 @@ export function registerReceiptsCommand(program: Command, config: () => Promise<
     .description('issue receipts for newly closed tasks, then write receipts since a time as JSON Lines')
     .requiredOption('--since <when>', 'ISO 8601 date-time (2026-12-01T00:00:00Z), ISO 8601 duration (P7D) or 30m / 24h / 7d')
     .option('--out <file>', 'write to this file (mode 0600) instead of stdout')
-    .option('--include-arguments', "disclose each call's arguments next to its receipt (checked against the signed binding digest)")
+    .option(
+      '--include-arguments',
+      "disclose each call's arguments next to its receipt (checked against the signed binding digest); hidden fields as their sha256: digest, named in the line's redacted",
+    )
+    .option(
+      '--include-hidden',
+      'with --include-arguments: write the real values of hidden (sensitive) fields too, so every line verifies in full',
+    )
     .option(
       '--approvals-url <url>',
       "the approval service to read each request's decisions from (default COUNTERSIGN_APPROVALS_URL or the configured port)",
     )
     .option('--no-approvals', 'issue without the approval service: approvals from the approval material only (no channel, no quorum)')
-    .action((o: { since: string; out?: string; includeArguments?: boolean; approvalsUrl?: string; approvals?: boolean }) =>
-      run(async () => exportReceipts(await config(), o))(),
-    );
+    .action((o: ExportOptions) => run(async () => exportReceipts(await config(), o))());
   receipts
     .command('verify')
     .description('check every signature and the hash chain of an exported file')

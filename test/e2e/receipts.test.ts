@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/binding/call-binding.js';
 import type { Config } from '../../src/config.js';
 import { RECEIPTS_JWKS_PATH } from '../../src/mcp/http.js';
-import { RECEIPT_TYP, verifyReceiptLines, type ReceiptPayload } from '@countersign/receipts';
+import { jcsSha256, RECEIPT_TYP, verifyReceiptLines, type ReceiptPayload } from '@countersign/receipts';
 import { generateReceiptJwk, parseReceiptKey } from '../../src/receipts/signing-key.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
@@ -194,5 +194,72 @@ describe('evidence receipts on the real stack', () => {
     const r = await cli(['export', '--since', 'last week']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--since "last week" is neither an ISO 8601 date-time/);
+  });
+});
+
+describe('hidden values in exported receipts (docs/APPROVERS.md §Hidden values)', () => {
+  const reference = `INV-${randomUUID().slice(0, 12)}`;
+  let taskId: string;
+  beforeAll(async () => {
+    const alice = await clientFor(stack, 'alice');
+    const memo = `hidden ${randomUUID().slice(0, 8)}`;
+    const t = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-991', amount: 60_000, memo, reference },
+    });
+    taskId = t.taskId;
+    expect(await decide(stack, memo, 'approve', 'bob')).toBe(200);
+    expect((await waitForTerminal(alice, taskId)).result?._meta?.[DISPOSITION]).toBe('approved-executed');
+    const ids = parseTaskId(taskId)!;
+    await stack.temporal.workflow.getHandle(ids.workflowId, ids.runId).result();
+  }, 60_000);
+
+  const lineOf = (file: string) =>
+    linesOf(file)
+      .map((l) => JSON.parse(l) as { arguments: Record<string, unknown>; redacted?: string[] })
+      .find((l) => payloadOf(JSON.stringify(l)).task.taskId === taskId)!;
+
+  it('export --include-arguments writes a hidden field as its sha256: digest, named in redacted, and verify says those arguments were not checked', async () => {
+    const file = join(out, 'hidden-digest.jsonl');
+    const r = await cli(['export', '--since', '1h', '--include-arguments', '--out', file]);
+    expect(r.code).toBe(0);
+    expect(readFileSync(file, 'utf8')).not.toContain(reference);
+    const line = lineOf(file);
+    expect(line.arguments['reference']).toBe(`sha256:${jcsSha256(reference)}`);
+    expect(line.arguments['to']).toBe('acct-991');
+    expect(line.redacted).toEqual(['/reference']);
+    const v = await cli(['verify', file, '--jwks', jwksUrl]);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toContain('ok: 4 receipt(s) verified');
+    expect(v.stdout).toMatch(/:4: disclosed arguments hide \/reference \(sha256: digests\): not checked against the binding digest/);
+    expect(v.stdout + v.stderr).not.toContain(reference);
+  });
+
+  it('export --include-arguments --include-hidden writes the real value, and those arguments verify against the binding digest', async () => {
+    const file = join(out, 'hidden-clear.jsonl');
+    expect((await cli(['export', '--since', '1h', '--include-arguments', '--include-hidden', '--out', file])).code).toBe(0);
+    const line = lineOf(file);
+    expect(line.arguments['reference']).toBe(reference);
+    expect(line.redacted).toBeUndefined();
+    const v = await cli(['verify', file, '--jwks', jwksUrl]);
+    expect(v).toMatchObject({ code: 0, stderr: '' });
+    expect(v.stdout).not.toContain('not checked');
+    // a hidden value put back in clear under redacted is refused
+    const forged = join(out, 'hidden-forged.jsonl');
+    writeFileSync(
+      forged,
+      linesOf(file)
+        .map((l) => (payloadOf(l).task.taskId === taskId ? JSON.stringify({ ...JSON.parse(l), redacted: ['/reference'] }) : l))
+        .join('\n'),
+    );
+    const f = await cli(['verify', forged, '--jwks', jwksUrl]);
+    expect(f.code).toBe(1);
+    expect(f.stderr).toContain('redacted names "/reference", which the disclosed arguments do not hold as a sha256: digest');
+  });
+
+  it('--include-hidden without --include-arguments is a usage error', async () => {
+    const r = await cli(['export', '--since', '1h', '--include-hidden']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--include-hidden needs --include-arguments');
   });
 });

@@ -181,7 +181,7 @@ describe('verifying a file', () => {
     const key = await keyPair();
     const { lines } = await logWith(key, 3);
     const all = await verifyReceiptLines(lines.join('\n'), key.jwks);
-    expect(all).toEqual({ ok: true, count: 3, anchor: { seq: 1, prev: null }, failures: [] });
+    expect(all).toEqual({ ok: true, count: 3, anchor: { seq: 1, prev: null }, failures: [], unchecked: [] });
     const tail = await verifyReceiptLines(lines.slice(1).join('\n'), key.jwks);
     expect(tail).toMatchObject({ ok: true, count: 2, anchor: { seq: 2, prev: payloadOf(lines[1]!).prev } });
   });
@@ -264,7 +264,7 @@ describe('verifying a file', () => {
     ]);
     const withExtra = { ...(JSON.parse(lines[0]!) as object), note: 'ok' };
     expect((await verifyReceiptLines(JSON.stringify(withExtra), key.jwks)).failures).toEqual([
-      { line: 1, reason: 'unexpected member "note": a receipt line holds only protected, payload, signature and arguments' },
+      { line: 1, reason: 'unexpected member "note": a receipt line holds only protected, payload, signature, arguments and redacted' },
     ]);
   });
 

@@ -126,8 +126,20 @@ export type ReceiptEvidence = Omit<ReceiptPayload, 'version' | 'seq' | 'prev' | 
 
 /** One line of an exported file: a flattened JWS, optionally with the disclosed call arguments. */
 export interface ReceiptLine extends FlattenedJWS {
-  /** The call's complete arguments, outside the signature; present only when the operator asked (`--include-arguments`). */
+  /**
+   * The call's arguments, outside the signature; present only when the operator asked
+   * (`--include-arguments`). Complete, or with the fields named in {@link ReceiptLine.redacted}
+   * in their digest form.
+   */
   arguments?: Record<string, unknown>;
+  /**
+   * JSON Pointers (RFC 6901, sorted) of the fields of `arguments` that are hidden values: each
+   * holds `sha256:<hex>`, the SHA-256 of the value's JCS form, as approvers saw it
+   * (`@countersign/arap` redaction). Absent when `arguments` is complete (`--include-hidden`, or
+   * nothing was hidden). Such arguments cannot be checked against the binding digest, which is
+   * over the real values.
+   */
+  redacted?: string[];
 }
 
 /** Digest of a receipt, as `prev` names it: `sha-256:` + hex SHA-256 of its JCS payload bytes. */
@@ -157,12 +169,31 @@ export interface ReceiptVerificationReport {
   /** `seq` and `prev` of the first receipt: a file exported from the middle of the log starts from an anchor it cannot check. */
   anchor: { seq: number; prev: string | null } | null;
   failures: ReceiptVerificationFailure[];
+  /**
+   * Lines whose disclosed arguments hide fields (`redacted`): their signature and place in the
+   * chain are verified, their arguments are not (the binding digest is over the real values).
+   */
+  unchecked: Array<{ line: number; redacted: string[] }>;
 }
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
 
-/** The members a receipt line may hold: the flattened JWS without an unprotected `header` (RFC 7515 §7.2.2), plus disclosed `arguments`. */
-const LINE_MEMBERS: ReadonlySet<string> = new Set(['protected', 'payload', 'signature', 'arguments']);
+/** The members a receipt line may hold: the flattened JWS without an unprotected `header` (RFC 7515 §7.2.2), plus disclosed `arguments` and their `redacted` fields. */
+const LINE_MEMBERS: ReadonlySet<string> = new Set(['protected', 'payload', 'signature', 'arguments', 'redacted']);
+
+const HIDDEN_DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+// The value at JSON Pointer `pointer` (RFC 6901) in `doc`; undefined when it is not a pointer or names nothing.
+function atPointer(doc: unknown, pointer: unknown): unknown {
+  if (typeof pointer !== 'string' || !pointer.startsWith('/')) return undefined;
+  let at: unknown = doc;
+  for (const raw of pointer.slice(1).split('/')) {
+    const t = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (typeof at !== 'object' || at === null || !Object.prototype.hasOwnProperty.call(at, t)) return undefined;
+    at = (at as Record<string, unknown>)[t];
+  }
+  return at;
+}
 
 /**
  * For each `kid` of `jwks` that is not the RFC 7638 SHA-256 thumbprint of its key: the kid mapped
@@ -196,14 +227,16 @@ function describeJoseError(err: unknown, kid: unknown): string {
  * version-1 receipt; `seq` must increase by one per line and each `prev` must equal the
  * {@link receiptDigest} of the line before (the first line's `prev` is the anchor, reported, and
  * must be null at `seq` 1); disclosed `arguments` must hash, with the signed binding fields, to
- * the signed `callBinding.digest`. Empty lines are skipped. Never throws; every problem is a
+ * the signed `callBinding.digest`, unless the line names hidden fields in `redacted` (each must hold
+ * a `sha256:` digest in `arguments`): such a line is reported in `unchecked`, not as a failure.
+ * Empty lines are skipped. Never throws; every problem is a
  * failure naming its line. A file with no receipt fails.
  *
  * A line that repeats a member name at any depth is refused naming the path (`duplicate object key
  * at $.payload`): `JSON.parse` keeps the last one, another reader may keep the first, so the line
  * would verify as one receipt and be read as another (`@countersign/http/json-limits`); so is a protected
  * header that repeats one.
- * A line holding any member besides `protected`, `payload`, `signature` and `arguments` is refused
+ * A line holding any member besides `protected`, `payload`, `signature`, `arguments` and `redacted` is refused
  * (an unprotected JWS `header` in particular, RFC 7515 §7.2.1: nothing outside the signature may
  * name the key); so is a protected header without a `kid` (`missing kid`), and a line whose `kid`
  * labels a JWKS key whose RFC 7638 thumbprint is another value (a JWKS that relabels a key cannot
@@ -213,6 +246,7 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
   const keys = createLocalJWKSet(jwks);
   const mislabelled = await mislabelledKids(jwks);
   const failures: ReceiptVerificationFailure[] = [];
+  const unchecked: ReceiptVerificationReport['unchecked'] = [];
   let count = 0;
   let anchor: ReceiptVerificationReport['anchor'] = null;
   let previous: { seq: number; digest: string } | null = null;
@@ -256,7 +290,7 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
     }
     if (extra.length > 0) {
       fail(
-        `unexpected member ${extra.map((k) => JSON.stringify(k)).join(', ')}: a receipt line holds only protected, payload, signature and arguments`,
+        `unexpected member ${extra.map((k) => JSON.stringify(k)).join(', ')}: a receipt line holds only protected, payload, signature, arguments and redacted`,
       );
       previous = null;
       continue;
@@ -333,7 +367,21 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
       else if (payload.prev !== previous.digest)
         fail(`chain broken: prev ${String(payload.prev)} is not the digest of the receipt before (${previous.digest})`);
     }
-    if (line.arguments !== undefined) {
+    if (line.redacted !== undefined) {
+      const r: unknown = line.redacted;
+      if (line.arguments === undefined) fail('redacted without disclosed arguments');
+      else if (!Array.isArray(r) || r.length === 0) fail('redacted is not a non-empty list of JSON Pointers');
+      else {
+        const bad = r.filter(
+          (p) => typeof atPointer(line.arguments, p) !== 'string' || !HIDDEN_DIGEST.test(atPointer(line.arguments, p) as string),
+        );
+        if (bad.length > 0)
+          fail(
+            `redacted names ${bad.map((p) => JSON.stringify(p)).join(', ')}, which the disclosed arguments do not hold as a sha256: digest`,
+          );
+        else unchecked.push({ line: lineNo, redacted: r as string[] });
+      }
+    } else if (line.arguments !== undefined) {
       const { tool, principal, resource, digest } = payload.callBinding;
       let recomputed: string | undefined;
       try {
@@ -346,5 +394,5 @@ export async function verifyReceiptLines(text: string, jwks: JSONWebKeySet): Pro
     previous = { seq: payload.seq, digest: receiptDigest(payload) };
   }
   if (count === 0) failures.push({ line: 0, reason: 'the file holds no receipt' });
-  return { ok: failures.length === 0, count, anchor, failures };
+  return { ok: failures.length === 0, count, anchor, failures, unchecked };
 }

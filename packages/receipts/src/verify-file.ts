@@ -53,7 +53,8 @@ export interface VerifyOutput {
 
 /**
  * Verify the JSON Lines file `file` against the JWKS at `jwks` (file or URL): prints `ok: …` with
- * the count and the chain's anchor, or each failure as `<file>:<line>: <reason>` and a closing
+ * the count and the chain's anchor, then `<file>:<line>: disclosed arguments hide …` for each line
+ * whose arguments name hidden fields (not checked against the binding digest), or each failure as `<file>:<line>: <reason>` and a closing
  * `FAILED` line. Resolves to the exit code; throws {@link ReceiptsUsageError} / `Error` as {@link loadJwks}.
  */
 export async function verifyReceiptFile(
@@ -78,5 +79,9 @@ export async function verifyReceiptFile(
   const a = report.anchor!;
   const anchor = a.seq === 1 ? 'from the start of the log' : `anchored at seq ${a.seq} (prev ${a.prev})`;
   io.out(`ok: ${report.count} receipt(s) verified, signatures and chain intact, ${anchor}\n`);
+  for (const u of report.unchecked)
+    io.out(
+      `${file}:${u.line}: disclosed arguments hide ${u.redacted.join(', ')} (sha256: digests): not checked against the binding digest\n`,
+    );
   return RECEIPTS_EXIT.ok;
 }

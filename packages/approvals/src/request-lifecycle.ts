@@ -18,11 +18,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
-import type { AccessRequestBody } from '@countersign/arap';
+import type { AccessRequestBody, WireApproval } from '@countersign/arap';
 import type { CallbackDispatcher } from './api/callbacks.js';
 import { matchingStepUpRule, requiredApprovals, stepUpReason, unfollowedRuleOf, type ApprovalRules } from './deciders/approval-rules.js';
 import { followerSummary, isUnfollowed, type FollowerSummary } from './followers.js';
-import { deciderNames, type Decider, type Decision } from './deciders/decider.js';
+import { BREAK_GLASS_DAY_MS, holdsBreakGlassRole, mayReviewBreakGlass, type BreakGlassClaim } from './break-glass.js';
+import type { Approver } from './api/http-auth.js';
+import type { BreakGlassUse } from './store/break-glass-store.js';
+import { deciderNames, personDecider, type Decider, type Decision } from './deciders/decider.js';
 import { principalNames } from './principal-names.js';
 import type {
   AccessRequestRecord,
@@ -85,15 +88,36 @@ export type DecideRefusal =
   /** An approval without the passkey confirmation a step-up rule requires (`inbox/passkeys.ts`). */
   | 'step-up-required'
   /** An approval of a request nobody follows, without `confirmUnfollowed` (the rules' `unfollowed` option, `followers.ts`). */
-  | 'unfollowed';
+  | 'unfollowed'
+  /** A break-glass approval without a reason (`break-glass.ts`). */
+  | 'break-glass-reason-required'
+  /** A break-glass approval by someone outside the break-glass role (or by a delegate, an agent, a deny). */
+  | 'not-break-glass'
+  /** A break-glass approval that would open more sessions in a day than `maxPerDay` allows. */
+  | 'break-glass-limit'
+  /** A break-glass claim on a request that is not the approver's own (it needs none: decide it normally). */
+  | 'break-glass-not-own';
+
+/** Rule id the audit trail records on a break-glass approval (`break-glass.ts`). */
+export const BREAK_GLASS_RULE = 'break-glass';
 
 /** Result of {@link RequestLifecycle.decide}. `recorded`: a partial approval, the quorum is not met yet. */
 export type DecideOutcome =
   | { kind: 'decided'; record: AccessRequestRecord }
   | { kind: 'recorded'; record: AccessRequestRecord; votes: ApprovalVote[] }
-  | { kind: 'forbidden'; reason: DecideRefusal }
+  /** `retryAtMs` (ms since epoch) only with `break-glass-limit`: when one more session may open. */
+  | { kind: 'forbidden'; reason: DecideRefusal; retryAtMs?: number }
   | { kind: 'not-pending'; record: AccessRequestRecord }
   | { kind: 'not-found' };
+
+/** Result of {@link RequestLifecycle.reviewBreakGlass}. */
+export type ReviewOutcome =
+  | { kind: 'reviewed'; use: BreakGlassUse }
+  | { kind: 'not-found' }
+  | { kind: 'already-reviewed'; use: BreakGlassUse }
+  | { kind: 'comment-required' }
+  /** The reviewer broke glass on it themselves, or is not a reviewer of it (`mayReviewBreakGlass`). */
+  | { kind: 'forbidden'; reason: 'own-break-glass' | 'not-reviewer' };
 
 /** The lifecycle API. */
 export interface RequestLifecycle {
@@ -122,6 +146,14 @@ export interface RequestLifecycle {
    * An approval of a request nobody follows (`followers.ts`; the rules' `unfollowed` action
    * `confirm` or `close`) needs `confirmUnfollowed` (else `unfollowed`); the vote then records the
    * rule `unfollowed-confirmed` in the audit trail. Denying never needs it.
+   * With `breakGlass` (`break-glass.ts`), a person in the rules' break-glass role approves their
+   * own request: the reason is mandatory (`break-glass-reason-required`); outside the role, as a
+   * delegate or not a person `not-break-glass`; on a request that is not their own
+   * `break-glass-not-own`; it uses their active session or opens one (`break-glass-limit` with
+   * `retryAtMs` past `maxPerDay` a day). It never skips a step-up rule or the unfollowed
+   * confirmation, and settles the quorum alone: the approval material carries `break_glass`, the
+   * audit trail an `approved` row of rule `break-glass` and a `break-glass` row with the reason,
+   * the store the use with the approvers it skipped and its review due time, in one transaction.
    */
   decide(
     id: string,
@@ -131,7 +163,16 @@ export interface RequestLifecycle {
     rule?: string,
     stepUp?: StepUpProof,
     confirmUnfollowed?: boolean,
+    breakGlass?: BreakGlassClaim,
   ): DecideOutcome;
+  /**
+   * Mark the break-glass approval of request `id` reviewed by approver `reviewer` with `comment`
+   * (mandatory, trimmed): never by the one who broke glass, only by a reviewer the rules name
+   * (`mayReviewBreakGlass`); audit row `break-glass-reviewed`. At most once.
+   */
+  reviewBreakGlass(id: string, reviewer: Approver, comment: string, via: 'inbox' | 'api'): ReviewOutcome;
+  /** Call `fn` after each break-glass approval (the channels notify the skipped approvers). `fn` must not throw. */
+  onBreakGlass(fn: (record: AccessRequestRecord, use: BreakGlassUse) => void): void;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
   refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
   /**
@@ -172,6 +213,8 @@ export interface RequestLifecycleDeps {
   logger: Logger;
   /** Current operator rules (quorum); read at each submission. */
   rules: () => ApprovalRules;
+  /** The configured approvers (who a break-glass approval skipped); default none. */
+  approvers?: readonly Approver[];
 }
 
 /** Create the lifecycle over a store and a callback dispatcher. */
@@ -180,6 +223,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   const createdListeners: Array<(record: AccessRequestRecord) => void> = [];
   const changedListeners: Array<(record: AccessRequestRecord) => void> = [];
   const voteListeners: Array<(record: AccessRequestRecord) => void> = [];
+  const breakGlassListeners: Array<(record: AccessRequestRecord, use: BreakGlassUse) => void> = [];
 
   function changed(record: AccessRequestRecord): AccessRequestRecord {
     logger.info({ requestId: record.id, status: record.status, actor: record.resolvedBy }, 'access request status changed');
@@ -244,6 +288,34 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     return decider.final === true || record.requiredApprovals <= 1 || (decider.groups !== undefined && isMember(decider, record));
   }
 
+  /**
+   * Why `decider` may not break glass on `record` (`scope`: its ordinary refusal), or null: a
+   * reason is given, it is a person's approval of their own request in their own right, and they
+   * hold the role.
+   */
+  function breakGlassRefusal(
+    decider: Decider,
+    record: AccessRequestRecord,
+    decision: Decision,
+    claim: BreakGlassClaim,
+    scope: DecideRefusal | null,
+  ): DecideRefusal | null {
+    if (claim.reason.trim() === '') return 'break-glass-reason-required';
+    if (decision !== 'approve' || decider.castBy !== undefined || (decider.via !== 'inbox' && decider.via !== 'api'))
+      return 'not-break-glass';
+    if (scope === null) return 'break-glass-not-own';
+    if (scope !== 'own-request') return scope;
+    if (!holdsBreakGlassRole(deps.rules().breakGlass, decider.person, decider.groups ?? [])) return 'not-break-glass';
+    return null;
+  }
+
+  /** The configured approvers other than `by` who could have decided `record` (a break-glass approval skipped them). */
+  function skippedBy(by: string, record: AccessRequestRecord): string[] {
+    return (deps.approvers ?? [])
+      .filter((a) => !samePerson(a.id, by) && refusalFor(personDecider(a, 'api'), record) === null)
+      .map((a) => a.id);
+  }
+
   function followersOf(record: AccessRequestRecord, at: number): FollowerSummary {
     const taskRef = record.body.task_ref;
     const followers = taskRef === undefined ? [] : store.followers.forTask(taskRef);
@@ -286,6 +358,92 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       if (!page.hasAfter || last === undefined) return count;
       after = { createdAtMs: last.createdAtMs, id: last.id };
     }
+  }
+
+  /** Thrown inside the break-glass transaction to roll back a session opened for an approval that did not happen. */
+  class NotApproved extends Error {
+    constructor(readonly outcome: DecideOutcome) {
+      super('break-glass approval did not happen');
+    }
+  }
+
+  /** The approval material of `id` at `at` for `approvers` (their step-up proofs included), with `extra`. */
+  function approvalOf(id: string, at: number, approvers: string[], extra: Partial<WireApproval> = {}): WireApproval {
+    const proofs = store.votes(id).flatMap((v) => (v.stepUp != null ? [{ approver: v.approver, ...v.stepUp }] : []));
+    return {
+      id: randomId('apv_'),
+      approved_at: new Date(at).toISOString(),
+      approved_until: new Date(at + deps.approvalValidityMs).toISOString(),
+      state: 'approved',
+      approvers,
+      ...(proofs.length > 0 ? { step_up: proofs } : {}),
+      ...extra,
+    };
+  }
+
+  /**
+   * The break-glass half of `decide` once every ordinary check passed: in one transaction, the
+   * approver's session (used or opened, within `maxPerDay`), the final vote (rule `break-glass`),
+   * the use with the skipped approvers and its review due time, and the `break-glass` audit row.
+   */
+  function decideBreakGlass(
+    current: AccessRequestRecord,
+    decider: Decider,
+    vote: ApprovalVote & { rule?: string; final?: boolean },
+    reason: string,
+  ): DecideOutcome {
+    const rule = deps.rules().breakGlass;
+    if (rule === undefined) return { kind: 'forbidden', reason: 'not-break-glass' };
+    const at = vote.atMs;
+    const skipped = skippedBy(decider.person, current);
+    let use: BreakGlassUse | undefined;
+    let approved: AccessRequestRecord;
+    try {
+      approved = store.inTransaction(() => {
+        const session = store.breakGlass.sessionFor(
+          decider.person,
+          reason,
+          at,
+          rule.windowMs,
+          rule.maxPerDay,
+          BREAK_GLASS_DAY_MS,
+          randomId('bgs_'),
+        );
+        if (session.kind === 'limit')
+          throw new NotApproved({ kind: 'forbidden', reason: 'break-glass-limit', retryAtMs: session.retryAtMs });
+        const result = store.approve(current.id, { ...vote, rule: BREAK_GLASS_RULE, final: true }, (approvers) =>
+          approvalOf(current.id, at, approvers, { break_glass: { by: decider.person, reason, at: new Date(at).toISOString() } }),
+        );
+        if (result.kind !== 'approved')
+          throw new NotApproved(
+            result.kind === 'already-approved-by'
+              ? { kind: 'forbidden', reason: 'already-approved' }
+              : { kind: 'not-pending', record: store.get(current.id) ?? current },
+          );
+        use = {
+          requestId: current.id,
+          sessionId: session.session.id,
+          approver: decider.person,
+          reason,
+          atMs: at,
+          reviewDueMs: at + rule.reviewWithinMs,
+          skipped,
+          reviewedBy: null,
+          reviewedAtMs: null,
+          reviewComment: null,
+        };
+        store.breakGlass.recordUse(use);
+        store.appendAudit(current.id, 'break-glass', decider.id, at, { comment: reason, via: decider.via, rule: session.session.id });
+        return result.record;
+      });
+    } catch (err) {
+      if (err instanceof NotApproved) return err.outcome;
+      throw err;
+    }
+    logger.warn({ requestId: current.id, actor: decider.id, skipped: skipped.length }, 'break-glass approval');
+    changed(approved);
+    for (const fn of breakGlassListeners) fn(approved, use!);
+    return { kind: 'decided', record: approved };
   }
 
   function read(id: string): AccessRequestRecord | undefined {
@@ -356,11 +514,14 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       return raced.status === 'cancelled' ? { kind: 'cancelled', record: raced } : { kind: 'not-pending', record: raced };
     },
 
-    decide(id, decider, decision, comment, rule, stepUp, confirmUnfollowed) {
+    decide(id, decider, decision, comment, rule, stepUp, confirmUnfollowed, breakGlass) {
       const current = read(id);
       if (current === undefined) return { kind: 'not-found' };
       const refusal = scopeRefusal(decider, current);
-      if (refusal !== null) return { kind: 'forbidden', reason: refusal };
+      if (breakGlass !== undefined) {
+        const glass = breakGlassRefusal(decider, current, decision, breakGlass, refusal);
+        if (glass !== null) return { kind: 'forbidden', reason: glass };
+      } else if (refusal !== null) return { kind: 'forbidden', reason: refusal };
       if (decider.decisions !== undefined && !decider.decisions.includes(decision))
         return { kind: 'forbidden', reason: 'decision-not-allowed' };
       if (current.status !== 'pending') return { kind: 'not-pending', record: current };
@@ -398,17 +559,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       if (decider.final === true) vote.final = true;
       if (vote.stepUp !== null && vote.stepUp !== undefined && vote.rule === undefined) vote.rule = vote.stepUp.rule;
       if (unfollowed && vote.rule === undefined) vote.rule = UNFOLLOWED_CONFIRMED_RULE;
-      const result = store.approve(id, vote, (approvers) => {
-        const proofs = store.votes(id).flatMap((v) => (v.stepUp != null ? [{ approver: v.approver, ...v.stepUp }] : []));
-        return {
-          id: randomId('apv_'),
-          approved_at: new Date(at).toISOString(),
-          approved_until: new Date(at + deps.approvalValidityMs).toISOString(),
-          state: 'approved',
-          approvers,
-          ...(proofs.length > 0 ? { step_up: proofs } : {}),
-        };
-      });
+      if (breakGlass !== undefined) return decideBreakGlass(current, decider, vote, breakGlass.reason.trim());
+      const result = store.approve(id, vote, (approvers) => approvalOf(id, at, approvers));
       switch (result.kind) {
         case 'approved':
           return { kind: 'decided', record: changed(result.record) };
@@ -440,6 +592,34 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
     onVoteRecorded(fn) {
       voteListeners.push(fn);
+    },
+
+    onBreakGlass(fn) {
+      breakGlassListeners.push(fn);
+    },
+
+    reviewBreakGlass(id, reviewer, comment, via) {
+      const use = store.breakGlass.use(id);
+      const record = store.get(id);
+      if (use === undefined || record === undefined) return { kind: 'not-found' };
+      const text = comment.trim();
+      if (text === '') return { kind: 'comment-required' };
+      const requesters = principalNames(record.body.subject);
+      if (samePerson(reviewer.id, use.approver) || requesters.has(reviewer.id.toLowerCase()))
+        return { kind: 'forbidden', reason: 'own-break-glass' };
+      if (!mayReviewBreakGlass(deps.rules().breakGlass, reviewer.id, reviewer.groups, use.approver, record.body.approver_group))
+        return { kind: 'forbidden', reason: 'not-reviewer' };
+      if (use.reviewedAtMs !== null) return { kind: 'already-reviewed', use };
+      const at = now();
+      const done = store.inTransaction(() => {
+        if (!store.breakGlass.markReviewed(id, reviewer.id, text, at)) return false;
+        store.appendAudit(id, 'break-glass-reviewed', reviewer.id, at, { comment: text, via });
+        return true;
+      });
+      const after = store.breakGlass.use(id) ?? use;
+      if (!done) return { kind: 'already-reviewed', use: after };
+      logger.info({ requestId: id, reviewer: reviewer.id }, 'break-glass approval reviewed');
+      return { kind: 'reviewed', use: after };
     },
 
     refusalFor,

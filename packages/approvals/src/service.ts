@@ -202,6 +202,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     approvalValidityMs: opts.approvalValidityMs ?? DEFAULT_APPROVAL_VALIDITY_MS,
     logger,
     rules: () => rules,
+    approvers,
   });
   const risk = createRiskEngine({ lifecycle, store, rules: () => rules, now, logger });
   const itsmSecret = opts.itsmSecret;
@@ -259,6 +260,15 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     void notify({ kind: 'decided', request: record, group: record.body.approver_group });
   });
   if (slack !== undefined) lifecycle.onVoteRecorded((record) => void slack.refresh(record.id));
+  // A break-glass approval tells the approvers it skipped, on every channel.
+  lifecycle.onBreakGlass((record, use) => {
+    void notify({
+      kind: 'break-glass',
+      request: record,
+      group: record.body.approver_group,
+      breakGlass: { by: use.approver, reason: use.reason, atMs: use.atMs, skipped: use.skipped },
+    });
+  });
   const sessionKey = opts.sessionKey !== undefined && opts.sessionKey !== '' ? opts.sessionKey : randomBytes(32).toString('base64url');
   const throttle = createSignInThrottle({ now, logger });
 
@@ -273,6 +283,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       publicBaseUrl,
       store,
       now,
+      rules: () => rules,
       agents: opts.agents ?? [],
       throttle,
       trustedProxies: opts.trustedProxies ?? [],

@@ -148,6 +148,14 @@ export const DecisionBodySchema = z.object({
   on_behalf_of: z.string().min(1).max(200).optional(),
   /** Approve although nobody follows the request's task (the `unfollowed` rule, docs/APPROVERS.md §Who is waiting); without it such an approval is refused 409 `unfollowed`. */
   confirm_unfollowed: z.boolean().optional(),
+  /**
+   * Approve your own request under the break-glass role (docs/APPROVERS.md §Break-glass): `reason`
+   * is mandatory (an empty one is refused 400); outside the role 403; past the daily limit 429.
+   */
+  break_glass: z
+    .object({ reason: z.string().max(500) })
+    .strict()
+    .optional(),
 });
 /** A validated decision body. */
 export type DecisionBody = z.infer<typeof DecisionBodySchema>;
@@ -178,6 +186,13 @@ export const WireStepUpSchema = z.object({
   verified_at: z.string(),
 });
 
+/** A break-glass mark: approver id, their reason, when (ISO 8601). */
+export const WireBreakGlassSchema = z.object({
+  by: z.string(),
+  reason: z.string(),
+  at: z.iso.datetime({ offset: true }),
+});
+
 /** ARAP `result.approval`: times ISO 8601; `approvers` are approver ids (audit only). */
 export const WireApprovalSchema = z.object({
   id: z.string().min(1),
@@ -186,6 +201,12 @@ export const WireApprovalSchema = z.object({
   state: z.literal('approved'),
   approvers: z.array(z.string()).default([]),
   step_up: z.array(WireStepUpSchema).optional(),
+  /**
+   * Present when the requester approved their own request under the break-glass role
+   * (docs/APPROVERS.md §Break-glass): who (`by`, an approver id), why (`reason`, their words, ≤ 500
+   * characters), when (ISO 8601). An extension field; ARAP clients that do not know it ignore it.
+   */
+  break_glass: WireBreakGlassSchema.optional(),
 });
 /** ARAP `result.approval`. */
 export type WireApproval = z.infer<typeof WireApprovalSchema>;
@@ -242,6 +263,8 @@ export const DecisionRecordBodySchema = z.object({
   status: RequestStatusSchema,
   quorum: z.object({ required: z.number().int().min(0), rule: z.string().nullable() }),
   decisions: z.array(WireDecisionSchema),
+  /** Present when the request was approved under the break-glass role (who, why, when): receipts record it. */
+  break_glass: WireBreakGlassSchema.optional(),
 });
 /** A request's decision record. */
 export type WireDecisionRecord = z.infer<typeof DecisionRecordBodySchema>;

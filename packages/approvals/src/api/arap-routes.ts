@@ -58,6 +58,14 @@ import type { AccessRequestRecord, ApprovalStore, RequestFilter } from '../store
 import { encodePageCursor, pageQueryShapeProblem, parsePageQuery } from './page-cursor.js';
 import { headline, reasonShown } from '../inbox/format.js';
 import { shownArguments } from '../inbox/redacted.js';
+import { DEFAULT_APPROVAL_RULES, type ApprovalRules } from '../deciders/approval-rules.js';
+import { addBreakGlassRoutes } from './break-glass-routes.js';
+import type { BreakGlassUse } from '../store/break-glass-store.js';
+
+/** A break-glass mark as the wire carries it (`WireBreakGlassSchema` of `@countersign/arap`), or undefined. */
+export function breakGlassWire(use: BreakGlassUse | undefined): { by: string; reason: string; at: string } | undefined {
+  return use === undefined ? undefined : { by: use.approver, reason: use.reason, at: new Date(use.atMs).toISOString() };
+}
 
 /** Longest accepted `Idempotency-Key`, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
@@ -88,6 +96,8 @@ export interface ArapRoutesDeps {
   itsmDecisions?: (c: Context) => Promise<Response>;
   /** Clock, ms since epoch (delegations); default `Date.now`. */
   now?: () => number;
+  /** The operator's rules in force (break-glass reviewers); default the built-in ones. */
+  rules?: () => ApprovalRules;
 }
 
 /** JSON view of a delegation (times ISO 8601). */
@@ -115,7 +125,32 @@ export const REFUSAL_DETAIL: Record<DecideRefusal, string> = {
   'no-delegation': 'on_behalf_of names no one who has delegated to this approver right now (delegations are direct, never chained).',
   unfollowed:
     'No client has followed this request\'s task for a while, so the tool may run with nobody to read its result. To approve anyway, send "confirm_unfollowed": true.',
+  'break-glass-reason-required':
+    'A break-glass approval needs a reason: say in break_glass.reason why this cannot wait for another approver.',
+  'not-break-glass':
+    "You do not hold the break-glass role for this request (only a person approving their own request in their own right, named in the rules file's breakGlass, may).",
+  'break-glass-limit':
+    'You have opened as many break-glass sessions as the rules allow in 24 hours; another approver must decide this request.',
+  'break-glass-not-own': 'break_glass is only for approving your own request; decide this one without it.',
 };
+
+/** The problem response of a refusal: its own kind for break-glass and unfollowed ones, else 403 `forbidden`. */
+export function refusalProblem(reason: DecideRefusal, retryAtMs: number | undefined, nowMs: number): Response {
+  switch (reason) {
+    case 'unfollowed':
+    case 'break-glass-reason-required':
+    case 'not-break-glass':
+      return problem(reason, REFUSAL_DETAIL[reason]);
+    case 'break-glass-not-own':
+      return problem('invalid-request', REFUSAL_DETAIL[reason]);
+    case 'break-glass-limit': {
+      const wait = Math.max(1, Math.ceil(((retryAtMs ?? nowMs) - nowMs) / 1000));
+      return problem(reason, `${REFUSAL_DETAIL[reason]} The next may open in ${wait} s.`, { 'Retry-After': String(wait) });
+    }
+    default:
+      return problem('forbidden', REFUSAL_DETAIL[reason]);
+  }
+}
 
 /**
  * JSON view of a pending or decided request for deciders (arguments included: they are what is
@@ -268,6 +303,8 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
           at: new Date(e.atMs).toISOString(),
         })),
     };
+    const glass = breakGlassWire(deps.store.breakGlass.use(record.id));
+    if (glass !== undefined) body.break_glass = glass;
     return c.json(body, 200);
   });
 
@@ -383,6 +420,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         resolved_at: record.resolvedAtMs === null ? null : new Date(record.resolvedAtMs).toISOString(),
         you_may_decide: refusal === null && record.status === 'pending',
         refusal,
+        break_glass: breakGlassWire(deps.store.breakGlass.use(record.id)) ?? null,
         audit: deps.store.auditTrail(record.id).map((e) => ({
           event: e.event,
           actor: e.actor,
@@ -420,6 +458,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       undefined,
       undefined,
       parsed.data.confirm_unfollowed,
+      parsed.data.break_glass,
     );
     switch (outcome.kind) {
       case 'decided':
@@ -433,9 +472,8 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
           200,
         );
       case 'forbidden':
-        // not a matter of who decides: 409, and the same decision with the confirmation goes through
-        if (outcome.reason === 'unfollowed') return problem('unfollowed', REFUSAL_DETAIL.unfollowed);
-        return problem('forbidden', REFUSAL_DETAIL[outcome.reason]);
+        // unfollowed is not a matter of who decides: 409, and the same decision with the confirmation goes through
+        return refusalProblem(outcome.reason, outcome.retryAtMs, now());
       case 'not-pending':
         return problem('not-pending', `The request is already ${outcome.record.status}.`);
       case 'not-found':
@@ -484,6 +522,20 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     return deps.store.delegations.revoke(c.req.param('id'), self.id, now())
       ? c.json({ id: c.req.param('id'), revoked: true }, 200)
       : problem('not-found', 'No such active delegation of yours.');
+  });
+
+  addBreakGlassRoutes(app, {
+    lifecycle,
+    store: deps.store,
+    rules: deps.rules ?? (() => DEFAULT_APPROVAL_RULES),
+    now,
+    person: (c) => {
+      const who = decider(c);
+      if (who instanceof Response) return who;
+      return personOf(who) ?? problem('forbidden', 'Only an approver (HTTP Basic) breaks glass or reviews it.');
+    },
+    readJson,
+    describeIssues,
   });
 
   app.post('/itsm/decisions', (c) => (deps.itsmDecisions === undefined ? notFound() : deps.itsmDecisions(c)));

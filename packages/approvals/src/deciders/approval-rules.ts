@@ -14,6 +14,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
+import { BreakGlassRuleSchema } from '../break-glass.js';
 import { DEFAULT_UNFOLLOWED_RULE, UnfollowedRuleSchema, type UnfollowedRule } from '../followers.js';
 
 const Scalar = z.union([z.string(), z.number(), z.boolean()]);
@@ -160,6 +161,8 @@ export const ApprovalRulesSchema = z
     stepUp: z.array(StepUpRuleSchema).optional(),
     /** What a request nobody follows means (`../followers.ts`); default: confirm approvals after 10 minutes. */
     unfollowed: UnfollowedRuleSchema.optional(),
+    /** Who may approve their own request in an emergency, and its controls (`../break-glass.ts`); default: nobody. */
+    breakGlass: BreakGlassRuleSchema.optional(),
   })
   .strict();
 /** Validated approval rules. */

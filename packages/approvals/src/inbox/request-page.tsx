@@ -28,6 +28,10 @@ export const REFUSAL_TEXT: Record<DecideRefusal, string> = {
   'step-up-required': 'Approving this request needs your passkey.',
   'no-delegation': 'No active delegation lets you decide for this person.',
   unfollowed: 'Nobody is following this request: approve it on its own page, confirming that no one may read the result.',
+  'break-glass-reason-required': 'Breaking glass needs a reason: say why this cannot wait for another approver.',
+  'not-break-glass': 'You do not hold the break-glass role for this request.',
+  'break-glass-limit': 'You have used break-glass as often as the rules allow today: another approver must decide this request.',
+  'break-glass-not-own': 'Break-glass is only for your own requests: decide this one normally.',
 };
 
 const EVENT_TEXT: Record<AuditEvent['event'], string> = {
@@ -40,6 +44,8 @@ const EVENT_TEXT: Record<AuditEvent['event'], string> = {
   notified: 'sent to ITSM',
   reminded: 'approvers reminded',
   escalated: 'escalated',
+  'break-glass': 'broke glass (approved their own request)',
+  'break-glass-reviewed': 'break-glass reviewed',
 };
 
 /** Props of {@link RequestView}. */

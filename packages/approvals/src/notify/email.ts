@@ -8,6 +8,8 @@
  * the link; the tool's arguments are not in the mail — the page shows them to the signed-in
  * approver. Delivery failures are logged (approver id and the SMTP server's error; never the link)
  * and never thrown.
+ * After a break-glass approval every approver it skipped who has an address gets a notice (who,
+ * why, when, and the review page; no decision link: there is nothing left to decide).
  * Deliberately does not: mail on `decided` (the page of an old link says the request is decided),
  * retry (nodemailer's transport reports the SMTP server's answer; the inbox still shows the request).
  */
@@ -73,6 +75,25 @@ export function emailMessage(
   return { subject, text };
 }
 
+/** Subject and plain-text body of the notice to an approver a break-glass approval skipped (request data made visible). */
+export function breakGlassMessage(
+  record: AccessRequestRecord,
+  glass: { by: string; reason: string; atMs: number },
+  reviewUrl: string,
+): { subject: string; text: string } {
+  const b = record.body;
+  const subject = `Break-glass: ${visible(glass.by)} approved their own ${visible(b.resource.id)} request`.slice(0, 200);
+  const text = [
+    `${visible(glass.by)} used break-glass at ${new Date(glass.atMs).toISOString()} to approve their own request to run ${visible(b.resource.id)}, which needed approval from ${visible(b.approver_group)}. You could have decided it and were skipped.`,
+    '',
+    `Their reason: ${visible(glass.reason)}`,
+    '',
+    'The approval needs a review by someone other than them. Review it here (you will be asked to sign in to the approver inbox):',
+    reviewUrl,
+  ].join('\n');
+  return { subject, text };
+}
+
 /** Create the email notifier. Throws `Error` when the SMTP URL is not `smtp:` / `smtps:`. */
 export function createEmailNotifier(deps: EmailNotifierDeps): ApprovalNotifier {
   const { settings, signer, store, logger, now } = deps;
@@ -105,9 +126,25 @@ export function createEmailNotifier(deps: EmailNotifierDeps): ApprovalNotifier {
     }
   }
 
+  async function sendBreakGlass(n: ApprovalNotification): Promise<void> {
+    const glass = n.breakGlass;
+    if (glass === undefined) return;
+    const { subject, text } = breakGlassMessage(n.request, glass, `${base}/approver/reviews`);
+    for (const id of glass.skipped) {
+      if (!Object.hasOwn(settings.addresses, id)) continue;
+      try {
+        await transport.sendMail({ from: settings.from, to: settings.addresses[id], subject, text });
+        log.info({ requestId: n.request.id, approver: id }, 'break-glass notice sent');
+      } catch (err) {
+        log.warn({ requestId: n.request.id, approver: id, err: (err as Error).message }, 'break-glass notice not sent');
+      }
+    }
+  }
+
   return {
     channel: 'email',
     async notify(n: ApprovalNotification) {
+      if (n.kind === 'break-glass') return await sendBreakGlass(n);
       if (n.kind === 'decided') return;
       const current = store.get(n.request.id) ?? n.request;
       if (current.status !== 'pending') return;

@@ -5,8 +5,11 @@
  */
 import type { AccessRequestRecord } from '../store/store.js';
 
-/** Why a notification is sent. `reminded`/`escalated` come from the reminder timers; `decided` after a terminal status. */
-export type NotificationKind = 'opened' | 'reminded' | 'escalated' | 'decided';
+/**
+ * Why a notification is sent. `reminded`/`escalated` come from the reminder timers; `decided` after a
+ * terminal status; `break-glass` after a break-glass approval, to the approvers it skipped.
+ */
+export type NotificationKind = 'opened' | 'reminded' | 'escalated' | 'decided' | 'break-glass';
 
 /** One notification: the request as stored, and for `reminded`/`escalated` the group notified. */
 export interface ApprovalNotification {
@@ -14,6 +17,8 @@ export interface ApprovalNotification {
   request: AccessRequestRecord;
   /** Approver group addressed (the request's own group, or the escalation group). */
   group: string;
+  /** With `break-glass`: who broke glass, their reason, when (ms since epoch), and the approver ids skipped. */
+  breakGlass?: { by: string; reason: string; atMs: number; skipped: readonly string[] };
 }
 
 /** A channel that announces requests. `notify` resolves when the channel accepted (or gave up on) the message. */

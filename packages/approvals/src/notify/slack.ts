@@ -18,6 +18,9 @@
  * `@slack/web-api`'s `WebClient` (`slackApiUrl` configurable, so tests point it at a local
  * stand-in). Delivery failures are logged (method and Slack's error code; never the token or tool
  * arguments) and never thrown.
+ * After a break-glass approval it posts a notice to the group's channel naming the approvers it
+ * skipped (a mention for those mapped to a Slack user), who broke glass and why, with a link to
+ * the review page; that notice has no buttons and is not updated.
  * Deliberately does not: open modals (a comment cannot be typed on a Slack decision; the inbox
  * takes one), or post to users directly (only to the group's channel).
  */
@@ -165,6 +168,36 @@ export function decidedBlocks(record: AccessRequestRecord, via: string | null): 
   ];
 }
 
+/** Blocks of the notice of a break-glass approval: who, why, when, the skipped approvers (`mentions`), the review link. */
+export function breakGlassBlocks(
+  record: AccessRequestRecord,
+  glass: { by: string; reason: string; atMs: number },
+  mentions: readonly string[],
+  reviewUrl: string,
+): (KnownBlock | Block)[] {
+  const skipped = mentions.length === 0 ? 'no other approver' : mentions.join(', ');
+  return [
+    {
+      type: 'section',
+      text: {
+        type: 'mrkdwn',
+        text: `*Break-glass:* *${slackText(glass.by)}* approved their own request\n${factsText(record)}\n>Reason: ${slackText(glass.reason)}`,
+      },
+    },
+    {
+      type: 'context',
+      elements: [
+        { type: 'mrkdwn', text: `Skipped: ${skipped} · at ${new Date(glass.atMs).toISOString()} · needs a review by someone else` },
+      ],
+    },
+    {
+      type: 'actions',
+      block_id: 'countersign.break-glass',
+      elements: [{ type: 'button', action_id: 'countersign.review', text: { type: 'plain_text', text: 'Review' }, url: reviewUrl }],
+    },
+  ];
+}
+
 /** One-sentence answers shown only to the person who pressed a button. */
 const EPHEMERAL = {
   unmapped:
@@ -256,10 +289,32 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
     }
   }
 
+  /** Post the break-glass notice to the group's channel (not remembered: it is never updated). */
+  async function postBreakGlass(n: ApprovalNotification): Promise<void> {
+    const glass = n.breakGlass;
+    const channel = Object.hasOwn(settings.channels, n.group) ? settings.channels[n.group] : undefined;
+    if (glass === undefined || channel === undefined) return;
+    const slackUserOf = new Map(Object.entries(settings.users).map(([user, approver]) => [approver, user]));
+    const mentions = glass.skipped.map((id) => {
+      const user = slackUserOf.get(id);
+      return user !== undefined ? `<@${user}>` : slackText(id);
+    });
+    await call('chat.postMessage', n.request.id, () =>
+      client.chat.postMessage({
+        channel,
+        text: `Break-glass: ${visible(glass.by)} approved their own ${visible(n.request.body.resource.id)} request`,
+        blocks: breakGlassBlocks(n.request, glass, mentions, `${base}/approver/reviews`),
+        unfurl_links: false,
+      }),
+    );
+    log.info({ requestId: n.request.id, group: n.group }, 'Slack break-glass notice posted');
+  }
+
   const notifier: ApprovalNotifier = {
     channel: 'slack',
     async notify(n: ApprovalNotification) {
       try {
+        if (n.kind === 'break-glass') return await postBreakGlass(n);
         if (n.kind === 'decided') return await refresh(n.request.id);
         const current = store.get(n.request.id) ?? n.request;
         if (current.status !== 'pending') return;

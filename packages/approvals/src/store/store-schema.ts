@@ -8,7 +8,8 @@
  * and `webauthn_credentials` (passkey step-up), the `delegations` table, and the audit events `reminded`
  * and `escalated` (the audit table is rebuilt for its CHECK list). Version 4 added
  * `access_requests.quorum_reason` and `step_up_reason` (the reasons of the rules that apply, shown to
- * approvers). Older files are migrated in
+ * approvers). Version 5 added the break-glass tables (`break_glass_sessions`, `break_glass`, see
+`break-glass-store.ts`) and the audit events `break-glass` and `break-glass-reviewed`. Older files are migrated in
  * one transaction, keeping every row; each step is idempotent. `callback_outbox` (status-change
  * callbacks to deliver, `../api/callbacks.ts`) is created on open in any version's file.
  * Deliberately does not: downgrade.
@@ -21,7 +22,8 @@ import { principalNames } from '../principal-names.js';
  * Audit event kinds: one per status change, plus `submitted`, `endorsed` (a partial approval
  * counted towards a quorum), `notified` (an ITSM notification delivered), `reminded` (the group
  * was reminded after its quiet period) and `escalated` (the request was handed to the fallback
- * group or approver).
+ * group or approver), `break-glass` (an approver approved their own request under the break-glass
+ * role, `../break-glass.ts`) and `break-glass-reviewed` (someone else reviewed that approval).
  */
 export const AUDIT_EVENT_KINDS = [
   'submitted',
@@ -33,6 +35,8 @@ export const AUDIT_EVENT_KINDS = [
   'notified',
   'reminded',
   'escalated',
+  'break-glass',
+  'break-glass-reviewed',
 ] as const;
 
 const SCHEMA = `
@@ -119,6 +123,28 @@ CREATE TABLE IF NOT EXISTS delegations (
   CHECK (delegator <> delegate)
 );
 CREATE INDEX IF NOT EXISTS delegations_delegate ON delegations (delegate, until_ms);
+CREATE TABLE IF NOT EXISTS break_glass_sessions (
+  id            TEXT PRIMARY KEY,
+  approver      TEXT NOT NULL,
+  reason        TEXT NOT NULL,
+  opened_at_ms  INTEGER NOT NULL,
+  until_ms      INTEGER NOT NULL,
+  ended_at_ms   INTEGER
+);
+CREATE INDEX IF NOT EXISTS break_glass_sessions_approver ON break_glass_sessions (approver, opened_at_ms);
+CREATE TABLE IF NOT EXISTS break_glass (
+  request_id     TEXT PRIMARY KEY REFERENCES access_requests (id),
+  session_id     TEXT NOT NULL REFERENCES break_glass_sessions (id),
+  approver       TEXT NOT NULL,
+  reason         TEXT NOT NULL,
+  at_ms          INTEGER NOT NULL,
+  review_due_ms  INTEGER NOT NULL,
+  skipped_json   TEXT NOT NULL,
+  reviewed_by    TEXT,
+  reviewed_at_ms INTEGER,
+  review_comment TEXT
+);
+CREATE INDEX IF NOT EXISTS break_glass_unreviewed ON break_glass (reviewed_at_ms, at_ms);
 `;
 
 const AUDIT_COLUMNS = ['seq', 'request_id', 'event', 'actor', 'comment', 'at_ms', 'via', 'rule', 'on_behalf_of'] as const;
@@ -137,7 +163,7 @@ CREATE TABLE IF NOT EXISTS ${name} (
 );`;
 
 /** Schema version this module writes (`PRAGMA user_version`). */
-export const STORE_SCHEMA_VERSION = 4;
+export const STORE_SCHEMA_VERSION = 5;
 
 /**
  * The lower-cased names of a request's requester: `subject.sub` and every `act` actor's `sub`

@@ -13,7 +13,8 @@
  * approved, denied, expired, cancelled, notified, reminded, escalated — who, for whom, through which
  * channel, which rule, when, comment).
  * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
- * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 4).
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 5); the break-glass tables are
+ * `break-glass-store.ts`'s.
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
  * that completes a quorum is the one that approves.
@@ -24,6 +25,7 @@ import Database from 'better-sqlite3';
 import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from '@countersign/arap';
 import { AUDIT_EVENT_KINDS, createSchema, requesterNames } from './store-schema.js';
 import { createFollowerStore, type FollowerStore } from './followers-store.js';
+import { createBreakGlassStore, type BreakGlassStore } from './break-glass-store.js';
 
 export { AUDIT_EVENT_KINDS };
 
@@ -343,6 +345,10 @@ export interface ApprovalStore {
   callbacks: CallbackOutboxStore;
   /** Who follows each request's task, as the MCP server reports it (`followers-store.ts`). */
   followers: FollowerStore;
+  /** Break-glass sessions, approvals and their reviews (`break-glass-store.ts`). */
+  breakGlass: BreakGlassStore;
+  /** Run `fn` in one transaction (a savepoint inside another); its throw rolls every write of it back. */
+  inTransaction<T>(fn: () => T): T;
   close(): void;
 }
 
@@ -553,6 +559,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   db.function('cs_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
   createSchema(db);
   const followers = createFollowerStore(db);
+  const breakGlass = createBreakGlassStore(db);
 
   const insertRequest = db.prepare(
     `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule, quorum_reason, step_up_reason)
@@ -971,6 +978,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     channels,
     callbacks,
     followers,
+    breakGlass,
+    inTransaction: <T>(fn: () => T): T => db.transaction(fn)(),
     close() {
       if (db.open) db.close();
     },

@@ -4,12 +4,13 @@
 // against the key the MCP role publishes; tampered files are refused naming the line and reason.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlattenedSign, type JSONWebKeySet } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/binding/call-binding.js';
+import { RECEIPT_LOG_FILE_NAME } from '../../src/cli/receipts-command.js';
 import type { Config } from '../../src/config.js';
 import { RECEIPTS_JWKS_PATH } from '../../src/mcp/http.js';
 import { jcsSha256, RECEIPT_TYP, verifyReceiptLines, type ReceiptPayload } from '@countersign/receipts';
@@ -233,6 +234,10 @@ describe('hidden values in exported receipts (docs/APPROVERS.md §Hidden values)
     expect(v.stdout).toContain('ok: 4 receipt(s) verified');
     expect(v.stdout).toMatch(/:4: disclosed arguments hide \/reference \(sha256: digests\): not checked against the binding digest/);
     expect(v.stdout + v.stderr).not.toContain(reference);
+    // the issuing log (receipts.db and its WAL) holds receipts only, never an argument
+    const logFiles = readdirSync(config.COUNTERSIGN_DATA_DIR).filter((f) => f.startsWith(RECEIPT_LOG_FILE_NAME));
+    expect(logFiles).toContain(RECEIPT_LOG_FILE_NAME);
+    for (const f of logFiles) expect(readFileSync(join(config.COUNTERSIGN_DATA_DIR, f)).toString('latin1')).not.toContain(reference);
   });
 
   it('export --include-arguments --include-hidden writes the real value, and those arguments verify against the binding digest', async () => {

@@ -164,7 +164,11 @@ async function runConfirmed(
     await g.ownership.own();
     return runInline(g);
   }
-  return openTask(deps, g, request, undefined, { execution: g.tool.longRunning, confirmation, toolInfo: toolPresentation(g.tool) });
+  return openTask(deps, g, request, undefined, {
+    execution: g.tool.longRunning,
+    confirmation,
+    toolInfo: toolPresentation(g.tool, g.binding().arguments),
+  });
 }
 
 /**
@@ -206,7 +210,7 @@ export async function withSubmissionInput(deps: GateDeps, g: GatedCall, request:
   }
   const given = state ? acceptedContent(inputResponses, JUSTIFICATION_INPUT_KEY, JustificationSchema) : undefined;
   if (!given) return askJustification(g, reason);
-  return openTask(deps, g, request, { justification: given.justification }, outOfBandOptions(g.tool));
+  return openTask(deps, g, request, { justification: given.justification }, outOfBandOptions(g.tool, g.binding().arguments));
 }
 
 /** The justification form as the next MRTR round. */
@@ -254,9 +258,9 @@ export function inputRefusedResult(reason: string, action: 'decline' | 'cancel')
   };
 }
 
-/** What an out-of-band task captures of the tool: its long-running declaration and what approvers are shown of it. */
-export function outOfBandOptions(tool: Tool): CreateOptions {
-  return { ...(tool.longRunning ? { execution: tool.longRunning } : {}), toolInfo: toolPresentation(tool) };
+/** What an out-of-band task for a call with `args` captures of the tool: its long-running declaration and what approvers are shown of it. */
+export function outOfBandOptions(tool: Tool, args: Record<string, unknown>): CreateOptions {
+  return { ...(tool.longRunning ? { execution: tool.longRunning } : {}), toolInfo: toolPresentation(tool, args) };
 }
 
 /**

@@ -357,5 +357,5 @@ export function answerDecision(deps: GateDeps, g: GatedCall, decision: Decision)
   if (request.approvalMode === 'in-band') return confirmInBand(deps, g, request, reason);
   if (!g.call.clientSupportsTasks && deps.noTasksResponse !== 'approval-tools') return requestableWithoutTasks(deps, g, reason);
   if (request.requiresJustification) return withSubmissionInput(deps, g, request, reason);
-  return openTask(deps, g, request, undefined, outOfBandOptions(g.tool));
+  return openTask(deps, g, request, undefined, outOfBandOptions(g.tool, g.binding().arguments));
 }

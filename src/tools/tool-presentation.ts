@@ -63,13 +63,15 @@ function text(v: unknown): string | undefined {
 }
 
 /**
- * The presentation of `tool`: title, upstream and upstream name from its policy attributes
- * (`src/gateway/upstream-tool.ts`), hints from those attributes or its JSON descriptor's
- * annotations (MCP defaults applied), display hints (`ToolPresentation.display`). `undefined`
- * when there is nothing to show beyond the name.
+ * The presentation of `tool` for a call with `args`: title, upstream and upstream name from its
+ * policy attributes (`src/gateway/upstream-tool.ts`), hints from those attributes or its JSON
+ * descriptor's annotations (MCP defaults applied), display hints (`ToolPresentation.display`),
+ * its sensitive fields in `args` ({@link sensitivePointers}). `undefined` when there is nothing
+ * to show beyond the name.
  */
 export function toolPresentation(
   tool: Pick<Tool, 'title' | 'jsonDescriptor' | 'policyAttributes'> & Partial<Pick<Tool, 'inputSchema' | 'sensitiveArguments' | 'display'>>,
+  args?: Record<string, unknown>,
 ): ToolPresentation | undefined {
   const attrs = tool.policyAttributes ?? {};
   const annotations = tool.jsonDescriptor?.annotations;
@@ -94,38 +96,56 @@ export function toolPresentation(
   }
   const display = tool.display ?? DisplayHintsSchema.safeParse(tool.jsonDescriptor?._meta?.[DISPLAY_META_KEY]).data;
   if (display !== undefined) out.display = display;
-  const sensitive = sensitivePointers(tool);
+  const sensitive = sensitivePointers(tool, args);
   if (sensitive.length > 0) out.sensitive = sensitive;
   return Object.keys(out).length === 0 ? undefined : out;
 }
 
-// `writeOnly: true` under `properties`, at any depth of nested objects (not under `items`: mark the array itself).
-function writeOnlyPointers(schema: unknown, at: string[], out: string[]): void {
-  if (typeof schema !== 'object' || schema === null) return;
-  const s = schema as Record<string, unknown>;
-  if (at.length > 0 && s['writeOnly'] === true) {
+// Deepest schema level read for writeOnly (nested objects and arrays together).
+const MAX_SCHEMA_DEPTH = 16;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+// `writeOnly: true` anywhere under `properties`, `additionalProperties`, `prefixItems` (and the
+// older array form of `items`) and `items`, at any depth. A position that depends on the call
+// (an element of `items`, a key of `additionalProperties`) is named for each one `value` — the
+// call's argument at `at` — holds, with its index or key; without a value, only fixed positions.
+function writeOnlyPointers(schema: unknown, at: string[], value: unknown, out: string[]): void {
+  if (!isObject(schema)) return;
+  if (at.length > 0 && schema['writeOnly'] === true) {
     out.push(pointerOf(at));
     return;
   }
-  const props = s['properties'];
-  if (typeof props !== 'object' || props === null || at.length >= 16) return;
-  for (const [k, v] of Object.entries(props)) writeOnlyPointers(v, [...at, k], out);
+  if (at.length >= MAX_SCHEMA_DEPTH) return;
+  const props = isObject(schema['properties']) ? schema['properties'] : {};
+  for (const [k, v] of Object.entries(props)) writeOnlyPointers(v, [...at, k], isObject(value) ? value[k] : undefined, out);
+  if (isObject(value) && isObject(schema['additionalProperties']))
+    for (const [k, v] of Object.entries(value))
+      if (!Object.hasOwn(props, k)) writeOnlyPointers(schema['additionalProperties'], [...at, k], v, out);
+  const items = schema['items'];
+  const tuple = Array.isArray(schema['prefixItems']) ? schema['prefixItems'] : Array.isArray(items) ? items : [];
+  tuple.forEach((s: unknown, i) => writeOnlyPointers(s, [...at, String(i)], Array.isArray(value) ? value[i] : undefined, out));
+  if (isObject(items) && Array.isArray(value))
+    for (let i = tuple.length; i < value.length; i++) writeOnlyPointers(items, [...at, String(i)], value[i], out);
 }
 
 /**
  * The arguments of `tool` its author or operator marks sensitive, as sorted unique JSON Pointers:
  * properties with JSON Schema `writeOnly: true` in its input schema (a native tool's zod schema
- * says it with `.meta({ writeOnly: true })`), the pointers listed in its descriptor's
+ * says it with `.meta({ writeOnly: true })`), at any depth of objects and arrays — under `items`
+ * or `additionalProperties` one pointer for each element or key of the call's `args`
+ * (`/headers/0/token`, `/headers/1/token`), so without `args` only fixed positions —, the pointers listed in its descriptor's
  * `_meta["io.countersign/sensitive"]`, and `Tool.sensitiveArguments` (the gateway's per-tool
  * `sensitive`, docs/GATEWAY.md). Entries that are not JSON Pointers are ignored.
  */
 export function sensitivePointers(
   tool: Pick<Tool, 'jsonDescriptor'> & Partial<Pick<Tool, 'inputSchema' | 'sensitiveArguments'>>,
+  args?: Record<string, unknown>,
 ): string[] {
   const out: string[] = [];
   const zod = tool.inputSchema;
   const schema = tool.jsonDescriptor?.inputSchema ?? (zod === undefined ? undefined : z.toJSONSchema(zod, { io: 'input' }));
-  writeOnlyPointers(schema, [], out);
+  writeOnlyPointers(schema, [], args, out);
   const meta = tool.jsonDescriptor?._meta?.[SENSITIVE_META_KEY];
   if (Array.isArray(meta)) out.push(...meta.filter((p): p is string => typeof p === 'string'));
   out.push(...(tool.sensitiveArguments ?? []));

@@ -120,6 +120,39 @@ describe('which arguments are sensitive', () => {
     expect(toolPresentation({ inputSchema })).toEqual({ sensitive: ['/card/number', '/reference'] });
   });
 
+  it('writeOnly under array items, tuple positions and additionalProperties names each element the call holds, with its index', () => {
+    const inputSchema = z.object({
+      headers: z.array(z.object({ name: z.string(), token: z.string().meta({ writeOnly: true }) })),
+      pins: z.array(z.string().meta({ writeOnly: true })),
+      pair: z.tuple([z.string(), z.string().meta({ writeOnly: true })]),
+      vault: z.record(z.string(), z.object({ secret: z.string().meta({ writeOnly: true }), note: z.string() })),
+    });
+    const args = {
+      headers: [
+        { name: 'a', token: 't0' },
+        { name: 'b', token: 't1' },
+      ],
+      pins: ['1234'],
+      pair: ['user', 'pass'],
+      vault: { 'db/main': { secret: 's', note: 'n' } },
+    };
+    const pointers = sensitivePointers({ inputSchema }, args);
+    expect(pointers).toEqual(['/headers/0/token', '/headers/1/token', '/pair/1', '/pins/0', '/vault/db~1main/secret']);
+    expect(toolPresentation({ inputSchema }, args)).toEqual({ sensitive: pointers });
+    expect(redactArguments(args, pointers, jcsSha256).arguments).toEqual({
+      headers: [
+        { name: 'a', token: digest('t0') },
+        { name: 'b', token: digest('t1') },
+      ],
+      pins: [digest('1234')],
+      pair: ['user', digest('pass')],
+      vault: { 'db/main': { secret: digest('s'), note: 'n' } },
+    });
+    // an empty array names nothing; without the call's arguments only fixed positions are known
+    expect(sensitivePointers({ inputSchema }, { ...args, headers: [], pins: [], vault: {} })).toEqual(['/pair/1']);
+    expect(sensitivePointers({ inputSchema })).toEqual(['/pair/1']);
+  });
+
   it('an upstream tool: writeOnly in its JSON Schema, its _meta list and the gateway configuration, joined; non-pointers ignored', () => {
     const jsonDescriptor = {
       inputSchema: { type: 'object', properties: { token: { type: 'string', writeOnly: true }, path: { type: 'string' } } },

@@ -382,6 +382,8 @@ export class ApprovalState {
         ...(this.justification ? { justification: this.justification } : {}),
         ...(this.input.toolInfo ? { toolInfo: this.input.toolInfo } : {}),
         ...(this.input.client ? { client: this.input.client } : {}),
+        // only the activity input carries it: no command changes, recorded runs replay unpatched
+        ...(hint.narrowable ? { narrowable: hint.narrowable } : {}),
       },
     };
     this.generations.push(g);

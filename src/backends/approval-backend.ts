@@ -7,6 +7,7 @@
  * ARAP over HTTP). This module holds types only; it does not retry (the workflow's activity
  * retry policy does).
  */
+import type { NarrowingSpec } from '@countersign/arap';
 import type { Principal } from '../auth/principal.js';
 import type { ApprovalMaterial } from '../policy/pdp.js';
 import type { ToolPresentation } from '../tools/tool-presentation.js';
@@ -51,6 +52,8 @@ export interface SubmissionBody {
   client?: ClientIdentity;
   /** The MCP task id this request belongs to (added by the submitting activity): what follower reports name. */
   taskRef?: string;
+  /** The fields an approver may narrow and how (`AccessRequestHint.narrowable`); absent: not narrowable. */
+  narrowable?: NarrowingSpec;
 }
 
 /** The backend's durable, resumable handle for one submission (ARAP task handle). */
@@ -69,11 +72,24 @@ export interface BackendHandle {
 export type BackendStatus =
   | { state: 'pending'; expiresAt: string }
   | { state: 'approved'; approval: ApprovalMaterial }
-  | { state: 'denied' }
+  /** `counterProposal`: the approver denied this call and would accept a narrower one (docs/APPROVERS.md §Narrowing a request). */
+  | { state: 'denied'; counterProposal?: CounterProposal }
   /** `reason: 'unfollowed'`: closed by the backend because no client followed the task (docs/APPROVERS.md §Who is waiting). */
   | { state: 'expired'; reason?: 'unfollowed' }
   | { state: 'cancelled' }
   | { state: 'failed'; message: string };
+
+/**
+ * A narrower call an approver would accept instead of the denied one: `tool`, its complete
+ * `arguments` as the backend holds them (a field hidden from approvers as its `sha256:` digest), and
+ * `expiresAt` (ISO 8601), until when the same principal's new call with exactly these arguments is
+ * approved by the proposal (SEP-2848 §The task handle is not authority: a new call, evaluated fresh).
+ */
+export interface CounterProposal {
+  tool: string;
+  arguments: Record<string, unknown>;
+  expiresAt: string;
+}
 
 /** Errors the port raises. `retryable: false` means re-sending the same call cannot succeed. */
 export class BackendError extends Error {

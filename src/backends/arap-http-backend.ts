@@ -121,7 +121,7 @@ export function toWireToolProperties(info: ToolPresentation): WireToolProperties
 
 /**
  * Map a port submission to the ARAP access-request wire body (`toolInfo` → `resource.properties`,
- * `client` → `context.client`, `taskRef` → `task_ref`).
+ * `client` → `context.client`, `narrowable` → `context.narrowable`, `taskRef` → `task_ref`).
  * The arguments at `toolInfo.sensitive` leave masked: `sha256:<hex>` of their JCS form in
  * `context.arguments`, named in `context.redacted` (`packages/arap/src/redaction.ts`); the raw
  * values stay in the workflow, which executes with them. Throws `Error` past 64 top-level
@@ -141,6 +141,7 @@ export function toWireSubmission(body: SubmissionBody): Record<string, unknown> 
       ...(body.justification !== undefined ? { justification: body.justification } : {}),
       ...(shown.redacted.length > 0 ? { redacted: shown.redacted } : {}),
       ...(body.client !== undefined ? { client: { ...body.client } } : {}),
+      ...(body.narrowable !== undefined ? { narrowable: { ...body.narrowable } } : {}),
     },
     approver_group: body.approverGroup,
     reason: body.reason,
@@ -157,7 +158,7 @@ export function toWireSubmission(body: SubmissionBody): Record<string, unknown> 
  * Create the ARAP HTTP adapter.
  * - `submit` → `POST <baseUrl>/access/v1/requests` with `Idempotency-Key`; 200/201 → handle
  *   (`statusUrl` = `status_endpoint`, `cancelUrl` = `links.cancel`, both resolved to absolute).
- * - `status` → `GET handle.statusUrl` → `BackendStatus` (approval material in camelCase); a
+ * - `status` → `GET handle.statusUrl` → `BackendStatus` (approval material and a denial's `counter_proposal` in camelCase); a
  *   body whose `id` differs from `handle.requestId` is `unavailable`.
  * - `cancel` → `POST handle.cancelUrl`; true on 200, false on 409 or without `cancelUrl`.
  */
@@ -232,6 +233,12 @@ export function createArapHttpBackend(opts: ArapHttpBackendOptions): ApprovalBac
         }
         case 'expired':
           return body.status_reason === 'unfollowed' ? { state: 'expired', reason: 'unfollowed' } : { state: 'expired' };
+        case 'denied': {
+          const cp = body.counter_proposal;
+          return cp === undefined
+            ? { state: 'denied' }
+            : { state: 'denied', counterProposal: { tool: cp.tool, arguments: cp.arguments, expiresAt: cp.expires_at } };
+        }
         default:
           return { state: body.status };
       }

@@ -5,6 +5,7 @@
  * `evaluatePolicy` activity) after an approval, with the approval as input (SEP-2848
  * §Completion). Adapters: `cedar-pdp.ts` (embedded Cedar). This module holds types only.
  */
+import type { NarrowingSpec } from '@countersign/arap';
 import type { Principal } from '../auth/principal.js';
 
 /** AuthZEN access evaluation request for one `tools/call`. */
@@ -64,6 +65,11 @@ export interface AccessRequestHint {
    * values), from the `@sensitive` of the determining forbids, sorted. Absent: none.
    */
   sensitive?: string[];
+  /**
+   * The fields an approver may narrow in a counter-proposal, and how (`@narrowable` of the forbid
+   * that picks the approver group, `packages/arap/src/narrowing.ts`). Absent: the request cannot be narrowed.
+   */
+  narrowable?: NarrowingSpec;
 }
 
 /**

@@ -183,6 +183,23 @@ describe('ARAP HTTP adapter against the reference service', () => {
     expect(await b.status(handle)).toEqual({ state: 'denied' });
   });
 
+  it("the policy's narrowable spec reaches the service, and a narrowed request reads back denied with its counter-proposal", async () => {
+    const b = backend();
+    const handle = await b.submit(submission({ narrowable: { amount: 'max' } }), freshKey());
+    const res = await fetch(`${baseUrl}/access/v1/requests/${handle.requestId}/decision`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Basic ${Buffer.from('alice:alice-pw').toString('base64')}` },
+      body: JSON.stringify({ decision: 'narrow', proposed_arguments: { amount: 20_000, to: 'acct-991' } }),
+    });
+    expect(res.status).toBe(200);
+    const status = await b.status(handle);
+    expect(status).toMatchObject({
+      state: 'denied',
+      counterProposal: { tool: 'wire_transfer', arguments: { amount: 20_000, to: 'acct-991' } },
+    });
+    expect(status.state === 'denied' && Date.parse(status.counterProposal?.expiresAt ?? '')).toBeGreaterThan(Date.now());
+  });
+
   it('cancel returns true for a pending (and an already cancelled) request and false once decided', async () => {
     const b = backend();
     const handle = await b.submit(submission(), freshKey());

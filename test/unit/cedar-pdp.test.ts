@@ -56,7 +56,7 @@ describe('demo policy wire_transfer.cedar', () => {
     expect((await pdp.evaluate(req('wire_transfer', { to: 'acct-991', amount: 25_000 }))).decision).toBe('allow');
   });
 
-  it('a 50,000 transfer is a requestable denial for treasury with a 7-day request TTL', async () => {
+  it('a 50,000 transfer is a requestable denial for treasury with a 7-day request TTL, its amount narrowable down', async () => {
     const pdp = await createCedarPdp({ policyDir: POLICY_DIR });
     expect(await pdp.evaluate(req('wire_transfer', { to: 'acct-991', amount: 50_000 }))).toEqual({
       decision: 'deny',
@@ -65,6 +65,7 @@ describe('demo policy wire_transfer.cedar', () => {
         requestTtlMs: 7 * 24 * 3600 * 1000,
         reason: 'Transfers over $25,000 require treasury approval.',
         policyId: 'wire-transfer-over-limit',
+        narrowable: { amount: 'max' },
       },
       nextAction: 'request',
       reasons: ['Transfers over $25,000 require treasury approval.'],

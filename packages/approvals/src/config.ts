@@ -115,6 +115,9 @@ export const ApprovalsSettingsSchema = z.object({
       "reverse proxies in front of the approval service, comma-separated IP addresses (exact; `::ffff:`-mapped IPv4 counts as IPv4); only a connection from one of them has its `X-Forwarded-For` read, for the per-address sign-in throttle (docs/APPROVERS.md). Unset: none, the socket's address is the client's",
     ),
   COUNTERSIGN_APPROVAL_VALIDITY_MS: ms(24 * 3_600_000).describe('validity of a grant in the reference approval service'),
+  COUNTERSIGN_PERMIT_TTL_MS: ms(15 * 60_000).describe(
+    "how long an approver's counter-proposal stays usable: the client's narrower call within it, by the same principal, is approved once by the proposal (docs/APPROVERS.md#narrowing-a-request)",
+  ),
   // The status-change callbacks (`api/callbacks.ts`, docs/APPROVERS.md): full jitter, each delay drawn
   // from [0, min(cap, base × 2^(n−1))) ms. The defaults keep retrying for about 16 hours, so a receiver
   // down for a deploy or an outage still gets its callbacks and the gate's slow fallback poll rarely

@@ -39,6 +39,7 @@ export function approvalServiceOptions(
     callbackSecret: secrets.callbackSecret,
     approvers: secrets.approvers,
     approvalValidityMs: settings.COUNTERSIGN_APPROVAL_VALIDITY_MS,
+    permitTtlMs: settings.COUNTERSIGN_PERMIT_TTL_MS,
     callbackDelivery: {
       maxAttempts: settings.COUNTERSIGN_CALLBACK_ATTEMPTS,
       baseDelayMs: settings.COUNTERSIGN_CALLBACK_BASE_DELAY_MS,

@@ -26,11 +26,21 @@ import { BREAK_GLASS_DAY_MS, holdsBreakGlassRole, mayReviewBreakGlass, type Brea
 import type { Approver } from './api/http-auth.js';
 import type { BreakGlassUse } from './store/break-glass-store.js';
 import { deciderNames, personDecider, type Decider, type Decision } from './deciders/decider.js';
+import {
+  checkProposal,
+  COUNTER_PROPOSAL_RULE,
+  DEFAULT_PERMIT_TTL_MS,
+  narrowedComment,
+  permitDigest,
+  requestPermitDigest,
+  type ProposalRefusal,
+} from './narrowing-permits.js';
 import { principalNames } from './principal-names.js';
 import type {
   AccessRequestRecord,
   ApprovalStore,
   ApprovalVote,
+  NarrowingPermit,
   PendingKey,
   RequestFilter,
   StepUpProof,
@@ -118,6 +128,18 @@ export type ReviewOutcome =
   | { kind: 'comment-required' }
   /** The reviewer broke glass on it themselves, or is not a reviewer of it (`mayReviewBreakGlass`). */
   | { kind: 'forbidden'; reason: 'own-break-glass' | 'not-reviewer' };
+/**
+ * Result of {@link RequestLifecycle.narrow}: `narrowed` (the request is denied, `permit` recorded),
+ * `invalid` (the proposal is not a narrowing the request allows: the field and why), `not-narrowable`
+ * (the request has no `context.narrowable`), or as {@link DecideOutcome}.
+ */
+export type NarrowOutcome =
+  | { kind: 'narrowed'; record: AccessRequestRecord; permit: NarrowingPermit }
+  | ({ kind: 'invalid' } & ProposalRefusal)
+  | { kind: 'not-narrowable'; record: AccessRequestRecord }
+  | { kind: 'forbidden'; reason: DecideRefusal }
+  | { kind: 'not-pending'; record: AccessRequestRecord }
+  | { kind: 'not-found' };
 
 /** The lifecycle API. */
 export interface RequestLifecycle {
@@ -173,6 +195,16 @@ export interface RequestLifecycle {
   reviewBreakGlass(id: string, reviewer: Approver, comment: string, via: 'inbox' | 'api'): ReviewOutcome;
   /** Call `fn` after each break-glass approval (the channels notify the skipped approvers). `fn` must not throw. */
   onBreakGlass(fn: (record: AccessRequestRecord, use: BreakGlassUse) => void): void;
+  /**
+   * A counter-proposal (docs/APPROVERS.md §Narrowing a request): `decider` — one who may approve
+   * this request (group, tool scope, four-eyes, allowed to approve, counted towards its quorum) —
+   * proposes `proposed`, the complete arguments of a narrower call. Checked against the request's
+   * `context.narrowable` (`narrowing-permits.ts` `checkProposal`); then, in one transaction, the
+   * request is denied (audit `denied` and `narrowed`, rule `counter-proposal`) and a permit for
+   * exactly that call by the same principal is recorded, single use, valid `permitTtlMs`. Checks in
+   * order: not-found, forbidden, not-pending, not-narrowable, invalid.
+   */
+  narrow(id: string, decider: Decider, proposed: Record<string, unknown>, comment?: string): NarrowOutcome;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
   refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
   /**
@@ -215,6 +247,8 @@ export interface RequestLifecycleDeps {
   rules: () => ApprovalRules;
   /** The configured approvers (who a break-glass approval skipped); default none. */
   approvers?: readonly Approver[];
+  /** How long a counter-proposal's permit stays usable, ms; default {@link DEFAULT_PERMIT_TTL_MS}. */
+  permitTtlMs?: number;
 }
 
 /** Create the lifecycle over a store and a callback dispatcher. */
@@ -446,6 +480,17 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     return { kind: 'decided', record: approved };
   }
 
+  /** A newly created pending request: logged, announced to the `onCreated` listeners. */
+  function created(record: AccessRequestRecord, requiredApprovals: number): SubmitOutcome {
+    const body = record.body;
+    logger.info(
+      { requestId: record.id, tool: body.resource.id, approverGroup: body.approver_group, generation: body.generation, requiredApprovals },
+      'access request submitted',
+    );
+    for (const fn of createdListeners) fn(record);
+    return { kind: 'created', record: store.get(record.id) ?? record };
+  }
+
   function read(id: string): AccessRequestRecord | undefined {
     const record = store.get(id);
     return record === undefined ? undefined : expireIfDue(record);
@@ -471,37 +516,79 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       };
       const quorum = requiredApprovals(deps.rules(), facts);
       const stepUp = matchingStepUpRule(deps.rules(), facts);
-      const record = store.insert(
-        {
-          id: randomId('ar_'),
-          idempotencyKey,
-          bodyHash,
-          body,
-          createdAtMs: at,
-          expiresAtMs,
-          requiredApprovals: quorum.approvals,
-          quorumRule: quorum.ruleId,
-          quorumReason: quorum.reason,
-          stepUpRule: stepUp?.id ?? null,
-          stepUpReason: stepUp === null ? null : stepUpReason(stepUp),
-        },
-        body.subject.sub,
-      );
-      logger.info(
-        {
-          requestId: record.id,
-          tool: body.resource.id,
-          approverGroup: body.approver_group,
-          generation: body.generation,
-          requiredApprovals: quorum.approvals,
-        },
-        'access request submitted',
-      );
-      for (const fn of createdListeners) fn(record);
-      return { kind: 'created', record: store.get(record.id) ?? record };
+      const row = {
+        id: randomId('ar_'),
+        idempotencyKey,
+        bodyHash,
+        body,
+        createdAtMs: at,
+        expiresAtMs,
+        requiredApprovals: quorum.approvals,
+        quorumRule: quorum.ruleId,
+        quorumReason: quorum.reason,
+        stepUpRule: stepUp?.id ?? null,
+        stepUpReason: stepUp === null ? null : stepUpReason(stepUp),
+      };
+      // A counter-proposal's permit approves the narrower call at once, consumed in the insert's
+      // transaction, unless a quorum or step-up rule applies to it: then it is an ordinary request.
+      if (quorum.approvals <= 1 && stepUp === null) {
+        const permitted = store.insertWithPermit(
+          row,
+          body.subject.sub,
+          { bindingDigest: requestPermitDigest(body), approverGroup: body.approver_group, atMs: at },
+          (approvers) => approvalOf(row.id, at, approvers),
+        );
+        if (permitted.permit !== null) {
+          logger.info(
+            { requestId: permitted.record.id, tool: body.resource.id, proposedOn: permitted.permit.requestId },
+            'access request approved by a counter-proposal',
+          );
+          return { kind: 'created', record: changed(permitted.record) };
+        }
+        return created(permitted.record, quorum.approvals);
+      }
+      return created(store.insert(row, body.subject.sub), quorum.approvals);
     },
 
     read,
+
+    narrow(id, decider, proposed, comment) {
+      const current = read(id);
+      if (current === undefined) return { kind: 'not-found' };
+      const refusal = scopeRefusal(decider, current);
+      if (refusal !== null) return { kind: 'forbidden', reason: refusal };
+      if (decider.decisions !== undefined && !decider.decisions.includes('approve'))
+        return { kind: 'forbidden', reason: 'decision-not-allowed' };
+      if (!countsTowardsQuorum(decider, current)) return { kind: 'forbidden', reason: 'quorum-needs-members' };
+      if (current.status !== 'pending') return { kind: 'not-pending', record: current };
+      if (current.body.context.narrowable === undefined) return { kind: 'not-narrowable', record: current };
+      const check = checkProposal(current.body, proposed);
+      if (!check.ok) return { kind: 'invalid', field: check.field, message: check.message };
+      const at = now();
+      const expiresAtMs = at + (deps.permitTtlMs ?? DEFAULT_PERMIT_TTL_MS);
+      const note = comment !== undefined && comment !== '' ? comment : undefined;
+      const t: Transition & { to: 'denied' } = { to: 'denied', atMs: at, actor: decider.id, via: decider.via, rule: COUNTER_PROPOSAL_RULE };
+      if (note !== undefined) t.comment = note;
+      if (decider.castBy !== undefined) t.onBehalfOf = decider.person;
+      const tool = current.body.resource.id;
+      const permit = {
+        id: randomId('prm_'),
+        requestId: id,
+        bindingDigest: permitDigest(tool, proposed, current.body.subject),
+        tool,
+        arguments: proposed,
+        requesterSub: current.body.subject.sub,
+        approverGroup: current.body.approver_group,
+        proposedBy: decider.person,
+        via: decider.via,
+        createdAtMs: at,
+        expiresAtMs,
+      };
+      const updated = store.narrow(id, t, narrowedComment(check.changed, expiresAtMs, note), permit);
+      if (updated === undefined) return { kind: 'not-pending', record: store.get(id) ?? current };
+      logger.info({ requestId: id, actor: decider.id, fields: check.changed }, 'access request narrowed by a counter-proposal');
+      return { kind: 'narrowed', record: changed(updated), permit: { ...permit, usedAtMs: null, usedByRequest: null } };
+    },
 
     cancel(id) {
       const current = read(id);

@@ -62,6 +62,8 @@ export interface ApprovalServiceOptions {
   approvers: Array<{ id: string; secret: string; groups: string[] }>;
   /** How long an approval stays valid after it is granted, ms; default 24 h. */
   approvalValidityMs?: number;
+  /** How long a counter-proposal's permit stays usable, ms; default 15 min (`narrowing-permits.ts`). */
+  permitTtlMs?: number;
   /** Absolute http(s) base URL of this service (used for `status_endpoint` and `links`); a trailing `/` is ignored. */
   publicBaseUrl: string;
   /** Logger; default `createLogger` from `packages/http/src/log.ts` (stderr JSON, redacting). Never receives arguments, secrets or tokens. */
@@ -200,6 +202,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     callbacks,
     now,
     approvalValidityMs: opts.approvalValidityMs ?? DEFAULT_APPROVAL_VALIDITY_MS,
+    ...(opts.permitTtlMs !== undefined ? { permitTtlMs: opts.permitTtlMs } : {}),
     logger,
     rules: () => rules,
     approvers,

@@ -37,7 +37,9 @@ export class NarrowingSpecError extends Error {
   }
 }
 
-const FIELD = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+/** A narrowable field name: a top-level argument name of 1–64 characters `[A-Za-z0-9_-]`, not starting with a digit or `-`. */
+export const NARROWABLE_FIELD = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+const FIELD = NARROWABLE_FIELD;
 
 /**
  * Read a spec text, `"<field>:<direction>"` entries separated by commas (whitespace around them

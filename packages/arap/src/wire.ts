@@ -15,8 +15,22 @@
  * service's), or talk HTTP.
  */
 import { z } from 'zod';
+import { NARROWABLE_FIELD, NARROWING_DIRECTIONS } from './narrowing.js';
 import { JsonPointerSchema, MAX_REDACTED, REDACTED_VALUE, valueAt } from './redaction.js';
 import { DisplayHintsSchema } from './display.js';
+
+/** Most fields a narrowing spec names on the wire. */
+export const MAX_NARROWABLE = 64;
+
+/**
+ * A narrowing spec on the wire (`narrowing.ts` `NarrowingSpec`): top-level argument name →
+ * direction, 1 to {@link MAX_NARROWABLE} entries, each name as `parseNarrowingSpec` accepts it.
+ */
+export const NarrowingSpecSchema = z
+  .record(z.string().regex(NARROWABLE_FIELD), z.enum(NARROWING_DIRECTIONS))
+  .refine((spec) => Object.keys(spec).length >= 1 && Object.keys(spec).length <= MAX_NARROWABLE, {
+    message: `a narrowing spec names 1 to ${MAX_NARROWABLE} fields`,
+  });
 
 /** Statuses of an access request (ARAP task status; `partial` is bulk-only and not used). */
 export const REQUEST_STATUSES = ['pending', 'approved', 'denied', 'expired', 'cancelled', 'failed'] as const;
@@ -111,6 +125,11 @@ export const AccessRequestBodySchema = z.object({
       redacted: z.array(JsonPointerSchema).max(MAX_REDACTED).optional(),
       /** The calling MCP client ({@link WireClientSchema}); absent when it named none. */
       client: WireClientSchema.optional(),
+      /**
+       * The fields an approver may narrow in a counter-proposal and how ({@link NarrowingSpecSchema}),
+       * from the `@narrowable` of the forbid that applies; absent: the request cannot be narrowed.
+       */
+      narrowable: NarrowingSpecSchema.optional(),
     })
     .refine(
       (c) =>
@@ -140,23 +159,33 @@ export type AccessRequestBodyInput = z.input<typeof AccessRequestBodySchema>;
 /**
  * Body of `POST /access/v1/requests/:id/decision` (approver decision; comment ≤ 1000 chars;
  * `on_behalf_of`: the approver id of a delegator, to decide for them; `confirm_unfollowed`: approve
- * a request nobody follows).
+ * a request nobody follows). `decision: "narrow"` is a counter-proposal: `proposed_arguments` (the
+ * complete arguments of the narrower call, required with it and only with it) is checked against
+ * the request's `context.narrowable` (`narrowing.ts` `checkNarrowing`); the request then ends
+ * denied with a `counter_proposal` (docs/APPROVERS.md §Narrowing a request).
  */
-export const DecisionBodySchema = z.object({
-  decision: z.enum(['approve', 'deny']),
-  comment: z.string().max(1000).optional(),
-  on_behalf_of: z.string().min(1).max(200).optional(),
-  /** Approve although nobody follows the request's task (the `unfollowed` rule, docs/APPROVERS.md §Who is waiting); without it such an approval is refused 409 `unfollowed`. */
-  confirm_unfollowed: z.boolean().optional(),
-  /**
-   * Approve your own request under the break-glass role (docs/APPROVERS.md §Break-glass): `reason`
-   * is mandatory (an empty one is refused 400); outside the role 403; past the daily limit 429.
-   */
-  break_glass: z
-    .object({ reason: z.string().max(500) })
-    .strict()
-    .optional(),
-});
+export const DecisionBodySchema = z
+  .object({
+    decision: z.enum(['approve', 'deny', 'narrow']),
+    comment: z.string().max(1000).optional(),
+    on_behalf_of: z.string().min(1).max(200).optional(),
+    /** Approve although nobody follows the request's task (the `unfollowed` rule, docs/APPROVERS.md §Who is waiting); without it such an approval is refused 409 `unfollowed`. */
+    confirm_unfollowed: z.boolean().optional(),
+    /**
+     * Approve your own request under the break-glass role (docs/APPROVERS.md §Break-glass): `reason`
+     * is mandatory (an empty one is refused 400); outside the role 403; past the daily limit 429.
+     */
+    break_glass: z
+      .object({ reason: z.string().max(500) })
+      .strict()
+      .optional(),
+    /** With `decision: "narrow"`: the complete arguments of the narrower call the approver would accept. */
+    proposed_arguments: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((d) => (d.decision === 'narrow') === (d.proposed_arguments !== undefined), {
+    message: 'proposed_arguments is required with decision "narrow" and only with it',
+    path: ['proposed_arguments'],
+  });
 /** A validated decision body. */
 export type DecisionBody = z.infer<typeof DecisionBodySchema>;
 
@@ -222,6 +251,20 @@ export const TaskHandleSchema = z.object({
 /** A task handle as the reference service sends it: URLs absolute, both links present. */
 export type WireTaskHandle = z.infer<typeof TaskHandleSchema> & { links: { self: string; cancel: string } };
 
+/**
+ * A counter-proposal on a denied request's status: the narrower call the approver would accept
+ * (`tool`, its complete `arguments` as the service holds them — a hidden field as its digest — and
+ * until when, ISO 8601, a new call with exactly these arguments by the same principal is approved by
+ * the proposal). An extension field (docs/DESIGN.md §9).
+ */
+export const CounterProposalSchema = z.object({
+  tool: z.string().min(1).max(256),
+  arguments: z.record(z.string(), z.unknown()),
+  expires_at: z.iso.datetime({ offset: true }),
+});
+/** A validated counter-proposal. */
+export type WireCounterProposal = z.infer<typeof CounterProposalSchema>;
+
 /** ARAP Task Status body (`GET /access/v1/requests/:id`). `result` only when `approved`; `error` on `failed` may be a string or problem-like object. */
 export const StatusBodySchema = z.object({
   id: z.string().min(1),
@@ -231,6 +274,8 @@ export const StatusBodySchema = z.object({
   error: z.union([z.string(), z.object({ message: z.string().optional(), detail: z.string().optional() })]).optional(),
   /** Why the request ended, when the status alone does not say: `unfollowed` (expired because nobody followed its task). An extension field. */
   status_reason: z.string().max(64).optional(),
+  /** On a `denied` request the approver narrowed: the narrower call they would accept ({@link CounterProposalSchema}). */
+  counter_proposal: CounterProposalSchema.optional(),
 });
 /** A status body as the reference service sends it (always with `expires_at`). */
 export type WireStatusBody = z.infer<typeof StatusBodySchema> & { expires_at: string };

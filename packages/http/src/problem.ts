@@ -23,6 +23,8 @@ export const PROBLEMS = {
   'break-glass-reason-required': { status: 400, title: 'Break-glass needs a reason' },
   'not-break-glass': { status: 403, title: 'Not in the break-glass role' },
   'break-glass-limit': { status: 429, title: 'Break-glass limit reached' },
+  'not-narrowable': { status: 409, title: 'Request cannot be narrowed' },
+  'invalid-narrowing': { status: 400, title: 'Not a narrowing this request allows' },
   'payload-too-large': { status: 413, title: 'Payload too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'too-many-attempts': { status: 429, title: 'Too many failed sign-ins' },

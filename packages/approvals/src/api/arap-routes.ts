@@ -13,7 +13,10 @@
  * - `POST /requests/:id/decision` (approver Basic, or a supervising agent's Bearer secret) →
  *   status body (+ `approvals`, `required_approvals`; still `pending` after a partial approval)
  *   | 403 | 409 (`not-pending`; `unfollowed`: approving a request nobody follows needs
- *   `confirm_unfollowed: true`, `../followers.ts`)
+ *   `confirm_unfollowed: true`, `../followers.ts`). `decision: "narrow"` with `proposed_arguments`
+ *   (a counter-proposal, `../narrowing-permits.ts`) → the denied request's status body with its
+ *   `counter_proposal` | 400 `invalid-narrowing` (naming the field and why) | 409 `not-narrowable`
+ *   or `not-pending` | 403
  * - `GET /approvals/pending?limit=&cursor=&tool=&group=` (approver Basic or agent Bearer) → one page
  *   `{items, total, next_cursor}` of the pending requests this decider may decide (their groups or
  *   tools, never their own, not already approved by them), oldest first; `total` counts every such
@@ -40,7 +43,9 @@ import {
   FollowerReportBodySchema,
   TaskRefSchema,
   type WireDecisionRecord,
+  type WireStatusBody,
 } from '@countersign/arap';
+import { counterProposalOf } from '../narrowing-permits.js';
 import { followersItem } from '../followers.js';
 import { toStatusBody, toTaskHandle } from './arap-wire.js';
 import { createDelegation, delegatedDecider, DELEGATION_REFUSAL_DETAIL } from '../delegation.js';
@@ -161,6 +166,7 @@ export function refusalProblem(reason: DecideRefusal, retryAtMs: number | undefi
  * control and bidi characters made visible. `reason` is the reason shown to approvers (the quorum
  * rule's when one applies, `inbox/format.ts` `reasonShown`), `policy_reason` the policy's as submitted,
  * `quorum_rule` the id of the quorum rule that applies or null.
+ * `narrowable` (present only then) names the fields a counter-proposal may narrow and how.
  * `client` is the calling MCP client's `clientInfo` or null; `followers` who follows its task
  * (`followersItem` of `../followers.ts`), when given.
  */
@@ -177,6 +183,7 @@ export function approvalItem(
     requester: r.body.subject.sub,
     arguments: r.body.context.arguments,
     ...(r.body.context.redacted !== undefined ? { redacted: r.body.context.redacted } : {}),
+    ...(r.body.context.narrowable !== undefined ? { narrowable: r.body.context.narrowable } : {}),
     summary: headline(shownArguments(r.body.context)),
     reason: reasonShown(r),
     policy_reason: r.body.reason,
@@ -250,6 +257,21 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     await next();
   });
 
+  /**
+   * A request's status body: expired because nobody followed its task (the `unfollowed` rule's
+   * `close`) with `status_reason: "unfollowed"`; denied by a counter-proposal with its
+   * `counter_proposal` (`../narrowing-permits.ts`). The gate says either in the task's result.
+   */
+  const statusBodyOf = (record: AccessRequestRecord): WireStatusBody => {
+    const closed = record.status === 'expired' && deps.store.followers.closedUnfollowed(record.id);
+    const permit = record.status === 'denied' ? deps.store.permitProposedOn(record.id) : undefined;
+    return {
+      ...toStatusBody(record),
+      ...(closed ? { status_reason: 'unfollowed' } : {}),
+      ...(permit !== undefined ? { counter_proposal: counterProposalOf(permit) } : {}),
+    };
+  };
+
   app.post('/requests', requireClient, async (c) => {
     const key = c.req.header('Idempotency-Key');
     if (key === undefined || key.trim() === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -278,9 +300,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   app.get('/requests/:id', requireClient, (c) => {
     const record = lifecycle.read(c.req.param('id'));
     if (record === undefined) return notFound();
-    // expired because nobody followed its task (the `unfollowed` rule's `close`): the gate says so in the task's result
-    const closed = record.status === 'expired' && deps.store.followers.closedUnfollowed(record.id);
-    return c.json({ ...toStatusBody(record), ...(closed ? { status_reason: 'unfollowed' } : {}) }, 200);
+    return c.json(statusBodyOf(record), 200);
   });
 
   // The request's decision record, for evidence receipts (`countersign receipts export`): quorum
@@ -419,6 +439,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         resolved_by: record.resolvedBy,
         resolved_at: record.resolvedAtMs === null ? null : new Date(record.resolvedAtMs).toISOString(),
         you_may_decide: refusal === null && record.status === 'pending',
+        ...narrowingTrail(record),
         refusal,
         break_glass: breakGlassWire(deps.store.breakGlass.use(record.id)) ?? null,
         audit: deps.store.auditTrail(record.id).map((e) => ({
@@ -450,6 +471,8 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       if (forDelegator === null) return problem('forbidden', REFUSAL_DETAIL['no-delegation']);
       acting = forDelegator;
     }
+    if (parsed.data.decision === 'narrow')
+      return narrowed(c.req.param('id'), acting, parsed.data.proposed_arguments ?? {}, parsed.data.comment);
     const outcome = lifecycle.decide(
       c.req.param('id'),
       acting,
@@ -480,6 +503,43 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         return notFound();
     }
   });
+
+  /**
+   * The counter-proposal trail of a request, for `GET /approvals/:id`: `counter_proposal` (the
+   * narrower call proposed on it: tool, arguments, expires_at, proposed_by, used_by_request) and
+   * `permitted_by` (the proposal that approved it: request_id, approver), each only when present.
+   */
+  const narrowingTrail = (record: AccessRequestRecord): Record<string, unknown> => {
+    const proposed = deps.store.permitProposedOn(record.id);
+    const used = deps.store.permitUsedBy(record.id);
+    return {
+      ...(proposed !== undefined
+        ? {
+            counter_proposal: { ...counterProposalOf(proposed), proposed_by: proposed.proposedBy, used_by_request: proposed.usedByRequest },
+          }
+        : {}),
+      ...(used !== undefined ? { permitted_by: { request_id: used.requestId, approver: used.proposedBy } } : {}),
+    };
+  };
+
+  /** A counter-proposal's answer: the denied request's status (with its `counter_proposal`), or the refusal. */
+  const narrowed = (id: string, acting: Decider, proposed: Record<string, unknown>, comment: string | undefined): Response => {
+    const outcome = lifecycle.narrow(id, acting, proposed, comment);
+    switch (outcome.kind) {
+      case 'narrowed':
+        return Response.json(statusBodyOf(outcome.record), { status: 200 });
+      case 'invalid':
+        return problem('invalid-narrowing', `${outcome.message}.`);
+      case 'not-narrowable':
+        return problem('not-narrowable', 'The policy that applies to this request marks no field narrowable: approve or deny it.');
+      case 'forbidden':
+        return problem('forbidden', REFUSAL_DETAIL[outcome.reason]);
+      case 'not-pending':
+        return problem('not-pending', `The request is already ${outcome.record.status}.`);
+      case 'not-found':
+        return notFound();
+    }
+  };
 
   /** The configured approver behind a person's credential (never an agent's). */
   const personOf = (who: Decider) => (who.via === 'api' ? deps.approvers.find((a) => a.id === who.id) : undefined);

@@ -46,6 +46,8 @@ const EVENT_TEXT: Record<AuditEvent['event'], string> = {
   escalated: 'escalated',
   'break-glass': 'broke glass (approved their own request)',
   'break-glass-reviewed': 'break-glass reviewed',
+  narrowed: 'narrowed: a narrower call proposed',
+  'permit-used': 'approved by a counter-proposal',
 };
 
 /** Props of {@link RequestView}. */

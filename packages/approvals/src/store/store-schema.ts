@@ -9,7 +9,10 @@
  * and `escalated` (the audit table is rebuilt for its CHECK list). Version 4 added
  * `access_requests.quorum_reason` and `step_up_reason` (the reasons of the rules that apply, shown to
  * approvers). Version 5 added the break-glass tables (`break_glass_sessions`, `break_glass`, see
-`break-glass-store.ts`) and the audit events `break-glass` and `break-glass-reviewed`. Older files are migrated in
+`break-glass-store.ts`) and the audit events `break-glass` and `break-glass-reviewed`.
+ * Version 6 added `narrowing_permits` (an approver's counter-proposal: a single-use,
+ * short-lived permit for exactly the narrower call) and the audit events `narrowed` (on the request
+ * the approver narrowed) and `permit-used` (on the new request the permit approved). Older files are migrated in
  * one transaction, keeping every row; each step is idempotent. `callback_outbox` (status-change
  * callbacks to deliver, `../api/callbacks.ts`) is created on open in any version's file.
  * Deliberately does not: downgrade.
@@ -37,6 +40,8 @@ export const AUDIT_EVENT_KINDS = [
   'escalated',
   'break-glass',
   'break-glass-reviewed',
+  'narrowed',
+  'permit-used',
 ] as const;
 
 const SCHEMA = `
@@ -145,6 +150,23 @@ CREATE TABLE IF NOT EXISTS break_glass (
   review_comment TEXT
 );
 CREATE INDEX IF NOT EXISTS break_glass_unreviewed ON break_glass (reviewed_at_ms, at_ms);
+CREATE TABLE IF NOT EXISTS narrowing_permits (
+  id              TEXT PRIMARY KEY,
+  request_id      TEXT NOT NULL UNIQUE REFERENCES access_requests (id),
+  binding_digest  TEXT NOT NULL,
+  tool            TEXT NOT NULL,
+  arguments_json  TEXT NOT NULL,
+  requester_sub   TEXT NOT NULL,
+  approver_group  TEXT NOT NULL,
+  proposed_by     TEXT NOT NULL,
+  via             TEXT NOT NULL,
+  created_at_ms   INTEGER NOT NULL,
+  expires_at_ms   INTEGER NOT NULL,
+  used_at_ms      INTEGER,
+  used_by_request TEXT REFERENCES access_requests (id)
+);
+CREATE INDEX IF NOT EXISTS narrowing_permits_binding ON narrowing_permits (binding_digest, used_at_ms, expires_at_ms);
+CREATE INDEX IF NOT EXISTS narrowing_permits_used_by ON narrowing_permits (used_by_request);
 `;
 
 const AUDIT_COLUMNS = ['seq', 'request_id', 'event', 'actor', 'comment', 'at_ms', 'via', 'rule', 'on_behalf_of'] as const;
@@ -163,7 +185,7 @@ CREATE TABLE IF NOT EXISTS ${name} (
 );`;
 
 /** Schema version this module writes (`PRAGMA user_version`). */
-export const STORE_SCHEMA_VERSION = 5;
+export const STORE_SCHEMA_VERSION = 6;
 
 /**
  * The lower-cased names of a request's requester: `subject.sub` and every `act` actor's `sub`

@@ -1,7 +1,8 @@
 /**
  * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
  *
- * Eight tables (and the notification channels' two, see `ChannelStore`): `callback_outbox`
+ * Nine tables (and the notification channels' two, see `ChannelStore`): `narrowing_permits` (an
+ * approver's counter-proposals, each a single-use permit for one narrower call, see `NarrowingPermit`), `callback_outbox`
  * (status-change callbacks to deliver, written in the transaction of the change; see
  * `CallbackOutboxStore`), `request_principals` (see below), `access_requests` (one row per request,
  * with its idempotency key, the SHA-256 of the canonical body, the number of distinct approvals it
@@ -10,10 +11,10 @@
  * `cast_by` names a delegate voting for that person), `inbox_sessions` (server-side inbox sessions,
  * see `packages/approvals/src/inbox/session.ts`), `delegations` (who decides for whom until when), passkeys
  * (see `PasskeyStore`) and `audit_events` (append-only: submitted, endorsed (a partial approval),
- * approved, denied, expired, cancelled, notified, reminded, escalated — who, for whom, through which
+ * approved, denied, expired, cancelled, notified, reminded, escalated, narrowed, permit-used — who, for whom, through which
  * channel, which rule, when, comment).
  * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
- * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 5); the break-glass tables are
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 6); the break-glass tables are
  * `break-glass-store.ts`'s.
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
@@ -166,6 +167,30 @@ export type ApproveResult =
   | { kind: 'endorsed'; record: AccessRequestRecord }
   | { kind: 'already-approved-by'; record: AccessRequestRecord }
   | { kind: 'not-pending' };
+
+/**
+ * An approver's counter-proposal, recorded as a permit (`narrowing_permits`): the request it
+ * narrowed (`requestId`, which ended denied), the narrower call (`tool`, complete `arguments` as the
+ * service holds them) and its `bindingDigest` (`permitDigest` in `../narrowing-permits.ts`), the
+ * requester and approver group it is for, who proposed it through which channel, and its single
+ * use: unused until `usedAtMs`, then naming the request it approved. Times ms since epoch.
+ */
+export interface NarrowingPermit {
+  id: string;
+  requestId: string;
+  bindingDigest: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  requesterSub: string;
+  approverGroup: string;
+  /** The approver who proposed the narrower call (their person id). */
+  proposedBy: string;
+  via: DecisionChannel;
+  createdAtMs: number;
+  expiresAtMs: number;
+  usedAtMs: number | null;
+  usedByRequest: string | null;
+}
 
 /** Filters of the list queries; each absent field matches everything. */
 export interface RequestFilter {
@@ -349,6 +374,33 @@ export interface ApprovalStore {
   breakGlass: BreakGlassStore;
   /** Run `fn` in one transaction (a savepoint inside another); its throw rolls every write of it back. */
   inTransaction<T>(fn: () => T): T;
+  /**
+   * Deny pending `id` with transition `t` (to `denied`), append its `narrowed` audit row (`comment`)
+   * and record `permit`, in one transaction; undefined (nothing written) when it was not pending.
+   */
+  narrow(
+    id: string,
+    t: Transition & { to: 'denied' },
+    comment: string,
+    permit: Omit<NarrowingPermit, 'usedAtMs' | 'usedByRequest'>,
+  ): AccessRequestRecord | undefined;
+  /**
+   * Insert a new request as {@link ApprovalStore.insert} does and, in the same transaction, consume
+   * the oldest unused permit with `bindingDigest` and `approverGroup` unexpired at `atMs`: the request
+   * is then approved at once (a vote by the permit's proposer through its channel, rule
+   * `counter-proposal`, `makeApproval([proposer])`), with a `permit-used` audit row. `permit` is null
+   * (an ordinary pending request) when none matched.
+   */
+  insertWithPermit(
+    record: Parameters<ApprovalStore['insert']>[0],
+    actor: string,
+    match: { bindingDigest: string; approverGroup: string; atMs: number },
+    makeApproval: (approvers: string[]) => WireApproval,
+  ): { record: AccessRequestRecord; permit: NarrowingPermit | null };
+  /** The permit proposed on request `requestId` (the one narrowed), if any. */
+  permitProposedOn(requestId: string): NarrowingPermit | undefined;
+  /** The permit that approved request `requestId`, if any. */
+  permitUsedBy(requestId: string): NarrowingPermit | undefined;
   close(): void;
 }
 
@@ -478,6 +530,38 @@ const fromDelegationRow = (r: DelegationRow): Delegation => ({
   createdAtMs: r.created_at_ms,
   untilMs: r.until_ms,
   revokedAtMs: r.revoked_at_ms,
+});
+
+interface PermitRow {
+  id: string;
+  request_id: string;
+  binding_digest: string;
+  tool: string;
+  arguments_json: string;
+  requester_sub: string;
+  approver_group: string;
+  proposed_by: string;
+  via: DecisionChannel;
+  created_at_ms: number;
+  expires_at_ms: number;
+  used_at_ms: number | null;
+  used_by_request: string | null;
+}
+
+const fromPermitRow = (r: PermitRow): NarrowingPermit => ({
+  id: r.id,
+  requestId: r.request_id,
+  bindingDigest: r.binding_digest,
+  tool: r.tool,
+  arguments: JSON.parse(r.arguments_json) as Record<string, unknown>,
+  requesterSub: r.requester_sub,
+  approverGroup: r.approver_group,
+  proposedBy: r.proposed_by,
+  via: r.via,
+  createdAtMs: r.created_at_ms,
+  expiresAtMs: r.expires_at_ms,
+  usedAtMs: r.used_at_ms,
+  usedByRequest: r.used_by_request,
 });
 
 function fromRow(row: RequestRow): AccessRequestRecord {
@@ -828,6 +912,69 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     },
   );
 
+  const insertPermit = db.prepare(
+    `INSERT INTO narrowing_permits (id, request_id, binding_digest, tool, arguments_json, requester_sub, approver_group, proposed_by, via, created_at_ms, expires_at_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const selectPermitOn = db.prepare<[string], PermitRow>('SELECT * FROM narrowing_permits WHERE request_id = ?');
+  const selectPermitUsedBy = db.prepare<[string], PermitRow>('SELECT * FROM narrowing_permits WHERE used_by_request = ?');
+  const selectUsablePermit = db.prepare<[string, string, number], PermitRow>(
+    `SELECT * FROM narrowing_permits WHERE binding_digest = ? AND approver_group = ? AND used_at_ms IS NULL AND expires_at_ms > ?
+     ORDER BY created_at_ms, id LIMIT 1`,
+  );
+  const usePermit = db.prepare<[number, string, string]>(
+    'UPDATE narrowing_permits SET used_at_ms = ?, used_by_request = ? WHERE id = ? AND used_at_ms IS NULL',
+  );
+
+  const narrowTx = db.transaction(
+    (id: string, t: Transition, comment: string, permit: Omit<NarrowingPermit, 'usedAtMs' | 'usedByRequest'>): boolean => {
+      if (!transitionTx(id, t)) return false;
+      insertAudit.run(id, 'narrowed', t.actor, comment, t.atMs, t.via ?? null, 'counter-proposal', t.onBehalfOf ?? null);
+      insertPermit.run(
+        permit.id,
+        id,
+        permit.bindingDigest,
+        permit.tool,
+        JSON.stringify(permit.arguments),
+        permit.requesterSub,
+        permit.approverGroup,
+        permit.proposedBy,
+        permit.via,
+        permit.createdAtMs,
+        permit.expiresAtMs,
+      );
+      return true;
+    },
+  );
+
+  const insertWithPermitTx = db.transaction(
+    (
+      record: Parameters<ApprovalStore['insert']>[0],
+      actor: string,
+      match: { bindingDigest: string; approverGroup: string; atMs: number },
+      makeApproval: (approvers: string[]) => WireApproval,
+    ): PermitRow | null => {
+      insertTx(record, actor);
+      const permit = selectUsablePermit.get(match.bindingDigest, match.approverGroup, match.atMs);
+      if (permit === undefined) return null;
+      if (usePermit.run(match.atMs, record.id, permit.id).changes !== 1) return null;
+      const comment = `permitted by the counter-proposal on request ${permit.request_id}`;
+      insertAudit.run(record.id, 'permit-used', permit.proposed_by, comment, match.atMs, permit.via, 'counter-proposal', null);
+      insertVote.run(record.id, permit.proposed_by, permit.via, comment, match.atMs, null, null);
+      const approved = transitionTx(record.id, {
+        to: 'approved',
+        atMs: match.atMs,
+        actor: permit.proposed_by,
+        via: permit.via,
+        comment,
+        rule: 'counter-proposal',
+        approval: makeApproval([permit.proposed_by]),
+      });
+      if (!approved) throw new Error('a request inserted pending was not pending');
+      return permit;
+    },
+  );
+
   const markTx = db.transaction(
     (id: string, atMs: number, event: 'reminded' | 'escalated', comment: string, apply: () => number): boolean => {
       if (apply() !== 1) return false;
@@ -980,6 +1127,24 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     followers,
     breakGlass,
     inTransaction: <T>(fn: () => T): T => db.transaction(fn)(),
+    narrow(id, t, comment, permit) {
+      return narrowTx(id, t, comment, permit) ? get(id) : undefined;
+    },
+    insertWithPermit(record, actor, match, makeApproval) {
+      const permit = insertWithPermitTx(record, actor, match, makeApproval);
+      const stored = get(record.id);
+      if (stored === undefined) throw new Error('access request vanished after insert');
+      const used = permit === null ? undefined : selectPermitUsedBy.get(record.id);
+      return { record: stored, permit: used === undefined ? null : fromPermitRow(used) };
+    },
+    permitProposedOn(requestId) {
+      const row = selectPermitOn.get(requestId);
+      return row === undefined ? undefined : fromPermitRow(row);
+    },
+    permitUsedBy(requestId) {
+      const row = selectPermitUsedBy.get(requestId);
+      return row === undefined ? undefined : fromPermitRow(row);
+    },
     close() {
       if (db.open) db.close();
     },

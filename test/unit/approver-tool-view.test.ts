@@ -8,6 +8,7 @@ import { toWireSubmission } from '../../src/backends/arap-http-backend.js';
 import type { SubmissionBody } from '../../src/backends/approval-backend.js';
 import { listText, showText, type ApprovalItem } from '@countersign/approvals/cli';
 import { toolPresentation } from '../../src/tools/tool-presentation.js';
+import { jcsSha256 } from '@countersign/receipts';
 import { createCallBinding } from '../../src/binding/call-binding.js';
 import { ApprovalState } from '../../workflows/approval-state.js';
 import { workflowTestConfig } from '../support/workflow-env.js';
@@ -245,6 +246,30 @@ describe('the approvals API and CLI render any tool', () => {
     expect(text).toMatch(
       new RegExp(`^${id}\\s+Write File · fs__write_file \\[destructive, idempotent, closed-world\\]\\s+alice\\s+path=`, 'm'),
     );
+  });
+
+  it('a hidden value reads without quotes in the request page title, the queue, the API summary and approvals show, while a string that only looks like one stays quoted', async () => {
+    const reference = 'INV-2026-0042';
+    const looksHidden = `hidden · sha256:${'0'.repeat(12)}…`;
+    const id = await submit(
+      toWireSubmission(
+        body({
+          tool: 'wire_transfer',
+          arguments: { to: 'acct-991', amount: 50_000, memo: looksHidden, reference },
+          toolInfo: { sensitive: ['/reference'] },
+        }),
+      ),
+    );
+    const label = `hidden · sha256:${jcsSha256(reference).slice(0, 12)}…`;
+    const line = `50,000.00 → acct-991 · memo=${JSON.stringify(looksHidden)} reference=${label}`;
+    const escaped = line.replaceAll('"', '&quot;');
+    const page = await html(`/approver/requests/${id}`, await signedIn());
+    expect(/<h1>(.*?)<\/h1>/s.exec(page)?.[1]).toContain(escaped);
+    expect(await html('/approver', await signedIn())).toContain(escaped);
+    const item = await apiItem(id);
+    expect((item as ApprovalItem & { summary: string }).summary).toBe(line);
+    expect(showText(item).split('\n')[0]).toContain(line);
+    expect(page + showText(item)).not.toContain(reference);
   });
 
   it('a service that is sent unknown properties keys ignores them; a malformed hint set is refused', async () => {

@@ -61,8 +61,8 @@ import { faultPoint } from '@countersign/http/fault-point';
 import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, RequestFilter } from '../store/store.js';
 import { encodePageCursor, pageQueryShapeProblem, parsePageQuery } from './page-cursor.js';
-import { headline, reasonShown } from '../inbox/format.js';
-import { shownArguments } from '../inbox/redacted.js';
+import { reasonShown } from '../inbox/format.js';
+import { shownHeadline } from '../inbox/redacted.js';
 import { DEFAULT_APPROVAL_RULES, type ApprovalRules } from '../deciders/approval-rules.js';
 import { addBreakGlassRoutes } from './break-glass-routes.js';
 import type { BreakGlassUse } from '../store/break-glass-store.js';
@@ -184,7 +184,7 @@ export function approvalItem(
     arguments: r.body.context.arguments,
     ...(r.body.context.redacted !== undefined ? { redacted: r.body.context.redacted } : {}),
     ...(r.body.context.narrowable !== undefined ? { narrowable: r.body.context.narrowable } : {}),
-    summary: headline(shownArguments(r.body.context)),
+    summary: shownHeadline(r.body.context),
     reason: reasonShown(r),
     policy_reason: r.body.reason,
     quorum_rule: r.quorumRule,

@@ -34,13 +34,12 @@ import {
   argumentRows,
   formatCountdown,
   formatTime,
-  headline,
   toolLine,
   toolOrigin,
   visible,
   type ToolPropertiesView,
 } from '../inbox/format.js';
-import { compareHidden, shownArguments } from '../inbox/redacted.js';
+import { compareHidden, shownArguments, shownHeadline } from '../inbox/redacted.js';
 
 /** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
 const v = (x: unknown): string => visible(String(x));
@@ -232,7 +231,7 @@ export function listText(items: ApprovalItem[], total: number = items.length): s
     v(i.id),
     toolLine(i.tool, i.tool_info ?? undefined),
     v(i.requester),
-    headline(shownArguments(i), 60),
+    shownHeadline(i, 60),
     approvalsText(i),
     formatCountdown(Date.parse(i.expires_at), now),
   ]);
@@ -255,7 +254,7 @@ export function showText(i: ApprovalItem): string {
   const width = Math.max(0, ...rows.map((r) => r.name.length));
   const hidden = i.redacted ?? [];
   const lines = [
-    `${toolLine(i.tool, tool)} · ${headline(args)}`,
+    `${toolLine(i.tool, tool)} · ${shownHeadline(i)}`,
     `  tool          ${v(i.tool)} from ${toolOrigin(tool)}`,
     `  id            ${v(i.id)}`,
     `  status        ${v(i.status ?? 'pending')}${i.resolved_by ? ` (by ${v(i.resolved_by)})` : ''}`,

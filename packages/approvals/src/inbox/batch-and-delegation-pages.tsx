@@ -10,8 +10,8 @@
  * Deliberately does not: decide (the routes do, one request at a time through the lifecycle).
  */
 import type { Child } from 'hono/jsx';
-import { formatTime, headline, visible } from './format.js';
-import { shownArguments } from './redacted.js';
+import { formatTime, visible } from './format.js';
+import { shownHeadline } from './redacted.js';
 import type { AccessRequestRecord, Delegation } from '../store/store.js';
 
 /** One preflight row: the request and, when this approver may decide it, for whom (null: themselves). */
@@ -50,7 +50,7 @@ export function BatchPreflightView(props: { rows: BatchRow[]; csrf: string }) {
           {props.rows.map((row) => (
             <tr data-request-id={row.record.id}>
               <td class="mono">{visible(row.record.body.resource.id)}</td>
-              <td class="mono summary">{headline(shownArguments(row.record.body.context))}</td>
+              <td class="mono summary">{shownHeadline(row.record.body.context)}</td>
               <td>{visible(row.record.body.subject.sub)}</td>
               <td>
                 {row.refusal !== null ? (

@@ -31,11 +31,13 @@ function summarizeValue(v: unknown): string {
 /**
  * One-line summary of tool arguments, e.g. `amount=50000 to=acct-991`, in key order as given; a
  * string over 60 characters shows its first 20 and last 37 around `…`; the line is truncated to
- * `maxChars` (default 160) with `…`.
+ * `maxChars` (default 160) with `…`. The arguments named in `hidden` hold the label of a hidden
+ * value (`redacted.ts`) and read as it, unquoted: `reference=hidden · sha256:3f2a9c01b7de…`, while
+ * a string that only looks like one stays quoted.
  */
-export function summarizeArguments(args: Record<string, unknown>, maxChars = 160): string {
+export function summarizeArguments(args: Record<string, unknown>, maxChars = 160, hidden: ReadonlySet<string> = new Set()): string {
   const line = Object.entries(args)
-    .map(([k, v]) => `${visible(k)}=${visible(summarizeValue(v))}`)
+    .map(([k, v]) => `${visible(k)}=${visible(hidden.has(k) && typeof v === 'string' ? v : summarizeValue(v))}`)
     .join(' ');
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }
@@ -45,15 +47,15 @@ const DESTINATION_KEYS = ['to', 'destination', 'account', 'target', 'recipient']
 /**
  * The line an approver reads first: `50,000.00 → acct-991` when the arguments have a numeric
  * `amount` and a destination (`to`, `destination`, `account`, `target` or `recipient`), followed
- * by the remaining arguments' summary; otherwise {@link summarizeArguments}. At most `maxChars`.
+ * by the remaining arguments' summary; otherwise {@link summarizeArguments} (`hidden` as there). At most `maxChars`.
  */
-export function headline(args: Record<string, unknown>, maxChars = 120): string {
+export function headline(args: Record<string, unknown>, maxChars = 120, hidden: ReadonlySet<string> = new Set()): string {
   const amount = args['amount'];
   const destKey = DESTINATION_KEYS.find((k) => typeof args[k] === 'string');
-  if (typeof amount !== 'number' || destKey === undefined) return summarizeArguments(args, maxChars);
+  if (typeof amount !== 'number' || destKey === undefined) return summarizeArguments(args, maxChars, hidden);
   const rest = Object.fromEntries(Object.entries(args).filter(([k]) => k !== 'amount' && k !== destKey));
   const head = `${amount.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} → ${visible(String(args[destKey]))}`;
-  const tail = Object.keys(rest).length === 0 ? '' : ` · ${summarizeArguments(rest)}`;
+  const tail = Object.keys(rest).length === 0 ? '' : ` · ${summarizeArguments(rest, 160, hidden)}`;
   const line = head + tail;
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;
 }

@@ -9,8 +9,8 @@
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
-import { shownArguments } from './redacted.js';
-import { formatAge, formatCountdown, formatTime, headline, hintLabels, visible, type ToolPropertiesView } from './format.js';
+import { shownHeadline } from './redacted.js';
+import { formatAge, formatCountdown, formatTime, hintLabels, visible, type ToolPropertiesView } from './format.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord } from '../store/store.js';
 
@@ -147,7 +147,7 @@ export function QueueView(props: {
                   <td>{visible(r.body.subject.sub)}</td>
                   <td>
                     <a href={requestLink(r.id)} class="mono summary">
-                      {headline(shownArguments(r.body.context))}
+                      {shownHeadline(r.body.context)}
                     </a>
                     <div class="muted">{visible(r.body.reason)}</div>
                   </td>
@@ -257,7 +257,7 @@ export function HistoryView(props: { items: AccessRequestRecord[]; filters: List
                 <td>{visible(r.body.subject.sub)}</td>
                 <td>
                   <a href={requestLink(r.id)} class="mono">
-                    {headline(shownArguments(r.body.context))}
+                    {shownHeadline(r.body.context)}
                   </a>
                 </td>
                 <td>

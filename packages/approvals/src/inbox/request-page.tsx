@@ -8,8 +8,8 @@
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
-import { hiddenFields, shownArguments, type HiddenField } from './redacted.js';
-import { argumentRows, formatCountdown, formatTime, headline, hintLabels, reasonShown, toolOrigin, visible } from './format.js';
+import { hiddenFields, shownArguments, shownHeadline, type HiddenField } from './redacted.js';
+import { argumentRows, formatCountdown, formatTime, hintLabels, reasonShown, toolOrigin, visible } from './format.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
 import type { FollowerSummary } from '../followers.js';
@@ -86,7 +86,7 @@ export function RequestView(props: RequestViewProps) {
       </p>
       <h1>
         {tool?.title !== undefined ? <span data-testid="tool-title">{visible(tool.title)} · </span> : ''}
-        <span class="mono">{visible(b.resource.id)}</span> · {headline(args)} <StatusPill status={r.status} />
+        <span class="mono">{visible(b.resource.id)}</span> · {shownHeadline(b.context)} <StatusPill status={r.status} />
       </h1>
       {props.flash ?? ''}
       <section class="card">

@@ -23,8 +23,8 @@ import { csrf } from 'hono/csrf';
 import type { Logger } from 'pino';
 import { personDecider } from '../deciders/decider.js';
 import { readFormFields, repeatedFieldMessage } from '../inbox/form-fields.js';
-import { formatTime, headline, reasonShown, visible } from '../inbox/format.js';
-import { shownArguments } from '../inbox/redacted.js';
+import { formatTime, reasonShown, visible } from '../inbox/format.js';
+import { shownArguments, shownHeadline } from '../inbox/redacted.js';
 import { Head, StatusPill } from '../inbox/layout.js';
 import { REFUSAL_TEXT } from '../inbox/request-page.js';
 import type { InboxSession, SessionManager } from '../inbox/session.js';
@@ -206,7 +206,7 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     return c.html(
       <Page title="Approval request">
         <h1>
-          <span class="mono">{visible(record.body.resource.id)}</span> · {headline(shownArguments(record.body.context))}
+          <span class="mono">{visible(record.body.resource.id)}</span> · {shownHeadline(record.body.context)}
         </h1>
         <section class="card">
           <Facts record={record} />

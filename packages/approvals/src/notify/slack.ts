@@ -34,8 +34,8 @@ import { problem } from '@countersign/http/problem';
 import { REFUSAL_DETAIL } from '../api/arap-routes.js';
 import type { Approver } from '../api/http-auth.js';
 import { personDecider } from '../deciders/decider.js';
-import { headline, reasonShown, visible } from '../inbox/format.js';
-import { shownArguments } from '../inbox/redacted.js';
+import { reasonShown, visible } from '../inbox/format.js';
+import { shownHeadline } from '../inbox/redacted.js';
 import type { DecideOutcome, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, ApprovalVote } from '../store/store.js';
 import type { ApprovalNotification, ApprovalNotifier } from './notifier.js';
@@ -114,7 +114,7 @@ function factsText(record: AccessRequestRecord): string {
   const b = record.body;
   const lines = [
     `*${slackText(b.resource.id)}* requested by *${slackText(b.subject.sub)}* (group ${slackText(b.approver_group)})`,
-    slackText(headline(shownArguments(b.context))),
+    slackText(shownHeadline(b.context)),
   ];
   const reason = reasonShown(record);
   if (reason !== '') lines.push(`_${slackText(reason)}_`);

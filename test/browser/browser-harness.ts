@@ -45,8 +45,8 @@ export interface ApproverBrowser {
   close(): Promise<void>;
 }
 
-/** Launch Chromium with a fresh profile folder and open one page. */
-export async function openBrowser(): Promise<ApproverBrowser> {
+/** Launch Chromium with a fresh profile folder and open one page, `viewport` CSS pixels wide and high (default 1366 × 860). */
+export async function openBrowser(viewport: { width: number; height: number } = { width: 1366, height: 860 }): Promise<ApproverBrowser> {
   ensureChromium();
   const profile = mkdtempSync(join(tmpdir(), 'countersign-chromium-'));
   // launchPersistentContext passes `profile` as --user-data-dir (launch() refuses that flag).
@@ -54,7 +54,7 @@ export async function openBrowser(): Promise<ApproverBrowser> {
     executablePath: CHROMIUM,
     headless: true,
     args: FLAGS,
-    viewport: { width: 1366, height: 860 },
+    viewport,
   });
   const page = context.pages()[0] ?? (await context.newPage());
   return {
@@ -67,10 +67,10 @@ export async function openBrowser(): Promise<ApproverBrowser> {
   };
 }
 
-/** Save a full-page screenshot as `test-results/screenshots/<name>.png`; returns the path. */
-export async function screenshot(page: Page, name: string): Promise<string> {
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  const path = join(SCREENSHOT_DIR, `${name}.png`);
+/** Save a full-page screenshot as `<dir>/<name>.png` (default `test-results/screenshots/`); returns the path. */
+export async function screenshot(page: Page, name: string, dir = SCREENSHOT_DIR): Promise<string> {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   return path;
 }

@@ -23,7 +23,7 @@
  * idempotency key and the random draw), or read the clock other than through `now` (in the
  * workflow: workflow time).
  */
-import { deniedResult, outcomeUnknownResult } from './results.js';
+import { deniedResult, outcomeUnknownResult, type CounterProposalResult } from './results.js';
 import { justificationRequest, readJustification, refusedInput } from './justification.js';
 import { REFUSAL, refusal } from './refusals.js';
 import {
@@ -35,6 +35,7 @@ import {
   type BackendCallback,
   type BackendHandle,
   type BackendStatus,
+  type CounterProposal,
   type CancelOutcome,
   type DenialReason,
   type StoredCallToolResult,
@@ -174,10 +175,28 @@ export class ApprovalState {
     this.finish({ status: 'completed', result, disposition: result._meta[META.disposition] as TaskSnapshot['disposition'] });
   }
 
-  /** Complete as a terminal denial (denied-not-executed) for `reason`. */
-  deny(reason: DenialReason): void {
+  /** Complete as a terminal denial (denied-not-executed) for `reason`, stating `counterProposal` when the approver made one. */
+  deny(reason: DenialReason, counterProposal?: CounterProposalResult): void {
     if (!this.isTerminal()) this.denialReason = reason;
-    this.complete(deniedResult(reason));
+    const requested = this.input.binding.arguments;
+    this.complete(deniedResult(reason, counterProposal === undefined ? undefined : { proposal: counterProposal, requested }));
+  }
+
+  /**
+   * The backend's counter-proposal as the client gets it: for this call's tool only (another is
+   * ignored), with every argument hidden from approvers (`toolInfo.sensitive`, whose top-level field
+   * the backend holds only as a digest and never lets an approver narrow) restored from the call
+   * binding, so the client can make the narrower call as it is.
+   */
+  private clientProposal(p: CounterProposal | undefined): CounterProposalResult | undefined {
+    const { binding } = this.input;
+    if (p === undefined || p.tool !== binding.tool) return undefined;
+    const args: Record<string, unknown> = { ...p.arguments };
+    for (const pointer of this.input.toolInfo?.sensitive ?? []) {
+      const top = (pointer.split('/')[1] ?? '').replace(/~1/g, '/').replace(/~0/g, '~');
+      if (Object.hasOwn(binding.arguments, top)) args[top] = binding.arguments[top];
+    }
+    return { tool: p.tool, arguments: args, expiresAt: p.expiresAt };
   }
 
   /** Which window ended the task, when it ended as a request-expired or approval-expired denial (for metrics). */
@@ -210,7 +229,8 @@ export class ApprovalState {
    * terminal state: denied and expired are denials, cancelled cancels, failed fails.
    */
   settle(status: Exclude<BackendStatus, { state: 'approved' } | { state: 'pending' }>): void {
-    if (status.state === 'denied') this.deny('backend-denied');
+    // a counter-proposal only new activity results carry: recorded runs replay as before, no patch needed
+    if (status.state === 'denied') this.deny('backend-denied', this.clientProposal(status.counterProposal));
     // a reason only new activity results carry: recorded runs replay as before, no patch needed
     else if (status.state === 'expired') this.deny(status.reason === 'unfollowed' ? 'request-unfollowed' : 'request-expired');
     else if (status.state === 'cancelled') this.finish({ status: 'cancelled' });

@@ -19,15 +19,61 @@ const DENIAL_SENTENCE: Record<DenialReason, string> = {
   'request-unfollowed': 'Nobody followed this task, so the approval request was closed without a decision.',
 };
 
-/** Disposition + SEP-2643 denial envelope (`remediation: "unavailable"`): the tool did not run. */
-export function deniedResult(reason: DenialReason): StoredCallToolResult {
+/**
+ * The narrower call an approver would accept instead of the denied one (docs/APPROVERS.md
+ * §Narrowing a request): `tool`, its complete `arguments` (hidden fields restored from the call
+ * binding), and until when (`expiresAt`, ISO 8601) a new call with exactly these arguments is
+ * approved by the proposal. `structuredContent.counterProposal` of a denial carries it.
+ */
+export interface CounterProposalResult {
+  tool: string;
+  arguments: Record<string, unknown>;
+  expiresAt: string;
+}
+
+/** Longest rendering of one argument value in a counter-proposal's sentence, in characters. */
+const MAX_VALUE_TEXT = 120;
+
+/** A value for the sentence: a number as it is, anything else as JSON (control characters escaped), clipped. */
+function valueText(v: unknown): string {
+  const text = typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? 'null');
+  return text.length > MAX_VALUE_TEXT ? `${text.slice(0, MAX_VALUE_TEXT)}…` : text;
+}
+
+/**
+ * The sentence stating a counter-proposal: `The approver would accept wire_transfer with amount
+ * 20000 (requested 50000), until <time>: …`, naming each top-level argument that differs from
+ * `requested`, in key order.
+ */
+export function counterProposalSentence(p: CounterProposalResult, requested: Record<string, unknown>): string {
+  const changed = Object.keys(p.arguments)
+    .sort()
+    .filter((k) => JSON.stringify(p.arguments[k]) !== JSON.stringify(requested[k]))
+    .map((k) => `${k} ${valueText(p.arguments[k])} (requested ${valueText(requested[k])})`);
+  const what = changed.length === 0 ? 'the same arguments' : changed.join(', ');
+  return `The approver would accept ${p.tool} with ${what}, until ${p.expiresAt}: to have that run, make it as a new tools/call with exactly the arguments in structuredContent.counterProposal; it is evaluated afresh and approved once by this proposal.`;
+}
+
+/**
+ * Disposition + SEP-2643 denial envelope (`remediation: "unavailable"`): the tool did not run.
+ * With `counterProposal` (a denial by a counter-proposal, only from new activity results) the body
+ * also states the narrower call the approver would accept, and `structuredContent.counterProposal`
+ * carries it; `requested` are the call's own arguments, for the sentence.
+ */
+export function deniedResult(
+  reason: DenialReason,
+  counterProposal?: { proposal: CounterProposalResult; requested: Record<string, unknown> },
+): StoredCallToolResult {
+  const lead = `Not executed: ${DENIAL_SENTENCE[reason]} The tool did not run and no side effect occurred. Outcome: denied-not-executed.`;
   return {
     content: [
       {
         type: 'text',
-        text: `Not executed: ${DENIAL_SENTENCE[reason]} The tool did not run and no side effect occurred. Outcome: denied-not-executed.`,
+        text:
+          counterProposal === undefined ? lead : `${lead} ${counterProposalSentence(counterProposal.proposal, counterProposal.requested)}`,
       },
     ],
+    ...(counterProposal !== undefined ? { structuredContent: { counterProposal: counterProposal.proposal } } : {}),
     isError: true,
     _meta: {
       [META.disposition]: 'denied-not-executed' satisfies Disposition,

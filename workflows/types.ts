@@ -3,7 +3,7 @@
  * Deterministic-safe: types and constants only, no Node built-ins, no adapters.
  */
 import type { CallBinding } from '../src/binding/call-binding.js';
-import type { BackendHandle, BackendStatus, ClientIdentity, SubmissionBody } from '../src/backends/approval-backend.js';
+import type { BackendHandle, BackendStatus, ClientIdentity, CounterProposal, SubmissionBody } from '../src/backends/approval-backend.js';
 import type { AccessRequestHint, ApprovalMaterial } from '../src/policy/pdp.js';
 import type { LongRunning, ToolProgress, ToolResult } from '../src/tools/tool.js';
 import type { ToolPresentation } from '../src/tools/tool-presentation.js';
@@ -14,6 +14,7 @@ export type {
   CallBinding,
   BackendHandle,
   BackendStatus,
+  CounterProposal,
   SubmissionBody,
   AccessRequestHint,
   ApprovalMaterial,

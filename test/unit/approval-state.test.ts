@@ -216,6 +216,37 @@ describe('ApprovalState: a terminal task never changes again (SEP-2848 §Lifecyc
     failed.state.settle({ state: 'failed', message: 'backend text is never copied' });
     expect(failed.snap).toMatchObject({ status: 'failed', error: { code: -32603, message: 'The approval backend reported a failure.' } });
   });
+
+  it("a denial with a counter-proposal states the narrower call and carries it, hidden fields restored from the binding; another tool's is ignored", () => {
+    const reference = 'INV-SECRET-7';
+    const binding = createCallBinding({
+      tool: 'wire_transfer',
+      arguments: { to: 'acct-991', amount: 50000, reference },
+      principal: { iss: 'https://issuer.test', sub: 'alice' },
+      toolDescriptorDigest: 'd1',
+    });
+    const { state, snap } = fixture({ binding, toolInfo: { sensitive: ['/reference'] } });
+    const expiresAt = '2026-03-01T12:15:00.000Z';
+    state.settle({
+      state: 'denied',
+      counterProposal: {
+        tool: 'wire_transfer',
+        arguments: { to: 'acct-991', amount: 20000, reference: `sha256:${'a'.repeat(64)}` },
+        expiresAt,
+      },
+    });
+    expect(snap).toMatchObject({ status: 'completed', disposition: 'denied-not-executed' });
+    expect(snap.result?.content[0]?.text).toContain(
+      'The approver would accept wire_transfer with amount 20000 (requested 50000), until 2026-03-01T12:15:00.000Z',
+    );
+    expect(snap.result?.structuredContent).toEqual({
+      counterProposal: { tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 20000, reference }, expiresAt },
+    });
+    const other = fixture();
+    other.state.settle({ state: 'denied', counterProposal: { tool: 'other_tool', arguments: {}, expiresAt } });
+    expect(other.snap.result?.structuredContent).toBeUndefined();
+    expect(other.snap.result?.content[0]?.text).not.toContain('would accept');
+  });
 });
 
 describe('ApprovalState: failed only before the execution claim (SEP-2848 §Completion)', () => {

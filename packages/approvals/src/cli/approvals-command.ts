@@ -30,15 +30,7 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import type { ApprovalsClientEnv } from '../config.js';
-import {
-  argumentRows,
-  formatCountdown,
-  formatTime,
-  toolLine,
-  toolOrigin,
-  visible,
-  type ToolPropertiesView,
-} from '../inbox/format.js';
+import { argumentRows, formatCountdown, formatTime, toolLine, toolOrigin, visible, type ToolPropertiesView } from '../inbox/format.js';
 import { compareHidden, shownArguments, shownHeadline } from '../inbox/redacted.js';
 
 /** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */

@@ -1,6 +1,6 @@
 // Scope: redaction for display, end to end (real Temporal dev server, real HTTP, the official
 // `@modelcontextprotocol/client` with default options, the Slack stand-in and the SMTP sink): a
-// team tool whose `card_number` is `writeOnly` and whose policy marks `/auth/otp` `@sensitive`
+// team tool whose `card_number` and each voucher's `code` (array items) are `writeOnly` and whose policy marks `/auth/otp` `@sensitive`
 // opens an approval; the approval service, its API, Slack and the e-mail only ever hold the
 // `sha256:` digests of those fields; approved, the tool runs with the real values (docs/APPROVERS.md
 // §Hidden values; packages/arap/src/redaction.ts).
@@ -86,11 +86,19 @@ function filesUnder(dir: string): string {
 }
 
 describe('redaction for display', () => {
-  it('approved through the official SDK client, the tool runs with the real card number and OTP, while the approval service, its API, Slack and e-mail held only their digests', async () => {
+  it('approved through the official SDK client, the tool runs with the real card number, OTP and voucher codes (writeOnly under array items), while the approval service, its API, Slack and e-mail held only their digests', async () => {
     const card = `4111${randomUUID().replaceAll('-', '').replace(/\D/g, '').padEnd(12, '7').slice(0, 12)}`;
     const otp = `otp${randomUUID().slice(0, 8)}`;
     const memo = `redaction ${randomUUID().slice(0, 8)}`;
-    const args = { merchant: 'Acme Books', amount: 120, card_number: card, auth: { otp, channel: 'sms' }, memo };
+    const vouchers = [`v1-${randomUUID().slice(0, 8)}`, `v2-${randomUUID().slice(0, 8)}`];
+    const args = {
+      merchant: 'Acme Books',
+      amount: 120,
+      card_number: card,
+      auth: { otp, channel: 'sms' },
+      memo,
+      vouchers: vouchers.map((code, i) => ({ code, value: 5 + i })),
+    };
 
     const alice = await sdkClient('alice');
     const opened = await call(alice, 'card_charge', args);
@@ -101,13 +109,14 @@ describe('redaction for display', () => {
     const item = (await pendingFor(stack, 'bob')).find((r) => r.arguments['memo'] === memo) as
       { id: string; arguments: Record<string, unknown>; redacted?: string[] } | undefined;
     expect(item).toBeDefined();
-    expect(item?.redacted).toEqual(['/auth/otp', '/card_number']);
+    expect(item?.redacted).toEqual(['/auth/otp', '/card_number', '/vouchers/0/code', '/vouchers/1/code']);
     expect(item?.arguments).toEqual({
       merchant: 'Acme Books',
       amount: 120,
       card_number: `sha256:${jcsSha256(card)}`,
       auth: { otp: `sha256:${jcsSha256(otp)}`, channel: 'sms' },
       memo,
+      vouchers: vouchers.map((code, i) => ({ code: `sha256:${jcsSha256(code)}`, value: 5 + i })),
     });
     const bob = stack.secrets.approvers.find((a) => a.id === 'bob')!;
     const shown = await (
@@ -116,6 +125,7 @@ describe('redaction for display', () => {
     expect(shown).toContain(jcsSha256(card));
     expect(shown).not.toContain(card);
     expect(shown).not.toContain(otp);
+    for (const code of vouchers) expect(shown).not.toContain(code);
 
     // the channels were told about the request, never the values
     await slack.waitFor((c) => c.method === 'chat.postMessage' && JSON.stringify(c.args).includes(item!.id));
@@ -137,6 +147,7 @@ describe('redaction for display', () => {
     expect(seen).toContain(memo); // the approval service's store and the channels did record this request
     expect(seen).not.toContain(card);
     expect(seen).not.toContain(otp);
+    for (const code of vouchers) expect(seen).not.toContain(code);
     await alice.close();
   });
 });

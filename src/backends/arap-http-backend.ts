@@ -223,7 +223,14 @@ export function createArapHttpBackend(opts: ArapHttpBackendOptions): ApprovalBac
           }
           return {
             state: 'approved',
-            approval: { id: a.id, approvedAt: a.approved_at, approvedUntil: a.approved_until, state: 'approved', approvers: a.approvers },
+            approval: {
+              id: a.id,
+              approvedAt: a.approved_at,
+              approvedUntil: a.approved_until,
+              state: 'approved',
+              approvers: a.approvers,
+              ...(a.break_glass !== undefined ? { breakGlass: a.break_glass } : {}),
+            },
           };
         }
         case 'failed': {

@@ -33,6 +33,12 @@ export interface ApprovalMaterial {
   state: 'approved';
   /** Identities of the approvers, for audit; never shown to the MCP client. */
   approvers: string[];
+  /**
+   * Present when the requester approved their own request under the break-glass role
+   * (docs/APPROVERS.md §Break-glass): approver id, their reason, when (ISO 8601). Only new status
+   * reads carry it (histories recorded before it replay unchanged); Cedar never sees it.
+   */
+  breakGlass?: { by: string; reason: string; at: string };
 }
 
 /**

@@ -34,6 +34,8 @@ export interface DecisionRecord {
   status: ReceiptApprovalRequest['outcome'];
   quorum: { required: number; rule: string | null };
   decisions: ReceiptApproverDecision[];
+  /** The break-glass mark, when the request was approved under that role. */
+  breakGlass?: { by: string; reason: string; at: string };
 }
 
 /** Where the approvers' decisions are read from (the reference service's decisions API, or another backend's adapter). */
@@ -84,7 +86,8 @@ export function approvalServiceRecords(opts: {
       const parsed = json.ok ? DecisionRecordBodySchema.safeParse(json.value) : undefined;
       if (!parsed?.success || parsed.data.id !== requestId)
         throw new Error(`the decisions of request ${requestId} from ${base} are not a decision record`);
-      return { status: parsed.data.status, quorum: parsed.data.quorum, decisions: parsed.data.decisions };
+      const { status, quorum, decisions, break_glass: glass } = parsed.data;
+      return { status, quorum, decisions, ...(glass !== undefined ? { breakGlass: glass } : {}) };
     },
     close() {},
   };
@@ -197,6 +200,7 @@ export async function evidenceFromHistory(
       if (req.outcome === 'pending') req.outcome = record.status;
       req.quorum = record.quorum;
       req.decisions = record.decisions;
+      if (record.breakGlass !== undefined) req.breakGlass = record.breakGlass;
     }
   }
   const terminal = snapshot.lastUpdatedAt ?? timeOf(completed);

@@ -2,15 +2,13 @@
 // `approve --for` as a real process (tsx src/cli.ts) against the approval service over real HTTP:
 // each request decided on its own with its own audit entry, a per-id result, one failing id not
 // stopping the others, and the exit code of the failure.
-import { execFile } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVALS_EXIT } from '@countersign/approvals/cli';
 import { createApprovalService, type ApprovalService } from '@countersign/approvals';
-import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
+import { runApprovalsCli } from '../support/stack-harness.js';
 
 let svc: ApprovalService;
 let server: ServerType;
@@ -60,24 +58,7 @@ async function submit(sub: string, memo: string): Promise<string> {
   return ((await res.json()) as { id: string }).id;
 }
 
-function cli(args: string[], approver: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'approvals', ...args],
-      {
-        cwd: PROJECT_ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          COUNTERSIGN_APPROVALS_URL: baseUrl,
-          COUNTERSIGN_APPROVER: `${approver}:${approver}-pw`,
-        },
-      },
-      (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
-    );
-  });
-}
+const cli = (args: string[], approver: string) => runApprovalsCli(baseUrl, `${approver}:${approver}-pw`, args);
 
 describe('countersign approvals batch and delegation', () => {
   it('approve with three ids decides each on its own: three approved requests, each with its own audit entry, one line each, exit 0', async () => {

@@ -2,7 +2,6 @@
 // HTTP: a two-approver transfer approved and executed, a denied one and a cancelled one each get a
 // receipt; `countersign receipts export` and `verify` run as real processes (tsx src/cli.ts)
 // against the key the MCP role publishes; tampered files are refused naming the line and reason.
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,12 +12,20 @@ import { canonicalJson } from '../../src/binding/call-binding.js';
 import { RECEIPT_LOG_FILE_NAME } from '../../src/cli/receipts-command.js';
 import type { Config } from '../../src/config.js';
 import { RECEIPTS_JWKS_PATH } from '../../src/mcp/http.js';
-import { jcsSha256, RECEIPT_TYP, verifyReceiptLines, type ReceiptPayload } from '@countersign/receipts';
+import { jcsSha256, RECEIPT_TYP, verifyReceiptLines } from '@countersign/receipts';
 import { generateReceiptJwk, parseReceiptKey } from '../../src/receipts/signing-key.js';
 import type { Stack } from '../../src/stack.js';
-import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { parseTaskId } from '../../workflows/task-id.js';
-import { clientFor, decide, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
+import {
+  clientFor,
+  countersignCli,
+  decide,
+  receiptPayloadOf,
+  startTestStack,
+  testConfig,
+  waitForTerminal,
+  type WireTask,
+} from '../support/stack-harness.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
 
@@ -60,29 +67,15 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'receipts', ...args],
-      {
-        cwd: PROJECT_ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          COUNTERSIGN_DATA_DIR: config.COUNTERSIGN_DATA_DIR,
-          TEMPORAL_ADDRESS: stack.urls.temporal,
-          // decisions are read from the approval service's API (GET /access/v1/requests/:id/decisions)
-          COUNTERSIGN_APPROVALS_URL: stack.urls.approvals,
-        },
-      },
-      (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
-    );
+const cli = (args: string[]) =>
+  countersignCli(['receipts', ...args], {
+    COUNTERSIGN_DATA_DIR: config.COUNTERSIGN_DATA_DIR,
+    TEMPORAL_ADDRESS: stack.urls.temporal,
+    // decisions are read from the approval service's API (GET /access/v1/requests/:id/decisions)
+    COUNTERSIGN_APPROVALS_URL: stack.urls.approvals,
   });
-}
 
-const payloadOf = (line: string): ReceiptPayload =>
-  JSON.parse(Buffer.from((JSON.parse(line) as { payload: string }).payload, 'base64url').toString('utf8')) as ReceiptPayload;
+const payloadOf = receiptPayloadOf;
 const linesOf = (file: string) => readFileSync(file, 'utf8').trim().split('\n');
 
 describe('evidence receipts on the real stack', () => {

@@ -5,7 +5,6 @@
 // subscriptions (`subscriptions/listen`) to the approval service, which the approval API and
 // `countersign approvals show` turn into "last read by … at …" / "subscribed" / "nobody has read
 // this task since …"; and reporting costs no Temporal action (nothing is added to the run's history).
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -15,10 +14,9 @@ import { createTaskSessionFromClient, type TaskEnabledSession } from '@modelcont
 import { createRawDispatch, v2RequestFraming } from '@countersign/client/ext-tasks';
 import { WireClient } from '@countersign/client';
 import type { Stack } from '../../src/stack.js';
-import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
-import { basic, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
+import { approvalsCli, basic, pendingFor, startTestStack, testConfig } from '../support/stack-harness.js';
 
 const CLIENT_INFO = { name: 'who-is-waiting-e2e', version: '1.0.0' };
 
@@ -102,25 +100,7 @@ async function until(m: string, ok: (s: Shown) => boolean): Promise<Shown> {
 }
 
 /** `countersign approvals <args>` as bob, a real process against the stack's approval service. */
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const bob = stack.secrets.approvers.find((a) => a.id === 'bob')!;
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'approvals', ...args],
-      {
-        cwd: PROJECT_ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          COUNTERSIGN_APPROVALS_URL: stack.urls.approvals,
-          COUNTERSIGN_APPROVER: `bob:${bob.secret}`,
-        },
-      },
-      (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
-    );
-  });
-}
+const cli = (args: string[]) => approvalsCli(stack, 'bob', args);
 
 describe('who is waiting', () => {
   beforeAll(async () => {

@@ -1,13 +1,16 @@
 // Scope: shared harness for end-to-end tests: a real Temporal dev server, the whole Countersign
 // stack over real HTTP on free ports, in a temporary data folder; plus wire-level helpers.
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { WireClient } from '@countersign/client';
+import type { ReceiptPayload } from '@countersign/receipts';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '@countersign/http/log';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
+import { openDataDir } from '../../src/secrets.js';
 import { startStack, type Stack } from '../../src/stack.js';
 import { bundleWorkflows } from '../../src/worker.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
@@ -128,3 +131,46 @@ export async function decide(stack: Stack, memo: string, decision: 'approve' | '
 export function basic(id: string, secret: string): string {
   return `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 }
+
+/**
+ * Add approver `id` (password `secret`, `groups`) to the `secrets.json` of `config`'s data folder,
+ * creating the file first: call before the stack starts (e.g. an approver who is also a requester).
+ */
+export function addApprover(config: Config, approver: { id: string; secret: string; groups: string[] }): void {
+  openDataDir(config.COUNTERSIGN_DATA_DIR);
+  const file = join(config.COUNTERSIGN_DATA_DIR, 'secrets.json');
+  const secrets = JSON.parse(readFileSync(file, 'utf8')) as { approvers: Array<{ id: string; secret: string; groups: string[] }> };
+  secrets.approvers.push(approver);
+  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+}
+
+/** `countersign <args>` as a real process (tsx src/cli.ts) with only PATH, HOME and `env` set; resolves with its exit code and output. */
+export function countersignCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), ...args],
+      { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } },
+      (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
+    );
+  });
+}
+
+/** `countersign approvals <args>` against the approval service at `baseUrl` with `credential` (`id:secret`). */
+export function runApprovalsCli(
+  baseUrl: string,
+  credential: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return countersignCli(['approvals', ...args], { COUNTERSIGN_APPROVALS_URL: baseUrl, COUNTERSIGN_APPROVER: credential });
+}
+
+/** `countersign approvals <args>` as approver `approverId` of `stack` (its secret from `secrets.json`). */
+export function approvalsCli(stack: Stack, approverId: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const a = stack.secrets.approvers.find((x) => x.id === approverId)!;
+  return runApprovalsCli(stack.urls.approvals, `${a.id}:${a.secret}`, args);
+}
+
+/** The signed payload of one exported receipt line (a flattened JWS), decoded. */
+export const receiptPayloadOf = (line: string): ReceiptPayload =>
+  JSON.parse(Buffer.from((JSON.parse(line) as { payload: string }).payload, 'base64url').toString('utf8')) as ReceiptPayload;

@@ -80,6 +80,11 @@ export interface ReceiptApprovalRequest {
   quorum: { required: number; rule: string | null } | null;
   /** Each decision counted, in order. */
   decisions: ReceiptApproverDecision[];
+  /**
+   * Present only when the requester approved their own request under the break-glass role
+   * (docs/APPROVERS.md §Break-glass): who (approver id), their reason, when (ISO 8601).
+   */
+  breakGlass?: { by: string; reason: string; at: string };
 }
 
 /** The signed content of one receipt. Times are ISO 8601 UTC. */

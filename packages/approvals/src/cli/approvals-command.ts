@@ -1,6 +1,6 @@
 /**
- * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | compare <id> <pointer> | approve <id>… | deny <id>… --comment … |
- * delegate --to X --until ISO | delegations | revoke-delegation <id>`: the approver's
+ * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | compare <id> <pointer> | approve <id>… [--break-glass reason] | deny <id>… --comment … |
+ * delegate --to X --until ISO | delegations | revoke-delegation <id> | reviews [--all] | review <id> --comment …`: the approver's
  * command line, a client of the approval service's HTTP API (`/access/v1`, see
  * `packages/approvals/src/api/arap-routes.ts`), never of its database.
  *
@@ -19,7 +19,10 @@
  * `deny` without `--comment`, and input the service refused with 400, e.g. a bad `--until`) or missing/malformed credential variable; 3 credentials refused (401); 4 not allowed to
  * decide (403: own request, outside group or scope, already approved); 5 no such request (404);
  * 6 no longer pending (409); 7 `compare`: the value does not match; 8 nobody follows the request and
- * `approve` was not given `--confirm-unfollowed` (409 `unfollowed`, docs/APPROVERS.md §Who is waiting).
+ * `approve` was not given `--confirm-unfollowed` (409 `unfollowed`, docs/APPROVERS.md §Who is waiting);
+ * 9 `approve --break-glass` past the day's break-glass limit (429 `break-glass-limit`, docs/APPROVERS.md §Break-glass).
+ * Break-glass: `approve <id> --break-glass "<reason>"` approves your own request under the role;
+ * `reviews [--all]` lists the break-glass approvals you may review; `review <id> --comment …` reviews one.
  * Never prints the credential, nor a value given to `compare` <id> <pointer> on stdin (docs/APPROVERS.md §Hidden values).
  * Batch: `approve` and `deny` take several ids and decide each on its own (its own audit entry),
  * printing one result line per id; one failing id does not stop the others, and the exit code is
@@ -48,6 +51,8 @@ export const APPROVALS_EXIT = {
   mismatch: 7,
   /** Approving a request nobody follows needs `--confirm-unfollowed` (the service's 409 `unfollowed`). */
   unfollowed: 8,
+  /** A break-glass approval past the day's limit (the service's 429 `break-glass-limit`). */
+  limited: 9,
 } as const;
 
 /** A failure with its exit code. */
@@ -86,6 +91,8 @@ export interface ApprovalItem {
   followers?: { text: string; unfollowed: boolean; subscribed: boolean; last_read_at: string | null; last_read_by: string | null };
   you_may_decide?: boolean;
   refusal?: string | null;
+  /** The break-glass mark (approved by the requester under the role), or null/absent. */
+  break_glass?: { by: string; reason: string; at: string } | null;
   audit?: Array<{
     event: string;
     actor: string;
@@ -178,7 +185,9 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
               ? (json as { type?: unknown }).type === 'urn:countersign:problem:unfollowed'
                 ? APPROVALS_EXIT.unfollowed
                 : APPROVALS_EXIT.notPending
-              : APPROVALS_EXIT.unavailable;
+              : res.status === 429
+                ? APPROVALS_EXIT.limited
+                : APPROVALS_EXIT.unavailable;
   throw new ApprovalsCliError(
     res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail,
     code,
@@ -260,6 +269,9 @@ export function showText(i: ApprovalItem): string {
     `  group         ${v(i.approver_group)}`,
     `  approvals     ${approvalsText(i)}${i.approvals.length > 0 ? ` (${i.approvals.map(v).join(', ')})` : ''}`,
     `  expires       ${v(i.expires_at)} (${formatCountdown(Date.parse(i.expires_at), Date.now())})`,
+    ...(i.break_glass != null
+      ? [`  break-glass   ${v(i.break_glass.by)} approved their own request at ${v(i.break_glass.at)} — ${v(i.break_glass.reason)}`]
+      : []),
     `  you may decide ${i.you_may_decide === true ? 'yes' : `no${i.refusal ? ` (${v(i.refusal)})` : ''}`}`,
     rows.length === 0 ? '  arguments     (none)' : '  arguments',
     ...rows.flatMap((r) =>
@@ -336,6 +348,7 @@ export async function decideEach(
   comment: string | undefined,
   onBehalfOf: string | undefined,
   confirmUnfollowed = false,
+  breakGlassReason?: string,
 ): Promise<BatchOutcome[]> {
   const out: BatchOutcome[] = [];
   for (const id of ids) {
@@ -345,6 +358,7 @@ export async function decideEach(
         ...(comment !== undefined ? { comment } : {}),
         ...(onBehalfOf !== undefined ? { on_behalf_of: onBehalfOf } : {}),
         ...(confirmUnfollowed ? { confirm_unfollowed: true } : {}),
+        ...(breakGlassReason !== undefined ? { break_glass: { reason: breakGlassReason } } : {}),
       })) as { status: string; approvals: string[]; required_approvals: number };
       out.push({ id, ok: true, body });
     } catch (err) {
@@ -373,11 +387,11 @@ async function decideCommand(
   env: () => ApprovalsClientEnv,
   ids: string[],
   decision: 'approve' | 'deny',
-  o: { comment?: string; json?: boolean; for?: string; confirmUnfollowed?: boolean },
+  o: { comment?: string; json?: boolean; for?: string; confirmUnfollowed?: boolean; breakGlass?: string },
 ): Promise<void> {
   let failure = 0;
   await run(env, async (client) => {
-    const outcomes = await decideEach(client, ids, decision, o.comment, o.for, o.confirmUnfollowed === true);
+    const outcomes = await decideEach(client, ids, decision, o.comment, o.for, o.confirmUnfollowed === true, o.breakGlass);
     const first = outcomes.find((x) => !x.ok);
     // one id: the single-decision behaviour (the failure as one stderr line, its exit code)
     if (ids.length === 1 && first !== undefined && !first.ok) throw new ApprovalsCliError(first.error, first.exitCode);
@@ -389,6 +403,48 @@ async function decideCommand(
     return batchText(outcomes);
   });
   if (failure !== 0) process.exit(failure);
+}
+
+/** One break-glass approval as `GET /access/v1/break-glass/reviews` returns it (`api/break-glass-routes.ts` breakGlassItem). */
+export interface ReviewItem {
+  request_id: string;
+  tool: string | null;
+  requester: string | null;
+  by: string;
+  reason: string;
+  at: string;
+  skipped: string[];
+  review_due_at: string;
+  overdue: boolean;
+  review: { by: string; at: string; comment: string } | null;
+}
+
+/** The body of `GET /access/v1/break-glass/reviews`. */
+export interface ReviewsPage {
+  items: ReviewItem[];
+  unreviewed: number;
+  overdue: number;
+}
+
+/** The `approvals reviews` text: one block per break-glass approval (who, why, when, due or overdue, the review). */
+export function reviewsText(page: ReviewsPage): string {
+  if (page.items.length === 0) return 'No break-glass approvals need your review.\n';
+  const blocks = page.items.map((i) => {
+    const state =
+      i.review !== null
+        ? `reviewed by ${v(i.review.by)} — ${v(i.review.comment)}`
+        : i.overdue
+          ? `OVERDUE since ${v(i.review_due_at)}`
+          : `review due by ${v(i.review_due_at)}`;
+    return [
+      `${v(i.request_id)}  ${v(i.tool ?? '')} requested by ${v(i.requester ?? '')}`,
+      `  broke glass  ${v(i.by)} at ${v(i.at)}`,
+      `  reason       ${v(i.reason)}`,
+      `  skipped      ${i.skipped.length === 0 ? '(nobody)' : i.skipped.map(v).join(', ')}`,
+      `  review       ${state}`,
+    ].join('\n');
+  });
+  return `${blocks.join('\n')}\n${page.unreviewed} need review${page.overdue > 0 ? `, ${page.overdue} overdue` : ''}.\n`;
 }
 
 /** Options of `approvals list`. */
@@ -518,9 +574,37 @@ export function registerApproverCommands(approvals: Command, env: () => Approval
       '--confirm-unfollowed',
       'approve even though no client follows the request (see "waiting" in show); without it such an approval exits 8',
     )
+    .option(
+      '--break-glass <reason>',
+      "approve your own request under the break-glass role, saying why (notifies the approvers skipped; reviewed afterwards; over the day's limit exits 9)",
+    )
     .option('--json', 'print the service JSON')
-    .action((ids: string[], o: { comment?: string; json?: boolean; for?: string; confirmUnfollowed?: boolean }) =>
+    .action((ids: string[], o: { comment?: string; json?: boolean; for?: string; confirmUnfollowed?: boolean; breakGlass?: string }) =>
       decideCommand(env, ids, 'approve', o),
+    );
+  approvals
+    .command('reviews')
+    .description('break-glass approvals you may review (and your own), oldest first; overdue ones are marked')
+    .option('--all', 'also those already reviewed')
+    .option('--json', 'print the service JSON')
+    .action((o: { all?: boolean; json?: boolean }) =>
+      run(env, async (client) => {
+        const body = (await call(client, 'GET', `/break-glass/reviews?state=${o.all === true ? 'all' : 'unreviewed'}`)) as ReviewsPage;
+        return o.json === true ? `${JSON.stringify(body, null, 2)}\n` : reviewsText(body);
+      }),
+    );
+  approvals
+    .command('review <id>')
+    .description('mark a break-glass approval reviewed, saying what you checked (never your own)')
+    .requiredOption('--comment <text>', 'what you checked, for the audit trail')
+    .option('--json', 'print the service JSON')
+    .action((id: string, o: { comment: string; json?: boolean }) =>
+      run(env, async (client) => {
+        const item = (await call(client, 'POST', `/break-glass/reviews/${encodeURIComponent(id)}`, { comment: o.comment })) as ReviewItem;
+        return o.json === true
+          ? `${JSON.stringify(item, null, 2)}\n`
+          : `Reviewed the break-glass approval of ${v(item.request_id)} by ${v(item.by)}.\n`;
+      }),
     );
   approvals
     .command('deny <ids...>')

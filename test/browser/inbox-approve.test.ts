@@ -57,7 +57,7 @@ describe('approver inbox in a browser', () => {
     const rowText = await row.innerText();
     expect(rowText).toContain('wire_transfer');
     expect(rowText).toContain('alice');
-    expect(rowText).toContain('50,000.00 → acct-991');
+    expect(rowText).toContain(`Wire transfer · $50,000.00 USD to acct-991 · memo=${m}`);
     expect(rowText).toMatch(/\d+d \d+h left/); // the 7-day request window, counting down
     expect(rowText).toContain('your decision');
     expect(Number(await page.locator('#pending-count').textContent())).toBeGreaterThanOrEqual(1);

@@ -48,7 +48,7 @@ describe('batch decisions and delegation in the inbox', () => {
     for (const m of memos) {
       const text = await rows.filter({ hasText: m }).innerText();
       expect(text).toContain('wire_transfer');
-      expect(text).toContain('50,000.00 → acct-991');
+      expect(text).toContain('Wire transfer · $50,000.00 USD to acct-991');
       expect(text).toContain('alice');
       expect(text).toContain('your decision');
     }

@@ -1,11 +1,15 @@
 // Scope: plain-language requests in a real browser against the whole stack (issue 27 item 3): the
 // reason an approver reads is the reason of the rule that actually applies (a $150,000 transfer
-// falls under the four-eyes quorum rule, not only the $25,000 policy line).
+// falls under the four-eyes quorum rule, not only the $25,000 policy line); the headline reads the
+// tool's display hints (amount in USD, destination, fixed source) and names the calling client;
+// identifiers (binding digest, issuer) wait behind "Technical details".
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../src/stack.js';
+import { WireClient } from '@countersign/client';
+import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import { clientFor, startTestStack, testConfig, type WireTask } from '../support/stack-harness.js';
-import { openBrowser, openRequest, signIn, type ApproverBrowser } from './browser-harness.js';
+import { openBrowser, openRequest, screenshot, signIn, type ApproverBrowser } from './browser-harness.js';
 
 let stack: Stack;
 let bob: ApproverBrowser;
@@ -40,5 +44,42 @@ describe('the reason an approver reads is the reason of the rule that applies', 
     const memo = await transfer(30_000);
     await openRequest(bob.page, stack.urls.approverPage, memo);
     expect(await bob.page.getByTestId('reason').innerText()).toBe('Transfers over $25,000 require treasury approval.');
+  });
+});
+
+describe('the request page reads in plain language', () => {
+  it('a $50,000 transfer reads "$50,000.00 USD to acct-200" first, names alice and her client, and hides the binding digest and issuer until "Technical details" is opened', async () => {
+    const alice = new WireClient({
+      url: stack.urls.mcp,
+      token: await stack.issuer.mintToken({ sub: 'alice' }),
+      capabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+      clientInfo: { name: 'treasury-agent', version: '2.3.1' },
+    });
+    const memo = `plain-${randomUUID().slice(0, 8)}`;
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-200', amount: 50_000, memo },
+    });
+    expect(created.status).toBe('working');
+    const { page } = bob;
+    await page.goto(stack.urls.approverPage);
+    const row = page.locator('[data-testid=queue] tbody tr', { hasText: memo });
+    expect(await row.locator('a.summary').innerText()).toBe(`Wire transfer · $50,000.00 USD to acct-200 · memo=${memo}`);
+    await openRequest(page, stack.urls.approverPage, memo);
+
+    expect(await page.getByTestId('headline-text').innerText()).toBe(`Wire transfer · $50,000.00 USD to acct-200 · memo=${memo}`);
+    expect(await page.getByTestId('requested-by').innerText()).toBe('requested by alice via treasury-agent 2.3.1');
+    expect(await page.getByTestId('facts').innerText()).toBe('From: Treasury operating account (fixed for every transfer)');
+    const amountRow = page.locator('[data-testid=argument-rows] tr').first();
+    expect(await amountRow.innerText()).toMatch(/^Amount\s+amount\s+\$50,000\.00 USD$/);
+
+    const digest = (await page.getByTestId('technical-details').textContent())!.match(/[0-9a-f]{64}/)![0];
+    await expect.poll(() => page.getByText(digest).isVisible()).toBe(false);
+    await expect.poll(() => page.getByText(stack.urls.issuer, { exact: true }).isVisible()).toBe(false);
+    expect(await page.locator('main').innerText()).not.toContain('Group · generation');
+    await page.getByText('Technical details').click();
+    expect(await page.getByText(digest).isVisible()).toBe(true);
+    expect(await page.getByText(stack.urls.issuer, { exact: true }).isVisible()).toBe(true);
+    await screenshot(page, 'request-plain-language');
   });
 });

@@ -94,7 +94,7 @@ describe('ITSM webhook', () => {
     await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo: m } });
     const n = await notificationFor(m);
     expect(received.find((r) => r.body === n.raw)?.contentType).toBe('application/jwt');
-    expect(n.request.summary).toBe(`50,000.00 → acct-991 · memo=${m}`);
+    expect(n.request.summary).toBe(`Wire transfer · $50,000.00 USD to acct-991 · memo=${m}`);
     expect(n.request.arguments).toEqual({ to: 'acct-991', amount: 50_000, memo: m });
     await stack.approvals.drainCallbacks();
     expect(stack.approvals.store.auditTrail(n.request.id).map((e) => e.event)).toContain('notified');

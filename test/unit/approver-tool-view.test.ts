@@ -192,7 +192,7 @@ describe('the approver inbox renders any tool', () => {
     const path = `/srv/files/${'deep/'.repeat(12)}protected/quarterly-report.txt`;
     const id = await submit(toWireSubmission(body({ arguments: { path, content: 'x' } })), 'k-long');
     const item = (await apiItem(id)) as ApprovalItem & { summary: string };
-    expect(item.summary).toBe(`path="/srv/files/deep/deep…p/deep/protected/quarterly-report.txt" content=x`);
+    expect(item.summary).toBe(`fs__write_file · path="/srv/files/deep/deep…p/deep/protected/quarterly-report.txt" content=x`);
   });
 
   it('a request without tool properties (a native tool, or an older sender) renders as before, from this server', async () => {
@@ -216,7 +216,7 @@ describe('the approver inbox renders any tool', () => {
 });
 
 describe('the approvals API and CLI render any tool', () => {
-  it('the API item carries tool_info as submitted and a one-line summary of the arguments', async () => {
+  it('the API item carries tool_info as submitted and a one-line summary: the tool title, then the arguments', async () => {
     const id = await submit(toWireSubmission(body({ toolInfo: toolPresentation(writeFile)! })));
     const item = (await apiItem(id)) as ApprovalItem & { summary: string };
     expect(item.tool_info).toEqual({
@@ -225,16 +225,19 @@ describe('the approvals API and CLI render any tool', () => {
       upstream_tool: 'write_file',
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     });
-    expect(item.summary).toBe('path=/srv/files/protected/report.txt content="line one\\nline two\\n" options={"mode":"0600"}');
+    expect(item.summary).toBe('Write File · path=/srv/files/protected/report.txt content="line one\\nline two\\n" options={"mode":"0600"}');
   });
 
-  it('approvals show prints the tool with its hints and origin, then each argument on its own row, multi-line text as written', async () => {
+  it('approvals show prints the headline and who asked, the tool with its origin and hints, then each argument on its own row, multi-line text as written', async () => {
     const id = await submit(toWireSubmission(body({ toolInfo: toolPresentation(writeFile)! })));
     const text = showText(await apiItem(id));
-    expect(text.split('\n')[0]).toBe(
-      'Write File · fs__write_file [destructive, idempotent, closed-world] · path=/srv/files/protected/report.txt content="line one\\nline two\\n" options={"mode":"0600"}',
+    expect(text.split('\n').slice(0, 2)).toEqual([
+      'Write File · path=/srv/files/protected/report.txt content="line one\\nline two\\n" options={"mode":"0600"}',
+      '  requested by alice (the client did not name itself)',
+    ]);
+    expect(text).toContain(
+      '  tool          fs__write_file from upstream MCP server "fs" (its tool write_file) [destructive, idempotent, closed-world]\n',
     );
-    expect(text).toContain('  tool          fs__write_file from upstream MCP server "fs" (its tool write_file)\n');
     expect(text).toContain(
       '  arguments\n    path     /srv/files/protected/report.txt\n    content\n      line one\n      line two\n      \n    options\n      {\n        "mode": "0600"\n      }\n',
     );
@@ -267,7 +270,7 @@ describe('the approvals API and CLI render any tool', () => {
     expect(/<h1>(.*?)<\/h1>/s.exec(page)?.[1]).toContain(escaped);
     expect(await html('/approver', await signedIn())).toContain(escaped);
     const item = await apiItem(id);
-    expect((item as ApprovalItem & { summary: string }).summary).toBe(line);
+    expect((item as ApprovalItem & { summary: string }).summary).toBe(`wire_transfer · ${line}`);
     expect(showText(item).split('\n')[0]).toContain(line);
     expect(page + showText(item)).not.toContain(reference);
   });

@@ -15,7 +15,8 @@ import {
   parseDisplayHints,
   type AccessRequestBodyInput,
 } from '@countersign/arap';
-import { toWireSubmission } from '../../src/backends/arap-http-backend.js';
+import { toWireSubmission, toWireToolProperties } from '../../src/backends/arap-http-backend.js';
+import { formatValue, labelledArgumentRows, requestedBy, requestHeadline } from '../../packages/approvals/src/inbox/plain-language.js';
 import { toolPresentation } from '../../src/tools/tool-presentation.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { openLedger } from '../../src/tools/ledger.js';
@@ -140,5 +141,55 @@ describe('the hints a tool declares reach the submission', () => {
     const parsed = AccessRequestBodySchema.parse(body);
     expect(parsed.resource.properties?.display).toEqual(toolInfo.display);
     expect(z.object({}).passthrough().parse(parsed.resource.properties)).toHaveProperty('title', 'Wire transfer');
+  });
+});
+
+describe('the headline every view shows (packages/approvals/src/inbox/plain-language.ts)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'display-headline-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const properties = toWireToolProperties(toolPresentation(createWireTransferTool(openLedger(path.join(dir, 'ledger.db'))))!);
+  const transfer = (args: Record<string, unknown>, client?: { name: string; version?: string }) => ({
+    tool: 'wire_transfer',
+    properties,
+    arguments: args,
+    requester: 'alice',
+    client,
+  });
+
+  it('a $50,000 transfer reads "Wire transfer · $50,000.00 USD to acct-200", the other arguments after it', () => {
+    expect(requestHeadline(transfer({ to: 'acct-200', amount: 50_000 }))).toBe('Wire transfer · $50,000.00 USD to acct-200');
+    expect(requestHeadline(transfer({ memo: 'rent', amount: 50_000, to: 'acct-200' }))).toBe(
+      'Wire transfer · $50,000.00 USD to acct-200 · memo=rent',
+    );
+  });
+
+  it('the calling client is named with its version, and its absence is said', () => {
+    expect(requestedBy(transfer({}, { name: 'Claude Code', version: '1.4.2' }))).toBe('requested by alice via Claude Code 1.4.2');
+    expect(requestedBy(transfer({}))).toBe('requested by alice (the client did not name itself)');
+  });
+
+  it('amounts are formatted in their currency with its code, units with grouping', () => {
+    expect(formatValue(1250.5, { currency: 'EUR' })).toBe('€1,250.50 EUR');
+    expect(formatValue(50_000, { currency: 'CHF' })).toBe('CHF\u00a050,000.00'); // the code is in the formatted text: not repeated
+    expect(formatValue(2048, { unit: 'GB' })).toBe('2,048 GB');
+    expect(formatValue('50000', { currency: 'USD' })).toBe('50000');
+  });
+
+  it('a hidden headline field still reads hidden · sha256:… unquoted, a value that only looks hidden stays quoted, and rows come labelled, headline first', () => {
+    const hidden = `hidden · sha256:${'a'.repeat(12)}…`;
+    const r = { ...transfer({ memo: 'm', to: hidden, amount: 7 }), hidden: new Set(['to']) };
+    expect(requestHeadline(r)).toBe(`Wire transfer · $7.00 USD to ${hidden} · memo=m`);
+    expect(requestHeadline(transfer({ to: hidden, amount: 7 }))).toBe(`Wire transfer · $7.00 USD to ${JSON.stringify(hidden)}`);
+    expect(labelledArgumentRows(r).map((row) => [row.name, row.label, row.value])).toEqual([
+      ['amount', 'Amount', '$7.00 USD'],
+      ['to', 'To', hidden],
+      ['memo', 'Memo', 'm'],
+    ]);
+  });
+
+  it('a request without display hints reads as its title and the one-line summary', () => {
+    expect(
+      requestHeadline({ tool: 'fs__write_file', properties: { title: 'Write File' }, arguments: { path: '/a' }, requester: 'a' }),
+    ).toBe('Write File · path=/a');
   });
 });

@@ -121,7 +121,7 @@ describe('Slack message for a new request', () => {
     expect(post?.token).toBe(BOT_TOKEN);
     expect(post?.args['channel']).toBe(CHANNEL);
     expect(textOf(post!)).toContain('50,000.00 → acct-991');
-    expect(textOf(post!)).toContain('requested by *alice*');
+    expect(textOf(post!)).toContain('requested by alice (the client did not name itself) · tool wire_transfer · group treasury');
     expect(textOf(post!)).toContain('0 of 1 approvals');
     const buttons = buttonsOf(post!);
     expect(buttons.filter((b) => b.value !== undefined).map((b) => [b.action_id, b.value])).toEqual([

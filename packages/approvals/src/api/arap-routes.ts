@@ -62,8 +62,8 @@ import type { DecideRefusal, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, RequestFilter } from '../store/store.js';
 import { encodePageCursor, pageQueryShapeProblem, parsePageQuery } from './page-cursor.js';
 import { reasonShown } from '../inbox/format.js';
-import { shownHeadline } from '../inbox/redacted.js';
 import { DEFAULT_APPROVAL_RULES, type ApprovalRules } from '../deciders/approval-rules.js';
+import { plainRequestOf, requestHeadline } from '../inbox/plain-language.js';
 import { addBreakGlassRoutes } from './break-glass-routes.js';
 import type { BreakGlassUse } from '../store/break-glass-store.js';
 
@@ -161,9 +161,9 @@ export function refusalProblem(reason: DecideRefusal, retryAtMs: number | undefi
  * JSON view of a pending or decided request for deciders (arguments included: they are what is
  * decided; a sensitive one only as its `sha256:<hex>` digest, its JSON Pointer in `redacted`, present only then,
  * `packages/arap/src/redaction.ts`). `tool_info` is the resource's `properties` as submitted (title, `upstream`,
- * `upstream_tool`, `annotations` with the four MCP hints) or null; `summary` is the one-line
- * reading of the arguments the inbox and CLI show (`inbox/format.ts` `headline`), plain text with
- * control and bidi characters made visible. `reason` is the reason shown to approvers (the quorum
+ * `upstream_tool`, `annotations` with the four MCP hints, `display` hints) or null; `summary` is the
+ * headline every view shows (`inbox/plain-language.ts` `requestHeadline`: `Wire transfer ·
+ * $50,000.00 USD to acct-991 · memo=…`), plain text with control and bidi characters made visible. `reason` is the reason shown to approvers (the quorum
  * rule's when one applies, `inbox/format.ts` `reasonShown`), `policy_reason` the policy's as submitted,
  * `quorum_rule` the id of the quorum rule that applies or null.
  * `narrowable` (present only then) names the fields a counter-proposal may narrow and how.
@@ -184,7 +184,7 @@ export function approvalItem(
     arguments: r.body.context.arguments,
     ...(r.body.context.redacted !== undefined ? { redacted: r.body.context.redacted } : {}),
     ...(r.body.context.narrowable !== undefined ? { narrowable: r.body.context.narrowable } : {}),
-    summary: shownHeadline(r.body.context),
+    summary: requestHeadline(plainRequestOf(r.body)),
     reason: reasonShown(r),
     policy_reason: r.body.reason,
     quorum_rule: r.quorumRule,

@@ -33,8 +33,17 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import type { ApprovalsClientEnv } from '../config.js';
-import { argumentRows, formatCountdown, formatTime, toolLine, toolOrigin, visible, type ToolPropertiesView } from '../inbox/format.js';
-import { compareHidden, shownArguments, shownHeadline } from '../inbox/redacted.js';
+import { formatCountdown, formatTime, hintLabels, toolLine, toolOrigin, visible, type ToolPropertiesView } from '../inbox/format.js';
+import {
+  labelledArgumentRows,
+  plainContext,
+  requestedBy,
+  requestFacts,
+  requestHeadline,
+  requestSummary,
+  type PlainRequest,
+} from '../inbox/plain-language.js';
+import { compareHidden } from '../inbox/redacted.js';
 
 /** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
 const v = (x: unknown): string => visible(String(x));
@@ -232,7 +241,7 @@ export function listText(items: ApprovalItem[], total: number = items.length): s
     v(i.id),
     toolLine(i.tool, i.tool_info ?? undefined),
     v(i.requester),
-    shownHeadline(i, 60),
+    requestSummary(plainOfItem(i), 60),
     approvalsText(i),
     formatCountdown(Date.parse(i.expires_at), now),
   ]);
@@ -247,16 +256,28 @@ export function listText(items: ApprovalItem[], total: number = items.length): s
   return `${lines.join('\n')}\n${count}\n`;
 }
 
-/** The `approvals show` text for one item: the tool and where it comes from, then every argument on its own row. */
+/** The plain reading of an API item (`../inbox/plain-language.ts`): tool, properties, shown arguments, requester, client. */
+function plainOfItem(i: ApprovalItem): PlainRequest {
+  return { ...plainContext(i), tool: i.tool, properties: i.tool_info, requester: i.requester, client: i.client };
+}
+
+/**
+ * The `approvals show` text for one item: the headline and who asked through which client (the
+ * inbox's words, `../inbox/plain-language.ts`), the tool's facts, the tool and where it comes
+ * from, then every argument on its own row, labelled and formatted as the inbox shows it.
+ */
 export function showText(i: ApprovalItem): string {
   const tool = i.tool_info ?? undefined;
-  const args = shownArguments(i);
-  const rows = argumentRows(args);
+  const plain = plainOfItem(i);
+  const hints = hintLabels(tool?.annotations);
+  const rows = labelledArgumentRows(plain).map((r) => ({ ...r, name: r.label === undefined ? r.name : `${r.name} (${r.label})` }));
   const width = Math.max(0, ...rows.map((r) => r.name.length));
   const hidden = i.redacted ?? [];
   const lines = [
-    `${toolLine(i.tool, tool)} · ${shownHeadline(i)}`,
-    `  tool          ${v(i.tool)} from ${toolOrigin(tool)}`,
+    requestHeadline(plain),
+    `  ${requestedBy(plain)}`,
+    ...requestFacts(plain).map((f) => `  ${f}`),
+    `  tool          ${v(i.tool)} from ${toolOrigin(tool)}${hints.length === 0 ? '' : ` [${hints.join(', ')}]`}`,
     `  id            ${v(i.id)}`,
     `  status        ${v(i.status ?? 'pending')}${i.resolved_by ? ` (by ${v(i.resolved_by)})` : ''}`,
     `  requester     ${v(i.requester)}`,

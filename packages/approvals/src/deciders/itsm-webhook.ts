@@ -38,7 +38,7 @@ import { REFUSAL_DETAIL } from '../api/arap-routes.js';
 import type { Approver } from '../api/http-auth.js';
 import { toStatusBody } from '../api/arap-wire.js';
 import type { Decider } from './decider.js';
-import { shownHeadline } from '../inbox/redacted.js';
+import { plainRequestOf, requestHeadline } from '../inbox/plain-language.js';
 import { problem } from '@countersign/http/problem';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
@@ -113,7 +113,7 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
       approver_group: b.approver_group,
       reason: b.reason,
       justification: b.context.justification ?? null,
-      summary: shownHeadline(b.context),
+      summary: requestHeadline(plainRequestOf(b)),
       required_approvals: record.requiredApprovals,
       created_at: new Date(record.createdAtMs).toISOString(),
       expires_at: new Date(record.expiresAtMs).toISOString(),

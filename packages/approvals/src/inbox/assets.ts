@@ -49,7 +49,7 @@ button{font:inherit;cursor:pointer}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:.9rem 1.5rem}
 .grid dt{font-size:.76rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}.grid dd{margin:.1rem 0 0}
 .hidden-field{margin:.5rem 0}.hidden-field .compare{margin-top:.3rem}.compare .ok{color:var(--ok);font-weight:600}.compare .bad{color:var(--bad);font-weight:600}
-table.argrows td.name{width:1%;white-space:nowrap;vertical-align:top}table.argrows pre{margin:0;white-space:pre-wrap;word-break:break-word}
+table.argrows td.name{width:1%;white-space:nowrap;vertical-align:top}section.headline h1{margin-bottom:.2rem}section.headline p{margin:.2rem 0}ul.facts{list-style:none;padding:0;margin:.2rem 0}details.technical{margin:1rem 0}table.argrows pre{margin:0;white-space:pre-wrap;word-break:break-word}
 .pill.hint-destructive{background:var(--badbg);color:var(--bad)}.pill.hint-read-only{background:var(--okbg);color:var(--ok)}
 pre.args{background:#0f1724;color:#e6edf6;padding:.9rem 1rem;border-radius:6px;overflow:auto;font-size:.86rem;margin:0}
 .decide textarea{width:100%;min-height:4.2rem;margin:.4rem 0 .7rem}

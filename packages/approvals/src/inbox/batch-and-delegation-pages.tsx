@@ -2,7 +2,7 @@
  * The inbox's batch and delegation pages (hono/jsx, server-rendered, every value escaped):
  *
  * - the batch preflight (`GET /approver/batch?ids=…`): one row per selected request — tool,
- *   the argument summary the queue shows (`format.ts` `headline`), requester, and whether this
+ *   the headline the queue shows (`plain-language.ts` `requestHeadline`), requester, and whether this
  *   approver may decide it (for whom) — then one form that approves or denies them all;
  * - the batch result (`POST /approver/batch`): one row per request with its own outcome;
  * - delegations (`GET /approver/delegations`): the ones given and received, a form to delegate to
@@ -11,7 +11,7 @@
  */
 import type { Child } from 'hono/jsx';
 import { formatTime, visible } from './format.js';
-import { shownHeadline } from './redacted.js';
+import { plainRequestOf, requestHeadline } from './plain-language.js';
 import type { AccessRequestRecord, Delegation } from '../store/store.js';
 
 /** One preflight row: the request and, when this approver may decide it, for whom (null: themselves). */
@@ -50,7 +50,7 @@ export function BatchPreflightView(props: { rows: BatchRow[]; csrf: string }) {
           {props.rows.map((row) => (
             <tr data-request-id={row.record.id}>
               <td class="mono">{visible(row.record.body.resource.id)}</td>
-              <td class="mono summary">{shownHeadline(row.record.body.context)}</td>
+              <td class="mono summary">{requestHeadline(plainRequestOf(row.record.body))}</td>
               <td>{visible(row.record.body.subject.sub)}</td>
               <td>
                 {row.refusal !== null ? (

@@ -3,8 +3,10 @@
  * countdowns, and {@link visible}, which makes control and bidi-override characters of request
  * data visible (`\u{202e}`) so they can neither drive a terminal nor reorder what an approver
  * reads. Everything returned is plain text; the caller escapes it for HTML (hono/jsx does).
- * Deliberately does not: know currencies (amounts are shown as numbers with grouping).
+ * Deliberately does not: know currencies (amounts are shown as numbers with grouping; a tool's
+ * display hints are read in `plain-language.ts`).
  */
+import type { DisplayHints } from '@countersign/arap';
 
 /** C0/C1 controls (incl. DEL) and the bidi embedding/override/isolate controls U+202A–202E, U+2066–2069. */
 const UNSAFE = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/gu;
@@ -19,8 +21,12 @@ export function visible(text: string, opts: { keepNewlines?: boolean } = {}): st
   return text.replace(re, (ch) => `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`);
 }
 
-// A long string keeps its start and its end (a path's file name, an id's tail): `/srv/data/…/protected/report.txt`.
-function summarizeValue(v: unknown): string {
+/**
+ * One value for a one-line summary: a short plain string as it is, a longer or unusual one
+ * JSON-quoted, keeping its first 20 and last 37 characters around `…` (a path's file name, an
+ * id's tail); numbers, booleans and null as written; objects and arrays as JSON cut at 40. Not yet made visible.
+ */
+export function summarizeValue(v: unknown): string {
   if (typeof v === 'string')
     return /^[\w.@:/+-]{1,60}$/.test(v) ? v : JSON.stringify(v.length > 60 ? `${v.slice(0, 20)}…${v.slice(-37)}` : v);
   if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
@@ -111,6 +117,8 @@ export interface ToolPropertiesView {
   upstream?: string | undefined;
   upstream_tool?: string | undefined;
   annotations?: ToolHintsView | undefined;
+  /** The tool's display hints (`packages/arap/src/display.ts`), read by `plain-language.ts`. */
+  display?: DisplayHints | undefined;
 }
 
 /**

@@ -9,8 +9,8 @@
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
-import { shownHeadline } from './redacted.js';
-import { formatAge, formatCountdown, formatTime, hintLabels, visible, type ToolPropertiesView } from './format.js';
+import { formatAge, formatCountdown, formatTime, hintLabels, reasonShown, visible, type ToolPropertiesView } from './format.js';
+import { plainRequestOf, requestHeadline } from './plain-language.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord } from '../store/store.js';
 
@@ -147,9 +147,9 @@ export function QueueView(props: {
                   <td>{visible(r.body.subject.sub)}</td>
                   <td>
                     <a href={requestLink(r.id)} class="mono summary">
-                      {shownHeadline(r.body.context)}
+                      {requestHeadline(plainRequestOf(r.body))}
                     </a>
-                    <div class="muted">{visible(r.body.reason)}</div>
+                    <div class="muted">{visible(reasonShown(r))}</div>
                   </td>
                   <td>
                     <Progress have={approvals} need={r.requiredApprovals} />
@@ -257,7 +257,7 @@ export function HistoryView(props: { items: AccessRequestRecord[]; filters: List
                 <td>{visible(r.body.subject.sub)}</td>
                 <td>
                   <a href={requestLink(r.id)} class="mono">
-                    {shownHeadline(r.body.context)}
+                    {requestHeadline(plainRequestOf(r.body))}
                   </a>
                 </td>
                 <td>

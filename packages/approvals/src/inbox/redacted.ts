@@ -9,7 +9,6 @@
  */
 import { hiddenLabel, REDACTED_VALUE, valueAt, pointerTokens } from '@countersign/arap';
 import { canonicalHash } from '../request-lifecycle.js';
-import { headline } from './format.js';
 
 /** The part of a request body these functions read: `context.arguments` and `context.redacted`. */
 export interface RedactedContext {
@@ -52,13 +51,11 @@ export function shownArguments(ctx: RedactedContext): Record<string, unknown> {
 }
 
 /**
- * The line an approver reads first ({@link headline}) of the request with `ctx`, its hidden
- * top-level arguments read as their label without quotes, as the argument rows show them:
- * `50,000.00 → acct-991 · memo=rent reference=hidden · sha256:3f2a9c01b7de…`.
+ * The top-level arguments `ctx` hides (a hidden `/reference`, not a hidden `/card/number`): in the
+ * line an approver reads first they read as their label, unquoted (`plain-language.ts`).
  */
-export function shownHeadline(ctx: RedactedContext, maxChars?: number): string {
-  const hidden = new Set(hiddenFields(ctx).flatMap((f) => (f.pointer.lastIndexOf('/') === 0 ? pointerTokens(f.pointer) : [])));
-  return headline(shownArguments(ctx), maxChars, hidden);
+export function hiddenTopLevel(ctx: RedactedContext): Set<string> {
+  return new Set(hiddenFields(ctx).flatMap((f) => (f.pointer.lastIndexOf('/') === 0 ? pointerTokens(f.pointer) : [])));
 }
 
 /**

@@ -1,15 +1,20 @@
 /**
- * One request in the approver inbox (hono/jsx): the tool (title, the upstream MCP server it comes
- * from, its annotation hints), the full arguments one row per argument (and as JSON), requester
+ * One request in the approver inbox (hono/jsx): first the headline in plain language (what the
+ * call does, e.g. `Wire transfer · $50,000.00 USD to acct-991`, who asked through which client,
+ * the tool's facts: `plain-language.ts`), the tool (title, the upstream MCP server it comes
+ * from, its annotation hints), the full arguments one row per argument with their labels (and as JSON), requester
  * (with delegation chain), justification, the policy's reason, approvals so far against the
  * quorum, the audit trail (who, channel, rule, comment, when), and — when this approver may
- * decide — one form with a comment and Approve / Deny buttons. Every value is escaped.
+ * decide — one form with a comment and Approve / Deny buttons. The identifiers only an operator
+ * needs (request id, binding digest, approver group and generation, issuer, task ref, rule ids,
+ * the policy's own reason) sit behind a closed "Technical details" toggle. Every value is escaped.
  * Deliberately does not: decide (the form posts to `/approver/requests/:id/decision`).
  */
 import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
-import { hiddenFields, shownArguments, shownHeadline, type HiddenField } from './redacted.js';
-import { argumentRows, formatCountdown, formatTime, hintLabels, reasonShown, toolOrigin, visible } from './format.js';
+import { hiddenFields, shownArguments, type HiddenField } from './redacted.js';
+import { formatCountdown, formatTime, hintLabels, reasonShown, toolOrigin, visible } from './format.js';
+import { labelledArgumentRows, plainRequestOf, requestFacts, requestedBy, requestSummary, requestTitle } from './plain-language.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
 import type { FollowerSummary } from '../followers.js';
@@ -76,7 +81,10 @@ export function RequestView(props: RequestViewProps) {
   const hints = hintLabels(tool?.annotations);
   const args = shownArguments(b.context);
   const hidden = hiddenFields(b.context);
-  const rows = argumentRows(args);
+  const plain = plainRequestOf(b);
+  const rows = labelledArgumentRows(plain);
+  const facts = requestFacts(plain);
+  const titled = b.resource.properties?.display?.title !== undefined || tool?.title !== undefined;
   const pending = r.status === 'pending';
   const action = `/approver/requests/${encodeURIComponent(r.id)}/decision`;
   return (
@@ -84,10 +92,29 @@ export function RequestView(props: RequestViewProps) {
       <p class="muted">
         <a href="/approver">← queue</a>
       </p>
-      <h1>
-        {tool?.title !== undefined ? <span data-testid="tool-title">{visible(tool.title)} · </span> : ''}
-        <span class="mono">{visible(b.resource.id)}</span> · {shownHeadline(b.context)} <StatusPill status={r.status} />
-      </h1>
+      <section class="headline" data-testid="headline">
+        <h1>
+          <span data-testid="headline-text">
+            {titled ? (
+              <span data-testid="tool-title">{requestTitle(plain)} · </span>
+            ) : (
+              <span class="mono">{visible(b.resource.id)} · </span>
+            )}
+            {requestSummary(plain)}
+          </span>{' '}
+          <StatusPill status={r.status} />
+        </h1>
+        <p data-testid="requested-by">{requestedBy(plain)}</p>
+        {facts.length === 0 ? (
+          ''
+        ) : (
+          <ul class="facts muted" data-testid="facts">
+            {facts.map((f) => (
+              <li>{f}</li>
+            ))}
+          </ul>
+        )}
+      </section>
       {props.flash ?? ''}
       <section class="card">
         <dl class="grid">
@@ -113,7 +140,6 @@ export function RequestView(props: RequestViewProps) {
             <dt>Requester</dt>
             <dd>
               <strong data-testid="requester">{visible(b.subject.sub)}</strong>
-              <div class="muted">{visible(b.subject.iss)}</div>
               {(b.subject.act ?? []).map((a) => (
                 <div class="muted">acting: {visible(a.sub)}</div>
               ))}
@@ -133,7 +159,6 @@ export function RequestView(props: RequestViewProps) {
             <dt>Approvals</dt>
             <dd data-testid="approvals">
               <Progress have={props.votes.length} need={r.requiredApprovals} />
-              {r.quorumRule === null ? '' : <div class="muted">rule {r.quorumRule}</div>}
             </dd>
           </div>
           <div>
@@ -147,12 +172,6 @@ export function RequestView(props: RequestViewProps) {
               <div class="muted">deadline {formatTime(r.expiresAtMs)}</div>
             </dd>
           </div>
-          <div>
-            <dt>Group · generation</dt>
-            <dd>
-              {b.approver_group} · {b.generation}
-            </dd>
-          </div>
         </dl>
       </section>
       {props.followers !== undefined ? <WhoIsWaiting record={r} followers={props.followers} nowMs={props.nowMs} /> : ''}
@@ -164,7 +183,13 @@ export function RequestView(props: RequestViewProps) {
           <tbody>
             {rows.map((a) => (
               <tr>
-                <td class="mono name">{a.name}</td>
+                {a.label === undefined ? (
+                  <td class="mono name">{a.name}</td>
+                ) : (
+                  <td class="name">
+                    {a.label} <span class="mono muted">{a.name}</span>
+                  </td>
+                )}
                 <td>{a.block ? <pre class="mono">{a.value}</pre> : <span class="mono">{a.value}</span>}</td>
               </tr>
             ))}
@@ -178,9 +203,6 @@ export function RequestView(props: RequestViewProps) {
         </pre>
       </details>
       {hidden.length === 0 ? '' : <HiddenValues fields={hidden} />}
-      <p class="muted mono">
-        request {r.id} · binding {b.binding_digest}
-      </p>
       {pending && props.refusal === null ? (
         <section class="card decide">
           <h2>Your decision{props.onBehalfOf !== undefined ? ` for ${visible(props.onBehalfOf)}` : ''}</h2>
@@ -243,6 +265,7 @@ export function RequestView(props: RequestViewProps) {
       ) : (
         ''
       )}
+      <TechnicalDetails record={r} />
       <h2>Audit trail</h2>
       <table data-testid="audit">
         <thead>
@@ -269,6 +292,40 @@ export function RequestView(props: RequestViewProps) {
         </tbody>
       </table>
     </>
+  );
+}
+
+/**
+ * What only an operator or an auditor needs, closed by default: the request id, the call binding
+ * digest (SEP-2848 §The task handle is not authority), approver group and generation, the
+ * requester's issuer, the task ref, the ids of the rules that apply, and the policy's reason as
+ * submitted when the approver is shown another (the quorum rule's).
+ */
+function TechnicalDetails(props: { record: AccessRequestRecord }) {
+  const r = props.record;
+  const b = r.body;
+  const rows: Array<[string, string]> = [
+    ['Request id', r.id],
+    ['Binding digest', b.binding_digest],
+    ['Approver group · generation', `${b.approver_group} · ${b.generation}`],
+    ['Issuer', b.subject.iss],
+    ...(b.task_ref !== undefined ? [['Task ref', b.task_ref] as [string, string]] : []),
+    ...(r.quorumRule !== null ? [['Quorum rule', r.quorumRule] as [string, string]] : []),
+    ...(r.stepUpRule !== null ? [['Step-up rule', r.stepUpRule] as [string, string]] : []),
+    ...(reasonShown(r) !== b.reason ? [['Policy reason', b.reason] as [string, string]] : []),
+  ];
+  return (
+    <details class="technical" data-testid="technical-details">
+      <summary class="muted">Technical details</summary>
+      <dl class="grid">
+        {rows.map(([k, v]) => (
+          <div>
+            <dt>{k}</dt>
+            <dd class="mono">{visible(v)}</dd>
+          </div>
+        ))}
+      </dl>
+    </details>
   );
 }
 

@@ -24,7 +24,8 @@ import type { Logger } from 'pino';
 import { personDecider } from '../deciders/decider.js';
 import { readFormFields, repeatedFieldMessage } from '../inbox/form-fields.js';
 import { formatTime, reasonShown, visible } from '../inbox/format.js';
-import { shownArguments, shownHeadline } from '../inbox/redacted.js';
+import { plainRequestOf, requestedBy, requestHeadline } from '../inbox/plain-language.js';
+import { shownArguments } from '../inbox/redacted.js';
 import { Head, StatusPill } from '../inbox/layout.js';
 import { REFUSAL_TEXT } from '../inbox/request-page.js';
 import type { InboxSession, SessionManager } from '../inbox/session.js';
@@ -205,9 +206,8 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     const votes = lifecycle.votes(record.id);
     return c.html(
       <Page title="Approval request">
-        <h1>
-          <span class="mono">{visible(record.body.resource.id)}</span> · {shownHeadline(record.body.context)}
-        </h1>
+        <h1 data-testid="headline-text">{requestHeadline(plainRequestOf(record.body))}</h1>
+        <p data-testid="requested-by">{requestedBy(plainRequestOf(record.body))}</p>
         <section class="card">
           <Facts record={record} />
           <h2>Arguments</h2>

@@ -35,7 +35,7 @@ import { REFUSAL_DETAIL } from '../api/arap-routes.js';
 import type { Approver } from '../api/http-auth.js';
 import { personDecider } from '../deciders/decider.js';
 import { reasonShown, visible } from '../inbox/format.js';
-import { shownHeadline } from '../inbox/redacted.js';
+import { plainRequestOf, requestedBy, requestHeadline } from '../inbox/plain-language.js';
 import type { DecideOutcome, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore, ApprovalVote } from '../store/store.js';
 import type { ApprovalNotification, ApprovalNotifier } from './notifier.js';
@@ -109,12 +109,16 @@ const STATUS_WORD: Record<string, string> = {
   failed: 'Failed',
 };
 
-/** The facts every message shows: tool, requester, the arguments' one-line headline, the reason shown (`reasonShown`). */
+/**
+ * The facts every message shows: the headline in bold, who asked through which client, the tool
+ * and group (`plain-language.ts`, the same text as the inbox), the reason shown (`reasonShown`).
+ */
 function factsText(record: AccessRequestRecord): string {
   const b = record.body;
+  const plain = plainRequestOf(b);
   const lines = [
-    `*${slackText(b.resource.id)}* requested by *${slackText(b.subject.sub)}* (group ${slackText(b.approver_group)})`,
-    slackText(shownHeadline(b.context)),
+    `*${slackText(requestHeadline(plain))}*`,
+    `${slackText(requestedBy(plain))} · tool ${slackText(b.resource.id)} · group ${slackText(b.approver_group)}`,
   ];
   const reason = reasonShown(record);
   if (reason !== '') lines.push(`_${slackText(reason)}_`);

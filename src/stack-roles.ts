@@ -353,6 +353,7 @@ export async function startApprovalsRole(
   const shut = () => hosted.stop();
   const metrics = ctx.metrics ?? createAppMetrics();
   metrics.setCallbackOutboxSource(() => approvals.store.callbacks.counts());
+  metrics.setBreakGlassReviewsSource(() => approvals.store.breakGlass.counts(Date.now()));
   const unmount = await withOps(
     opts.mount,
     config,

@@ -14,6 +14,7 @@
  * | `countersign_callback_refusals_total` | counter | `reason` | MCP front: a backend callback refused (`unauthorized`, `not-pending`, `malformed`, `too-large`) |
  * | `countersign_task_reads_total` | counter | `source` | MCP front: a task read for `tasks/get`, `approval_status` or a subscription, by where it was answered: `feed` (this instance's watch, no call), `record` (the run's memo, one describe), `query` (the workflow query: a worker, one Temporal Cloud action), `closed` (a closed run's result) |
  * | `countersign_subscription_streams` | gauge | — | MCP front: open `subscriptions/listen` streams, at scrape time |
+ * | `countersign_break_glass_reviews` | gauge | `state` | approval service: break-glass approvals not yet reviewed (`unreviewed`) and of those past their review time (`overdue`), at scrape time |
  * | `countersign_callback_outbox` | gauge | `state` | approval service: its status-change callbacks by `state` (`pending`, `delivered`, `refused`, `gave-up`), at scrape time |
  *
  * The worker's counts come from workflow code through a sink (`workflows/metrics-sink.ts`), which the
@@ -38,6 +39,8 @@ export interface AppMetrics {
   setOpenTasksSource(read: () => Promise<number>): void;
   /** Sets how `countersign_callback_outbox` is read at scrape time: rows per state (the approval service's outbox). */
   setCallbackOutboxSource(read: () => Record<string, number>): void;
+  /** Sets how `countersign_break_glass_reviews` is read at scrape time: unreviewed and overdue break-glass approvals. */
+  setBreakGlassReviewsSource(read: () => { unreviewed: number; overdue: number }): void;
 }
 
 /** The `state` values `countersign_callback_outbox` always reports (0 when none). */
@@ -81,6 +84,23 @@ export function createAppMetrics(): AppMetrics {
       try {
         const counts = callbackOutbox();
         for (const state of OUTBOX_STATES) this.set({ state }, counts[state] ?? 0);
+      } catch {
+        // the store is closed (shutting down): keep the last values
+      }
+    },
+  });
+  let breakGlassReviews: (() => { unreviewed: number; overdue: number }) | undefined;
+  new Gauge({
+    name: 'countersign_break_glass_reviews',
+    help: 'Break-glass approvals awaiting their mandatory review (unreviewed), and those past reviewWithinMs (overdue), read at scrape time.',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      if (!breakGlassReviews) return;
+      try {
+        const counts = breakGlassReviews();
+        this.set({ state: 'unreviewed' }, counts.unreviewed);
+        this.set({ state: 'overdue' }, counts.overdue);
       } catch {
         // the store is closed (shutting down): keep the last values
       }
@@ -133,6 +153,9 @@ export function createAppMetrics(): AppMetrics {
     },
     setCallbackOutboxSource(read) {
       callbackOutbox = read;
+    },
+    setBreakGlassReviewsSource(read) {
+      breakGlassReviews = read;
     },
   };
 }

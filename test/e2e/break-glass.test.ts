@@ -6,8 +6,8 @@
 // it skipped, get a Slack mention and an e-mail; it is listed under `approvals reviews` until bob
 // reviews it (alice may not). Without a reason 400, outside the role 403, the third session in a day
 // 429 (CLI exit 9).
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,6 @@ import { parseTaskId } from '../../workflows/task-id.js';
 import { startSlackStandIn, type SlackStandIn } from '../support/slack-stand-in.js';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.js';
 import {
-  addApprover,
   approvalsCli,
   basic,
   clientFor,
@@ -28,6 +27,7 @@ import {
   startTestStack,
   testConfig,
   waitForTerminal,
+  withBreakGlassRequester,
   type WireTask,
 } from '../support/stack-harness.js';
 
@@ -52,11 +52,7 @@ beforeAll(async () => {
     COUNTERSIGN_EMAIL_ADDRESSES: { bob: 'bob@example.test', carol: 'carol@example.test' },
   });
   // alice requests and approves: an approver who is also a requester, in the break-glass role
-  addApprover(config, { id: 'alice', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] });
-  writeFileSync(
-    join(config.COUNTERSIGN_DATA_DIR, 'approval-rules.json'),
-    JSON.stringify({ breakGlass: { approvers: ['alice'] }, unfollowed: { action: 'off' } }),
-  );
+  withBreakGlassRequester(config);
   stack = await startTestStack(config);
 }, 120_000);
 afterAll(async () => {

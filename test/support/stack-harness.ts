@@ -1,6 +1,7 @@
 // Scope: shared harness for end-to-end tests: a real Temporal dev server, the whole Countersign
 // stack over real HTTP on free ports, in a temporary data folder; plus wire-level helpers.
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -142,6 +143,19 @@ export function addApprover(config: Config, approver: { id: string; secret: stri
   const secrets = JSON.parse(readFileSync(file, 'utf8')) as { approvers: Array<{ id: string; secret: string; groups: string[] }> };
   secrets.approvers.push(approver);
   writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+}
+
+/**
+ * Prepare `config`'s data folder for break-glass tests: approver `alice` in treasury (also a
+ * requester) and a rules file naming her in the break-glass role (`breakGlass`, docs/APPROVERS.md
+ * §Break-glass) with `unfollowed` off. Call before the stack starts.
+ */
+export function withBreakGlassRequester(config: Config): void {
+  addApprover(config, { id: 'alice', secret: randomBytes(9).toString('base64url'), groups: ['treasury'] });
+  writeFileSync(
+    join(config.COUNTERSIGN_DATA_DIR, 'approval-rules.json'),
+    JSON.stringify({ breakGlass: { approvers: ['alice'] }, unfollowed: { action: 'off' } }),
+  );
 }
 
 /** `countersign <args>` as a real process (tsx src/cli.ts) with only PATH, HOME and `env` set; resolves with its exit code and output. */

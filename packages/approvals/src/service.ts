@@ -323,6 +323,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       now,
       throttle,
       trustedProxies: opts.trustedProxies ?? [],
+      rules: () => rules,
     }),
   );
   app.notFound(problemNotFound);

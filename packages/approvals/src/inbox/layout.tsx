@@ -9,11 +9,13 @@ import type { Child } from 'hono/jsx';
 /** What the frame shows about the signed-in approver. */
 export interface FrameProps {
   title: string;
-  active: 'queue' | 'history' | 'request';
+  active: 'queue' | 'history' | 'request' | 'reviews';
   approverId: string;
   groups: readonly string[];
   /** Pending requests awaiting this approver's decision. */
   pendingCount: number;
+  /** Break-glass approvals this approver may review and nobody has yet (the "Needs review" badge); default 0. */
+  reviewCount?: number;
   csrf: string;
   /** Store change mark for live refresh. */
   mark: number;
@@ -51,6 +53,12 @@ export function Frame(props: FrameProps) {
             </a>
             <a href="/approver/history" class={props.active === 'history' ? 'on' : ''}>
               History
+            </a>
+            <a href="/approver/reviews" class={props.active === 'reviews' ? 'on' : ''}>
+              Needs review{' '}
+              <span class={(props.reviewCount ?? 0) === 0 ? 'badge zero' : 'badge'} id="review-count">
+                {props.reviewCount ?? 0}
+              </span>
             </a>
             <a href="/approver/delegations">Delegations</a>
           </nav>

@@ -249,6 +249,17 @@ export function HistoryView(props: { items: AccessRequestRecord[]; filters: List
               <tr data-request-id={r.id}>
                 <td>
                   <StatusPill status={r.status} />
+                  {r.approval?.break_glass !== undefined ? (
+                    <span
+                      class="pill break-glass"
+                      data-testid="break-glass-badge"
+                      title="Approved by the requester under the break-glass role"
+                    >
+                      break-glass
+                    </span>
+                  ) : (
+                    ''
+                  )}
                 </td>
                 <td>
                   <span class="mono">{visible(r.body.resource.id)}</span>

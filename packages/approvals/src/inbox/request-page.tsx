@@ -20,6 +20,8 @@ import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/sto
 import type { FollowerSummary } from '../followers.js';
 import { UnfollowedConfirm, WhoIsWaiting } from './followers-view.js';
 import { isUnfollowed } from '../followers.js';
+import { BreakGlassBanner, BreakGlassForm } from './break-glass-view.js';
+import type { BreakGlassUse } from '../store/break-glass-store.js';
 
 /** Why the decision form is not shown, in words. */
 export const REFUSAL_TEXT: Record<DecideRefusal, string> = {
@@ -71,6 +73,10 @@ export interface RequestViewProps {
   flash?: Child | undefined;
   /** Who follows the request's task (`../followers.ts`); absent: not shown. */
   followers?: FollowerSummary;
+  /** The request's break-glass approval (`../break-glass.ts`): shown as a banner. */
+  breakGlass?: BreakGlassUse | undefined;
+  /** Whether this approver may break glass on it (their own pending request, and they hold the role). */
+  mayBreakGlass?: boolean;
 }
 
 /** The request page (`GET /approver/requests/:id`). */
@@ -116,6 +122,7 @@ export function RequestView(props: RequestViewProps) {
         )}
       </section>
       {props.flash ?? ''}
+      {props.breakGlass !== undefined ? <BreakGlassBanner use={props.breakGlass} nowMs={props.nowMs} /> : ''}
       <section class="card">
         <dl class="grid">
           <div>
@@ -258,6 +265,8 @@ export function RequestView(props: RequestViewProps) {
           </form>
           <p class="flash warn" id="passkey-error" hidden></p>
         </section>
+      ) : pending && props.refusal === 'own-request' && props.mayBreakGlass === true ? (
+        <BreakGlassForm action={action} csrf={props.csrf} stepUp={r.stepUpRule !== null} />
       ) : pending && props.refusal !== null ? (
         <p class="flash warn" data-testid="refusal">
           {REFUSAL_TEXT[props.refusal]}

@@ -50,6 +50,10 @@ import { HistoryView, QueueView, type ListFilters, type QueuePaging } from './li
 import { decodePageCursor, encodePageCursor } from '../api/page-cursor.js';
 import { RequestView, REFUSAL_TEXT } from './request-page.js';
 import { CONFIRM_UNFOLLOWED_FIELD } from './followers-view.js';
+import { BREAK_GLASS_REASON_FIELD, ReviewsView, type ReviewRow } from './break-glass-view.js';
+import { holdsBreakGlassRole } from '../break-glass.js';
+import { reviewableBy } from '../api/break-glass-routes.js';
+import { DEFAULT_APPROVAL_RULES, type ApprovalRules } from '../deciders/approval-rules.js';
 import {
   BatchPreflightView,
   BatchResultView,
@@ -90,6 +94,8 @@ export interface InboxDeps {
   approvers?: readonly Approver[];
   /** Passkey registration and step-up (`passkeys.ts`); absent: step-up requests cannot be approved here. */
   passkeys?: Passkeys;
+  /** The operator's rules in force (the break-glass role and reviewers); default the built-in ones. */
+  rules?: () => ApprovalRules;
 }
 
 /** Most requests one batch decision takes. */
@@ -100,6 +106,15 @@ export const INBOX_FLASH = {
   approved: { text: 'Approved. The requester’s tool call will now run.', ok: true },
   recorded: { text: 'Your approval is recorded. Another approver must approve before it takes effect.', ok: true },
   denied: { text: 'Denied.', ok: true },
+  'break-glass-limit': {
+    text: 'Not approved: you have opened as many break-glass sessions as the rules allow in 24 hours. Another approver must decide it.',
+    ok: false,
+  },
+  'break-glass-reason': { text: 'Not approved: breaking glass needs a reason.', ok: false },
+  reviewed: { text: 'Marked reviewed. Thank you.', ok: true },
+  'review-comment': { text: 'Not reviewed: say what you checked.', ok: false },
+  'already-reviewed': { text: 'Someone already reviewed this break-glass approval.', ok: false },
+  'review-refused': { text: 'Not reviewed: you broke glass on it, or you are not one of its reviewers.', ok: false },
   'not-pending': { text: 'Not decided: the request is no longer pending.', ok: false },
   forbidden: { text: 'Not decided: you may not decide this request.', ok: false },
   invalid: { text: 'Not decided: the form was invalid; try again.', ok: false },
@@ -298,9 +313,20 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     }
   };
 
-  const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request', body: Child) => {
+  /** Break-glass approvals not yet reviewed that the signed-in approver may review (`../break-glass.ts`). */
+  const reviewRows = (c: Context<Env>): ReviewRow[] => {
+    const me = c.get('session').approver;
+    return reviewableBy(me, store, deps.rules?.() ?? DEFAULT_APPROVAL_RULES, true).map((use) => ({
+      use,
+      record: store.get(use.requestId),
+      mayReview: use.approver.toLowerCase() !== me.id.toLowerCase(),
+    }));
+  };
+
+  const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request' | 'reviews', body: Child) => {
     const s = c.get('session');
     const pendingCount = decidableCount(c);
+    const reviewCount = reviewRows(c).filter((r) => r.mayReview).length;
     return c.html(
       <Frame
         title={title}
@@ -308,6 +334,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         approverId={s.approver.id}
         groups={s.approver.groups}
         pendingCount={pendingCount}
+        reviewCount={reviewCount}
         csrf={s.csrf}
         mark={store.changeMark()}
       >
@@ -397,6 +424,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         nowMs={deps.now()}
         flash={flashOf(c)}
         followers={lifecycle.followers(record)}
+        breakGlass={store.breakGlass.use(record.id)}
+        mayBreakGlass={best.refusal === 'own-request' && holdsBreakGlassRole(deps.rules?.().breakGlass, s.approver.id, s.approver.groups)}
       />
     );
     return frame(c, visible(record.body.resource.id), 'request', view);
@@ -428,18 +457,50 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       }
     }
     const confirmed = form[CONFIRM_UNFOLLOWED_FIELD] === '1';
-    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment, undefined, stepUp, confirmed);
+    const glassReason = form[BREAK_GLASS_REASON_FIELD];
+    const breakGlass = typeof glassReason === 'string' && onBehalfOf === undefined ? { reason: glassReason.slice(0, 500) } : undefined;
+    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment, undefined, stepUp, confirmed, breakGlass);
     switch (outcome.kind) {
       case 'decided':
         return back(outcome.record.status === 'approved' ? 'approved' : 'denied');
       case 'recorded':
         return back('recorded');
       case 'forbidden':
-        return back(outcome.reason === 'unfollowed' ? 'unfollowed' : 'forbidden');
+        return back(
+          outcome.reason === 'unfollowed'
+            ? 'unfollowed'
+            : outcome.reason === 'break-glass-limit'
+              ? 'break-glass-limit'
+              : outcome.reason === 'break-glass-reason-required'
+                ? 'break-glass-reason'
+                : 'forbidden',
+        );
       case 'not-pending':
         return back('not-pending');
       case 'not-found':
         return back('forbidden');
+    }
+  });
+
+  app.get('/reviews', (c) =>
+    frame(c, 'Needs review', 'reviews', <ReviewsView rows={reviewRows(c)} csrf={c.get('session').csrf} nowMs={deps.now()} />),
+  );
+
+  app.post('/reviews/:id', async (c) => {
+    const form = await formWithToken(c, ': nothing was reviewed');
+    if (form instanceof Response) return form;
+    const back = (kind: FlashKind) => c.redirect(`/approver/requests/${encodeURIComponent(c.req.param('id'))}?flash=${kind}`, 303);
+    const comment = typeof form['comment'] === 'string' ? form['comment'].slice(0, 500) : '';
+    const outcome = lifecycle.reviewBreakGlass(c.req.param('id'), c.get('session').approver, comment, 'inbox');
+    switch (outcome.kind) {
+      case 'reviewed':
+        return back('reviewed');
+      case 'comment-required':
+        return back('review-comment');
+      case 'already-reviewed':
+        return back('already-reviewed');
+      default:
+        return back('review-refused');
     }
   });
 

@@ -21,6 +21,8 @@
  *   approved exactly like the native tools, no change to `src/` needed.
  * - `sensitive` (optional, per upstream): upstream tool name → JSON Pointers of the arguments
  *   masked for display in its approval requests (`{"send_payment": ["/card_number"]}`).
+ * - `display` (optional, per upstream): upstream tool name → display hints laid over the defaults
+ *   read from the tool's schema (`{"send_payment": {"fields": {"amount": {"currency": "EUR"}}}}`).
  * - `command`, `args`, `cwd` and `createDirs` may use `${dataDir}` (the data folder) and
  *   `${configDir}` (this file's folder); `cwd` defaults to `${configDir}`; relative `cwd` and
  *   `createDirs` are relative to `${configDir}`.
@@ -30,7 +32,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { JsonPointerSchema, MAX_REDACTED } from '@countersign/arap';
+import { DisplayHintsSchema, JsonPointerSchema, MAX_REDACTED, type DisplayHints } from '@countersign/arap';
 import { NAMESPACE_PATTERN } from './tool-names.js';
 
 const EnvRef = z.strictObject({
@@ -55,6 +57,13 @@ const ToolSelection = z.union([z.literal('all'), z.array(z.string().min(1)).min(
  */
 const SensitiveByTool = z.record(z.string().min(1), z.array(JsonPointerSchema).min(1).max(MAX_REDACTED)).optional();
 
+/**
+ * Per upstream tool (its name at the upstream), display hints laid over the defaults the gateway
+ * reads from its schema (docs/GATEWAY.md §What approvers read; `packages/arap/src/display.ts`),
+ * e.g. `{"send_payment": {"headline": ["amount", "payee"], "fields": {"amount": {"currency": "EUR"}}}}`.
+ */
+const DisplayByTool = z.record(z.string().min(1), DisplayHintsSchema).optional();
+
 /** Per-upstream timeouts, ms. */
 const Timeouts = {
   /** Connect + handshake. */
@@ -74,6 +83,7 @@ const StdioUpstream = z.strictObject({
   createDirs: z.array(z.string().min(1)).default([]),
   tools: ToolSelection,
   sensitive: SensitiveByTool,
+  display: DisplayByTool,
   ...Timeouts,
 });
 
@@ -85,6 +95,7 @@ const HttpUpstream = z.strictObject({
   headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name'), EnvRef).default({}),
   tools: ToolSelection,
   sensitive: SensitiveByTool,
+  display: DisplayByTool,
   ...Timeouts,
 });
 
@@ -116,6 +127,8 @@ export interface StdioUpstreamConfig {
   tools: 'all' | string[];
   /** Upstream tool name → JSON Pointers of its sensitive arguments (`sensitive` in the file). */
   sensitive?: Record<string, string[]>;
+  /** Upstream tool name → display hints over the schema's defaults (`display` in the file). */
+  display?: Record<string, DisplayHints>;
   connectTimeoutMs: number;
   callTimeoutMs: number;
 }
@@ -130,6 +143,8 @@ export interface HttpUpstreamConfig {
   tools: 'all' | string[];
   /** Upstream tool name → JSON Pointers of its sensitive arguments (`sensitive` in the file). */
   sensitive?: Record<string, string[]>;
+  /** Upstream tool name → display hints over the schema's defaults (`display` in the file). */
+  display?: Record<string, DisplayHints>;
   connectTimeoutMs: number;
   callTimeoutMs: number;
 }
@@ -211,6 +226,7 @@ export function parseGatewayConfig(
       name: u.name,
       tools: u.tools,
       ...(u.sensitive === undefined ? {} : { sensitive: u.sensitive }),
+      ...(u.display === undefined ? {} : { display: u.display }),
       connectTimeoutMs: u.connectTimeoutMs,
       callTimeoutMs: u.callTimeoutMs,
     };

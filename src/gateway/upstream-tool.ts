@@ -30,6 +30,7 @@ import {
   type ToolResult,
 } from '../tools/tool.js';
 import { zodFromJsonSchema } from './json-schema.js';
+import { DISPLAY_META_KEY, DisplayHintsSchema, MAX_DISPLAY_FIELDS, mergeDisplayHints, type DisplayHints } from '@countersign/arap';
 import {
   UpstreamAnswerTooLargeError,
   UpstreamNotSentError,
@@ -62,6 +63,47 @@ export function upstreamToolAttributes(upstream: string, descriptor: UpstreamToo
   };
 }
 
+const MAX_DEFAULT_LABEL = 64;
+
+// A property's label: its JSON Schema `title`, else a description short enough to read as one.
+function labelOf(schema: unknown): string | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const s = schema as Record<string, unknown>;
+  for (const v of [s['title'], s['description']]) {
+    if (typeof v !== 'string') continue;
+    const text = v.trim().replace(/\.$/, '');
+    if (text !== '' && text.length <= MAX_DEFAULT_LABEL && !text.includes('\n')) return text;
+  }
+  return undefined;
+}
+
+/**
+ * The display hints of an upstream tool (docs/GATEWAY.md §What approvers read), each layer over the
+ * one before: defaults from its descriptor — `title` from its `title`, else `annotations.title`,
+ * else its name; a label for each top-level input property from the property's `title`, else a
+ * description of at most 64 characters on one line (at most 32 properties) — then its own
+ * `_meta["io.countersign/display"]` when valid, then `override` (the configuration's `display`,
+ * validated when the file is read). Never throws: an invalid `_meta` hint from the upstream is skipped.
+ */
+export function upstreamDisplayHints(descriptor: UpstreamToolDescriptor, override?: DisplayHints): DisplayHints | undefined {
+  const annotations = descriptor.annotations as { title?: unknown } | undefined;
+  const title = [descriptor.title, annotations?.title, descriptor.name].find((t): t is string => typeof t === 'string' && t !== '');
+  const props = (descriptor.inputSchema as { properties?: unknown }).properties;
+  const fields: NonNullable<DisplayHints['fields']> = {};
+  if (typeof props === 'object' && props !== null) {
+    for (const [name, schema] of Object.entries(props).slice(0, MAX_DISPLAY_FIELDS)) {
+      const label = labelOf(schema);
+      if (label !== undefined && name.length <= 128) fields[name] = { label };
+    }
+  }
+  const defaults = DisplayHintsSchema.safeParse({
+    ...(title !== undefined ? { title: title.slice(0, 256) } : {}),
+    ...(Object.keys(fields).length > 0 ? { fields } : {}),
+  }).data;
+  const own = DisplayHintsSchema.safeParse((descriptor as { _meta?: Record<string, unknown> })._meta?.[DISPLAY_META_KEY]).data;
+  return mergeDisplayHints(mergeDisplayHints(defaults, own), override);
+}
+
 /**
  * Build the tool `name` (already namespaced and valid) for `descriptor` of `connection`. Throws
  * `JsonSchemaError` when the input schema cannot be compiled (the gateway then does not expose it).
@@ -87,6 +129,8 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
   const jsonDescriptor = structuredClone(rest) as JsonToolDescriptor;
   const byTool = connection.config.sensitive ?? {};
   const sensitive = Object.hasOwn(byTool, upstreamName) ? byTool[upstreamName] : undefined;
+  const overrides = connection.config.display ?? {};
+  const display = upstreamDisplayHints(descriptor, Object.hasOwn(overrides, upstreamName) ? overrides[upstreamName] : undefined);
   return {
     name,
     ...(descriptor.title === undefined ? {} : { title: descriptor.title }),
@@ -95,6 +139,7 @@ export function createUpstreamTool(name: string, descriptor: UpstreamToolDescrip
     jsonDescriptor,
     policyAttributes: { ...upstreamToolAttributes(upstream, descriptor) },
     ...(sensitive === undefined ? {} : { sensitiveArguments: [...sensitive] }),
+    ...(display === undefined ? {} : { display }),
     version: `upstream:${jcsSha256({ upstream, descriptor })}`,
     async execute(args, ctx) {
       try {

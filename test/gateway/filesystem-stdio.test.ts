@@ -124,11 +124,13 @@ describe('gateway: the reference filesystem server over stdio', () => {
     expect(existsSync(path)).toBe(false); // a requestable denial does not execute
     // The approver is shown the tool's title, its upstream and its annotation hints (docs/GATEWAY.md §6).
     const [pending] = (await pendingFor(stack, 'bob')).filter((r) => r.arguments.path === path) as Array<Record<string, unknown>>;
-    expect(pending?.tool_info).toEqual({
+    // ... and display hints the gateway reads from its schema (docs/GATEWAY.md §6, What approvers read).
+    expect(pending?.tool_info).toMatchObject({
       title: 'Write File',
       upstream: 'fs',
       upstream_tool: 'write_file',
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      display: { title: 'Write File' },
     });
     expect(await decideWhere(stack, (a) => a.path === path, 'approve')).toBe(200);
     const done = await waitForTerminal(alice, created.taskId);

@@ -22,6 +22,8 @@ import { createToolRegistry } from '../../src/tools/registry.js';
 import { openLedger } from '../../src/tools/ledger.js';
 import { createWireTransferTool } from '../../src/tools/wire-transfer.js';
 import type { Tool } from '../../src/tools/tool.js';
+import { parseGatewayConfig } from '../../src/gateway/config-file.js';
+import { upstreamDisplayHints } from '../../src/gateway/upstream-tool.js';
 import { transferSubmission } from '../support/submission-fixture.js';
 
 function issuesOf(value: unknown): string[] {
@@ -191,5 +193,59 @@ describe('the headline every view shows (packages/approvals/src/inbox/plain-lang
     expect(
       requestHeadline({ tool: 'fs__write_file', properties: { title: 'Write File' }, arguments: { path: '/a' }, requester: 'a' }),
     ).toBe('Write File · path=/a');
+  });
+});
+
+describe('gateway tools: display defaults from the upstream schema and the per-tool display override', () => {
+  const descriptor = {
+    name: 'send_payment',
+    annotations: { title: 'Send payment' },
+    inputSchema: {
+      type: 'object' as const,
+      properties: {
+        amount: { type: 'number', title: 'Amount' },
+        payee: { type: 'string', description: 'Payee IBAN.' },
+        note: { type: 'string', description: 'x'.repeat(80) },
+      },
+    },
+  };
+
+  it('the title comes from annotations.title and labels from each property title or short description', () => {
+    expect(upstreamDisplayHints(descriptor)).toEqual({
+      title: 'Send payment',
+      fields: { amount: { label: 'Amount' }, payee: { label: 'Payee IBAN' } },
+    });
+    expect(upstreamDisplayHints({ name: 'ping', inputSchema: { type: 'object' } })).toEqual({ title: 'ping' });
+  });
+
+  it("the configuration's display override is laid over the defaults, field by field", () => {
+    expect(
+      upstreamDisplayHints(descriptor, { headline: ['amount', 'payee'], fields: { amount: { label: 'Amount', currency: 'EUR' } } }),
+    ).toEqual({
+      title: 'Send payment',
+      headline: ['amount', 'payee'],
+      fields: { amount: { label: 'Amount', currency: 'EUR' }, payee: { label: 'Payee IBAN' } },
+    });
+  });
+
+  it('a bad display override fails the configuration file, naming the field', () => {
+    const upstream = { name: 'pay', transport: 'http', url: 'http://127.0.0.1:1/mcp' };
+    const ok = parseGatewayConfig(
+      { upstreams: [{ ...upstream, display: { send_payment: { headline: ['amount'] } } }] },
+      { file: 'c.json', env: {}, dataDir: '/tmp' },
+    );
+    expect(ok.upstreams[0]?.display).toEqual({ send_payment: { headline: ['amount'] } });
+    let issues: string[] = [];
+    try {
+      parseGatewayConfig(
+        { upstreams: [{ ...upstream, display: { send_payment: { fields: { amount: { currency: 'eur' } } } } }] },
+        { file: 'c.json', env: {}, dataDir: '/tmp' },
+      );
+    } catch (e) {
+      issues = (e as { issues: string[] }).issues;
+    }
+    expect(issues).toEqual([
+      expect.stringMatching(/^\$\.upstreams\[0\]\.display\.send_payment\.fields\.amount\.currency: must be an ISO 4217/),
+    ]);
   });
 });

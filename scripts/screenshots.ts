@@ -67,8 +67,25 @@ const redactedRequest: Scene = {
   },
 };
 
+/** A $50,000 transfer with the "Propose a narrower call" form filled in with $20,000, not yet sent. */
+const narrowedRequest: Scene = {
+  name: 'narrowed-request',
+  doc: 'docs/APPROVERS.md §Narrowing a request',
+  async show({ stack, page, client }) {
+    const memo = `supplier invoice ${randomUUID().slice(0, 4)}`;
+    const alice = await client('alice');
+    const t = await alice.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-4242', amount: 50_000, memo } });
+    if (t.resultType !== 'task') throw new Error('the transfer did not open an approval task');
+    await openRequest(page, stack.urls.approverPage, memo);
+    const form = page.locator('[data-testid=narrow-form]');
+    await form.locator('input[data-narrow-field=amount]').fill('20000');
+    await form.locator('textarea[name=comment]').fill('Half now, the rest next quarter.');
+    await form.scrollIntoViewIfNeeded();
+  },
+};
+
 /** Every image of the docs, in the order they are taken. */
-export const SCENES: readonly Scene[] = [redactedRequest];
+export const SCENES: readonly Scene[] = [redactedRequest, narrowedRequest];
 
 /** Take the scenes named in `only` (all when empty) on a fresh stack; resolves to the paths written. */
 export async function takeScreenshots(only: readonly string[] = []): Promise<string[]> {

@@ -6,7 +6,10 @@
 // fresh (still a requestable denial here), approved at submission by the proposal, and runs once;
 // an identical call after it is an ordinary request (single use); an expired proposal does
 // nothing; a widening proposal is refused 400.
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
@@ -86,6 +89,27 @@ interface Proposal {
   tool: string;
   arguments: Record<string, unknown>;
   expiresAt: string;
+}
+
+/** `countersign approvals <args>` as bob, a real process against the stack's approval service. */
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const bob = stack.secrets.approvers.find((a) => a.id === 'bob')!;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--conditions=countersign-source', '--import', 'tsx', join(PROJECT_ROOT, 'src', 'cli.ts'), 'approvals', ...args],
+      {
+        cwd: PROJECT_ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          COUNTERSIGN_APPROVALS_URL: stack.urls.approvals,
+          COUNTERSIGN_APPROVER: `bob:${bob.secret}`,
+        },
+      },
+      (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
+    );
+  });
 }
 
 /** The ledger's rows of task `taskId` (amounts in cents). */
@@ -198,6 +222,30 @@ describe('a counter-proposal through the shipped client', () => {
     expect(String(refused.body['detail'])).toContain('"amount" may only be lowered');
     expect((await requestFor(m)).id).toBe(original.id);
     await alice.request('tasks/cancel', { taskId: created.taskId });
+  });
+});
+
+describe('countersign approvals narrow', () => {
+  it('proposes with --set amount=20000 (exit 0, the counter-proposal in words); a widening is exit 2 naming the field; show prints the trail', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const created = await alice.request<WireTask>('tools/call', {
+      name: 'wire_transfer',
+      arguments: { to: 'acct-991', amount: 50_000, memo: m },
+    });
+    const original = await requestFor(m);
+    const widened = await cli(['narrow', original.id, '--set', 'amount=60000']);
+    expect(widened.code).toBe(2);
+    expect(widened.stderr).toContain('"amount" may only be lowered');
+    const narrowed = await cli(['narrow', original.id, '--set', 'amount=20000', '--comment', 'half now']);
+    expect(narrowed.code).toBe(0);
+    expect(narrowed.stdout).toMatch(
+      new RegExp(`^${original.id} is now denied; counter-proposal: wire_transfer with amount 20000 \\(requested 50000\\), until `),
+    );
+    expect((await waitForTerminal(alice, created.taskId)).result?._meta?.[DISPOSITION]).toBe('denied-not-executed');
+    const show = await cli(['show', original.id]);
+    expect(show.stdout).toMatch(/ {2}narrowed {6}by bob: wire_transfer with amount 20000 \(requested 50000\) until .*; not taken up/);
+    expect((await cli(['narrow', original.id, '--set', 'amount=10000'])).code).toBe(6);
   });
 });
 

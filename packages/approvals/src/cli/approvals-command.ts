@@ -23,6 +23,10 @@
  * 9 `approve --break-glass` past the day's break-glass limit (429 `break-glass-limit`, docs/APPROVERS.md §Break-glass).
  * Break-glass: `approve <id> --break-glass "<reason>"` approves your own request under the role;
  * `reviews [--all]` lists the break-glass approvals you may review; `review <id> --comment …` reviews one.
+ * 10 `narrow`: the policy marks no field of the request narrowable (409 `not-narrowable`). `narrow <id>
+ * --set field=value…` proposes a narrower call (docs/APPROVERS.md §Narrowing a request): the request's
+ * arguments with those fields set (a value is read as JSON when it is JSON, else as text); a
+ * proposal the request does not allow is the service's 400, exit 2 naming the field.
  * Never prints the credential, nor a value given to `compare` <id> <pointer> on stdin (docs/APPROVERS.md §Hidden values).
  * Batch: `approve` and `deny` take several ids and decide each on its own (its own audit entry),
  * printing one result line per id; one failing id does not stop the others, and the exit code is
@@ -62,6 +66,8 @@ export const APPROVALS_EXIT = {
   unfollowed: 8,
   /** A break-glass approval past the day's limit (the service's 429 `break-glass-limit`). */
   limited: 9,
+  /** `narrow` of a request the policy marks no field of narrowable (the service's 409 `not-narrowable`). */
+  notNarrowable: 10,
 } as const;
 
 /** A failure with its exit code. */
@@ -102,6 +108,18 @@ export interface ApprovalItem {
   refusal?: string | null;
   /** The break-glass mark (approved by the requester under the role), or null/absent. */
   break_glass?: { by: string; reason: string; at: string } | null;
+  /** The fields a counter-proposal may narrow and how (absent: not narrowable). */
+  narrowable?: Record<string, string>;
+  /** The narrower call proposed on this request (absent: none). */
+  counter_proposal?: {
+    tool: string;
+    arguments: Record<string, unknown>;
+    expires_at: string;
+    proposed_by: string;
+    used_by_request: string | null;
+  };
+  /** The proposal that approved this request (absent: none). */
+  permitted_by?: { request_id: string; approver: string };
   audit?: Array<{
     event: string;
     actor: string;
@@ -193,7 +211,9 @@ async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' |
             : res.status === 409
               ? (json as { type?: unknown }).type === 'urn:countersign:problem:unfollowed'
                 ? APPROVALS_EXIT.unfollowed
-                : APPROVALS_EXIT.notPending
+                : (json as { type?: unknown }).type === 'urn:countersign:problem:not-narrowable'
+                  ? APPROVALS_EXIT.notNarrowable
+                  : APPROVALS_EXIT.notPending
               : res.status === 429
                 ? APPROVALS_EXIT.limited
                 : APPROVALS_EXIT.unavailable;
@@ -301,6 +321,16 @@ export function showText(i: ApprovalItem): string {
     ...(hidden.length === 0
       ? []
       : [`  hidden        ${hidden.map(v).join(', ')} (compare a value you were given: approvals compare ${v(i.id)} <pointer> < file)`]),
+    ...(i.counter_proposal !== undefined
+      ? [
+          `  narrowed      by ${v(i.counter_proposal.proposed_by)}: ${narrowedText(i.arguments, i.counter_proposal)} until ${v(i.counter_proposal.expires_at)}; ${
+            i.counter_proposal.used_by_request === null ? 'not taken up' : `taken up as ${v(i.counter_proposal.used_by_request)}`
+          }`,
+        ]
+      : []),
+    ...(i.permitted_by !== undefined
+      ? [`  permitted by  the counter-proposal of ${v(i.permitted_by.approver)} on request ${v(i.permitted_by.request_id)}`]
+      : []),
     '  audit',
     ...(i.audit ?? []).map(
       (e) =>
@@ -308,6 +338,65 @@ export function showText(i: ApprovalItem): string {
     ),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** A counter-proposal in words: `wire_transfer with amount 20000 (requested 50000)`. */
+function narrowedText(requested: Record<string, unknown>, p: { tool: string; arguments: Record<string, unknown> }): string {
+  const changed = Object.keys(p.arguments)
+    .sort()
+    .filter((k) => JSON.stringify(p.arguments[k]) !== JSON.stringify(requested[k]))
+    .map((k) => `${v(k)} ${v(JSON.stringify(p.arguments[k]))} (requested ${v(JSON.stringify(requested[k]))})`);
+  return `${v(p.tool)} with ${changed.join(', ')}`;
+}
+
+/**
+ * `--set field=value` pairs as an object: `value` read as JSON when it parses (`20000`, `["a"]`),
+ * else as text (`/data/reports`). Throws {@link ApprovalsCliError} (exit 2) for a pair without `=`.
+ */
+export function parseSets(sets: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const pair of sets) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new ApprovalsCliError(`--set takes field=value, got ${v(pair)}`, APPROVALS_EXIT.usage);
+    const text = pair.slice(at + 1);
+    let value: unknown = text;
+    try {
+      value = JSON.parse(text) as unknown;
+    } catch {
+      // text
+    }
+    out[pair.slice(0, at)] = value;
+  }
+  return out;
+}
+
+/** `approvals narrow`: read the request, set the fields, post the proposal; the answer's text. */
+async function narrowCommand(
+  client: ApprovalsClient,
+  id: string,
+  o: { set: string[]; comment?: string; for?: string; json?: boolean },
+): Promise<string> {
+  const sets = parseSets(o.set);
+  const item = (await call(client, 'GET', `/approvals/${encodeURIComponent(id)}`)) as ApprovalItem;
+  const body = {
+    decision: 'narrow',
+    proposed_arguments: { ...item.arguments, ...sets },
+    ...(o.comment !== undefined ? { comment: o.comment } : {}),
+    ...(o.for !== undefined ? { on_behalf_of: o.for } : {}),
+  };
+  const answer = (await call(client, 'POST', `/requests/${encodeURIComponent(id)}/decision`, body)) as {
+    status: string;
+    counter_proposal?: { tool: string; arguments: Record<string, unknown>; expires_at: string };
+  };
+  if (o.json === true)
+    return `${JSON.stringify(answer, null, 2)}
+`;
+  const cp = answer.counter_proposal;
+  return cp === undefined
+    ? `${v(id)} is now ${v(answer.status)}.
+`
+    : `${v(id)} is now ${v(answer.status)}; counter-proposal: ${narrowedText(item.arguments, cp)}, until ${v(cp.expires_at)}.
+`;
 }
 
 /** All of stdin as UTF-8, less one trailing newline (`echo` and editors add one). */
@@ -626,6 +715,16 @@ export function registerApproverCommands(approvals: Command, env: () => Approval
           ? `${JSON.stringify(item, null, 2)}\n`
           : `Reviewed the break-glass approval of ${v(item.request_id)} by ${v(item.by)}.\n`;
       }),
+    );
+  approvals
+    .command('narrow <id>')
+    .description('instead of denying, propose a narrower call the agent may make (only the fields the policy marks narrowable)')
+    .requiredOption('--set <field=value...>', 'a narrowed field, e.g. amount=20000 (repeatable)')
+    .option('--comment <text>', 'comment for the audit trail')
+    .option('--for <approver>', 'decide for this approver, who delegated to you')
+    .option('--json', 'print the service JSON')
+    .action((id: string, o: { set: string[]; comment?: string; for?: string; json?: boolean }) =>
+      run(env, (client) => narrowCommand(client, id, o)),
     );
   approvals
     .command('deny <ids...>')

@@ -14,9 +14,10 @@ import type { Child } from 'hono/jsx';
 import { Countdown, Progress, StatusPill } from './layout.js';
 import { hiddenFields, shownArguments, type HiddenField } from './redacted.js';
 import { formatCountdown, formatTime, hintLabels, reasonShown, toolOrigin, visible } from './format.js';
+import { NarrowForm, NarrowingTrail } from './narrow-form.js';
 import { labelledArgumentRows, plainRequestOf, requestFacts, requestedBy, requestSummary, requestTitle } from './plain-language.js';
 import type { DecideRefusal } from '../request-lifecycle.js';
-import type { AccessRequestRecord, ApprovalVote, AuditEvent } from '../store/store.js';
+import type { AccessRequestRecord, ApprovalVote, AuditEvent, NarrowingPermit } from '../store/store.js';
 import type { FollowerSummary } from '../followers.js';
 import { UnfollowedConfirm, WhoIsWaiting } from './followers-view.js';
 import { isUnfollowed } from '../followers.js';
@@ -77,6 +78,8 @@ export interface RequestViewProps {
   breakGlass?: BreakGlassUse | undefined;
   /** Whether this approver may break glass on it (their own pending request, and they hold the role). */
   mayBreakGlass?: boolean;
+  /** The counter-proposal made on this request, and the one that approved it (`narrow-form.tsx`); absent: none. */
+  narrowing?: { proposed?: NarrowingPermit | undefined; usedBy?: NarrowingPermit | undefined };
 }
 
 /** The request page (`GET /approver/requests/:id`). */
@@ -274,6 +277,8 @@ export function RequestView(props: RequestViewProps) {
       ) : (
         ''
       )}
+      {pending && props.refusal === null ? <NarrowForm id={r.id} body={b} csrf={props.csrf} onBehalfOf={props.onBehalfOf} /> : ''}
+      {props.narrowing !== undefined ? <NarrowingTrail {...props.narrowing} /> : ''}
       <TechnicalDetails record={r} />
       <h2>Audit trail</h2>
       <table data-testid="audit">

@@ -49,6 +49,7 @@ import { ErrorPage, Flash, Frame, LoginPage } from './layout.js';
 import { HistoryView, QueueView, type ListFilters, type QueuePaging } from './lists.js';
 import { decodePageCursor, encodePageCursor } from '../api/page-cursor.js';
 import { RequestView, REFUSAL_TEXT } from './request-page.js';
+import { proposalFromForm } from './narrow-form.js';
 import { CONFIRM_UNFOLLOWED_FIELD } from './followers-view.js';
 import { BREAK_GLASS_REASON_FIELD, ReviewsView, type ReviewRow } from './break-glass-view.js';
 import { holdsBreakGlassRole } from '../break-glass.js';
@@ -125,6 +126,11 @@ export const INBOX_FLASH = {
     text: 'Not approved: nobody is following this request. Tick the confirmation below the comment to approve anyway.',
     ok: false,
   },
+  narrowed: {
+    text: 'Proposed. The request is denied, and the agent is told the narrower call you would accept; if it makes that call in time, it runs once.',
+    ok: true,
+  },
+  'not-narrowable': { text: 'Not proposed: the policy marks no field of this request narrowable.', ok: false },
   'passkey-added': { text: 'Passkey registered.', ok: true },
   'passkey-refused': { text: 'The passkey was not registered: it did not verify (it must confirm it is you).', ok: false },
   'delegation-refused': {
@@ -426,9 +432,50 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         followers={lifecycle.followers(record)}
         breakGlass={store.breakGlass.use(record.id)}
         mayBreakGlass={best.refusal === 'own-request' && holdsBreakGlassRole(deps.rules?.().breakGlass, s.approver.id, s.approver.groups)}
+        narrowing={{ proposed: store.permitProposedOn(record.id), usedBy: store.permitUsedBy(record.id) }}
       />
     );
     return frame(c, visible(record.body.resource.id), 'request', view);
+  });
+
+  /** Who decides with a request page's form: the signed-in approver, or for the delegator its `on_behalf_of` names (null: no such delegation). */
+  const formDecider = (c: Context<Env>, form: Record<string, FormValue | undefined>): Decider | null => {
+    const onBehalfOf = typeof form['on_behalf_of'] === 'string' && form['on_behalf_of'] !== '' ? form['on_behalf_of'] : undefined;
+    return onBehalfOf === undefined
+      ? c.get('decider')
+      : delegatedDecider(store, approvers, c.get('session').approver, onBehalfOf, 'inbox', deps.now());
+  };
+
+  // A counter-proposal from the request page's "Propose a narrower call" form (`narrow-form.tsx`):
+  // the request's arguments with the narrowable fields the approver set; a refusal names the field.
+  app.post('/requests/:id/narrow', async (c) => {
+    const id = c.req.param('id');
+    const form = await formWithToken(c, ': nothing was proposed');
+    if (form instanceof Response) return form;
+    const back = (kind: FlashKind) => c.redirect(`/approver/requests/${encodeURIComponent(id)}?flash=${kind}`, 303);
+    const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
+    if (comment.length > 1000) return back('invalid');
+    const decider = formDecider(c, form);
+    if (decider === null) return back('forbidden');
+    const record = lifecycle.read(id);
+    if (record === undefined) return back('forbidden');
+    const proposed = proposalFromForm(record.body, form);
+    if (proposed === null)
+      return errorPage(c, 400, 'Not proposed', 'Each narrowable field needs a value of its kind: a number, a path, or a JSON list.');
+    const outcome = lifecycle.narrow(id, decider, proposed, comment === '' ? undefined : comment);
+    switch (outcome.kind) {
+      case 'narrowed':
+        return back('narrowed');
+      case 'invalid':
+        return errorPage(c, 400, 'Not proposed', `Not a narrower call this request allows: ${outcome.message}. Nothing was decided.`);
+      case 'not-narrowable':
+        return back('not-narrowable');
+      case 'not-pending':
+        return back('not-pending');
+      case 'forbidden':
+      case 'not-found':
+        return back('forbidden');
+    }
   });
 
   app.post('/requests/:id/decision', async (c) => {
@@ -440,10 +487,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
     if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000) return back('invalid');
     const onBehalfOf = typeof form['on_behalf_of'] === 'string' && form['on_behalf_of'] !== '' ? form['on_behalf_of'] : undefined;
-    const decider =
-      onBehalfOf === undefined
-        ? c.get('decider')
-        : delegatedDecider(store, approvers, c.get('session').approver, onBehalfOf, 'inbox', deps.now());
+    const decider = formDecider(c, form);
     if (decider === null) return back('forbidden');
     let stepUp: StepUpProof | undefined;
     const assertion = form['webauthn'];

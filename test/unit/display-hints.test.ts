@@ -16,7 +16,7 @@ import {
   type AccessRequestBodyInput,
 } from '@countersign/arap';
 import { toWireSubmission, toWireToolProperties } from '../../src/backends/arap-http-backend.js';
-import { formatValue, labelledArgumentRows, requestedBy, requestHeadline } from '../../packages/approvals/src/inbox/plain-language.js';
+import { formatValue, labelledArgumentRows, requestedBy, requestHeadline } from '@countersign/approvals';
 import { toolPresentation } from '../../src/tools/tool-presentation.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { openLedger } from '../../src/tools/ledger.js';

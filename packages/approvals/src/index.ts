@@ -42,6 +42,14 @@ export { callbackRetryDelayMs, DEFAULT_CALLBACK_DELIVERY } from './api/callbacks
 export type { CallbackDeliveryPolicy } from './api/callbacks.js';
 export { INBOX_LOGIN_BODY_BYTES } from './inbox/routes.js';
 export { headline, summarizeArguments } from './inbox/format.js';
+export {
+  formatValue,
+  labelledArgumentRows,
+  requestedBy,
+  requestHeadline,
+  type LabelledArgumentRow,
+  type PlainRequest,
+} from './inbox/plain-language.js';
 export type { ApprovalNotification, ApprovalNotifier, NotificationKind } from './notify/notifier.js';
 export { SLACK_APPROVE_ACTION } from './notify/slack.js';
 export { slackSignature } from './notify/slack-signature.js';

@@ -3,9 +3,7 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StatusBodySchema } from '@countersign/arap';
-import { callBindingDigest } from '@countersign/receipts';
 import { createApprovalService, type ApprovalService } from '../src/service.js';
-import { requestPermitDigest } from '../src/narrowing-permits.js';
 
 const BASE = 'https://approvals.example.test';
 const CLIENT_TOKEN = 'client-token-for-tests';
@@ -196,13 +194,5 @@ describe("a counter-proposal's permit", () => {
     const narrower = await submit(body({ amount: 120_000, to: 'acct-991' }));
     expect(narrower.status).toBe('pending');
     expect(((await detail(id))['counter_proposal'] as { used_by_request: string | null }).used_by_request).toBeNull();
-  });
-
-  it("is keyed by the gate's call-binding digest of the narrower call", () => {
-    const b = body(transfer) as Parameters<typeof requestPermitDigest>[0];
-    const principal = { iss: 'https://idp.example.test', sub: 'carol' };
-    expect(requestPermitDigest(b)).toBe(
-      callBindingDigest({ tool: 'wire_transfer', arguments: transfer, principal, resource: { type: 'tool', id: 'wire_transfer' } }),
-    );
   });
 });

@@ -77,11 +77,21 @@ async function sdkClient(sub: string): Promise<Client> {
   return client;
 }
 
-/** Every file under `dir` (the approval service's SQLite database and its WAL among them), as text. */
+/**
+ * Every file under `dir` (the approval service's SQLite database and its WAL among them), as text;
+ * a file gone between listing and reading (a SQLite journal the running stack just removed) is skipped.
+ */
 function filesUnder(dir: string): string {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
-    .map((e) => readFileSync(join(e.parentPath, e.name)).toString('latin1'))
+    .map((e) => {
+      try {
+        return readFileSync(join(e.parentPath, e.name)).toString('latin1');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return '';
+        throw err;
+      }
+    })
     .join('\n');
 }
 

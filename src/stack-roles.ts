@@ -354,6 +354,7 @@ export async function startApprovalsRole(
   const metrics = ctx.metrics ?? createAppMetrics();
   metrics.setCallbackOutboxSource(() => approvals.store.callbacks.counts());
   metrics.setBreakGlassReviewsSource(() => approvals.store.breakGlass.counts(Date.now()));
+  metrics.setApprovalAnalyticsSource(() => approvals.metricsSnapshot());
   const unmount = await withOps(
     opts.mount,
     config,

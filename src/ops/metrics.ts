@@ -16,13 +16,24 @@
  * | `countersign_subscription_streams` | gauge | — | MCP front: open `subscriptions/listen` streams, at scrape time |
  * | `countersign_break_glass_reviews` | gauge | `state` | approval service: break-glass approvals not yet reviewed (`unreviewed`) and of those past their review time (`overdue`), at scrape time |
  * | `countersign_callback_outbox` | gauge | `state` | approval service: its status-change callbacks by `state` (`pending`, `delivered`, `refused`, `gave-up`), at scrape time |
+ * | `countersign_approvals_decision_seconds` | histogram | `tool`, `group`, `channel` | approval service: submission → approval or denial of every decided request in its store, at scrape time |
+ * | `countersign_approvals_resolved_total` | counter | `tool`, `group`, `outcome` | approval service: requests by final status (`approved`, `denied`, `expired`, `cancelled`, `failed`), at scrape time |
+ * | `countersign_approvals_escalations_total` | counter | `group` | approval service: requests escalated to a fallback, at scrape time |
+ * | `countersign_approvals_person_approvals_total` | counter | `tool`, `group`, `reading` | approval service: people's approvals by whether they opened the request's page first (`quick`: approved within the threshold of opening, `read`, `unopened`), at scrape time |
+ * | `countersign_approvals_pending` | gauge | `group`, `age` | approval service: pending requests by age (`under_1h`, `1h_to_1d`, `1d_to_3d`, `3d_to_7d`, `over_7d`), at scrape time |
+ *
+ * The `countersign_approvals_*` series are read from the approval service's store at scrape time
+ * (`packages/approvals/src/analytics.ts`): `tool` and `group` take only the values its configuration
+ * names (at most 50 each, the rest `other`), `channel` a closed set; the counters are totals since
+ * the store began.
  *
  * The worker's counts come from workflow code through a sink (`workflows/metrics-sink.ts`), which the
  * SDK does not call during replay, so a restarted worker does not count a task twice.
  *
  * Deliberately does not: push anywhere, or keep per-task state.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { DECISION_BUCKETS_SECONDS, type ApprovalMetricsSnapshot } from '@countersign/approvals';
 
 /** The registry and instruments of one process. */
 export interface AppMetrics {
@@ -41,6 +52,47 @@ export interface AppMetrics {
   setCallbackOutboxSource(read: () => Record<string, number>): void;
   /** Sets how `countersign_break_glass_reviews` is read at scrape time: unreviewed and overdue break-glass approvals. */
   setBreakGlassReviewsSource(read: () => { unreviewed: number; overdue: number }): void;
+  /** Sets how the `countersign_approvals_*` series are read at scrape time: the approval service's analytics of its store. */
+  setApprovalAnalyticsSource(read: () => ApprovalMetricsSnapshot): void;
+}
+
+/** One exposition line of a metric read at scrape time. */
+interface Sample {
+  metricName?: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/**
+ * Register, in `registry`, a metric whose samples `values` computes at scrape time (prom-client's
+ * own instruments cannot set a histogram's buckets or a counter's total from outside); no samples
+ * when `values` returns undefined.
+ */
+function registerScraped(
+  registry: Registry,
+  meta: { name: string; help: string; type: 'counter' | 'gauge' | 'histogram' },
+  values: () => Sample[] | undefined,
+): void {
+  const metric = {
+    ...meta,
+    get: () => Promise.resolve({ ...meta, aggregator: 'sum', values: values() ?? [] }),
+    reset: () => undefined,
+  };
+  registry.registerMetric(metric as unknown as Metric);
+}
+
+/** The time-to-decision histogram's exposition lines (`_bucket` with `le`, `_sum`, `_count`) of `snapshot`. */
+function decisionSamples(name: string, snapshot: ApprovalMetricsSnapshot): Sample[] {
+  return snapshot.decisions.flatMap((d) => [
+    ...DECISION_BUCKETS_SECONDS.map((le, i) => ({
+      metricName: `${name}_bucket`,
+      labels: { ...d.labels, le: String(le) },
+      value: d.cumulative[i] ?? 0,
+    })),
+    { metricName: `${name}_bucket`, labels: { ...d.labels, le: '+Inf' }, value: d.count },
+    { metricName: `${name}_sum`, labels: d.labels, value: d.sumSeconds },
+    { metricName: `${name}_count`, labels: d.labels, value: d.count },
+  ]);
 }
 
 /** The `state` values `countersign_callback_outbox` always reports (0 when none). */
@@ -106,6 +158,58 @@ export function createAppMetrics(): AppMetrics {
       }
     },
   });
+  let approvalAnalytics: (() => ApprovalMetricsSnapshot) | undefined;
+  let lastAnalytics: ApprovalMetricsSnapshot | undefined;
+  const analytics = (): ApprovalMetricsSnapshot | undefined => {
+    if (!approvalAnalytics) return undefined;
+    try {
+      lastAnalytics = approvalAnalytics();
+    } catch {
+      // the store is closed (shutting down): keep the last values
+    }
+    return lastAnalytics;
+  };
+  const decisionName = 'countersign_approvals_decision_seconds';
+  registerScraped(
+    registry,
+    {
+      name: decisionName,
+      help: "Time from an approval request's submission to its approval or denial (approval service store).",
+      type: 'histogram',
+    },
+    () => {
+      const s = analytics();
+      return s && decisionSamples(decisionName, s);
+    },
+  );
+  registerScraped(
+    registry,
+    { name: 'countersign_approvals_resolved_total', help: 'Approval requests by final status (approval service store).', type: 'counter' },
+    () => analytics()?.resolved,
+  );
+  registerScraped(
+    registry,
+    {
+      name: 'countersign_approvals_escalations_total',
+      help: 'Approval requests escalated to a fallback group or approver.',
+      type: 'counter',
+    },
+    () => analytics()?.escalations,
+  );
+  registerScraped(
+    registry,
+    {
+      name: 'countersign_approvals_person_approvals_total',
+      help: "People's approvals by whether they opened the request page first: quick (approved within the threshold of opening), read, unopened.",
+      type: 'counter',
+    },
+    () => analytics()?.approvals,
+  );
+  registerScraped(
+    registry,
+    { name: 'countersign_approvals_pending', help: 'Pending approval requests by approver group and age.', type: 'gauge' },
+    () => analytics()?.pending,
+  );
   return {
     registry,
     decisionSeconds: new Histogram({
@@ -156,6 +260,9 @@ export function createAppMetrics(): AppMetrics {
     },
     setBreakGlassReviewsSource(read) {
       breakGlassReviews = read;
+    },
+    setApprovalAnalyticsSource(read) {
+      approvalAnalytics = read;
     },
   };
 }

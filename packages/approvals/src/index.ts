@@ -6,7 +6,7 @@
  * `@countersign/arap`. Everything a host, an operator's tooling or a test needs is exported here;
  * the folders under `src/` are internal.
  */
-export { createApprovalService, DEFAULT_APPROVAL_VALIDITY_MS } from './service.js';
+export { createApprovalService, DEFAULT_APPROVAL_VALIDITY_MS, METRICS_SNAPSHOT_TTL_MS } from './service.js';
 export type { ApprovalService, ApprovalServiceOptions } from './service.js';
 export { approvalServiceOptions, hostApprovalService, APPROVALS_DB_FILE } from './host.js';
 export type { HostedApprovalService } from './host.js';
@@ -54,3 +54,13 @@ export type { ApprovalNotification, ApprovalNotifier, NotificationKind } from '.
 export { SLACK_APPROVE_ACTION } from './notify/slack.js';
 export { slackSignature } from './notify/slack-signature.js';
 export { principalNames } from './principal-names.js';
+export {
+  CHANNEL_LABELS,
+  DECISION_BUCKETS_SECONDS,
+  MAX_LABEL_VALUES,
+  OTHER_LABEL,
+  OUTCOMES,
+  PENDING_AGE_BUCKETS,
+  READINGS,
+} from './analytics.js';
+export type { ApprovalMetricsSnapshot, DecisionSeries, LabelledValue } from './analytics.js';

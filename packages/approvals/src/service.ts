@@ -46,6 +46,10 @@ import { notifyAll, type ApprovalNotification, type ApprovalNotifier } from './n
 import { createSlackChannel, type SlackSettings } from './notify/slack.js';
 import { createReminderTimers } from './reminders.js';
 import { createPasskeys } from './inbox/passkeys.js';
+import { analyticsLabelSets, analyticsRuleOf, approvalMetricsSnapshot, type ApprovalMetricsSnapshot } from './analytics.js';
+
+/** How long one {@link ApprovalService.metricsSnapshot} is reused, ms: a scrape reads it once per metric, and scrapers may be several. */
+export const METRICS_SNAPSHOT_TTL_MS = 5_000;
 
 /** Default approval validity after a grant: 24 h in ms. */
 export const DEFAULT_APPROVAL_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -137,6 +141,12 @@ export interface ApprovalService {
   sweep(): Promise<void>;
   /** Current rules. */
   rules(): ApprovalRules;
+  /**
+   * The approval analytics `/metrics` shows (`analytics.ts`): totals since the store began, labels
+   * bounded by the rules file and the configured approvers' groups, pending ages at the time of the
+   * read. Reused for {@link METRICS_SNAPSHOT_TTL_MS}. Throws when the store is closed.
+   */
+  metricsSnapshot(): ApprovalMetricsSnapshot;
   /**
    * Announce `notification` on every configured channel (Slack, email, `notifiers`); resolves when
    * each accepted or gave up. Never rejects. The service itself sends `opened` on arrival (when
@@ -340,6 +350,7 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     }
   };
   if (opts.rulesFile !== undefined) lastRulesText = textHash(opts.rulesFile);
+  let snapshot: { atMs: number; value: ApprovalMetricsSnapshot } | undefined;
   return {
     app,
     store,
@@ -368,6 +379,21 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       if (decided > 0) logger.info({ decided }, 'risk engine decided pending requests');
     },
     rules: () => rules,
+    metricsSnapshot() {
+      const at = now();
+      if (snapshot !== undefined && at - snapshot.atMs >= 0 && at - snapshot.atMs < METRICS_SNAPSHOT_TTL_MS) return snapshot.value;
+      const value = approvalMetricsSnapshot(
+        store.analytics,
+        analyticsLabelSets(
+          rules,
+          approvers.flatMap((a) => a.groups),
+        ),
+        analyticsRuleOf(rules).quickApprovalSeconds * 1000,
+        at,
+      );
+      snapshot = { atMs: at, value };
+      return value;
+    },
     notify,
     drainCallbacks: async () => {
       await itsm?.drain();

@@ -14,6 +14,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
+import { AnalyticsRuleSchema } from '../analytics.js';
 import { BreakGlassRuleSchema } from '../break-glass.js';
 import { DEFAULT_UNFOLLOWED_RULE, UnfollowedRuleSchema, type UnfollowedRule } from '../followers.js';
 
@@ -163,6 +164,8 @@ export const ApprovalRulesSchema = z
     unfollowed: UnfollowedRuleSchema.optional(),
     /** Who may approve their own request in an emergency, and its controls (`../break-glass.ts`); default: nobody. */
     breakGlass: BreakGlassRuleSchema.optional(),
+    /** Who may see the approval analytics page, and its thresholds (`../analytics.ts`); default: nobody, 10 s. */
+    analytics: AnalyticsRuleSchema.optional(),
   })
   .strict();
 /** Validated approval rules. */

@@ -418,6 +418,8 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     if (record === undefined || best === undefined || best.refusal === 'not-in-group') {
       return c.html(<p>No such request in your groups.</p>, 404);
     }
+    // the "read before deciding" mark of the analytics (`../analytics.ts`): when this approver first opened it
+    if (record.status === 'pending') store.analytics.recordOpen(record.id, s.approver.id, deps.now());
     const view = (
       <RequestView
         record={record}

@@ -203,6 +203,8 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     if (wrong instanceof Response) return wrong;
     const refused = lifecycle.refusalFor(personDecider(session.approver, 'email'), record);
     const pending = record.status === 'pending';
+    // the decision page shows the arguments: the analytics' "read before deciding" mark (`../analytics.ts`)
+    if (pending) store.analytics.recordOpen(record.id, session.approver.id, now());
     const votes = lifecycle.votes(record.id);
     return c.html(
       <Page title="Approval request">

@@ -12,7 +12,9 @@
 `break-glass-store.ts`) and the audit events `break-glass` and `break-glass-reviewed`.
  * Version 6 added `narrowing_permits` (an approver's counter-proposal: a single-use,
  * short-lived permit for exactly the narrower call) and the audit events `narrowed` (on the request
- * the approver narrowed) and `permit-used` (on the new request the permit approved). Older files are migrated in
+ * the approver narrowed) and `permit-used` (on the new request the permit approved). Version 7 added
+ * `request_opens` (when each approver first opened a pending request's page, for the analytics'
+ * "approved without reading", `analytics-store.ts`) and the index `access_requests_resolved`. Older files are migrated in
  * one transaction, keeping every row; each step is idempotent. `callback_outbox` (status-change
  * callbacks to deliver, `../api/callbacks.ts`) is created on open in any version's file.
  * Deliberately does not: downgrade.
@@ -167,6 +169,15 @@ CREATE TABLE IF NOT EXISTS narrowing_permits (
 );
 CREATE INDEX IF NOT EXISTS narrowing_permits_binding ON narrowing_permits (binding_digest, used_at_ms, expires_at_ms);
 CREATE INDEX IF NOT EXISTS narrowing_permits_used_by ON narrowing_permits (used_by_request);
+CREATE TABLE IF NOT EXISTS request_opens (
+  request_id         TEXT NOT NULL REFERENCES access_requests (id),
+  approver           TEXT NOT NULL,
+  first_opened_at_ms INTEGER NOT NULL,
+  last_opened_at_ms  INTEGER NOT NULL,
+  opens              INTEGER NOT NULL DEFAULT 1,
+  PRIMARY KEY (request_id, approver)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS access_requests_resolved ON access_requests (resolved_at_ms);
 `;
 
 const AUDIT_COLUMNS = ['seq', 'request_id', 'event', 'actor', 'comment', 'at_ms', 'via', 'rule', 'on_behalf_of'] as const;
@@ -185,7 +196,7 @@ CREATE TABLE IF NOT EXISTS ${name} (
 );`;
 
 /** Schema version this module writes (`PRAGMA user_version`). */
-export const STORE_SCHEMA_VERSION = 6;
+export const STORE_SCHEMA_VERSION = 7;
 
 /**
  * The lower-cased names of a request's requester: `subject.sub` and every `act` actor's `sub`

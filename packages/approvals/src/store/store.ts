@@ -14,8 +14,8 @@
  * approved, denied, expired, cancelled, notified, reminded, escalated, narrowed, permit-used — who, for whom, through which
  * channel, which rule, when, comment).
  * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
- * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 6); the break-glass tables are
- * `break-glass-store.ts`'s.
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 7); the break-glass tables are
+ * `break-glass-store.ts`'s, `request_opens` is `analytics-store.ts`'s.
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
  * that completes a quorum is the one that approves.
@@ -27,6 +27,7 @@ import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, ty
 import { AUDIT_EVENT_KINDS, createSchema, requesterNames } from './store-schema.js';
 import { createFollowerStore, type FollowerStore } from './followers-store.js';
 import { createBreakGlassStore, type BreakGlassStore } from './break-glass-store.js';
+import { createAnalyticsStore, type AnalyticsStore } from './analytics-store.js';
 
 export { AUDIT_EVENT_KINDS };
 
@@ -372,6 +373,8 @@ export interface ApprovalStore {
   followers: FollowerStore;
   /** Break-glass sessions, approvals and their reviews (`break-glass-store.ts`). */
   breakGlass: BreakGlassStore;
+  /** When approvers opened requests, and the aggregates the analytics are computed from (`analytics-store.ts`). */
+  analytics: AnalyticsStore;
   /** Run `fn` in one transaction (a savepoint inside another); its throw rolls every write of it back. */
   inTransaction<T>(fn: () => T): T;
   /**
@@ -644,6 +647,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   createSchema(db);
   const followers = createFollowerStore(db);
   const breakGlass = createBreakGlassStore(db);
+  const analytics = createAnalyticsStore(db);
 
   const insertRequest = db.prepare(
     `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule, quorum_reason, step_up_reason)
@@ -1126,6 +1130,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     callbacks,
     followers,
     breakGlass,
+    analytics,
     inTransaction: <T>(fn: () => T): T => db.transaction(fn)(),
     narrow(id, t, comment, permit) {
       return narrowTx(id, t, comment, permit) ? get(id) : undefined;

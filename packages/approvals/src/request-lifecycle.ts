@@ -111,6 +111,20 @@ export type DecideRefusal =
 /** Rule id the audit trail records on a break-glass approval (`break-glass.ts`). */
 export const BREAK_GLASS_RULE = 'break-glass';
 
+/** What a decision carries besides its decider and verdict ({@link RequestLifecycle.decide}). */
+export interface DecideOptions {
+  /** The approver's comment (audit trail, status body); an empty string counts as none. */
+  comment?: string;
+  /** The rule that decided, for the audit (a risk rule's id). */
+  rule?: string;
+  /** A verified passkey assertion over the request's binding digest (`inbox/passkeys.ts`), for a step-up rule. */
+  stepUp?: StepUpProof;
+  /** The approver confirmed approving a request nobody follows (the rules' `unfollowed` option). */
+  confirmUnfollowed?: boolean;
+  /** A break-glass claim with its reason (`break-glass.ts`). */
+  breakGlass?: BreakGlassClaim;
+}
+
 /** Result of {@link RequestLifecycle.decide}. `recorded`: a partial approval, the quorum is not met yet. */
 export type DecideOutcome =
   | { kind: 'decided'; record: AccessRequestRecord }
@@ -177,16 +191,7 @@ export interface RequestLifecycle {
    * audit trail an `approved` row of rule `break-glass` and a `break-glass` row with the reason,
    * the store the use with the approvers it skipped and its review due time, in one transaction.
    */
-  decide(
-    id: string,
-    decider: Decider,
-    decision: Decision,
-    comment?: string,
-    rule?: string,
-    stepUp?: StepUpProof,
-    confirmUnfollowed?: boolean,
-    breakGlass?: BreakGlassClaim,
-  ): DecideOutcome;
+  decide(id: string, decider: Decider, decision: Decision, options?: DecideOptions): DecideOutcome;
   /**
    * Mark the break-glass approval of request `id` reviewed by approver `reviewer` with `comment`
    * (mandatory, trimmed): never by the one who broke glass, only by a reviewer the rules name
@@ -601,7 +606,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       return raced.status === 'cancelled' ? { kind: 'cancelled', record: raced } : { kind: 'not-pending', record: raced };
     },
 
-    decide(id, decider, decision, comment, rule, stepUp, confirmUnfollowed, breakGlass) {
+    decide(id, decider, decision, options = {}) {
+      const { comment, rule, stepUp, confirmUnfollowed, breakGlass } = options;
       const current = read(id);
       if (current === undefined) return { kind: 'not-found' };
       const refusal = scopeRefusal(decider, current);

@@ -473,16 +473,11 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     }
     if (parsed.data.decision === 'narrow')
       return narrowed(c.req.param('id'), acting, parsed.data.proposed_arguments ?? {}, parsed.data.comment);
-    const outcome = lifecycle.decide(
-      c.req.param('id'),
-      acting,
-      parsed.data.decision,
-      parsed.data.comment,
-      undefined,
-      undefined,
-      parsed.data.confirm_unfollowed,
-      parsed.data.break_glass,
-    );
+    const outcome = lifecycle.decide(c.req.param('id'), acting, parsed.data.decision, {
+      comment: parsed.data.comment,
+      confirmUnfollowed: parsed.data.confirm_unfollowed,
+      breakGlass: parsed.data.break_glass,
+    });
     switch (outcome.kind) {
       case 'decided':
       case 'recorded':

@@ -197,7 +197,7 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
         via: 'itsm',
         groups: cfg.groups.filter((g) => person.groups.includes(g)),
       };
-      const outcome = deps.lifecycle.decide(claims.request_id, decider, claims.decision, claims.comment);
+      const outcome = deps.lifecycle.decide(claims.request_id, decider, claims.decision, { comment: claims.comment });
       switch (outcome.kind) {
         case 'decided':
         case 'recorded':

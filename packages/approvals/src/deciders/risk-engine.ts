@@ -41,7 +41,10 @@ export function createRiskEngine(deps: {
       arguments: b.context.arguments,
     });
     if (rule === null) return null;
-    const outcome = deps.lifecycle.decide(record.id, RISK_ENGINE_DECIDER, rule.decision, rule.comment ?? `risk rule ${rule.id}`, rule.id);
+    const outcome = deps.lifecycle.decide(record.id, RISK_ENGINE_DECIDER, rule.decision, {
+      comment: rule.comment ?? `risk rule ${rule.id}`,
+      rule: rule.id,
+    });
     if (outcome.kind !== 'decided') {
       deps.logger.warn({ requestId: record.id, rule: rule.id, outcome: outcome.kind }, 'risk rule matched but did not decide');
       return null;

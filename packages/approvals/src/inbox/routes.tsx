@@ -505,7 +505,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const confirmed = form[CONFIRM_UNFOLLOWED_FIELD] === '1';
     const glassReason = form[BREAK_GLASS_REASON_FIELD];
     const breakGlass = typeof glassReason === 'string' && onBehalfOf === undefined ? { reason: glassReason.slice(0, 500) } : undefined;
-    const outcome = lifecycle.decide(id, decider, decision, comment === '' ? undefined : comment, undefined, stepUp, confirmed, breakGlass);
+    const outcome = lifecycle.decide(id, decider, decision, { comment, stepUp, confirmUnfollowed: confirmed, breakGlass });
     switch (outcome.kind) {
       case 'decided':
         return back(outcome.record.status === 'approved' ? 'approved' : 'denied');
@@ -600,7 +600,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       const tool = record.body.resource.id;
       const best = bestDecider(c, record);
       if (best.refusal === 'not-in-group') return { id, tool: null, outcome: 'not found', ok: false };
-      const outcome = lifecycle.decide(id, best.decider, decision, comment === '' ? undefined : comment);
+      const outcome = lifecycle.decide(id, best.decider, decision, { comment });
       switch (outcome.kind) {
         case 'decided':
           return { id, tool, outcome: outcome.record.status, ok: true };

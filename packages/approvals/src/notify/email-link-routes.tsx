@@ -273,7 +273,7 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
     if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000)
       return refusal(c, 400, 'Bad request', 'Choose Approve or Deny (a comment is at most 1,000 characters).');
-    const outcome = lifecycle.decide(record.id, personDecider(session.approver, 'email'), decision, comment === '' ? undefined : comment);
+    const outcome = lifecycle.decide(record.id, personDecider(session.approver, 'email'), decision, { comment });
     log.info({ requestId: record.id, approver: session.approver.id, decision, outcome: outcome.kind }, 'email link decision');
     const back = (flash: string) => c.redirect(`/approver/requests/${encodeURIComponent(record.id)}?flash=${flash}`, 303);
     switch (outcome.kind) {

@@ -23,7 +23,13 @@ import type {
   TaskSnapshot,
 } from '../../workflows/types.js';
 import { taskIdFor } from '../../workflows/task-id.js';
-import type { ReceiptApprovalRequest, ReceiptApproverDecision, ReceiptEvidence, ReceiptPolicyDecision } from '@countersign/receipts';
+import type {
+  ReceiptApprovalRequest,
+  ReceiptApproverDecision,
+  ReceiptEvidence,
+  ReceiptGrantUse,
+  ReceiptPolicyDecision,
+} from '@countersign/receipts';
 
 type History = temporal.api.history.v1.IHistory;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -36,6 +42,8 @@ export interface DecisionRecord {
   decisions: ReceiptApproverDecision[];
   /** The break-glass mark, when the request was approved under that role. */
   breakGlass?: { by: string; reason: string; at: string };
+  /** The grant use, when a grant approved the request. */
+  grant?: ReceiptGrantUse;
 }
 
 /** Where the approvers' decisions are read from (the reference service's decisions API, or another backend's adapter). */
@@ -86,8 +94,16 @@ export function approvalServiceRecords(opts: {
       const parsed = json.ok ? DecisionRecordBodySchema.safeParse(json.value) : undefined;
       if (!parsed?.success || parsed.data.id !== requestId)
         throw new Error(`the decisions of request ${requestId} from ${base} are not a decision record`);
-      const { status, quorum, decisions, break_glass: glass } = parsed.data;
-      return { status, quorum, decisions, ...(glass !== undefined ? { breakGlass: glass } : {}) };
+      const { status, quorum, decisions, break_glass: glass, grant } = parsed.data;
+      return {
+        status,
+        quorum,
+        decisions,
+        ...(glass !== undefined ? { breakGlass: glass } : {}),
+        ...(grant !== undefined
+          ? { grant: { id: grant.id, createdBy: grant.created_by, use: grant.use, maxUses: grant.max_uses, expiresAt: grant.expires_at } }
+          : {}),
+      };
     },
     close() {},
   };
@@ -201,6 +217,7 @@ export async function evidenceFromHistory(
       req.quorum = record.quorum;
       req.decisions = record.decisions;
       if (record.breakGlass !== undefined) req.breakGlass = record.breakGlass;
+      if (record.grant !== undefined) req.grant = record.grant;
     }
   }
   const terminal = snapshot.lastUpdatedAt ?? timeOf(completed);

@@ -7,11 +7,7 @@
 // reviews it (alice may not). Without a reason 400, outside the role 403, the third session in a day
 // 429 (CLI exit 9).
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReceiptPayload } from '@countersign/receipts';
 import type { Config } from '../../src/config.js';
 import type { Stack } from '../../src/stack.js';
 import { parseTaskId } from '../../workflows/task-id.js';
@@ -21,9 +17,8 @@ import {
   approvalsCli,
   basic,
   clientFor,
-  countersignCli,
+  exportReceipts as exportReceiptsOf,
   pendingFor,
-  receiptPayloadOf,
   startTestStack,
   testConfig,
   waitForTerminal,
@@ -85,17 +80,7 @@ function decideAs(approverId: string, requestId: string, body: Record<string, un
   });
 }
 
-/** `countersign receipts export` as a real process, into a fresh file; returns its payloads. */
-async function exportReceipts(): Promise<ReceiptPayload[]> {
-  const file = join(mkdtempSync(join(tmpdir(), 'break-glass-receipts-')), 'receipts.jsonl');
-  const r = await countersignCli(['receipts', 'export', '--since', '1h', '--out', file], {
-    COUNTERSIGN_DATA_DIR: config.COUNTERSIGN_DATA_DIR,
-    TEMPORAL_ADDRESS: stack.urls.temporal,
-    COUNTERSIGN_APPROVALS_URL: stack.urls.approvals,
-  });
-  if (r.code !== 0) throw new Error(`receipts export failed: ${r.stderr}`);
-  return readFileSync(file, 'utf8').trim().split('\n').map(receiptPayloadOf);
-}
+const exportReceipts = () => exportReceiptsOf(stack, config);
 
 describe('break-glass end to end', () => {
   it('a requester in the break-glass role approves their own $50,000 transfer with a reason: it runs once, the receipt and audit say break-glass, the skipped approvers are told, and it needs review until bob reviews it', async () => {

@@ -188,3 +188,18 @@ export function approvalsCli(stack: Stack, approverId: string, args: string[]): 
 /** The signed payload of one exported receipt line (a flattened JWS), decoded. */
 export const receiptPayloadOf = (line: string): ReceiptPayload =>
   JSON.parse(Buffer.from((JSON.parse(line) as { payload: string }).payload, 'base64url').toString('utf8')) as ReceiptPayload;
+
+/**
+ * `countersign receipts export --since 1h` as a real process against `stack` (its data folder from
+ * `config`), into a fresh file; returns the signed payloads, one per receipt. Throws on a non-zero exit.
+ */
+export async function exportReceipts(stack: Stack, config: Config): Promise<ReceiptPayload[]> {
+  const file = join(mkdtempSync(join(tmpdir(), 'e2e-receipts-')), 'receipts.jsonl');
+  const r = await countersignCli(['receipts', 'export', '--since', '1h', '--out', file], {
+    COUNTERSIGN_DATA_DIR: config.COUNTERSIGN_DATA_DIR,
+    TEMPORAL_ADDRESS: stack.urls.temporal,
+    COUNTERSIGN_APPROVALS_URL: stack.urls.approvals,
+  });
+  if (r.code !== 0) throw new Error(`receipts export failed: ${r.stderr}`);
+  return readFileSync(file, 'utf8').trim().split('\n').map(receiptPayloadOf);
+}

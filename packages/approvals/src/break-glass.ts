@@ -52,10 +52,23 @@ export type BreakGlassRule = z.infer<typeof BreakGlassRuleSchema>;
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
-/** Whether approver `id` with approver groups `groups` holds the break-glass role under `rule` (none without a rule). */
-export function holdsBreakGlassRole(rule: BreakGlassRule | undefined, id: string, groups: readonly string[]): boolean {
+/**
+ * Whether approver `id` with approver groups `groups` is named by a rules-file role (`approvers`
+ * by id, case-insensitively, or `groups`); nobody without a rule. The break-glass role and the
+ * grant right (`grants.ts`) are such roles.
+ */
+export function holdsRole(
+  rule: { approvers?: string[] | undefined; groups?: string[] | undefined } | undefined,
+  id: string,
+  groups: readonly string[],
+): boolean {
   if (rule === undefined) return false;
   return (rule.approvers ?? []).some((a) => same(a, id)) || (rule.groups ?? []).some((g) => groups.includes(g));
+}
+
+/** Whether approver `id` with approver groups `groups` holds the break-glass role under `rule` (none without a rule). */
+export function holdsBreakGlassRole(rule: BreakGlassRule | undefined, id: string, groups: readonly string[]): boolean {
+  return holdsRole(rule, id, groups);
 }
 
 /**

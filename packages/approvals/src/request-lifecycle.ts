@@ -36,6 +36,8 @@ import {
   type ProposalRefusal,
 } from './narrowing-permits.js';
 import { principalNames } from './principal-names.js';
+import { grantCovers, grantUseWire } from './grants.js';
+import type { Grant } from './store/grants-store.js';
 import type {
   AccessRequestRecord,
   ApprovalStore,
@@ -210,6 +212,12 @@ export interface RequestLifecycle {
    * order: not-found, forbidden, not-pending, not-narrowable, invalid.
    */
   narrow(id: string, decider: Decider, proposed: Record<string, unknown>, comment?: string): NarrowOutcome;
+  /**
+   * Approve pending request `id` by `grant` (its creator's vote, rule `grant`, one use counted,
+   * `grants.ts`), when the request meets it and no quorum or step-up rule applies; returns the
+   * approved record, or null (left as it was).
+   */
+  applyGrant(id: string, grant: Grant): AccessRequestRecord | null;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
   refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
   /**
@@ -534,19 +542,33 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         stepUpRule: stepUp?.id ?? null,
         stepUpReason: stepUp === null ? null : stepUpReason(stepUp),
       };
-      // A counter-proposal's permit approves the narrower call at once, consumed in the insert's
-      // transaction, unless a quorum or step-up rule applies to it: then it is an ordinary request.
+      // A counter-proposal's permit or a grant (`grants.ts`) approves the call at once, its use
+      // counted in the insert's transaction, unless a quorum or step-up rule applies to it: then it
+      // is an ordinary request.
       if (quorum.approvals <= 1 && stepUp === null) {
         const permitted = store.insertWithPermit(
           row,
           body.subject.sub,
-          { bindingDigest: requestPermitDigest(body), approverGroup: body.approver_group, atMs: at },
-          (approvers) => approvalOf(row.id, at, approvers),
+          {
+            bindingDigest: requestPermitDigest(body),
+            approverGroup: body.approver_group,
+            atMs: at,
+            grantFits: (g) => grantCovers(g, { body }),
+          },
+          (approvers, grant) =>
+            approvalOf(row.id, at, approvers, grant === undefined ? {} : { grant: grantUseWire(grant.grant, grant.use) }),
         );
         if (permitted.permit !== null) {
           logger.info(
             { requestId: permitted.record.id, tool: body.resource.id, proposedOn: permitted.permit.requestId },
             'access request approved by a counter-proposal',
+          );
+          return { kind: 'created', record: changed(permitted.record) };
+        }
+        if (permitted.grant !== null) {
+          logger.info(
+            { requestId: permitted.record.id, tool: body.resource.id, grant: permitted.grant.grant.id, use: permitted.grant.use.use },
+            'access request approved by a grant',
           );
           return { kind: 'created', record: changed(permitted.record) };
         }
@@ -556,6 +578,19 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     },
 
     read,
+
+    applyGrant(id, grant) {
+      const current = read(id);
+      if (current === undefined || current.status !== 'pending') return null;
+      if (current.requiredApprovals > 1 || current.stepUpRule !== null || !grantCovers(grant, current)) return null;
+      const at = now();
+      const approved = store.approveByGrant(id, grant, at, (approvers, g) =>
+        approvalOf(id, at, approvers, g === undefined ? {} : { grant: grantUseWire(g.grant, g.use) }),
+      );
+      if (approved === undefined) return null;
+      logger.info({ requestId: id, grant: grant.id }, 'access request approved by a grant');
+      return changed(approved);
+    },
 
     narrow(id, decider, proposed, comment) {
       const current = read(id);

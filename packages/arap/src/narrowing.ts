@@ -75,7 +75,11 @@ export type NarrowingCheck = { ok: true; changed: string[] } | { ok: false; fiel
 
 const refuse = (field: string | null, message: string): NarrowingCheck => ({ ok: false, field, message });
 
-function segments(path: string): string[] | null {
+/**
+ * The segments of a plain path (`/a/b` → `['', 'a', 'b']`, `a/b` → `['a', 'b']`, a trailing `/`
+ * ignored), or null when it holds a NUL or a `.`, `..` or empty segment: what `subpath` compares.
+ */
+export function segmentsOfPath(path: string): string[] | null {
   if (path.includes('\0')) return null;
   const rooted = path.startsWith('/');
   const parts = (rooted ? path.slice(1) : path).replace(/\/+$/, '').split('/');
@@ -98,8 +102,8 @@ function checkField(direction: NarrowingDirection, requested: unknown, proposed:
     case 'subpath': {
       if (typeof requested !== 'string') return 'the requested value is not a path, so it cannot be narrowed';
       if (typeof proposed !== 'string') return 'must be a path (a string)';
-      const want = segments(requested);
-      const got = segments(proposed);
+      const want = segmentsOfPath(requested);
+      const got = segmentsOfPath(proposed);
       if (want === null) return 'the requested path has ".", ".." or empty segments, so it cannot be narrowed';
       if (got === null) return 'must be a plain path: no ".", ".." or empty segments';
       if (got.length < want.length || want.some((s, i) => got[i] !== s)) return 'must be the requested path or a path below it';

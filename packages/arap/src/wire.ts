@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { NARROWABLE_FIELD, NARROWING_DIRECTIONS } from './narrowing.js';
 import { JsonPointerSchema, MAX_REDACTED, REDACTED_VALUE, valueAt } from './redaction.js';
 import { DisplayHintsSchema } from './display.js';
+import { GrantConstraintsSchema } from './grants.js';
 
 /** Most fields a narrowing spec names on the wire. */
 export const MAX_NARROWABLE = 64;
@@ -222,6 +223,52 @@ export const WireBreakGlassSchema = z.object({
   at: z.iso.datetime({ offset: true }),
 });
 
+/**
+ * The grant that approved a request (docs/APPROVERS.md §Grants): its id, who created it, which use
+ * this was (1-based) of how many (`max_uses`, null: bounded by time only), and until when it holds
+ * (ISO 8601). An extension field; ARAP clients that do not know it ignore it.
+ */
+export const WireGrantUseSchema = z.object({
+  id: z.string().min(1),
+  created_by: z.string(),
+  use: z.number().int().positive(),
+  max_uses: z.number().int().positive().nullable(),
+  expires_at: z.iso.datetime({ offset: true }),
+});
+/** A validated grant use. */
+export type WireGrantUse = z.infer<typeof WireGrantUseSchema>;
+
+/**
+ * Body of `POST /access/v1/grants` (approver Basic; docs/APPROVERS.md §Grants): a grant for
+ * `principal` (the requester's `sub`) to call `tool` with arguments meeting `constraints`
+ * (`grants.ts`), for requests of `approver_group`, at most `max_uses` times and/or for
+ * `duration_ms` from now (at least one; both capped by the rules file's `grants` option), with a
+ * `reason` (1-500 characters). `from_request`: the request it is made from — its principal, tool
+ * and group are then the defaults, and a pending one that meets the grant is approved by it.
+ */
+export const GrantCreateBodySchema = z
+  .object({
+    from_request: z.string().min(1).max(200).optional(),
+    principal: z.string().min(1).max(200).optional(),
+    tool: z.string().min(1).max(256).optional(),
+    approver_group: z.string().min(1).max(200).optional(),
+    constraints: GrantConstraintsSchema.default({}),
+    max_uses: z.int().min(1).max(10_000).optional(),
+    duration_ms: z.int().min(1000).optional(),
+    reason: z.string().trim().min(1, 'a grant needs a reason').max(500),
+  })
+  .strict()
+  .refine((b) => b.max_uses !== undefined || b.duration_ms !== undefined, {
+    message: 'a grant needs max_uses or duration_ms (or both): it is bounded',
+    path: ['max_uses'],
+  })
+  .refine((b) => b.from_request !== undefined || (b.principal !== undefined && b.tool !== undefined), {
+    message: 'principal and tool are required unless from_request names the request they come from',
+    path: ['principal'],
+  });
+/** A validated grant creation body. */
+export type GrantCreateBody = z.infer<typeof GrantCreateBodySchema>;
+
 /** ARAP `result.approval`: times ISO 8601; `approvers` are approver ids (audit only). */
 export const WireApprovalSchema = z.object({
   id: z.string().min(1),
@@ -236,6 +283,8 @@ export const WireApprovalSchema = z.object({
    * characters), when (ISO 8601). An extension field; ARAP clients that do not know it ignore it.
    */
   break_glass: WireBreakGlassSchema.optional(),
+  /** Present when a grant approved the request at submission ({@link WireGrantUseSchema}). */
+  grant: WireGrantUseSchema.optional(),
 });
 /** ARAP `result.approval`. */
 export type WireApproval = z.infer<typeof WireApprovalSchema>;
@@ -310,6 +359,8 @@ export const DecisionRecordBodySchema = z.object({
   decisions: z.array(WireDecisionSchema),
   /** Present when the request was approved under the break-glass role (who, why, when): receipts record it. */
   break_glass: WireBreakGlassSchema.optional(),
+  /** Present when a grant approved the request ({@link WireGrantUseSchema}): receipts name it. */
+  grant: WireGrantUseSchema.optional(),
 });
 /** A request's decision record. */
 export type WireDecisionRecord = z.infer<typeof DecisionRecordBodySchema>;

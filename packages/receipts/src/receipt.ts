@@ -85,6 +85,21 @@ export interface ReceiptApprovalRequest {
    * (docs/APPROVERS.md §Break-glass): who (approver id), their reason, when (ISO 8601).
    */
   breakGlass?: { by: string; reason: string; at: string };
+  /**
+   * Present only when a grant approved the request (docs/APPROVERS.md §Grants): the grant's id, who
+   * created it, which use this was (1-based) of at most `maxUses` (null: bounded by time only), and
+   * until when it held (ISO 8601).
+   */
+  grant?: ReceiptGrantUse;
+}
+
+/** The grant use a receipt names ({@link ReceiptApprovalRequest.grant}). */
+export interface ReceiptGrantUse {
+  id: string;
+  createdBy: string;
+  use: number;
+  maxUses: number | null;
+  expiresAt: string;
 }
 
 /** The signed content of one receipt. Times are ISO 8601 UTC. */

@@ -27,6 +27,9 @@
  *   → `{given, received}` (active ones); `POST /delegations/:id/revoke` → 200 | 404 (see
  *   `packages/approvals/src/delegation.ts`); a decision with `on_behalf_of` decides for a delegator (403 without
  *   an active delegation)
+ * - `POST /grants`, `GET /grants`, `GET /grants/:id`, `POST /grants/:id/revoke` (approver Basic):
+ *   bounded permits an approver with the right creates (`grant-routes.ts`, `../grants.ts`); a
+ *   request a grant approved names it in its approval (`grant`), decision record and `GET /approvals/:id`
  * - `POST /itsm/decisions` (JWS signed with the ITSM secret, see `packages/approvals/src/deciders/itsm-webhook.ts`)
  * Every error is problem+json. Bodies are bounded before they are read: {@link MAX_BODY_BYTES} for a
  * new request, {@link MAX_SMALL_BODY_BYTES} for every other route (413); JSON bodies are parsed
@@ -65,6 +68,8 @@ import { reasonShown } from '../inbox/format.js';
 import { DEFAULT_APPROVAL_RULES, type ApprovalRules } from '../deciders/approval-rules.js';
 import { plainRequestOf, requestHeadline } from '../inbox/plain-language.js';
 import { addBreakGlassRoutes } from './break-glass-routes.js';
+import { addGrantRoutes } from './grant-routes.js';
+import { grantUseWire } from '../grants.js';
 import type { BreakGlassUse } from '../store/break-glass-store.js';
 
 /** A break-glass mark as the wire carries it (`WireBreakGlassSchema` of `@countersign/arap`), or undefined. */
@@ -272,6 +277,13 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     };
   };
 
+  /** The grant use that approved request `id`, as the wire carries it, or undefined. */
+  const grantUseOf = (id: string) => {
+    const use = deps.store.grants.useBy(id);
+    const grant = use === undefined ? undefined : deps.store.grants.get(use.grantId);
+    return use === undefined || grant === undefined ? undefined : grantUseWire(grant, use);
+  };
+
   app.post('/requests', requireClient, async (c) => {
     const key = c.req.header('Idempotency-Key');
     if (key === undefined || key.trim() === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -325,6 +337,8 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     };
     const glass = breakGlassWire(deps.store.breakGlass.use(record.id));
     if (glass !== undefined) body.break_glass = glass;
+    const grant = grantUseOf(record.id);
+    if (grant !== undefined) body.grant = grant;
     return c.json(body, 200);
   });
 
@@ -442,6 +456,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         ...narrowingTrail(record),
         refusal,
         break_glass: breakGlassWire(deps.store.breakGlass.use(record.id)) ?? null,
+        grant: grantUseOf(record.id) ?? null,
         audit: deps.store.auditTrail(record.id).map((e) => ({
           event: e.event,
           actor: e.actor,
@@ -579,19 +594,22 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
       : problem('not-found', 'No such active delegation of yours.');
   });
 
-  addBreakGlassRoutes(app, {
+  /** The dependencies of the people-only route groups (break-glass, grants); `only` says whom they are for. */
+  const personRoutes = (only: string) => ({
     lifecycle,
     store: deps.store,
     rules: deps.rules ?? (() => DEFAULT_APPROVAL_RULES),
     now,
-    person: (c) => {
+    person: (c: Context) => {
       const who = decider(c);
       if (who instanceof Response) return who;
-      return personOf(who) ?? problem('forbidden', 'Only an approver (HTTP Basic) breaks glass or reviews it.');
+      return personOf(who) ?? problem('forbidden', only);
     },
     readJson,
     describeIssues,
   });
+  addBreakGlassRoutes(app, personRoutes('Only an approver (HTTP Basic) breaks glass or reviews it.'));
+  addGrantRoutes(app, personRoutes('Only an approver (HTTP Basic) creates, lists or revokes grants.'));
 
   app.post('/itsm/decisions', (c) => (deps.itsmDecisions === undefined ? notFound() : deps.itsmDecisions(c)));
 

@@ -16,6 +16,7 @@ import { dirname } from 'node:path';
 import { z } from 'zod';
 import { AnalyticsRuleSchema } from '../analytics.js';
 import { BreakGlassRuleSchema } from '../break-glass.js';
+import { GrantRuleSchema } from '../grants.js';
 import { DEFAULT_UNFOLLOWED_RULE, UnfollowedRuleSchema, type UnfollowedRule } from '../followers.js';
 
 const Scalar = z.union([z.string(), z.number(), z.boolean()]);
@@ -166,6 +167,8 @@ export const ApprovalRulesSchema = z
     breakGlass: BreakGlassRuleSchema.optional(),
     /** Who may see the approval analytics page, and its thresholds (`../analytics.ts`); default: nobody, 10 s. */
     analytics: AnalyticsRuleSchema.optional(),
+    /** Who may create grants, and their bounds (`../grants.ts`); default: nobody. */
+    grants: GrantRuleSchema.optional(),
   })
   .strict();
 /** Validated approval rules. */

@@ -56,6 +56,8 @@ const EVENT_TEXT: Record<AuditEvent['event'], string> = {
   'break-glass-reviewed': 'break-glass reviewed',
   narrowed: 'narrowed: a narrower call proposed',
   'permit-used': 'approved by a counter-proposal',
+  granted: 'made a grant from this request',
+  'grant-used': 'approved by a grant',
 };
 
 /** Props of {@link RequestView}. */

@@ -14,7 +14,11 @@
  * short-lived permit for exactly the narrower call) and the audit events `narrowed` (on the request
  * the approver narrowed) and `permit-used` (on the new request the permit approved). Version 7 added
  * `request_opens` (when each approver first opened a pending request's page, for the analytics'
- * "approved without reading", `analytics-store.ts`) and the index `access_requests_resolved`. Older files are migrated in
+ * "approved without reading", `analytics-store.ts`) and the index `access_requests_resolved`. Version 8 added
+ * `grants` (an approver's time-boxed, count-bounded permit for a principal's calls of one tool within
+ * argument constraints, `../grants.ts`) and `grant_uses` (which request used which grant, its use
+ * number unique per grant), and the audit events `granted` (on the request a grant was made from)
+ * and `grant-used` (on each request a grant approved). Older files are migrated in
  * one transaction, keeping every row; each step is idempotent. `callback_outbox` (status-change
  * callbacks to deliver, `../api/callbacks.ts`) is created on open in any version's file.
  * Deliberately does not: downgrade.
@@ -44,6 +48,8 @@ export const AUDIT_EVENT_KINDS = [
   'break-glass-reviewed',
   'narrowed',
   'permit-used',
+  'granted',
+  'grant-used',
 ] as const;
 
 const SCHEMA = `
@@ -178,6 +184,32 @@ CREATE TABLE IF NOT EXISTS request_opens (
   PRIMARY KEY (request_id, approver)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS access_requests_resolved ON access_requests (resolved_at_ms);
+CREATE TABLE IF NOT EXISTS grants (
+  id              TEXT PRIMARY KEY,
+  principal       TEXT NOT NULL,
+  tool            TEXT NOT NULL,
+  approver_group  TEXT NOT NULL,
+  constraints_json TEXT NOT NULL,
+  max_uses        INTEGER,
+  uses            INTEGER NOT NULL DEFAULT 0,
+  created_by      TEXT NOT NULL,
+  via             TEXT NOT NULL,
+  reason          TEXT NOT NULL,
+  from_request    TEXT REFERENCES access_requests (id),
+  created_at_ms   INTEGER NOT NULL,
+  expires_at_ms   INTEGER NOT NULL,
+  revoked_at_ms   INTEGER,
+  revoked_by      TEXT,
+  CHECK (max_uses IS NULL OR uses <= max_uses)
+);
+CREATE INDEX IF NOT EXISTS grants_match ON grants (principal, tool, approver_group, expires_at_ms);
+CREATE TABLE IF NOT EXISTS grant_uses (
+  request_id TEXT PRIMARY KEY REFERENCES access_requests (id),
+  grant_id   TEXT NOT NULL REFERENCES grants (id),
+  use        INTEGER NOT NULL,
+  at_ms      INTEGER NOT NULL,
+  UNIQUE (grant_id, use)
+);
 `;
 
 const AUDIT_COLUMNS = ['seq', 'request_id', 'event', 'actor', 'comment', 'at_ms', 'via', 'rule', 'on_behalf_of'] as const;
@@ -196,7 +228,7 @@ CREATE TABLE IF NOT EXISTS ${name} (
 );`;
 
 /** Schema version this module writes (`PRAGMA user_version`). */
-export const STORE_SCHEMA_VERSION = 7;
+export const STORE_SCHEMA_VERSION = 8;
 
 /**
  * The lower-cased names of a request's requester: `subject.sub` and every `act` actor's `sub`

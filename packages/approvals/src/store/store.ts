@@ -1,7 +1,8 @@
 /**
  * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
  *
- * Nine tables (and the notification channels' two, see `ChannelStore`): `narrowing_permits` (an
+ * Eleven tables (and the notification channels' two, see `ChannelStore`): `grants` and `grant_uses`
+ * (an approver's bounded permits and each request they approved, `grants-store.ts`), `narrowing_permits` (an
  * approver's counter-proposals, each a single-use permit for one narrower call, see `NarrowingPermit`), `callback_outbox`
  * (status-change callbacks to deliver, written in the transaction of the change; see
  * `CallbackOutboxStore`), `request_principals` (see below), `access_requests` (one row per request,
@@ -11,11 +12,11 @@
  * `cast_by` names a delegate voting for that person), `inbox_sessions` (server-side inbox sessions,
  * see `packages/approvals/src/inbox/session.ts`), `delegations` (who decides for whom until when), passkeys
  * (see `PasskeyStore`) and `audit_events` (append-only: submitted, endorsed (a partial approval),
- * approved, denied, expired, cancelled, notified, reminded, escalated, narrowed, permit-used — who, for whom, through which
+ * approved, denied, expired, cancelled, notified, reminded, escalated, narrowed, permit-used, granted, grant-used — who, for whom, through which
  * channel, which rule, when, comment).
  * `request_principals` holds each request's lower-cased requester names (sub and `act` chain).
- * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 7); the break-glass tables are
- * `break-glass-store.ts`'s, `request_opens` is `analytics-store.ts`'s.
+ * The schema is created on open and older files are migrated (`PRAGMA user_version` 0 → 8); the break-glass tables are
+ * `break-glass-store.ts`'s, `request_opens` is `analytics-store.ts`'s, `grants` and `grant_uses` are `grants-store.ts`'s.
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
  * that completes a quorum is the one that approves.
@@ -28,6 +29,7 @@ import { AUDIT_EVENT_KINDS, createSchema, requesterNames } from './store-schema.
 import { createFollowerStore, type FollowerStore } from './followers-store.js';
 import { createBreakGlassStore, type BreakGlassStore } from './break-glass-store.js';
 import { createAnalyticsStore, type AnalyticsStore } from './analytics-store.js';
+import { createGrantStore, type Grant, type GrantStore, type GrantUse } from './grants-store.js';
 
 export { AUDIT_EVENT_KINDS };
 
@@ -191,6 +193,19 @@ export interface NarrowingPermit {
   expiresAtMs: number;
   usedAtMs: number | null;
   usedByRequest: string | null;
+}
+
+/**
+ * What a new request must match to be approved at submission by a standing permit
+ * ({@link ApprovalStore.insertWithPermit}): a counter-proposal's `bindingDigest` and the request's
+ * `approverGroup`, at `atMs` (ms since epoch); `grantFits` says whether a grant's constraints (and
+ * anything else the caller checks) admit the request — absent: no grant is tried.
+ */
+export interface StandingMatch {
+  bindingDigest: string;
+  approverGroup: string;
+  atMs: number;
+  grantFits?: (grant: Grant) => boolean;
 }
 
 /** Filters of the list queries; each absent field matches everything. */
@@ -388,18 +403,35 @@ export interface ApprovalStore {
     permit: Omit<NarrowingPermit, 'usedAtMs' | 'usedByRequest'>,
   ): AccessRequestRecord | undefined;
   /**
-   * Insert a new request as {@link ApprovalStore.insert} does and, in the same transaction, consume
-   * the oldest unused permit with `bindingDigest` and `approverGroup` unexpired at `atMs`: the request
-   * is then approved at once (a vote by the permit's proposer through its channel, rule
-   * `counter-proposal`, `makeApproval([proposer])`), with a `permit-used` audit row. `permit` is null
-   * (an ordinary pending request) when none matched.
+   * Insert a new request as {@link ApprovalStore.insert} does and, in the same transaction, approve
+   * it by a standing permit when one holds at `atMs`: first the oldest unused counter-proposal permit
+   * with `bindingDigest` and `approverGroup` (a vote by its proposer through its channel, rule
+   * `counter-proposal`, a `permit-used` audit row, `makeApproval([proposer])`); else, when
+   * `grantFits` is given, the oldest usable grant for the request's principal, tool and
+   * `approverGroup` that `grantFits` accepts and whose use this transaction counts
+   * (`grants-store.ts` `consume`): a vote by its creator, rule `grant`, a `grant-used` audit row,
+   * `makeApproval([creator], {grant, use})`. `permit` and `grant` are null (an ordinary pending
+   * request) when none matched.
    */
   insertWithPermit(
     record: Parameters<ApprovalStore['insert']>[0],
     actor: string,
-    match: { bindingDigest: string; approverGroup: string; atMs: number },
-    makeApproval: (approvers: string[]) => WireApproval,
-  ): { record: AccessRequestRecord; permit: NarrowingPermit | null };
+    match: StandingMatch,
+    makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
+  ): { record: AccessRequestRecord; permit: NarrowingPermit | null; grant: { grant: Grant; use: GrantUse } | null };
+  /** Grants and their uses (`grants-store.ts`). */
+  grants: GrantStore;
+  /**
+   * Approve the pending request `id` by grant `grant` at `atMs`, counting one use, in one
+   * transaction (as {@link ApprovalStore.insertWithPermit} does for a new request); undefined
+   * (nothing written) when it is not pending or the grant holds no more.
+   */
+  approveByGrant(
+    id: string,
+    grant: Grant,
+    atMs: number,
+    makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
+  ): AccessRequestRecord | undefined;
   /** The permit proposed on request `requestId` (the one narrowed), if any. */
   permitProposedOn(requestId: string): NarrowingPermit | undefined;
   /** The permit that approved request `requestId`, if any. */
@@ -648,6 +680,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   const followers = createFollowerStore(db);
   const breakGlass = createBreakGlassStore(db);
   const analytics = createAnalyticsStore(db);
+  const grants = createGrantStore(db);
 
   const insertRequest = db.prepare(
     `INSERT INTO access_requests (id, idempotency_key, body_hash, body_json, tool, requester_sub, approver_group, status, created_at_ms, expires_at_ms, required_approvals, quorum_rule, step_up_rule, quorum_reason, step_up_reason)
@@ -951,31 +984,88 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     },
   );
 
+  /**
+   * Approve the request `id` just inserted pending, by a standing permit (a counter-proposal's or a
+   * grant's): the `event` audit row, the vote of `by` through `via` and the approval, all with
+   * `comment` and `rule`. Inside the insert's transaction.
+   */
+  const approveAtInsert = (
+    id: string,
+    at: { by: string; via: DecisionChannel; atMs: number; comment: string; rule: string; event: 'permit-used' | 'grant-used' },
+    approval: WireApproval,
+  ): void => {
+    insertAudit.run(id, at.event, at.by, at.comment, at.atMs, at.via, at.rule, null);
+    insertVote.run(id, at.by, at.via, at.comment, at.atMs, null, null);
+    const approved = transitionTx(id, {
+      to: 'approved',
+      atMs: at.atMs,
+      actor: at.by,
+      via: at.via,
+      comment: at.comment,
+      rule: at.rule,
+      approval,
+    });
+    if (!approved) throw new Error('a request inserted pending was not pending');
+  };
+
   const insertWithPermitTx = db.transaction(
     (
       record: Parameters<ApprovalStore['insert']>[0],
       actor: string,
-      match: { bindingDigest: string; approverGroup: string; atMs: number },
-      makeApproval: (approvers: string[]) => WireApproval,
-    ): PermitRow | null => {
+      match: StandingMatch,
+      makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
+    ): { permit: PermitRow | null; grant: { grant: Grant; use: GrantUse } | null } => {
       insertTx(record, actor);
       const permit = selectUsablePermit.get(match.bindingDigest, match.approverGroup, match.atMs);
-      if (permit === undefined) return null;
-      if (usePermit.run(match.atMs, record.id, permit.id).changes !== 1) return null;
-      const comment = `permitted by the counter-proposal on request ${permit.request_id}`;
-      insertAudit.run(record.id, 'permit-used', permit.proposed_by, comment, match.atMs, permit.via, 'counter-proposal', null);
-      insertVote.run(record.id, permit.proposed_by, permit.via, comment, match.atMs, null, null);
-      const approved = transitionTx(record.id, {
-        to: 'approved',
-        atMs: match.atMs,
-        actor: permit.proposed_by,
-        via: permit.via,
-        comment,
-        rule: 'counter-proposal',
-        approval: makeApproval([permit.proposed_by]),
-      });
-      if (!approved) throw new Error('a request inserted pending was not pending');
-      return permit;
+      if (permit !== undefined && usePermit.run(match.atMs, record.id, permit.id).changes === 1) {
+        const comment = `permitted by the counter-proposal on request ${permit.request_id}`;
+        approveAtInsert(
+          record.id,
+          { by: permit.proposed_by, via: permit.via, atMs: match.atMs, comment, rule: 'counter-proposal', event: 'permit-used' },
+          makeApproval([permit.proposed_by]),
+        );
+        return { permit, grant: null };
+      }
+      if (match.grantFits === undefined) return { permit: null, grant: null };
+      const body = record.body;
+      for (const g of grants.candidates(body.subject.sub, body.resource.id, match.approverGroup, match.atMs)) {
+        if (!match.grantFits(g)) continue;
+        const used = useGrant(record.id, g, match.atMs, makeApproval);
+        if (used !== null) return { permit: null, grant: used };
+      }
+      return { permit: null, grant: null };
+    },
+  );
+
+  /** Count a use of grant `g` by pending request `id` and approve it by the grant; null when the grant holds no more (nothing written). */
+  const useGrant = (
+    id: string,
+    g: Grant,
+    atMs: number,
+    makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
+  ): { grant: Grant; use: GrantUse } | null => {
+    const use = grants.consume(g.id, id, atMs);
+    if (use === null) return null;
+    const counted = { ...g, uses: use.use };
+    const of = g.maxUses === null ? '' : ` of ${g.maxUses}`;
+    const comment = `allowed by grant ${g.id} (use ${use.use}${of})`;
+    approveAtInsert(
+      id,
+      { by: g.createdBy, via: g.via, atMs, comment, rule: 'grant', event: 'grant-used' },
+      makeApproval([g.createdBy], { grant: counted, use }),
+    );
+    return { grant: counted, use };
+  };
+
+  const approveByGrantTx = db.transaction(
+    (
+      id: string,
+      g: Grant,
+      atMs: number,
+      makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
+    ): boolean => {
+      if (get(id)?.status !== 'pending') return false;
+      return useGrant(id, g, atMs, makeApproval) !== null;
     },
   );
 
@@ -1131,16 +1221,20 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     followers,
     breakGlass,
     analytics,
+    grants,
     inTransaction: <T>(fn: () => T): T => db.transaction(fn)(),
     narrow(id, t, comment, permit) {
       return narrowTx(id, t, comment, permit) ? get(id) : undefined;
     },
+    approveByGrant(id, g, atMs, makeApproval) {
+      return approveByGrantTx(id, g, atMs, makeApproval) ? get(id) : undefined;
+    },
     insertWithPermit(record, actor, match, makeApproval) {
-      const permit = insertWithPermitTx(record, actor, match, makeApproval);
+      const outcome = insertWithPermitTx(record, actor, match, makeApproval);
       const stored = get(record.id);
       if (stored === undefined) throw new Error('access request vanished after insert');
-      const used = permit === null ? undefined : selectPermitUsedBy.get(record.id);
-      return { record: stored, permit: used === undefined ? null : fromPermitRow(used) };
+      const used = outcome.permit === null ? undefined : selectPermitUsedBy.get(record.id);
+      return { record: stored, permit: used === undefined ? null : fromPermitRow(used), grant: outcome.grant };
     },
     permitProposedOn(requestId) {
       const row = selectPermitOn.get(requestId);

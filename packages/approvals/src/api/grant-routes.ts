@@ -1,0 +1,134 @@
+/**
+ * The grants routes of the approvals API (`../grants.ts`, docs/APPROVERS.md §Grants), mounted
+ * under `/access/v1` by `arap-routes.ts`, for people only (HTTP Basic):
+ * - `POST /grants` (`GrantCreateBodySchema`) → 201 the grant, with `approved_request` (the id of
+ *   the pending request it was made from when the grant approved it, else null) | 400 invalid body,
+ *   `group-required` or `grant-too-broad` (beyond the rules' bounds) | 403 `no-grant-right`,
+ *   not in the group, or one's own grant | 404 `from_request` unknown
+ * - `GET /grants?state=active|all` (default `active`) → `{items}`: grants of the caller's approver
+ *   groups and those they created, newest first, each with its state, uses and the requests it approved
+ * - `GET /grants/:id` → the grant | 404
+ * - `POST /grants/:id/revoke` → 200 the revoked grant | 403 (neither its creator nor one with the
+ *   right in its group) | 404 | 409 `already-revoked`
+ * Every answer is problem+json on error; no argument value is echoed in a detail.
+ */
+import type { Context, Hono } from 'hono';
+import { GrantCreateBodySchema } from '@countersign/arap';
+import { problem } from '@countersign/http/problem';
+import { createGrant, grantItem, grantsVisibleTo, holdsGrantRight, type GrantRefusal } from '../grants.js';
+import { randomId } from '../request-lifecycle.js';
+import type { Grant, GrantChannel } from '../store/grants-store.js';
+import type { ApprovalRules } from '../deciders/approval-rules.js';
+import type { Approver } from './http-auth.js';
+import type { BreakGlassRoutesDeps } from './break-glass-routes.js';
+
+/** What {@link addGrantRoutes} needs of the approvals API: what the break-glass routes need (people only, HTTP Basic). */
+export type GrantRoutesDeps = BreakGlassRoutesDeps;
+
+/** The problem kind of each refusal of `createGrant`. */
+const REFUSAL_KIND: Record<GrantRefusal, 'no-grant-right' | 'forbidden' | 'invalid-request' | 'not-found' | 'grant-too-broad'> = {
+  'no-grant-right': 'no-grant-right',
+  'not-in-group': 'forbidden',
+  'own-grant': 'forbidden',
+  'group-required': 'invalid-request',
+  'request-not-found': 'not-found',
+  'too-broad': 'grant-too-broad',
+};
+
+/**
+ * Whether `who` may revoke `g`: its creator, or one holding the grant right who is a member of its
+ * approver group.
+ */
+export function mayRevokeGrant(who: Approver, g: Grant, rules: ApprovalRules): boolean {
+  if (who.id.toLowerCase() === g.createdBy.toLowerCase()) return true;
+  return who.groups.includes(g.approverGroup) && holdsGrantRight(rules.grants, who.id, who.groups);
+}
+
+/**
+ * Create a grant as `who` through `via` from an unparsed body: the response of `POST /grants`
+ * (shared by the API and the inbox's JSON form post).
+ */
+export function createGrantResponse(deps: GrantRoutesDeps, c: Context, who: Approver, via: GrantChannel, value: unknown): Response {
+  const parsed = GrantCreateBodySchema.safeParse(value);
+  if (!parsed.success) return problem('invalid-request', deps.describeIssues(parsed.error));
+  const at = deps.now();
+  const outcome = createGrant(
+    {
+      store: deps.store,
+      rule: deps.rules().grants,
+      now: at,
+      newId: () => randomId('grt_'),
+      applyTo: (id, grant) => deps.lifecycle.applyGrant(id, grant),
+    },
+    who,
+    via,
+    parsed.data,
+  );
+  if (outcome.kind === 'refused') return problem(REFUSAL_KIND[outcome.reason], outcome.detail);
+  return c.json(
+    {
+      ...grantItem(deps.store.grants.get(outcome.grant.id) ?? outcome.grant, deps.store, at),
+      approved_request: outcome.approved?.id ?? null,
+    },
+    201,
+  );
+}
+
+/**
+ * Revoke grant `id` as `who`: the revoked grant, or the problem response (404, 403, 409). Shared
+ * by the API and the inbox.
+ */
+export function revokeGrantOutcome(
+  deps: Pick<GrantRoutesDeps, 'store' | 'rules' | 'now'>,
+  who: Approver,
+  id: string,
+): { ok: true; grant: Grant } | { ok: false; response: Response } {
+  const g = deps.store.grants.get(id);
+  if (g === undefined || !grantsVisibleTo(who, deps.store).some((v) => v.id === id))
+    return { ok: false, response: problem('not-found', 'No such grant in your approver groups.') };
+  if (!mayRevokeGrant(who, g, deps.rules()))
+    return {
+      ok: false,
+      response: problem('forbidden', 'Only its creator, or one with the grant right in its approver group, revokes a grant.'),
+    };
+  if (!deps.store.grants.revoke(id, who.id, deps.now()))
+    return { ok: false, response: problem('already-revoked', `This grant was already revoked by ${g.revokedBy ?? 'someone'}.`) };
+  return { ok: true, grant: deps.store.grants.get(id) ?? g };
+}
+
+/** Add the grants routes to `app` (mounted at `/access/v1`). */
+export function addGrantRoutes(app: Hono, deps: GrantRoutesDeps): void {
+  const { store, now } = deps;
+
+  app.post('/grants', async (c) => {
+    const who = deps.person(c);
+    if (who instanceof Response) return who;
+    const json = await deps.readJson(c);
+    if (!json.ok) return json.response;
+    return createGrantResponse(deps, c, who, 'api', json.value);
+  });
+
+  app.get('/grants', (c) => {
+    const who = deps.person(c);
+    if (who instanceof Response) return who;
+    const state = c.req.query('state') ?? 'active';
+    if (state !== 'active' && state !== 'all') return problem('invalid-request', 'state must be active or all.');
+    const at = now();
+    const items = grantsVisibleTo(who, store, state === 'active' ? at : undefined).map((g) => grantItem(g, store, at));
+    return c.json({ items }, 200);
+  });
+
+  app.get('/grants/:id', (c) => {
+    const who = deps.person(c);
+    if (who instanceof Response) return who;
+    const g = grantsVisibleTo(who, store).find((v) => v.id === c.req.param('id'));
+    return g === undefined ? problem('not-found', 'No such grant in your approver groups.') : c.json(grantItem(g, store, now()), 200);
+  });
+
+  app.post('/grants/:id/revoke', (c) => {
+    const who = deps.person(c);
+    if (who instanceof Response) return who;
+    const out = revokeGrantOutcome(deps, who, c.req.param('id'));
+    return out.ok ? c.json(grantItem(out.grant, store, now()), 200) : out.response;
+  });
+}

@@ -1,0 +1,194 @@
+// Scope: grants (docs/APPROVERS.md §Grants) end to end on a real Temporal dev server and the whole
+// stack over real HTTP, with a second MCP front instance (test/support/mcp-instance.ts) over the
+// same Temporal and approval service: bob, a treasury approver with the grant right in the rules
+// file, grants dave "transfers of at most $30,000 to acct-991, 3 times, for an hour"; six such calls
+// made at once, three on each front, are each evaluated by the gate (requestable: over $25,000) and
+// exactly three are approved by the grant and run once — the other three stay ordinary pending
+// requests; each receipt names the grant and its use. A revoked or an expired grant approves
+// nothing; a call outside the constraints is never approved by it; a forbidden call never reaches it.
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WireClient } from '@countersign/client';
+import type { Config } from '../../src/config.js';
+import type { Stack } from '../../src/stack.js';
+import { TASKS_EXTENSION } from '../../workflows/wire.js';
+import { parseTaskId } from '../../workflows/task-id.js';
+import { startMcpInstance, type McpInstance } from '../support/mcp-instance.js';
+import {
+  basic,
+  clientFor,
+  exportReceipts as exportReceiptsOf,
+  startTestStack,
+  testConfig,
+  waitForTerminal,
+  type WireTask,
+} from '../support/stack-harness.js';
+
+const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
+
+let stack: Stack;
+let config: Config;
+let b: McpInstance;
+
+beforeAll(async () => {
+  config = testConfig();
+  writeFileSync(
+    join(config.COUNTERSIGN_DATA_DIR, 'approval-rules.json'),
+    JSON.stringify({ grants: { approvers: ['bob'] }, unfollowed: { action: 'off' } }),
+  );
+  stack = await startTestStack(config);
+  b = await startMcpInstance(stack);
+}, 120_000);
+afterAll(async () => {
+  await b?.stop();
+  await stack?.stop();
+});
+
+/** POST/GET `path` of the approvals API as approver `id`. */
+function api(id: string, path: string, body?: unknown): Promise<Response> {
+  const a = stack.secrets.approvers.find((x) => x.id === id)!;
+  return fetch(`${stack.urls.approvals}/access/v1${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: basic(a.id, a.secret), 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+/** Create a grant as bob; returns its id. */
+async function grant(body: Record<string, unknown>): Promise<string> {
+  const res = await api('bob', '/grants', { approver_group: 'treasury', reason: 'month-end supplier run', ...body });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** A wire client of `sub` on the second front. */
+async function clientOnB(sub: string): Promise<WireClient> {
+  return new WireClient({
+    url: b.url,
+    token: await stack.issuer.mintToken({ sub }),
+    capabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+  });
+}
+
+const transfer = (memo: string, amount = 30_000, to = 'acct-991') => ({ name: 'wire_transfer', arguments: { to, amount, memo } });
+
+/** The access request whose memo is `memo` (waits until the gate submitted it). */
+async function requestOf(memo: string): Promise<{ id: string; status: string }> {
+  for (let i = 0; i < 300; i++) {
+    const s = stack.approvals.store;
+    const r = [...s.listPending({ requester: 'dave' }, 1000), ...s.listResolved({ requester: 'dave' }, 1000)].find(
+      (x) => x.body.context.arguments['memo'] === memo,
+    );
+    if (r !== undefined) return { id: r.id, status: r.status };
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error(`no access request for ${memo}`);
+}
+
+const exportReceipts = () => exportReceiptsOf(stack, config);
+
+describe('grants end to end', () => {
+  it('a count-3 grant allows exactly 3 of 6 concurrent calls across two MCP instances; each runs once and its receipt names the grant', async () => {
+    const id = await grant({
+      principal: 'dave',
+      tool: 'wire_transfer',
+      constraints: { amount: { max: 30_000 }, to: { eq: 'acct-991' } },
+      max_uses: 3,
+      duration_ms: 3_600_000,
+    });
+    const onA = await clientFor(stack, 'dave');
+    const onB = await clientOnB('dave');
+    const memos = Array.from({ length: 6 }, () => `grant ${randomUUID().slice(0, 8)}`);
+    const tasks = await Promise.all(memos.map((m, i) => (i % 2 === 0 ? onA : onB).request<WireTask>('tools/call', transfer(m))));
+    expect(tasks.every((t) => t.resultType === 'task')).toBe(true);
+
+    const requests = await Promise.all(memos.map(requestOf));
+    const approved = requests.flatMap((r, i) => (r.status === 'approved' ? [i] : []));
+    expect(approved).toHaveLength(3);
+    expect(requests.filter((r) => r.status === 'pending')).toHaveLength(3);
+    expect(stack.approvals.store.grants.get(id)).toMatchObject({ uses: 3, maxUses: 3 });
+    const uses = approved.map((i) => stack.approvals.store.grants.useBy(requests[i]!.id));
+    expect(uses.map((u) => u?.use).sort()).toEqual([1, 2, 3]);
+
+    for (const i of approved) {
+      const done = await waitForTerminal(i % 2 === 0 ? onA : onB, tasks[i]!.taskId);
+      expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+      expect(stack.ledger.countByTask(tasks[i]!.taskId)).toBe(1);
+      const audit = stack.approvals.store.auditTrail(requests[i]!.id);
+      expect(audit.find((e) => e.event === 'grant-used')).toMatchObject({ actor: 'bob', rule: 'grant' });
+      expect(audit.find((e) => e.event === 'approved')).toMatchObject({ actor: 'bob', rule: 'grant' });
+    }
+    // the three left over are ordinary pending requests: still working, nothing ran
+    for (const [i, r] of requests.entries()) {
+      if (r.status !== 'pending') continue;
+      expect((await onA.request<WireTask>('tasks/get', { taskId: tasks[i]!.taskId })).status).toBe('working');
+      expect(stack.ledger.countByTask(tasks[i]!.taskId)).toBe(0);
+    }
+
+    // the receipt of each allowed task names the grant and its use
+    for (const i of approved) {
+      const ids = parseTaskId(tasks[i]!.taskId)!;
+      await stack.temporal.workflow.getHandle(ids.workflowId, ids.runId).result();
+    }
+    const receipts = await exportReceipts();
+    for (const i of approved) {
+      const receipt = receipts.find((p) => p.task.taskId === tasks[i]!.taskId)!;
+      expect(receipt.approvalRequests[0]?.grant).toEqual({
+        id,
+        createdBy: 'bob',
+        use: stack.approvals.store.grants.useBy(requests[i]!.id)!.use,
+        maxUses: 3,
+        expiresAt: expect.stringMatching(/Z$/),
+      });
+    }
+
+    // listed with its uses, used up
+    const listed = (await (await api('carol', '/grants?state=all')).json()) as { items: Array<Record<string, unknown>> };
+    const item = listed.items.find((g) => g['id'] === id)!;
+    expect(item).toMatchObject({ state: 'used-up', uses: 3, max_uses: 3, principal: 'dave', created_by: 'bob' });
+    expect((item['used_by'] as unknown[]).length).toBe(3);
+  });
+
+  it('a revoked grant and an expired grant allow none; a call outside the constraints is not approved by a live one', async () => {
+    const dave = await clientFor(stack, 'dave');
+    const revoked = await grant({ principal: 'dave', tool: 'wire_transfer', constraints: { to: { eq: 'acct-992' } }, max_uses: 5 });
+    const rev = await api('bob', `/grants/${revoked}/revoke`, {});
+    expect(rev.status).toBe(200);
+    expect(((await rev.json()) as { state: string }).state).toBe('revoked');
+    expect((await api('bob', `/grants/${revoked}/revoke`, {})).status).toBe(409);
+    const m1 = `revoked ${randomUUID().slice(0, 8)}`;
+    await dave.request<WireTask>('tools/call', transfer(m1, 30_000, 'acct-992'));
+    expect((await requestOf(m1)).status).toBe('pending');
+
+    await grant({ principal: 'dave', tool: 'wire_transfer', constraints: { to: { eq: 'acct-993' } }, duration_ms: 1000 });
+    await new Promise((r) => setTimeout(r, 1200)); // past its end
+    const m2 = `expired ${randomUUID().slice(0, 8)}`;
+    await dave.request<WireTask>('tools/call', transfer(m2, 30_000, 'acct-993'));
+    expect((await requestOf(m2)).status).toBe('pending');
+
+    const live = await grant({
+      principal: 'dave',
+      tool: 'wire_transfer',
+      constraints: { amount: { max: 40_000 }, to: { eq: 'acct-994' } },
+      max_uses: 2,
+    });
+    const m3 = `over ${randomUUID().slice(0, 8)}`;
+    await dave.request<WireTask>('tools/call', transfer(m3, 45_000, 'acct-994'));
+    expect((await requestOf(m3)).status).toBe('pending');
+    expect(stack.approvals.store.grants.get(live)?.uses).toBe(0);
+  });
+
+  it('only an approver with the grant right creates grants, never for themselves, within the rules', async () => {
+    const body = { principal: 'dave', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 1, reason: 'x' };
+    const carol = await api('carol', '/grants', body);
+    expect(carol.status).toBe(403);
+    expect(((await carol.json()) as { type: string }).type).toBe('urn:countersign:problem:no-grant-right');
+    expect((await api('bob', '/grants', { ...body, principal: 'bob' })).status).toBe(403);
+    const broad = await api('bob', '/grants', { ...body, max_uses: 101 });
+    expect(broad.status).toBe(400);
+    expect(((await broad.json()) as { type: string }).type).toBe('urn:countersign:problem:grant-too-broad');
+    expect((await api('bob', '/grants', { ...body, max_uses: undefined })).status).toBe(400); // unbounded
+  });
+});

@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 
 /** Debian's Chromium. */
@@ -82,6 +83,13 @@ export async function signIn(page: Page, approverPageUrl: string, id: string, pa
   await page.fill('#id', id);
   await page.fill('#password', password);
   await Promise.all([page.waitForURL(/\/approver$/), page.click('button[type=submit]')]);
+}
+
+/** Sign in on the inbox's form as the stack's approver `id` (its password from `secrets.json`); ends on the queue page. */
+export async function signInAs(page: Page, stack: Pick<Stack, 'urls' | 'secrets'>, id: string): Promise<void> {
+  const approver = stack.secrets.approvers.find((a) => a.id === id);
+  if (approver === undefined) throw new Error(`no approver ${id} in the stack's secrets`);
+  await signIn(page, stack.urls.approverPage, id, approver.secret);
 }
 
 /** Open the request whose row summary contains `text` (e.g. the memo), from the queue. */

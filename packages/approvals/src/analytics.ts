@@ -217,3 +217,123 @@ export function approvalMetricsSnapshot(
     pending,
   };
 }
+
+/** Time to decision of one tool, group or channel in a window: how many decisions, and their p50/p90 (ms, nearest rank). */
+export interface QuantileRow {
+  key: string;
+  count: number;
+  p50Ms: number;
+  p90Ms: number;
+}
+
+/** Final statuses of one tool in a window, and its approval rate (approved / (approved + denied), null without either). */
+export interface OutcomeRow {
+  key: string;
+  counts: Record<(typeof OUTCOMES)[number], number>;
+  approvalRate: number | null;
+}
+
+/** What the analytics page shows for one window (`sinceMs` … `atMs`), every figure from the store. */
+export interface AnalyticsReport {
+  atMs: number;
+  sinceMs: number;
+  windowDays: number;
+  quickApprovalSeconds: number;
+  /** Decisions in the window (approved + denied); the figures below are of at most {@link REPORT_DECISION_LIMIT} newest. */
+  decisions: number;
+  timeToDecision: { byTool: QuantileRow[]; byGroup: QuantileRow[]; byChannel: QuantileRow[]; all: QuantileRow };
+  /** Pending now, by {@link PENDING_AGE_BUCKETS} (all groups). */
+  pending: Array<{ age: string; count: number }>;
+  outcomes: OutcomeRow[];
+  total: OutcomeRow;
+  escalations: Array<{ key: string; count: number }>;
+  /** People's approvals in the window by {@link READINGS}. */
+  readings: Record<(typeof READINGS)[number], number>;
+}
+
+/** Most decisions one report reads (newest first). */
+export const REPORT_DECISION_LIMIT = 100_000;
+/** Most rows one table or chart of the page shows; the rest are summed into {@link OTHER_LABEL}. */
+export const REPORT_ROWS = 12;
+
+/** The value at quantile `q` of ascending `sorted` (nearest rank); 0 when empty. */
+export function nearestRank(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+function quantileRows(rows: ReadonlyArray<{ key: string; ms: number }>): QuantileRow[] {
+  const by = new Map<string, number[]>();
+  for (const r of rows) {
+    const list = by.get(r.key);
+    if (list === undefined) by.set(r.key, [r.ms]);
+    else list.push(r.ms);
+  }
+  const out = [...by.entries()].map(([key, ms]) => {
+    const sorted = ms.sort((a, b) => a - b);
+    return { key, count: sorted.length, p50Ms: nearestRank(sorted, 0.5), p90Ms: nearestRank(sorted, 0.9) };
+  });
+  out.sort((a, b) => b.count - a.count || a.key.localeCompare(b.key));
+  if (out.length <= REPORT_ROWS) return out;
+  const keep = new Set(out.slice(0, REPORT_ROWS - 1).map((r) => r.key));
+  return [
+    ...out.slice(0, REPORT_ROWS - 1),
+    ...quantileRows(rows.filter((r) => !keep.has(r.key)).map((r) => ({ key: OTHER_LABEL, ms: r.ms }))),
+  ];
+}
+
+const emptyCounts = (): OutcomeRow['counts'] => ({ approved: 0, denied: 0, expired: 0, cancelled: 0, failed: 0 });
+const rateOf = (c: OutcomeRow['counts']): number | null => (c.approved + c.denied === 0 ? null : c.approved / (c.approved + c.denied));
+
+/** The {@link AnalyticsReport} of `store` for the `windowDays` before `atMs` under `rule`. */
+export function analyticsReport(store: AnalyticsStore, rule: AnalyticsRule, windowDays: number, atMs: number): AnalyticsReport {
+  const sinceMs = atMs - windowDays * 86_400_000;
+  const decided = store.decisions(sinceMs, REPORT_DECISION_LIMIT);
+  const pendingRows = store.pendingAges(atMs, AGE_BOUNDS_MS);
+  const byTool = new Map<string, OutcomeRow['counts']>();
+  const total = emptyCounts();
+  for (const r of store.resolved(sinceMs)) {
+    if (!(OUTCOMES as readonly string[]).includes(r.status)) continue;
+    const status = r.status as keyof OutcomeRow['counts'];
+    const counts = byTool.get(r.tool) ?? emptyCounts();
+    counts[status] += r.count;
+    total[status] += r.count;
+    byTool.set(r.tool, counts);
+  }
+  const sum = (c: OutcomeRow['counts']) => OUTCOMES.reduce((n, k) => n + c[k], 0);
+  const sortedTools = [...byTool.entries()].sort((a, b) => sum(b[1]) - sum(a[1]) || a[0].localeCompare(b[0]));
+  const outcomes: OutcomeRow[] = sortedTools
+    .slice(0, REPORT_ROWS - 1)
+    .map(([key, counts]) => ({ key, counts, approvalRate: rateOf(counts) }));
+  if (sortedTools.length > REPORT_ROWS - 1) {
+    const rest = emptyCounts();
+    for (const [, c] of sortedTools.slice(REPORT_ROWS - 1)) for (const k of OUTCOMES) rest[k] += c[k];
+    outcomes.push({ key: OTHER_LABEL, counts: rest, approvalRate: rateOf(rest) });
+  }
+  const readings = { quick: 0, read: 0, unopened: 0 };
+  for (const r of store.readings(rule.quickApprovalSeconds * 1000, sinceMs)) readings[r.reading] += r.count;
+  return {
+    atMs,
+    sinceMs,
+    windowDays,
+    quickApprovalSeconds: rule.quickApprovalSeconds,
+    decisions: decided.length,
+    timeToDecision: {
+      byTool: quantileRows(decided.map((d) => ({ key: d.tool, ms: d.durationMs }))),
+      byGroup: quantileRows(decided.map((d) => ({ key: d.group, ms: d.durationMs }))),
+      byChannel: quantileRows(decided.map((d) => ({ key: channelLabel(d.via), ms: d.durationMs }))),
+      all: quantileRows(decided.map((d) => ({ key: 'all', ms: d.durationMs })))[0] ?? { key: 'all', count: 0, p50Ms: 0, p90Ms: 0 },
+    },
+    pending: PENDING_AGE_BUCKETS.map((b, i) => ({
+      age: b.label,
+      count: pendingRows.filter((r) => r.ageIndex === i).reduce((n, r) => n + r.count, 0),
+    })),
+    outcomes,
+    total: { key: 'all', counts: total, approvalRate: rateOf(total) },
+    escalations: store
+      .escalations(sinceMs)
+      .map((r) => ({ key: r.group, count: r.count }))
+      .sort((a, b) => b.count - a.count || a.key.localeCompare(b.key)),
+    readings,
+  };
+}

@@ -37,6 +37,10 @@ td.num,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.
 .pill.approved{background:var(--okbg);color:var(--ok)}.pill.denied,.pill.expired,.pill.cancelled{background:var(--badbg);color:var(--bad)}
 .pill.pending{background:var(--warnbg);color:var(--warn)}.pill.you{background:#e8f0fe;color:var(--accent)}
 .countdown.soon{color:var(--bad);font-weight:600}
+.analytics .tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(11rem,1fr));gap:.8rem}
+.analytics .tile{margin:0}.analytics .tile .value{font-size:1.45rem;font-weight:700;margin-top:.2rem}
+.analytics h3{font-size:.95rem;margin:.8rem 0 .3rem}.analytics svg.chart{display:block;max-width:100%;height:auto}
+.analytics details table{margin:.6rem 0}
 .flash{padding:.65rem .9rem;border-radius:6px;margin-bottom:1rem;background:var(--okbg);border:1px solid #a9d8bc}
 .flash.warn{background:var(--warnbg);border-color:#e8c77d}
 .filters{display:flex;gap:.8rem;align-items:end;margin-bottom:.8rem;flex-wrap:wrap}

@@ -9,13 +9,15 @@ import type { Child } from 'hono/jsx';
 /** What the frame shows about the signed-in approver. */
 export interface FrameProps {
   title: string;
-  active: 'queue' | 'history' | 'request' | 'reviews';
+  active: 'queue' | 'history' | 'request' | 'reviews' | 'analytics';
   approverId: string;
   groups: readonly string[];
   /** Pending requests awaiting this approver's decision. */
   pendingCount: number;
   /** Break-glass approvals this approver may review and nobody has yet (the "Needs review" badge); default 0. */
   reviewCount?: number;
+  /** Whether the approver may see the analytics page (a lead, `../analytics.ts`): shows its link; default false. */
+  analytics?: boolean;
   csrf: string;
   /** Store change mark for live refresh. */
   mark: number;
@@ -61,6 +63,13 @@ export function Frame(props: FrameProps) {
               </span>
             </a>
             <a href="/approver/delegations">Delegations</a>
+            {props.analytics === true ? (
+              <a href="/approver/analytics" class={props.active === 'analytics' ? 'on' : ''}>
+                Analytics
+              </a>
+            ) : (
+              ''
+            )}
           </nav>
           <div class="who">
             <span>

@@ -16,6 +16,8 @@
  * - `GET /passkeys`, `GET /passkeys/registration-options`, `POST /passkeys` (JSON `{csrf, response}`),
  *   `GET /requests/:id/step-up-options`: passkey registration and the step-up assertion a step-up
  *   rule requires to approve (the decision form then carries `webauthn`, see `passkeys.ts`)
+ * - `GET /analytics?days=N` approval analytics for the leads the rules file names (`../analytics.ts`,
+ *   `./analytics-view.tsx`; 403 for anyone else, 400 for `days` outside 1–365)
  * - `GET /live` → `{mark}`, the store's change mark (the page script polls it)
  * - `GET /assets/inbox.css|inbox.js`
  *
@@ -53,6 +55,8 @@ import { proposalFromForm } from './narrow-form.js';
 import { CONFIRM_UNFOLLOWED_FIELD } from './followers-view.js';
 import { BREAK_GLASS_REASON_FIELD, ReviewsView, type ReviewRow } from './break-glass-view.js';
 import { holdsBreakGlassRole } from '../break-glass.js';
+import { analyticsReport, analyticsRuleOf, mayViewAnalytics } from '../analytics.js';
+import { AnalyticsView } from './analytics-view.js';
 import { reviewableBy } from '../api/break-glass-routes.js';
 import { DEFAULT_APPROVAL_RULES, type ApprovalRules } from '../deciders/approval-rules.js';
 import {
@@ -329,7 +333,13 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     }));
   };
 
-  const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request' | 'reviews', body: Child) => {
+  /** Whether the signed-in approver is a lead who may see the analytics page (the rules file's `analytics`). */
+  const isLead = (c: Context<Env>): boolean => {
+    const me = c.get('session').approver;
+    return mayViewAnalytics(deps.rules?.().analytics, me.id, me.groups);
+  };
+
+  const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request' | 'reviews' | 'analytics', body: Child) => {
     const s = c.get('session');
     const pendingCount = decidableCount(c);
     const reviewCount = reviewRows(c).filter((r) => r.mayReview).length;
@@ -341,6 +351,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         groups={s.approver.groups}
         pendingCount={pendingCount}
         reviewCount={reviewCount}
+        analytics={isLead(c)}
         csrf={s.csrf}
         mark={store.changeMark()}
       >
@@ -526,6 +537,24 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       case 'not-found':
         return back('forbidden');
     }
+  });
+
+  app.get('/analytics', (c) => {
+    if (!isLead(c))
+      return errorPage(
+        c,
+        403,
+        'Not for you',
+        'The analytics page is for the leads the approval rules file names (analytics.leads, leadGroups).',
+      );
+    const rule = analyticsRuleOf(deps.rules?.() ?? DEFAULT_APPROVAL_RULES);
+    const asked = c.req.query('days');
+    const days = asked === undefined || asked === '' ? rule.windowDays : Number(asked);
+    if (!Number.isInteger(days) || days < 1 || days > 365)
+      return errorPage(c, 400, 'Bad request', 'days must be a whole number of days from 1 to 365.');
+    lifecycle.sweep();
+    const report = analyticsReport(store.analytics, rule, days, deps.now());
+    return frame(c, 'Analytics', 'analytics', <AnalyticsView report={report} />);
   });
 
   app.get('/reviews', (c) =>

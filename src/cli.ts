@@ -9,6 +9,7 @@
  * - `approvals list|show|approve|deny|…`: the approver's client of the approval service
  *   (`@countersign/approvals/cli`, also its own `countersign-approvals`).
  * - `receipts export|verify|jwks`: evidence receipts (`cli/receipts-command.ts`).
+ * - `policy validate|replay`: a policy change tried before it applies (`cli/policy-command.ts`).
  * - `conformance …`: the SEP-2848 conformance kit against any MCP server (`@countersign/conformance/cli`,
  *   also its own `countersign-conformance`), arguments passed through.
  *
@@ -142,6 +143,9 @@ if (process.argv[2] === 'approvals') {
 
 const { registerReceiptsCommand } = await import('./cli/receipts-command.js');
 registerReceiptsCommand(program, config);
+
+const { registerPolicyCommand } = await import('./cli/policy-command.js');
+registerPolicyCommand(program, config);
 
 // `conformance`: the SEP-2848 conformance kit (@countersign/conformance), its arguments passed through unchanged
 program

@@ -68,11 +68,8 @@ async function exportReceipts(config: Config, o: ExportOptions): Promise<void> {
   if (o.includeHidden && !o.includeArguments) throw new UsageError('--include-hidden needs --include-arguments');
   const sinceMs = parseSince(o.since, Date.now());
   const [
-    { Client },
+    { openTemporalReader },
     { loadOrCreateSecrets },
-    { connectClient },
-    { payloadCodecFromKeyList },
-    { temporalConnectionOf },
     { issuePendingReceipts },
     { openReceiptLog },
     { loadReceiptSigningKey },
@@ -80,11 +77,8 @@ async function exportReceipts(config: Config, o: ExportOptions): Promise<void> {
     { redactArguments },
     { jcsSha256 },
   ] = await Promise.all([
-    import('@temporalio/client'),
+    import('./temporal-reader.js'),
     import('../secrets.js'),
-    import('../temporal/connect.js'),
-    import('../temporal/payload-codec.js'),
-    import('../compose.js'),
     import('../receipts/issuer.js'),
     import('../receipts/receipt-log.js'),
     import('../receipts/signing-key.js'),
@@ -94,7 +88,6 @@ async function exportReceipts(config: Config, o: ExportOptions): Promise<void> {
   ]);
   const dataDir = config.COUNTERSIGN_DATA_DIR;
   const secrets = loadOrCreateSecrets(dataDir);
-  const codec = payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? secrets.payloadKeys);
   const key = await loadReceiptSigningKey({ dataDir, keyFile: config.COUNTERSIGN_RECEIPTS_KEY_FILE });
   // who decided: the approval service's decisions API (the ARAP client token), unless --no-approvals
   const approvalsUrl =
@@ -105,18 +98,16 @@ async function exportReceipts(config: Config, o: ExportOptions): Promise<void> {
     process.stderr.write(
       'countersign receipts: --no-approvals: approvals are taken from the approval material only (no channel, no quorum)\n',
     );
-  const log = openReceiptLog(join(dataDir, RECEIPT_LOG_FILE_NAME));
-  const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
-  let connection;
+  let reader;
   try {
-    connection = await connectClient(address, temporalConnectionOf(config));
+    reader = await openTemporalReader(config);
   } catch (err) {
-    log.close();
     records?.close();
-    throw new Error(`could not reach Temporal at ${address}: ${(err as Error).message}`, { cause: err });
+    throw err;
   }
+  const { temporal, codec } = reader;
+  const log = openReceiptLog(join(dataDir, RECEIPT_LOG_FILE_NAME));
   try {
-    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: { payloadCodecs: [codec] } });
     const report = await issuePendingReceipts({ temporal, codec, log, key, ...(records ? { records } : {}) });
     const receipts = log.since(sinceMs);
     const lines: string[] = [];
@@ -147,7 +138,7 @@ async function exportReceipts(config: Config, o: ExportOptions): Promise<void> {
   } finally {
     log.close();
     records?.close();
-    await connection.close();
+    await reader.close();
   }
 }
 

@@ -118,9 +118,13 @@ export interface CedarPdp extends PolicyDecisionPoint {
   reload(): Promise<void>;
 }
 
-interface LoadedSet {
+/** A policy folder as loaded: every policy's Cedar text and Countersign annotations by `@id`. */
+export interface LoadedSet {
+  /** `CedarPdp.policySetDigest` of the folder. */
   digest: string;
+  /** Cedar text of each policy by `@id` (or `<file>#<index>`). */
   policies: Record<string, string>;
+  /** Annotations and the file of each policy, same keys. */
   meta: Map<string, PolicyMeta>;
   /**
    * Id of the parsed set in cedar-wasm's cache (`preparsePolicySet`), so `evaluate` does not
@@ -148,7 +152,11 @@ function describeCedarErrors(text: string, errors: cedar.DetailedError[]): strin
     .join('; ');
 }
 
-async function loadPolicySet(policyDir: string): Promise<LoadedSet> {
+/**
+ * Read and parse every `*.cedar` file of `policyDir` (file-name order), as `createCedarPdp` does.
+ * Throws {@link PolicyLoadError} naming the file, the policy and Cedar's message with line:column.
+ */
+export async function loadPolicySet(policyDir: string): Promise<LoadedSet> {
   let names: string[];
   try {
     const entries = await readdir(policyDir, { withFileTypes: true });

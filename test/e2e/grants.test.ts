@@ -17,6 +17,7 @@ import { TASKS_EXTENSION } from '../../workflows/wire.js';
 import { parseTaskId } from '../../workflows/task-id.js';
 import { startMcpInstance, type McpInstance } from '../support/mcp-instance.js';
 import {
+  approvalsCli,
   basic,
   clientFor,
   exportReceipts as exportReceiptsOf,
@@ -178,6 +179,77 @@ describe('grants end to end', () => {
     await dave.request<WireTask>('tools/call', transfer(m3, 45_000, 'acct-994'));
     expect((await requestOf(m3)).status).toBe('pending');
     expect(stack.approvals.store.grants.get(live)?.uses).toBe(0);
+  });
+
+  it('countersign approvals grants create --from a pending request approves it and the calls after it; list shows the uses; revoke ends it; without the right exit 4', async () => {
+    const dave = await clientFor(stack, 'dave');
+    const m = `cli ${randomUUID().slice(0, 8)}`;
+    const first = await dave.request<WireTask>('tools/call', transfer(m, 28_000, 'acct-995'));
+    const pending = await requestOf(m);
+    expect(pending.status).toBe('pending');
+
+    const refused = await approvalsCli(stack, 'carol', ['grants', 'create', '--from', pending.id, '--uses', '2', '--reason', 'x']);
+    expect(refused.code).toBe(4);
+    const created = await approvalsCli(stack, 'bob', [
+      'grants',
+      'create',
+      '--from',
+      pending.id,
+      '--where',
+      'amount:max=30000',
+      '--where',
+      'to:eq=acct-995',
+      '--uses',
+      '2',
+      '--duration',
+      '1h',
+      '--reason',
+      'quarter-end supplier run',
+    ]);
+    expect(created.stderr).toBe('');
+    const id = /^Granted (grt_\S+): dave · wire_transfer · amount at most 30000; to = "acct-995" · 2 uses · until \S+Z\n/.exec(
+      created.stdout,
+    )?.[1];
+    expect(id).toBeDefined();
+    expect(created.stdout).toContain(`It approved ${pending.id}.`);
+    expect((await waitForTerminal(dave, first.taskId)).result?._meta?.[DISPOSITION]).toBe('approved-executed');
+
+    const m2 = `cli ${randomUUID().slice(0, 8)}`;
+    const second = await dave.request<WireTask>('tools/call', transfer(m2, 29_000, 'acct-995'));
+    expect((await requestOf(m2)).status).toBe('approved');
+    expect((await waitForTerminal(dave, second.taskId)).result?._meta?.[DISPOSITION]).toBe('approved-executed');
+
+    const all = await approvalsCli(stack, 'carol', ['grants', 'list', '--all']);
+    expect(all.stdout).toContain(`${id!}  used-up`);
+    expect(all.stdout).toContain('uses         2 of 2 used');
+    expect(all.stdout).toContain('by           bob: quarter-end supplier run');
+    expect((await approvalsCli(stack, 'carol', ['grants', 'list'])).stdout).not.toContain(id!);
+    expect(stack.approvals.store.auditTrail(pending.id).map((e) => e.event)).toEqual(['submitted', 'granted', 'grant-used', 'approved']);
+    expect((await approvalsCli(stack, 'carol', ['show', pending.id])).stdout).toContain(`  grant         ${id!} by bob, use 1 of 2\n`);
+
+    const revoked = await approvalsCli(stack, 'bob', ['grants', 'revoke', id!]);
+    expect(revoked.stdout).toBe(`Revoked ${id!} (2 used).\n`);
+    expect((await approvalsCli(stack, 'bob', ['grants', 'revoke', id!])).code).toBe(6);
+    expect(
+      (
+        await approvalsCli(stack, 'bob', [
+          'grants',
+          'create',
+          '--principal',
+          'dave',
+          '--tool',
+          'wire_transfer',
+          '--group',
+          'treasury',
+          '--where',
+          'amount:below=1',
+          '--uses',
+          '1',
+          '--reason',
+          'x',
+        ])
+      ).code,
+    ).toBe(2);
   });
 
   it('only an approver with the grant right creates grants, never for themselves, within the rules', async () => {

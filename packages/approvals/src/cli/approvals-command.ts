@@ -1,6 +1,7 @@
 /**
  * `countersign approvals list [--limit n --cursor c --tool t --group g] | show <id> | compare <id> <pointer> | approve <id>… [--break-glass reason] | deny <id>… --comment … |
- * delegate --to X --until ISO | delegations | revoke-delegation <id> | reviews [--all] | review <id> --comment …`: the approver's
+ * delegate --to X --until ISO | delegations | revoke-delegation <id> | reviews [--all] | review <id> --comment … |
+ * grants list|create|revoke` (`grants-command.ts`): the approver's
  * command line, a client of the approval service's HTTP API (`/access/v1`, see
  * `packages/approvals/src/api/arap-routes.ts`), never of its database.
  *
@@ -48,6 +49,7 @@ import {
   type PlainRequest,
 } from '../inbox/plain-language.js';
 import { compareHidden } from '../inbox/redacted.js';
+import { registerGrantCommands } from './grants-command.js';
 
 /** Request data as printable text: control and bidi characters shown as `\u{…}` (never sent to the terminal raw). */
 const v = (x: unknown): string => visible(String(x));
@@ -108,6 +110,8 @@ export interface ApprovalItem {
   refusal?: string | null;
   /** The break-glass mark (approved by the requester under the role), or null/absent. */
   break_glass?: { by: string; reason: string; at: string } | null;
+  /** The grant that approved the request (`WireGrantUseSchema`), or null. */
+  grant?: { id: string; created_by: string; use: number; max_uses: number | null } | null;
   /** The fields a counter-proposal may narrow and how (absent: not narrowable). */
   narrowable?: Record<string, string>;
   /** The narrower call proposed on this request (absent: none). */
@@ -133,7 +137,7 @@ export interface ApprovalItem {
 }
 
 /** Where and as whom the CLI talks. */
-interface ApprovalsClient {
+export interface ApprovalsClient {
   /** The service's base URL, without a trailing slash. */
   baseUrl: string;
   /** The `Authorization` header value (Basic for an approver, Bearer for an agent). */
@@ -161,7 +165,16 @@ export function approvalsClientFromEnv(env: ApprovalsClientEnv): ApprovalsClient
   );
 }
 
-async function call({ baseUrl, authorization }: ApprovalsClient, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+/**
+ * One call of the approvals API as this client: the JSON answer, or an {@link ApprovalsCliError}
+ * with the exit code of the service's problem (see the module header).
+ */
+export async function call(
+  { baseUrl, authorization }: ApprovalsClient,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
   let res: Response;
   try {
     res = await fetch(`${baseUrl}/access/v1${path}`, {
@@ -313,6 +326,11 @@ export function showText(i: ApprovalItem): string {
     ...(i.break_glass != null
       ? [`  break-glass   ${v(i.break_glass.by)} approved their own request at ${v(i.break_glass.at)} — ${v(i.break_glass.reason)}`]
       : []),
+    ...(i.grant != null
+      ? [
+          `  grant         ${v(i.grant.id)} by ${v(i.grant.created_by)}, use ${i.grant.use}${i.grant.max_uses === null ? '' : ` of ${i.grant.max_uses}`}`,
+        ]
+      : []),
     `  you may decide ${i.you_may_decide === true ? 'yes' : `no${i.refusal ? ` (${v(i.refusal)})` : ''}`}`,
     rows.length === 0 ? '  arguments     (none)' : '  arguments',
     ...rows.flatMap((r) =>
@@ -429,7 +447,7 @@ export function compareText(i: ApprovalItem, pointer: string, value: string): st
 }
 
 /** Run `action` with the client from `env()`, printing its text; an {@link ApprovalsCliError} exits with its code. */
-async function run(env: () => ApprovalsClientEnv, action: (client: ApprovalsClient) => Promise<string>): Promise<void> {
+export async function run(env: () => ApprovalsClientEnv, action: (client: ApprovalsClient) => Promise<string>): Promise<void> {
   try {
     process.stdout.write(await action(approvalsClientFromEnv(env())));
   } catch (err) {
@@ -774,4 +792,5 @@ export function registerApproverCommands(approvals: Command, env: () => Approval
         return `Revoked ${v(id)}.\n`;
       }),
     );
+  registerGrantCommands(approvals.command('grants').description('bounded grants: list, create (with the grant right), revoke'), env);
 }

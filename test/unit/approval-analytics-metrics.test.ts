@@ -31,6 +31,7 @@ function service(rules: Record<string, unknown>): ApprovalService {
     approvers: [
       { id: 'bob', secret: 'bob-pw', groups: ['treasury'] },
       { id: 'carol', secret: 'carol-pw', groups: ['treasury', 'ops'] },
+      { id: 'dana', secret: 'dana-pw', groups: ['treasury'] },
     ],
     publicBaseUrl: 'http://localhost',
     logger: pino({ level: 'silent' }),
@@ -191,6 +192,24 @@ describe('approval analytics on /metrics', () => {
     expect(valueOf(text, 'countersign_approvals_person_approvals_total', { ...l, reading: 'quick' })).toBe(1);
     expect(valueOf(text, 'countersign_approvals_person_approvals_total', { ...l, reading: 'read' })).toBe(1);
     expect(valueOf(text, 'countersign_approvals_person_approvals_total', { ...l, reading: 'unopened' })).toBe(1);
+  });
+
+  it('a request a grant approves at submission is timed under channel "grant" and is not counted as a person approving without opening it', async () => {
+    const svc = service({ grants: { approvers: ['dana'] } });
+    const res = await svc.app.request('/access/v1/grants', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Basic ${Buffer.from('dana:dana-pw').toString('base64')}` },
+      body: JSON.stringify({ principal: 'alice', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 5, reason: 'supplier run' }),
+    });
+    expect(res.status).toBe(201);
+    await submit(svc); // approved by the grant at once
+    await decideByApi(svc, await submit(svc, { sub: 'erin' }), 'approve');
+    const text = await scrape(svc);
+    const l = { tool: 'other', group: 'treasury' };
+    expect(valueOf(text, 'countersign_approvals_decision_seconds_count', { ...l, channel: 'grant' })).toBe(1);
+    expect(valueOf(text, 'countersign_approvals_decision_seconds_count', { ...l, channel: 'api' })).toBe(1);
+    expect(valueOf(text, 'countersign_approvals_resolved_total', { ...l, outcome: 'approved' })).toBe(2);
+    expect(valueOf(text, 'countersign_approvals_person_approvals_total', { ...l, reading: 'unopened' })).toBe(1); // bob's, not the grant's
   });
 
   it('pending requests are counted by age bucket, and expiries and escalations are counted', async () => {

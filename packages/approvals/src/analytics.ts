@@ -28,8 +28,11 @@ import type { AnalyticsStore } from './store/analytics-store.js';
 export const MAX_LABEL_VALUES = 50;
 /** The label value of every tool or group the configuration does not name, and of an unknown channel. */
 export const OTHER_LABEL = 'other';
-/** The `channel` label values: the decision's channel (`api` is the CLI and the HTTP API), else {@link OTHER_LABEL}. */
-export const CHANNEL_LABELS = ['inbox', 'slack', 'email', 'api', 'agent', 'risk-engine', 'itsm'] as const;
+/**
+ * The `channel` label values: the decision's channel (`api` is the CLI and the HTTP API), or what
+ * approved a request at submission (`counter-proposal`, `grant`), else {@link OTHER_LABEL}.
+ */
+export const CHANNEL_LABELS = ['inbox', 'slack', 'email', 'api', 'agent', 'risk-engine', 'itsm', 'counter-proposal', 'grant'] as const;
 /** Upper bounds of the time-to-decision histogram, seconds. */
 export const DECISION_BUCKETS_SECONDS = [10, 30, 60, 300, 900, 3600, 4 * 3600, 8 * 3600, 86_400, 3 * 86_400, 7 * 86_400] as const;
 /** Pending age buckets: the `age` label values and their upper bounds (ms); the last is unbounded. */

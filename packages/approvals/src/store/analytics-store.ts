@@ -14,7 +14,7 @@ import type Database from 'better-sqlite3';
 export interface DecisionRow {
   tool: string;
   group: string;
-  /** The channel of the deciding audit row (`approved`/`denied`), or null on rows without one. */
+  /** The channel of the deciding audit row (`approved`/`denied`; `counter-proposal` or `grant` for an approval at submission by one), or null on rows without one. */
   via: string | null;
   outcome: 'approved' | 'denied';
   /** From submission to the decision, ms. */
@@ -41,7 +41,8 @@ export interface ResolvedRow {
 }
 
 /**
- * People's approvals (votes through the inbox, Slack, e-mail or the CLI/API) of one (tool, group)
+ * People's approvals (votes through the inbox, Slack, e-mail or the CLI/API; not those a permit or a
+ * grant gave at submission) of one (tool, group)
  * by how the voter had read the request: `quick` (voted within the threshold of first opening its
  * page), `read` (opened it longer before), `unopened` (never opened its page, e.g. a Slack button).
  */
@@ -89,10 +90,19 @@ export interface AnalyticsStore {
   pendingAges(atMs: number, boundsMs: readonly number[]): PendingAgeRow[];
 }
 
+/** Rules of approvals given at submission by something an approver set up before (not by reading the request). */
+export const STANDING_RULES = ['counter-proposal', 'grant'] as const;
+
 /** The channels through which a person approves (the votes {@link AnalyticsStore.readings} counts). */
 export const PERSON_CHANNELS = ['inbox', 'slack', 'email', 'api'] as const;
 
-const DECIDING_EVENT = `(SELECT a.via FROM audit_events a WHERE a.request_id = r.id AND a.event = r.status ORDER BY a.seq DESC LIMIT 1)`;
+/**
+ * The channel of a request's deciding audit row; an approval at submission by a counter-proposal's
+ * permit or a grant is named by its rule (`counter-proposal`, `grant`) rather than the channel its
+ * creator used.
+ */
+const DECIDING_EVENT = `(SELECT CASE WHEN a.rule IN (${STANDING_RULES.map((r) => `'${r}'`).join(', ')}) THEN a.rule ELSE a.via END
+  FROM audit_events a WHERE a.request_id = r.id AND a.event = r.status ORDER BY a.seq DESC LIMIT 1)`;
 
 /** The analytics store over an open database whose schema is at version 7 or later (`cs_lower` registered). */
 export function createAnalyticsStore(db: Database.Database): AnalyticsStore {
@@ -126,6 +136,7 @@ export function createAnalyticsStore(db: Database.Database): AnalyticsStore {
      JOIN access_requests r ON r.id = v.request_id
      LEFT JOIN request_opens o ON o.request_id = v.request_id AND o.approver = cs_lower(COALESCE(v.cast_by, v.approver))
      WHERE v.via IN (${PERSON_CHANNELS.map((c) => `'${c}'`).join(', ')}) AND v.at_ms >= ?
+       AND NOT EXISTS (SELECT 1 FROM audit_events u WHERE u.request_id = v.request_id AND u.event IN ('permit-used', 'grant-used'))
      GROUP BY r.tool, r.approver_group, reading`,
   );
   // prepared per bound list (the callers pass one fixed list each)

@@ -24,6 +24,7 @@ import type { Stack } from '../src/stack.js';
 import { openBrowser, openRequest, screenshot, signIn } from '../test/browser/browser-harness.js';
 import type { WireClient } from '@countersign/client';
 import { clientFor, startTestStack, testConfig, type WireTask } from '../test/support/stack-harness.js';
+import { runAnalyticsScenario, withAnalyticsLead } from '../test/browser/analytics-scenario.js';
 
 /** Where the images go, relative to the project root. */
 export const IMAGES_DIR = join('docs', 'images');
@@ -85,13 +86,33 @@ const narrowedRequest: Scene = {
 };
 
 /** Every image of the docs, in the order they are taken. */
-export const SCENES: readonly Scene[] = [redactedRequest, narrowedRequest];
+/** The rules file's `analytics.quickApprovalSeconds` for the screenshots: the default. */
+const ANALYTICS_QUICK_SECONDS = 10;
+
+/**
+ * The analytics page of bob, the analytics lead (the rules file of {@link takeScreenshots}), after a
+ * short real run: transfers and changes decided in the inbox and through the API, one transfer left
+ * pending, besides what the scenes before it left open.
+ */
+const approvalAnalytics: Scene = {
+  name: 'approval-analytics',
+  doc: 'docs/APPROVERS.md §Approval analytics',
+  async show({ stack, page }) {
+    await runAnalyticsScenario(stack, page, ANALYTICS_QUICK_SECONDS);
+    await page.goto(`${stack.urls.approverPage}/analytics`);
+    await page.getByTestId('chart-tool').waitFor();
+  },
+};
+
+export const SCENES: readonly Scene[] = [redactedRequest, narrowedRequest, approvalAnalytics];
 
 /** Take the scenes named in `only` (all when empty) on a fresh stack; resolves to the paths written. */
 export async function takeScreenshots(only: readonly string[] = []): Promise<string[]> {
   const unknown = only.filter((n) => !SCENES.some((s) => s.name === n));
   if (unknown.length > 0) throw new Error(`no scene ${unknown.join(', ')}; scenes: ${SCENES.map((s) => s.name).join(', ')}`);
-  const stack = await startTestStack(testConfig());
+  const config = testConfig();
+  withAnalyticsLead(config, ANALYTICS_QUICK_SECONDS); // the default rules, and bob may see the analytics page
+  const stack = await startTestStack(config);
   const browser = await openBrowser(VIEWPORT);
   const written: string[] = [];
   try {

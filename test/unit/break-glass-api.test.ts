@@ -198,6 +198,29 @@ describe('break-glass approval', () => {
 });
 
 describe('break-glass review', () => {
+  it('a reason or a review comment of characters that show nothing (zero-width spaces, word joiners, invisible separators) is refused like a blank one', async () => {
+    const own = await submit(50_000);
+    for (const reason of ['\u200b\u200b', '\u2063\u200b\u2060', '\u00ad\u3164']) {
+      const res = await decide(own, 'alice', { decision: 'approve', break_glass: { reason } });
+      expect(res.status).toBe(400);
+      expect(await typeOf(res)).toBe('urn:countersign:problem:break-glass-reason-required');
+    }
+    expect((await status(own)).status).toBe('pending');
+    await decide(own, 'alice', { decision: 'approve', break_glass: { reason: 'Supplier cut-off' } });
+    const invisible = await api(`/break-glass/reviews/${own}`, 'erin', { body: { comment: '\u200b' } });
+    expect(invisible.status).toBe(400);
+    expect(svc.store.breakGlass.use(own)?.reviewedAtMs).toBeNull();
+  });
+
+  it("a request is one's own for break-glass only when its subject is exactly the approver: sub 'Alice' is not alice's", async () => {
+    const other = await submit(50_000, 'Alice');
+    const res = await decide(other, 'alice', { decision: 'approve', break_glass: { reason: 'urgent' } });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { detail: string }).detail).toContain('only for approving your own request');
+    expect((await status(other)).status).toBe('pending');
+    expect(svc.store.breakGlass.active('alice', now)).toBeUndefined();
+  });
+
   it('is listed as needing review, overdue after reviewWithinMs, and reviewed once by a reviewer who is not the one who broke glass', async () => {
     const id = await submit(50_000);
     await decide(id, 'alice', { decision: 'approve', break_glass: { reason: 'Supplier cut-off' } });

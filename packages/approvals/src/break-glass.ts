@@ -53,6 +53,32 @@ export type BreakGlassRule = z.infer<typeof BreakGlassRuleSchema>;
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /**
+ * Characters that show nothing on a page: controls, format characters (zero-width spaces and
+ * joiners, bidi marks, the soft hyphen, invisible separators), white space and line/paragraph
+ * separators, the Hangul fillers and the braille blank (letters by category, blank to the eye).
+ */
+const SHOWS_NOTHING = /[\p{Cc}\p{Cf}\p{Z}\u115F\u1160\u3164\uFFA0\u2800]/gu;
+
+/**
+ * Whether `text` says something a reader can see: a letter or a digit is left once the characters
+ * that show nothing are removed. The test of a mandatory break-glass reason and review comment
+ * (a reason of zero-width spaces reads as no reason on the banner).
+ */
+export function saysSomething(text: string): boolean {
+  return /[\p{L}\p{N}]/u.test(text.replace(SHOWS_NOTHING, ''));
+}
+
+/**
+ * Whether `subject` is exactly the person `person` (an approver id, or one of its configured
+ * `names`): the subject's own `sub`, compared as JWT compares it (case-sensitively), never an actor
+ * of its `act` chain. Break-glass grants a right on "your own request", so its test is strict; the
+ * four-eyes test (`principal-names.ts`) is loose because it only ever refuses.
+ */
+export function isOwnSubject(subject: { sub: string }, person: string, names: readonly string[] = []): boolean {
+  return subject.sub === person || names.includes(subject.sub);
+}
+
+/**
  * Whether approver `id` with approver groups `groups` is named by a rules-file role (`approvers`
  * by id, case-insensitively, or `groups`); nobody without a rule. The break-glass role and the
  * grant right (`grants.ts`) are such roles.

@@ -22,7 +22,14 @@ import type { AccessRequestBody, WireApproval } from '@countersign/arap';
 import type { CallbackDispatcher } from './api/callbacks.js';
 import { matchingStepUpRule, requiredApprovals, stepUpReason, unfollowedRuleOf, type ApprovalRules } from './deciders/approval-rules.js';
 import { followerSummary, isUnfollowed, type FollowerSummary } from './followers.js';
-import { BREAK_GLASS_DAY_MS, holdsBreakGlassRole, mayReviewBreakGlass, type BreakGlassClaim } from './break-glass.js';
+import {
+  BREAK_GLASS_DAY_MS,
+  holdsBreakGlassRole,
+  isOwnSubject,
+  mayReviewBreakGlass,
+  saysSomething,
+  type BreakGlassClaim,
+} from './break-glass.js';
 import type { Approver } from './api/http-auth.js';
 import type { BreakGlassUse } from './store/break-glass-store.js';
 import { deciderNames, personDecider, type Decider, type Decision } from './deciders/decider.js';
@@ -347,11 +354,12 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     claim: BreakGlassClaim,
     scope: DecideRefusal | null,
   ): DecideRefusal | null {
-    if (claim.reason.trim() === '') return 'break-glass-reason-required';
+    if (!saysSomething(claim.reason)) return 'break-glass-reason-required';
     if (decision !== 'approve' || decider.castBy !== undefined || (decider.via !== 'inbox' && decider.via !== 'api'))
       return 'not-break-glass';
     if (scope === null) return 'break-glass-not-own';
     if (scope !== 'own-request') return scope;
+    if (!isOwnSubject(record.body.subject, decider.person, decider.names)) return 'break-glass-not-own';
     if (!holdsBreakGlassRole(deps.rules().breakGlass, decider.person, decider.groups ?? [])) return 'not-break-glass';
     return null;
   }
@@ -731,7 +739,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       const record = store.get(id);
       if (use === undefined || record === undefined) return { kind: 'not-found' };
       const text = comment.trim();
-      if (text === '') return { kind: 'comment-required' };
+      if (!saysSomething(text)) return { kind: 'comment-required' };
       const requesters = principalNames(record.body.subject);
       if (samePerson(reviewer.id, use.approver) || requesters.has(reviewer.id.toLowerCase()))
         return { kind: 'forbidden', reason: 'own-break-glass' };

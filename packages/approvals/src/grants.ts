@@ -4,7 +4,7 @@
  * constraints (`@countersign/arap` `grants.ts`), at most `maxUses` uses and/or until a time — and
  * each later call the gate finds requestable is approved at submission by it while it holds.
  *
- * A grant is policy, not a reused approval (SEP-2848 §Approval reuse: "an approval is an input to a
+ * A grant is policy, not a reused approval (SEP-2848: "an approval is an input to a
  * new decision, not a standing grant"): every call is still evaluated fresh by the gate's Cedar
  * policy (a forbidden call never reaches the service; the grant cannot widen what policy allows),
  * the grant decides only among requestable calls, is bounded in count and time, revocable at once,

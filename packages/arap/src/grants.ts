@@ -14,7 +14,8 @@
  * call never matches. A field hidden from approvers holds its `sha256:` digest in the service, so
  * only `eq` on that digest can match it.
  *
- * SEP-2848 §Approval reuse forbids reusing an approval as a standing grant: a grant is policy, each
+ * SEP-2848 forbids reusing an approval ("an approval is an input to a new decision, not a standing
+ * grant"): a grant is policy, each
  * later call is evaluated fresh by the gate, and these constraints only decide whether a call the
  * gate found requestable is approved by it. Deliberately does not: evaluate Cedar, or compare
  * nested fields (a constraint is on a top-level argument).

@@ -165,6 +165,18 @@ describe('decision link', () => {
     expect(svc.store.get(id)?.status).toBe('pending');
   });
 
+  it("the addressee's GET of the decision page marks when they first opened the request, for the analytics' approved-without-reading; a GET without a session does not", async () => {
+    const id = await submit({ to: 'acct-991', amount: 50_000, memo: 'memo-80' });
+    const path = pathOf(decisionLinkOf(mailTo('bob@example.test')));
+    await get(path);
+    expect(svc.store.analytics.openOf(id, 'bob')).toBeUndefined();
+    const cookie = await signIn('bob');
+    await get(path, cookie);
+    now += 5_000;
+    await get(path, cookie);
+    expect(svc.store.analytics.openOf(id, 'bob')).toMatchObject({ firstOpenedAtMs: T0, lastOpenedAtMs: T0 + 5_000, opens: 2 });
+  });
+
   it('the signed-in addressee approves with a POST: the decision is theirs with via=email, and the browser goes to the inbox page', async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 });
     const path = pathOf(decisionLinkOf(mailTo('bob@example.test')));

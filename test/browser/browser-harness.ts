@@ -6,8 +6,11 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import type { Config } from '../../src/config.js';
 import type { Stack } from '../../src/stack.js';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
+import { startTestStack, testConfig } from '../support/stack-harness.js';
 
 /** Debian's Chromium. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -104,4 +107,30 @@ export async function openRequest(page: Page, approverPageUrl: string, text: str
 export async function decideOnPage(page: Page, decision: 'approve' | 'deny', comment: string): Promise<void> {
   await page.fill('#comment', comment);
   await Promise.all([page.waitForURL(/flash=/), page.click(`button[name=decision][value=${decision}]`)]);
+}
+
+/** What {@link stackWithApprover} sets up: read its fields inside tests (they are set by `beforeAll`). */
+export interface StackWithApprover {
+  stack: Stack;
+  /** The approver's browser, signed in to the stack's inbox. */
+  browser: ApproverBrowser;
+}
+
+/**
+ * Registers, in the calling test file, a `beforeAll` that starts a whole test stack (`config()`,
+ * default `testConfig()`) and signs approver `id` (its password from the stack's secrets) in to its
+ * inbox in a fresh browser, and an `afterAll` that closes both.
+ */
+export function stackWithApprover(id = 'bob', config: () => Config = () => testConfig()): StackWithApprover {
+  const fixture = {} as StackWithApprover;
+  beforeAll(async () => {
+    fixture.stack = await startTestStack(config());
+    fixture.browser = await openBrowser();
+    await signInAs(fixture.browser.page, fixture.stack, id);
+  });
+  afterAll(async () => {
+    await fixture.browser?.close();
+    await fixture.stack?.stop();
+  });
+  return fixture;
 }

@@ -4,34 +4,23 @@
 // denied-not-executed with the counter-proposal, and both request pages show the trail once the
 // agent takes it up.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Stack } from '../../src/stack.js';
-import { clientFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
-import { openBrowser, openRequest, signIn, type ApproverBrowser } from './browser-harness.js';
+import { describe, expect, it } from 'vitest';
+import { clientFor, waitForTerminal, type WireTask } from '../support/stack-harness.js';
+import { openRequest, stackWithApprover } from './browser-harness.js';
 
 const DISPOSITION = 'io.modelcontextprotocol/tool-approval-disposition';
-let stack: Stack;
-let bob: ApproverBrowser;
-beforeAll(async () => {
-  stack = await startTestStack(testConfig());
-  bob = await openBrowser();
-  await signIn(bob.page, stack.urls.approverPage, 'bob', stack.secrets.approvers.find((a) => a.id === 'bob')!.secret);
-});
-afterAll(async () => {
-  await bob?.close();
-  await stack?.stop();
-});
+const fx = stackWithApprover('bob');
 
 describe('the "Propose a narrower call" form', () => {
   it('edits only the narrowable amount, at most the requested 50,000; proposing 20,000 denies the request with the counter-proposal the agent receives, and the trail shows on the page', async () => {
-    const alice = await clientFor(stack, 'alice');
+    const alice = await clientFor(fx.stack, 'alice');
     const memo = `narrow-${randomUUID().slice(0, 8)}`;
     const created = await alice.request<WireTask>('tools/call', {
       name: 'wire_transfer',
       arguments: { to: 'acct-4242', amount: 50_000, memo },
     });
-    const page = bob.page;
-    await openRequest(page, stack.urls.approverPage, memo);
+    const page = fx.browser.page;
+    await openRequest(page, fx.stack.urls.approverPage, memo);
     const form = page.locator('[data-testid=narrow-form]');
     expect(
       await form.locator('input[data-narrow-field]').evaluateAll((els) => els.map((e) => e.getAttribute('data-narrow-field'))),
@@ -61,7 +50,7 @@ describe('the "Propose a narrower call" form', () => {
     });
     expect(narrowed.isError ?? false).toBe(false);
     expect(
-      stack.ledger
+      fx.stack.ledger
         .list()
         .filter((e) => e.memo === memo)
         .map((e) => e.amountCents),

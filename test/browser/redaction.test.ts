@@ -4,27 +4,16 @@
 // a pasted value in the browser and says match or no match; approved, the ledger records the real
 // reference.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jcsSha256 } from '@countersign/receipts';
-import type { Stack } from '../../src/stack.js';
-import { clientFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
-import { decideOnPage, openBrowser, openRequest, screenshot, signIn, type ApproverBrowser } from './browser-harness.js';
+import { clientFor, waitForTerminal, type WireTask } from '../support/stack-harness.js';
+import { decideOnPage, openRequest, screenshot, stackWithApprover } from './browser-harness.js';
 
-let stack: Stack;
-let bob: ApproverBrowser;
-beforeAll(async () => {
-  stack = await startTestStack(testConfig());
-  bob = await openBrowser();
-  await signIn(bob.page, stack.urls.approverPage, 'bob', stack.secrets.approvers.find((a) => a.id === 'bob')!.secret);
-});
-afterAll(async () => {
-  await bob?.close();
-  await stack?.stop();
-});
+const fx = stackWithApprover('bob');
 
 describe('a hidden value on the request page', () => {
   it('the reference reads hidden with its digest, is nowhere in the page, compares match and no match in the browser, and the approved transfer records the real one', async () => {
-    const alice = await clientFor(stack, 'alice');
+    const alice = await clientFor(fx.stack, 'alice');
     const memo = `hidden-${randomUUID().slice(0, 8)}`;
     const reference = `INV-${randomUUID().slice(0, 13)}`;
     const created = await alice.request<WireTask>('tools/call', {
@@ -33,8 +22,8 @@ describe('a hidden value on the request page', () => {
     });
     expect(created.status).toBe('working');
 
-    const page = bob.page;
-    await openRequest(page, stack.urls.approverPage, memo);
+    const page = fx.browser.page;
+    await openRequest(page, fx.stack.urls.approverPage, memo);
     const label = `hidden · sha256:${jcsSha256(reference).slice(0, 12)}…`;
     const row = page.locator('[data-testid=argument-rows] tr', { hasText: 'reference' });
     expect(await row.innerText()).toContain(label);
@@ -57,6 +46,6 @@ describe('a hidden value on the request page', () => {
     await decideOnPage(page, 'approve', 'reference checked with the supplier');
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.['io.modelcontextprotocol/tool-approval-disposition']).toBe('approved-executed');
-    expect(stack.ledger.list().find((e) => e.memo === memo)?.reference).toBe(reference);
+    expect(fx.stack.ledger.list().find((e) => e.memo === memo)?.reference).toBe(reference);
   });
 });

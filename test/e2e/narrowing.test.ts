@@ -115,6 +115,27 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
 /** The ledger's rows of task `taskId` (amounts in cents). */
 const ledgerRows = (taskId: string) => stack.ledger.list().filter((e) => e.taskId === taskId);
 
+/** A $50,000 wire_transfer by alice through the shipped client, pending approval: the client, its memo, the task, the request. */
+async function pendingTransfer() {
+  const alice = await clientFor(stack, 'alice');
+  const m = memo();
+  const created = await alice.request<WireTask>('tools/call', {
+    name: 'wire_transfer',
+    arguments: { to: 'acct-991', amount: 50_000, memo: m },
+  });
+  return { alice, m, created, original: await requestFor(m) };
+}
+
+/** Bob narrows `original` to amount 20,000 over the API; the original task (`taskId`) as it ends. */
+async function narrowTo20000(
+  alice: Awaited<ReturnType<typeof clientFor>>,
+  original: Awaited<ReturnType<typeof requestFor>>,
+  taskId: string,
+) {
+  await decideById(original.id, { decision: 'narrow', proposed_arguments: { ...original.arguments, amount: 20_000 } });
+  return waitForTerminal(alice, taskId);
+}
+
 describe('a counter-proposal through the official SDK client', () => {
   beforeAll(async () => {
     stack = await start();
@@ -179,15 +200,8 @@ describe('a counter-proposal through the shipped client', () => {
   });
 
   it('the narrowed call runs once; an identical call after it is an ordinary pending request (the permit is single use)', async () => {
-    const alice = await clientFor(stack, 'alice');
-    const m = memo();
-    const created = await alice.request<WireTask>('tools/call', {
-      name: 'wire_transfer',
-      arguments: { to: 'acct-991', amount: 50_000, memo: m },
-    });
-    const original = await requestFor(m);
-    await decideById(original.id, { decision: 'narrow', proposed_arguments: { ...original.arguments, amount: 20_000 } });
-    const done = await waitForTerminal(alice, created.taskId);
+    const { alice, m, created, original } = await pendingTransfer();
+    const done = await narrowTo20000(alice, original, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('denied-not-executed');
     const proposal = (done.result as unknown as ToolResult).structuredContent?.['counterProposal'] as Proposal;
     expect(proposal.arguments).toEqual({ to: 'acct-991', amount: 20_000, memo: m });
@@ -209,13 +223,7 @@ describe('a counter-proposal through the shipped client', () => {
   });
 
   it('a proposal widening the amount is refused 400 naming the field, and the request stays pending', async () => {
-    const alice = await clientFor(stack, 'alice');
-    const m = memo();
-    const created = await alice.request<WireTask>('tools/call', {
-      name: 'wire_transfer',
-      arguments: { to: 'acct-991', amount: 50_000, memo: m },
-    });
-    const original = await requestFor(m);
+    const { alice, m, created, original } = await pendingTransfer();
     const refused = await decideById(original.id, { decision: 'narrow', proposed_arguments: { ...original.arguments, amount: 60_000 } });
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ type: 'urn:countersign:problem:invalid-narrowing' });
@@ -227,13 +235,7 @@ describe('a counter-proposal through the shipped client', () => {
 
 describe('countersign approvals narrow', () => {
   it('proposes with --set amount=20000 (exit 0, the counter-proposal in words); a widening is exit 2 naming the field; show prints the trail', async () => {
-    const alice = await clientFor(stack, 'alice');
-    const m = memo();
-    const created = await alice.request<WireTask>('tools/call', {
-      name: 'wire_transfer',
-      arguments: { to: 'acct-991', amount: 50_000, memo: m },
-    });
-    const original = await requestFor(m);
+    const { alice, created, original } = await pendingTransfer();
     const widened = await cli(['narrow', original.id, '--set', 'amount=60000']);
     expect(widened.code).toBe(2);
     expect(widened.stderr).toContain('"amount" may only be lowered');
@@ -255,15 +257,8 @@ describe('an expired counter-proposal', () => {
   });
 
   it('does nothing: the narrowed call made after it expired is an ordinary pending request', async () => {
-    const alice = await clientFor(stack, 'alice');
-    const m = memo();
-    const created = await alice.request<WireTask>('tools/call', {
-      name: 'wire_transfer',
-      arguments: { to: 'acct-991', amount: 50_000, memo: m },
-    });
-    const original = await requestFor(m);
-    await decideById(original.id, { decision: 'narrow', proposed_arguments: { ...original.arguments, amount: 20_000 } });
-    const done = await waitForTerminal(alice, created.taskId);
+    const { alice, m, created, original } = await pendingTransfer();
+    const done = await narrowTo20000(alice, original, created.taskId);
     const proposal = (done.result as unknown as ToolResult).structuredContent?.['counterProposal'] as Proposal;
     await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(proposal.expiresAt) - Date.now()) + 200));
     const late = await alice.request<WireTask>('tools/call', { name: proposal.tool, arguments: proposal.arguments });

@@ -9,7 +9,7 @@ import type { Child } from 'hono/jsx';
 /** What the frame shows about the signed-in approver. */
 export interface FrameProps {
   title: string;
-  active: 'queue' | 'history' | 'request' | 'reviews' | 'analytics';
+  active: 'queue' | 'history' | 'request' | 'reviews' | 'analytics' | 'grants';
   approverId: string;
   groups: readonly string[];
   /** Pending requests awaiting this approver's decision. */
@@ -63,6 +63,9 @@ export function Frame(props: FrameProps) {
               </span>
             </a>
             <a href="/approver/delegations">Delegations</a>
+            <a href="/approver/grants" class={props.active === 'grants' ? 'on' : ''}>
+              Grants
+            </a>
             {props.analytics === true ? (
               <a href="/approver/analytics" class={props.active === 'analytics' ? 'on' : ''}>
                 Analytics

@@ -82,6 +82,8 @@ export interface RequestViewProps {
   mayBreakGlass?: boolean;
   /** The counter-proposal made on this request, and the one that approved it (`narrow-form.tsx`); absent: none. */
   narrowing?: { proposed?: NarrowingPermit | undefined; usedBy?: NarrowingPermit | undefined };
+  /** Whether this approver may make a grant from this pending request (the rules' `grants`, `../grants.ts`): a link to the Grants page's form. */
+  mayGrant?: boolean;
 }
 
 /** The request page (`GET /approver/requests/:id`). */
@@ -280,6 +282,15 @@ export function RequestView(props: RequestViewProps) {
         ''
       )}
       {pending && props.refusal === null ? <NarrowForm id={r.id} body={b} csrf={props.csrf} onBehalfOf={props.onBehalfOf} /> : ''}
+      {pending && props.mayGrant === true ? (
+        <p>
+          <a href={`/approver/grants?from=${encodeURIComponent(r.id)}`} data-testid="grant-link">
+            Grant calls like this one…
+          </a>
+        </p>
+      ) : (
+        ''
+      )}
       {props.narrowing !== undefined ? <NarrowingTrail {...props.narrowing} /> : ''}
       <TechnicalDetails record={r} />
       <h2>Audit trail</h2>

@@ -55,6 +55,10 @@ import { proposalFromForm } from './narrow-form.js';
 import { CONFIRM_UNFOLLOWED_FIELD } from './followers-view.js';
 import { BREAK_GLASS_REASON_FIELD, ReviewsView, type ReviewRow } from './break-glass-view.js';
 import { holdsBreakGlassRole } from '../break-glass.js';
+import { GrantCreateBodySchema } from '@countersign/arap';
+import { createGrant, grantsVisibleTo, holdsGrantRight } from '../grants.js';
+import { mayRevokeGrant, revokeGrantOutcome } from '../api/grant-routes.js';
+import { constraintsFromForm, GrantsView, type GrantRow } from './grants-view.js';
 import { analyticsReport, analyticsRuleOf, mayViewAnalytics } from '../analytics.js';
 import { AnalyticsView } from './analytics-view.js';
 import { reviewableBy } from '../api/break-glass-routes.js';
@@ -76,6 +80,7 @@ import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simp
 import { parseJsonWithLimits, readUtf8Body } from '@countersign/http/json-limits';
 import type { DecideRefusal } from '../request-lifecycle.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
+import { randomId } from '../request-lifecycle.js';
 import type { OidcSessionManager } from './oidc-sessions.js';
 import type { InboxSession, SessionManager } from './session.js';
 import type { SignInThrottle } from './sign-in-throttle.js';
@@ -137,6 +142,10 @@ export const INBOX_FLASH = {
   'not-narrowable': { text: 'Not proposed: the policy marks no field of this request narrowable.', ok: false },
   'passkey-added': { text: 'Passkey registered.', ok: true },
   'passkey-refused': { text: 'The passkey was not registered: it did not verify (it must confirm it is you).', ok: false },
+  granted: { text: 'Granted. Calls inside it are approved by it until it is used up, expires or is revoked.', ok: true },
+  'granted-approved': { text: 'Granted, and the request you made it from is approved by it (its first use).', ok: true },
+  'grant-revoked': { text: 'Grant revoked: the next call waits for an approver.', ok: true },
+  'grant-not-revoked': { text: 'Not revoked: it was already revoked, or you may not revoke it.', ok: false },
   'delegation-refused': {
     text: 'Not delegated: choose a colleague and a time in the future, at most 90 days ahead (ISO 8601).',
     ok: false,
@@ -339,7 +348,12 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     return mayViewAnalytics(deps.rules?.().analytics, me.id, me.groups);
   };
 
-  const frame = (c: Context<Env>, title: string, active: 'queue' | 'history' | 'request' | 'reviews' | 'analytics', body: Child) => {
+  const frame = (
+    c: Context<Env>,
+    title: string,
+    active: 'queue' | 'history' | 'request' | 'reviews' | 'analytics' | 'grants',
+    body: Child,
+  ) => {
     const s = c.get('session');
     const pendingCount = decidableCount(c);
     const reviewCount = reviewRows(c).filter((r) => r.mayReview).length;
@@ -446,6 +460,9 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         breakGlass={store.breakGlass.use(record.id)}
         mayBreakGlass={best.refusal === 'own-request' && holdsBreakGlassRole(deps.rules?.().breakGlass, s.approver.id, s.approver.groups)}
         narrowing={{ proposed: store.permitProposedOn(record.id), usedBy: store.permitUsedBy(record.id) }}
+        mayGrant={
+          holdsGrantRight(deps.rules?.().grants, s.approver.id, s.approver.groups) && s.approver.groups.includes(record.body.approver_group)
+        }
       />
     );
     return frame(c, visible(record.body.resource.id), 'request', view);
@@ -555,6 +572,97 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     lifecycle.sweep();
     const report = analyticsReport(store.analytics, rule, days, deps.now());
     return frame(c, 'Analytics', 'analytics', <AnalyticsView report={report} />);
+  });
+
+  /** The Grants page's rows for the signed-in approver: grants of their groups and theirs, newest first. */
+  const grantRows = (c: Context<Env>): GrantRow[] => {
+    const me = c.get('session').approver;
+    const rules = deps.rules?.() ?? DEFAULT_APPROVAL_RULES;
+    return grantsVisibleTo(me, store).map((g) => ({
+      grant: g,
+      usedBy: store.grants.uses(g.id).map((u) => u.requestId),
+      mayRevoke: mayRevokeGrant(me, g, rules),
+    }));
+  };
+
+  app.get('/grants', (c) => {
+    const me = c.get('session').approver;
+    const fromId = c.req.query('from');
+    const from = fromId === undefined ? undefined : lifecycle.read(fromId);
+    const visibleFrom = from !== undefined && me.groups.includes(from.body.approver_group) ? from : undefined;
+    return frame(
+      c,
+      'Grants',
+      'grants',
+      <GrantsView
+        rows={grantRows(c)}
+        csrf={c.get('session').csrf}
+        nowMs={deps.now()}
+        mayCreate={holdsGrantRight(deps.rules?.().grants, me.id, me.groups)}
+        groups={me.groups}
+        from={visibleFrom}
+        flash={flashOf(c)}
+      />,
+    );
+  });
+
+  app.post('/grants', async (c) => {
+    const form = await formWithToken(c, ': no grant was created');
+    if (form instanceof Response) return form;
+    const constraints = constraintsFromForm(form);
+    if (typeof constraints === 'string') return errorPage(c, 400, 'Not granted', `Not granted: ${constraints}.`);
+    const num = (name: string) => {
+      const t = typeof form[name] === 'string' ? (form[name] as string).trim() : '';
+      return t === '' ? undefined : Number(t);
+    };
+    const str = (name: string) => (typeof form[name] === 'string' && form[name] !== '' ? (form[name] as string) : undefined);
+    const minutes = num('duration_minutes');
+    const parsed = GrantCreateBodySchema.safeParse({
+      ...(str('from_request') !== undefined ? { from_request: str('from_request') } : {}),
+      ...(str('principal') !== undefined ? { principal: str('principal') } : {}),
+      ...(str('tool') !== undefined ? { tool: str('tool') } : {}),
+      ...(str('approver_group') !== undefined ? { approver_group: str('approver_group') } : {}),
+      constraints,
+      ...(num('max_uses') !== undefined ? { max_uses: num('max_uses') } : {}),
+      ...(minutes !== undefined ? { duration_ms: minutes * 60_000 } : {}),
+      reason: str('reason') ?? '',
+    });
+    if (!parsed.success) return errorPage(c, 400, 'Not granted', `Not granted: ${parsed.error.issues.map((i) => i.message).join('; ')}.`);
+    const outcome = createGrant(
+      {
+        store,
+        rule: deps.rules?.().grants,
+        now: deps.now(),
+        newId: () => randomId('grt_'),
+        applyTo: (id, grant) => lifecycle.applyGrant(id, grant),
+      },
+      c.get('session').approver,
+      'inbox',
+      parsed.data,
+    );
+    if (outcome.kind === 'refused')
+      return errorPage(
+        c,
+        outcome.reason === 'request-not-found'
+          ? 404
+          : outcome.reason === 'no-grant-right' || outcome.reason === 'not-in-group' || outcome.reason === 'own-grant'
+            ? 403
+            : 400,
+        'Not granted',
+        outcome.detail,
+      );
+    return c.redirect(`/approver/grants?flash=${outcome.approved === null ? 'granted' : 'granted-approved'}`, 303);
+  });
+
+  app.post('/grants/:id/revoke', async (c) => {
+    const form = await formWithToken(c, ': nothing was revoked');
+    if (form instanceof Response) return form;
+    const out = revokeGrantOutcome(
+      { store, rules: () => deps.rules?.() ?? DEFAULT_APPROVAL_RULES, now: deps.now },
+      c.get('session').approver,
+      c.req.param('id'),
+    );
+    return c.redirect(`/approver/grants?flash=${out.ok ? 'grant-revoked' : 'grant-not-revoked'}`, 303);
   });
 
   app.get('/reviews', (c) =>

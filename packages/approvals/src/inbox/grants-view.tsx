@@ -1,0 +1,183 @@
+/**
+ * Grants in the approver inbox (docs/APPROVERS.md §Grants): the Grants page (`GET /approver/grants`)
+ * lists the grants of the approver's groups — state, scope, limits in words, uses and the requests
+ * they approved — with a Revoke button where the approver may revoke one, and, for an approver with
+ * the grant right, the form that creates one (from scratch, or `?from=<request id>` prefilled with
+ * that request's requester, tool, group and arguments as `eq` limits to edit). Every value is
+ * escaped. Deliberately does not: create or revoke (the forms post to the inbox routes).
+ */
+import { GRANT_DIRECTIONS, type GrantConstraints } from '@countersign/arap';
+import type { Child } from 'hono/jsx';
+import { formatTime, visible } from './format.js';
+import type { Grant } from '../store/grants-store.js';
+import { grantState } from '../store/grants-store.js';
+import { describeConstraints } from '@countersign/arap';
+import type { AccessRequestRecord } from '../store/store.js';
+
+/** Limit rows of the create form. */
+export const GRANT_FORM_ROWS = 4;
+
+/** One row of the Grants page: the grant, the requests it approved, and whether this approver may revoke it. */
+export interface GrantRow {
+  grant: Grant;
+  usedBy: string[];
+  mayRevoke: boolean;
+}
+
+/**
+ * The limits of the create form as constraints: rows `field_i`, `dir_i`, `value_i` (i from 0 to
+ * {@link GRANT_FORM_ROWS} − 1), a row with an empty field skipped; a value read as JSON when it is
+ * JSON, else as text. Returns the constraints or the message of the first bad row.
+ */
+export function constraintsFromForm(form: Record<string, unknown>): GrantConstraints | string {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (let i = 0; i < GRANT_FORM_ROWS; i++) {
+    const field = typeof form[`field_${i}`] === 'string' ? (form[`field_${i}`] as string).trim() : '';
+    if (field === '') continue;
+    const dir = form[`dir_${i}`];
+    if (typeof dir !== 'string' || !(GRANT_DIRECTIONS as readonly string[]).includes(dir)) return `limit ${i + 1}: choose a direction`;
+    const text = typeof form[`value_${i}`] === 'string' ? (form[`value_${i}`] as string) : '';
+    let value: unknown = text;
+    try {
+      value = JSON.parse(text) as unknown;
+    } catch {
+      // text
+    }
+    out[field] = { [dir]: value };
+  }
+  return out as GrantConstraints;
+}
+
+function CreateForm(props: { csrf: string; from: AccessRequestRecord | undefined; groups: string[] }) {
+  const f = props.from;
+  const args = f === undefined ? [] : Object.entries(f.body.context.arguments).slice(0, GRANT_FORM_ROWS);
+  const rows = Array.from({ length: GRANT_FORM_ROWS }, (_, i) => args[i]);
+  const text = (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x));
+  return (
+    <section class="card decide" data-testid="grant-form">
+      <h2>{f === undefined ? 'New grant' : 'Grant from this request'}</h2>
+      <p class="muted">
+        A grant approves later calls of one requester and tool that stay inside its limits, for a number of calls and/or a time. Every call
+        is still checked by policy first. Name every argument that matters: one without a limit may hold anything.
+      </p>
+      <form method="post" action="/approver/grants">
+        <input type="hidden" name="csrf" value={props.csrf} />
+        {f === undefined ? '' : <input type="hidden" name="from_request" value={f.id} />}
+        <label>
+          Requester <input name="principal" value={f?.body.subject.sub ?? ''} required />
+        </label>
+        <label>
+          Tool <input name="tool" value={f?.body.resource.id ?? ''} required />
+        </label>
+        <label>
+          Group{' '}
+          <select name="approver_group">
+            {props.groups.map((g) => (
+              <option value={g} selected={g === f?.body.approver_group}>
+                {g}
+              </option>
+            ))}
+          </select>
+        </label>
+        <fieldset>
+          <legend>Limits on the arguments</legend>
+          {rows.map((row, i) => (
+            <div class="grant-limit">
+              <input name={`field_${i}`} aria-label={`argument ${i + 1}`} value={row?.[0] ?? ''} placeholder="argument" />
+              <select name={`dir_${i}`} aria-label={`direction ${i + 1}`}>
+                {GRANT_DIRECTIONS.map((d) => (
+                  <option value={d}>{d === 'eq' ? '= exactly' : d === 'max' ? '≤ at most' : d === 'min' ? '≥ at least' : d}</option>
+                ))}
+              </select>
+              <input name={`value_${i}`} aria-label={`value ${i + 1}`} value={row === undefined ? '' : text(row[1])} placeholder="value" />
+            </div>
+          ))}
+        </fieldset>
+        <label>
+          At most <input name="max_uses" type="number" min={1} inputmode="numeric" /> calls
+        </label>
+        <label>
+          For <input name="duration_minutes" type="number" min={1} inputmode="numeric" /> minutes
+        </label>
+        <label for="grant-reason" class="muted">
+          Why (required)
+        </label>
+        <textarea id="grant-reason" name="reason" maxlength={500} required></textarea>
+        <div class="actions">
+          <button class="btn approve" type="submit">
+            Create grant
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+/** The Grants page. */
+export function GrantsView(props: {
+  rows: GrantRow[];
+  csrf: string;
+  nowMs: number;
+  mayCreate: boolean;
+  groups: string[];
+  from: AccessRequestRecord | undefined;
+  flash: Child | undefined;
+}) {
+  return (
+    <>
+      <h1>Grants</h1>
+      {props.flash}
+      {props.mayCreate ? <CreateForm csrf={props.csrf} from={props.from} groups={props.groups} /> : ''}
+      {props.rows.length === 0 ? (
+        <p class="empty" data-testid="no-grants">
+          No grants in your approver groups.
+        </p>
+      ) : (
+        props.rows.map(({ grant: g, usedBy, mayRevoke }) => {
+          const state = grantState(g, props.nowMs);
+          return (
+            <section class="card grant" data-grant-id={g.id}>
+              <h2>
+                <span class="mono">{visible(g.tool)}</span> for {visible(g.principal)}{' '}
+                <span class="pill" data-testid="grant-state">
+                  {state}
+                </span>
+              </h2>
+              <p data-testid="grant-limits">{visible(describeConstraints(g.constraints))}</p>
+              <p class="muted" data-testid="grant-uses">
+                {g.maxUses === null ? `${g.uses} used, no count limit` : `${g.uses} of ${g.maxUses} used`} · until{' '}
+                {formatTime(g.expiresAtMs)} · group {visible(g.approverGroup)}
+              </p>
+              <p class="muted">
+                By {visible(g.createdBy)} at {formatTime(g.createdAtMs)}: <q>{visible(g.reason)}</q>
+                {g.revokedBy === null ? '' : ` · revoked by ${visible(g.revokedBy)}`}
+              </p>
+              {usedBy.length === 0 ? (
+                ''
+              ) : (
+                <p class="muted">
+                  Approved:{' '}
+                  {usedBy.map((id) => (
+                    <a href={`/approver/requests/${encodeURIComponent(id)}`} class="mono">
+                      {id}{' '}
+                    </a>
+                  ))}
+                </p>
+              )}
+              {mayRevoke && state === 'active' ? (
+                <form method="post" action={`/approver/grants/${encodeURIComponent(g.id)}/revoke`}>
+                  <input type="hidden" name="csrf" value={props.csrf} />
+                  <button class="btn deny" type="submit">
+                    Revoke
+                  </button>
+                </form>
+              ) : (
+                ''
+              )}
+            </section>
+          );
+        })
+      )}
+    </>
+  );
+}

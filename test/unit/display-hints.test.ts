@@ -16,7 +16,7 @@ import {
   type AccessRequestBodyInput,
 } from '@countersign/arap';
 import { toWireSubmission, toWireToolProperties } from '../../src/backends/arap-http-backend.js';
-import { formatValue, labelledArgumentRows, requestedBy, requestHeadline } from '@countersign/approvals';
+import { formatValue, headline, labelledArgumentRows, requestedBy, requestHeadline } from '@countersign/approvals';
 import { toolPresentation } from '../../src/tools/tool-presentation.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { openLedger } from '../../src/tools/ledger.js';
@@ -193,6 +193,22 @@ describe('the headline every view shows (packages/approvals/src/inbox/plain-lang
     expect(
       requestHeadline({ tool: 'fs__write_file', properties: { title: 'Write File' }, arguments: { path: '/a' }, requester: 'a' }),
     ).toBe('Write File · path=/a');
+  });
+});
+
+describe('an amount is never rounded for display', () => {
+  it('0.004 USD reads $0.004 USD, 99.999 USD $99.999 USD, 1234.5 JPY ¥1,234.5 JPY, and 50,000 USD keeps its cents', () => {
+    expect(formatValue(0.004, { currency: 'USD' })).toBe('$0.004 USD');
+    expect(formatValue(99.999, { currency: 'USD' })).toBe('$99.999 USD');
+    expect(formatValue(1234.5, { currency: 'JPY' })).toBe('¥1,234.5 JPY');
+    expect(formatValue(1e-7, { currency: 'USD' })).toBe('$0.0000001 USD');
+    expect(formatValue(50_000, { currency: 'USD' })).toBe('$50,000.00 USD');
+    expect(formatValue(2048.125, { unit: 'GB' })).toBe('2,048.125 GB');
+  });
+
+  it('the headline of a tool without hints shows 99.999 as 99.999 and 50,000 as 50,000.00', () => {
+    expect(headline({ amount: 99.999, to: 'acct-1' })).toBe('99.999 → acct-1');
+    expect(headline({ amount: 50_000, to: 'acct-1' })).toBe('50,000.00 → acct-1');
   });
 });
 

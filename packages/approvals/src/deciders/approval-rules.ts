@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { AnalyticsRuleSchema } from '../analytics.js';
 import { BreakGlassRuleSchema } from '../break-glass.js';
 import { GrantRuleSchema } from '../grants.js';
+import { exactNumber } from '../inbox/format.js';
 import { DEFAULT_UNFOLLOWED_RULE, UnfollowedRuleSchema, type UnfollowedRule } from '../followers.js';
 
 const Scalar = z.union([z.string(), z.number(), z.boolean()]);
@@ -367,7 +368,7 @@ const OPERATOR_WORDS: Record<'eq' | 'in' | 'notIn' | 'gt' | 'gte' | 'lt' | 'lte'
 /** One condition in words: `amount over 100,000`, `kind is db_migration`, `pending at least 3,600,000 ms`. */
 function conditionWords(c: Condition): string {
   const op = (Object.keys(OPERATOR_WORDS) as Array<keyof typeof OPERATOR_WORDS>).find((k) => c[k] !== undefined) ?? 'eq';
-  const word = (v: string | number | boolean) => (typeof v === 'number' ? v.toLocaleString('en-US') : String(v));
+  const word = (v: string | number | boolean) => (typeof v === 'number' ? exactNumber(v) : String(v));
   const value = c[op] as string | number | boolean | Array<string | number | boolean>;
   const field = c.field.startsWith('arguments.') ? c.field.slice('arguments.'.length) : c.field === 'pendingMs' ? 'pending (ms)' : c.field;
   return `${field} ${OPERATOR_WORDS[op]} ${Array.isArray(value) ? value.map(word).join(', ') : word(value)}`;

@@ -3,10 +3,33 @@
  * countdowns, and {@link visible}, which makes control and bidi-override characters of request
  * data visible (`\u{202e}`) so they can neither drive a terminal nor reorder what an approver
  * reads. Everything returned is plain text; the caller escapes it for HTML (hono/jsx does).
- * Deliberately does not: know currencies (amounts are shown as numbers with grouping; a tool's
- * display hints are read in `plain-language.ts`).
+ * Numbers are shown exactly, never rounded ({@link exactNumber}). Deliberately does not: read a
+ * tool's display hints (currency, labels, headline fields): `plain-language.ts` does.
  */
 import type { DisplayHints } from '@countersign/arap';
+
+/** Fraction digits of `value`'s shortest decimal form (`0.004` → 3, `1e-7` → 7, `50000` → 0), at most 20. */
+function fractionDigitsOf(value: number): number {
+  const [mantissa = '', exponent] = String(Math.abs(value)).split('e');
+  const decimals = mantissa.split('.')[1]?.length ?? 0;
+  return Math.min(20, Math.max(0, decimals - Number(exponent ?? 0)));
+}
+
+/**
+ * `value` grouped in `en-US` with every digit it has — never rounded for display (`0.004` →
+ * `0.004`, `99.999` → `99.999`, `50000` → `50,000`) — and at least `minFractionDigits` (a
+ * currency's minor units: `50,000.00`). With `currency` (ISO 4217), in that currency's style
+ * (`$0.004`, `¥1,234.5`); an approver must read the amount that will run.
+ */
+export function exactNumber(value: number, opts: { minFractionDigits?: number; currency?: string } = {}): string {
+  const style: Intl.NumberFormatOptions = opts.currency === undefined ? {} : { style: 'currency', currency: opts.currency };
+  const min = opts.minFractionDigits ?? new Intl.NumberFormat('en-US', style).resolvedOptions().minimumFractionDigits ?? 0;
+  return new Intl.NumberFormat('en-US', {
+    ...style,
+    minimumFractionDigits: min,
+    maximumFractionDigits: Math.max(min, fractionDigitsOf(value)),
+  }).format(value);
+}
 
 /** C0/C1 controls (incl. DEL) and the bidi embedding/override/isolate controls U+202A–202E, U+2066–2069. */
 const UNSAFE = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/gu;
@@ -60,7 +83,7 @@ export function headline(args: Record<string, unknown>, maxChars = 120, hidden: 
   const destKey = DESTINATION_KEYS.find((k) => typeof args[k] === 'string');
   if (typeof amount !== 'number' || destKey === undefined) return summarizeArguments(args, maxChars, hidden);
   const rest = Object.fromEntries(Object.entries(args).filter(([k]) => k !== 'amount' && k !== destKey));
-  const head = `${amount.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} → ${visible(String(args[destKey]))}`;
+  const head = `${exactNumber(amount, { minFractionDigits: 2 })} → ${visible(String(args[destKey]))}`;
   const tail = Object.keys(rest).length === 0 ? '' : ` · ${summarizeArguments(rest, 160, hidden)}`;
   const line = head + tail;
   return line.length > maxChars ? `${line.slice(0, maxChars - 1)}…` : line;

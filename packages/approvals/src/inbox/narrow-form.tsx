@@ -8,7 +8,7 @@
  */
 import { pointerTokens, type AccessRequestBody, type NarrowingDirection, type NarrowingSpec } from '@countersign/arap';
 import type { NarrowingPermit } from '../store/store.js';
-import { formatTime, visible } from './format.js';
+import { exactNumber, formatTime, visible } from './format.js';
 
 /** Prefix of a form field that sets a narrowable argument: `set:amount`. */
 export const NARROW_FIELD_PREFIX = 'set:';
@@ -22,7 +22,7 @@ export function editableFields(body: AccessRequestBody): Array<{ field: string; 
     .map(([field, direction]) => ({ field, direction, value: body.context.arguments[field] }));
 }
 
-const number = (v: unknown) => (typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 4 }) : String(v));
+const number = (v: unknown) => (typeof v === 'number' ? exactNumber(v) : String(v));
 
 /** The allowed direction in words: `at most 50,000`, `a path at or below /data`, `some of the requested elements`. */
 export function directionText(direction: NarrowingDirection, requested: unknown): string {

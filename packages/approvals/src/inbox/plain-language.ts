@@ -17,6 +17,7 @@ import type { AccessRequestBody } from '@countersign/arap';
 import { hiddenTopLevel, shownArguments, type RedactedContext } from './redacted.js';
 import {
   argumentRows,
+  exactNumber,
   headline,
   summarizeArguments,
   summarizeValue,
@@ -80,10 +81,10 @@ export function formatValue(value: unknown, field?: DisplayField, hidden = false
   if (hidden && typeof value === 'string') return visible(value);
   if (typeof value === 'number' && Number.isFinite(value)) {
     if (field?.currency !== undefined) {
-      const text = new Intl.NumberFormat('en-US', { style: 'currency', currency: field.currency }).format(value);
+      const text = exactNumber(value, { currency: field.currency });
       return text.includes(field.currency) ? text : `${text} ${field.currency}`;
     }
-    if (field?.unit !== undefined) return `${value.toLocaleString('en-US', { maximumFractionDigits: 20 })} ${visible(field.unit)}`;
+    if (field?.unit !== undefined) return `${exactNumber(value)} ${visible(field.unit)}`;
   }
   return visible(summarizeValue(value));
 }

@@ -8,7 +8,10 @@
 // nothing; a widening proposal is refused 400.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { jcsSha256 } from '@countersign/receipts';
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -16,6 +19,7 @@ import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/cli
 import { createRawDispatch, v2RequestFraming } from '@countersign/client/ext-tasks';
 import type { Stack } from '../../src/stack.js';
 import { TASKS_EXTENSION } from '../../workflows/wire.js';
+import { CHARGES } from './fixtures/card-charge-tool.js';
 import { basic, clientFor, pendingFor, startTestStack, testConfig, waitForTerminal, type WireTask } from '../support/stack-harness.js';
 
 /**
@@ -266,5 +270,81 @@ describe('an expired counter-proposal', () => {
     expect((await alice.request<WireTask>('tasks/get', { taskId: late.taskId })).status).toBe('working');
     expect(((await detail(original.id))['counter_proposal'] as { used_by_request: string | null }).used_by_request).toBeNull();
     await alice.request('tasks/cancel', { taskId: late.taskId });
+  });
+});
+
+/**
+ * A card charge over 100 hides the merchant from approvers (`@sensitive`) and may be narrowed on its
+ * amount; at most 100 another rule asks approval hiding nothing of it (the card number, writeOnly
+ * in the tool's schema, is hidden by both).
+ */
+const CARD_POLICY = `
+@id("card-charge-permit")
+permit (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"card_charge");
+
+@id("card-charge-large")
+@requestable("true")
+@approver_group("treasury")
+@request_ttl("P1D")
+@reason("Card charges over 100 need treasury approval.")
+@sensitive("/merchant")
+@narrowable("amount:max")
+forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"card_charge")
+when { context.arguments.amount.greaterThan(decimal("100.00")) }
+unless { context has approval && context.approval.state == "approved" };
+
+@id("card-charge-small")
+@requestable("true")
+@approver_group("treasury")
+@request_ttl("P1D")
+@reason("Card charges need treasury approval.")
+forbid (principal, action == Countersign::Action::"tools/call", resource == Countersign::Tool::"card_charge")
+when { context.arguments.amount.lessThanOrEqual(decimal("100.00")) }
+unless { context has approval && context.approval.state == "approved" };
+`;
+
+describe('a counter-proposal on a call with a hidden field, whose narrower call falls under a rule that shows it', () => {
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-narrowing-'));
+    const file = join(dir, 'countersign.json');
+    writeFileSync(file, JSON.stringify({ toolModules: [resolve(PROJECT_ROOT, 'test/e2e/fixtures/card-charge-tool.ts')], upstreams: [] }));
+    stack = await startTestStack(testConfig({ COUNTERSIGN_CONFIG: file }, { 'a-card.cedar': CARD_POLICY }));
+    stacks.push(stack);
+  });
+
+  it('the call with the literal digest string in place of the hidden value does not consume the permit and does not run; the narrowed call with the real value is permitted and runs once', async () => {
+    const alice = await clientFor(stack, 'alice');
+    const m = memo();
+    const merchant = `Acme ${randomUUID().slice(0, 8)}`;
+    const args = { merchant, amount: 120, card_number: '4111111111111111', memo: m };
+    const created = await alice.request<WireTask>('tools/call', { name: 'card_charge', arguments: args });
+    const original = await requestFor(m);
+    expect(original.arguments['merchant']).toBe(`sha256:${jcsSha256(merchant)}`);
+    expect((await decideById(original.id, { decision: 'narrow', proposed_arguments: { ...original.arguments, amount: 50 } })).status).toBe(
+      200,
+    );
+    const done = await waitForTerminal(alice, created.taskId);
+    const proposal = (done.result as unknown as ToolResult).structuredContent?.['counterProposal'] as Proposal;
+    expect(proposal.arguments).toEqual({ ...args, amount: 50 });
+
+    const charges = () =>
+      (((globalThis as unknown as Record<string, unknown[] | undefined>)[CHARGES] ?? []) as Array<Record<string, unknown>>).filter(
+        (c) => c['memo'] === m,
+      );
+    const forged = await alice.request<WireTask>('tools/call', {
+      name: 'card_charge',
+      arguments: { ...args, amount: 50, merchant: `sha256:${jcsSha256(merchant)}` },
+    });
+    expect(forged.resultType).toBe('task');
+    const pendingForged = await requestFor(m);
+    expect(pendingForged.arguments['amount']).toBe(50);
+    expect((await alice.request<WireTask>('tasks/get', { taskId: forged.taskId })).status).toBe('working');
+    expect(((await detail(original.id))['counter_proposal'] as { used_by_request: string | null }).used_by_request).toBeNull();
+    await alice.request('tasks/cancel', { taskId: forged.taskId });
+
+    const honest = await alice.request<WireTask>('tools/call', { name: proposal.tool, arguments: proposal.arguments });
+    const ran = await waitForTerminal(alice, honest.taskId);
+    expect(ran.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(charges()).toEqual([{ ...args, amount: 50 }]);
   });
 });

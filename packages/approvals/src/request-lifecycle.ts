@@ -39,7 +39,7 @@ import {
   DEFAULT_PERMIT_TTL_MS,
   narrowedComment,
   permitDigest,
-  requestPermitDigest,
+  permitMatches,
   type ProposalRefusal,
 } from './narrowing-permits.js';
 import { principalNames } from './principal-names.js';
@@ -558,9 +558,11 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
           row,
           body.subject.sub,
           {
-            bindingDigest: requestPermitDigest(body),
+            tool: body.resource.id,
+            requesterSub: body.subject.sub,
             approverGroup: body.approver_group,
             atMs: at,
+            matches: (permit, proposedOn) => permitMatches(permit.arguments, proposedOn, body),
             grantFits: (g) => grantCovers(g, { body }),
           },
           (approvers, grant) =>
@@ -622,7 +624,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       const permit = {
         id: randomId('prm_'),
         requestId: id,
-        bindingDigest: permitDigest(tool, proposed, current.body.subject),
+        bindingDigest: permitDigest(tool, proposed, current.body.subject, current.body.context.redacted ?? []),
         tool,
         arguments: proposed,
         requesterSub: current.body.subject.sub,

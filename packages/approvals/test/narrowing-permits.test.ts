@@ -1,5 +1,6 @@
 // Scope: counter-proposals that narrow, in the reference Access Request Service in-process (app.request, injected clock):
 // the narrow decision's checks and effect, the permit a proposal records, and the permit's single use at submission.
+import { createHash } from 'node:crypto';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StatusBodySchema } from '@countersign/arap';
@@ -194,5 +195,70 @@ describe("a counter-proposal's permit", () => {
     const narrower = await submit(body({ amount: 120_000, to: 'acct-991' }));
     expect(narrower.status).toBe('pending');
     expect(((await detail(id))['counter_proposal'] as { used_by_request: string | null }).used_by_request).toBeNull();
+  });
+});
+
+describe("a counter-proposal's permit on a call with a hidden field", () => {
+  // how the gate masks a value (packages/arap/src/redaction.ts): sha256 of its JCS form (a string's JCS is its JSON)
+  const digestOf = (value: string) => `sha256:${createHash('sha256').update(JSON.stringify(value), 'utf8').digest('hex')}`;
+  const key = 'REALKEY-7f3a';
+  const hiddenKey = (args: Record<string, unknown>) => ({
+    context: { arguments: args, redacted: ['/api_key'], narrowable: { amount: 'max' } },
+  });
+  const visibleKey = (args: Record<string, unknown>) => ({ context: { arguments: args, narrowable: { amount: 'max' } } });
+
+  async function narrowHidden(): Promise<string> {
+    const args = { amount: 50_000, to: 'acct-991', api_key: digestOf(key) };
+    const { id } = await submit(body(args, hiddenKey(args)));
+    expect((await narrow(id, 'alice', { ...args, amount: 20_000 })).status).toBe(200);
+    return id;
+  }
+
+  it('is not consumed by a call whose field is the literal digest string, shown rather than hidden: that call is an ordinary pending request', async () => {
+    const id = await narrowHidden();
+    const forged = { amount: 20_000, to: 'acct-991', api_key: digestOf(key) };
+    expect((await submit(body(forged, visibleKey(forged)))).status).toBe('pending');
+    expect(((await detail(id))['counter_proposal'] as { used_by_request: string | null }).used_by_request).toBeNull();
+  });
+
+  it('approves the narrowed call with the same real value, whether its rule hides the field too or shows it', async () => {
+    await narrowHidden();
+    const hidden = { amount: 20_000, to: 'acct-991', api_key: digestOf(key) };
+    expect((await submit(body(hidden, hiddenKey(hidden)))).status).toBe('approved');
+    const id = await narrowHidden();
+    const shown = { amount: 20_000, to: 'acct-991', api_key: key };
+    const honest = await submit(body(shown, visibleKey(shown)));
+    expect(honest.status).toBe('approved');
+    expect(((await detail(id))['counter_proposal'] as { used_by_request: string }).used_by_request).toBe(honest.id);
+  });
+
+  it('is not consumed by the narrowed call with another real value in the field, shown or hidden', async () => {
+    await narrowHidden();
+    const shown = { amount: 20_000, to: 'acct-991', api_key: 'OTHERKEY' };
+    expect((await submit(body(shown, visibleKey(shown)))).status).toBe('pending');
+    const hidden = { amount: 20_000, to: 'acct-991', api_key: digestOf('OTHERKEY') };
+    expect((await submit(body(hidden, hiddenKey(hidden)))).status).toBe('pending');
+  });
+
+  it('proposed on a call that showed the field, approves the narrowed call whose rule hides it only when its digest is of the same value', async () => {
+    const args = { amount: 50_000, to: 'acct-991', api_key: key };
+    const { id } = await submit(body(args, visibleKey(args)));
+    await narrow(id, 'alice', { ...args, amount: 20_000 });
+    const other = { amount: 20_000, to: 'acct-991', api_key: digestOf('OTHERKEY') };
+    expect((await submit(body(other, hiddenKey(other)))).status).toBe('pending');
+    const same = { amount: 20_000, to: 'acct-991', api_key: digestOf(key) };
+    expect((await submit(body(same, hiddenKey(same)))).status).toBe('approved');
+  });
+
+  it('is not consumed by a call hiding the field at another depth, whose real value the service cannot compare', async () => {
+    const card = { number: '4111111111111111', exp: '12/29' };
+    const args = { amount: 50_000, to: 'acct-991', card: { number: digestOf(card.number), exp: card.exp } };
+    const { id } = await submit(body(args, { context: { arguments: args, redacted: ['/card/number'], narrowable: { amount: 'max' } } }));
+    await narrow(id, 'alice', { ...args, amount: 20_000 });
+    const whole = `sha256:${createHash('sha256').update('{"exp":"12/29","number":"4111111111111111"}', 'utf8').digest('hex')}`;
+    const narrower = { amount: 20_000, to: 'acct-991', card: whole };
+    expect(
+      (await submit(body(narrower, { context: { arguments: narrower, redacted: ['/card'], narrowable: { amount: 'max' } } }))).status,
+    ).toBe('pending');
   });
 });

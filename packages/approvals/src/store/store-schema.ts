@@ -18,7 +18,8 @@
  * `grants` (an approver's time-boxed, count-bounded permit for a principal's calls of one tool within
  * argument constraints, `../grants.ts`) and `grant_uses` (which request used which grant, its use
  * number unique per grant), and the audit events `granted` (on the request a grant was made from)
- * and `grant-used` (on each request a grant approved). Older files are migrated in
+ * and `grant-used` (on each request a grant approved). The index `narrowing_permits_usable` (a new
+ * request's candidate permits) is created on open in any version's file. Older files are migrated in
  * one transaction, keeping every row; each step is idempotent. `callback_outbox` (status-change
  * callbacks to deliver, `../api/callbacks.ts`) is created on open in any version's file.
  * Deliberately does not: downgrade.
@@ -174,6 +175,7 @@ CREATE TABLE IF NOT EXISTS narrowing_permits (
   used_by_request TEXT REFERENCES access_requests (id)
 );
 CREATE INDEX IF NOT EXISTS narrowing_permits_binding ON narrowing_permits (binding_digest, used_at_ms, expires_at_ms);
+CREATE INDEX IF NOT EXISTS narrowing_permits_usable ON narrowing_permits (tool, requester_sub, approver_group, used_at_ms, expires_at_ms);
 CREATE INDEX IF NOT EXISTS narrowing_permits_used_by ON narrowing_permits (used_by_request);
 CREATE TABLE IF NOT EXISTS request_opens (
   request_id         TEXT NOT NULL REFERENCES access_requests (id),

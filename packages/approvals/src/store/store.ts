@@ -174,7 +174,8 @@ export type ApproveResult =
 /**
  * An approver's counter-proposal, recorded as a permit (`narrowing_permits`): the request it
  * narrowed (`requestId`, which ended denied), the narrower call (`tool`, complete `arguments` as the
- * service holds them) and its `bindingDigest` (`permitDigest` in `../narrowing-permits.ts`), the
+ * service holds them) and its `bindingDigest` (`permitDigest` in `../narrowing-permits.ts`, the
+ * hidden fields named; a record, not the lookup key: `permitMatches` decides which request uses it), the
  * requester and approver group it is for, who proposed it through which channel, and its single
  * use: unused until `usedAtMs`, then naming the request it approved. Times ms since epoch.
  */
@@ -195,16 +196,23 @@ export interface NarrowingPermit {
   usedByRequest: string | null;
 }
 
+/** Most usable permits of one tool, requester and group {@link ApprovalStore.insertWithPermit} compares a new request with. */
+export const PERMIT_CANDIDATES = 100;
+
 /**
  * What a new request must match to be approved at submission by a standing permit
- * ({@link ApprovalStore.insertWithPermit}): a counter-proposal's `bindingDigest` and the request's
- * `approverGroup`, at `atMs` (ms since epoch); `grantFits` says whether a grant's constraints (and
- * anything else the caller checks) admit the request — absent: no grant is tried.
+ * ({@link ApprovalStore.insertWithPermit}), at `atMs` (ms since epoch): a counter-proposal for
+ * `tool`, `requesterSub` and `approverGroup` for which `matches` is true (given the permit and the
+ * body of the request it was proposed on; `permitMatches` in `../narrowing-permits.ts`);
+ * `grantFits` says whether a grant's constraints (and anything else the caller checks) admit the
+ * request — absent: no grant is tried.
  */
 export interface StandingMatch {
-  bindingDigest: string;
+  tool: string;
+  requesterSub: string;
   approverGroup: string;
   atMs: number;
+  matches: (permit: NarrowingPermit, proposedOn: AccessRequestBody) => boolean;
   grantFits?: (grant: Grant) => boolean;
 }
 
@@ -405,7 +413,8 @@ export interface ApprovalStore {
   /**
    * Insert a new request as {@link ApprovalStore.insert} does and, in the same transaction, approve
    * it by a standing permit when one holds at `atMs`: first the oldest unused counter-proposal permit
-   * with `bindingDigest` and `approverGroup` (a vote by its proposer through its channel, rule
+   * for `tool`, `requesterSub` and `approverGroup`, among the first {@link PERMIT_CANDIDATES} such,
+   * for which `matches` is true (a vote by its proposer through its channel, rule
    * `counter-proposal`, a `permit-used` audit row, `makeApproval([proposer])`); else, when
    * `grantFits` is given, the oldest usable grant for the request's principal, tool and
    * `approverGroup` that `grantFits` accepts and whose use this transaction counts
@@ -955,9 +964,10 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   );
   const selectPermitOn = db.prepare<[string], PermitRow>('SELECT * FROM narrowing_permits WHERE request_id = ?');
   const selectPermitUsedBy = db.prepare<[string], PermitRow>('SELECT * FROM narrowing_permits WHERE used_by_request = ?');
-  const selectUsablePermit = db.prepare<[string, string, number], PermitRow>(
-    `SELECT * FROM narrowing_permits WHERE binding_digest = ? AND approver_group = ? AND used_at_ms IS NULL AND expires_at_ms > ?
-     ORDER BY created_at_ms, id LIMIT 1`,
+  const selectUsablePermits = db.prepare<[string, string, string, number, number], PermitRow & { proposed_on_json: string }>(
+    `SELECT p.*, r.body_json AS proposed_on_json FROM narrowing_permits p JOIN access_requests r ON r.id = p.request_id
+     WHERE p.tool = ? AND p.requester_sub = ? AND p.approver_group = ? AND p.used_at_ms IS NULL AND p.expires_at_ms > ?
+     ORDER BY p.created_at_ms, p.id LIMIT ?`,
   );
   const usePermit = db.prepare<[number, string, string]>(
     'UPDATE narrowing_permits SET used_at_ms = ?, used_by_request = ? WHERE id = ? AND used_at_ms IS NULL',
@@ -1016,7 +1026,8 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
     ): { permit: PermitRow | null; grant: { grant: Grant; use: GrantUse } | null } => {
       insertTx(record, actor);
-      const permit = selectUsablePermit.get(match.bindingDigest, match.approverGroup, match.atMs);
+      const candidates = selectUsablePermits.all(match.tool, match.requesterSub, match.approverGroup, match.atMs, PERMIT_CANDIDATES);
+      const permit = candidates.find((c) => match.matches(fromPermitRow(c), AccessRequestBodySchema.parse(JSON.parse(c.proposed_on_json))));
       if (permit !== undefined && usePermit.run(match.atMs, record.id, permit.id).changes === 1) {
         const comment = `permitted by the counter-proposal on request ${permit.request_id}`;
         approveAtInsert(

@@ -231,7 +231,8 @@ describe('unfollowed: confirm (approving a request nobody follows needs a confir
     expect(refused.body).toMatchObject({ type: 'urn:countersign:problem:unfollowed', status: 409 });
     const cliRefused = await cli(['approve', shown.id]);
     expect(cliRefused.code).toBe(8);
-    expect(cliRefused.stderr).toContain('confirm_unfollowed');
+    expect(cliRefused.stderr).toContain('To approve anyway, run the command again with --confirm-unfollowed.');
+    expect(cliRefused.stderr).not.toContain('confirm_unfollowed');
     expect((await requestFor(m)).id).toBe(shown.id); // still pending
 
     const confirmed = await cli(['approve', shown.id, '--confirm-unfollowed', '--comment', 'the agent is gone; I want it done']);

@@ -231,7 +231,12 @@ export async function call(
                 ? APPROVALS_EXIT.limited
                 : APPROVALS_EXIT.unavailable;
   throw new ApprovalsCliError(
-    res.status === 401 ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)' : detail,
+    res.status === 401
+      ? 'the approval service refused these credentials (check COUNTERSIGN_APPROVER or COUNTERSIGN_AGENT_TOKEN)'
+      : code === APPROVALS_EXIT.unfollowed
+        ? // the service's detail names the API's field; a CLI user gives the flag
+          "No client has followed this request's task for a while, so the tool may run with nobody to read its result. To approve anyway, run the command again with --confirm-unfollowed."
+        : detail,
     code,
   );
 }

@@ -10,15 +10,9 @@
  * anything. Annotations are hints written by the tool's author (MCP specification, ToolAnnotations).
  */
 import { z } from 'zod';
-import {
-  DISPLAY_META_KEY,
-  DisplayHintsSchema,
-  JsonPointerSchema,
-  SENSITIVE_META_KEY,
-  pointerOf,
-  type DisplayHints,
-} from '@countersign/arap';
+import { DISPLAY_META_KEY, DisplayHintsSchema, JsonPointerSchema, SENSITIVE_META_KEY, type DisplayHints } from '@countersign/arap';
 import type { Tool } from './tool.js';
+import { writeOnlyPointers } from './write-only-pointers.js';
 
 /**
  * The four MCP annotation hints, with the MCP defaults applied when the tool left one out
@@ -101,39 +95,13 @@ export function toolPresentation(
   return Object.keys(out).length === 0 ? undefined : out;
 }
 
-// Deepest schema level read for writeOnly (nested objects and arrays together).
-const MAX_SCHEMA_DEPTH = 16;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-// `writeOnly: true` anywhere under `properties`, `additionalProperties`, `prefixItems` (and the
-// older array form of `items`) and `items`, at any depth. A position that depends on the call
-// (an element of `items`, a key of `additionalProperties`) is named for each one `value` — the
-// call's argument at `at` — holds, with its index or key; without a value, only fixed positions.
-function writeOnlyPointers(schema: unknown, at: string[], value: unknown, out: string[]): void {
-  if (!isObject(schema)) return;
-  if (at.length > 0 && schema['writeOnly'] === true) {
-    out.push(pointerOf(at));
-    return;
-  }
-  if (at.length >= MAX_SCHEMA_DEPTH) return;
-  const props = isObject(schema['properties']) ? schema['properties'] : {};
-  for (const [k, v] of Object.entries(props)) writeOnlyPointers(v, [...at, k], isObject(value) ? value[k] : undefined, out);
-  if (isObject(value) && isObject(schema['additionalProperties']))
-    for (const [k, v] of Object.entries(value))
-      if (!Object.hasOwn(props, k)) writeOnlyPointers(schema['additionalProperties'], [...at, k], v, out);
-  const items = schema['items'];
-  const tuple = Array.isArray(schema['prefixItems']) ? schema['prefixItems'] : Array.isArray(items) ? items : [];
-  tuple.forEach((s: unknown, i) => writeOnlyPointers(s, [...at, String(i)], Array.isArray(value) ? value[i] : undefined, out));
-  if (isObject(items) && Array.isArray(value))
-    for (let i = tuple.length; i < value.length; i++) writeOnlyPointers(items, [...at, String(i)], value[i], out);
-}
-
 /**
  * The arguments of `tool` its author or operator marks sensitive, as sorted unique JSON Pointers:
- * properties with JSON Schema `writeOnly: true` in its input schema (a native tool's zod schema
- * says it with `.meta({ writeOnly: true })`), at any depth of objects and arrays — under `items`
- * or `additionalProperties` one pointer for each element or key of the call's `args`
+ * locations its input schema marks JSON Schema `writeOnly: true` (a native tool's zod schema
+ * says it with `.meta({ writeOnly: true })`), reached through any keyword that places a subschema
+ * there — `$ref`, `anyOf`/`oneOf`/`allOf`, `patternProperties`, … at any depth, failing safe on a
+ * schema it cannot read ({@link writeOnlyPointers}); under `items`, `patternProperties` or
+ * `additionalProperties` one pointer for each element or key of the call's `args`
  * (`/headers/0/token`, `/headers/1/token`), so without `args` only fixed positions —, the pointers listed in its descriptor's
  * `_meta["io.countersign/sensitive"]`, and `Tool.sensitiveArguments` (the gateway's per-tool
  * `sensitive`, docs/GATEWAY.md). Entries that are not JSON Pointers are ignored.
@@ -145,7 +113,7 @@ export function sensitivePointers(
   const out: string[] = [];
   const zod = tool.inputSchema;
   const schema = tool.jsonDescriptor?.inputSchema ?? (zod === undefined ? undefined : z.toJSONSchema(zod, { io: 'input' }));
-  writeOnlyPointers(schema, [], args, out);
+  out.push(...writeOnlyPointers(schema, args));
   const meta = tool.jsonDescriptor?._meta?.[SENSITIVE_META_KEY];
   if (Array.isArray(meta)) out.push(...meta.filter((p): p is string => typeof p === 'string'));
   out.push(...(tool.sensitiveArguments ?? []));

@@ -41,14 +41,15 @@ export async function decideWhere(
  * A minimal Streamable HTTP MCP server (JSON responses, 2025-11-25) serving `tools`, whose every
  * `tools/call` is answered `{content: [{type: "text", text: callText}]}` — or, when its arguments carry
  * a number `errorCode`, with that JSON-RPC error —; records each request's
- * headers and counts the calls. Listens on 127.0.0.1 (a free port); `url` is its endpoint.
+ * headers and the arguments of each call (`callArguments`, in order), and counts the calls. Listens on 127.0.0.1 (a free port); `url` is its endpoint.
  */
 export async function startJsonHttpUpstream(opts: {
   name: string;
   tools: unknown[];
   callText: string;
-}): Promise<{ server: Server; url: string; headers: IncomingHttpHeaders[]; calls: () => number }> {
+}): Promise<{ server: Server; url: string; headers: IncomingHttpHeaders[]; callArguments: unknown[]; calls: () => number }> {
   const headers: IncomingHttpHeaders[] = [];
+  const callArguments: unknown[] = [];
   let calls = 0;
   const server = createServer((req, res) => {
     headers.push(req.headers);
@@ -67,6 +68,7 @@ export async function startJsonHttpUpstream(opts: {
       if (msg.method === 'tools/list') return reply({ result: { tools: opts.tools } });
       if (msg.method === 'tools/call') {
         calls++;
+        callArguments.push(msg.params?.arguments);
         const code = msg.params?.arguments?.errorCode;
         if (typeof code === 'number') return reply({ error: { code, message: 'upstream error' } });
         return reply({ result: { content: [{ type: 'text', text: opts.callText }] } });
@@ -75,5 +77,5 @@ export async function startJsonHttpUpstream(opts: {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`, headers, calls: () => calls };
+  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`, headers, callArguments, calls: () => calls };
 }

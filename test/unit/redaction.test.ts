@@ -165,6 +165,89 @@ describe('which arguments are sensitive', () => {
     ]);
   });
 
+  describe('writeOnly reached through the ways JSON Schema places a subschema on a location', () => {
+    const pointersOf = (inputSchema: Record<string, unknown>, args?: Record<string, unknown>) =>
+      sensitivePointers({ jsonDescriptor: { inputSchema } as never }, args);
+    const card = { type: 'object', properties: { number: { type: 'string', writeOnly: true }, holder: { type: 'string' } } };
+    const args = {
+      card: { number: '4111111111111111', holder: 'A' },
+      token: 'tok_live_abc',
+      api_key: 'sk-xyz',
+      secret_a: 's3cr3t',
+      note: 'n',
+    };
+
+    it('a $ref into $defs (2020-12) or definitions (draft-07) is followed', () => {
+      expect(pointersOf({ type: 'object', $defs: { Card: card }, properties: { card: { $ref: '#/$defs/Card' } } }, args)).toEqual([
+        '/card/number',
+      ]);
+      expect(
+        pointersOf({ type: 'object', definitions: { Card: card }, properties: { card: { $ref: '#/definitions/Card' } } }, args),
+      ).toEqual(['/card/number']);
+    });
+
+    it('a writeOnly branch of anyOf or oneOf marks the location whatever branch the value takes (pydantic Optional)', () => {
+      const optional = { anyOf: [{ type: 'string', writeOnly: true }, { type: 'null' }] };
+      expect(pointersOf({ type: 'object', properties: { token: optional } }, args)).toEqual(['/token']);
+      expect(pointersOf({ type: 'object', properties: { token: { oneOf: optional.anyOf } } }, { token: null })).toEqual(['/token']);
+      const viaRef = {
+        type: 'object',
+        $defs: { Card: card },
+        properties: { card: { anyOf: [{ $ref: '#/$defs/Card' }, { type: 'null' }] } },
+      };
+      expect(pointersOf(viaRef, args)).toEqual(['/card/number']);
+    });
+
+    it('allOf, if/then/else and dependentSchemas apply their properties to the same location', () => {
+      expect(pointersOf({ type: 'object', allOf: [{ properties: { api_key: { type: 'string', writeOnly: true } } }] }, args)).toEqual([
+        '/api_key',
+      ]);
+      const secret = { properties: { token: { writeOnly: true } } };
+      expect(pointersOf({ if: { required: ['x'] }, then: secret }, args)).toEqual(['/token']);
+      expect(pointersOf({ if: { required: ['x'] }, else: secret }, args)).toEqual(['/token']);
+      expect(pointersOf({ dependentSchemas: { note: secret } }, args)).toEqual(['/token']);
+      expect(pointersOf({ dependencies: { note: secret } }, args)).toEqual(['/token']);
+    });
+
+    it('patternProperties applies to each argument key its pattern matches, and additionalProperties only to the keys nothing else names', () => {
+      expect(pointersOf({ type: 'object', patternProperties: { '^secret_': { type: 'string', writeOnly: true } } }, args)).toEqual([
+        '/secret_a',
+      ]);
+      const both = { properties: { note: {} }, patternProperties: { '^secret_': {} }, additionalProperties: { writeOnly: true } };
+      expect(pointersOf(both, args)).toEqual(['/api_key', '/card', '/token']);
+    });
+
+    it('a recursive $ref follows the call as deep as it goes', () => {
+      const tree = {
+        $defs: { Node: { properties: { key: { writeOnly: true }, children: { type: 'array', items: { $ref: '#/$defs/Node' } } } } },
+        $ref: '#/$defs/Node',
+      };
+      expect(pointersOf(tree, { key: 'k0', children: [{ key: 'k1', children: [{ key: 'k2' }] }] })).toEqual([
+        '/children/0/children/0/key',
+        '/children/0/key',
+        '/key',
+      ]);
+    });
+
+    it('fails safe: a location under a $ref it cannot resolve (remote, missing) or a $ref cycle that never reaches a schema is treated as sensitive', () => {
+      expect(pointersOf({ properties: { card: { $ref: 'https://schemas.example/card.json' }, note: {} } }, args)).toEqual(['/card']);
+      expect(pointersOf({ properties: { card: { $ref: '#/$defs/Missing' } } }, args)).toEqual(['/card']);
+      const cycle = {
+        $defs: { A: { $ref: '#/$defs/B' }, B: { anyOf: [{ $ref: '#/$defs/A' }] } },
+        properties: { card: { $ref: '#/$defs/A' } },
+      };
+      expect(pointersOf(cycle, args)).toEqual(['/card']);
+      // at the root, every argument of the call
+      expect(pointersOf({ $ref: 'other.json' }, { a: 1, b: 2 })).toEqual(['/a', '/b']);
+      expect(pointersOf({ writeOnly: true }, { a: 1 })).toEqual(['/a']);
+      // a pattern that is no regular expression is taken to match every key
+      expect(pointersOf({ properties: { note: {} }, patternProperties: { '(': { writeOnly: true } } }, { note: 'n', x: 1 })).toEqual([
+        '/note',
+        '/x',
+      ]);
+    });
+  });
+
   it('a tool with none has no sensitive list, and the policy adds its own to the tool', () => {
     expect(toolPresentation({ title: 'T', inputSchema: z.object({ a: z.string() }) })).toEqual({ title: 'T' });
     expect(withSensitive({ title: 'T', sensitive: ['/b'] }, ['/a', '/b'])).toEqual({ title: 'T', sensitive: ['/a', '/b'] });

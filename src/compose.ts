@@ -155,6 +155,8 @@ export function dataConverterOf(config: Config, secrets: Pick<StackSecrets, 'pay
 export interface SharedTools {
   tools: ToolRegistry;
   pdp: PolicyDecisionPoint;
+  /** The shadow policy set (`COUNTERSIGN_SHADOW_POLICY_DIR`), evaluated by the front's gate beside `pdp`, never enforced; absent: none. */
+  shadowPdp?: PolicyDecisionPoint;
 }
 
 /** The {@link SharedTools} of an installation, with the stores they own: the ledger (`<data>/ledger.db`), the tool registry over it, and Cedar. */
@@ -182,12 +184,16 @@ export async function openToolParts(config: Config, logger: Logger): Promise<Too
     const native = [createWireTransferTool(ledger), createSubmitChangeTool(changes, { stepMs: config.COUNTERSIGN_CHANGE_STEP_MS })];
     gateway = await startConfiguredGateway(config, native, logger, configFileEnv());
     const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR, toolEntity: toolEntityOf(gateway.registry) });
+    const shadowPdp = config.COUNTERSIGN_SHADOW_POLICY_DIR
+      ? await createCedarPdp({ policyDir: config.COUNTERSIGN_SHADOW_POLICY_DIR, toolEntity: toolEntityOf(gateway.registry) })
+      : undefined;
     const opened = gateway;
     return {
       ledger,
       changes,
       tools: opened.registry,
       pdp,
+      ...(shadowPdp ? { shadowPdp } : {}),
       async close() {
         await opened.close();
         ledger.close();

@@ -113,6 +113,13 @@ export const GateSettingsSchema = z.object({
     .default(resolve(PROJECT_ROOT, '.data'))
     .describe('state folder (created mode 0700); the default is under the project root'),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')).describe('Cedar policy files'),
+  COUNTERSIGN_SHADOW_POLICY_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'shadow mode: a candidate folder of Cedar policies evaluated beside the live ones on every call, disagreements logged and counted, never enforced (docs/PRODUCTION.md#shadow-policies); unset: none',
+    ),
   COUNTERSIGN_CONFIG: z
     .string()
     .min(1)

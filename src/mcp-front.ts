@@ -34,6 +34,7 @@ import type { AppMetrics } from './ops/metrics.js';
 import { SubmissionLimitedError } from './mcp/submission-limiter.js';
 import type { TaskService } from './mcp/task-service.js';
 import type { GateDeps } from './mcp/gate.js';
+import { createShadowPolicy } from './policy/shadow.js';
 import type { FollowerReporter } from './mcp/follower-reports.js';
 
 /** What {@link createMcpFront} needs beyond the configuration. */
@@ -72,6 +73,8 @@ export interface McpFrontParts {
 export type GateServing = {
   tools: ToolRegistry;
   pdp: PolicyDecisionPoint;
+  /** A candidate policy set the gate evaluates beside `pdp` on every call, never enforced (`src/policy/shadow.ts`); absent: none. */
+  shadowPdp?: PolicyDecisionPoint;
   /** `false`: no per-principal submission limits (`countersign/testing`); default the configured ones. */
   submissionLimits?: false;
   /**
@@ -170,6 +173,15 @@ function gateFace(config: Config, p: McpFrontParts, serving: GateServing): GateF
     noTasksResponse: config.COUNTERSIGN_NO_TASKS_RESPONSE,
     ...(pollLimiter ? { pollLimiter } : {}),
     ...(p.followers ? { followers: p.followers } : {}),
+    ...(serving.shadowPdp
+      ? {
+          shadow: createShadowPolicy({
+            pdp: serving.shadowPdp,
+            logger: p.logger.child({ part: 'shadow-policy' }),
+            ...(p.metrics ? { metrics: p.metrics } : {}),
+          }),
+        }
+      : {}),
   };
   const subscriptions =
     serving.subscriptions !== undefined

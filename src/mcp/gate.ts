@@ -8,7 +8,8 @@
  *    repeat of an already claimed execution from the tool's records (e.g. `submit_change`'s one
  *    execution per `change_id`), running nothing;
  * 3. {@link bindCall}: an MRTR retry must carry the same immutable call binding (-32602 otherwise);
- * 4. {@link decideCall}: the PDP answers allow, deny, or requestable deny;
+ * 4. {@link decideCall}: the PDP answers allow, deny, or requestable deny (and a shadow policy set,
+ *    when configured, is handed the decision to compare later, never enforced: `src/policy/shadow.ts`);
  * 5. {@link answerDecision}: one handler per outcome (`gate-outcomes.ts`): allowed → run inline;
  *    denied, not requestable → an `isError` result saying the tool did not run; in-band → the
  *    requester's MRTR confirmation; requestable for a client without tasks → by configuration the
@@ -42,7 +43,8 @@ import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { createCallBinding, type CallBinding } from '../binding/call-binding.js';
-import type { Decision, PolicyDecisionPoint } from '../policy/pdp.js';
+import type { AccessEvaluationRequest, Decision, PolicyDecisionPoint } from '../policy/pdp.js';
+import type { ShadowPolicy } from '../policy/shadow.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { TaskView, Tool } from '../tools/tool.js';
 import { findIllFormedString } from '@countersign/http/json-limits';
@@ -74,6 +76,8 @@ export interface GateDeps {
    * `isError` result and no approval; `error`, -32021.
    */
   noTasksResponse: 'approval-tools' | 'degraded-result' | 'error';
+  /** The shadow policy set (`src/policy/shadow.ts`): handed every decision, never enforced; absent: none. */
+  shadow?: ShadowPolicy;
   /** This instance's follower reports (`follower-reports.ts`): reads of a task tell the approval service someone waits; absent: none. */
   followers?: FollowerReporter;
 }
@@ -333,15 +337,21 @@ export function bindCall(g: GatedCall): void {
   if (g.call.mrtr.state && g.call.mrtr.state.digest !== g.binding().digest) throw requestStateMismatch();
 }
 
-/** Step 4, decide: ask the PDP about this call (an evaluation error is a non-requestable deny). */
-export function decideCall(deps: GateDeps, g: GatedCall): Promise<Decision> {
-  return deps.pdp.evaluate({
+/**
+ * Step 4, decide: ask the PDP about this call (an evaluation error is a non-requestable deny). With
+ * a shadow policy set, the decision is also handed to it, which evaluates later and never changes it.
+ */
+export async function decideCall(deps: GateDeps, g: GatedCall): Promise<Decision> {
+  const request: AccessEvaluationRequest = {
     subject: g.call.principal,
     action: { name: 'tools/call' },
     // the binding's resource (`createCallBinding`), without hashing the binding for it
     resource: { type: 'tool', id: g.tool.name },
     context: { arguments: g.args },
-  });
+  };
+  const decision = await deps.pdp.evaluate(request);
+  deps.shadow?.observe(request, decision, () => deps.tasks.referenceOf(g.binding()));
+  return decision;
 }
 
 /**

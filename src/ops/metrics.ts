@@ -15,6 +15,8 @@
  * | `countersign_task_reads_total` | counter | `source` | MCP front: a task read for `tasks/get`, `approval_status` or a subscription, by where it was answered: `feed` (this instance's watch, no call), `record` (the run's memo, one describe), `query` (the workflow query: a worker, one Temporal Cloud action), `closed` (a closed run's result) |
  * | `countersign_subscription_streams` | gauge | — | MCP front: open `subscriptions/listen` streams, at scrape time |
  * | `countersign_break_glass_reviews` | gauge | `state` | approval service: break-glass approvals not yet reviewed (`unreviewed`) and of those past their review time (`overdue`), at scrape time |
+ * | `countersign_policy_shadow_evaluations_total` | counter | — | MCP front: a call's decision evaluated under the shadow policy set too (`COUNTERSIGN_SHADOW_POLICY_DIR`, `src/policy/shadow.ts`) |
+ * | `countersign_policy_shadow_disagreements_total` | counter | `live`, `shadow` | MCP front: the shadow set's outcome differs from the live one (each label one of `allowed`, `in-band`, `requestable`, `denied`; a change of approver group alone counts with both labels equal) |
  * | `countersign_callback_outbox` | gauge | `state` | approval service: its status-change callbacks by `state` (`pending`, `delivered`, `refused`, `gave-up`), at scrape time |
  * | `countersign_approvals_decision_seconds` | histogram | `tool`, `group`, `channel` | approval service: submission → approval or denial of every decided request in its store, at scrape time |
  * | `countersign_approvals_resolved_total` | counter | `tool`, `group`, `outcome` | approval service: requests by final status (`approved`, `denied`, `expired`, `cancelled`, `failed`), at scrape time |
@@ -44,6 +46,10 @@ export interface AppMetrics {
   submissionsRefused: Counter<'limit'>;
   callbackRefusals: Counter<'reason'>;
   taskReads: Counter<'source'>;
+  /** Calls evaluated under the shadow policy set (`src/policy/shadow.ts`). */
+  shadowEvaluations: Counter;
+  /** Shadow evaluations whose outcome differs from the live decision, by both outcomes. */
+  shadowDisagreements: Counter<'live' | 'shadow'>;
   /** Sets how `countersign_subscription_streams` is read at scrape time (the MCP front's open streams). */
   setSubscriptionStreamsSource(read: () => number): void;
   /** Sets how `countersign_open_approval_tasks` is read at scrape time (the MCP front's visibility count). */
@@ -247,6 +253,17 @@ export function createAppMetrics(): AppMetrics {
       name: 'countersign_task_reads_total',
       help: 'Task reads of the MCP front by where they were answered (feed, record, query, closed).',
       labelNames: ['source'],
+      registers: [registry],
+    }),
+    shadowEvaluations: new Counter({
+      name: 'countersign_policy_shadow_evaluations_total',
+      help: 'tools/call decisions also evaluated under the shadow policy set (never enforced).',
+      registers: [registry],
+    }),
+    shadowDisagreements: new Counter({
+      name: 'countersign_policy_shadow_disagreements_total',
+      help: 'Shadow policy evaluations whose outcome (allowed, in-band, requestable, denied) differs from the live decision.',
+      labelNames: ['live', 'shadow'],
       registers: [registry],
     }),
     setSubscriptionStreamsSource(read) {

@@ -39,19 +39,37 @@ export function directionText(direction: NarrowingDirection, requested: unknown)
 }
 
 /**
- * The proposal a submitted form makes: the request's arguments with each editable field replaced
- * by its `set:<field>` value (a number for `max`/`min`, text for `subpath`, a JSON list for
- * `subset`); null when a value cannot be read as its kind.
+ * A number as an approver types it: a plain decimal — optional leading `-`, digits, optionally
+ * grouped by `,` in threes (`20,000`), optionally one `.` and a fraction. Null for anything else
+ * (`20.000`, which reads as twenty thousand where dots group thousands, `1,5` with a decimal comma, `0x4E20`, `2e4`, empty), so a misread
+ * amount is never proposed.
  */
-export function proposalFromForm(body: AccessRequestBody, form: Record<string, unknown>): Record<string, unknown> | null {
+export function parsePlainDecimal(text: string): number | null {
+  if (!/^-?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$/.test(text)) return null;
+  // `20.000` reads as twenty thousand where `.` groups thousands: ambiguous, so refused
+  if (/^-?\d{1,3}\.\d{3}$/.test(text)) return null;
+  const n = Number(text.replace(/,/g, ''));
+  return Number.isFinite(n) ? n : null;
+}
+
+/**
+ * The proposal a submitted form makes: the request's arguments with each editable field replaced
+ * by its `set:<field>` value (a plain decimal for `max`/`min`, {@link parsePlainDecimal}; text for
+ * `subpath`; a JSON list for `subset`); `{ refused: field }` naming the first field whose value
+ * cannot be read as its kind.
+ */
+export function proposalFromForm(
+  body: AccessRequestBody,
+  form: Record<string, unknown>,
+): { proposed: Record<string, unknown> } | { refused: string } {
   const proposed: Record<string, unknown> = { ...body.context.arguments };
   for (const { field, direction } of editableFields(body)) {
     const raw = form[`${NARROW_FIELD_PREFIX}${field}`];
     if (typeof raw !== 'string') continue;
     const text = raw.trim();
     if (direction === 'max' || direction === 'min') {
-      const n = Number(text.replace(/,/g, ''));
-      if (text === '' || !Number.isFinite(n)) return null;
+      const n = parsePlainDecimal(text);
+      if (n === null) return { refused: field };
       proposed[field] = n;
     } else if (direction === 'subpath') {
       proposed[field] = text;
@@ -59,11 +77,11 @@ export function proposalFromForm(body: AccessRequestBody, form: Record<string, u
       try {
         proposed[field] = JSON.parse(text) as unknown;
       } catch {
-        return null;
+        return { refused: field };
       }
     }
   }
-  return proposed;
+  return { proposed };
 }
 
 /** The "Propose a narrower call" form (posts to `/approver/requests/:id/narrow`). */

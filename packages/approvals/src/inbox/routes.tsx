@@ -489,10 +489,15 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     if (decider === null) return back('forbidden');
     const record = lifecycle.read(id);
     if (record === undefined) return back('forbidden');
-    const proposed = proposalFromForm(record.body, form);
-    if (proposed === null)
-      return errorPage(c, 400, 'Not proposed', 'Each narrowable field needs a value of its kind: a number, a path, or a JSON list.');
-    const outcome = lifecycle.narrow(id, decider, proposed, comment === '' ? undefined : comment);
+    const read = proposalFromForm(record.body, form);
+    if ('refused' in read)
+      return errorPage(
+        c,
+        400,
+        'Not proposed',
+        `"${read.refused}" needs a value of its kind: a plain number such as 20000, 20,000 or 20000.50 (no other separators, no hex or exponent), a path, or a JSON list. Nothing was decided.`,
+      );
+    const outcome = lifecycle.narrow(id, decider, read.proposed, comment === '' ? undefined : comment);
     switch (outcome.kind) {
       case 'narrowed':
         return back('narrowed');

@@ -213,6 +213,14 @@ describe('the approver inbox renders any tool', () => {
     expect(page).toContain('its tool w\\u{1b}[2J');
     expect(page).not.toContain('\u202e');
   });
+
+  it('invisible characters in an argument value (zero-width space, soft hyphen, RLM, line separator, no-break space) are shown escaped, so two different values never look the same', async () => {
+    const memo = 'acct\u200b-991\u00ad \u200fpaid\u2028x\u00a0y';
+    const id = await submit(toWireSubmission(body({ tool: 'wire_transfer', arguments: { to: 'acct-991', amount: 50_000, memo } })));
+    const page = await html(`/approver/requests/${id}`, await signedIn());
+    expect(page).toContain('acct\\u{200b}-991\\u{ad} \\u{200f}paid\\u{2028}x\\u{a0}y');
+    for (const ch of ['\u200b', '\u00ad', '\u200f', '\u2028', '\u00a0']) expect(page).not.toContain(ch);
+  });
 });
 
 describe('the approvals API and CLI render any tool', () => {

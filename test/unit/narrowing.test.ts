@@ -31,6 +31,17 @@ describe('parseNarrowingSpec', () => {
 describe('checkNarrowing', () => {
   const spec = parseNarrowingSpec('amount:max');
 
+  it('a refusal quotes a proposed field name bounded and escaped: a 3,000-character key with U+202E and a newline comes back as 64 characters and how many were left out', () => {
+    const key = `x\u202e\n${'k'.repeat(2997)}`;
+    const check = checkNarrowing({ to: 'acct-991', amount: 50_000 }, { to: 'acct-991', amount: 50_000, [key]: 1 }, spec);
+    expect(check.ok).toBe(false);
+    if (check.ok) return;
+    expect(check.message).toContain('"x\\u202e\\n' + 'k'.repeat(61) + '…(2936 more characters)" is not in the request');
+    expect(check.message.length).toBeLessThan(200);
+    expect(check.message).not.toMatch(/[\u202e\n]/);
+    expect(check.field).not.toMatch(/[\u202e\n]/);
+  });
+
   it('accepts a lower amount and names the changed field', () => {
     expect(checkNarrowing(transfer, { ...transfer, amount: 20_000 }, spec)).toEqual({ ok: true, changed: ['amount'] });
   });

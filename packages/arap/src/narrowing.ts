@@ -73,7 +73,28 @@ export function parseNarrowingSpec(text: string): NarrowingSpec {
  */
 export type NarrowingCheck = { ok: true; changed: string[] } | { ok: false; field: string | null; message: string };
 
-const refuse = (field: string | null, message: string): NarrowingCheck => ({ ok: false, field, message });
+const refuse = (field: string | null, message: string): NarrowingCheck => ({
+  ok: false,
+  field: field === null ? null : quotedField(field).slice(1, -1),
+  message,
+});
+
+/** Longest field name a refusal quotes, characters; a longer one is cut, saying how much was left out. */
+export const MAX_QUOTED_FIELD_CHARS = 64;
+
+/**
+ * A field name of a proposal as a refusal quotes it, bounded: JSON-quoted (controls and newlines
+ * escaped), format and separator characters (bidi controls, zero-width characters, U+2028) as
+ * `\u` escapes, and past {@link MAX_QUOTED_FIELD_CHARS} characters cut with `…(N more
+ * characters)`: `"amount"`, `"a\u202eb"`. The proposal is the approver's input, echoed back in a
+ * 400 problem body and the inbox.
+ */
+export function quotedField(key: string): string {
+  const cut = key.length > MAX_QUOTED_FIELD_CHARS ? key.slice(0, MAX_QUOTED_FIELD_CHARS) : key;
+  const more = key.length - cut.length;
+  const escaped = JSON.stringify(cut).replace(/[\p{Cf}\p{Zl}\p{Zp}]/gu, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return more > 0 ? `${escaped.slice(0, -1)}…(${more} more characters)"` : escaped;
+}
 
 /**
  * The segments of a plain path (`/a/b` → `['', 'a', 'b']`, `a/b` → `['a', 'b']`, a trailing `/`
@@ -136,13 +157,14 @@ export function checkNarrowing(requested: Record<string, unknown>, proposed: Rec
   for (const key of keys) {
     const inRequest = Object.hasOwn(requested, key);
     const inProposal = Object.hasOwn(proposed, key);
-    if (!inProposal) return refuse(key, `"${key}" is missing from the proposal; a narrower call keeps every field of the request`);
-    if (!inRequest) return refuse(key, `"${key}" is not in the request; a narrower call adds no field`);
+    if (!inProposal)
+      return refuse(key, `${quotedField(key)} is missing from the proposal; a narrower call keeps every field of the request`);
+    if (!inRequest) return refuse(key, `${quotedField(key)} is not in the request; a narrower call adds no field`);
     if (isDeepStrictEqual(requested[key], proposed[key])) continue;
     const direction = Object.hasOwn(spec, key) ? spec[key] : undefined;
-    if (direction === undefined) return refuse(key, `"${key}" is not narrowable; only ${narrowableList(spec)} may differ`);
+    if (direction === undefined) return refuse(key, `${quotedField(key)} is not narrowable; only ${narrowableList(spec)} may differ`);
     const why = checkField(direction, requested[key], proposed[key]);
-    if (why !== null) return refuse(key, `"${key}" ${why}`);
+    if (why !== null) return refuse(key, `${quotedField(key)} ${why}`);
     changed.push(key);
   }
   if (changed.length === 0) return refuse(null, 'the proposal is the requested call unchanged; approve it instead');

@@ -31,17 +31,23 @@ export function exactNumber(value: number, opts: { minFractionDigits?: number; c
   }).format(value);
 }
 
-/** C0/C1 controls (incl. DEL) and the bidi embedding/override/isolate controls U+202A–202E, U+2066–2069. */
-const UNSAFE = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/gu;
-const UNSAFE_BUT_NEWLINE = /[\u0000-\u0009\u000B-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/gu;
+/**
+ * Characters that could drive a terminal, reorder what an approver reads, or make two different
+ * values look the same: controls (`\p{Cc}`), format characters (`\p{Cf}`: bidi controls and marks,
+ * zero-width spaces and joiners, the soft hyphen, word joiners, the BOM), line and paragraph
+ * separators (`\p{Zl}`, `\p{Zp}`), spaces other than U+0020 (`\p{Zs}`: no-break, em, ideographic…)
+ * and the blank Hangul fillers (more than the gate escapes in a client's name, src/mcp/client-identity.ts).
+ */
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}\u115F\u1160\u3164\uFFA0]/gu;
 
 /**
- * `text` with every control character (`\p{Cc}`: ESC, CR, BEL, NUL, C1…) and every bidi control
- * (U+202A–202E, U+2066–2069) replaced by a visible `\u{…}` escape. `keepNewlines` leaves `\n`.
+ * `text` with every character of the set above (but U+0020 space, and `\n` with `keepNewlines`)
+ * replaced by a visible `\u{…}` escape: `acct\u{200b}-991`, `\u{202e}`.
  */
 export function visible(text: string, opts: { keepNewlines?: boolean } = {}): string {
-  const re = opts.keepNewlines === true ? UNSAFE_BUT_NEWLINE : UNSAFE;
-  return text.replace(re, (ch) => `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`);
+  return text.replace(UNSAFE, (ch) =>
+    ch === ' ' || (ch === '\n' && opts.keepNewlines === true) ? ch : `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`,
+  );
 }
 
 /**

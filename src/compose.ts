@@ -43,7 +43,7 @@ import { openDataDir, type StackSecrets } from './secrets.js';
 import { connectClient, type TemporalConnection } from './temporal/connect.js';
 import { payloadCodecFromKeyList } from './temporal/payload-codec.js';
 import { searchAttributesEnabled } from './temporal/search-attributes.js';
-import { startWorkflowTaskWatchdog, type WorkflowTaskWatchdog } from './temporal/workflow-task-watchdog.js';
+import { startWorkflowTaskWatchdog, type HoldAction, type WorkflowTaskWatchdog } from './temporal/workflow-task-watchdog.js';
 import { openChangeStore, type ChangeStore } from './tools/change-store.js';
 import { openLedger, type Ledger } from './tools/ledger.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -428,6 +428,7 @@ export async function compose(
       ...(o.workflowsInMainThread ? { workflowsInMainThread: true } : {}),
     });
     cleanups.push(() => worker.stop());
+    const holds = overrides.metrics?.workflowTaskHolds;
     const watchdog =
       o.watchdog !== false && !lent && config.COUNTERSIGN_WORKER_WATCHDOG_MS > 0
         ? startWorkflowTaskWatchdog({
@@ -441,6 +442,8 @@ export async function compose(
             taskQueue: config.COUNTERSIGN_TASK_QUEUE,
             identity: () => worker.identity(),
             replace: () => worker.replace(),
+            status: () => worker.status(),
+            ...(holds ? { onAction: (action: HoldAction) => holds.inc({ action }) } : {}),
             logger: logger.child({ part: 'worker' }),
             intervalMs: config.COUNTERSIGN_WORKER_WATCHDOG_MS,
           })

@@ -80,6 +80,14 @@ export interface RunningWorker {
    */
   ready(): Promise<void>;
   /**
+   * What the polling worker is doing now, from the SDK's `Worker.getStatus()`: `state`, workflow
+   * poller state and whether a workflow poll is outstanding, `inFlightWorkflowActivations`,
+   * `cachedWorkflows`, `inFlightActivities`, `heartbeatingActivities`, and `draining` (replaced
+   * workers still waiting for their activities). Counts, no run ids. Slot use is not in the SDK's
+   * status; it is in the runtime metrics (`temporal_worker_task_slots_*`, docs/OPERATIONS.md §Metrics).
+   */
+  status(): Record<string, unknown>;
+  /**
    * Replace the polling worker with a fresh one on its own connection, with the same bundle and options (an
    * empty workflow cache), then shut the old one down without waiting for it: it stops polling at
    * once, so Temporal's next attempt of a workflow task it held goes to the fresh worker, which
@@ -216,6 +224,19 @@ export async function startApprovalWorker(opts: {
       const { worker, connection } = current;
       if (worker.getState() !== 'RUNNING') throw new Error(`worker ${worker.getState().toLowerCase()}`);
       await connection.workflowService.getSystemInfo({});
+    },
+    status() {
+      const st = current.worker.getStatus();
+      return {
+        state: st.runState,
+        workflowPollerState: st.workflowPollerState,
+        outstandingWorkflowPoll: st.hasOutstandingWorkflowPoll,
+        inFlightWorkflowActivations: st.numInFlightWorkflowActivations,
+        cachedWorkflows: st.numCachedWorkflows,
+        inFlightActivities: st.numInFlightActivities,
+        heartbeatingActivities: st.numHeartbeatingActivities,
+        draining: runs.size - 1,
+      };
     },
     async replace() {
       if (lent) throw new Error('a worker on a lent connection cannot be replaced');

@@ -17,6 +17,7 @@
  * | `countersign_break_glass_reviews` | gauge | `state` | approval service: break-glass approvals not yet reviewed (`unreviewed`) and of those past their review time (`overdue`), at scrape time |
  * | `countersign_policy_shadow_evaluations_total` | counter | — | MCP front: a call's decision evaluated under the shadow policy set too (`COUNTERSIGN_SHADOW_POLICY_DIR`, `src/policy/shadow.ts`) |
  * | `countersign_policy_shadow_disagreements_total` | counter | `live`, `shadow` | MCP front: the shadow set's outcome differs from the live one (each label one of `allowed`, `in-band`, `requestable`, `denied`; a change of approver group alone counts with both labels equal) |
+ * | `countersign_workflow_task_holds_total` | counter | `action` | worker: what the workflow-task watchdog did about a run whose workflow task this worker took first and left unanswered (`src/temporal/workflow-task-watchdog.ts`): `replaced` the worker, left a `shared` hold to the queue's other workers, found it `unresolved` after a replacement |
  * | `countersign_callback_outbox` | gauge | `state` | approval service: its status-change callbacks by `state` (`pending`, `delivered`, `refused`, `gave-up`), at scrape time |
  * | `countersign_approvals_decision_seconds` | histogram | `tool`, `group`, `channel` | approval service: submission → approval or denial of every decided request in its store, at scrape time |
  * | `countersign_approvals_resolved_total` | counter | `tool`, `group`, `outcome` | approval service: requests by final status (`approved`, `denied`, `expired`, `cancelled`, `failed`), at scrape time |
@@ -48,6 +49,8 @@ export interface AppMetrics {
   taskReads: Counter<'source'>;
   /** Calls evaluated under the shadow policy set (`src/policy/shadow.ts`). */
   shadowEvaluations: Counter;
+  /** The workflow-task watchdog's actions on held runs, by `action` (`HoldAction`, src/temporal/workflow-task-watchdog.ts). */
+  workflowTaskHolds: Counter<'action'>;
   /** Shadow evaluations whose outcome differs from the live decision, by both outcomes. */
   shadowDisagreements: Counter<'live' | 'shadow'>;
   /** Sets how `countersign_subscription_streams` is read at scrape time (the MCP front's open streams). */
@@ -253,6 +256,12 @@ export function createAppMetrics(): AppMetrics {
       name: 'countersign_task_reads_total',
       help: 'Task reads of the MCP front by where they were answered (feed, record, query, closed).',
       labelNames: ['source'],
+      registers: [registry],
+    }),
+    workflowTaskHolds: new Counter({
+      name: 'countersign_workflow_task_holds_total',
+      help: 'Runs whose workflow task this worker took first and left unanswered, by what the watchdog did: replaced (the worker), shared (left to the other workers of the queue), unresolved (still held after a replacement).',
+      labelNames: ['action'],
       registers: [registry],
     }),
     shadowEvaluations: new Counter({

@@ -1,6 +1,7 @@
 /**
  * The workflow-task watchdog: finds runs whose workflow task this worker took and never answered,
- * and has the worker replaced (docs/OPERATIONS.md §A workflow task nobody answers).
+ * and has the worker replaced (docs/OPERATIONS.md §A workflow task nobody answers; why it decides
+ * the way it does: docs/DESIGN.md §6.1).
  *
  * Why it exists: under workflow-cache eviction, Temporal's TypeScript SDK 1.24 can leave one run's
  * workflow task started and unanswered inside one worker process: the task times out (start-to-close),
@@ -15,12 +16,29 @@
  * lists the open runs of its task queue that carry it (normally none). Only timeouts count
  * (`category=WorkflowTaskTimedOut`): a task that fails (a nondeterminism error, a bug) fails on any
  * worker, and replacing this one would not help. For each such run it describes it: a pending
- * workflow task in state started with attempt ≥ `minAttempts` whose last recorded
- * `WorkflowTaskStarted` names this worker's identity is held here. It then calls `replace` (a
- * cooldown of two intervals lets the fresh worker take the next attempt), at most once per run: a
- * run still held after a replacement is not held by a worker's state, and is only logged. A server
- * that refuses the query (older, or visibility without the attribute) turns the watchdog off with
- * one warning.
+ * workflow task in state started with attempt ≥ `minAttempts`, whose last recorded
+ * `WorkflowTaskStarted` names this worker's identity, concerns this worker.
+ *
+ * Who holds it: Temporal records only the streak's first attempt (its `WorkflowTaskStarted` and
+ * identity); later attempts are transient, and neither describe nor history names who took them.
+ * Each attempt goes to a worker polling the task queue, so the watchdog asks the queue
+ * (DescribeTaskQueue, workflow pollers; Temporal lists a poller for five minutes after its last poll):
+ * - no other identity listed: every attempt came here, the run is held here: `replace` (action
+ *   `replaced`);
+ * - other identities listed: any of them may hold the current attempt, and an attempt a worker without
+ *   the broken state takes completes the run, so the watchdog waits (action `shared`, logged with the
+ *   candidates); if the run is still held `2 × candidates` attempts later, this worker, which took
+ *   the streak's first attempt, is replaced once anyway (action `replaced`): it is then the likely
+ *   holder, and a fresh poller on the queue is what recovers the run.
+ * A worker the history does not name never acts. Identities this process used before a replacement
+ * are not candidates once their last poll is more than a long poll older than the current attempt.
+ * After a replacement a cooldown of two intervals lets the fresh worker take the next attempt, and a
+ * run is replaced for at most once: a run still held after that is not held by a worker's state, and
+ * is logged at error (action `unresolved`). A server that refuses the list query (older, or
+ * visibility without the attribute) turns the watchdog off with one warning.
+ *
+ * Deliberately does not: name the holder of an attempt when several workers poll (Temporal does not
+ * publish it), replace another worker, or exit the process.
  */
 import type { NativeConnection } from '@temporalio/worker';
 import type { Logger } from '@countersign/http/log';
@@ -44,6 +62,9 @@ function timedOut(data: Uint8Array | null | undefined): boolean {
   }
 }
 
+/** A longest long poll and some slack, ms: a poll started this long before an attempt could not have taken it. */
+const LONG_POLL_MS = 70_000;
+
 /** A run whose workflow task this worker holds: its ids and the attempt Temporal is on. */
 export interface HeldRun {
   workflowId: string;
@@ -51,9 +72,17 @@ export interface HeldRun {
   attempt: number;
 }
 
+/**
+ * What the watchdog did about a held run (the `action` label of
+ * `countersign_workflow_task_holds_total`, src/ops/metrics.ts): `replaced` this worker; left a
+ * `shared` hold to the other workers polling the queue; or found a run `unresolved`, still held after
+ * this worker was replaced for it.
+ */
+export type HoldAction = 'replaced' | 'shared' | 'unresolved';
+
 /** Options of {@link startWorkflowTaskWatchdog}. Times in ms. */
 export interface WorkflowTaskWatchdogOptions {
-  /** The worker's connection (its `workflowService` answers list, describe and history). */
+  /** The worker's connection (its `workflowService` answers list, describe, history and DescribeTaskQueue). */
   connection: Pick<NativeConnection, 'workflowService'>;
   namespace: string;
   taskQueue: string;
@@ -62,6 +91,10 @@ export interface WorkflowTaskWatchdogOptions {
   /** Replace the worker; the watchdog waits for it before its next check. */
   replace(held: HeldRun): Promise<void>;
   logger: Logger;
+  /** What the worker is doing, logged with every hold this worker acts on (`RunningWorker.status`); default none. */
+  status?(): Record<string, unknown>;
+  /** Called once per action on a run (module header); the stack counts it. Must not throw. */
+  onAction?(action: HoldAction, held: HeldRun): void;
   /** Between checks; default 30,000. */
   intervalMs?: number;
   /** A pending attempt at least this high counts as held; default 3 (two timeouts). */
@@ -79,6 +112,12 @@ export interface WorkflowTaskWatchdog {
   stop(): void;
 }
 
+/** A run this worker took the streak's first attempt of, with what the queue says about who else could hold it. */
+interface Candidate extends HeldRun {
+  /** Other identities listed as workflow pollers of the queue (possible holders of the current attempt). */
+  others: string[];
+}
+
 /** Start the watchdog (module header). The first check runs after one interval. */
 export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): WorkflowTaskWatchdog {
   const intervalMs = opts.intervalMs ?? 30_000;
@@ -88,12 +127,23 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
   const service = () => opts.connection.workflowService;
   const query = `${REPORTED_PROBLEMS} IS NOT NULL AND ExecutionStatus = 'Running' AND TaskQueue = '${opts.taskQueue.replace(/'/g, "\\'")}'`;
   const cooldownMs = opts.cooldownMs ?? 2 * intervalMs;
-  // runs this watchdog already replaced the worker for (bounded: the oldest are forgotten)
-  const handled = new Set<string>();
+  // runs this watchdog replaced the worker for (bounded: the oldest are forgotten)
+  const replacedFor = new Set<string>();
+  // runs whose hold was first seen shared, with the attempt then and the candidates' count
+  const shared = new Map<string, { attempt: number; candidates: number }>();
+  // runs already logged as unresolved
+  const unresolved = new Set<string>();
+  // every identity this process's worker has had (a replaced one lingers in the poller list)
+  const own = new Set<string>();
   let off = false;
   let quietUntil = 0;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+
+  /** Forget the oldest entry past 1,000. */
+  const bound = (c: Set<string> | Map<string, unknown>): void => {
+    if (c.size > 1_000) c.delete(c.keys().next().value!);
+  };
 
   /** The identity on the run's last recorded `WorkflowTaskStarted` event, or null. */
   async function lastStartedBy(workflowId: string, runId: string): Promise<string | null> {
@@ -109,9 +159,33 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
     return null;
   }
 
-  async function findHeld(): Promise<HeldRun | null> {
+  /**
+   * Identities other than `me` that may hold an attempt started at `attemptStartedMs`: every
+   * workflow poller the queue lists, except this process's former identities whose last poll began
+   * more than a long poll before it.
+   */
+  async function otherPollers(me: string, attemptStartedMs: number): Promise<string[]> {
+    const described = await service().describeTaskQueue({
+      namespace: opts.namespace,
+      taskQueue: { name: opts.taskQueue, kind: 1 },
+      taskQueueType: 1,
+    });
+    const others = new Set<string>();
+    for (const p of described.pollers ?? []) {
+      const identity = p.identity ?? '';
+      if (!identity || identity === me) continue;
+      const lastMs = Number(p.lastAccessTime?.seconds ?? 0) * 1000 + Math.floor((p.lastAccessTime?.nanos ?? 0) / 1e6);
+      if (own.has(identity) && lastMs + LONG_POLL_MS < attemptStartedMs) continue;
+      others.add(identity);
+    }
+    return [...others].sort();
+  }
+
+  async function findCandidates(): Promise<Candidate[]> {
     const listed = await service().listWorkflowExecutions({ namespace: opts.namespace, query, pageSize: maxRuns });
     const me = opts.identity();
+    own.add(me);
+    const found: Candidate[] = [];
     for (const info of (listed.executions ?? []).slice(0, maxRuns)) {
       const workflowId = info.execution?.workflowId;
       const runId = info.execution?.runId;
@@ -121,14 +195,54 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
       const attempt = Number(pending?.attempt ?? 0);
       if (!pending || Number(pending.state) !== PENDING_WORKFLOW_TASK_STARTED || attempt < minAttempts) continue;
       if ((await lastStartedBy(workflowId, runId)) !== me) continue;
-      if (handled.has(runId)) {
-        opts.logger.warn(
-          { workflowId, runId, attempt },
-          'a workflow task is still unanswered after the worker was replaced for it; not replacing again',
+      const startedMs = Number(pending.startedTime?.seconds ?? 0) * 1000;
+      found.push({ workflowId, runId, attempt, others: await otherPollers(me, startedMs) });
+    }
+    return found;
+  }
+
+  /** Log and count an action on a run, with the worker's status. */
+  function report(action: HoldAction, run: Candidate, message: string): void {
+    const fields = {
+      workflowId: run.workflowId,
+      runId: run.runId,
+      attempt: run.attempt,
+      identity: opts.identity(),
+      otherPollers: run.others,
+      action,
+      worker: opts.status?.(),
+    };
+    if (action === 'unresolved') opts.logger.error(fields, message);
+    else opts.logger.warn(fields, message);
+    opts.onAction?.(action, { workflowId: run.workflowId, runId: run.runId, attempt: run.attempt });
+  }
+
+  /** The run to replace this worker for now, if any; logs the runs it leaves alone. */
+  function decide(candidates: Candidate[]): Candidate | null {
+    // a shared hold that ended is forgotten: a later streak on the run starts over
+    for (const runId of shared.keys()) if (!candidates.some((c) => c.runId === runId)) shared.delete(runId);
+    for (const run of candidates) {
+      if (replacedFor.has(run.runId)) {
+        if (!unresolved.has(run.runId)) {
+          unresolved.add(run.runId);
+          bound(unresolved);
+          report('unresolved', run, 'a workflow task is still unanswered after the worker was replaced for it; not replacing again');
+        }
+        continue;
+      }
+      if (run.others.length === 0) return run;
+      const first = shared.get(run.runId);
+      if (!first) {
+        shared.set(run.runId, { attempt: run.attempt, candidates: run.others.length + 1 });
+        bound(shared);
+        report(
+          'shared',
+          run,
+          'a workflow task this worker took first is unanswered; other workers poll the queue and may hold it, leaving it to them',
         );
         continue;
       }
-      return { workflowId, runId, attempt };
+      if (run.attempt >= first.attempt + 2 * first.candidates) return run;
     }
     return null;
   }
@@ -136,17 +250,21 @@ export function startWorkflowTaskWatchdog(opts: WorkflowTaskWatchdogOptions): Wo
   async function check(): Promise<HeldRun | null> {
     if (off || stopped || Date.now() < quietUntil) return null;
     try {
-      const held = await findHeld();
-      if (!held) return null;
-      opts.logger.warn(
-        { workflowId: held.workflowId, runId: held.runId, attempt: held.attempt, identity: opts.identity() },
-        'a workflow task this worker took is unanswered; replacing the worker',
+      const run = decide(await findCandidates());
+      if (!run) return null;
+      const held: HeldRun = { workflowId: run.workflowId, runId: run.runId, attempt: run.attempt };
+      report(
+        'replaced',
+        run,
+        run.others.length === 0
+          ? 'a workflow task this worker took is unanswered; replacing the worker'
+          : 'a workflow task this worker took first is still unanswered after the other workers had their turns; replacing the worker',
       );
       quietUntil = Date.now() + cooldownMs;
       await opts.replace(held);
       // only a replacement that happened uses up the run's one replacement
-      handled.add(held.runId);
-      if (handled.size > 1_000) handled.delete(handled.values().next().value!);
+      replacedFor.add(held.runId);
+      bound(replacedFor);
       return held;
     } catch (err) {
       if ((err as { code?: unknown }).code === GRPC_INVALID_ARGUMENT) {

@@ -240,6 +240,14 @@ export interface RequestLifecycle {
   /** Call `fn` after each newly created request (risk engine, ITSM notification). `fn` must not throw. */
   onCreated(fn: (record: AccessRequestRecord) => void): void;
   /**
+   * Call `fn` after each request a counter-proposal's permit or a grant approved as it was
+   * submitted (`record.status` is `approved`, `record.approval` names the grant or the permit's
+   * rule): such a request never fires {@link onCreated}, since nobody is asked to decide it, but the
+   * systems that keep a record of every request (the ITSM bridge) must still learn of it. `fn` must
+   * not throw.
+   */
+  onApprovedAtSubmission(fn: (record: AccessRequestRecord) => void): void;
+  /**
    * Call `fn` after each change from `pending` to a terminal status (approved, denied, expired,
    * cancelled), whatever the channel that caused it (the notification channels update their
    * messages). `fn` must not throw.
@@ -275,6 +283,7 @@ export interface RequestLifecycleDeps {
 export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifecycle {
   const { store, callbacks, now, logger } = deps;
   const createdListeners: Array<(record: AccessRequestRecord) => void> = [];
+  const approvedAtSubmissionListeners: Array<(record: AccessRequestRecord) => void> = [];
   const changedListeners: Array<(record: AccessRequestRecord) => void> = [];
   const voteListeners: Array<(record: AccessRequestRecord) => void> = [];
   const breakGlassListeners: Array<(record: AccessRequestRecord, use: BreakGlassUse) => void> = [];
@@ -501,6 +510,12 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     return { kind: 'decided', record: approved };
   }
 
+  /** A request approved as it was submitted (permit or grant): announced to the `onApprovedAtSubmission` listeners. */
+  function approvedAtSubmission(record: AccessRequestRecord): AccessRequestRecord {
+    for (const fn of approvedAtSubmissionListeners) fn(record);
+    return record;
+  }
+
   /** A newly created pending request: logged, announced to the `onCreated` listeners. */
   function created(record: AccessRequestRecord, requiredApprovals: number): SubmitOutcome {
     const body = record.body;
@@ -573,14 +588,14 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
             { requestId: permitted.record.id, tool: body.resource.id, proposedOn: permitted.permit.requestId },
             'access request approved by a counter-proposal',
           );
-          return { kind: 'created', record: changed(permitted.record) };
+          return { kind: 'created', record: approvedAtSubmission(changed(permitted.record)) };
         }
         if (permitted.grant !== null) {
           logger.info(
             { requestId: permitted.record.id, tool: body.resource.id, grant: permitted.grant.grant.id, use: permitted.grant.use.use },
             'access request approved by a grant',
           );
-          return { kind: 'created', record: changed(permitted.record) };
+          return { kind: 'created', record: approvedAtSubmission(changed(permitted.record)) };
         }
         return created(permitted.record, quorum.approvals);
       }
@@ -722,6 +737,10 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
     onCreated(fn) {
       createdListeners.push(fn);
+    },
+
+    onApprovedAtSubmission(fn) {
+      approvedAtSubmissionListeners.push(fn);
     },
 
     onStatusChanged(fn) {

@@ -267,6 +267,9 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
       logger.error({ requestId: record.id, err: (err as Error).message }, 'arrival resolvers failed');
     }
   });
+  // A request a grant or a counter-proposal's permit approved at submission: no one is asked to
+  // decide it (no risk engine, no channel), but ITSM keeps a ticket of every request of its groups.
+  lifecycle.onApprovedAtSubmission((record) => itsm?.notify(record));
   // A terminal status from any channel (or expiry, or cancel) updates the channels' messages;
   // a partial approval from any channel updates Slack's progress line.
   lifecycle.onStatusChanged((record) => {

@@ -1,13 +1,15 @@
 // Scope: grants in the reference Access Request Service in-process (app.request, injected clock,
 // real SQLite files): a grant's uses are counted once each even by two service processes on one
 // file, a grant made from a pending request approves it, a quorum or step-up rule keeps a request
-// out of any grant, and a version-7 store file migrates to 8 keeping its rows.
+// out of any grant, a version-7 store file migrates to 8 keeping its rows, and the ITSM webhook hears of a
+// request a grant approved at submission.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { decodeJwt } from 'jose';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createApprovalService, type ApprovalService } from '../src/service.js';
 import { parseApprovalRules } from '../src/deciders/approval-rules.js';
 import { AUDIT_EVENT_KINDS, STORE_SCHEMA_VERSION } from '../src/store/store-schema.js';
@@ -19,8 +21,13 @@ const open: ApprovalService[] = [];
 const bearer = { Authorization: 'Bearer client-token' };
 const basic = (id: string) => ({ Authorization: `Basic ${Buffer.from(`${id}:${id}-pw`).toString('base64')}` });
 
-function service(dbPath: string, rules: Record<string, unknown> = {}): ApprovalService {
+function service(
+  dbPath: string,
+  rules: Record<string, unknown> = {},
+  extra: Partial<Parameters<typeof createApprovalService>[0]> = {},
+): ApprovalService {
   const s = createApprovalService({
+    ...extra,
     dbPath,
     clientToken: 'client-token',
     callbackSecret: 'callback-secret',
@@ -117,6 +124,34 @@ describe('grants in the approval service', () => {
       ['approved', 'alice', 'grant'],
     ]);
     expect(svc.store.get(r.id)?.approval?.grant).toMatchObject({ id: g.id, created_by: 'alice', use: 1, max_uses: 2 });
+  });
+
+  it('the ITSM system hears of a request a grant approved at submission, as approved by that grant, and of a pending one as pending; the grant-approved one is not offered to ITSM to decide', async () => {
+    const hooks: Array<Record<string, unknown>> = [];
+    const svc = service(
+      ':memory:',
+      { itsm: { webhookUrl: 'https://itsm.example.test/hook', groups: ['treasury'], includeArguments: false } },
+      {
+        itsmSecret: 'itsm-secret-for-tests-0123456789abcdef',
+        fetch: (async (url: string | URL | Request, init?: RequestInit) => {
+          if (String(url) === 'https://itsm.example.test/hook') hooks.push(decodeJwt(String(init?.body)));
+          return new Response(null, { status: 204 });
+        }) as typeof fetch,
+      },
+    );
+    const res = await createGrant(svc, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 1 });
+    const grant = (await res.json()) as { id: string };
+    const granted = await submit(svc, { amount: 30_000, to: 'acct-991' });
+    const pending = await submit(svc, { amount: 30_000, to: 'acct-992' });
+    expect([granted.status, pending.status]).toEqual(['approved', 'pending']);
+    await vi.waitFor(() => expect(hooks).toHaveLength(2));
+    const byId = new Map(hooks.map((h) => [(h['request'] as { id: string }).id, h]));
+    expect(byId.get(granted.id)).toMatchObject({
+      event: 'access_request.created',
+      request: { status: 'approved', approved_by: 'grant', grant: { id: grant.id, created_by: 'alice', use: 1, max_uses: 1 } },
+    });
+    expect(byId.get(pending.id)).toMatchObject({ request: { status: 'pending' } });
+    expect((byId.get(pending.id)!['request'] as Record<string, unknown>)['grant']).toBeUndefined();
   });
 
   it('a request a quorum rule applies to is never approved by a grant', async () => {

@@ -9,8 +9,11 @@
  * `iss` = this service's base URL, `aud` = {@link ITSM_NOTIFICATION_AUDIENCE}, `iat`, `exp` (+5 min),
  * `jti`, `event: "access_request.created"`, `request: {id, tool, requester, approver_group,
  * reason, justification, summary, tool_info (the tool's title, upstream and hints, or null),
- * arguments (unless includeArguments is false), required_approvals, created_at, expires_at}`,
- * `decision_url`. Up to 3 attempts (0 s, 1 s, 5 s; the waits are p-retry's, {@link NOTIFY_RETRY});
+ * arguments (unless includeArguments is false), required_approvals, created_at, expires_at, status}`,
+ * `decision_url`. `status` is `pending` for a request someone is to decide; a request a grant or a
+ * counter-proposal's permit approved as it was submitted is sent too (the ticket records every
+ * request of its groups), with `status: "approved"`, `approved_by` (`grant` or `counter-proposal`)
+ * and, for a grant, `grant: {id, created_by, use, max_uses, expires_at}` — nothing there for ITSM to decide. Up to 3 attempts (0 s, 1 s, 5 s; the waits are p-retry's, {@link NOTIFY_RETRY});
  * each success appends a `notified` audit row. Fire-and-forget: a lost notification costs only the
  * ticket (the inbox still shows the request).
  *
@@ -117,7 +120,20 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
       required_approvals: record.requiredApprovals,
       created_at: new Date(record.createdAtMs).toISOString(),
       expires_at: new Date(record.expiresAtMs).toISOString(),
+      status: record.status,
     };
+    if (record.status === 'approved') {
+      const grant = record.approval?.grant;
+      request['approved_by'] = grant !== undefined ? 'grant' : 'counter-proposal';
+      if (grant !== undefined)
+        request['grant'] = {
+          id: grant.id,
+          created_by: grant.created_by,
+          use: grant.use,
+          max_uses: grant.max_uses,
+          expires_at: grant.expires_at,
+        };
+    }
     if (includeArguments) request['arguments'] = b.context.arguments;
     const attempt = async (attemptNumber: number): Promise<void> => {
       const nowS = Math.floor(deps.now() / 1000);

@@ -22,7 +22,7 @@ export function withAnalyticsLead(config: Config, quickApprovalSeconds: number):
     join(config.COUNTERSIGN_DATA_DIR, 'approval-rules.json'),
     JSON.stringify({
       ...DEFAULT_APPROVAL_RULES,
-      analytics: { leads: ['bob'], tools: ['wire_transfer', 'submit_change'], quickApprovalSeconds },
+      analytics: { leads: ['bob'], scope: 'all', tools: ['wire_transfer', 'submit_change'], quickApprovalSeconds },
     }),
   );
 }

@@ -61,6 +61,12 @@ export const AnalyticsRuleSchema = z
     tools: z.array(z.string().min(1).max(200)).max(MAX_LABEL_VALUES).optional(),
     /** The page's default window, days; default 30, 1 to 365. */
     windowDays: z.int().min(1).max(365).default(30),
+    /**
+     * Which requests a lead's page covers: `own-groups` (default) those of the approver groups the
+     * lead is a member of (their `groups` in secrets.json), `all` every group's. `/metrics` is
+     * always whole: it is for operators.
+     */
+    scope: z.enum(['own-groups', 'all']).default('own-groups'),
   })
   .strict();
 /** The validated option. */
@@ -78,6 +84,14 @@ const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 export function mayViewAnalytics(rule: AnalyticsRule | undefined, id: string, groups: readonly string[]): boolean {
   if (rule === undefined) return false;
   return (rule.leads ?? []).some((l) => same(l, id)) || (rule.leadGroups ?? []).some((g) => groups.includes(g));
+}
+
+/**
+ * The approver groups whose requests the page of lead `groups` (their approver groups) covers
+ * under `rule`: every group (`'all'`) with `scope: all`, else exactly `groups`.
+ */
+export function analyticsGroupsOf(rule: AnalyticsRule, groups: readonly string[]): ReadonlySet<string> | 'all' {
+  return rule.scope === 'all' ? 'all' : new Set(groups);
 }
 
 /** The tool and group values that get their own label; everything else is {@link OTHER_LABEL}. */
@@ -242,10 +256,12 @@ export interface AnalyticsReport {
   sinceMs: number;
   windowDays: number;
   quickApprovalSeconds: number;
+  /** The approver groups the report covers (sorted), or `'all'`. */
+  groups: string[] | 'all';
   /** Decisions in the window (approved + denied); the figures below are of at most {@link REPORT_DECISION_LIMIT} newest. */
   decisions: number;
   timeToDecision: { byTool: QuantileRow[]; byGroup: QuantileRow[]; byChannel: QuantileRow[]; all: QuantileRow };
-  /** Pending now, by {@link PENDING_AGE_BUCKETS} (all groups). */
+  /** Pending now, by {@link PENDING_AGE_BUCKETS} (the report's groups). */
   pending: Array<{ age: string; count: number }>;
   outcomes: OutcomeRow[];
   total: OutcomeRow;
@@ -288,14 +304,25 @@ function quantileRows(rows: ReadonlyArray<{ key: string; ms: number }>): Quantil
 const emptyCounts = (): OutcomeRow['counts'] => ({ approved: 0, denied: 0, expired: 0, cancelled: 0, failed: 0 });
 const rateOf = (c: OutcomeRow['counts']): number | null => (c.approved + c.denied === 0 ? null : c.approved / (c.approved + c.denied));
 
-/** The {@link AnalyticsReport} of `store` for the `windowDays` before `atMs` under `rule`. */
-export function analyticsReport(store: AnalyticsStore, rule: AnalyticsRule, windowDays: number, atMs: number): AnalyticsReport {
+/**
+ * The {@link AnalyticsReport} of `store` for the `windowDays` before `atMs` under `rule`, of the
+ * requests of approver `groups` only (default `'all'`; {@link analyticsGroupsOf}): every figure,
+ * table and chart leaves the other groups' requests out.
+ */
+export function analyticsReport(
+  store: AnalyticsStore,
+  rule: AnalyticsRule,
+  windowDays: number,
+  atMs: number,
+  groups: ReadonlySet<string> | 'all' = 'all',
+): AnalyticsReport {
   const sinceMs = atMs - windowDays * 86_400_000;
-  const decided = store.decisions(sinceMs, REPORT_DECISION_LIMIT);
-  const pendingRows = store.pendingAges(atMs, AGE_BOUNDS_MS);
+  const inScope = <R extends { group: string }>(rows: R[]): R[] => (groups === 'all' ? rows : rows.filter((r) => groups.has(r.group)));
+  const decided = inScope(store.decisions(sinceMs, REPORT_DECISION_LIMIT));
+  const pendingRows = inScope(store.pendingAges(atMs, AGE_BOUNDS_MS));
   const byTool = new Map<string, OutcomeRow['counts']>();
   const total = emptyCounts();
-  for (const r of store.resolved(sinceMs)) {
+  for (const r of inScope(store.resolved(sinceMs))) {
     if (!(OUTCOMES as readonly string[]).includes(r.status)) continue;
     const status = r.status as keyof OutcomeRow['counts'];
     const counts = byTool.get(r.tool) ?? emptyCounts();
@@ -314,12 +341,13 @@ export function analyticsReport(store: AnalyticsStore, rule: AnalyticsRule, wind
     outcomes.push({ key: OTHER_LABEL, counts: rest, approvalRate: rateOf(rest) });
   }
   const readings = { quick: 0, read: 0, unopened: 0 };
-  for (const r of store.readings(rule.quickApprovalSeconds * 1000, sinceMs)) readings[r.reading] += r.count;
+  for (const r of inScope(store.readings(rule.quickApprovalSeconds * 1000, sinceMs))) readings[r.reading] += r.count;
   return {
     atMs,
     sinceMs,
     windowDays,
     quickApprovalSeconds: rule.quickApprovalSeconds,
+    groups: groups === 'all' ? 'all' : [...groups].sort(),
     decisions: decided.length,
     timeToDecision: {
       byTool: quantileRows(decided.map((d) => ({ key: d.tool, ms: d.durationMs }))),
@@ -333,8 +361,7 @@ export function analyticsReport(store: AnalyticsStore, rule: AnalyticsRule, wind
     })),
     outcomes,
     total: { key: 'all', counts: total, approvalRate: rateOf(total) },
-    escalations: store
-      .escalations(sinceMs)
+    escalations: inScope(store.escalations(sinceMs))
       .map((r) => ({ key: r.group, count: r.count }))
       .sort((a, b) => b.count - a.count || a.key.localeCompare(b.key)),
     readings,

@@ -268,8 +268,13 @@ export function AnalyticsView(props: { report: AnalyticsReport }) {
     <div class="analytics">
       <h1>Approval analytics</h1>
       <p class="muted" data-testid="analytics-window">
-        The last {r.windowDays === 1 ? 'day' : `${r.windowDays} days`} ({formatTime(r.sinceMs)} to {formatTime(r.atMs)}), all approver
-        groups. Window:{' '}
+        The last {r.windowDays === 1 ? 'day' : `${r.windowDays} days`} ({formatTime(r.sinceMs)} to {formatTime(r.atMs)}),{' '}
+        {r.groups === 'all'
+          ? 'all approver groups'
+          : r.groups.length === 0
+            ? 'no approver group'
+            : `approver group${r.groups.length === 1 ? '' : 's'} ${r.groups.join(', ')}`}
+        . Window:{' '}
         {ANALYTICS_WINDOWS_DAYS.map((d) => (
           <>{d === r.windowDays ? <strong>{`${d} d`}</strong> : <a href={`/approver/analytics?days=${d}`}>{`${d} d`}</a>} </>
         ))}

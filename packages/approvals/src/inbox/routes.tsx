@@ -59,7 +59,7 @@ import { GrantCreateBodySchema } from '@countersign/arap';
 import { createGrant, grantsVisibleTo, holdsGrantRight } from '../grants.js';
 import { mayRevokeGrant, revokeGrantOutcome } from '../api/grant-routes.js';
 import { constraintsFromForm, GrantsView, type GrantRow } from './grants-view.js';
-import { analyticsReport, analyticsRuleOf, mayViewAnalytics } from '../analytics.js';
+import { analyticsGroupsOf, analyticsReport, analyticsRuleOf, mayViewAnalytics } from '../analytics.js';
 import { AnalyticsView } from './analytics-view.js';
 import { reviewableBy } from '../api/break-glass-routes.js';
 import { DEFAULT_APPROVAL_RULES, type ApprovalRules } from '../deciders/approval-rules.js';
@@ -575,7 +575,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     if (!Number.isInteger(days) || days < 1 || days > 365)
       return errorPage(c, 400, 'Bad request', 'days must be a whole number of days from 1 to 365.');
     lifecycle.sweep();
-    const report = analyticsReport(store.analytics, rule, days, deps.now());
+    const report = analyticsReport(store.analytics, rule, days, deps.now(), analyticsGroupsOf(rule, c.get('session').approver.groups));
     return frame(c, 'Analytics', 'analytics', <AnalyticsView report={report} />);
   });
 

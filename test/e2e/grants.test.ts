@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countActions, totalActions } from '../../bench/lib/actions.js';
 import { WireClient } from '@countersign/client';
 import type { Config } from '../../src/config.js';
 import type { Stack } from '../../src/stack.js';
@@ -150,6 +151,33 @@ describe('grants end to end', () => {
     const item = listed.items.find((g) => g['id'] === id)!;
     expect(item).toMatchObject({ state: 'used-up', uses: 3, max_uses: 3, principal: 'dave', created_by: 'bob' });
     expect((item['used_by'] as unknown[]).length).toBe(3);
+  });
+
+  it('a task a grant approves costs no more Temporal actions than the same call a person approves at once (counted from both workflow histories)', async () => {
+    await grant({ principal: 'dave', tool: 'wire_transfer', constraints: { to: { eq: 'acct-993' } }, max_uses: 1, duration_ms: 3_600_000 });
+    const dave = await clientFor(stack, 'dave');
+    const granted = await dave.request<WireTask>('tools/call', transfer(`measured grant ${randomUUID().slice(0, 8)}`, 30_000, 'acct-993'));
+    const personMemo = `measured person ${randomUUID().slice(0, 8)}`;
+    const person = await dave.request<WireTask>('tools/call', transfer(personMemo, 30_000, 'acct-994'));
+    const pending = await requestOf(personMemo);
+    expect(pending.status).toBe('pending');
+    expect((await api('bob', `/requests/${pending.id}/decision`, { decision: 'approve' })).status).toBe(200);
+    const actions = [];
+    for (const task of [granted, person]) {
+      expect((await waitForTerminal(dave, task.taskId)).result?._meta?.[DISPOSITION]).toBe('approved-executed');
+      const ids = parseTaskId(task.taskId)!;
+      const handle = stack.temporal.workflow.getHandle(ids.workflowId, ids.runId);
+      await handle.result();
+      actions.push(countActions(await handle.fetchHistory()));
+    }
+    const [byGrant, byPerson] = actions as [ReturnType<typeof countActions>, ReturnType<typeof countActions>];
+    // the figures docs/PERFORMANCE-ACTIONS.md §grants quotes
+    process.stderr.write(
+      `grant-approved task actions ${JSON.stringify(byGrant)} = ${totalActions(byGrant)}; person-approved ${JSON.stringify(byPerson)} = ${totalActions(byPerson)}\n`,
+    );
+    expect(byGrant.activity).toBeGreaterThan(0);
+    expect(totalActions(byGrant)).toBeLessThanOrEqual(totalActions(byPerson));
+    expect(byGrant.signalReceived + byGrant.update).toBeLessThanOrEqual(byPerson.signalReceived + byPerson.update);
   });
 
   it('a revoked grant and an expired grant allow none; a call outside the constraints is not approved by a live one', async () => {

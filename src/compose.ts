@@ -493,7 +493,11 @@ export async function compose(
       temporal,
       serve,
       ...(followers ? { followers } : {}),
-      secrets: { dedupKey: secret('dedupKey'), callbackSecret: secret('callbackSecret') },
+      secrets: {
+        dedupKey: secret('dedupKey'),
+        callbackSecret: secret('callbackSecret'),
+        ...(config.COUNTERSIGN_CALL_RECORD_DIR && !config.COUNTERSIGN_PAYLOAD_KEYS ? { payloadKeys: secret('payloadKeys') } : {}),
+      },
       auth: o.auth ?? { oauth: oauthOf(config, urls().issuerUrl, resourceUrl) },
       resourceUrl,
       logger,

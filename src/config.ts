@@ -113,6 +113,20 @@ export const GateSettingsSchema = z.object({
     .default(resolve(PROJECT_ROOT, '.data'))
     .describe('state folder (created mode 0700); the default is under the project root'),
   COUNTERSIGN_POLICY_DIR: z.string().default(resolve(PROJECT_ROOT, 'policies')).describe('Cedar policy files'),
+  COUNTERSIGN_CALL_RECORD_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'call records: a folder where the front keeps every call that opens no task (allowed, denied), arguments encrypted by the payload codec, for policy replay (docs/PRODUCTION.md#trying-a-policy-change); unset: none',
+    ),
+  COUNTERSIGN_CALL_RECORD_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(3650)
+    .default(30)
+    .describe('call records: day files older than this many days are deleted'),
   COUNTERSIGN_SHADOW_POLICY_DIR: z
     .string()
     .min(1)

@@ -34,7 +34,10 @@ import type { AppMetrics } from './ops/metrics.js';
 import { SubmissionLimitedError } from './mcp/submission-limiter.js';
 import type { TaskService } from './mcp/task-service.js';
 import type { GateDeps } from './mcp/gate.js';
+import { hostname } from 'node:os';
+import { createCallRecorder } from './policy/call-records.js';
 import { createShadowPolicy } from './policy/shadow.js';
+import { payloadCodecFromKeyList, type PayloadKeyEntry } from './temporal/payload-codec.js';
 import type { FollowerReporter } from './mcp/follower-reports.js';
 
 /** What {@link createMcpFront} needs beyond the configuration. */
@@ -43,8 +46,12 @@ export interface McpFrontParts {
   temporal: Client;
   /** What answers `/mcp`: the approval gate (the product) or a server factory of the caller's. */
   serve: GateServing | { factory: McpServerFactory };
-  /** From `secrets.json`: `dedupKey` keys workflow ids and sealed `requestState`; `callbackSecret` verifies backend callbacks. */
-  secrets: { dedupKey: string; callbackSecret: string };
+  /**
+   * From `secrets.json`: `dedupKey` keys workflow ids and sealed `requestState`; `callbackSecret`
+   * verifies backend callbacks; `payloadKeys` (when `COUNTERSIGN_PAYLOAD_KEYS` is unset) encrypt call
+   * records (`COUNTERSIGN_CALL_RECORD_DIR`).
+   */
+  secrets: { dedupKey: string; callbackSecret: string; payloadKeys?: PayloadKeyEntry[] };
   /**
    * Who may call: tokens verified against `oauth` (exact `iss`, `aud` containing this resource,
    * keys from `jwksUrl`, see `oauthOf`; its issuer is the advertised authorization server), or a
@@ -178,6 +185,18 @@ function gateFace(config: Config, p: McpFrontParts, serving: GateServing): GateF
           shadow: createShadowPolicy({
             pdp: serving.shadowPdp,
             logger: p.logger.child({ part: 'shadow-policy' }),
+            ...(p.metrics ? { metrics: p.metrics } : {}),
+          }),
+        }
+      : {}),
+    ...(config.COUNTERSIGN_CALL_RECORD_DIR
+      ? {
+          callRecords: createCallRecorder({
+            dir: config.COUNTERSIGN_CALL_RECORD_DIR,
+            codec: payloadCodecFromKeyList(config.COUNTERSIGN_PAYLOAD_KEYS ?? p.secrets.payloadKeys ?? []),
+            instance: `${hostname()}-${process.pid}`,
+            retentionDays: config.COUNTERSIGN_CALL_RECORD_RETENTION_DAYS,
+            logger: p.logger.child({ part: 'call-records' }),
             ...(p.metrics ? { metrics: p.metrics } : {}),
           }),
         }

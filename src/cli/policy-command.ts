@@ -33,6 +33,7 @@ interface ReplayOptions {
   live?: string;
   schema?: string;
   json?: boolean;
+  callRecords?: string;
   maxChanges?: string;
   failOn?: string[];
   examples: string;
@@ -78,6 +79,7 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
     { openTemporalReader },
     { createCedarPdp, PolicyLoadError },
     { recordedCallsSince },
+    { readCallRecords },
     { startConfiguredGateway, toolEntityOf },
     { configFileEnv },
     { createLogger },
@@ -85,6 +87,7 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
     import('./temporal-reader.js'),
     import('../policy/cedar-pdp.js'),
     import('../policy/replay-source.js'),
+    import('../policy/call-records.js'),
     import('../gateway/wiring.js'),
     import('../config.js'),
     import('@countersign/http/log'),
@@ -105,9 +108,22 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
       if (err instanceof PolicyLoadError) throw new InvalidPolicyError(err.message);
       throw err;
     }
-    const calls = await recordedCallsSince(reader.temporal, reader.codec, sinceMs);
+    const fromHistories = await recordedCallsSince(reader.temporal, reader.codec, sinceMs);
+    const recordsDir = o.callRecords ?? config.COUNTERSIGN_CALL_RECORD_DIR;
+    const fromRecords = recordsDir ? await readCallRecords(recordsDir, reader.codec, sinceMs) : { calls: [], unreadable: 0 };
+    const calls = [...fromHistories, ...fromRecords.calls].sort((a, b) => a.at.localeCompare(b.at) || a.ref.localeCompare(b.ref));
     const report = await replayCalls(calls, live, candidate, { examplesPerChange });
-    process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : formatReplayTable(report));
+    const sources = {
+      workflowHistories: fromHistories.length,
+      callRecords: fromRecords.calls.length,
+      unreadableCallRecords: fromRecords.unreadable,
+      callRecordDir: recordsDir ?? null,
+    };
+    process.stdout.write(
+      o.json
+        ? `${JSON.stringify({ ...report, sources }, null, 2)}\n`
+        : `${formatReplayTable(report)}Read ${sources.workflowHistories} call(s) from workflow histories (calls that opened a task) and ${sources.callRecords} from call records (${recordsDir ? `${recordsDir}${sources.unreadableCallRecords > 0 ? `; ${sources.unreadableCallRecords} line(s) unreadable` : ''}` : 'none: COUNTERSIGN_CALL_RECORD_DIR is unset, so allowed and denied calls are not seen'}).\n`,
+    );
     const breaches = thresholdBreaches(report, { ...(maxChanges !== undefined ? { maxChanges } : {}), failOn });
     for (const b of breaches) process.stderr.write(`countersign policy replay: threshold crossed: ${b}\n`);
     return breaches.length > 0 ? POLICY_EXIT.threshold : POLICY_EXIT.ok;
@@ -154,6 +170,7 @@ export function registerPolicyCommand(program: Command, config: () => Promise<Co
       '--schema <file>',
       'Cedar schema (default countersign.cedarschema in the candidate folder, the live folder, or the product policies/)',
     )
+    .option('--call-records <dir>', 'the call records of calls that opened no task (default COUNTERSIGN_CALL_RECORD_DIR)')
     .option('--json', 'print the report as JSON')
     .option('--max-changes <n>', 'exit 4 when more than n calls would change')
     .option(

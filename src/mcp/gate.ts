@@ -44,6 +44,7 @@ import type { Principal } from '../auth/principal.js';
 import { taskOwnerKeyOf } from '../auth/principal-keys.js';
 import { createCallBinding, type CallBinding } from '../binding/call-binding.js';
 import type { AccessEvaluationRequest, Decision, PolicyDecisionPoint } from '../policy/pdp.js';
+import type { CallRecorder } from '../policy/call-records.js';
 import type { ShadowPolicy } from '../policy/shadow.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { TaskView, Tool } from '../tools/tool.js';
@@ -78,6 +79,8 @@ export interface GateDeps {
   noTasksResponse: 'approval-tools' | 'degraded-result' | 'error';
   /** The shadow policy set (`src/policy/shadow.ts`): handed every decision, never enforced; absent: none. */
   shadow?: ShadowPolicy;
+  /** Call records of calls that open no task (`src/policy/call-records.ts`), for policy replay; absent: none. */
+  callRecords?: CallRecorder;
   /** This instance's follower reports (`follower-reports.ts`): reads of a task tell the approval service someone waits; absent: none. */
   followers?: FollowerReporter;
 }
@@ -351,6 +354,7 @@ export async function decideCall(deps: GateDeps, g: GatedCall): Promise<Decision
   };
   const decision = await deps.pdp.evaluate(request);
   deps.shadow?.observe(request, decision, () => deps.tasks.referenceOf(g.binding()));
+  deps.callRecords?.observe(request, decision, () => deps.tasks.referenceOf(g.binding()));
   return decision;
 }
 

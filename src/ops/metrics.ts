@@ -17,6 +17,7 @@
  * | `countersign_break_glass_reviews` | gauge | `state` | approval service: break-glass approvals not yet reviewed (`unreviewed`) and of those past their review time (`overdue`), at scrape time |
  * | `countersign_policy_shadow_evaluations_total` | counter | — | MCP front: a call's decision evaluated under the shadow policy set too (`COUNTERSIGN_SHADOW_POLICY_DIR`, `src/policy/shadow.ts`) |
  * | `countersign_policy_shadow_disagreements_total` | counter | `live`, `shadow` | MCP front: the shadow set's outcome differs from the live one (each label one of `allowed`, `in-band`, `requestable`, `denied`; a change of approver group alone counts with both labels equal) |
+ * | `countersign_call_records_total` | counter | `result` | MCP front: call records of calls that open no task (`COUNTERSIGN_CALL_RECORD_DIR`, `src/policy/call-records.ts`): `written`, `skipped` (over the size limit), `failed` |
  * | `countersign_workflow_task_holds_total` | counter | `action` | worker: what the workflow-task watchdog did about a run whose workflow task this worker took first and left unanswered (`src/temporal/workflow-task-watchdog.ts`): `replaced` the worker, left a `shared` hold to the queue's other workers, found it `unresolved` after a replacement |
  * | `countersign_callback_outbox` | gauge | `state` | approval service: its status-change callbacks by `state` (`pending`, `delivered`, `refused`, `gave-up`), at scrape time |
  * | `countersign_approvals_decision_seconds` | histogram | `tool`, `group`, `channel` | approval service: submission → approval or denial of every decided request in its store, at scrape time |
@@ -47,6 +48,8 @@ export interface AppMetrics {
   submissionsRefused: Counter<'limit'>;
   callbackRefusals: Counter<'reason'>;
   taskReads: Counter<'source'>;
+  /** Call records of calls that open no task, by `result` (`src/policy/call-records.ts`). */
+  callRecords: Counter<'result'>;
   /** Calls evaluated under the shadow policy set (`src/policy/shadow.ts`). */
   shadowEvaluations: Counter;
   /** The workflow-task watchdog's actions on held runs, by `action` (`HoldAction`, src/temporal/workflow-task-watchdog.ts). */
@@ -262,6 +265,12 @@ export function createAppMetrics(): AppMetrics {
       name: 'countersign_workflow_task_holds_total',
       help: 'Runs whose workflow task this worker took first and left unanswered, by what the watchdog did: replaced (the worker), shared (left to the other workers of the queue), unresolved (still held after a replacement).',
       labelNames: ['action'],
+      registers: [registry],
+    }),
+    callRecords: new Counter({
+      name: 'countersign_call_records_total',
+      help: 'Call records of calls that open no task (allowed, denied), by result: written, skipped (over the size limit), failed.',
+      labelNames: ['result'],
       registers: [registry],
     }),
     shadowEvaluations: new Counter({

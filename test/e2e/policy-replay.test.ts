@@ -146,7 +146,10 @@ describe('policy replay over traffic recorded by the real stack', () => {
 
   it('an unchanged candidate reports no change; --since after the calls replays none', async () => {
     const same = await cli(['replay', '--policies', config.COUNTERSIGN_POLICY_DIR, '--since', '1h', '--max-changes', '0']);
-    expect(same).toMatchObject({ code: 0, stdout: '3 call(s) replayed, 0 would change, 3 unchanged.\n' });
+    expect(same.code).toBe(0);
+    expect(same.stdout.split('\n')[0]).toBe('3 call(s) replayed, 0 would change, 3 unchanged.');
+    // this stack keeps no call records: the tally says where the calls came from and what is not seen
+    expect(same.stdout).toContain('Read 3 call(s) from workflow histories (calls that opened a task) and 0 from call records (none:');
     const later = await cli([
       'replay',
       '--policies',
@@ -154,7 +157,7 @@ describe('policy replay over traffic recorded by the real stack', () => {
       '--since',
       new Date(Date.now() + 60_000).toISOString().replace(/\.\d+Z$/, 'Z'),
     ]);
-    expect(later.stdout).toBe('0 call(s) replayed, 0 would change, 0 unchanged.\n');
+    expect(later.stdout.split('\n')[0]).toBe('0 call(s) replayed, 0 would change, 0 unchanged.');
   });
 
   it("a candidate that does not validate against the schema exits 3 with Cedar's own message, before anything is replayed", async () => {

@@ -47,7 +47,13 @@ program
   .description('run everything embedded: Temporal dev server, worker, MCP endpoint, approval service, dev token issuer')
   .option('--config <file>', 'gateway configuration: upstream MCP servers behind the gate (docs/GATEWAY.md); default COUNTERSIGN_CONFIG')
   .action(async (opts: { config?: string }) => {
-    const cfg = { ...(await config()), ...(opts.config ? { COUNTERSIGN_CONFIG: opts.config } : {}) };
+    const loaded = await config();
+    // the embedded stack keeps call records for `policy replay` by default (docs/PRODUCTION.md §Trying a policy change)
+    const cfg = {
+      ...loaded,
+      COUNTERSIGN_CALL_RECORD_DIR: loaded.COUNTERSIGN_CALL_RECORD_DIR ?? `${loaded.COUNTERSIGN_DATA_DIR}/call-records`,
+      ...(opts.config ? { COUNTERSIGN_CONFIG: opts.config } : {}),
+    };
     const [{ DEMO_REQUESTER, startStack }, { ensureTemporalBinaries }, { exitOnSignals }] = await Promise.all([
       import('./stack.js'),
       import('./temporal/binaries.js'),

@@ -118,7 +118,7 @@ export const GateSettingsSchema = z.object({
     .min(1)
     .optional()
     .describe(
-      'call records: a folder where the front keeps every call that opens no task (allowed, denied), arguments encrypted by the payload codec, for policy replay (docs/PRODUCTION.md#trying-a-policy-change); unset: none',
+      'call records: a folder where the front keeps every call that opens no task (allowed, denied), arguments encrypted by the payload codec, for policy replay (docs/PRODUCTION.md#trying-a-policy-change); unset: none, except that `countersign dev` (npm start) uses call-records in the data folder',
     ),
   COUNTERSIGN_CALL_RECORD_RETENTION_DAYS: z.coerce
     .number()

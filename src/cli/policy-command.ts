@@ -16,6 +16,8 @@
  * The schema: `--schema`, else `countersign.cedarschema` in the candidate folder, the live folder,
  * or the product's `policies/`. Exit codes: {@link POLICY_EXIT}. Never prints arguments.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
 
@@ -109,7 +111,9 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
       throw err;
     }
     const fromHistories = await recordedCallsSince(reader.temporal, reader.codec, sinceMs);
-    const recordsDir = o.callRecords ?? config.COUNTERSIGN_CALL_RECORD_DIR;
+    // the embedded stack's (`countersign dev`) folder when the setting is unset and it exists
+    const devRecords = join(config.COUNTERSIGN_DATA_DIR, 'call-records');
+    const recordsDir = o.callRecords ?? config.COUNTERSIGN_CALL_RECORD_DIR ?? (existsSync(devRecords) ? devRecords : undefined);
     const fromRecords = recordsDir ? await readCallRecords(recordsDir, reader.codec, sinceMs) : { calls: [], unreadable: 0 };
     const calls = [...fromHistories, ...fromRecords.calls].sort((a, b) => a.at.localeCompare(b.at) || a.ref.localeCompare(b.ref));
     const report = await replayCalls(calls, live, candidate, { examplesPerChange });

@@ -8,6 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { GO_PROBE, answers } from './tool-answers.mjs';
 
 const VERSION = 'v1.32.2';
 const GO_TOOLCHAIN = 'go1.26.10'; // the server's go.mod needs at least this one
@@ -22,18 +23,8 @@ function run(cmd, args, env = process.env) {
   }
 }
 
-/** Whether `cmd` runs and exits 0 with `args` (each tool's own version command: `go version`, not `go --version`). */
-function answers(cmd, args) {
-  try {
-    execFileSync(cmd, args, { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 if (!existsSync(join(BIN, 'server')) || !existsSync(join(BIN, 'sql'))) {
-  if (!answers('go', ['version'])) {
+  if (!answers(...GO_PROBE)) {
     console.error('install-temporal-server: Go is needed to build the Temporal server (any go >= 1.21 fetches its toolchain)');
     process.exit(1);
   }

@@ -26,7 +26,7 @@ export default tseslint.config(
             'packages/conformance/vectors/*.mjs',
             'packages/*/examples/*.mjs',
           ],
-          maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16,
+          maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 32,
         },
         tsconfigRootDir: import.meta.dirname,
       },

@@ -53,6 +53,12 @@ export interface ActivityDeps {
    * never the arguments or the result). Unset: the API's no-op tracer.
    */
   tracer?: Tracer;
+  /**
+   * Aborted when the worker process stops (`RunningWorker.stop`, at 80% of
+   * `COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS`), never when a worker is replaced: a long-running tool's
+   * `signal` is this or the activity's own cancellation, whichever comes first. Unset: the latter only.
+   */
+  stopping?: AbortSignal;
 }
 
 /** The activity set, as the workflow sees it (imported there as a type only). */
@@ -217,7 +223,7 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
           tool.execute(parsed.data, {
             taskId,
             executionId,
-            ...(long ? { progress, signal: Context.current().cancellationSignal } : {}),
+            ...(long ? { progress, signal: toolSignal(Context.current().cancellationSignal, deps.stopping) } : {}),
           }),
         );
         log?.info({ workflowId: workflowIdOfActivity(), isError: out.isError === true }, 'tool executed');
@@ -263,6 +269,11 @@ export function createActivities(deps: ActivityDeps): Required<ApprovalActivitie
       return record.executed ? { state: 'executed', result: record.result } : { state: 'not-executed' };
     },
   };
+}
+
+/** The abort signal a long-running tool gets: the activity's cancellation, or the process stopping (`ActivityDeps.stopping`). */
+function toolSignal(cancellation: AbortSignal, stopping: AbortSignal | undefined): AbortSignal {
+  return stopping ? AbortSignal.any([cancellation, stopping]) : cancellation;
 }
 
 /**

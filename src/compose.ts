@@ -409,8 +409,12 @@ export async function compose(
 
   async function composeWorker(o: WorkerOverrides): Promise<ComposedWorker> {
     const lent = overrides.temporal?.workerConnection;
+    // aborted by the worker's stop(), never by a replacement (RunningWorker.stop)
+    const stopping = new AbortController();
     const activities =
-      typeof o.activities === 'function' ? o.activities(await approvalActivities(o)) : (o.activities ?? (await approvalActivities(o)));
+      typeof o.activities === 'function'
+        ? o.activities(await approvalActivities(o, stopping.signal))
+        : (o.activities ?? (await approvalActivities(o, stopping.signal)));
     const worker = await startApprovalWorker({
       connection: lent ? { lent } : { address: address(), settings: settings() },
       namespace: config.TEMPORAL_NAMESPACE,
@@ -418,6 +422,9 @@ export async function compose(
       activities,
       dataConverter: dataConverter(),
       shutdownGraceMs: config.COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS,
+      // the caller's own activities (the bench's baseline): the default drain, no tools opened
+      ...(o.activities && typeof o.activities !== 'function' ? {} : { drainMs: await longestExecutionMs() }),
+      onStopping: () => stopping.abort(),
       maxCachedWorkflows: o.maxCachedWorkflows ?? config.COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS,
       tracing,
       ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : {}),
@@ -452,7 +459,17 @@ export async function compose(
     return { worker, watchdog };
   }
 
-  async function approvalActivities(o: WorkerOverrides): Promise<ComposedActivities> {
+  /**
+   * The longest start-to-close timeout of a tool execution, ms: the execution timeout, or a
+   * long-running tool's own. How long a replaced worker lets its activities run (`startApprovalWorker`
+   * `drainMs`); the other activities (backend, policy, limiter calls) are shorter, and retried if cut.
+   */
+  async function longestExecutionMs(): Promise<number> {
+    const { tools: registry } = await tools();
+    return Math.max(config.COUNTERSIGN_EXECUTION_TIMEOUT_MS, ...registry.list().map((t) => t.longRunning?.timeoutMs ?? 0));
+  }
+
+  async function approvalActivities(o: WorkerOverrides, stopping: AbortSignal): Promise<ComposedActivities> {
     const { tools: registry, pdp } = await tools();
     const backend =
       o.backend ?? createArapHttpBackend({ baseUrl: o.approvalsUrl ?? urls().approvalsUrl, clientToken: secret('approvalsClientToken') });
@@ -463,6 +480,7 @@ export async function compose(
         tools: registry,
         logger: logger.child({ part: 'worker' }),
         ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
+        stopping,
       }),
       ...createLimiterActivities(),
     };

@@ -263,7 +263,7 @@ export const GateSettingsSchema = z.object({
   ),
   COUNTERSIGN_CHANGE_STEP_MS: ms(1_500).describe('pace of one step of a `submit_change` execution (docs/CHANGE-GATE.md)'),
   COUNTERSIGN_WORKER_SHUTDOWN_GRACE_MS: ms(30_000).describe(
-    'how long a stopping worker waits for a running tool before it stops anyway (the abandoned attempt ends `outcome-unknown` by the timeout above, never re-run)',
+    "how long a stopping worker (a deploy, the process ending) waits for a running tool before it stops anyway (long-running tools get their abort signal at 80% of it; the abandoned attempt ends `outcome-unknown` by the timeout above, or as the tool's idempotency hook says, never re-run). A worker the workflow-task watchdog replaces is not bound by it: its running tools finish uncancelled, up to the execution timeout above or a long-running tool's own (docs/OPERATIONS.md#a-workflow-task-nobody-answers)",
   ),
   COUNTERSIGN_WORKER_MAX_CACHED_WORKFLOWS: z.coerce
     .number()

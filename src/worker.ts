@@ -4,8 +4,9 @@
  * per-principal submission limiter (`workflows/index.ts`, or the bundle `npm run build` made),
  * with the activities the caller composed; the conformance profile and the bench's baseline run
  * their own workflows through the same starter. `startApprovalWorker` returns once the worker polls;
- * `stop()` drains it (in-flight activities are cancelled and waited for up to `shutdownGraceMs`)
- * and resolves when it has stopped.
+ * `stop()` stops it within `shutdownGraceMs` (a deploy); `replace()` swaps in a fresh worker and lets
+ * the old one finish its in-flight activities for up to `drainMs` (docs/OPERATIONS.md §A workflow
+ * task nobody answers, "Tools running at a replacement").
  */
 import {
   type NativeConnection,
@@ -91,10 +92,19 @@ export interface RunningWorker {
    * Replace the polling worker with a fresh one on its own connection, with the same bundle and options (an
    * empty workflow cache), then shut the old one down without waiting for it: it stops polling at
    * once, so Temporal's next attempt of a workflow task it held goes to the fresh worker, which
-   * replays that run from its history (`src/temporal/workflow-task-watchdog.ts`). Resolves once the
-   * fresh worker polls; throws, keeping the old worker, when it cannot be created.
+   * replays that run from its history (`src/temporal/workflow-task-watchdog.ts`). The old worker's
+   * in-flight activities are not cancelled: they run to their end and report their results, for up to
+   * `drainMs` (then they are cancelled, and the worker stops waiting `shutdownGraceMs` later). Resolves
+   * once the fresh worker polls; throws, keeping the old worker, when it cannot be created.
    */
   replace(): Promise<void>;
+  /**
+   * Stop every worker of this handle (a deploy, the process ending): they stop polling at once; at
+   * 80% of `shutdownGraceMs` `onStopping` runs (long-running tools get their abort signal); at
+   * `shutdownGraceMs` it resolves even if an activity still runs: that attempt ends by its
+   * start-to-close or heartbeat timeout as a lost execution (`outcome-unknown`, or as the tool's
+   * idempotency hook says), never run again (SEP-2848 §Completion). Resolves sooner once all stopped.
+   */
   stop(): Promise<void>;
 }
 
@@ -135,6 +145,15 @@ export async function startApprovalWorker(opts: {
    * is never run again (SEP-2848 §Completion).
    */
   shutdownGraceMs?: number;
+  /**
+   * How long a worker that `replace()` retired waits for its in-flight activities, ms, before they are
+   * cancelled; default the larger of `shutdownGraceMs` and 60,000. Set it to the longest
+   * start-to-close timeout of the activities the worker runs (`src/compose.ts` does): an attempt
+   * older than that has been timed out by Temporal, and its result would be refused anyway.
+   */
+  drainMs?: number;
+  /** Called once by `stop()` at 80% of `shutdownGraceMs` (the stack aborts the long-running tools' signal). Not called by `replace()`. */
+  onStopping?: () => void;
   /** Where the workflows' metrics sink lands (`src/ops/metrics.ts`); default: nowhere. */
   metrics?: AppMetrics;
   /**
@@ -158,6 +177,8 @@ export async function startApprovalWorker(opts: {
   workflowsInMainThread?: boolean;
 }): Promise<RunningWorker> {
   const tracing = opts.tracing ?? TRACING_OFF;
+  const graceMs = opts.shutdownGraceMs ?? 30_000;
+  const drainMs = opts.drainMs ?? Math.max(graceMs, 60_000);
   // another workflow module is bundled at start: the prebuilt bundle holds Countersign's workflows only
   const workflowBundle = opts.workflowBundle ?? (opts.workflowsPath ? undefined : prebuiltWorkflowBundle());
   const baseIdentity = `${process.pid}@${hostname()}`;
@@ -182,10 +203,11 @@ export async function startApprovalWorker(opts: {
         },
         activities: opts.activities,
         maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
-        // in-flight activities may finish for most of the grace, are then cancelled, and at its end the
-        // worker stops waiting for them
-        shutdownGraceTime: Math.floor((opts.shutdownGraceMs ?? 30_000) * 0.8),
-        shutdownForceTime: opts.shutdownGraceMs ?? 30_000,
+        // The SDK fixes these at creation, for every way a worker ends: they are the replaced worker's
+        // (its activities run up to drainMs, are then cancelled, and a grace later it stops waiting);
+        // stop() bounds a deploy by shutdownGraceMs itself
+        shutdownGraceTime: drainMs,
+        shutdownForceTime: drainMs + graceMs,
         // a long-running tool's progress reaches Temporal (and `tasks/get`) within a second
         maxHeartbeatThrottleInterval: '1s',
         ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
@@ -252,7 +274,16 @@ export async function startApprovalWorker(opts: {
     },
     async stop() {
       for (const w of runs.keys()) if (w.getState() === 'RUNNING') w.shutdown();
-      await Promise.all(runs.values());
+      let stopping: NodeJS.Timeout | undefined;
+      let bound: NodeJS.Timeout | undefined;
+      try {
+        stopping = setTimeout(() => opts.onStopping?.(), Math.floor(graceMs * 0.8));
+        // past the grace, a tool still running is abandoned with the process (see RunningWorker.stop)
+        await Promise.race([Promise.all(runs.values()), new Promise<void>((r) => (bound = setTimeout(r, graceMs)))]);
+      } finally {
+        clearTimeout(stopping);
+        clearTimeout(bound);
+      }
     },
   };
 }

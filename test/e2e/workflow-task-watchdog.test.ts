@@ -9,10 +9,12 @@
 // once. The replacement is proven on the stack: a task created before the worker is replaced is
 // approved and executed once by the fresh worker.
 import { Client, Connection } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
+import { startApprovalWorker } from '../../src/worker.js';
 import { startWorkflowTaskWatchdog, type HeldRun, type HoldAction } from '../../src/temporal/workflow-task-watchdog.js';
 import { createLogger } from '@countersign/http/log';
 import type { Stack } from '../../src/stack.js';
@@ -302,6 +304,55 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
     } finally {
       here.stop();
       elsewhere.stop();
+    }
+  }, 120_000);
+
+  it('a worker replaced while a tool runs lets it run past the shutdown grace, uncancelled, and its result completes the run once', async () => {
+    const queue = `drain-${Date.now()}`;
+    const id = `drain-run-${Date.now()}`;
+    const graceMs = 500;
+    const calls: Array<{ cancelledAtEnd: boolean }> = [];
+    let started = false;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const running = await startApprovalWorker({
+      connection: { address: server.address },
+      namespace: 'default',
+      taskQueue: queue,
+      workflowBundle: countedBundle,
+      shutdownGraceMs: graceMs,
+      activities: {
+        countRun: async () => {
+          started = true;
+          await released;
+          calls.push({ cancelledAtEnd: Context.current().cancellationSignal.aborted });
+          return calls.length;
+        },
+      },
+    });
+    try {
+      const handle = await client.workflow.start('countedWorkflow', { taskQueue: queue, workflowId: id, args: [id] });
+      while (!started) await sleep(100);
+      const old = running.worker;
+      await running.replace();
+      // not a timing assertion: the old worker's deploy grace must have passed for this test to mean
+      // anything (before, its activities were cancelled at 80% of it and abandoned at its end)
+      await sleep(4 * graceMs);
+      expect(old.getState()).not.toBe('STOPPED');
+      expect(running.status().draining).toBe(1);
+      release();
+      expect(await handle.result()).toBe(1);
+      expect(calls).toEqual([{ cancelledAtEnd: false }]);
+      const history = await handle.fetchHistory();
+      const startedBy = (history.events ?? []).flatMap((e) =>
+        e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.identity] : [],
+      );
+      expect(startedBy).toHaveLength(1);
+      expect(startedBy[0]).not.toMatch(/-r1$/); // the old worker ran it and reported it
+      expect((history.events ?? []).filter((e) => e.activityTaskCompletedEventAttributes)).toHaveLength(1);
+    } finally {
+      release();
+      await running.stop();
     }
   }, 120_000);
 

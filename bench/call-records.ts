@@ -2,9 +2,8 @@
 // with the real AES-256-GCM payload codec and a real file in the OS temp folder, for N records
 // (default 5,000) of the demo's allowed transfer ({to, amount, memo}). Prints, as JSON:
 // - answerPathUs: wall time of `observe` per call, µs — what recording adds before the gate answers
-//   (outcome, time, and the call reference: the gate's `approval-<HMAC>` of the binding digest; the
-//   binding itself is computed before, as the gate computes it for its audit line anyway), and
-//   answerPathCpuUs the CPU time of the same;
+//   (the outcome, the time and a place in the queue; the call reference, an HMAC of the binding
+//   digest, is computed with the record, later), and answerPathCpuUs the CPU time of the same;
 // - appendWallUs: wall time per record from the first observe until every record is on disk, µs
 //   (written one after another, each a turn of the event loop later);
 // - cpuUs: CPU time of this process (user + system) per record over the same span, µs;
@@ -30,8 +29,6 @@ const dedupKey = randomBytes(32).toString('hex');
 
 function call(i: number): { request: AccessEvaluationRequest; ref: () => string } {
   const args = { to: 'acct-100', amount: 10_000, memo: `demo ${(0x10000000 + i).toString(16)} small` };
-  // the gate has the binding already (its audit line names the call); the keyed reference is an HMAC of its digest, per observe
-  const { digest } = createCallBinding({ tool: 'wire_transfer', arguments: args, principal, toolDescriptorDigest: 'sha256:bench' });
   return {
     request: {
       subject: principal,
@@ -39,7 +36,12 @@ function call(i: number): { request: AccessEvaluationRequest; ref: () => string 
       resource: { type: 'tool', id: 'wire_transfer' },
       context: { arguments: args },
     },
-    ref: () => approvalWorkflowId(dedupKey, digest),
+    // as the gate's: the binding (JCS + SHA-256) and its HMAC, computed when the record is written
+    ref: () =>
+      approvalWorkflowId(
+        dedupKey,
+        createCallBinding({ tool: 'wire_transfer', arguments: args, principal, toolDescriptorDigest: 'sha256:bench' }).digest,
+      ),
   };
 }
 

@@ -27,11 +27,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { PROJECT_ROOT } from '../src/project-root.js';
+import { freePort } from '../src/temporal/dev-server.js';
 
 /** Runs of `npm run demo`. */
 export const DEMO_RUNS = 3;
@@ -43,18 +43,6 @@ export const GATEWAY_ROUNDS = 2;
 export const CANDIDATE_DIR = join('docs', 'examples', 'policy-candidate');
 
 const say = (s: string) => process.stderr.write(`# ${s}\n`);
-
-/** A TCP port free on 127.0.0.1 at the time of asking. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Run a command to its end; resolves with its exit code and output. */
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {

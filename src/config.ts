@@ -118,7 +118,7 @@ export const GateSettingsSchema = z.object({
     .min(1)
     .optional()
     .describe(
-      'call records: a folder where the front keeps every call that opens no task (allowed, denied), arguments encrypted by the payload codec, for policy replay (docs/PRODUCTION.md#trying-a-policy-change); unset: none, except that `countersign dev` (npm start) uses call-records in the data folder',
+      'call records: a folder where the front keeps every call that opens no task (allowed, denied, or requestable and ended without one), one file per instance and UTC day, arguments encrypted by the payload codec, for policy replay (docs/PRODUCTION.md#trying-a-policy-change); unset: none, except that `countersign dev` (npm start) uses call-records in the data folder',
     ),
   COUNTERSIGN_CALL_RECORD_RETENTION_DAYS: z.coerce
     .number()
@@ -126,7 +126,7 @@ export const GateSettingsSchema = z.object({
     .min(1)
     .max(3650)
     .default(30)
-    .describe('call records: day files older than this many days are deleted'),
+    .describe('call records: day files older than this many days are deleted (checked when a record opens a new UTC day)'),
   COUNTERSIGN_SHADOW_POLICY_DIR: z
     .string()
     .min(1)

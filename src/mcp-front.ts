@@ -109,7 +109,7 @@ export interface McpFront {
   app: Hono;
   /** What the gate answers over (`countersign/testing` calls the gate directly); undefined when a caller's factory serves. */
   gate: GateDeps | undefined;
-  /** Ends the `subscriptions/listen` streams gracefully, stops the task feed's watches, tears down the SDK handler. */
+  /** Ends the `subscriptions/listen` streams gracefully, stops the task feed's watches, tears down the SDK handler, then writes the call records still queued. */
   close(): Promise<void>;
   /** What the front holds open now (metrics, the bench, tests); zeros when a caller's factory serves. */
   stats(): McpFrontStats;
@@ -139,6 +139,8 @@ export function createMcpFront(config: Config, p: McpFrontParts): McpFront {
       p.followers?.close();
       face.feed?.close();
       await http.close();
+      // records of calls already answered are written after their answers: finish them
+      await face.gate?.callRecords?.idle();
       // the HTTP server writes the streams' last frames in promise jobs: let them reach their sockets
       await new Promise((resolve) => setImmediate(resolve));
     },

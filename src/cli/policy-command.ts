@@ -126,7 +126,7 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
     process.stdout.write(
       o.json
         ? `${JSON.stringify({ ...report, sources }, null, 2)}\n`
-        : `${formatReplayTable(report)}Read ${sources.workflowHistories} call(s) from workflow histories (calls that opened a task) and ${sources.callRecords} from call records (${recordsDir ? `${recordsDir}${sources.unreadableCallRecords > 0 ? `; ${sources.unreadableCallRecords} line(s) unreadable` : ''}` : 'none: COUNTERSIGN_CALL_RECORD_DIR is unset, so allowed and denied calls are not seen'}).\n`,
+        : `${formatReplayTable(report)}Read ${sources.workflowHistories} call(s) from workflow histories (calls that opened a task) and ${sources.callRecords} from call records (${recordsDir ? `${recordsDir}${sources.unreadableCallRecords > 0 ? `; ${sources.unreadableCallRecords} line(s) unreadable` : ''}` : 'none: COUNTERSIGN_CALL_RECORD_DIR is unset, so calls that opened no task are not seen'}).\n`,
     );
     const breaches = thresholdBreaches(report, { ...(maxChanges !== undefined ? { maxChanges } : {}), failOn });
     for (const b of breaches) process.stderr.write(`countersign policy replay: threshold crossed: ${b}\n`);

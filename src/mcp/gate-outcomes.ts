@@ -18,6 +18,11 @@
  *
  * Every input round is bound to the call: the sealed `requestState` carries the binding digest and
  * the round (`submission-input.ts`), at most {@link MAX_INPUT_ROUNDS} rounds (-32602 after).
+ *
+ * A requestable or in-band call that ends here without a task (confirmed in band and run inline,
+ * confirmation or justification refused, no tasks, a submission limit) is handed to the call
+ * records when they are on ({@link recordNoTask}); allowed and plainly denied calls are recorded
+ * at the decision (`gate.ts`), calls with a task by their workflow.
  */
 import { randomUUID } from 'node:crypto';
 import { acceptedContent, inputRequired, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
@@ -48,6 +53,24 @@ import type { CreateTaskResult } from './wire-results.js';
 
 /** The SEP-2643 envelope of a denial that nothing can lift (nothing is pending). */
 const UNAVAILABLE = { reason: 'insufficient_authorization', remediation: 'unavailable' } as const;
+
+/**
+ * A requestable (`outcome` `requestable`) or in-band call ends here without a task: keep its call
+ * record (`src/policy/call-records.ts`, for policy replay), when call records are on. Returns at
+ * once; the record is written after the answer.
+ */
+function recordNoTask(deps: GateDeps, g: GatedCall, outcome: 'in-band' | 'requestable'): void {
+  deps.callRecords?.record(
+    {
+      subject: g.call.principal,
+      action: { name: 'tools/call' },
+      resource: { type: 'tool', id: g.tool.name },
+      context: { arguments: g.args },
+    },
+    outcome,
+    () => deps.tasks.referenceOf(g.binding()),
+  );
+}
 
 /**
  * Allowed: write the audit line, own the tool's key, run inline. The line is the one the call's
@@ -118,9 +141,9 @@ export async function confirmInBand(deps: GateDeps, g: GatedCall, request: Acces
     case 'approve':
       return runConfirmed(deps, g, request, answer.reason);
     case 'reject':
-      return confirmationRefused(g, reason, 'reject');
+      return confirmationRefused(deps, g, reason, 'reject');
     case 'refused':
-      return confirmationRefused(g, reason, answer.action);
+      return confirmationRefused(deps, g, reason, answer.action);
   }
 }
 
@@ -136,8 +159,9 @@ async function askConfirmation(g: GatedCall, reason: string): Promise<InputRequi
   });
 }
 
-/** The requester rejected the confirmation, or declined or cancelled its form. */
-function confirmationRefused(g: GatedCall, reason: string, how: 'reject' | 'decline' | 'cancel'): CallToolResult {
+/** The requester rejected the confirmation, or declined or cancelled its form: the call ends, recorded. */
+function confirmationRefused(deps: GateDeps, g: GatedCall, reason: string, how: 'reject' | 'decline' | 'cancel'): CallToolResult {
+  recordNoTask(deps, g, 'in-band');
   g.log().info(
     { decision: 'deny', requestable: true, mode: 'in-band', confirmation: how },
     'in-band confirmation refused; the tool did not run',
@@ -162,6 +186,7 @@ async function runConfirmed(
   );
   if (!g.tool.longRunning || !g.call.clientSupportsTasks) {
     await g.ownership.own();
+    recordNoTask(deps, g, 'in-band');
     return runInline(g);
   }
   return openTask(deps, g, request, undefined, {
@@ -178,6 +203,7 @@ async function runConfirmed(
  */
 export function requestableWithoutTasks(deps: GateDeps, g: GatedCall, reason: string): CallToolResult {
   g.log().info({ decision: 'deny', requestable: true, tasks: false }, 'requestable denial for a client without tasks');
+  recordNoTask(deps, g, 'requestable');
   if (deps.noTasksResponse === 'error') throw missingTasksCapability();
   return {
     content: [
@@ -205,6 +231,7 @@ export async function withSubmissionInput(deps: GateDeps, g: GatedCall, request:
   const { state, inputResponses } = g.call.mrtr;
   const refused = state ? refusedInput(inputResponses ?? {}, JUSTIFICATION_INPUT_KEY) : undefined;
   if (refused) {
+    recordNoTask(deps, g, 'requestable');
     g.log().info({ decision: 'deny', requestable: true, input: refused }, 'submission input declined; nothing submitted');
     return inputRefusedResult(reason, refused);
   }
@@ -293,7 +320,7 @@ export async function openTask(
     );
     return g.call.clientSupportsTasks ? createTaskResult(taskId, snapshot) : approvalOpenedResult(taskId, snapshot);
   } catch (err) {
-    return taskNotOpened(g, err, tookKey);
+    return taskNotOpened(deps, g, err, tookKey);
   }
 }
 
@@ -304,13 +331,14 @@ export async function openTask(
  * retryable. Anything else is rethrown; the key then stays owned: the task may exist, and the same
  * call's retry joins it.
  */
-async function taskNotOpened(g: GatedCall, err: unknown, tookKey: boolean): Promise<CallToolResult> {
+async function taskNotOpened(deps: GateDeps, g: GatedCall, err: unknown, tookKey: boolean): Promise<CallToolResult> {
   if (err instanceof TaskCreationPendingError) {
     g.log().warn({ progress: err.progress }, 'approval task not confirmed in time; client should retry');
     throw taskCreationPending(err.progress);
   }
   if (!(err instanceof SubmissionLimitedError)) throw err;
-  if (tookKey) await g.ownership.disown(); // no task was created: the call leaves no trace
+  if (tookKey) await g.ownership.disown(); // no task was created: the call leaves no trace with the tool
+  recordNoTask(deps, g, 'requestable');
   g.log().warn({ decision: 'deny', requestable: false, limit: err.reason }, 'approval submission refused by a per-principal limit');
   return submissionLimitedResult(err.reason);
 }

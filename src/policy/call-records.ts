@@ -1,21 +1,30 @@
 /**
- * Call records: the calls that open no task — allowed (run inline) and plainly denied — kept so
- * that `countersign policy replay` sees them too (docs/PRODUCTION.md §Trying a policy change; why a
- * file per instance, encrypted: docs/DESIGN.md §10). A call that opens a task is recorded already,
- * as its approval workflow's input (`replay-source.ts`), and is not written here, so no call is
- * counted twice.
+ * Call records: the calls that open no task — allowed (run inline), plainly denied, and the
+ * requestable or in-band calls that end without one — kept so that `countersign policy replay`
+ * sees them too (docs/PRODUCTION.md §Trying a policy change; why a file per instance, encrypted:
+ * docs/DESIGN.md §10). A call that opens a task is recorded already, as its approval workflow's
+ * input (`replay-source.ts`), and is not written here, so no call is counted twice.
+ *
+ * Two entry points: {@link CallRecorder.observe} at the decision, which records allowed and plainly
+ * denied calls (they end there); {@link CallRecorder.record} from the gate's outcome handlers for a
+ * requestable or in-band decision that ends without a task (`src/mcp/gate-outcomes.ts`: an in-band
+ * confirmation answered and the tool run inline or refused; a requestable call from a client
+ * without tasks answered with the degraded result or -32021; a justification declined; a
+ * submission limit). A call left at an `input_required` round is not recorded: it has not ended.
  *
  * One JSON line per call in `<dir>/calls-<YYYY-MM-DD>-<instance>.jsonl` (UTC day, one file per
  * front instance, so instances never share a file): `{v: 1, at (ISO 8601), ref (the gate's keyed
- * call reference), tool, principal {iss, sub, act?}, outcome ("allowed" | "denied"), payload}`,
- * where `payload` is the arguments as a Temporal payload (`json/plain`) passed through the
- * installation's payload codec (`src/temporal/payload-codec.ts`: AES-256-GCM), its metadata and
- * data base64 — so the arguments are never on disk in the clear, and the keys that read workflow
- * histories read these files. Written after the call is answered (a later turn of the event loop,
- * appends in order), never failing or delaying it; a record over {@link MAX_RECORD_BYTES} is
- * skipped and counted. Day files older than the retention are deleted when a new day begins.
+ * call reference: the `approval-<HMAC>` id the call's task would have), tool, principal {iss, sub,
+ * act?}, outcome ("allowed" | "denied" | "in-band" | "requestable"), payload}`, where `payload` is
+ * the arguments as a Temporal payload (`json/plain`) passed through the installation's payload
+ * codec (`src/temporal/payload-codec.ts`: AES-256-GCM), its metadata and data base64 — so the
+ * arguments are never on disk in the clear, and the keys that read workflow histories read these
+ * files. Written after the call is answered (a later turn of the event loop, appends in order; the
+ * call reference too is computed then), never failing or delaying it; a record over
+ * {@link MAX_RECORD_BYTES} is skipped and counted. Day files older than the retention are deleted
+ * when a new day begins.
  *
- * Deliberately does not: record in-band or requestable calls (their workflows do), ship records
+ * Deliberately does not: record a call that opens a task (its workflow does), ship records
  * between instances (replay reads the folder; point every instance at one shared folder or copy
  * them together), or log arguments.
  */
@@ -33,10 +42,22 @@ export const MAX_RECORD_BYTES = 256 * 1024;
 
 const FILE = /^calls-(\d{4}-\d{2}-\d{2})-[A-Za-z0-9_.-]+\.jsonl$/;
 
-/** What the gate calls on every decision (like the shadow policy, `shadow.ts`). */
+/** What a record says the live decision was: one of the four outcomes of `replay.ts`. */
+export type RecordedOutcome = 'allowed' | 'denied' | 'in-band' | 'requestable';
+
+/** What the gate calls on every decision (like the shadow policy, `shadow.ts`), and where a requestable or in-band call ends without a task. */
 export interface CallRecorder {
-  /** Record the call of `request` when `decision` opens no task; returns at once, never throws. `callRef` is read only when recording. */
+  /**
+   * At the decision: record the call of `request` when `decision` is allowed or plainly denied
+   * (nothing else happens to it); other decisions are left to {@link record} or the task. Returns
+   * at once, never throws; `callRef` is called later, off the answer path.
+   */
   observe(request: AccessEvaluationRequest, decision: Decision, callRef: () => string): void;
+  /**
+   * A requestable or in-band call that ends without a task (module header): record it with that
+   * `outcome`. Returns at once, never throws; `callRef` is called later, off the answer path.
+   */
+  record(request: AccessEvaluationRequest, outcome: 'in-band' | 'requestable', callRef: () => string): void;
   /** Resolves when every record observed so far is written (tests, shutdown). */
   idle(): Promise<void>;
 }
@@ -77,7 +98,7 @@ export function createCallRecorder(opts: CallRecorderOptions): CallRecorder {
     }
   }
 
-  async function write(request: AccessEvaluationRequest, outcome: 'allowed' | 'denied', ref: string, atMs: number): Promise<void> {
+  async function write(request: AccessEvaluationRequest, outcome: RecordedOutcome, callRef: () => string, atMs: number): Promise<void> {
     ready ??= mkdir(opts.dir, { recursive: true, mode: 0o700 }).then(() => undefined);
     await ready;
     const [payload] = await opts.codec.encode([
@@ -88,6 +109,7 @@ export function createCallRecorder(opts: CallRecorderOptions): CallRecorder {
     ]);
     const metadata = Object.fromEntries(Object.entries(payload!.metadata ?? {}).map(([k, v]) => [k, toB64(v)]));
     const at = new Date(atMs).toISOString();
+    const ref = callRef();
     const line = `${JSON.stringify({ v: 1, at, ref, tool: request.resource.id, principal: request.subject, outcome, payload: { metadata, data: toB64(payload!.data) } })}\n`;
     if (Buffer.byteLength(line) > MAX_RECORD_BYTES) {
       opts.metrics?.callRecords.inc({ result: 'skipped' });
@@ -103,20 +125,23 @@ export function createCallRecorder(opts: CallRecorderOptions): CallRecorder {
     opts.metrics?.callRecords.inc({ result: 'written' });
   }
 
+  function enqueue(request: AccessEvaluationRequest, outcome: RecordedOutcome, callRef: () => string): void {
+    const atMs = now();
+    queue = queue
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => write(request, outcome, callRef, atMs))
+      .catch((err: unknown) => {
+        opts.metrics?.callRecords.inc({ result: 'failed' });
+        opts.logger.warn({ tool: request.resource.id, err: (err as Error).name }, 'call record not written');
+      });
+  }
+
   return {
     observe(request, decision, callRef) {
       const { outcome } = outcomeOf(decision);
-      if (outcome !== 'allowed' && outcome !== 'denied') return;
-      const atMs = now();
-      const ref = callRef();
-      queue = queue
-        .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
-        .then(() => write(request, outcome, ref, atMs))
-        .catch((err: unknown) => {
-          opts.metrics?.callRecords.inc({ result: 'failed' });
-          opts.logger.warn({ tool: request.resource.id, err: (err as Error).name }, 'call record not written');
-        });
+      if (outcome === 'allowed' || outcome === 'denied') enqueue(request, outcome, callRef);
     },
+    record: enqueue,
     idle: () => queue,
   };
 }

@@ -7,8 +7,8 @@
  * carries arguments). Why this source and not the receipts: docs/DESIGN.md §Policy replay and
  * shadow mode.
  *
- * Deliberately does not: see calls that opened no task (allowed and plainly denied calls are in
- * the call records, `call-records.ts`, when those are on), or read a run twice (a retried call with
+ * Deliberately does not: see calls that opened no task (allowed, plainly denied, and requestable or
+ * in-band calls that ended without a task are in the call records, `call-records.ts`, when those are on), or read a run twice (a retried call with
  * the same binding joins its task, so it is one call).
  */
 import type { Client } from '@temporalio/client';

@@ -1,9 +1,13 @@
 // Scope: src/mcp/gate.ts and gate-outcomes.ts without Temporal: the branches of the gate's outcome
 // handlers that no end-to-end test reaches — an allowed tool that throws (also a value that is not
 // an Error), a tool whose `own` refuses, an in-band confirmation answered off its form, the fourth
-// in-band round, and a submission limit that gives the tool's key back. Real Cedar over policies written here, native tools defined
+// in-band round, and a submission limit that gives the tool's key back — and which calls the gate
+// hands to the call records (src/policy/call-records.ts, a real recorder with the real payload
+// codec): every call that ends without a task, exactly once. Real Cedar over policies written here, native tools defined
 // here; the task service stands in only where a test names what it answers (else it must not be used).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// That a call with a task is not recorded is proved end to end (test/e2e/policy-replay-call-records.test.ts).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,7 +20,9 @@ import { gateToolCall, type GateCall, type GateDeps } from '../../src/mcp/gate.j
 import type { SubmissionState } from '../../src/mcp/submission-input.js';
 import { SubmissionLimitedError } from '../../src/mcp/submission-limiter.js';
 import type { TaskService } from '../../src/mcp/task-service.js';
+import { createCallRecorder, readCallRecords, type CallRecorder } from '../../src/policy/call-records.js';
 import { createCedarPdp } from '../../src/policy/cedar-pdp.js';
+import { AesGcmPayloadCodec } from '../../src/temporal/payload-codec.js';
 import { createToolRegistry } from '../../src/tools/registry.js';
 import { ToolAnswerDiscardedError, ToolNotExecutedError, ToolOutcomeUnknownError, type Tool } from '../../src/tools/tool.js';
 import { META } from '../../workflows/types.js';
@@ -82,7 +88,11 @@ function tasksWith(over: Partial<TaskService> = {}): TaskService {
   });
 }
 
-async function gateWith(tools: Tool[], tasks: TaskService = tasksWith()): Promise<GateDeps> {
+async function gateWith(
+  tools: Tool[],
+  tasks: TaskService = tasksWith(),
+  over: Pick<Partial<GateDeps>, 'noTasksResponse' | 'callRecords'> = {},
+): Promise<GateDeps> {
   const dir = mkdtempSync(join(tmpdir(), 'countersign-gate-outcomes-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'test.cedar'), POLICIES);
@@ -92,6 +102,7 @@ async function gateWith(tools: Tool[], tasks: TaskService = tasksWith()): Promis
     tasks,
     logger: createLogger({ level: 'silent' }),
     noTasksResponse: 'approval-tools',
+    ...over,
   };
 }
 
@@ -256,3 +267,108 @@ async function firstRound(deps: GateDeps): Promise<SubmissionState> {
   if (!sealed) throw new Error('the first round minted no requestState');
   return sealed;
 }
+
+describe('the gate and the call records', () => {
+  const codec = new AesGcmPayloadCodec({ keys: { k1: randomBytes(32) }, currentKeyId: 'k1' });
+  const tools = () => ['throws', 'confirmed', 'approved', 'blocked'].map((n) => tool(n));
+
+  /** A recorder into a fresh folder, and what it has written as [tool, outcome] pairs once idle. */
+  function recorder(): { records: CallRecorder; dir: string; written(): Promise<Array<[string, string]>> } {
+    const dir = join(mkdtempSync(join(tmpdir(), 'countersign-gate-records-')), 'records');
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const records = createCallRecorder({ dir, codec, instance: 'front-1', logger: createLogger({ level: 'silent' }) });
+    return {
+      records,
+      dir,
+      async written() {
+        await records.idle();
+        const files = (() => {
+          try {
+            return readdirSync(dir);
+          } catch {
+            return [];
+          }
+        })();
+        return files.flatMap((f) =>
+          readFileSync(join(dir, f), 'utf8')
+            .split('\n')
+            .filter((l) => l !== '')
+            .map((l) => {
+              const r = JSON.parse(l) as { tool: string; outcome: string };
+              return [r.tool, r.outcome] as [string, string];
+            }),
+        );
+      },
+    };
+  }
+
+  /** Two rounds of an in-band call: the first asks, the second answers with `answer`. */
+  async function confirmInBand(deps: GateDeps, answer: Record<string, unknown>): Promise<unknown> {
+    const first = call('confirmed');
+    expect(await gateToolCall(deps, first)).toMatchObject({ resultType: 'input_required' });
+    return gateToolCall(deps, call('confirmed', { state: first.minted[0], inputResponses: { confirmation: answer } }));
+  }
+
+  it('an allowed call and a plainly denied call are recorded once each, at the decision', async () => {
+    const r = recorder();
+    const deps = await gateWith(tools(), tasksWith(), { callRecords: r.records });
+    await gateToolCall(deps, call('throws'));
+    await gateToolCall(deps, call('blocked'));
+    expect(await r.written()).toEqual([
+      ['throws', 'allowed'],
+      ['blocked', 'denied'],
+    ]);
+  });
+
+  it('an in-band call confirmed and run inline is recorded once, as in-band, over its two rounds; its first round alone records nothing', async () => {
+    const r = recorder();
+    const deps = await gateWith(tools(), tasksWith(), { callRecords: r.records });
+    const first = call('confirmed');
+    await gateToolCall(deps, first);
+    expect(await r.written()).toEqual([]);
+    const out = await gateToolCall(
+      deps,
+      call('confirmed', {
+        state: first.minted[0],
+        inputResponses: { confirmation: { action: 'accept', content: { decision: 'approve' } } },
+      }),
+    );
+    expect(out).toMatchObject({ content: [{ type: 'text', text: 'ran' }] });
+    expect(await r.written()).toEqual([['confirmed', 'in-band']]);
+  });
+
+  it.each([
+    ['rejected', { action: 'accept', content: { decision: 'reject' } }],
+    ['declined', { action: 'decline' }],
+    ['cancelled', { action: 'cancel' }],
+  ])('an in-band confirmation %s ends the call without a task: recorded once, as in-band', async (_how, answer) => {
+    const r = recorder();
+    const deps = await gateWith(tools(), tasksWith(), { callRecords: r.records });
+    expect(await confirmInBand(deps, answer)).toMatchObject({ isError: true });
+    expect(await r.written()).toEqual([['confirmed', 'in-band']]);
+  });
+
+  it.each(['degraded-result', 'error'] as const)(
+    'a requestable call from a client without tasks answered with %s opens no task: recorded as requestable',
+    async (noTasksResponse) => {
+      const r = recorder();
+      const deps = await gateWith(tools(), tasksWith(), { callRecords: r.records, noTasksResponse });
+      await gateToolCall(deps, call('approved', {}, false)).catch(() => undefined);
+      expect(await r.written()).toEqual([['approved', 'requestable']]);
+    },
+  );
+
+  it('a requestable call refused by a submission limit opens no task: recorded as requestable, and replay reads it back', async () => {
+    const r = recorder();
+    const tasks = tasksWith({
+      createOrJoin: async () => {
+        throw new SubmissionLimitedError('too-many-pending');
+      },
+    });
+    const deps = await gateWith(tools(), tasks, { callRecords: r.records });
+    await gateToolCall(deps, call('approved'));
+    expect(await r.written()).toEqual([['approved', 'requestable']]);
+    const read = await readCallRecords(r.dir, codec, 0);
+    expect(read.calls.map((c) => [c.tool, c.arguments])).toEqual([['approved', { n: 1 }]]);
+  });
+});

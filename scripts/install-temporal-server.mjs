@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // Installs what `npm run test:cluster` needs and `npm test` does not: the Temporal server and its
 // SQL schema tool in the git-ignored .tools/temporal-server/<version>/, and PostgreSQL's initdb /
-// pg_ctl (Debian's `postgresql` package, when missing). The two binaries come from, in order: that
+// pg_ctl (Debian's `postgresql` package when missing; only linked onto PATH when installed). The two binaries come from, in order: that
 // folder (nothing to do); the user's cache folder `$XDG_CACHE_HOME/countersign/temporal-server/<version>/`
 // (default ~/.cache/...), which every checkout and clean clone on the machine shares, so CI's fresh
-// clone copies them in a second; or a build from the Go module proxy (5-13 minutes on 2 cores),
+// clone copies them in a second; or a build from the Go module proxy (5-17 minutes on 2 cores, by load),
 // which then fills that cache. Exits non-zero with the failing step named; nothing is skipped silently.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -80,17 +80,31 @@ function installServer() {
   placeFolder(BIN, copyFrom(CACHE));
 }
 
+/** The newest Debian PostgreSQL binary folder (`/usr/lib/postgresql/<major>/bin`) that has initdb, if any. */
+function debianPostgresBin() {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  return readdirSync(root)
+    .filter((major) => /^\d+$/.test(major) && existsSync(join(root, major, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a))
+    .map((major) => join(root, major, 'bin'))[0];
+}
+
 function installPostgres() {
   if (answers('initdb', ['--version']) && answers('pg_ctl', ['--version'])) return;
-  console.error('install-temporal-server: installing PostgreSQL (Debian package postgresql)');
-  const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const install = ['install', '-y', '-q', 'postgresql'];
-  // a machine whose package lists were never fetched (or are stale) knows no such package: update once, then retry
-  if (spawnSync('apt-get', install, { stdio: ['ignore', 'inherit', 'inherit'], env: aptEnv }).status !== 0) {
-    run('apt-get', ['update', '-q'], aptEnv);
-    run('apt-get', install, aptEnv);
+  // installed but off PATH (Debian keeps the binaries in a versioned folder): only the links are missing
+  let bin = debianPostgresBin();
+  if (!bin) {
+    console.error('install-temporal-server: installing PostgreSQL (Debian package postgresql)');
+    const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const install = ['install', '-y', '-q', '--no-upgrade', 'postgresql'];
+    // a machine whose package lists were never fetched (or are stale) knows no such package: update once, then retry
+    if (spawnSync('apt-get', install, { stdio: ['ignore', 'inherit', 'inherit'], env: aptEnv }).status !== 0) {
+      run('apt-get', ['update', '-q'], aptEnv);
+      run('apt-get', install, aptEnv);
+    }
+    bin = debianPostgresBin();
+    if (!bin) throw new Error('the postgresql package installed no /usr/lib/postgresql/<major>/bin/initdb');
   }
-  // Debian keeps the binaries in a versioned folder off PATH
-  const out = execFileSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1'], { encoding: 'utf8' }).trim();
-  for (const tool of ['initdb', 'pg_ctl', 'postgres']) run('ln', ['-sf', join(out, tool), join('/usr/local/bin', tool)]);
+  for (const tool of ['initdb', 'pg_ctl', 'postgres']) run('ln', ['-sf', join(bin, tool), join('/usr/local/bin', tool)]);
 }

@@ -20,3 +20,16 @@ export function answers(cmd, args) {
 
 /** The probe of the Go toolchain the installer runs: `go version`. */
 export const GO_PROBE = /** @type {const} */ (['go', ['version']]);
+
+/** Where Go's official archive installs it, for a shell whose PATH lacks it (a login profile adds it). */
+export const GO_DEFAULT_PATH = '/usr/local/go/bin/go';
+
+/**
+ * The Go command the installer builds with: `go` on PATH when it answers {@link GO_PROBE}, else
+ * {@link GO_DEFAULT_PATH} when that answers, else undefined.
+ * @returns {string | undefined}
+ */
+export function goCommand() {
+  const [cmd, args] = GO_PROBE;
+  return [cmd, GO_DEFAULT_PATH].find((c) => answers(c, [...args]));
+}

@@ -1,17 +1,21 @@
-// Scope: Countersign while one Temporal service is down (docs/TESTING.md, cluster tests: the "kill a Temporal service" row).
-// The cluster is the production-shaped one of test/support/postgres-temporal.ts with each service
-// (frontend, history, matching, worker) in its own process on PostgreSQL; Countersign runs as
-// separate `countersign serve` processes (approval service, issuer, one worker, one MCP front). The
-// history service — which owns every workflow's state — is SIGKILLed while approval tasks are
-// pending and started again on the same database. During the outage the front answers `tasks/get`
-// with 503, Retry-After and a retryable JSON-RPC error (docs/DESIGN.md §6, src/temporal/availability.ts)
-// and a new gated call with a retryable error; a task approved at the backend during the outage
-// executes once history is back; afterwards every pending task is approved and executed exactly once
-// (the ledger counts executions per task), and the refused call, retried, becomes exactly one task.
-// Then history is killed again while an approved task is about to execute: the fault hook of the
-// fault harness (test/faults/install-fault-hook.mjs) kills its worker after the re-evaluation allowed
-// it and before the execution claim; a new worker started during the outage executes it exactly once
-// after the restart. The tests share the processes and run in order.
+// Scope: Countersign while a part of the production-shaped cluster is down (docs/TESTING.md, cluster
+// tests: the "kill a Temporal service" rows). The cluster is the one of test/support/postgres-temporal.ts
+// with each Temporal service (frontend, history, matching, worker) in its own process on PostgreSQL;
+// Countersign runs as separate `countersign serve` processes (approval service, issuer, workers, one
+// MCP front). Each row SIGKILLs one part while approval tasks are pending and starts it again on the
+// same ports and database: the history service (which owns every workflow's state), the frontend,
+// matching, and PostgreSQL itself. During the outage every read and new gated call the front refuses
+// is refused retryably (tasks/get: 503, Retry-After and a retryable JSON-RPC error, docs/DESIGN.md §6,
+// src/temporal/availability.ts; tools/call: a retryable error and no task id with nothing behind it);
+// a task approved at the backend during the outage executes once the part is back; afterwards every
+// pending task is approved and executed exactly once (the ledger counts executions per task), and the
+// call made during the outage, repeated as its error said, is exactly one task. History is also killed
+// while an approved task is about to execute: the fault hook of the fault harness
+// (test/faults/install-fault-hook.mjs) kills its worker after the re-evaluation allowed it and before
+// the execution claim; a new worker started during the outage executes it exactly once after the
+// restart. Last, both Countersign workers are restarted one after the other (SIGTERM, a new process)
+// while a client keeps creating and approving tasks: each executes exactly once. The tests share the
+// processes and run in order.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -40,7 +44,7 @@ let common: Record<string, string>;
 let bundlePath: string;
 /** The fault hook of the fault harness (test/faults/install-fault-hook.mjs): COUNTERSIGN_FAULT=<point> SIGKILLs at that point. */
 const FAULT_HOOK = join(PROJECT_ROOT, 'test/faults/install-fault-hook.mjs');
-const ports = { approvals: 0, issuer: 0, mcp: 0, worker: 0 };
+const ports = { approvals: 0, issuer: 0, mcp: 0, worker: 0, workerB: 0 };
 let alice: WireClient;
 let token: string;
 let bob: { id: string; secret: string };
@@ -118,7 +122,7 @@ async function eventually<T>(fn: () => Promise<T>, tries = 240): Promise<T> {
 async function rawTasksGet(taskId: string): Promise<{
   status: number;
   retryAfter: string | null;
-  body: { error?: { code: number; data?: { retryable?: boolean; retryAfterSeconds?: number } } };
+  body: { result?: { status?: string }; error?: { code: number; data?: { retryable?: boolean; retryAfterSeconds?: number } } };
 }> {
   const res = await fetch(`http://127.0.0.1:${ports.mcp}/mcp`, {
     method: 'POST',
@@ -180,10 +184,111 @@ async function terminalRetrying(taskId: string): Promise<WireTask> {
   }
 }
 
-/** Start the one worker; `fault`: a fault point at which it SIGKILLs itself (first hit). */
-async function startWorker(fault?: string): Promise<void> {
-  const env = { ...common, COUNTERSIGN_WORKER_PORT: String(ports.worker), ...(fault ? { COUNTERSIGN_FAULT: fault } : {}) };
-  await serve('worker', 'worker', env, ['--workflow-bundle', bundlePath], fault ? ['--import', FAULT_HOOK] : []);
+/** Start a worker (`worker`, or the second one, `workerB`); `fault`: a fault point at which it SIGKILLs itself (first hit). */
+async function startWorker(name: 'worker' | 'workerB', fault?: string): Promise<void> {
+  const env = { ...common, COUNTERSIGN_WORKER_PORT: String(ports[name]), ...(fault ? { COUNTERSIGN_FAULT: fault } : {}) };
+  await serve(name, 'worker', env, ['--workflow-bundle', bundlePath], fault ? ['--import', FAULT_HOOK] : []);
+}
+
+/** Stop `name` as an orchestrator does in a rolling restart (SIGTERM); resolves with its exit code once it is gone. */
+async function stopGracefully(name: string): Promise<number | null> {
+  const child = procs.get(name)!;
+  procs.delete(name);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  child.kill('SIGTERM');
+  return exited;
+}
+
+/** A refused `tasks/get`: 503 with Retry-After and a retryable -32603 saying the same. */
+function expectRetryableRefusal(r: Awaited<ReturnType<typeof rawTasksGet>>): void {
+  expect(r.status).toBe(503);
+  expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+  expect(r.body.error?.code).toBe(-32603);
+  expect(r.body.error?.data).toMatchObject({ retryable: true, retryAfterSeconds: Number(r.retryAfter) });
+}
+
+/**
+ * `tools/call` as a client following the retryable-error contract: any error whose data says
+ * `retryable` is retried after its `retryAfterSeconds` (the same call joins the same task), up to 30
+ * times; each such error is pushed to `refusals`. Any other error fails the call.
+ */
+async function callRetrying(params: Record<string, unknown>, refusals: McpRpcError[] = []): Promise<WireTask> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await alice.request<WireTask>('tools/call', params);
+    } catch (err) {
+      const data = err instanceof McpRpcError ? (err.data as { retryable?: boolean; retryAfterSeconds?: number } | undefined) : undefined;
+      if (!data?.retryable || attempt >= 30) throw err;
+      refusals.push(err as McpRpcError);
+      await new Promise((r) => setTimeout(r, (data.retryAfterSeconds ?? 1) * 1000));
+    }
+  }
+}
+
+/** One part of the cluster that a row SIGKILLs and starts again. */
+interface Outage {
+  label: string;
+  kill(): Promise<void>;
+  start(): Promise<void>;
+  /**
+   * True when the front cannot answer any task read during the outage (it cannot reach Temporal at
+   * all); otherwise a read may also be answered as before (a part that a read does not need).
+   */
+  refusesEveryRead: boolean;
+}
+
+/**
+ * Two tasks wait for approval; the part is killed. Every `tasks/get` of them is either answered
+ * (`working`, unless `refusesEveryRead`) or refused with 503 and a retryable error; a new gated call
+ * becomes a task or is refused retryably; one task is approved at the approval service. The part is
+ * started again: both tasks execute exactly once, and the call made during the outage, repeated,
+ * is one task (the same one if it had become a task) with one request, executed once.
+ */
+async function outageRow(outage: Outage): Promise<void> {
+  const run = randomUUID().slice(0, 8);
+  const memo = (what: string) => `${outage.label} ${run} ${what}`;
+  const waiting = await callRetrying(transfer(memo('waiting')));
+  const approvedDuring = await callRetrying(transfer(memo('approved-during')));
+  const waitingRequest = await pendingRequest(memo('waiting'));
+  const approvedDuringRequest = await pendingRequest(memo('approved-during'));
+
+  await outage.kill();
+
+  for (const task of [waiting, approvedDuring, waiting]) {
+    const r = await rawTasksGet(task.taskId);
+    if (outage.refusesEveryRead || r.status !== 200) expectRetryableRefusal(r);
+    else expect(r.body.result?.status).toBe('working');
+  }
+  const during = await alice.request<WireTask>('tools/call', transfer(memo('during'))).then(
+    (task) => task,
+    (e: unknown) => e,
+  );
+  if (outage.refusesEveryRead || during instanceof Error) {
+    // never a task id with nothing behind it
+    expect(during).toBeInstanceOf(McpRpcError);
+    expect((during as McpRpcError).data).toMatchObject({ retryable: true });
+  }
+  // the approval service keeps its own store: the decision is taken now and reaches the workflow later
+  expect(await approve(approvedDuringRequest)).toBe(200);
+
+  await outage.start();
+
+  // the first reads after a restart can fail with a non-retryable -32603 (docs/TESTING.md, cluster tests)
+  await eventually(() => alice.request<WireTask>('tasks/get', { taskId: waiting.taskId }));
+  expect(await approve(waitingRequest)).toBe(200);
+  for (const task of [waiting, approvedDuring]) {
+    const done = await terminalRetrying(task.taskId);
+    expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+    expect(ledger.countByTask(task.taskId)).toBe(1);
+  }
+  const retried = await eventually(() => callRetrying(transfer(memo('during'))));
+  if (!(during instanceof Error)) expect(retried.taskId).toBe((during as WireTask).taskId);
+  const retriedRequest = await pendingRequest(memo('during'));
+  expect(await pendingWith(memo('during'))).toEqual([retriedRequest]);
+  expect(await approve(retriedRequest)).toBe(200);
+  const retriedDone = await terminalRetrying(retried.taskId);
+  expect(retriedDone.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+  expect(ledger.countByTask(retried.taskId)).toBe(1);
 }
 
 /** SIGKILL `name` (if still running) and wait until it is gone. */
@@ -221,11 +326,13 @@ beforeAll(async () => {
     COUNTERSIGN_TEMPORAL_CIRCUIT_FAILURES: '2',
     COUNTERSIGN_TEMPORAL_CIRCUIT_OPEN_MS: '2000',
     COUNTERSIGN_CREATE_WAIT_MS: '3000',
+    // the rows open more tasks for one principal than the default 20 an hour
+    COUNTERSIGN_MAX_SUBMISSIONS_PER_WINDOW: '1000',
     LOG_LEVEL: 'warn',
   };
   await serve('approvals', 'approvals', common);
   await serve('issuer', 'issuer', common);
-  await startWorker();
+  await startWorker('worker');
   await serve('mcp', 'mcp', common, ['--callback-base-url', `http://127.0.0.1:${ports.mcp}/callbacks/arap`]);
   const issuer = await loadOrCreateDevIssuer({
     keyFile: join(dataDir, 'dev-issuer-key.json'),
@@ -304,7 +411,7 @@ describe('the Temporal history service killed and restarted on the same PostgreS
     // the worker that dies between the approval's re-evaluation and the execution claim (fault point
     // worker.evaluate.after, docs/RELIABILITY.md), so the task is approved and not yet executed
     await kill('worker');
-    await startWorker('worker.evaluate.after');
+    await startWorker('worker', 'worker.evaluate.after');
     const worker = procs.get('worker')!;
     const died = new Promise<void>((r) => worker.once('exit', () => r()));
     const created = await callJoining(transfer(memo));
@@ -318,7 +425,7 @@ describe('the Temporal history service killed and restarted on the same PostgreS
     expect([r.status, r.body.error?.data?.retryable]).toEqual([503, true]);
     // a worker started during the outage picks the task up once history is back
     await kill('worker');
-    await startWorker();
+    await startWorker('worker');
     await temporal.start('history');
     // the first reads after the restart can fail with a non-retryable -32603 (docs/TESTING.md, cluster tests)
     await eventually(() => alice.request<WireTask>('tasks/get', { taskId: created.taskId }));
@@ -326,5 +433,90 @@ describe('the Temporal history service killed and restarted on the same PostgreS
     const done = await terminalRetrying(created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(ledger.countByTask(created.taskId)).toBe(1);
+  });
+});
+
+describe('the Temporal frontend, matching, or PostgreSQL killed and restarted while tasks wait', () => {
+  it('with the frontend killed, every tasks/get is refused with 503 and a retryable error and a new gated call retryably; after the restart every pending task, including one approved during the outage, executes exactly once and the refused call retried becomes one task', async () => {
+    await outageRow({
+      label: 'frontend',
+      kill: () => temporal.kill('frontend'),
+      start: () => temporal.start('frontend'),
+      refusesEveryRead: true,
+    });
+  });
+
+  it('with matching killed, reads and a new gated call are answered or refused retryably; after the restart every pending task, including one approved during the outage, executes exactly once and the call made during the outage becomes one task', async () => {
+    await outageRow({
+      label: 'matching',
+      kill: () => temporal.kill('matching'),
+      start: () => temporal.start('matching'),
+      refusesEveryRead: false,
+    });
+  });
+
+  it('with PostgreSQL killed (postmaster and backends), reads and a new gated call are answered or refused retryably; after it restarts every pending task, including one approved during the outage, executes exactly once and the call made during the outage becomes one task', async () => {
+    await outageRow({
+      label: 'postgres',
+      kill: () => temporal.killPostgres(),
+      start: () => temporal.startPostgres(),
+      refusesEveryRead: false,
+    });
+  });
+});
+
+describe('both Countersign workers restarted one after the other under traffic', () => {
+  it('every task created and approved while each worker in turn is stopped (SIGTERM) and started again executes exactly once, and every call refused meanwhile was told to retry', async () => {
+    await startWorker('workerB');
+    const run = randomUUID().slice(0, 8);
+    const created: string[] = [];
+    // calls answered with a retryable error and retried (callRetrying fails on any other error)
+    const refusals: McpRpcError[] = [];
+    let finished = 0;
+    let steps = 0;
+    let restarting = true;
+    // one client calling, approving and waiting for each result in turn until the restart is over
+    const traffic = (async () => {
+      for (let i = 0; restarting; i++) {
+        const memo = `rolling ${run} ${i}`;
+        const task = await callRetrying(transfer(memo), refusals);
+        expect(task.taskId).toEqual(expect.any(String));
+        created.push(task.taskId);
+        expect(await approve(await pendingRequest(memo))).toBe(200);
+        const done = await terminalRetrying(task.taskId);
+        expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
+        finished++;
+      }
+    })();
+    // rejects when the traffic ends, which before the restart is over means it failed: the wait ends at once
+    const trafficFailed = traffic.then(() => {
+      throw new Error('the traffic stopped before the restart was over');
+    });
+    trafficFailed.catch(() => {}); // raced below; a failure must not go unhandled meanwhile
+    // each step of the restart waits until the traffic has finished one more task after the last step
+    const afterMoreTraffic = async () => {
+      const seen = finished;
+      await Promise.race([
+        trafficFailed,
+        eventually(async () => {
+          if (finished <= seen) throw new Error(`no task finished since step ${steps}`);
+        }),
+      ]);
+      steps++;
+    };
+    for (const name of ['worker', 'workerB'] as const) {
+      await afterMoreTraffic();
+      expect(await stopGracefully(name)).toBe(0);
+      await afterMoreTraffic();
+      await startWorker(name);
+    }
+    await afterMoreTraffic();
+    restarting = false;
+    await traffic;
+
+    expect(finished).toBeGreaterThanOrEqual(5);
+    expect(new Set(created).size).toBe(created.length);
+    for (const taskId of created) expect(ledger.countByTask(taskId)).toBe(1);
+    for (const refusal of refusals) expect(refusal.data).toMatchObject({ retryable: true });
   });
 });

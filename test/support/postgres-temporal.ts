@@ -9,7 +9,7 @@
  * query. Throws with the server's first output lines when it does not come up.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -45,6 +45,16 @@ export interface PostgresTemporal {
    * come back within 60 s (with its first output lines).
    */
   start(service: TemporalService): Promise<void>;
+  /**
+   * SIGKILL PostgreSQL: the postmaster and every backend at once (stopped first, so it forks no
+   * new one meanwhile), as when its machine or container dies; resolves once they are all gone.
+   */
+  killPostgres(): Promise<void>;
+  /**
+   * Start PostgreSQL again on the same data folder and port (it runs crash recovery); resolves once
+   * the Temporal services answer through the frontend as after {@link start}.
+   */
+  startPostgres(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -135,16 +145,19 @@ export async function startPostgresTemporal(opts: {
   if (process.getuid?.() === 0) execFileSync('chown', ['nobody', pgData, dir]);
   const pgPort = await freePort();
   asPostgresUser('initdb', ['-D', pgData, '-U', 'postgres', '--auth=trust']);
-  asPostgresUser('pg_ctl', [
-    '-D',
-    pgData,
-    '-l',
-    join(dir, 'postgres.log'),
-    '-w',
-    '-o',
-    `-p ${pgPort} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
-    'start',
-  ]);
+  const startPostgres = () =>
+    asPostgresUser('pg_ctl', [
+      '-D',
+      pgData,
+      '-l',
+      join(dir, 'postgres.log'),
+      '-w',
+      '-o',
+      `-p ${pgPort} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
+      'start',
+    ]);
+  startPostgres();
+  let postgresDown = false;
   // key: the service name, or `all` for the one process running the four
   const servers = new Map<string, ChildProcess>();
   const output = new Map<string, string>();
@@ -160,7 +173,7 @@ export async function startPostgresTemporal(opts: {
   const stop = async () => {
     // frontend first, so no new call reaches a half-stopped cluster
     for (const key of ['frontend', ...servers.keys()]) await halt(key, 'SIGTERM');
-    asPostgresUser('pg_ctl', ['-D', pgData, '-m', 'fast', '-w', 'stop']);
+    if (!postgresDown) asPostgresUser('pg_ctl', ['-D', pgData, '-m', 'fast', '-w', 'stop']);
   };
   try {
     const sqlEnv = { POSTGRES_SEEDS: '127.0.0.1', DB_PORT: String(pgPort), POSTGRES_USER: 'postgres', POSTGRES_PWD: '' };
@@ -263,6 +276,33 @@ export async function startPostgresTemporal(opts: {
         perServiceOnly(service);
         if (!servers.has(service)) throw new Error(`Temporal ${service} is not running`);
         await halt(service, 'SIGKILL');
+      },
+      async killPostgres() {
+        if (postgresDown) throw new Error('PostgreSQL is not running');
+        const postmaster = Number(readFileSync(join(pgData, 'postmaster.pid'), 'utf8').split('\n')[0]);
+        process.kill(postmaster, 'SIGSTOP');
+        const backends = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' })
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number);
+        const all = [postmaster, ...backends];
+        for (const pid of all) process.kill(pid, 'SIGKILL');
+        postgresDown = true;
+        // gone, or a zombie nobody reaped yet (its shared memory and ports are released)
+        const alive = (pid: number) => {
+          try {
+            return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+          } catch {
+            return false;
+          }
+        };
+        while (all.some(alive)) await new Promise((r) => setTimeout(r, 100));
+      },
+      async startPostgres() {
+        if (!postgresDown) throw new Error('PostgreSQL is already running');
+        startPostgres();
+        postgresDown = false;
+        await ready(120);
       },
       async start(service) {
         perServiceOnly(service);

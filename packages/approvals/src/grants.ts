@@ -23,6 +23,7 @@ import { describeConstraints, unmetConstraint, type GrantCreateBody, type WireGr
 import { z } from 'zod';
 import type { Approver } from './api/http-auth.js';
 import { holdsRole } from './break-glass.js';
+import { principalNames } from './principal-names.js';
 import type { AccessRequestRecord, ApprovalStore } from './store/store.js';
 import { grantState, type Grant, type GrantChannel, type GrantUse } from './store/grants-store.js';
 
@@ -104,6 +105,8 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
   const from = body.from_request === undefined ? undefined : deps.store.get(body.from_request);
   if (body.from_request !== undefined && (from === undefined || !creator.groups.includes(from.body.approver_group)))
     return refuse('request-not-found', 'No such access request in your approver groups.');
+  if (from !== undefined && principalNames(from.body.subject).has(creator.id.toLowerCase()))
+    return refuse('own-grant', 'A grant is for someone else: this request was made by you or through you (its act chain names you).');
   const group = body.approver_group ?? from?.body.approver_group ?? (creator.groups.length === 1 ? creator.groups[0] : undefined);
   if (group === undefined)
     return refuse('group-required', 'Say which approver group the grant is for (approver_group): you are in several.');
@@ -140,11 +143,17 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
   return { kind: 'created', grant: deps.store.grants.get(grant.id) ?? grant, approved };
 }
 
-/** Whether `record`'s call meets `grant`: principal, tool, group and every argument constraint (not its count or time). */
+/**
+ * Whether `record`'s call meets `grant`: principal, tool, group and every argument constraint (not
+ * its count or time), and four-eyes: the grant's creator is none of the call's requesters (its
+ * `subject.sub` or any actor of its `act` chain, case-insensitively), as a direct approval by the
+ * creator would be refused `own-request`.
+ */
 export function grantCovers(grant: Grant, record: Pick<AccessRequestRecord, 'body'>): boolean {
   const b = record.body;
   return (
     b.subject.sub === grant.principal &&
+    !principalNames(b.subject).has(grant.createdBy.toLowerCase()) &&
     b.resource.id === grant.tool &&
     b.approver_group === grant.approverGroup &&
     unmetConstraint(grant.constraints, b.context.arguments) === null
@@ -193,9 +202,12 @@ export function grantItem(g: Grant, store: ApprovalStore, nowMs: number): Record
   };
 }
 
-/** Grants `who` may see: those of their approver groups (and those they created), newest first. */
+/** Whether `who` may see grant `g`: one of their approver groups', or one they created. */
+export function grantVisibleTo(who: Approver, g: Grant): boolean {
+  return who.groups.includes(g.approverGroup) || same(g.createdBy, who.id);
+}
+
+/** Grants `who` may see ({@link grantVisibleTo}), newest first, the 200 newest (usable at `activeAt` when given). */
 export function grantsVisibleTo(who: Approver, store: ApprovalStore, activeAt?: number): Grant[] {
-  return store.grants
-    .list(activeAt === undefined ? {} : { activeAt })
-    .filter((g) => who.groups.includes(g.approverGroup) || same(g.createdBy, who.id));
+  return store.grants.list({ groups: who.groups, createdBy: who.id, ...(activeAt === undefined ? {} : { activeAt }) });
 }

@@ -20,7 +20,14 @@ import canonicalizeModule from 'canonicalize';
 import type { Logger } from 'pino';
 import type { AccessRequestBody, WireApproval } from '@countersign/arap';
 import type { CallbackDispatcher } from './api/callbacks.js';
-import { matchingStepUpRule, requiredApprovals, stepUpReason, unfollowedRuleOf, type ApprovalRules } from './deciders/approval-rules.js';
+import {
+  firstMatchingRiskRule,
+  matchingStepUpRule,
+  requiredApprovals,
+  stepUpReason,
+  unfollowedRuleOf,
+  type ApprovalRules,
+} from './deciders/approval-rules.js';
 import { followerSummary, isUnfollowed, type FollowerSummary } from './followers.js';
 import {
   BREAK_GLASS_DAY_MS,
@@ -43,7 +50,7 @@ import {
   type ProposalRefusal,
 } from './narrowing-permits.js';
 import { principalNames } from './principal-names.js';
-import { grantCovers, grantUseWire } from './grants.js';
+import { grantCovers, grantUseWire, holdsGrantRight } from './grants.js';
 import type { Grant } from './store/grants-store.js';
 import type {
   AccessRequestRecord,
@@ -273,7 +280,7 @@ export interface RequestLifecycleDeps {
   logger: Logger;
   /** Current operator rules (quorum); read at each submission. */
   rules: () => ApprovalRules;
-  /** The configured approvers (who a break-glass approval skipped); default none. */
+  /** The configured approvers (who a break-glass approval skipped; whether a grant's creator still holds it); default none. */
   approvers?: readonly Approver[];
   /** How long a counter-proposal's permit stays usable, ms; default {@link DEFAULT_PERMIT_TTL_MS}. */
   permitTtlMs?: number;
@@ -317,6 +324,25 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   }
 
   const samePerson = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+  /**
+   * Whether `grant`'s creator could still create it: a configured approver, a member of its approver
+   * group, holding the grant right under the current rules (a grant approves in its creator's name,
+   * so it stops when they leave the group or lose the right). Not checked without `deps.approvers`.
+   */
+  function creatorStillGrants(grant: Grant): boolean {
+    if (deps.approvers === undefined) return true;
+    const creator = deps.approvers.find((a) => samePerson(a.id, grant.createdBy));
+    return (
+      creator !== undefined &&
+      creator.groups.includes(grant.approverGroup) &&
+      holdsGrantRight(deps.rules().grants, creator.id, creator.groups)
+    );
+  }
+
+  /** Whether the first risk rule matching `facts` denies: a grant or a permit never overrides a risk engine's denial. */
+  const riskDenies = (facts: Parameters<typeof firstMatchingRiskRule>[1]): boolean =>
+    firstMatchingRiskRule(deps.rules(), facts)?.decision === 'deny';
 
   /**
    * Whether `decider` is a member of the request's group, or — once the request was escalated — of
@@ -566,9 +592,9 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         stepUpReason: stepUp === null ? null : stepUpReason(stepUp),
       };
       // A counter-proposal's permit or a grant (`grants.ts`) approves the call at once, its use
-      // counted in the insert's transaction, unless a quorum or step-up rule applies to it: then it
-      // is an ordinary request.
-      if (quorum.approvals <= 1 && stepUp === null) {
+      // counted in the insert's transaction, unless a quorum or step-up rule applies to it, or a
+      // risk rule would deny it: then it is an ordinary request (and the risk engine denies it).
+      if (quorum.approvals <= 1 && stepUp === null && !riskDenies(facts)) {
         const permitted = store.insertWithPermit(
           row,
           body.subject.sub,
@@ -578,7 +604,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
             approverGroup: body.approver_group,
             atMs: at,
             matches: (permit, proposedOn) => permitMatches(permit.arguments, proposedOn, body),
-            grantFits: (g) => grantCovers(g, { body }),
+            grantFits: (g) => grantCovers(g, { body }) && creatorStillGrants(g),
           },
           (approvers, grant) =>
             approvalOf(row.id, at, approvers, grant === undefined ? {} : { grant: grantUseWire(grant.grant, grant.use) }),
@@ -607,7 +633,18 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     applyGrant(id, grant) {
       const current = read(id);
       if (current === undefined || current.status !== 'pending') return null;
-      if (current.requiredApprovals > 1 || current.stepUpRule !== null || !grantCovers(grant, current)) return null;
+      if (current.requiredApprovals > 1 || current.stepUpRule !== null || !grantCovers(grant, current) || !creatorStillGrants(grant))
+        return null;
+      const b = current.body;
+      const facts = {
+        tool: b.resource.id,
+        requester: b.subject.sub,
+        group: b.approver_group,
+        generation: b.generation,
+        pendingMs: now() - current.createdAtMs,
+        arguments: b.context.arguments,
+      };
+      if (riskDenies(facts)) return null;
       const at = now();
       const approved = store.approveByGrant(id, grant, at, (approvers, g) =>
         approvalOf(id, at, approvers, g === undefined ? {} : { grant: grantUseWire(g.grant, g.use) }),

@@ -2,7 +2,9 @@
 // real SQLite files): a grant's uses are counted once each even by two service processes on one
 // file, a grant made from a pending request approves it, a quorum or step-up rule keeps a request
 // out of any grant, a version-7 store file migrates to 8 keeping its rows, and the ITSM webhook hears of a
-// request a grant approved at submission.
+// request a grant approved at submission. Four-eyes, lookup and standing: a grant never approves a call
+// its creator made through an agent, is found by id however many newer grants exist, yields to a risk
+// engine's denial, and stops when its creator leaves its group.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,14 +29,14 @@ function service(
   extra: Partial<Parameters<typeof createApprovalService>[0]> = {},
 ): ApprovalService {
   const s = createApprovalService({
-    ...extra,
-    dbPath,
-    clientToken: 'client-token',
-    callbackSecret: 'callback-secret',
     approvers: [
       { id: 'alice', secret: 'alice-pw', groups: ['treasury'] },
       { id: 'bob', secret: 'bob-pw', groups: ['treasury'] },
     ],
+    ...extra,
+    dbPath,
+    clientToken: 'client-token',
+    callbackSecret: 'callback-secret',
     publicBaseUrl: 'https://approvals.example.test',
     logger: pino({ level: 'silent' }),
     now: () => now,
@@ -49,12 +51,17 @@ afterEach(() => {
 });
 
 let keys = 0;
-async function submit(svc: ApprovalService, args: Record<string, unknown>, sub = 'carol'): Promise<{ id: string; status: string }> {
+async function submit(
+  svc: ApprovalService,
+  args: Record<string, unknown>,
+  sub = 'carol',
+  act?: Array<{ sub: string }>,
+): Promise<{ id: string; status: string }> {
   const res = await svc.app.request('/access/v1/requests', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'Idempotency-Key': `key-${++keys}`, ...bearer },
     body: JSON.stringify({
-      subject: { iss: 'https://idp.example.test', sub },
+      subject: { iss: 'https://idp.example.test', sub, ...(act === undefined ? {} : { act }) },
       action: { name: 'tools/call' },
       resource: { type: 'tool', id: 'wire_transfer' },
       context: { arguments: args },
@@ -204,5 +211,90 @@ describe('grants in the approval service', () => {
     expect(res.status).toBe(201);
     expect(svc.store.get(r.id)?.status).toBe('approved');
     expect(svc.store.auditTrail(r.id).map((e) => e.event)).toEqual(['submitted', 'granted', 'grant-used', 'approved']);
+  });
+  it('a grant never approves a call its creator took part in through an act chain, at submission or made from that request', async () => {
+    const svc = service(':memory:');
+    const g = await createGrant(svc, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 5 });
+    expect(g.status).toBe(201);
+    // carol's call made through alice's agent: alice approving it directly would be refused own-request
+    const through = await submit(svc, { amount: 30_000 }, 'carol', [{ sub: 'ALICE' }]);
+    expect(through.status).toBe('pending');
+    const direct = await svc.app.request(`/access/v1/requests/${through.id}/decision`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...basic('alice') },
+      body: JSON.stringify({ decision: 'approve' }),
+    });
+    expect(direct.status).toBe(403);
+    const fromIt = await createGrant(svc, { from_request: through.id, max_uses: 1 });
+    expect(fromIt.status).toBe(403);
+    expect(((await fromIt.json()) as { detail: string }).detail).toMatch(/act chain names you/);
+    expect(svc.store.get(through.id)?.status).toBe('pending');
+    // the same principal's call without alice in its chain is still approved by the grant
+    expect((await submit(svc, { amount: 30_000 }, 'carol', [{ sub: 'agent-7' }])).status).toBe('approved');
+  });
+
+  it('a grant older than the 200 newest of other groups is still read, listed and revoked by its approver group, and stops approving', async () => {
+    const svc = service(':memory:');
+    const res = await createGrant(svc, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 100 });
+    const id = ((await res.json()) as { id: string }).id;
+    for (let i = 0; i < 201; i++) {
+      now += 1;
+      svc.store.grants.create({
+        id: `grt_other_${i}`,
+        principal: 'erin',
+        tool: 'deploy',
+        approverGroup: 'ops',
+        constraints: {},
+        maxUses: 1,
+        createdBy: 'olga',
+        via: 'api',
+        reason: 'ops run',
+        fromRequest: null,
+        createdAtMs: now,
+        expiresAtMs: now + HOUR,
+      });
+    }
+    const read = await svc.app.request(`/access/v1/grants/${id}`, { headers: basic('bob') });
+    expect(read.status).toBe(200);
+    const list = (await (await svc.app.request('/access/v1/grants?state=all', { headers: basic('bob') })).json()) as {
+      items: Array<{ id: string }>;
+    };
+    expect(list.items.map((g) => g.id)).toEqual([id]);
+    expect((await svc.app.request(`/access/v1/grants/${id}/revoke`, { method: 'POST', headers: basic('alice') })).status).toBe(200);
+    expect((await submit(svc, { amount: 1 })).status).toBe('pending');
+  });
+
+  it('a grant never approves a call a risk rule denies: the risk engine denies it, and the grant is not used', async () => {
+    const svc = service(':memory:', {
+      risk: [{ id: 'sanctioned', tool: 'wire_transfer', when: [{ field: 'arguments.to', eq: 'acct-666' }], decision: 'deny' }],
+    });
+    const res = await createGrant(svc, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 5 });
+    const id = ((await res.json()) as { id: string }).id;
+    const r = await submit(svc, { amount: 1, to: 'acct-666' });
+    expect(svc.store.get(r.id)?.status).toBe('denied');
+    expect(svc.store.grants.get(id)?.uses).toBe(0);
+    expect((await submit(svc, { amount: 1, to: 'acct-991' })).status).toBe('approved');
+  });
+
+  it('a grant stops approving once its creator is no longer in its approver group', async () => {
+    const file = tmpDb();
+    const first = service(file);
+    expect((await createGrant(first, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 5 })).status).toBe(
+      201,
+    );
+    expect((await submit(first, { amount: 1 })).status).toBe('approved');
+    first.close();
+    // the service restarted with alice moved to another group
+    const later = service(
+      file,
+      {},
+      {
+        approvers: [
+          { id: 'alice', secret: 'alice-pw', groups: ['ops'] },
+          { id: 'bob', secret: 'bob-pw', groups: ['treasury'] },
+        ],
+      },
+    );
+    expect((await submit(later, { amount: 1 })).status).toBe('pending');
   });
 });

@@ -15,7 +15,7 @@
 import type { Context, Hono } from 'hono';
 import { GrantCreateBodySchema } from '@countersign/arap';
 import { problem } from '@countersign/http/problem';
-import { createGrant, grantItem, grantsVisibleTo, holdsGrantRight, type GrantRefusal } from '../grants.js';
+import { createGrant, grantItem, grantVisibleTo, grantsVisibleTo, holdsGrantRight, type GrantRefusal } from '../grants.js';
 import { randomId } from '../request-lifecycle.js';
 import type { Grant, GrantChannel } from '../store/grants-store.js';
 import type { ApprovalRules } from '../deciders/approval-rules.js';
@@ -84,7 +84,7 @@ export function revokeGrantOutcome(
   id: string,
 ): { ok: true; grant: Grant } | { ok: false; response: Response } {
   const g = deps.store.grants.get(id);
-  if (g === undefined || !grantsVisibleTo(who, deps.store).some((v) => v.id === id))
+  if (g === undefined || !grantVisibleTo(who, g))
     return { ok: false, response: problem('not-found', 'No such grant in your approver groups.') };
   if (!mayRevokeGrant(who, g, deps.rules()))
     return {
@@ -121,7 +121,8 @@ export function addGrantRoutes(app: Hono, deps: GrantRoutesDeps): void {
   app.get('/grants/:id', (c) => {
     const who = deps.person(c);
     if (who instanceof Response) return who;
-    const g = grantsVisibleTo(who, store).find((v) => v.id === c.req.param('id'));
+    const found = store.grants.get(c.req.param('id'));
+    const g = found !== undefined && grantVisibleTo(who, found) ? found : undefined;
     return g === undefined ? problem('not-found', 'No such grant in your approver groups.') : c.json(grantItem(g, store, now()), 200);
   });
 

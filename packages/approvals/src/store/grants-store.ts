@@ -73,8 +73,12 @@ export interface GrantStore {
   consume(id: string, requestId: string, atMs: number): GrantUse | null;
   /** Revoke `id` (by `by` at `atMs`) if not yet revoked; returns whether it did. */
   revoke(id: string, by: string, atMs: number): boolean;
-  /** Grants, newest first: all, or only those usable at `activeAt`; at most `limit` (default 200). */
-  list(opts?: { activeAt?: number; limit?: number }): Grant[];
+  /**
+   * Grants, newest first: all, or only those usable at `activeAt`; only those of approver groups
+   * `groups` or created by `createdBy` (case-insensitively) when either is given (filtered in SQL,
+   * before the limit); at most `limit` (default 200).
+   */
+  list(opts?: { activeAt?: number; limit?: number; groups?: readonly string[]; createdBy?: string }): Grant[];
   /** The use that approved request `requestId`, if a grant did. */
   useBy(requestId: string): GrantUse | undefined;
   /** Every use of grant `id`, in order. */
@@ -141,9 +145,12 @@ export function createGrantStore(db: Database.Database): GrantStore {
   const countUse = db.prepare<{ id: string; at: number }>(`UPDATE grants SET uses = uses + 1 WHERE id = @id AND ${USABLE}`);
   const insertUse = db.prepare('INSERT INTO grant_uses (request_id, grant_id, use, at_ms) VALUES (?, ?, ?, ?)');
   const revokeStmt = db.prepare('UPDATE grants SET revoked_at_ms = ?, revoked_by = ? WHERE id = ? AND revoked_at_ms IS NULL');
-  const selectAll = db.prepare<[number], GrantRow>('SELECT * FROM grants ORDER BY created_at_ms DESC, id LIMIT ?');
-  const selectActive = db.prepare<{ at: number; limit: number }, GrantRow>(
-    `SELECT * FROM grants WHERE ${USABLE} ORDER BY created_at_ms DESC, id LIMIT @limit`,
+  // @groups is a JSON array; @creator '' matches nobody; @scoped 0 lists every grant
+  const SCOPE = `(@scoped = 0 OR approver_group IN (SELECT value FROM json_each(@groups)) OR lower(created_by) = lower(@creator))`;
+  type ListParams = { at: number; limit: number; scoped: 0 | 1; groups: string; creator: string };
+  const selectAll = db.prepare<ListParams, GrantRow>(`SELECT * FROM grants WHERE ${SCOPE} ORDER BY created_at_ms DESC, id LIMIT @limit`);
+  const selectActive = db.prepare<ListParams, GrantRow>(
+    `SELECT * FROM grants WHERE ${USABLE} AND ${SCOPE} ORDER BY created_at_ms DESC, id LIMIT @limit`,
   );
   const selectUseBy = db.prepare<[string], UseRow>('SELECT * FROM grant_uses WHERE request_id = ?');
   const selectUses = db.prepare<[string], UseRow>('SELECT * FROM grant_uses WHERE grant_id = ? ORDER BY use');
@@ -185,8 +192,15 @@ export function createGrantStore(db: Database.Database): GrantStore {
       return revokeStmt.run(atMs, by, id).changes === 1;
     },
     list(opts = {}) {
-      const limit = opts.limit ?? 200;
-      const rows = opts.activeAt === undefined ? selectAll.all(limit) : selectActive.all({ at: opts.activeAt, limit });
+      const scoped = opts.groups !== undefined || opts.createdBy !== undefined;
+      const params: ListParams = {
+        at: opts.activeAt ?? 0,
+        limit: opts.limit ?? 200,
+        scoped: scoped ? 1 : 0,
+        groups: JSON.stringify(opts.groups ?? []),
+        creator: opts.createdBy ?? '',
+      };
+      const rows = opts.activeAt === undefined ? selectAll.all(params) : selectActive.all(params);
       return rows.map(fromRow);
     },
     useBy(requestId) {

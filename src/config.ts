@@ -187,6 +187,14 @@ export const GateSettingsSchema = z.object({
     .describe(
       "`host:port` of the Temporal SDK runtime's Prometheus exporter (the Rust core's worker metrics: polls, task latencies, slots), appended to each role's `/metrics`; unset: off",
     ),
+  COUNTERSIGN_METRICS_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces (it is sent as a bearer token)')
+    .optional()
+    .describe(
+      "bearer token every role's `/metrics` then requires (`Authorization: Bearer <token>`; 401 without it), so the approval analytics and counts are not read by whoever reaches a port; unset: `/metrics` open (bind the ports to an internal network) (docs/OPERATIONS.md#metrics)",
+    ),
   COUNTERSIGN_WORKER_WATCHDOG_MS: z.coerce
     .number()
     .int()

@@ -141,7 +141,16 @@ export function temporalMetricsUrlOf(config: Config): string | undefined {
 /** `mount` with `/livez`, `/readyz` (over `checks`) and `/metrics` in front of the role's handler (`src/ops/ops-routes.ts`). */
 export function withOps(mount: Mount, config: Config, metrics: AppMetrics, checks: ReadinessCheck[]): Mount {
   const temporalMetricsUrl = temporalMetricsUrlOf(config);
-  return (fetch) => mount(withOpsRoutes(fetch, { metrics, checks, ...(temporalMetricsUrl ? { temporalMetricsUrl } : {}) }));
+  const metricsToken = config.COUNTERSIGN_METRICS_TOKEN;
+  return (fetch) =>
+    mount(
+      withOpsRoutes(fetch, {
+        metrics,
+        checks,
+        ...(temporalMetricsUrl ? { temporalMetricsUrl } : {}),
+        ...(metricsToken ? { metricsToken } : {}),
+      }),
+    );
 }
 
 /**

@@ -9,9 +9,13 @@
  *   when configured, the Temporal SDK runtime's own exporter appended (`temporalMetricsUrl`);
  * - and, for the MCP front, a count of refused backend callbacks by the status it answered.
  *
- * Deliberately does not: authenticate (bind the ports to an internal network, or filter these paths
- * at the proxy), or expose anything beyond closed-set labels and check names.
+ * With `metricsToken` (`COUNTERSIGN_METRICS_TOKEN`), `/metrics` answers only a request carrying
+ * `Authorization: Bearer <token>` (compared in constant time): else 401, an RFC 9457 problem with
+ * `WWW-Authenticate: Bearer`. Deliberately does not: authenticate `/livez` and `/readyz` (they say
+ * nothing but up and check names; bind the ports to an internal network), or expose anything beyond
+ * closed-set labels and check names.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FetchFn } from '@countersign/http/server-lifecycle';
 import type { AppMetrics } from './metrics.js';
 
@@ -29,6 +33,8 @@ export interface OpsRoutesOptions {
   temporalMetricsUrl?: string;
   /** Per check deadline, ms; default 2000. */
   checkTimeoutMs?: number;
+  /** Bearer token `/metrics` requires; unset: `/metrics` is open. */
+  metricsToken?: string;
 }
 
 const CALLBACK_REFUSALS: Record<number, string> = { 400: 'malformed', 401: 'unauthorized', 409: 'not-pending', 413: 'too-large' };
@@ -41,7 +47,10 @@ export function withOpsRoutes(fetch: FetchFn, opts: OpsRoutesOptions): FetchFn {
     if (req.method === 'GET') {
       if (url.pathname === '/livez') return new Response('ok\n', { headers: { 'content-type': 'text/plain' } });
       if (url.pathname === '/readyz') return readiness(opts.checks, timeoutMs);
-      if (url.pathname === '/metrics') return metricsResponse(opts);
+      if (url.pathname === '/metrics')
+        return opts.metricsToken === undefined || bearerIs(req.headers.get('authorization'), opts.metricsToken)
+          ? metricsResponse(opts)
+          : metricsUnauthorized();
     }
     const res = await fetch(req, env);
     if (req.method === 'POST' && url.pathname.startsWith('/callbacks/')) {
@@ -50,6 +59,26 @@ export function withOpsRoutes(fetch: FetchFn, opts: OpsRoutesOptions): FetchFn {
     }
     return res;
   };
+}
+
+/** Whether `authorization` is `Bearer <token>` (scheme case-insensitive), compared in constant time over SHA-256 digests. */
+function bearerIs(authorization: string | null, token: string): boolean {
+  const m = authorization === null ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
+  if (m === null || m[1] === undefined) return false;
+  const digest = (v: string) => createHash('sha256').update(v, 'utf8').digest();
+  return timingSafeEqual(digest(m[1]), digest(token));
+}
+
+function metricsUnauthorized(): Response {
+  return Response.json(
+    {
+      type: 'about:blank',
+      title: 'Unauthorized',
+      status: 401,
+      detail: '/metrics needs Authorization: Bearer <COUNTERSIGN_METRICS_TOKEN> (docs/OPERATIONS.md#metrics).',
+    },
+    { status: 401, headers: { 'content-type': 'application/problem+json', 'www-authenticate': 'Bearer realm="metrics"' } },
+  );
 }
 
 async function readiness(checks: ReadinessCheck[], timeoutMs: number): Promise<Response> {

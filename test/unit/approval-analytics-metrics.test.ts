@@ -11,6 +11,9 @@ import { createApprovalService, METRICS_SNAPSHOT_TTL_MS, type ApprovalRules, typ
 import { ApprovalRulesSchema } from '@countersign/approvals';
 import { createAppMetrics } from '../../src/ops/metrics.js';
 import { withOpsRoutes } from '../../src/ops/ops-routes.js';
+import { loadConfig } from '../../src/config.js';
+import { withOps } from '../../src/stack-roles.js';
+import type { FetchFn } from '@countersign/http/server-lifecycle';
 
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 const HOUR = 3_600_000;
@@ -231,5 +234,41 @@ describe('approval analytics on /metrics', () => {
     expect(valueOf(text, 'countersign_approvals_resolved_total', { tool: 'other', group: 'treasury', outcome: 'expired' })).toBe(1);
     // the three requests pending longer than two hours were escalated
     expect(valueOf(text, 'countersign_approvals_escalations_total', { group: 'treasury' })).toBe(3);
+  });
+  it('with COUNTERSIGN_METRICS_TOKEN set, /metrics answers 401 problem+json without the bearer token or with another, and the analytics with it', async () => {
+    const svc = service({});
+    await decideByApi(svc, await submit(svc), 'approve');
+    now += METRICS_SNAPSHOT_TTL_MS;
+    const token = 'metrics-token-0123456789';
+    const config = loadConfig({ COUNTERSIGN_METRICS_TOKEN: token });
+    const metrics = createAppMetrics();
+    metrics.setApprovalAnalyticsSource(() => svc.metricsSnapshot());
+    let served: FetchFn | undefined;
+    await withOps(
+      async (fetch) => {
+        served = fetch;
+        return async () => {};
+      },
+      config,
+      metrics,
+      [],
+    )((req) => svc.app.fetch(req));
+    const get = (headers: Record<string, string>) => served!(new Request('http://mcp.test/metrics', { headers }), {});
+    for (const headers of [{}, { Authorization: 'Bearer wrong-token-0123456789' }, { Authorization: `Basic ${token}` }]) {
+      const res = await get(headers);
+      expect(res.status).toBe(401);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      expect(await res.text()).not.toMatch(/countersign_approvals/);
+    }
+    const ok = await get({ Authorization: `bearer ${token}` });
+    expect(ok.status).toBe(200);
+    expect(series(await ok.text(), 'countersign_approvals_resolved_total').length).toBeGreaterThan(0);
+    expect((await served!(new Request('http://mcp.test/livez'), {})).status).toBe(200);
+  });
+
+  it('COUNTERSIGN_METRICS_TOKEN shorter than 16 characters or with a space is refused at start with the setting named', () => {
+    expect(() => loadConfig({ COUNTERSIGN_METRICS_TOKEN: 'short' })).toThrow(/COUNTERSIGN_METRICS_TOKEN/);
+    expect(() => loadConfig({ COUNTERSIGN_METRICS_TOKEN: 'has a space in it 1234' })).toThrow(/COUNTERSIGN_METRICS_TOKEN/);
   });
 });

@@ -254,7 +254,12 @@ describe('approval analytics on /metrics', () => {
       [],
     )((req) => svc.app.fetch(req));
     const get = (headers: Record<string, string>) => served!(new Request('http://mcp.test/metrics', { headers }), {});
-    for (const headers of [{}, { Authorization: 'Bearer wrong-token-0123456789' }, { Authorization: `Basic ${token}` }]) {
+    const refused: Array<Record<string, string>> = [
+      {},
+      { Authorization: 'Bearer wrong-token-0123456789' },
+      { Authorization: `Basic ${token}` },
+    ];
+    for (const headers of refused) {
       const res = await get(headers);
       expect(res.status).toBe(401);
       expect(res.headers.get('content-type')).toBe('application/problem+json');

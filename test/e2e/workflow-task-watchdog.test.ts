@@ -148,9 +148,10 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
     return { watchdog, actions, replaced };
   }
 
-  it('with a second worker polling the queue, the worker history names does not replace itself while the other may hold the attempt, the other never acts, and the run completes exactly once on the other', async () => {
-    const queue = `two-${Date.now()}`;
-    const id = `two-run-${Date.now()}`;
+  /** A `countedWorkflow` run on a queue of its own (`<prefix>-<now>`), with a 1 s workflow task timeout. */
+  async function startCounted(prefix: string) {
+    const queue = `${prefix}-${Date.now()}`;
+    const id = `${prefix}-run-${Date.now()}`;
     const counts = new Map<string, number>();
     const handle = await client.workflow.start('countedWorkflow', {
       taskQueue: queue,
@@ -158,19 +159,29 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
       args: [id],
       workflowTaskTimeout: '1s',
     });
-    const a = holdQueue(connection, queue, 'worker-a');
-    const here = watchdogOf(
-      queue,
-      () => 'worker-a',
-      async () => undefined,
-    );
-    const other = watchdogOf(
+    return { queue, id, counts, handle };
+  }
+
+  /** The watchdog of `worker-b`, a worker history never names: replacing it fails the test. */
+  function bystanderWatchdog(queue: string) {
+    return watchdogOf(
       queue,
       () => 'worker-b',
       async () => {
         throw new Error('must not replace a worker history does not name');
       },
     );
+  }
+
+  it('with a second worker polling the queue, the worker history names does not replace itself while the other may hold the attempt, the other never acts, and the run completes exactly once on the other', async () => {
+    const { queue, id, counts, handle } = await startCounted('two');
+    const a = holdQueue(connection, queue, 'worker-a');
+    const here = watchdogOf(
+      queue,
+      () => 'worker-a',
+      async () => undefined,
+    );
+    const other = bystanderWatchdog(queue);
     let b: { stop(): Promise<void> } | undefined;
     try {
       await heldAt(id, 3);
@@ -207,15 +218,7 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
   }, 120_000);
 
   it('with two workers that both leave the attempts unanswered, the worker history names is replaced once, after the other had its turns; the other is not; the fresh worker completes the run exactly once', async () => {
-    const queue = `both-${Date.now()}`;
-    const id = `both-run-${Date.now()}`;
-    const counts = new Map<string, number>();
-    const handle = await client.workflow.start('countedWorkflow', {
-      taskQueue: queue,
-      workflowId: id,
-      args: [id],
-      workflowTaskTimeout: '1s',
-    });
+    const { queue, id, counts, handle } = await startCounted('both');
     let identityA = 'worker-a';
     let a: { stop(): Promise<void> } = holdQueue(connection, queue, identityA);
     const here = watchdogOf(
@@ -229,13 +232,7 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
         identityA = 'worker-a-r1';
       },
     );
-    const other = watchdogOf(
-      queue,
-      () => 'worker-b',
-      async () => {
-        throw new Error('must not replace a worker history does not name');
-      },
-    );
+    const other = bystanderWatchdog(queue);
     let b: { stop(): Promise<void> } | undefined;
     try {
       await heldAt(id, 3);

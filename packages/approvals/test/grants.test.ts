@@ -2,7 +2,7 @@
 // real SQLite files): a grant's uses are counted once each even by two service processes on one
 // file, a grant made from a pending request approves it, a quorum or step-up rule keeps a request
 // out of any grant, a version-7 store file migrates to 8 keeping its rows, and the ITSM webhook hears of a
-// request a grant approved at submission. Four-eyes, lookup and standing: a grant never approves a call
+// request a grant or a counter-proposal's permit approved at submission. Four-eyes, lookup and standing: a grant never approves a call
 // its creator made through an agent, is found by id however many newer grants exist, yields to a risk
 // engine's denial, and stops when its creator leaves its group.
 import { mkdtempSync } from 'node:fs';
@@ -159,6 +159,49 @@ describe('grants in the approval service', () => {
     });
     expect(byId.get(pending.id)).toMatchObject({ request: { status: 'pending' } });
     expect((byId.get(pending.id)!['request'] as Record<string, unknown>)['grant']).toBeUndefined();
+  });
+
+  it('the ITSM system hears of a request a counter-proposal permit approved at submission, as approved by that permit', async () => {
+    const hooks: Array<Record<string, unknown>> = [];
+    const svc = service(
+      ':memory:',
+      { itsm: { webhookUrl: 'https://itsm.example.test/hook', groups: ['treasury'], includeArguments: false } },
+      {
+        itsmSecret: 'itsm-secret-for-tests-0123456789abcdef',
+        fetch: (async (url: string | URL | Request, init?: RequestInit) => {
+          if (String(url) === 'https://itsm.example.test/hook') hooks.push(decodeJwt(String(init?.body)));
+          return new Response(null, { status: 204 });
+        }) as typeof fetch,
+      },
+    );
+    const post = (args: Record<string, unknown>) =>
+      svc.app.request('/access/v1/requests', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Idempotency-Key': `key-${++keys}`, ...bearer },
+        body: JSON.stringify({
+          subject: { iss: 'https://idp.example.test', sub: 'carol' },
+          action: { name: 'tools/call' },
+          resource: { type: 'tool', id: 'wire_transfer' },
+          context: { arguments: args, narrowable: { amount: 'max' } },
+          approver_group: 'treasury',
+          reason: 'Transfers over $25,000 require treasury approval.',
+          expires_at: new Date(now + HOUR).toISOString(),
+          binding_digest: 'a'.repeat(64),
+          generation: 1,
+        }),
+      });
+    const first = (await (await post({ amount: 50_000, to: 'acct-991' })).json()) as { id: string };
+    const narrowed = await svc.app.request(`/access/v1/requests/${first.id}/decision`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...basic('bob') },
+      body: JSON.stringify({ decision: 'narrow', proposed_arguments: { amount: 30_000, to: 'acct-991' } }),
+    });
+    expect(narrowed.status).toBe(200);
+    const second = (await (await post({ amount: 30_000, to: 'acct-991' })).json()) as { id: string; status: string };
+    expect(second.status).toBe('approved');
+    await vi.waitFor(() => expect(hooks.some((h) => (h['request'] as { id: string }).id === second.id)).toBe(true));
+    const hook = hooks.find((h) => (h['request'] as { id: string }).id === second.id)!;
+    expect(hook).toMatchObject({ event: 'access_request.created', request: { status: 'approved', approved_by: 'counter-proposal' } });
   });
 
   it('a request a quorum rule applies to is never approved by a grant', async () => {

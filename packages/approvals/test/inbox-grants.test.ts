@@ -1,7 +1,7 @@
 // Scope: the inbox's grant form in-process (app.request, injected clock, a signed-in approver with
 // the grant right): "Grant calls like this one…" prefills each argument so that submitting the form
-// unchanged grants exactly that call (a text "42" stays text), and a reason of only invisible
-// characters is refused like an empty one.
+// unchanged grants exactly that call (a text "42" stays text), two limit rows on one argument are
+// refused naming it, and a reason of only invisible characters is refused like an empty one.
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseApprovalRules } from '../src/deciders/approval-rules.js';
@@ -113,6 +113,34 @@ describe('the inbox grant form', () => {
     expect(svc.store.get(id)?.status).toBe('approved');
     // each value was prefilled as its JSON: text in quotes, an invisible character as a visible escape
     expect(Object.values(fields)).toEqual(expect.arrayContaining(['"42"', '30000', '"acct\\u200b-991"', 'true']));
+  });
+
+  it('two limit rows on the same argument are refused with a 400 page naming the argument, and no grant is made', async () => {
+    const cookie = await signIn('alice');
+    const csrf = /name="csrf" value="([^"]+)"/.exec(
+      await (await svc.app.request('/approver/grants', { headers: { Cookie: cookie } })).text(),
+    )?.[1];
+    const res = await post(
+      '/approver/grants',
+      {
+        csrf: csrf ?? '',
+        principal: 'carol',
+        tool: 'wire_transfer',
+        approver_group: 'treasury',
+        field_0: 'amount',
+        dir_0: 'max',
+        value_0: '50000',
+        field_1: ' amount ',
+        dir_1: 'min',
+        value_1: '1',
+        max_uses: '3',
+        reason: 'supplier run',
+      },
+      cookie,
+    );
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('limits 1 and 2 both limit the argument &quot;amount&quot;: give each argument one limit');
+    expect(svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' })).toEqual([]);
   });
 
   it('a grant reason of only zero-width and other invisible characters is refused like an empty one, and no grant is made', async () => {

@@ -28,16 +28,22 @@ export interface GrantRow {
 /**
  * The limits of the create form as constraints: rows `field_i`, `dir_i`, `value_i` (i from 0 to
  * {@link GRANT_FORM_ROWS} − 1), a row with an empty field skipped; a value read as JSON when it is
- * JSON (`"42"` the text 42, `42` the number), else as text (`acct-991`). Returns the constraints
- * or the message of the first bad row.
+ * JSON (`"42"` the text 42, `42` the number), else as text (`acct-991`). Returns the constraints,
+ * or the message of the first bad row: no direction, or an argument a row before it already limits
+ * (a constraint holds one direction, so two rows cannot both hold; neither is kept).
  */
 export function constraintsFromForm(form: Record<string, unknown>): GrantConstraints | string {
   const out: Record<string, Record<string, unknown>> = {};
+  const rowOf = new Map<string, number>();
   for (let i = 0; i < GRANT_FORM_ROWS; i++) {
     const field = typeof form[`field_${i}`] === 'string' ? (form[`field_${i}`] as string).trim() : '';
     if (field === '') continue;
     const dir = form[`dir_${i}`];
     if (typeof dir !== 'string' || !(GRANT_DIRECTIONS as readonly string[]).includes(dir)) return `limit ${i + 1}: choose a direction`;
+    const earlier = rowOf.get(field);
+    if (earlier !== undefined)
+      return `limits ${earlier + 1} and ${i + 1} both limit the argument ${JSON.stringify(visible(field.slice(0, 64)))}: give each argument one limit`;
+    rowOf.set(field, i);
     const text = typeof form[`value_${i}`] === 'string' ? (form[`value_${i}`] as string) : '';
     let value: unknown = text;
     try {
@@ -100,7 +106,7 @@ function CreateForm(props: { csrf: string; from: AccessRequestRecord | undefined
           <legend>Limits on the arguments</legend>
           <p class="muted">
             Values are JSON: <span class="mono">"acct-991"</span> in quotes is text, <span class="mono">42</span> a number; a value that is
-            not JSON is read as text.
+            not JSON is read as text. One limit per argument.
           </p>
           {rows.map((row, i) => (
             <div class="grant-limit">

@@ -37,7 +37,7 @@ import type { TaskService } from './mcp/task-service.js';
 import type { TaskSubscriptions } from './mcp/task-subscriptions.js';
 import type { AppMetrics } from './ops/metrics.js';
 import { TRACING_OFF, type Tracing } from './ops/tracing.js';
-import { createCedarPdp } from './policy/cedar-pdp.js';
+import { createCedarPdp, PolicyLoadError } from './policy/cedar-pdp.js';
 import type { PolicyDecisionPoint } from './policy/pdp.js';
 import { openDataDir, type StackSecrets } from './secrets.js';
 import { connectClient, type TemporalConnection } from './temporal/connect.js';
@@ -171,9 +171,25 @@ export interface ToolParts extends SharedTools {
 }
 
 /**
+ * The Cedar PDP over `policyDir`; a {@link PolicyLoadError} is thrown again (same class, same
+ * `file`) with `which` first — the folder and the setting that names it — so a startup error says
+ * whether the live or the shadow set is to blame: `the shadow policy folder
+ * (COUNTERSIGN_SHADOW_POLICY_DIR, …): cannot read policy folder /x: ENOENT…`.
+ */
+async function policySetOf(policyDir: string, which: string, toolEntity: ReturnType<typeof toolEntityOf>): Promise<PolicyDecisionPoint> {
+  try {
+    return await createCedarPdp({ policyDir, toolEntity });
+  } catch (err) {
+    if (err instanceof PolicyLoadError) throw new PolicyLoadError(`${which}: ${err.message}`, err.file);
+    throw err;
+  }
+}
+
+/**
  * Open the {@link ToolParts}: the ledger, the gateway over the native tools (with the upstreams of
  * `COUNTERSIGN_CONFIG`, if set) and the Cedar PDP that sees upstream tools' attributes. The caller
- * calls `close()`. Throws when the policy folder does not parse or the configuration file is invalid
+ * calls `close()`. Throws a `PolicyLoadError` naming the folder and its setting when the policy or
+ * the shadow policy folder does not load, or when the configuration file is invalid
  * (`GatewayConfigError`, every problem listed).
  */
 export async function openToolParts(config: Config, logger: Logger): Promise<ToolParts> {
@@ -183,9 +199,14 @@ export async function openToolParts(config: Config, logger: Logger): Promise<Too
   try {
     const native = [createWireTransferTool(ledger), createSubmitChangeTool(changes, { stepMs: config.COUNTERSIGN_CHANGE_STEP_MS })];
     gateway = await startConfiguredGateway(config, native, logger, configFileEnv());
-    const pdp = await createCedarPdp({ policyDir: config.COUNTERSIGN_POLICY_DIR, toolEntity: toolEntityOf(gateway.registry) });
+    const toolEntity = toolEntityOf(gateway.registry);
+    const pdp = await policySetOf(config.COUNTERSIGN_POLICY_DIR, 'the policy folder (COUNTERSIGN_POLICY_DIR)', toolEntity);
     const shadowPdp = config.COUNTERSIGN_SHADOW_POLICY_DIR
-      ? await createCedarPdp({ policyDir: config.COUNTERSIGN_SHADOW_POLICY_DIR, toolEntity: toolEntityOf(gateway.registry) })
+      ? await policySetOf(
+          config.COUNTERSIGN_SHADOW_POLICY_DIR,
+          'the shadow policy folder (COUNTERSIGN_SHADOW_POLICY_DIR, evaluated beside the live one, never enforced)',
+          toolEntity,
+        )
       : undefined;
     const opened = gateway;
     return {

@@ -14,15 +14,34 @@
  *   tools' attributes, as the live PDP sees them.
  *
  * The schema: `--schema`, else `countersign.cedarschema` in the candidate folder, the live folder,
- * or the product's `policies/`. Exit codes: {@link POLICY_EXIT}. Never prints arguments.
+ * or the product's `policies/`; which one was used is always said (`validate`'s `ok:` line, the
+ * replay table's last line, `schema` in `--json`): a candidate folder may ship a schema of its own.
+ * Exit codes: {@link POLICY_EXIT}, also in each command's `--help`. Every option is checked before
+ * Temporal is reached. Never prints arguments.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
 
-/** Exit codes of `policy`: 0 ok; 1 Temporal unreachable or a history unreadable; 2 usage; 3 the policy set does not validate; 4 the changes cross the threshold. */
+/**
+ * Exit codes of `policy`: 0 ok; 1 Temporal unreachable or a history unreadable; 2 usage: a missing
+ * or malformed option, a `--since` in the future or before 1970, or a folder or file that does not
+ * exist (`--policies`, `--live` or `COUNTERSIGN_POLICY_DIR`, `--schema`, `--call-records`; the
+ * message names which); 3 a policy set does not validate or load (the candidate against the
+ * schema, or the live set; the message names which); 4 the changes cross the threshold.
+ */
 export const POLICY_EXIT = { ok: 0, failed: 1, usage: 2, invalid: 3, threshold: 4 } as const;
+
+/** The exit codes as `--help` shows them. */
+const EXIT_CODES_HELP = `
+Exit codes:
+  0  ok
+  1  Temporal unreachable, or a history or call record folder unreadable
+  2  usage: a missing or malformed option, --since in the future or before 1970, or a folder or
+     file that does not exist (--policies, --live / COUNTERSIGN_POLICY_DIR, --schema, --call-records)
+  3  a policy set does not validate or load (the candidate, or the live set)
+  4  the changes cross --max-changes or --fail-on (replay)`;
 
 class UsageError extends Error {}
 
@@ -46,19 +65,77 @@ function wholeNumber(text: string, option: string): number {
   return Number(text);
 }
 
-/** Validate `dir` and print Cedar's messages to stderr; throws InvalidPolicyError when there is an error. */
-async function validateOrThrow(dir: string, schemaOption: string | undefined, fallbackDirs: string[]): Promise<void> {
-  const [{ schemaFileFor, validatePolicyDir }, { PROJECT_ROOT }, { join }] = await Promise.all([
+/**
+ * `path`, the value of `option` (an option name such as `--live`, or a setting with what it is),
+ * when it is an existing folder (`kind` `folder`) or file (`file`); throws a UsageError naming
+ * `option` and the path otherwise (exit 2).
+ */
+function existing(path: string, option: string, kind: 'folder' | 'file'): string {
+  let isKind: boolean;
+  try {
+    const st = statSync(path);
+    isKind = kind === 'folder' ? st.isDirectory() : st.isFile();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UsageError(`${option} ${JSON.stringify(path)}: ${code === 'ENOENT' ? `no such ${kind}` : (err as Error).message}`);
+  }
+  if (!isKind) throw new UsageError(`${option} ${JSON.stringify(path)}: not a ${kind}`);
+  return path;
+}
+
+/** Where the schema a folder was validated with came from: `--schema`, the folder itself, the live folder, or the product's `policies/`. */
+export type SchemaFrom = 'option' | 'own' | 'live' | 'product';
+
+/** The schema a folder was validated with: the file and where it came from ({@link SchemaFrom}). */
+export interface SchemaUsed {
+  file: string;
+  from: SchemaFrom;
+}
+
+/** `schema` in words for the operator: `policies/countersign.cedarschema (the candidate folder's own schema)`. */
+function schemaInWords(schema: SchemaUsed, folderWord: string): string {
+  const from = {
+    option: '--schema',
+    own: `the ${folderWord}'s own schema`,
+    live: "the live folder's schema",
+    product: "the product's schema",
+  }[schema.from];
+  return `${schema.file} (${from})`;
+}
+
+/**
+ * Validate `dir` against `schemaOption` or the first `countersign.cedarschema` found in `dir`,
+ * `liveDir` and the product's `policies/`, printing Cedar's messages to stderr; returns the schema
+ * used; throws InvalidPolicyError when there is an error, a UsageError when no schema is found.
+ */
+async function validateOrThrow(dir: string, schemaOption: string | undefined, liveDir: string): Promise<SchemaUsed> {
+  const [{ schemaFileFor, validatePolicyDir, SCHEMA_FILE_NAME }, { PROJECT_ROOT }] = await Promise.all([
     import('../policy/cedar-validation.js'),
     import('../project-root.js'),
-    import('node:path'),
   ]);
-  const schema = schemaFileFor(dir, schemaOption, [...fallbackDirs, join(PROJECT_ROOT, 'policies')]);
-  if (schema === undefined) throw new UsageError(`no countersign.cedarschema for ${dir}: pass --schema`);
-  const v = await validatePolicyDir(dir, schema);
+  const productDir = join(PROJECT_ROOT, 'policies');
+  const file = schemaFileFor(dir, schemaOption, [liveDir, productDir]);
+  if (file === undefined) throw new UsageError(`no countersign.cedarschema for ${dir}: pass --schema`);
+  const from: SchemaFrom =
+    schemaOption !== undefined
+      ? 'option'
+      : file === join(dir, SCHEMA_FILE_NAME)
+        ? 'own'
+        : file === join(liveDir, SCHEMA_FILE_NAME)
+          ? 'live'
+          : 'product';
+  const v = await validatePolicyDir(dir, file);
   for (const w of v.warnings) process.stderr.write(`countersign policy: warning: ${w}\n`);
   for (const e of v.errors) process.stderr.write(`countersign policy: error: ${e}\n`);
-  if (v.errors.length > 0) throw new InvalidPolicyError(`${dir} does not validate against ${schema}: ${v.errors.length} error(s)`);
+  if (v.errors.length > 0) throw new InvalidPolicyError(`${dir} does not validate against ${file}: ${v.errors.length} error(s)`);
+  return { file, from };
+}
+
+/** The live folder (`--live`, else the setting) checked to exist; a UsageError names the option or the setting (exit 2). */
+function liveFolderOf(config: Config, live: string | undefined): string {
+  return live !== undefined
+    ? existing(live, '--live', 'folder')
+    : existing(config.COUNTERSIGN_POLICY_DIR, 'COUNTERSIGN_POLICY_DIR (the live policy folder; --live compares with another)', 'folder');
 }
 
 async function replay(config: Config, o: ReplayOptions): Promise<number> {
@@ -74,8 +151,12 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
   }
   const maxChanges = o.maxChanges === undefined ? undefined : wholeNumber(o.maxChanges, '--max-changes');
   const examplesPerChange = wholeNumber(o.examples, '--examples');
-  const liveDir = o.live ?? config.COUNTERSIGN_POLICY_DIR;
-  await validateOrThrow(o.policies, o.schema, [liveDir]);
+  existing(o.policies, '--policies', 'folder');
+  const liveDir = liveFolderOf(config, o.live);
+  if (o.schema !== undefined) existing(o.schema, '--schema', 'file');
+  // an explicit folder that does not exist is a typo, not "no call records" (the setting's may not be made yet)
+  if (o.callRecords !== undefined) existing(o.callRecords, '--call-records', 'folder');
+  const schema = await validateOrThrow(o.policies, o.schema, liveDir);
 
   const [
     { openTemporalReader },
@@ -102,14 +183,17 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
       ? await startConfiguredGateway(config, [], createLogger({ level: 'warn' }), configFileEnv())
       : undefined;
     const toolEntity = gateway ? toolEntityOf(gateway.registry) : undefined;
-    let live, candidate;
-    try {
-      live = await createCedarPdp({ policyDir: liveDir, ...(toolEntity ? { toolEntity } : {}) });
-      candidate = await createCedarPdp({ policyDir: o.policies, ...(toolEntity ? { toolEntity } : {}) });
-    } catch (err) {
-      if (err instanceof PolicyLoadError) throw new InvalidPolicyError(err.message);
-      throw err;
-    }
+    // a load error names the set: the live one (--live or the setting) or the candidate (--policies)
+    const load = async (policyDir: string, which: string) => {
+      try {
+        return await createCedarPdp({ policyDir, ...(toolEntity ? { toolEntity } : {}) });
+      } catch (err) {
+        if (err instanceof PolicyLoadError) throw new InvalidPolicyError(`${which}: ${err.message}`);
+        throw err;
+      }
+    };
+    const live = await load(liveDir, `the live policy set (${o.live !== undefined ? '--live' : 'COUNTERSIGN_POLICY_DIR'} ${liveDir})`);
+    const candidate = await load(o.policies, `the candidate (--policies ${o.policies})`);
     const fromHistories = await recordedCallsSince(reader.temporal, reader.codec, sinceMs);
     // the embedded stack's (`countersign dev`) folder when the setting is unset and it exists
     const devRecords = join(config.COUNTERSIGN_DATA_DIR, 'call-records');
@@ -125,8 +209,8 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
     };
     process.stdout.write(
       o.json
-        ? `${JSON.stringify({ ...report, sources }, null, 2)}\n`
-        : `${formatReplayTable(report)}Read ${sources.workflowHistories} call(s) from workflow histories (calls that opened a task) and ${sources.callRecords} from call records (${recordsDir ? `${recordsDir}${sources.unreadableCallRecords > 0 ? `; ${sources.unreadableCallRecords} line(s) unreadable` : ''}` : 'none: COUNTERSIGN_CALL_RECORD_DIR is unset, so calls that opened no task are not seen'}).\n`,
+        ? `${JSON.stringify({ ...report, sources, schema }, null, 2)}\n`
+        : `${formatReplayTable(report)}Read ${sources.workflowHistories} call(s) from workflow histories (calls that opened a task) and ${sources.callRecords} from call records (${recordsDir ? `${recordsDir}${sources.unreadableCallRecords > 0 ? `; ${sources.unreadableCallRecords} line(s) unreadable` : ''}` : 'none: COUNTERSIGN_CALL_RECORD_DIR is unset, so calls that opened no task are not seen'}).\nThe candidate validated against ${schemaInWords(schema, 'candidate folder')}.\n`,
     );
     const breaches = thresholdBreaches(report, { ...(maxChanges !== undefined ? { maxChanges } : {}), failOn });
     for (const b of breaches) process.stderr.write(`countersign policy replay: threshold crossed: ${b}\n`);
@@ -157,11 +241,14 @@ export function registerPolicyCommand(program: Command, config: () => Promise<Co
     .description("Cedar's validation of a policy folder against the schema (strict), Cedar's messages as they are")
     .requiredOption('--policies <dir>', 'the folder of *.cedar files')
     .option('--schema <file>', 'Cedar schema (default countersign.cedarschema in the folder, the live folder, or the product policies/)')
+    .addHelpText('after', EXIT_CODES_HELP)
     .action((o: { policies: string; schema?: string }) =>
       run(async () => {
         const cfg = await config();
-        await validateOrThrow(o.policies, o.schema, [cfg.COUNTERSIGN_POLICY_DIR]);
-        process.stdout.write(`ok: ${o.policies} validates\n`);
+        existing(o.policies, '--policies', 'folder');
+        if (o.schema !== undefined) existing(o.schema, '--schema', 'file');
+        const schema = await validateOrThrow(o.policies, o.schema, cfg.COUNTERSIGN_POLICY_DIR);
+        process.stdout.write(`ok: ${o.policies} validates against ${schemaInWords(schema, 'folder')}\n`);
       })(),
     );
   policy
@@ -183,5 +270,6 @@ export function registerPolicyCommand(program: Command, config: () => Promise<Co
       (v: string, prev: string[] = []) => [...prev, v],
     )
     .option('--examples <n>', 'examples per change', '3')
+    .addHelpText('after', EXIT_CODES_HELP)
     .action((o: ReplayOptions) => run(async () => replay(await config(), o))());
 }

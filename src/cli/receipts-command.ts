@@ -37,21 +37,39 @@ class UsageError extends Error {}
 const SHORT_DURATION = /^(\d+)(s|m|h|d)$/;
 const SHORT_UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/**
- * `--since` as ms since the epoch: an ISO 8601 date-time with offset (`2026-12-01T00:00:00Z`), an
- * ISO 8601 duration back from `nowMs` (`PT1H`, `P7D`), or a short duration (`30m`, `24h`, `7d`).
- * Throws a usage error naming the accepted forms otherwise.
- */
-export function parseSince(text: string, nowMs: number): number {
+/** The time `--since` names, ms since the epoch, before it is checked to lie between 1970 and `nowMs`; null when `text` is none of the forms. */
+function sinceMsOf(text: string, nowMs: number): number | null {
   const short = SHORT_DURATION.exec(text);
   if (short) return nowMs - Number(short[1]) * SHORT_UNIT_MS[short[2]!]!;
   const iso = parseIsoDurationMs(text);
   if (iso !== null) return nowMs - iso;
   if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) && !Number.isNaN(Date.parse(text)))
     return Date.parse(text);
-  throw new UsageError(
-    `--since ${JSON.stringify(text)} is neither an ISO 8601 date-time with offset (2026-12-01T00:00:00Z), an ISO 8601 duration (PT1H, P7D) nor a short duration (30m, 24h, 7d)`,
-  );
+  return null;
+}
+
+/**
+ * `--since` as ms since the epoch: an ISO 8601 date-time with offset (`2026-12-01T00:00:00Z`), an
+ * ISO 8601 duration back from `nowMs` (`PT1H`, `P7D`), or a short duration (`30m`, `24h`, `7d`).
+ * Throws a usage error naming the accepted forms otherwise, and one saying so when the time is
+ * after `nowMs` (nothing is recorded after it) or before 1970-01-01T00:00:00Z (`99999999d`: a
+ * duration too long to be a time; Temporal's visibility query and ISO 8601 output cannot hold it).
+ */
+export function parseSince(text: string, nowMs: number): number {
+  const ms = sinceMsOf(text, nowMs);
+  if (ms === null)
+    throw new UsageError(
+      `--since ${JSON.stringify(text)} is neither an ISO 8601 date-time with offset (2026-12-01T00:00:00Z), an ISO 8601 duration (PT1H, P7D) nor a short duration (30m, 24h, 7d)`,
+    );
+  if (!Number.isSafeInteger(ms) || ms < 0)
+    throw new UsageError(
+      `--since ${JSON.stringify(text)} reaches back before 1970-01-01T00:00:00Z: give a shorter duration or a later time`,
+    );
+  if (ms > nowMs)
+    throw new UsageError(
+      `--since ${JSON.stringify(text)} is in the future (it is now ${new Date(nowMs).toISOString()}): nothing has been recorded after it`,
+    );
+  return ms;
 }
 
 /** The options of `receipts export`, as commander parses them. */

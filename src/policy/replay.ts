@@ -188,15 +188,38 @@ export function thresholdBreaches(report: ReplayReport, threshold: ReplayThresho
   return out;
 }
 
-function side(d: OutcomeDetail): string {
-  return d.approverGroup ? `${d.outcome} (${d.approverGroup})` : d.outcome;
+/**
+ * Characters that could drive a terminal or reorder or hide what the operator reads: controls
+ * (`\p{Cc}`: C0 with ESC and BEL, DEL, C1), format characters (`\p{Cf}`: the bidi embeddings,
+ * overrides and isolates U+202A–202E and U+2066–2069, zero-width characters), line and paragraph
+ * separators, spaces other than U+0020 and the blank Hangul fillers (the set of the inbox's `visible`,
+ * `packages/approvals/src/inbox/format.ts`).
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}\u115F\u1160\u3164\uFFA0]/gu;
+
+/**
+ * `text` safe to write to a terminal: every character of the set above but U+0020 written as a
+ * visible `\u{…}` escape (`\u{1b}[2J`, `\u{202e}`). The table prints recorded data (tools,
+ * principals, approver groups, policy ids, call references and times) only through this.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (ch) => (ch === ' ' ? ch : `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`));
 }
 
-/** The report as a readable table: one line per change, its examples indented below it, then the totals. */
+function side(d: OutcomeDetail): string {
+  const outcome = d.approverGroup ? `${d.outcome} (${d.approverGroup})` : d.outcome;
+  return `${printable(outcome)} [${d.policyIds.map(printable).join(', ')}]`;
+}
+
+/**
+ * The report as a readable table: one line per change, its examples indented below it, then the
+ * totals. Every recorded value is {@link printable} (escaped), so a tool or principal name holding
+ * terminal escapes or bidi overrides cannot drive or reorder the operator's terminal.
+ */
 export function formatReplayTable(report: ReplayReport): string {
   const lines: string[] = [];
   if (report.changes.length > 0) {
-    const rows = report.changes.map((c) => [c.tool, c.principal, transitionName(c.from, c.to), String(c.count)]);
+    const rows = report.changes.map((c) => [printable(c.tool), printable(c.principal), transitionName(c.from, c.to), String(c.count)]);
     const head = ['TOOL', 'PRINCIPAL', 'CHANGE', 'CALLS'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const fmt = (r: string[]) =>
@@ -207,10 +230,7 @@ export function formatReplayTable(report: ReplayReport): string {
     lines.push(fmt(head));
     report.changes.forEach((c, i) => {
       lines.push(fmt(rows[i]!));
-      for (const e of c.examples)
-        lines.push(
-          `    e.g. ${e.at} ${e.ref}: ${side(e.live)} [${e.live.policyIds.join(', ')}] → ${side(e.candidate)} [${e.candidate.policyIds.join(', ')}]`,
-        );
+      for (const e of c.examples) lines.push(`    e.g. ${printable(e.at)} ${printable(e.ref)}: ${side(e.live)} → ${side(e.candidate)}`);
     });
     lines.push('');
   }

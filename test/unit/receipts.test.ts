@@ -372,4 +372,14 @@ describe('--since', () => {
     expect(parseSince('7d', now)).toBe(now - 7 * 86_400_000);
     expect(() => parseSince('yesterday', now)).toThrow(/neither an ISO 8601 date-time with offset .* nor a short duration/);
   });
+
+  it('refuses a time in the future and one before 1970 (an overflowing duration) as usage errors, and accepts now itself', () => {
+    expect(() => parseSince('2026-12-01T12:00:01Z', now)).toThrow(
+      '--since "2026-12-01T12:00:01Z" is in the future (it is now 2026-12-01T12:00:00.000Z)',
+    );
+    for (const text of ['99999999d', '999999999d', `${'9'.repeat(400)}d`, 'P99999999D', '1969-12-31T23:59:59Z'])
+      expect(() => parseSince(text, now), text).toThrow(`--since ${JSON.stringify(text)} reaches back before 1970-01-01T00:00:00Z`);
+    expect(parseSince('0s', now)).toBe(now);
+    expect(parseSince('2026-12-01T12:00:00Z', now)).toBe(now);
+  });
 });

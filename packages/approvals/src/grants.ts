@@ -22,7 +22,7 @@
 import { describeConstraints, unmetConstraint, type GrantCreateBody, type WireGrantUse } from '@countersign/arap';
 import { z } from 'zod';
 import type { Approver } from './api/http-auth.js';
-import { holdsRole } from './break-glass.js';
+import { holdsRole, saysSomething } from './break-glass.js';
 import { principalNames } from './principal-names.js';
 import type { AccessRequestRecord, ApprovalStore } from './store/store.js';
 import { grantState, type Grant, type GrantChannel, type GrantUse } from './store/grants-store.js';
@@ -73,7 +73,9 @@ export type GrantRefusal =
   /** `from_request` names no request the creator may see. */
   | 'request-not-found'
   /** `max_uses` or `duration_ms` above the rules' maximum. */
-  | 'too-broad';
+  | 'too-broad'
+  /** The reason shows nothing a reader can see (only spaces, zero-width or other invisible characters: `saysSomething`). */
+  | 'reason-required';
 
 /** Outcome of {@link createGrant}: the grant (and, when made from a pending request it met, that request approved by it). */
 export type CreateGrantOutcome =
@@ -90,12 +92,19 @@ export interface CreateGrantDeps {
 }
 
 /**
- * Create a grant by `creator` through `via` from `body` (`GrantCreateBodySchema`): checks the
- * right, the group, four-eyes and the rules' bounds, records it, and — when made from a pending
- * request that meets it — approves that request by it (its first use).
+ * Create a grant by `creator` through `via` from `body` (`GrantCreateBodySchema`): checks that the
+ * reason says something a reader can see (the schema only trims white space, so a reason of
+ * zero-width characters passes it), the right, the group, four-eyes and the rules' bounds, records
+ * it, and — when made from a pending request that meets it — approves that request by it (its
+ * first use). Shared by the API and the inbox.
  */
 export function createGrant(deps: CreateGrantDeps, creator: Approver, via: GrantChannel, body: GrantCreateBody): CreateGrantOutcome {
   const refuse = (reason: GrantRefusal, detail: string): CreateGrantOutcome => ({ kind: 'refused', reason, detail });
+  if (!saysSomething(body.reason))
+    return refuse(
+      'reason-required',
+      'A grant needs a reason a reader can see: letters or digits, not only spaces or invisible characters.',
+    );
   const rule = deps.rule;
   if (rule === undefined || !holdsGrantRight(rule, creator.id, creator.groups))
     return refuse(

@@ -4,7 +4,7 @@
 // out of any grant, a version-7 store file migrates to 8 keeping its rows, and the ITSM webhook hears of a
 // request a grant or a counter-proposal's permit approved at submission. Four-eyes, lookup and standing: a grant never approves a call
 // its creator made through an agent, is found by id however many newer grants exist, yields to a risk
-// engine's denial, and stops when its creator leaves its group.
+// engine's denial, and stops when its creator leaves its group. A reason of only invisible characters is no reason.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -339,5 +339,17 @@ describe('grants in the approval service', () => {
       },
     );
     expect((await submit(later, { amount: 1 })).status).toBe('pending');
+  });
+
+  it('a grant reason of only zero-width and other invisible characters is refused by the API with 400 like an empty one, and no grant is made', async () => {
+    const svc = service(':memory:');
+    const grant = { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 5 };
+    for (const reason of ['', '   ', '\u200b\u200c\u200d', '\u2060\ufeff\u00ad\u3164', '\u202e\u2800']) {
+      const res = await createGrant(svc, { ...grant, reason });
+      expect(res.status, JSON.stringify(reason)).toBe(400);
+      expect(res.headers.get('Content-Type')).toContain('application/problem+json');
+    }
+    expect(svc.store.grants.list({ groups: ['treasury'] })).toEqual([]);
+    expect((await createGrant(svc, { ...grant, reason: 'supplier run' })).status).toBe(201);
   });
 });

@@ -2,8 +2,8 @@
  * The grants routes of the approvals API (`../grants.ts`, docs/APPROVERS.md §Grants), mounted
  * under `/access/v1` by `arap-routes.ts`, for people only (HTTP Basic):
  * - `POST /grants` (`GrantCreateBodySchema`) → 201 the grant, with `approved_request` (the id of
- *   the pending request it was made from when the grant approved it, else null) | 400 invalid body,
- *   `group-required` or `grant-too-broad` (beyond the rules' bounds) | 403 `no-grant-right`,
+ *   the pending request it was made from when the grant approved it, else null) | 400 invalid body
+ *   (a reason of only invisible characters included), `group-required` or `grant-too-broad` (beyond the rules' bounds) | 403 `no-grant-right`,
  *   not in the group, or one's own grant | 404 `from_request` unknown
  * - `GET /grants?state=active|all` (default `active`) → `{items}`: grants of the caller's approver
  *   groups and those they created, newest first, each with its state, uses and the requests it approved
@@ -33,6 +33,7 @@ const REFUSAL_KIND: Record<GrantRefusal, 'no-grant-right' | 'forbidden' | 'inval
   'group-required': 'invalid-request',
   'request-not-found': 'not-found',
   'too-broad': 'grant-too-broad',
+  'reason-required': 'invalid-request',
 };
 
 /**

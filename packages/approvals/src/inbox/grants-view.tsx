@@ -3,8 +3,9 @@
  * lists the grants of the approver's groups — state, scope, limits in words, uses and the requests
  * they approved — with a Revoke button where the approver may revoke one, and, for an approver with
  * the grant right, the form that creates one (from scratch, or `?from=<request id>` prefilled with
- * that request's requester, tool, group and arguments as `eq` limits to edit). Every value is
- * escaped. Deliberately does not: create or revoke (the forms post to the inbox routes).
+ * that request's requester, tool, group and arguments as `eq` limits to edit, each value as its JSON
+ * so it is read back with its type). Every value is escaped. Deliberately does not: create or
+ * revoke (the forms post to the inbox routes).
  */
 import { GRANT_DIRECTIONS, type GrantConstraints } from '@countersign/arap';
 import type { Child } from 'hono/jsx';
@@ -27,15 +28,22 @@ export interface GrantRow {
 /**
  * The limits of the create form as constraints: rows `field_i`, `dir_i`, `value_i` (i from 0 to
  * {@link GRANT_FORM_ROWS} − 1), a row with an empty field skipped; a value read as JSON when it is
- * JSON, else as text. Returns the constraints or the message of the first bad row.
+ * JSON (`"42"` the text 42, `42` the number), else as text (`acct-991`). Returns the constraints,
+ * or the message of the first bad row: no direction, or an argument a row before it already limits
+ * (a constraint holds one direction, so two rows cannot both hold; neither is kept).
  */
 export function constraintsFromForm(form: Record<string, unknown>): GrantConstraints | string {
   const out: Record<string, Record<string, unknown>> = {};
+  const rowOf = new Map<string, number>();
   for (let i = 0; i < GRANT_FORM_ROWS; i++) {
     const field = typeof form[`field_${i}`] === 'string' ? (form[`field_${i}`] as string).trim() : '';
     if (field === '') continue;
     const dir = form[`dir_${i}`];
     if (typeof dir !== 'string' || !(GRANT_DIRECTIONS as readonly string[]).includes(dir)) return `limit ${i + 1}: choose a direction`;
+    const earlier = rowOf.get(field);
+    if (earlier !== undefined)
+      return `limits ${earlier + 1} and ${i + 1} both limit the argument ${JSON.stringify(visible(field.slice(0, 64)))}: give each argument one limit`;
+    rowOf.set(field, i);
     const text = typeof form[`value_${i}`] === 'string' ? (form[`value_${i}`] as string) : '';
     let value: unknown = text;
     try {
@@ -48,11 +56,26 @@ export function constraintsFromForm(form: Record<string, unknown>): GrantConstra
   return out as GrantConstraints;
 }
 
+/** Characters a reader cannot see or that reorder text (the set of {@link visible}, but U+0020). */
+const UNSEEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}\u115F\u1160\u3164\uFFA0]/gu;
+
+/**
+ * An argument's value as the create form prefills it: its JSON, so that {@link constraintsFromForm}
+ * reads back exactly the same value and type (the text `"42"` stays text, `42` a number, `true`,
+ * `null`, lists and objects as they are), with every character a reader cannot see written as a
+ * JSON `\uXXXX` escape (`"acct\u200b-991"`): still the same value, but one the approver can read.
+ */
+export function prefillValue(value: unknown): string {
+  const json = JSON.stringify(value) ?? 'null';
+  return json.replace(UNSEEN, (ch) =>
+    ch === ' ' ? ch : Array.from({ length: ch.length }, (_, i) => `\\u${ch.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
+  );
+}
+
 function CreateForm(props: { csrf: string; from: AccessRequestRecord | undefined; groups: string[] }) {
   const f = props.from;
   const args = f === undefined ? [] : Object.entries(f.body.context.arguments).slice(0, GRANT_FORM_ROWS);
   const rows = Array.from({ length: GRANT_FORM_ROWS }, (_, i) => args[i]);
-  const text = (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x));
   return (
     <section class="card decide" data-testid="grant-form">
       <h2>{f === undefined ? 'New grant' : 'Grant from this request'}</h2>
@@ -81,6 +104,10 @@ function CreateForm(props: { csrf: string; from: AccessRequestRecord | undefined
         </label>
         <fieldset>
           <legend>Limits on the arguments</legend>
+          <p class="muted">
+            Values are JSON: <span class="mono">"acct-991"</span> in quotes is text, <span class="mono">42</span> a number; a value that is
+            not JSON is read as text. One limit per argument.
+          </p>
           {rows.map((row, i) => (
             <div class="grant-limit">
               <input name={`field_${i}`} aria-label={`argument ${i + 1}`} value={row?.[0] ?? ''} placeholder="argument" />
@@ -89,7 +116,12 @@ function CreateForm(props: { csrf: string; from: AccessRequestRecord | undefined
                   <option value={d}>{d === 'eq' ? '= exactly' : d === 'max' ? '≤ at most' : d === 'min' ? '≥ at least' : d}</option>
                 ))}
               </select>
-              <input name={`value_${i}`} aria-label={`value ${i + 1}`} value={row === undefined ? '' : text(row[1])} placeholder="value" />
+              <input
+                name={`value_${i}`}
+                aria-label={`value ${i + 1}`}
+                value={row === undefined ? '' : prefillValue(row[1])}
+                placeholder="value"
+              />
             </div>
           ))}
         </fieldset>

@@ -164,4 +164,18 @@ describe('the inbox grant form', () => {
     expect(await res.text()).toContain('A grant needs a reason a reader can see');
     expect(svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' })).toEqual([]);
   });
+  it('"Grant calls like this one…" on a request with seven arguments prefills a row for each, and the grant made unchanged limits all seven', async () => {
+    const args = { a: 1, b: 'two', c: 3, d: 'four', e: 5, f: 'six', g: 7 };
+    const id = await submit(args);
+    const cookie = await signIn('alice');
+    const page = await (await svc.app.request(`/approver/grants?from=${id}`, { headers: { Cookie: cookie } })).text();
+    const res = await post(
+      '/approver/grants',
+      { ...formAsSubmitted(page), max_uses: '1', reason: 'the same seven-argument call again' },
+      cookie,
+    );
+    expect(res.status).toBe(303);
+    const [grant] = svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' });
+    expect(grant?.constraints).toEqual(Object.fromEntries(Object.entries(args).map(([k, v]) => [k, { eq: v }])));
+  });
 });

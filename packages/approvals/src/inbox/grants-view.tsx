@@ -15,8 +15,11 @@ import { grantState } from '../store/grants-store.js';
 import { describeConstraints } from '@countersign/arap';
 import type { AccessRequestRecord } from '../store/store.js';
 
-/** Limit rows of the create form. */
+/** Limit rows of an empty create form (one made from a request has a row per argument and one more). */
 export const GRANT_FORM_ROWS = 4;
+
+/** The most limit rows a create form has and {@link constraintsFromForm} reads. */
+export const GRANT_FORM_MAX_ROWS = 64;
 
 /** One row of the Grants page: the grant, the requests it approved, and whether this approver may revoke it. */
 export interface GrantRow {
@@ -27,7 +30,7 @@ export interface GrantRow {
 
 /**
  * The limits of the create form as constraints: rows `field_i`, `dir_i`, `value_i` (i from 0 to
- * {@link GRANT_FORM_ROWS} − 1), a row with an empty field skipped; a value read as JSON when it is
+ * {@link GRANT_FORM_MAX_ROWS} − 1), a row with an empty or absent field skipped; a value read as JSON when it is
  * JSON (`"42"` the text 42, `42` the number), else as text (`acct-991`). Returns the constraints,
  * or the message of the first bad row: no direction, or an argument a row before it already limits
  * (a constraint holds one direction, so two rows cannot both hold; neither is kept).
@@ -35,7 +38,7 @@ export interface GrantRow {
 export function constraintsFromForm(form: Record<string, unknown>): GrantConstraints | string {
   const out: Record<string, Record<string, unknown>> = {};
   const rowOf = new Map<string, number>();
-  for (let i = 0; i < GRANT_FORM_ROWS; i++) {
+  for (let i = 0; i < GRANT_FORM_MAX_ROWS; i++) {
     const field = typeof form[`field_${i}`] === 'string' ? (form[`field_${i}`] as string).trim() : '';
     if (field === '') continue;
     const dir = form[`dir_${i}`];
@@ -74,8 +77,10 @@ export function prefillValue(value: unknown): string {
 
 function CreateForm(props: { csrf: string; from: AccessRequestRecord | undefined; groups: string[] }) {
   const f = props.from;
-  const args = f === undefined ? [] : Object.entries(f.body.context.arguments).slice(0, GRANT_FORM_ROWS);
-  const rows = Array.from({ length: GRANT_FORM_ROWS }, (_, i) => args[i]);
+  // every argument of the request gets a row, prefilled: a grant made from it limits each one
+  const all = f === undefined ? [] : Object.entries(f.body.context.arguments);
+  const args = all.slice(0, GRANT_FORM_MAX_ROWS);
+  const rows = Array.from({ length: Math.min(GRANT_FORM_MAX_ROWS, Math.max(GRANT_FORM_ROWS, args.length + 1)) }, (_, i) => args[i]);
   return (
     <section class="card decide" data-testid="grant-form">
       <h2>{f === undefined ? 'New grant' : 'Grant from this request'}</h2>
@@ -108,6 +113,14 @@ function CreateForm(props: { csrf: string; from: AccessRequestRecord | undefined
             Values are JSON: <span class="mono">"acct-991"</span> in quotes is text, <span class="mono">42</span> a number; a value that is
             not JSON is read as text. One limit per argument.
           </p>
+          {all.length > GRANT_FORM_MAX_ROWS ? (
+            <p class="flash err">
+              This request has {all.length} arguments; the form holds {GRANT_FORM_MAX_ROWS}. Those past it have no limit here: make the
+              grant with the CLI or the API instead.
+            </p>
+          ) : (
+            ''
+          )}
           {rows.map((row, i) => (
             <div class="grant-limit">
               <input name={`field_${i}`} aria-label={`argument ${i + 1}`} value={row?.[0] ?? ''} placeholder="argument" />

@@ -202,7 +202,14 @@ describe('approval analytics on /metrics', () => {
     const res = await svc.app.request('/access/v1/grants', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: `Basic ${Buffer.from('dana:dana-pw').toString('base64')}` },
-      body: JSON.stringify({ principal: 'alice', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 5, reason: 'supplier run' }),
+      body: JSON.stringify({
+        principal: 'alice',
+        tool: 'wire_transfer',
+        approver_group: 'treasury',
+        max_uses: 5,
+        any_arguments: true,
+        reason: 'supplier run',
+      }),
     });
     expect(res.status).toBe(201);
     await submit(svc); // approved by the grant at once

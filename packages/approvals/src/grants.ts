@@ -19,7 +19,14 @@
  * never the grant's principal. A grant never applies where a quorum or step-up rule does.
  * Deliberately does not: let a delegate or a supervising agent create grants, or extend one.
  */
-import { describeConstraints, unmetConstraint, type GrantCreateBody, type WireGrantUse } from '@countersign/arap';
+import {
+  describeConstraints,
+  GrantConstraintsSchema,
+  unmetConstraint,
+  type GrantConstraints,
+  type GrantCreateBody,
+  type WireGrantUse,
+} from '@countersign/arap';
 import { z } from 'zod';
 import type { Approver } from './api/http-auth.js';
 import { holdsRole, saysSomething } from './break-glass.js';
@@ -74,6 +81,8 @@ export type GrantRefusal =
   | 'request-not-found'
   /** `max_uses` or `duration_ms` above the rules' maximum. */
   | 'too-broad'
+  /** No limit on the arguments without `any_arguments: true`, or limits with it, or a request whose arguments cannot all be limited. */
+  | 'unlimited'
   /** The reason shows nothing a reader can see (only spaces, zero-width or other invisible characters: `saysSomething`). */
   | 'reason-required';
 
@@ -125,6 +134,8 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
   if (same(principal, creator.id)) return refuse('own-grant', 'A grant is for someone else: you cannot grant yourself.');
   if (body.max_uses !== undefined && body.max_uses > rule.maxUses)
     return refuse('too-broad', `max_uses is at most ${rule.maxUses} under the rules.`);
+  const constraints = argumentLimits(body, from);
+  if (typeof constraints === 'string') return refuse('unlimited', constraints);
   if (body.duration_ms !== undefined && body.duration_ms > rule.maxDurationMs)
     return refuse('too-broad', `duration_ms is at most ${rule.maxDurationMs} (ms) under the rules.`);
   const grant = deps.store.grants.create({
@@ -132,7 +143,7 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
     principal,
     tool,
     approverGroup: group,
-    constraints: body.constraints,
+    constraints,
     maxUses: body.max_uses ?? null,
     createdBy: creator.id,
     via,
@@ -150,6 +161,31 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
   }
   const approved = from !== undefined && from.status === 'pending' ? deps.applyTo(from.id, grant) : null;
   return { kind: 'created', grant: deps.store.grants.get(grant.id) ?? grant, approved };
+}
+
+/**
+ * The argument limits of a new grant: `body.constraints`; absent with a request, `eq` on each of its
+ * arguments (that call exactly); none only with `any_arguments: true`. Returns the refusal's message
+ * for a grant without limits that does not say `any_arguments`, limits together with
+ * `any_arguments`, or a request whose arguments cannot all be limited (`GrantConstraintsSchema`).
+ */
+function argumentLimits(body: GrantCreateBody, from: AccessRequestRecord | undefined): GrantConstraints | string {
+  if (body.any_arguments === true)
+    return body.constraints === undefined || Object.keys(body.constraints).length === 0
+      ? {}
+      : 'any_arguments and constraints exclude each other: give one.';
+  let limits = body.constraints;
+  if (limits === undefined && from !== undefined) {
+    const exactly = GrantConstraintsSchema.safeParse(
+      Object.fromEntries(Object.entries(from.body.context.arguments).map(([k, value]) => [k, { eq: value }])),
+    );
+    if (!exactly.success)
+      return `The request's arguments cannot all be limited exactly (${exactly.error.issues.map((i) => i.message).join('; ')}): give constraints.`;
+    limits = exactly.data;
+  }
+  if (limits === undefined || Object.keys(limits).length === 0)
+    return 'A grant with no limit on the arguments approves any arguments: give constraints (from a request, leave them out to limit each argument to its value), or say any_arguments: true.';
+  return limits;
 }
 
 /**

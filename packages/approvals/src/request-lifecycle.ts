@@ -326,11 +326,15 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   const samePerson = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
   /**
-   * Whether `grant`'s creator could still create it: a configured approver, a member of its approver
-   * group, holding the grant right under the current rules (a grant approves in its creator's name,
-   * so it stops when they leave the group or lose the right). Not checked without `deps.approvers`.
+   * Whether `grant` still fits the current rules: its count and age within the rules' `maxUses` and
+   * `maxDurationMs` (a rules file that lowers them shrinks the grants already made), and its creator
+   * could still create it: a configured approver, a member of its approver group, holding the grant
+   * right (a grant approves in its creator's name, so it stops when they leave the group or lose the
+   * right; not checked without `deps.approvers`).
    */
   function creatorStillGrants(grant: Grant): boolean {
+    const rule = deps.rules().grants;
+    if (rule === undefined || grant.uses >= rule.maxUses || now() >= grant.createdAtMs + rule.maxDurationMs) return false;
     if (deps.approvers === undefined) return true;
     const creator = deps.approvers.find((a) => samePerson(a.id, grant.createdBy));
     return (

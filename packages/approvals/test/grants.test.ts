@@ -76,11 +76,13 @@ async function submit(
   return (await res.json()) as { id: string; status: string };
 }
 
+/** POST a grant as alice; a body with neither constraints nor from_request says any_arguments. */
 async function createGrant(svc: ApprovalService, body: Record<string, unknown>): Promise<Response> {
+  const open = body['constraints'] === undefined && body['from_request'] === undefined ? { any_arguments: true } : {};
   return svc.app.request('/access/v1/grants', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', ...basic('alice') },
-    body: JSON.stringify({ reason: 'supplier run', ...body }),
+    body: JSON.stringify({ reason: 'supplier run', ...open, ...body }),
   });
 }
 
@@ -351,5 +353,46 @@ describe('grants in the approval service', () => {
     }
     expect(svc.store.grants.list({ groups: ['treasury'] })).toEqual([]);
     expect((await createGrant(svc, { ...grant, reason: 'supplier run' })).status).toBe(201);
+  });
+  it('a grant made from a request without limits limits each argument to its value there; one from scratch without limits is refused unless it says any_arguments', async () => {
+    const svc = service(':memory:');
+    const r = await submit(svc, { amount: 30_000, to: 'acct-991' });
+    const res = await createGrant(svc, { from_request: r.id, max_uses: 5 });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { constraints: unknown }).constraints).toEqual({ amount: { eq: 30_000 }, to: { eq: 'acct-991' } });
+    expect((await submit(svc, { amount: 9_999_999, to: 'acct-666' })).status).toBe('pending');
+    expect((await submit(svc, { amount: 30_000, to: 'acct-991' })).status).toBe('approved');
+    for (const body of [{ constraints: {} }, { any_arguments: false }, { any_arguments: true, constraints: { to: { eq: 'x' } } }]) {
+      const refused = await svc.app.request('/access/v1/grants', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...basic('alice') },
+        body: JSON.stringify({
+          principal: 'carol',
+          tool: 'wire_transfer',
+          approver_group: 'treasury',
+          max_uses: 5,
+          reason: 'run',
+          ...body,
+        }),
+      });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { detail: string }).detail).toMatch(/any_arguments/);
+    }
+    expect(svc.store.grants.list()).toHaveLength(1);
+  });
+
+  it('a rules file that lowers maxUses or maxDurationMs shrinks the grants already made', async () => {
+    const file = tmpDb();
+    const first = service(file);
+    const res = await createGrant(first, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 100 });
+    expect(res.status).toBe(201);
+    expect((await submit(first, { amount: 1 })).status).toBe('approved');
+    first.close();
+    const fewer = service(file, { grants: { approvers: ['alice'], maxUses: 1 } });
+    expect((await submit(fewer, { amount: 1 })).status).toBe('pending');
+    fewer.close();
+    const shorter = service(file, { grants: { approvers: ['alice'], maxDurationMs: 60_000 } });
+    now = T0 + 120_000;
+    expect((await submit(shorter, { amount: 1 })).status).toBe('pending');
   });
 });

@@ -252,7 +252,14 @@ export const GrantCreateBodySchema = z
     principal: z.string().min(1).max(200).optional(),
     tool: z.string().min(1).max(256).optional(),
     approver_group: z.string().min(1).max(200).optional(),
-    constraints: GrantConstraintsSchema.default({}),
+    /**
+     * Limits on the arguments. Absent with `from_request`: `eq` on every argument of that request
+     * (the call exactly, as the inbox prefills it). A grant without limits approves any arguments,
+     * so it also needs `any_arguments: true`.
+     */
+    constraints: GrantConstraintsSchema.optional(),
+    /** Say so to make a grant with no limit on the arguments (refused otherwise). */
+    any_arguments: z.boolean().optional(),
     max_uses: z.int().min(1).max(10_000).optional(),
     duration_ms: z.int().min(1000).optional(),
     reason: z.string().trim().min(1, 'a grant needs a reason').max(500),

@@ -34,6 +34,7 @@ const REFUSAL_KIND: Record<GrantRefusal, 'no-grant-right' | 'forbidden' | 'inval
   'request-not-found': 'not-found',
   'too-broad': 'grant-too-broad',
   'reason-required': 'invalid-request',
+  unlimited: 'invalid-request',
 };
 
 /**

@@ -43,7 +43,8 @@ export interface GrantListItem {
  * or a field named twice; the service checks the rest (400, exit 2).
  */
 export function parseWhere(entries: readonly string[]): GrantConstraints {
-  const out: Record<string, Record<string, unknown>> = {};
+  // no prototype: a field named __proto__ is an own key the service then refuses, not a lost assignment
+  const out: Record<string, Record<string, unknown>> = Object.create(null) as Record<string, Record<string, unknown>>;
   for (const entry of entries) {
     const colon = entry.indexOf(':');
     const eq = entry.indexOf('=');
@@ -89,6 +90,7 @@ interface CreateOptions {
   group?: string;
   from?: string;
   where?: string[];
+  anyArguments?: boolean;
   uses?: string;
   duration?: string;
   reason: string;
@@ -116,7 +118,11 @@ export function registerGrantCommands(grants: Command, env: () => ApprovalsClien
     .option('--tool <name>', "the tool (default: --from's)")
     .option('--group <name>', "the approver group it stands for (default: --from's, or your only group)")
     .option('--from <request id>', 'make it from this request; a pending one it covers is approved by it')
-    .option('--where <field:direction=value...>', 'an argument constraint, e.g. amount:max=30000 or to:eq=acct-991 (repeatable)')
+    .option(
+      '--where <field:direction=value...>',
+      'an argument constraint, e.g. amount:max=30000 or to:eq=acct-991 (repeatable); with --from and no --where, each argument exactly as in that request',
+    )
+    .option('--any-arguments', 'no limit on the arguments (refused without it when there is no --where and no --from)')
     .option('--uses <n>', 'at most n calls')
     .option('--duration <d>', 'for this long, e.g. 1h (without it: the longest the rules allow)')
     .requiredOption('--reason <text>', 'why, for the audit trail')
@@ -131,7 +137,8 @@ export function registerGrantCommands(grants: Command, env: () => ApprovalsClien
           ...(o.principal !== undefined ? { principal: o.principal } : {}),
           ...(o.tool !== undefined ? { tool: o.tool } : {}),
           ...(o.group !== undefined ? { approver_group: o.group } : {}),
-          constraints: parseWhere(o.where ?? []),
+          ...(o.where !== undefined && o.where.length > 0 ? { constraints: parseWhere(o.where) } : {}),
+          ...(o.anyArguments === true ? { any_arguments: true } : {}),
           ...(uses !== undefined ? { max_uses: uses } : {}),
           ...(o.duration !== undefined ? { duration_ms: parseDuration(o.duration) } : {}),
           reason: o.reason,

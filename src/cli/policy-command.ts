@@ -25,7 +25,8 @@ import type { Command } from 'commander';
 import type { Config } from '../config.js';
 
 /**
- * Exit codes of `policy`: 0 ok; 1 Temporal unreachable or a history unreadable; 2 usage: a missing
+ * Exit codes of `policy`: 0 ok; 1 Temporal unreachable, a history unreadable, or more call record
+ * lines unreadable than `--allow-unreadable` (the replay is incomplete: a key left the ring); 2 usage: a missing
  * or malformed option, a `--since` in the future or before 1970, or a folder or file that does not
  * exist (`--policies`, `--live` or `COUNTERSIGN_POLICY_DIR`, `--schema`, `--call-records`; the
  * message names which); 3 a policy set does not validate or load (the candidate against the
@@ -37,7 +38,8 @@ export const POLICY_EXIT = { ok: 0, failed: 1, usage: 2, invalid: 3, threshold: 
 const EXIT_CODES_HELP = `
 Exit codes:
   0  ok
-  1  Temporal unreachable, or a history or call record folder unreadable
+  1  Temporal unreachable, a history or call record folder unreadable, or more call record lines
+     unreadable than --allow-unreadable (default 0): the replay did not see every call
   2  usage: a missing or malformed option, --since in the future or before 1970, or a folder or
      file that does not exist (--policies, --live / COUNTERSIGN_POLICY_DIR, --schema, --call-records)
   3  a policy set does not validate or load (the candidate, or the live set)
@@ -58,6 +60,7 @@ interface ReplayOptions {
   maxChanges?: string;
   failOn?: string[];
   examples: string;
+  allowUnreadable: string;
 }
 
 function wholeNumber(text: string, option: string): number {
@@ -151,6 +154,7 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
   }
   const maxChanges = o.maxChanges === undefined ? undefined : wholeNumber(o.maxChanges, '--max-changes');
   const examplesPerChange = wholeNumber(o.examples, '--examples');
+  const allowUnreadable = wholeNumber(o.allowUnreadable, '--allow-unreadable');
   existing(o.policies, '--policies', 'folder');
   const liveDir = liveFolderOf(config, o.live);
   if (o.schema !== undefined) existing(o.schema, '--schema', 'file');
@@ -214,7 +218,15 @@ async function replay(config: Config, o: ReplayOptions): Promise<number> {
     );
     const breaches = thresholdBreaches(report, { ...(maxChanges !== undefined ? { maxChanges } : {}), failOn });
     for (const b of breaches) process.stderr.write(`countersign policy replay: threshold crossed: ${b}\n`);
-    return breaches.length > 0 ? POLICY_EXIT.threshold : POLICY_EXIT.ok;
+    if (breaches.length > 0) return POLICY_EXIT.threshold;
+    if (sources.unreadableCallRecords > allowUnreadable) {
+      // a gate that saw only part of the calls must not pass: e.g. records sealed with a key no longer in the ring
+      process.stderr.write(
+        `countersign policy replay: ${sources.unreadableCallRecords} call record line(s) in ${recordsDir ?? ''} could not be read (a payload key no longer in COUNTERSIGN_PAYLOAD_KEYS, or a damaged line), more than --allow-unreadable ${allowUnreadable}: the replay did not see every call\n`,
+      );
+      return POLICY_EXIT.failed;
+    }
+    return POLICY_EXIT.ok;
   } finally {
     await gateway?.close();
     await reader.close();
@@ -270,6 +282,7 @@ export function registerPolicyCommand(program: Command, config: () => Promise<Co
       (v: string, prev: string[] = []) => [...prev, v],
     )
     .option('--examples <n>', 'examples per change', '3')
+    .option('--allow-unreadable <n>', 'call record lines that may be unreadable before the replay exits 1', '0')
     .addHelpText('after', EXIT_CODES_HELP)
     .action((o: ReplayOptions) => run(async () => replay(await config(), o))());
 }

@@ -29,6 +29,12 @@ const cli = (args: string[]) =>
     TEMPORAL_ADDRESS: stack.urls.temporal,
   });
 
+/** `line`'s payload as if sealed under a key id no longer in the ring (`retired-key`). */
+function foreignKey(line: Record<string, unknown>): Record<string, unknown> {
+  const payload = line['payload'] as { metadata: Record<string, string>; data: string };
+  return { payload: { ...payload, metadata: { ...payload.metadata, 'encryption-key-id': Buffer.from('retired-key').toString('base64') } } };
+}
+
 /** The live policies with the wire_transfer limit lowered from 25,000 to 500. */
 function lowerLimit(): string {
   const dir = mkdtempSync(join(tmpdir(), 'countersign-candidate-'));
@@ -98,5 +104,24 @@ describe('call records and policy replay', () => {
     const failing = await cli(['replay', '--policies', lowerLimit(), '--since', '1h', '--fail-on', 'allowed→*']);
     expect(failing.code).toBe(4);
     expect(failing.stdout).toContain('Read 1 call(s) from workflow histories (calls that opened a task) and 2 from call records');
+  });
+  it('a call record line the payload keys cannot read makes the replay exit 1, naming the count, unless --allow-unreadable covers it', async () => {
+    const day = readdirSync(recordDir).find((f) => f.endsWith('.jsonl'));
+    expect(day).toBeDefined();
+    const file = join(recordDir, day!);
+    const before = readFileSync(file, 'utf8');
+    try {
+      // a record sealed under a key that has since left the ring: its envelope names an unknown key id
+      const line = JSON.parse(before.trim().split('\n')[0]!) as Record<string, unknown>;
+      writeFileSync(file, `${before}${JSON.stringify({ ...line, ...foreignKey(line) })}\n`);
+      const refused = await cli(['replay', '--policies', lowerLimit(), '--since', '1h']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/1 call record line\(s\) .* could not be read/);
+      expect(refused.stdout).toContain('1 line(s) unreadable');
+      const allowed = await cli(['replay', '--policies', lowerLimit(), '--since', '1h', '--allow-unreadable', '1']);
+      expect(allowed.code).toBe(0);
+    } finally {
+      writeFileSync(file, before);
+    }
   });
 });

@@ -318,7 +318,8 @@ export function analyticsReport(
 ): AnalyticsReport {
   const sinceMs = atMs - windowDays * 86_400_000;
   const inScope = <R extends { group: string }>(rows: R[]): R[] => (groups === 'all' ? rows : rows.filter((r) => groups.has(r.group)));
-  const decided = inScope(store.decisions(sinceMs, REPORT_DECISION_LIMIT));
+  // filtered in the store before its limit: a busy group's decisions never crowd out a small one's
+  const decided = store.decisions(sinceMs, REPORT_DECISION_LIMIT, groups === 'all' ? undefined : [...groups]);
   const pendingRows = inScope(store.pendingAges(atMs, AGE_BOUNDS_MS));
   const byTool = new Map<string, OutcomeRow['counts']>();
   const total = emptyCounts();

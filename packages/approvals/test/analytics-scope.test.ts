@@ -11,8 +11,10 @@ const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 const HOUR = 3_600_000;
 const ORIGIN = 'https://approvals.example.test';
 const open: ApprovalService[] = [];
+let clock = T0;
 afterEach(() => {
   for (const s of open.splice(0)) s.close();
+  clock = T0;
 });
 
 function service(analytics: Record<string, unknown>): ApprovalService {
@@ -26,7 +28,7 @@ function service(analytics: Record<string, unknown>): ApprovalService {
     ],
     publicBaseUrl: ORIGIN,
     logger: pino({ level: 'silent' }),
-    now: () => T0,
+    now: () => clock,
     rules: parseApprovalRules(JSON.stringify({ analytics: { leads: ['bob', 'dan'], ...analytics }, unfollowed: { action: 'off' } })),
   });
   open.push(s);
@@ -97,5 +99,22 @@ describe("a lead's analytics page", () => {
     expect(bobs).toContain('wire_transfer');
     expect(bobs).toContain('restart_service');
     expect(bobs).toContain('all approver groups');
+  });
+  it("reads a lead's groups' decisions before the decision limit: newer decisions of other groups never crowd them out", async () => {
+    const svc = service({});
+    await decidedRequest(svc, 'wire_transfer', 'treasury', 'bob', 'approve');
+    clock += 1000;
+    await decidedRequest(svc, 'wire_transfer', 'treasury', 'bob', 'deny');
+    for (let i = 0; i < 3; i++) {
+      clock += 1000;
+      await decidedRequest(svc, 'restart_service', 'ops', 'dan', 'approve');
+    }
+    // with a limit of 3 the three newest are ops'; the treasury lead's two must still be read
+    const treasury = svc.store.analytics.decisions(T0 - HOUR, 3, ['treasury']);
+    expect(treasury.map((d) => [d.group, d.outcome])).toEqual([
+      ['treasury', 'denied'],
+      ['treasury', 'approved'],
+    ]);
+    expect(svc.store.analytics.decisions(T0 - HOUR, 3).map((d) => d.group)).toEqual(['ops', 'ops', 'ops']);
   });
 });

@@ -76,8 +76,11 @@ export interface AnalyticsStore {
   recordOpen(requestId: string, approver: string, atMs: number): void;
   /** The open mark of `approver` (any case) on `requestId`, or undefined. */
   openOf(requestId: string, approver: string): RequestOpen | undefined;
-  /** Approved and denied requests resolved at or after `sinceMs`, at most `limit` (newest first). */
-  decisions(sinceMs: number, limit: number): DecisionRow[];
+  /**
+   * Approved and denied requests resolved at or after `sinceMs`, of approver `groups` only when
+   * given (filtered before the limit), at most `limit` (newest first).
+   */
+  decisions(sinceMs: number, limit: number, groups?: readonly string[]): DecisionRow[];
   /** Decisions resolved at or after `sinceMs`, grouped by tool, group and channel, counted per bound of `boundsMs` (ascending). */
   decisionBuckets(boundsMs: readonly number[], sinceMs: number): DecisionBucketRow[];
   /** Requests resolved at or after `sinceMs` by tool, group and final status. */
@@ -114,11 +117,15 @@ export function createAnalyticsStore(db: Database.Database): AnalyticsStore {
     [string, string],
     { request_id: string; approver: string; first_opened_at_ms: number; last_opened_at_ms: number; opens: number }
   >('SELECT * FROM request_opens WHERE request_id = ? AND approver = cs_lower(?)');
-  const selectDecisions = db.prepare<[number, number], { tool: string; grp: string; via: string | null; status: string; d: number }>(
+  const selectDecisions = db.prepare<
+    { since: number; limit: number; all: 0 | 1; groups: string },
+    { tool: string; grp: string; via: string | null; status: string; d: number }
+  >(
     `SELECT r.tool, r.approver_group AS grp, ${DECIDING_EVENT} AS via, r.status, r.resolved_at_ms - r.created_at_ms AS d
      FROM access_requests r
-     WHERE r.status IN ('approved', 'denied') AND r.resolved_at_ms >= ?
-     ORDER BY r.resolved_at_ms DESC LIMIT ?`,
+     WHERE r.status IN ('approved', 'denied') AND r.resolved_at_ms >= @since
+       AND (@all = 1 OR r.approver_group IN (SELECT value FROM json_each(@groups)))
+     ORDER BY r.resolved_at_ms DESC LIMIT @limit`,
   );
   const selectResolved = db.prepare<[number], { tool: string; grp: string; status: string; n: number }>(
     `SELECT tool, approver_group AS grp, status, COUNT(*) AS n FROM access_requests
@@ -163,8 +170,9 @@ export function createAnalyticsStore(db: Database.Database): AnalyticsStore {
             opens: row.opens,
           };
     },
-    decisions(sinceMs, limit) {
-      return selectDecisions.all(sinceMs, limit).map((r) => ({
+    decisions(sinceMs, limit, groups) {
+      const scope = groups === undefined ? { all: 1 as const, groups: '[]' } : { all: 0 as const, groups: JSON.stringify(groups) };
+      return selectDecisions.all({ since: sinceMs, limit, ...scope }).map((r) => ({
         tool: r.tool,
         group: r.grp,
         via: r.via,

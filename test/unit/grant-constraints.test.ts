@@ -30,6 +30,21 @@ describe('grant constraints', () => {
     expect(unmetConstraint(c, { path: 'repo/docs/a' })).toBe('path');
   });
 
+  it('subpath never admits a path that another reading turns into one outside it: percent-encoding, backslashes, dot lookalikes, padded dots, controls', () => {
+    const c = { path: { subpath: '/repo/docs' } };
+    for (const path of [
+      '/repo/docs/%2e%2e/secret',
+      '/repo/docs/..\\..\\etc',
+      '/repo/docs/\u2025/x',
+      '/repo/docs/\uff0e\uff0e/x',
+      '/repo/docs/ ../x',
+      '/repo/docs/a\uff0fb',
+      '/repo/docs/\u202e/x',
+    ])
+      expect(unmetConstraint(c, { path }), path).toBe('path');
+    expect(unmetConstraint(c, { path: '/repo/docs/My File.md' })).toBeNull();
+  });
+
   it('subset admits a non-empty list of allowed elements, none more often than allowed', () => {
     const c = { tags: { subset: ['a', 'b'] } };
     expect(unmetConstraint(c, { tags: ['b'] })).toBeNull();

@@ -86,11 +86,17 @@ describe('checkNarrowing', () => {
         message: '"path" must be the requested path or a path below it',
       });
     }
-    for (const bad of ['/data/reports/../secrets', '/data/reports/./x', '/data/reports//x', '/data/reports/\0x']) {
+    for (const bad of [
+      '/data/reports/../secrets',
+      '/data/reports/./x',
+      '/data/reports//x',
+      '/data/reports/\0x',
+      '/data/reports/%2e%2e/x',
+    ]) {
       expect(checkNarrowing({ path: '/data/reports' }, { path: bad }, s)).toMatchObject({
         ok: false,
         field: 'path',
-        message: '"path" must be a plain path: no ".", ".." or empty segments',
+        message: '"path" must be a plain path: no ".", ".." or lookalike, no empty segment, %, backslash or control character',
       });
     }
   });

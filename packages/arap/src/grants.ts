@@ -37,7 +37,10 @@ export const GrantConstraintSchema = z.union([
   z
     .object({ subpath: z.string().min(1).max(4096) })
     .strict()
-    .refine((c) => segmentsOfPath(c.subpath) !== null, 'subpath must be a plain path: no ".", ".." or empty segments'),
+    .refine(
+      (c) => segmentsOfPath(c.subpath) !== null,
+      'subpath must be a plain path: no ".", ".." (or a lookalike) or empty segments, no %, backslash or control character',
+    ),
   z.object({ subset: z.array(z.unknown()).min(1).max(256) }).strict(),
 ]);
 /** A validated constraint. */

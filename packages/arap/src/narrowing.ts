@@ -98,13 +98,21 @@ export function quotedField(key: string): string {
 
 /**
  * The segments of a plain path (`/a/b` → `['', 'a', 'b']`, `a/b` → `['a', 'b']`, a trailing `/`
- * ignored), or null when it holds a NUL or a `.`, `..` or empty segment: what `subpath` compares.
+ * ignored), or null when it is not plain: what `subpath` compares. Not plain: a control or format
+ * character (NUL, bidi, zero-width), `%` or `\` (a tool that URL-decodes or runs on Windows would
+ * read another path), an empty segment, or one that is `.` or `..` or holds `/` or `\` once
+ * NFKC-normalised and trimmed (`‥`, fullwidth `．．`, ` ..`). Such a path never meets a limit and
+ * cannot be narrowed.
  */
 export function segmentsOfPath(path: string): string[] | null {
-  if (path.includes('\0')) return null;
+  if (/[\p{Cc}\p{Cf}%\\]/u.test(path)) return null;
   const rooted = path.startsWith('/');
   const parts = (rooted ? path.slice(1) : path).replace(/\/+$/, '').split('/');
-  if (parts.some((p) => p === '' || p === '.' || p === '..')) return null;
+  const dotted = (p: string) => {
+    const n = p.normalize('NFKC').trim();
+    return n === '' || n === '.' || n === '..' || /[/\\]/.test(n);
+  };
+  if (parts.some((p) => p === '' || dotted(p))) return null;
   return rooted ? ['', ...parts] : parts;
 }
 
@@ -125,8 +133,9 @@ function checkField(direction: NarrowingDirection, requested: unknown, proposed:
       if (typeof proposed !== 'string') return 'must be a path (a string)';
       const want = segmentsOfPath(requested);
       const got = segmentsOfPath(proposed);
-      if (want === null) return 'the requested path has ".", ".." or empty segments, so it cannot be narrowed';
-      if (got === null) return 'must be a plain path: no ".", ".." or empty segments';
+      if (want === null)
+        return 'the requested path is not plain (".", ".." or a lookalike, an empty segment, %, a backslash or a control character), so it cannot be narrowed';
+      if (got === null) return 'must be a plain path: no ".", ".." or lookalike, no empty segment, %, backslash or control character';
       if (got.length < want.length || want.some((s, i) => got[i] !== s)) return 'must be the requested path or a path below it';
       return null;
     }

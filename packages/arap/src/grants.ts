@@ -46,10 +46,13 @@ export const GrantConstraintSchema = z.union([
 /** A validated constraint. */
 export type GrantConstraint = z.infer<typeof GrantConstraintSchema>;
 
-/** Constraints of a grant: argument name (`NARROWABLE_FIELD`) → constraint; at most 32. */
+/** The most constraints a grant holds (the inbox's form has as many rows). */
+export const MAX_GRANT_CONSTRAINTS = 64;
+
+/** Constraints of a grant: argument name (`NARROWABLE_FIELD`) → constraint; at most {@link MAX_GRANT_CONSTRAINTS}. */
 export const GrantConstraintsSchema = z
   .record(z.string().regex(NARROWABLE_FIELD, 'an argument name of 1-64 characters [A-Za-z0-9_-]'), GrantConstraintSchema)
-  .refine((c) => Object.keys(c).length <= 32, 'at most 32 constraints');
+  .refine((c) => Object.keys(c).length <= MAX_GRANT_CONSTRAINTS, `at most ${MAX_GRANT_CONSTRAINTS} constraints`);
 /** Validated constraints. */
 export type GrantConstraints = z.infer<typeof GrantConstraintsSchema>;
 

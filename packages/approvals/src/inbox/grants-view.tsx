@@ -7,7 +7,7 @@
  * so it is read back with its type). Every value is escaped. Deliberately does not: create or
  * revoke (the forms post to the inbox routes).
  */
-import { GRANT_DIRECTIONS, type GrantConstraints } from '@countersign/arap';
+import { GRANT_DIRECTIONS, MAX_GRANT_CONSTRAINTS, type GrantConstraints } from '@countersign/arap';
 import type { Child } from 'hono/jsx';
 import { formatTime, visible } from './format.js';
 import type { Grant } from '../store/grants-store.js';
@@ -18,8 +18,8 @@ import type { AccessRequestRecord } from '../store/store.js';
 /** Limit rows of an empty create form (one made from a request has a row per argument and one more). */
 export const GRANT_FORM_ROWS = 4;
 
-/** The most limit rows a create form has and {@link constraintsFromForm} reads. */
-export const GRANT_FORM_MAX_ROWS = 64;
+/** The most limit rows a create form has and {@link constraintsFromForm} reads: as many as a grant holds. */
+export const GRANT_FORM_MAX_ROWS = MAX_GRANT_CONSTRAINTS;
 
 /** One row of the Grants page: the grant, the requests it approved, and whether this approver may revoke it. */
 export interface GrantRow {

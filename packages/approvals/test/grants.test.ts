@@ -86,6 +86,23 @@ async function createGrant(svc: ApprovalService, body: Record<string, unknown>):
   });
 }
 
+/** A service (in memory) whose ITSM webhook is on for treasury; `hooks` collects the decoded notifications. */
+function itsmService(): { svc: ApprovalService; hooks: Array<Record<string, unknown>> } {
+  const hooks: Array<Record<string, unknown>> = [];
+  const svc = service(
+    ':memory:',
+    { itsm: { webhookUrl: 'https://itsm.example.test/hook', groups: ['treasury'], includeArguments: false } },
+    {
+      itsmSecret: 'itsm-secret-for-tests-0123456789abcdef',
+      fetch: (async (url: string | URL | Request, init?: RequestInit) => {
+        if (String(url) === 'https://itsm.example.test/hook') hooks.push(decodeJwt(String(init?.body)));
+        return new Response(null, { status: 204 });
+      }) as typeof fetch,
+    },
+  );
+  return { svc, hooks };
+}
+
 /** The grant events version 8 added: a version-7 file's audit CHECK list lacks them. */
 const V7_EVENTS = AUDIT_EVENT_KINDS.filter((e) => e !== 'granted' && e !== 'grant-used');
 
@@ -136,18 +153,7 @@ describe('grants in the approval service', () => {
   });
 
   it('the ITSM system hears of a request a grant approved at submission, as approved by that grant, and of a pending one as pending; the grant-approved one is not offered to ITSM to decide', async () => {
-    const hooks: Array<Record<string, unknown>> = [];
-    const svc = service(
-      ':memory:',
-      { itsm: { webhookUrl: 'https://itsm.example.test/hook', groups: ['treasury'], includeArguments: false } },
-      {
-        itsmSecret: 'itsm-secret-for-tests-0123456789abcdef',
-        fetch: (async (url: string | URL | Request, init?: RequestInit) => {
-          if (String(url) === 'https://itsm.example.test/hook') hooks.push(decodeJwt(String(init?.body)));
-          return new Response(null, { status: 204 });
-        }) as typeof fetch,
-      },
-    );
+    const { svc, hooks } = itsmService();
     const res = await createGrant(svc, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 1 });
     const grant = (await res.json()) as { id: string };
     const granted = await submit(svc, { amount: 30_000, to: 'acct-991' });
@@ -164,18 +170,7 @@ describe('grants in the approval service', () => {
   });
 
   it('the ITSM system hears of a request a counter-proposal permit approved at submission, as approved by that permit', async () => {
-    const hooks: Array<Record<string, unknown>> = [];
-    const svc = service(
-      ':memory:',
-      { itsm: { webhookUrl: 'https://itsm.example.test/hook', groups: ['treasury'], includeArguments: false } },
-      {
-        itsmSecret: 'itsm-secret-for-tests-0123456789abcdef',
-        fetch: (async (url: string | URL | Request, init?: RequestInit) => {
-          if (String(url) === 'https://itsm.example.test/hook') hooks.push(decodeJwt(String(init?.body)));
-          return new Response(null, { status: 204 });
-        }) as typeof fetch,
-      },
-    );
+    const { svc, hooks } = itsmService();
     const post = (args: Record<string, unknown>) =>
       svc.app.request('/access/v1/requests', {
         method: 'POST',

@@ -98,6 +98,19 @@ function formAsSubmitted(html: string): Record<string, string> {
   return fields;
 }
 
+/** alice posts the Grants page's form for a new grant to carol's wire_transfer of treasury, with `fields` (limits, count, reason) added. */
+async function postNewGrant(fields: Record<string, string>): Promise<Response> {
+  const cookie = await signIn('alice');
+  const csrf = /name="csrf" value="([^"]+)"/.exec(
+    await (await svc.app.request('/approver/grants', { headers: { Cookie: cookie } })).text(),
+  )?.[1];
+  return post(
+    '/approver/grants',
+    { csrf: csrf ?? '', principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', ...fields },
+    cookie,
+  );
+}
+
 describe('the inbox grant form', () => {
   it('a string "42" argument prefilled by "Grant calls like this one…" and submitted unchanged yields a grant whose constraint is eq "42" (string) that matches the original call', async () => {
     const id = await submit({ ref: '42', amount: 30_000, to: 'acct\u200b-991', urgent: true });
@@ -116,50 +129,26 @@ describe('the inbox grant form', () => {
   });
 
   it('two limit rows on the same argument are refused with a 400 page naming the argument, and no grant is made', async () => {
-    const cookie = await signIn('alice');
-    const csrf = /name="csrf" value="([^"]+)"/.exec(
-      await (await svc.app.request('/approver/grants', { headers: { Cookie: cookie } })).text(),
-    )?.[1];
-    const res = await post(
-      '/approver/grants',
-      {
-        csrf: csrf ?? '',
-        principal: 'carol',
-        tool: 'wire_transfer',
-        approver_group: 'treasury',
-        field_0: 'amount',
-        dir_0: 'max',
-        value_0: '50000',
-        field_1: ' amount ',
-        dir_1: 'min',
-        value_1: '1',
-        max_uses: '3',
-        reason: 'supplier run',
-      },
-      cookie,
-    );
+    const res = await postNewGrant({
+      field_0: 'amount',
+      dir_0: 'max',
+      value_0: '50000',
+      field_1: ' amount ',
+      dir_1: 'min',
+      value_1: '1',
+      max_uses: '3',
+      reason: 'supplier run',
+    });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('limits 1 and 2 both limit the argument &quot;amount&quot;: give each argument one limit');
     expect(svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' })).toEqual([]);
   });
 
   it('a grant reason of only zero-width and other invisible characters is refused like an empty one, and no grant is made', async () => {
-    const cookie = await signIn('alice');
-    const csrf = /name="csrf" value="([^"]+)"/.exec(
-      await (await svc.app.request('/approver/grants', { headers: { Cookie: cookie } })).text(),
-    )?.[1];
-    const res = await post(
-      '/approver/grants',
-      {
-        csrf: csrf ?? '',
-        principal: 'carol',
-        tool: 'wire_transfer',
-        approver_group: 'treasury',
-        max_uses: '3',
-        reason: '\u200b\u200c\u200d\u2060\ufeff\u00ad',
-      },
-      cookie,
-    );
+    const res = await postNewGrant({
+      max_uses: '3',
+      reason: '\u200b\u200c\u200d\u2060\ufeff\u00ad',
+    });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('A grant needs a reason a reader can see');
     expect(svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' })).toEqual([]);

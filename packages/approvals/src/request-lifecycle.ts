@@ -332,7 +332,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
    * right (a grant approves in its creator's name, so it stops when they leave the group or lose the
    * right; not checked without `deps.approvers`).
    */
-  function creatorStillGrants(grant: Grant): boolean {
+  function grantStillHolds(grant: Grant): boolean {
     const rule = deps.rules().grants;
     if (rule === undefined || grant.uses >= rule.maxUses || now() >= grant.createdAtMs + rule.maxDurationMs) return false;
     if (deps.approvers === undefined) return true;
@@ -608,7 +608,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
             approverGroup: body.approver_group,
             atMs: at,
             matches: (permit, proposedOn) => permitMatches(permit.arguments, proposedOn, body),
-            grantFits: (g) => grantCovers(g, { body }) && creatorStillGrants(g),
+            grantFits: (g) => grantCovers(g, { body }) && grantStillHolds(g),
           },
           (approvers, grant) =>
             approvalOf(row.id, at, approvers, grant === undefined ? {} : { grant: grantUseWire(grant.grant, grant.use) }),
@@ -637,7 +637,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     applyGrant(id, grant) {
       const current = read(id);
       if (current === undefined || current.status !== 'pending') return null;
-      if (current.requiredApprovals > 1 || current.stepUpRule !== null || !grantCovers(grant, current) || !creatorStillGrants(grant))
+      if (current.requiredApprovals > 1 || current.stepUpRule !== null || !grantCovers(grant, current) || !grantStillHolds(grant))
         return null;
       const b = current.body;
       const facts = {

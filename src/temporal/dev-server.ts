@@ -91,6 +91,13 @@ export interface DevServerOptions {
   namespace?: string;
   readyTimeoutMs?: number;
   log?: (line: string) => void;
+  /**
+   * More `--dynamic-config-value key=<JSON value>` settings, after the stack's own (a later value of
+   * a key wins), e.g. `{ 'history.workflowTaskRetryMaxInterval': '1s' }` (durations as Go duration
+   * strings). Keys are the server's dynamic config (Temporal server `common/dynamicconfig`); a value
+   * of the wrong type fails the start with the server's message.
+   */
+  dynamicConfig?: Record<string, string | number | boolean>;
 }
 
 /** Starts tried by {@link startDevServer} when the server loses a port race during start-up. */
@@ -134,6 +141,7 @@ async function startDevServerOnce(opts: DevServerOptions): Promise<DevServer> {
     'system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute=2',
     // the approval workflow's typed search attributes (workflows/search-attributes.ts)
     ...SEARCH_ATTRIBUTE_DEFINITIONS.flatMap((d) => ['--search-attribute', `${d.name}=${d.type}`]),
+    ...Object.entries(opts.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
   ];
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   else args.push('--headless');

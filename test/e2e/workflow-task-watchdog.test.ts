@@ -57,7 +57,10 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
   const workflowId = `held-run-${Date.now()}`;
 
   beforeAll(async () => {
-    server = await startDevServer();
+    // From its 4th attempt the server adds 5 s, 10 s, 20 s … (up to 10 min) to a held workflow task's
+    // timeout; capped here at 1 s so a streak of attempts takes seconds, not minutes: the watchdog
+    // decides by attempt counts, never by their spacing.
+    server = await startDevServer({ dynamicConfig: { 'history.workflowTaskRetryMaxInterval': '1s' } });
     connection = await Connection.connect({ address: server.address });
     client = new Client({ connection });
     await client.workflow.start('anyWorkflow', { taskQueue, workflowId, workflowTaskTimeout: '1s' });
@@ -256,7 +259,7 @@ describe('the workflow-task watchdog on a real Temporal server', () => {
       await a.stop();
       await b?.stop();
     }
-  }, 300_000); // 2 × 2 attempts after the streak is first seen: 80 s on a quiet machine, past 120 s under the whole suite
+  }, 120_000);
 
   it('finds the run whose workflow task this worker identity took and keeps leaving unanswered, and replaces the worker once for it, never twice; another identity leaves it alone', async () => {
     const replaced: HeldRun[] = [];

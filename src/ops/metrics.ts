@@ -16,6 +16,7 @@
  * | `countersign_subscription_streams` | gauge | — | MCP front: open `subscriptions/listen` streams, at scrape time |
  * | `countersign_break_glass_reviews` | gauge | `state` | approval service: break-glass approvals not yet reviewed (`unreviewed`) and of those past their review time (`overdue`), at scrape time |
  * | `countersign_policy_shadow_evaluations_total` | counter | — | MCP front: a call's decision evaluated under the shadow policy set too (`COUNTERSIGN_SHADOW_POLICY_DIR`, `src/policy/shadow.ts`) |
+ * | `countersign_policy_shadow_skipped_total` | counter | — | MCP front: a call not shadowed because the shadow set already had its maximum of evaluations waiting (1,000; a PDP slower than the traffic) |
  * | `countersign_policy_shadow_disagreements_total` | counter | `live`, `shadow` | MCP front: the shadow set's outcome differs from the live one (each label one of `allowed`, `in-band`, `requestable`, `denied`; a change of approver group alone counts with both labels equal) |
  * | `countersign_call_records_total` | counter | `result` | MCP front: call records of calls that open no task (`COUNTERSIGN_CALL_RECORD_DIR`, `src/policy/call-records.ts`): `written`, `skipped` (over the size limit), `failed` |
  * | `countersign_workflow_task_holds_total` | counter | `action` | worker: what the workflow-task watchdog did about a run whose workflow task this worker took first and left unanswered (`src/temporal/workflow-task-watchdog.ts`): `replaced` the worker, left a `shared` hold to the queue's other workers, found it `unresolved` after a replacement |
@@ -52,6 +53,8 @@ export interface AppMetrics {
   callRecords: Counter<'result'>;
   /** Calls evaluated under the shadow policy set (`src/policy/shadow.ts`). */
   shadowEvaluations: Counter;
+  /** Calls not shadowed because the shadow set's evaluations in flight were at their bound (`src/policy/shadow.ts`). */
+  shadowSkipped: Counter;
   /** The workflow-task watchdog's actions on held runs, by `action` (`HoldAction`, src/temporal/workflow-task-watchdog.ts). */
   workflowTaskHolds: Counter<'action'>;
   /** Shadow evaluations whose outcome differs from the live decision, by both outcomes. */
@@ -276,6 +279,11 @@ export function createAppMetrics(): AppMetrics {
     shadowEvaluations: new Counter({
       name: 'countersign_policy_shadow_evaluations_total',
       help: 'tools/call decisions also evaluated under the shadow policy set (never enforced).',
+      registers: [registry],
+    }),
+    shadowSkipped: new Counter({
+      name: 'countersign_policy_shadow_skipped_total',
+      help: 'tools/call decisions not shadowed because the shadow policy set already had its maximum of evaluations waiting.',
       registers: [registry],
     }),
     shadowDisagreements: new Counter({

@@ -11,6 +11,11 @@
  * (labels: the four outcomes) and writes one `info` line with the tool, the keyed call reference,
  * both outcomes and both policy id lists — never the arguments, the principal or the binding digest.
  *
+ * At most `maxInFlight` evaluations (default {@link SHADOW_MAX_IN_FLIGHT}) wait at once: when the
+ * candidate is slower than the traffic (a PDP that awaits entity data, a stalled one), a call beyond
+ * that is not shadowed and counts `countersign_policy_shadow_skipped_total` instead, so shadowing
+ * never grows the front's memory without bound.
+ *
  * Deliberately does not: change, delay or fail the live decision (an error of the shadow set is
  * its own `denied`, counted like any other; an exception is logged and dropped), or re-evaluate
  * after an approval (the worker's re-evaluation uses the live set only).
@@ -32,8 +37,20 @@ export interface ShadowPolicy {
   idle(): Promise<void>;
 }
 
-/** A shadow over `pdp` (the candidate set), counting into `metrics` and logging disagreements to `logger`. */
-export function createShadowPolicy(deps: { pdp: PolicyDecisionPoint; logger: Logger; metrics?: AppMetrics }): ShadowPolicy {
+/** Shadow evaluations that may wait at once by default; a call beyond them is skipped and counted. */
+export const SHADOW_MAX_IN_FLIGHT = 1_000;
+
+/**
+ * A shadow over `pdp` (the candidate set), counting into `metrics` and logging disagreements to
+ * `logger`; `maxInFlight` (default {@link SHADOW_MAX_IN_FLIGHT}, ≥ 1) bounds the evaluations waiting at once.
+ */
+export function createShadowPolicy(deps: {
+  pdp: PolicyDecisionPoint;
+  logger: Logger;
+  metrics?: AppMetrics;
+  maxInFlight?: number;
+}): ShadowPolicy {
+  const maxInFlight = Math.max(1, deps.maxInFlight ?? SHADOW_MAX_IN_FLIGHT);
   const pending = new Set<Promise<void>>();
   const compare = async (request: AccessEvaluationRequest, decision: Decision, callRef: () => string): Promise<void> => {
     const live = outcomeOf(decision);
@@ -45,6 +62,10 @@ export function createShadowPolicy(deps: { pdp: PolicyDecisionPoint; logger: Log
   };
   return {
     observe(request, decision, callRef) {
+      if (pending.size >= maxInFlight) {
+        deps.metrics?.shadowSkipped.inc();
+        return;
+      }
       const done: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
         .then(() => compare(request, decision, callRef))
         .catch((err: unknown) =>

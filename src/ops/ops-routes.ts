@@ -15,8 +15,8 @@
  * nothing but up and check names; bind the ports to an internal network), or expose anything beyond
  * closed-set labels and check names.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FetchFn } from '@countersign/http/server-lifecycle';
+import { bearerMatches } from '@countersign/http/bearer';
 import type { AppMetrics } from './metrics.js';
 
 /** One readiness condition: resolves when ready, rejects (with a short operator-facing message) when not. */
@@ -48,7 +48,7 @@ export function withOpsRoutes(fetch: FetchFn, opts: OpsRoutesOptions): FetchFn {
       if (url.pathname === '/livez') return new Response('ok\n', { headers: { 'content-type': 'text/plain' } });
       if (url.pathname === '/readyz') return readiness(opts.checks, timeoutMs);
       if (url.pathname === '/metrics')
-        return opts.metricsToken === undefined || bearerIs(req.headers.get('authorization'), opts.metricsToken)
+        return opts.metricsToken === undefined || bearerMatches(req.headers.get('authorization'), opts.metricsToken)
           ? metricsResponse(opts)
           : metricsUnauthorized();
     }
@@ -59,14 +59,6 @@ export function withOpsRoutes(fetch: FetchFn, opts: OpsRoutesOptions): FetchFn {
     }
     return res;
   };
-}
-
-/** Whether `authorization` is `Bearer <token>` (scheme case-insensitive), compared in constant time over SHA-256 digests. */
-function bearerIs(authorization: string | null, token: string): boolean {
-  const m = authorization === null ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
-  if (m === null || m[1] === undefined) return false;
-  const digest = (v: string) => createHash('sha256').update(v, 'utf8').digest();
-  return timingSafeEqual(digest(m[1]), digest(token));
 }
 
 function metricsUnauthorized(): Response {

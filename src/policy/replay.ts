@@ -11,6 +11,7 @@
  * recovered from it, see `src/mcp/gate.ts`).
  */
 import type { Principal } from '../auth/principal.js';
+import { visible } from '@countersign/http/visible';
 import type { Decision, PolicyDecisionPoint } from './pdp.js';
 
 /**
@@ -189,21 +190,12 @@ export function thresholdBreaches(report: ReplayReport, threshold: ReplayThresho
 }
 
 /**
- * Characters that could drive a terminal or reorder or hide what the operator reads: controls
- * (`\p{Cc}`: C0 with ESC and BEL, DEL, C1), format characters (`\p{Cf}`: the bidi embeddings,
- * overrides and isolates U+202A–202E and U+2066–2069, zero-width characters), line and paragraph
- * separators, spaces other than U+0020 and the blank Hangul fillers (the set of the inbox's `visible`,
- * `packages/approvals/src/inbox/format.ts`).
- */
-const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}\u115F\u1160\u3164\uFFA0]/gu;
-
-/**
- * `text` safe to write to a terminal: every character of the set above but U+0020 written as a
- * visible `\u{…}` escape (`\u{1b}[2J`, `\u{202e}`). The table prints recorded data (tools,
- * principals, approver groups, policy ids, call references and times) only through this.
+ * `text` safe to write to a terminal: controls, bidi and invisible characters written as visible
+ * `\u{…}` escapes (`\u{1b}[2J`, `\u{202e}`; `@countersign/http/visible`). The table prints recorded
+ * data (tools, principals, approver groups, policy ids, call references and times) only through this.
  */
 export function printable(text: string): string {
-  return text.replace(UNPRINTABLE, (ch) => (ch === ' ' ? ch : `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`));
+  return visible(text);
 }
 
 function side(d: OutcomeDetail): string {

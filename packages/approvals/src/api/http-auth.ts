@@ -9,28 +9,17 @@
  * `packages/approvals/src/inbox/sign-in-throttle.ts`), lock out, or issue sessions/cookies (see
  * `packages/approvals/src/inbox/session.ts`).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { bearerMatches, safeEqual } from '@countersign/http/bearer';
 import { agentDecider, personDecider, type AgentCredential, type Decider } from '../deciders/decider.js';
+
+/** `@countersign/http/bearer`'s constant-time checks, where the approval service's routes import them. */
+export { bearerMatches, safeEqual };
 
 /** A configured approver: `id` is the Basic-auth user name, `groups` the approver groups they decide for. */
 export interface Approver {
   id: string;
   secret: string;
   groups: string[];
-}
-
-/** Constant-time string equality (compares SHA-256 digests, so lengths may differ). */
-export function safeEqual(a: string, b: string): boolean {
-  const da = createHash('sha256').update(a, 'utf8').digest();
-  const db = createHash('sha256').update(b, 'utf8').digest();
-  return timingSafeEqual(da, db);
-}
-
-/** True when `authorization` is exactly `Bearer <token>` (scheme case-insensitive). */
-export function bearerMatches(authorization: string | undefined, token: string): boolean {
-  if (authorization === undefined) return false;
-  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
-  return m !== null && m[1] !== undefined && safeEqual(m[1], token);
 }
 
 /** Parse `Basic base64(user:pass)`; returns null when absent or malformed. */

@@ -6,7 +6,11 @@
  * Numbers are shown exactly, never rounded ({@link exactNumber}). Deliberately does not: read a
  * tool's display hints (currency, labels, headline fields): `plain-language.ts` does.
  */
+import { visible } from '@countersign/http/visible';
 import type { DisplayHints } from '@countersign/arap';
+
+/** `visible` (`@countersign/http/visible`): text with controls, bidi and invisible characters escaped as `\u{…}`. */
+export { visible };
 
 /** Fraction digits of `value`'s shortest decimal form (`0.004` → 3, `1e-7` → 7, `50000` → 0), at most 20. */
 function fractionDigitsOf(value: number): number {
@@ -29,25 +33,6 @@ export function exactNumber(value: number, opts: { minFractionDigits?: number; c
     minimumFractionDigits: min,
     maximumFractionDigits: Math.max(min, fractionDigitsOf(value)),
   }).format(value);
-}
-
-/**
- * Characters that could drive a terminal, reorder what an approver reads, or make two different
- * values look the same: controls (`\p{Cc}`), format characters (`\p{Cf}`: bidi controls and marks,
- * zero-width spaces and joiners, the soft hyphen, word joiners, the BOM), line and paragraph
- * separators (`\p{Zl}`, `\p{Zp}`), spaces other than U+0020 (`\p{Zs}`: no-break, em, ideographic…)
- * and the blank Hangul fillers (more than the gate escapes in a client's name, src/mcp/client-identity.ts).
- */
-const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}\u115F\u1160\u3164\uFFA0]/gu;
-
-/**
- * `text` with every character of the set above (but U+0020 space, and `\n` with `keepNewlines`)
- * replaced by a visible `\u{…}` escape: `acct\u{200b}-991`, `\u{202e}`.
- */
-export function visible(text: string, opts: { keepNewlines?: boolean } = {}): string {
-  return text.replace(UNSAFE, (ch) =>
-    ch === ' ' || (ch === '\n' && opts.keepNewlines === true) ? ch : `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`,
-  );
 }
 
 /**

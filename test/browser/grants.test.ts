@@ -90,6 +90,7 @@ describe('grants in the inbox', () => {
     stack.approvals.store.grants.create({
       id: `grt_${randomUUID().slice(0, 8)}`,
       principal: 'dave',
+      principalIssuer: null,
       tool: 'wire_transfer',
       approverGroup: 'treasury',
       constraints: { to: { eq: 'acct-991' } },

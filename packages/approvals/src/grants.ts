@@ -138,9 +138,13 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
   if (typeof constraints === 'string') return refuse('unlimited', constraints);
   if (body.duration_ms !== undefined && body.duration_ms > rule.maxDurationMs)
     return refuse('too-broad', `duration_ms is at most ${rule.maxDurationMs} (ms) under the rules.`);
+  // bound to the requester's issuer: as given, else the request's when the grant is for its requester
+  const principalIssuer =
+    body.principal_issuer ?? (from !== undefined && from.body.subject.sub === principal ? from.body.subject.iss : null);
   const grant = deps.store.grants.create({
     id: deps.newId(),
     principal,
+    principalIssuer,
     tool,
     approverGroup: group,
     constraints,
@@ -189,7 +193,7 @@ function argumentLimits(body: GrantCreateBody, from: AccessRequestRecord | undef
 }
 
 /**
- * Whether `record`'s call meets `grant`: principal, tool, group and every argument constraint (not
+ * Whether `record`'s call meets `grant`: principal (and its issuer, when the grant names one), tool, group and every argument constraint (not
  * its count or time), and four-eyes: the grant's creator is none of the call's requesters (its
  * `subject.sub` or any actor of its `act` chain, case-insensitively), as a direct approval by the
  * creator would be refused `own-request`.
@@ -198,6 +202,7 @@ export function grantCovers(grant: Grant, record: Pick<AccessRequestRecord, 'bod
   const b = record.body;
   return (
     b.subject.sub === grant.principal &&
+    (grant.principalIssuer === null || b.subject.iss === grant.principalIssuer) &&
     !principalNames(b.subject).has(grant.createdBy.toLowerCase()) &&
     b.resource.id === grant.tool &&
     b.approver_group === grant.approverGroup &&
@@ -229,6 +234,7 @@ export function grantItem(g: Grant, store: ApprovalStore, nowMs: number): Record
     id: g.id,
     state: grantState(g, nowMs),
     principal: g.principal,
+    principal_issuer: g.principalIssuer,
     tool: g.tool,
     approver_group: g.approverGroup,
     constraints: g.constraints,

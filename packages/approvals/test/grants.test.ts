@@ -56,12 +56,13 @@ async function submit(
   args: Record<string, unknown>,
   sub = 'carol',
   act?: Array<{ sub: string }>,
+  iss = 'https://idp.example.test',
 ): Promise<{ id: string; status: string }> {
   const res = await svc.app.request('/access/v1/requests', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'Idempotency-Key': `key-${++keys}`, ...bearer },
     body: JSON.stringify({
-      subject: { iss: 'https://idp.example.test', sub, ...(act === undefined ? {} : { act }) },
+      subject: { iss, sub, ...(act === undefined ? {} : { act }) },
       action: { name: 'tools/call' },
       resource: { type: 'tool', id: 'wire_transfer' },
       context: { arguments: args },
@@ -234,7 +235,7 @@ describe('grants in the approval service', () => {
     const svc = service(file);
     const check = new Database(file, { readonly: true });
     expect(check.pragma('user_version', { simple: true })).toBe(STORE_SCHEMA_VERSION);
-    expect(STORE_SCHEMA_VERSION).toBe(8);
+    expect(STORE_SCHEMA_VERSION).toBe(9);
     check.close();
     expect(svc.store.grants.list()).toEqual([]);
   });
@@ -252,6 +253,52 @@ describe('grants in the approval service', () => {
     expect(svc.store.get(r.id)?.status).toBe('approved');
     expect(svc.store.auditTrail(r.id).map((e) => e.event)).toEqual(['submitted', 'granted', 'grant-used', 'approved']);
   });
+  it("a grant made from a request covers its requester from that request's issuer only: the same sub from another issuer waits for an approver", async () => {
+    const svc = service(':memory:');
+    const r = await submit(svc, { amount: 30_000 });
+    const res = await createGrant(svc, { from_request: r.id, max_uses: 5, constraints: { amount: { max: 50_000 } } });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { principal_issuer: string }).principal_issuer).toBe('https://idp.example.test');
+    expect((await submit(svc, { amount: 1 }, 'carol', undefined, 'https://other-idp.example.test')).status).toBe('pending');
+    expect((await submit(svc, { amount: 1 })).status).toBe('approved');
+  });
+
+  it('a grant from scratch with principal_issuer covers that issuer only; one without covers the principal from any issuer', async () => {
+    const svc = service(':memory:');
+    const bound = await createGrant(svc, {
+      principal: 'carol',
+      principal_issuer: 'https://other-idp.example.test',
+      tool: 'wire_transfer',
+      approver_group: 'treasury',
+      max_uses: 1,
+    });
+    expect(bound.status).toBe(201);
+    expect((await submit(svc, { amount: 1 })).status).toBe('pending');
+    expect((await submit(svc, { amount: 1 }, 'carol', undefined, 'https://other-idp.example.test')).status).toBe('approved');
+    const open = await createGrant(svc, { principal: 'dave', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 2 });
+    expect(((await open.json()) as { principal_issuer: string | null }).principal_issuer).toBeNull();
+    expect((await submit(svc, { amount: 1 }, 'dave')).status).toBe('approved');
+    expect((await submit(svc, { amount: 1 }, 'dave', undefined, 'https://other-idp.example.test')).status).toBe('approved');
+  });
+
+  it("a version-8 file (grants without an issuer) migrates: a grant made from a request takes that request's issuer, one from scratch stays open to any issuer", async () => {
+    const file = tmpDb();
+    const first = service(file);
+    const r = await submit(first, { amount: 30_000 });
+    expect((await createGrant(first, { from_request: r.id, max_uses: 3 })).status).toBe(201);
+    expect((await createGrant(first, { principal: 'dave', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 1 })).status).toBe(
+      201,
+    );
+    first.close();
+    const db = new Database(file);
+    db.exec('ALTER TABLE grants DROP COLUMN principal_iss; PRAGMA user_version = 8;');
+    db.close();
+    const svc = service(file);
+    const issuers = Object.fromEntries(svc.store.grants.list().map((g) => [g.principal, g.principalIssuer]));
+    expect(issuers).toEqual({ carol: 'https://idp.example.test', dave: null });
+    expect((await submit(svc, { amount: 30_000 }, 'carol', undefined, 'https://other-idp.example.test')).status).toBe('pending');
+  });
+
   it('a grant never approves a call its creator took part in through an act chain, at submission or made from that request', async () => {
     const svc = service(':memory:');
     const g = await createGrant(svc, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 5 });
@@ -282,6 +329,7 @@ describe('grants in the approval service', () => {
       svc.store.grants.create({
         id: `grt_other_${i}`,
         principal: 'erin',
+        principalIssuer: null,
         tool: 'deploy',
         approverGroup: 'ops',
         constraints: {},

@@ -250,6 +250,12 @@ export const GrantCreateBodySchema = z
   .object({
     from_request: z.string().min(1).max(200).optional(),
     principal: z.string().min(1).max(200).optional(),
+    /**
+     * The issuer (`iss`, an https URL) of the principal's token: the grant covers calls of
+     * `principal` from that issuer only. Absent: the request's issuer with `from_request` (when the
+     * grant is for its requester), else any issuer.
+     */
+    principal_issuer: z.url().max(2048).optional(),
     tool: z.string().min(1).max(256).optional(),
     approver_group: z.string().min(1).max(200).optional(),
     /**

@@ -86,6 +86,7 @@ export function grantText(g: GrantListItem): string {
 /** Options of `grants create`. */
 interface CreateOptions {
   principal?: string;
+  issuer?: string;
   tool?: string;
   group?: string;
   from?: string;
@@ -115,6 +116,7 @@ export function registerGrantCommands(grants: Command, env: () => ApprovalsClien
     .command('create')
     .description('grant a principal calls of one tool within argument constraints, for a count and/or a time (needs the grant right)')
     .option('--principal <sub>', "the requester whose calls it covers (default: --from's)")
+    .option('--issuer <url>', "the issuer of the principal's tokens (default: --from's; without either, any issuer)")
     .option('--tool <name>', "the tool (default: --from's)")
     .option('--group <name>', "the approver group it stands for (default: --from's, or your only group)")
     .option('--from <request id>', 'make it from this request; a pending one it covers is approved by it')
@@ -135,6 +137,7 @@ export function registerGrantCommands(grants: Command, env: () => ApprovalsClien
         const body = {
           ...(o.from !== undefined ? { from_request: o.from } : {}),
           ...(o.principal !== undefined ? { principal: o.principal } : {}),
+          ...(o.issuer !== undefined ? { principal_issuer: o.issuer } : {}),
           ...(o.tool !== undefined ? { tool: o.tool } : {}),
           ...(o.group !== undefined ? { approver_group: o.group } : {}),
           ...(o.where !== undefined && o.where.length > 0 ? { constraints: parseWhere(o.where) } : {}),

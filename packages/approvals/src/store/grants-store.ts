@@ -22,6 +22,12 @@ export interface Grant {
   id: string;
   /** The requester (`subject.sub`) whose calls it covers. */
   principal: string;
+  /**
+   * The issuer of the requester's token (`subject.iss`, a URL) the grant is bound to: set from the
+   * request a grant is made from, or given as `principal_issuer`. Null: any issuer (a grant made from
+   * scratch without one, or before store version 9 without a request).
+   */
+  principalIssuer: string | null;
   tool: string;
   /** The approver group whose approval it stands for (requests of that group only). */
   approverGroup: string;
@@ -88,6 +94,7 @@ export interface GrantStore {
 interface GrantRow {
   id: string;
   principal: string;
+  principal_iss: string | null;
   tool: string;
   approver_group: string;
   constraints_json: string;
@@ -113,6 +120,7 @@ interface UseRow {
 const fromRow = (r: GrantRow): Grant => ({
   id: r.id,
   principal: r.principal,
+  principalIssuer: r.principal_iss,
   tool: r.tool,
   approverGroup: r.approver_group,
   constraints: JSON.parse(r.constraints_json) as GrantConstraints,
@@ -135,8 +143,8 @@ const USABLE = 'revoked_at_ms IS NULL AND expires_at_ms > @at AND (max_uses IS N
 /** The grants API over `db` (tables from `store-schema.ts`). */
 export function createGrantStore(db: Database.Database): GrantStore {
   const insert = db.prepare(
-    `INSERT INTO grants (id, principal, tool, approver_group, constraints_json, max_uses, created_by, via, reason, from_request, created_at_ms, expires_at_ms)
-     VALUES (@id, @principal, @tool, @approver_group, @constraints_json, @max_uses, @created_by, @via, @reason, @from_request, @created_at_ms, @expires_at_ms)`,
+    `INSERT INTO grants (id, principal, principal_iss, tool, approver_group, constraints_json, max_uses, created_by, via, reason, from_request, created_at_ms, expires_at_ms)
+     VALUES (@id, @principal, @principal_iss, @tool, @approver_group, @constraints_json, @max_uses, @created_by, @via, @reason, @from_request, @created_at_ms, @expires_at_ms)`,
   );
   const selectOne = db.prepare<[string], GrantRow>('SELECT * FROM grants WHERE id = ?');
   const selectCandidates = db.prepare<{ principal: string; tool: string; group: string; at: number }, GrantRow>(
@@ -167,6 +175,7 @@ export function createGrantStore(db: Database.Database): GrantStore {
       insert.run({
         id: g.id,
         principal: g.principal,
+        principal_iss: g.principalIssuer,
         tool: g.tool,
         approver_group: g.approverGroup,
         constraints_json: JSON.stringify(g.constraints),

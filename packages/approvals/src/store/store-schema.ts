@@ -18,7 +18,9 @@
  * `grants` (an approver's time-boxed, count-bounded permit for a principal's calls of one tool within
  * argument constraints, `../grants.ts`) and `grant_uses` (which request used which grant, its use
  * number unique per grant), and the audit events `granted` (on the request a grant was made from)
- * and `grant-used` (on each request a grant approved). The index `narrowing_permits_usable` (a new
+ * and `grant-used` (on each request a grant approved). Version 9 added `grants.principal_iss` (the
+ * requester's token issuer a grant is bound to; filled on migration from the request a grant was
+ * made from, null — any issuer — for one made from scratch). The index `narrowing_permits_usable` (a new
  * request's candidate permits) is created on open in any version's file. Older files are migrated in
  * one transaction, keeping every row; each step is idempotent. `callback_outbox` (status-change
  * callbacks to deliver, `../api/callbacks.ts`) is created on open in any version's file.
@@ -189,6 +191,7 @@ CREATE INDEX IF NOT EXISTS access_requests_resolved ON access_requests (resolved
 CREATE TABLE IF NOT EXISTS grants (
   id              TEXT PRIMARY KEY,
   principal       TEXT NOT NULL,
+  principal_iss   TEXT,
   tool            TEXT NOT NULL,
   approver_group  TEXT NOT NULL,
   constraints_json TEXT NOT NULL,
@@ -230,7 +233,7 @@ CREATE TABLE IF NOT EXISTS ${name} (
 );`;
 
 /** Schema version this module writes (`PRAGMA user_version`). */
-export const STORE_SCHEMA_VERSION = 8;
+export const STORE_SCHEMA_VERSION = 9;
 
 /**
  * The lower-cased names of a request's requester: `subject.sub` and every `act` actor's `sub`
@@ -289,6 +292,12 @@ function migrate(db: Database.Database): void {
       db.exec(AUDIT_TABLE('audit_events'));
     }
     db.exec('CREATE INDEX IF NOT EXISTS audit_events_request ON audit_events (request_id, seq)');
+    // version 9: a grant is bound to its requester's issuer; one made from a request takes that request's
+    addMissing('grants', [['principal_iss', 'TEXT']]);
+    db.exec(`UPDATE grants SET principal_iss = (
+               SELECT json_extract(r.body_json, '$.subject.iss') FROM access_requests r
+               WHERE r.id = grants.from_request AND json_extract(r.body_json, '$.subject.sub') = grants.principal)
+             WHERE principal_iss IS NULL AND from_request IS NOT NULL`);
     const addName = db.prepare('INSERT OR IGNORE INTO request_principals (name, request_id) VALUES (?, ?)');
     const rows = db.prepare('SELECT id, body_json FROM access_requests').all() as Array<{ id: string; body_json: string }>;
     for (const row of rows) for (const name of requesterNames(row.body_json)) addName.run(name, row.id);

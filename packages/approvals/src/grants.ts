@@ -193,8 +193,8 @@ function argumentLimits(body: GrantCreateBody, from: AccessRequestRecord | undef
 }
 
 /**
- * Whether `record`'s call meets `grant`: principal (and its issuer, when the grant names one), tool, group and every argument constraint (not
- * its count or time), and four-eyes: the grant's creator is none of the call's requesters (its
+ * Whether `record`'s call meets `grant`: principal (and its issuer, when the grant names one), tool,
+ * group and every argument constraint (not its count or time), and four-eyes: the grant's creator is none of the call's requesters (its
  * `subject.sub` or any actor of its `act` chain, case-insensitively), as a direct approval by the
  * creator would be refused `own-request`.
  */

@@ -499,12 +499,19 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
 /** The stack of the run in progress (starting or started), for the signal handlers of `main`. */
 let startingStack: Promise<StackProcess> | undefined;
 
-/** On SIGINT / SIGTERM: stop the run's stack (once it is up, if it is starting), then exit 130; a second signal exits at once. */
+/**
+ * On SIGINT / SIGTERM: stop the run's stack (once it is up, if it is starting), then exit 130. A
+ * second signal more than 2 s later exits at once; one sooner is the same Ctrl-C twice (the
+ * terminal's to the process group, and tsx relaying it to this process) and is ignored.
+ */
 function stopOnSignals(): void {
-  let signalled = false;
+  let signalledAt: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) process.exit(130);
-    signalled = true;
+    if (signalledAt !== undefined) {
+      if (performance.now() - signalledAt > 2_000) process.exit(130);
+      return;
+    }
+    signalledAt = performance.now();
     process.stderr.write(`load: ${signal}: stopping every process of the run (again to exit at once)\n`);
     void (async () => {
       try {

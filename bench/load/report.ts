@@ -1,5 +1,5 @@
 // Scope: docs/LOAD.md, generated from one load run's results (bench/load/run.ts).
-import type { LoadResults } from './run.js';
+import type { LoadResults, MemoryPoint } from './run.js';
 
 const ms = (v: number | null) => (v === null ? '–' : v >= 10_000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
 const errs = (e: Record<string, number>) =>
@@ -25,10 +25,22 @@ export function loadMarkdown(r: LoadResults): string {
     r.command,
     '```',
     '',
-    `Generated ${r.generatedAt}. The stack runs as \`npm start\` runs it: \`${r.stackCommand}\` (worker, MCP endpoint, approval`,
-    'service and token issuer in one process, "main"; the Temporal dev server its child process). Method: the header of',
-    '`bench/load/run.ts` — open model (requests leave on schedule), real bearer tokens, real approval API.',
+    ...(r.target === 'cluster'
+      ? [
+          `Generated ${r.generatedAt}. Target: **cluster** (\`--target cluster\`, \`bench/load/cluster-process.ts\`): PostgreSQL and the`,
+          'Temporal server built from source, each Countersign role its own compiled `countersign serve --role` process, two workers',
+          'on one task queue and two MCP fronts; each principal talks to one front, the principals round-robin over both. Method: the',
+          'header of `bench/load/run.ts` — open model (requests leave on schedule), real bearer tokens, real approval API.',
+          '',
+          `Commands: \`${r.stackCommand}\``,
+        ]
+      : [
+          `Generated ${r.generatedAt}. Target: **embedded**. The stack runs as \`npm start\` runs it: \`${r.stackCommand}\` (worker, MCP endpoint, approval`,
+          'service and token issuer in one process, "main"; the Temporal dev server its child process). Method: the header of',
+          '`bench/load/run.ts` — open model (requests leave on schedule), real bearer tokens, real approval API.',
+        ]),
     '',
+    ...processLayout(r),
     `Machine: ${m.cores} × ${m.cpuModel}, ${m.totalMemoryMiB} MiB, ${m.platform}, Node ${m.node}; load average ${m.loadAvgStart} at the start, ${m.loadAvgEnd ?? '?'} at the end.`,
     ...r.notes.map((n) => `**Note:** ${n}`),
     '',
@@ -100,27 +112,60 @@ export function loadMarkdown(r: LoadResults): string {
     '',
     `Gated calls answered with an error: ${r.erroredButCreated.errored}; of those, approval requests that exist anyway (a task the client got no handle for): ${r.erroredButCreated.created}.`,
     '',
-    '## Memory (RSS, MiB)',
-    '',
-    '| point | at (s) | main | temporal |',
-    '|---|---:|---:|---:|',
-    ...r.memory.map((p) => `| ${p.label} | ${p.atS} | ${p.mainMiB ?? '–'} | ${p.temporalMiB ?? '–'} |`),
-    '',
-    ...memoryGrowth(r.memory),
+    ...memorySection(r),
   ];
   return `${lines.join('\n')}\n`;
 }
 
+/** The process names of a run's memory columns, in order (runs before `--target`: main, temporal). */
+export function memoryColumns(r: Pick<LoadResults, 'processes' | 'memory'>): string[] {
+  if (r.processes?.length) return r.processes.map((p) => p.name);
+  const names = new Set<string>();
+  for (const p of r.memory.map(memoryPoint)) for (const k of Object.keys(p.rssMiB)) names.add(k);
+  return [...names];
+}
+
+/** A memory point in the current shape (one recorded before `--target` had `mainMiB` / `temporalMiB`). */
+function memoryPoint(p: LoadResults['memory'][number]): MemoryPoint {
+  return 'rssMiB' in p ? p : { label: p.label, atS: p.atS, rssMiB: { main: p.mainMiB, temporal: p.temporalMiB } };
+}
+
+/** The process layout of a cluster run (name, what runs in it, pid); nothing for the embedded stack (its two are described above). */
+function processLayout(r: LoadResults): string[] {
+  if (r.target !== 'cluster' || !r.processes?.length) return [];
+  return [
+    'Process layout:',
+    '',
+    '| process | runs | pid |',
+    '|---|---|---:|',
+    ...r.processes.map((p) => `| ${p.name} | ${p.role} | ${p.pid ?? '–'} |`),
+    '',
+  ];
+}
+
+/** The memory table, one column per process, and each process's end-to-warm-up ratio. */
+export function memorySection(r: Pick<LoadResults, 'processes' | 'memory'>): string[] {
+  const cols = memoryColumns(r);
+  const points = r.memory.map(memoryPoint);
+  const cell = (v: number | null | undefined) => (v === null || v === undefined ? '–' : String(v));
+  return [
+    '## Memory (RSS, MiB)',
+    '',
+    `| point | at (s) | ${cols.join(' | ')} |`,
+    `|---|---:|${cols.map(() => '---:|').join('')}`,
+    ...points.map((p) => `| ${p.label} | ${p.atS} | ${cols.map((c) => cell(p.rssMiB[c])).join(' | ')} |`),
+    '',
+    ...memoryGrowth(cols, points),
+  ];
+}
+
 /** The end-to-warm-up ratio of each process's RSS (1.00× = flat), as a report line; none without both points. */
-function memoryGrowth(points: LoadResults['memory']): string[] {
+function memoryGrowth(cols: string[], points: MemoryPoint[]): string[] {
   const warm = points.find((p) => p.label === 'after warm-up');
   const end = points.find((p) => p.label === 'end');
   if (!warm || !end) return [];
-  const ratio = (a: number | null, b: number | null) => (a && b ? `${(b / a).toFixed(2)}×` : '–');
-  return [
-    `RSS at the end / after warm-up: main ${ratio(warm.mainMiB, end.mainMiB)}, temporal ${ratio(warm.temporalMiB, end.temporalMiB)}.`,
-    '',
-  ];
+  const ratio = (a: number | null | undefined, b: number | null | undefined) => (a && b ? `${(b / a).toFixed(2)}×` : '–');
+  return [`RSS at the end / after warm-up: ${cols.map((c) => `${c} ${ratio(warm.rssMiB[c], end.rssMiB[c])}`).join(', ')}.`, ''];
 }
 
 /** The worker cache section: forced evictions and reads by source over the traffic (`worker-cache.ts`). */
@@ -132,7 +177,7 @@ function workerCacheSection(r: LoadResults): string[] {
   return [
     '## Worker cache',
     '',
-    `Workflow-task watchdog: ${c.watchdog}. From the Temporal SDK runtime's metrics of the stack process, between the start and the end of the traffic:`,
+    `Workflow-task watchdog: ${c.watchdog}. From the Temporal SDK runtime's metrics of ${r.target === 'cluster' ? 'the worker processes (summed over both; the task reads over both MCP fronts)' : 'the stack process'}, between the start and the end of the traffic:`,
     '',
     '| counter | at the start | at the end | during the traffic |',
     '|---|---:|---:|---:|',

@@ -8,8 +8,12 @@
 // executed exactly once, nothing unapproved executed, and no gated call that got an error left a
 // request behind. Reports per method (achieved rate, errors by kind, p50/p99), approval → finished,
 // and each process's memory at start, after warm-up and at the end; writes docs/LOAD.md.
+// `--target cluster` runs it against the production-shaped cluster instead (PostgreSQL, the
+// Temporal server built from source, each Countersign role its own process, two workers and two MCP
+// fronts: bench/load/cluster-process.ts); the traffic of each principal goes to one front, the
+// principals round-robin over both. A Ctrl-C or SIGTERM stops every process the run started.
 // Exit code 1 when the exactly-once check fails or the stack breaks; errors are reported, not fatal.
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpRpcError, WireClient } from '@countersign/client';
@@ -18,7 +22,8 @@ import { TASKS_CAPS } from '../lib/context.js';
 import { closedLoop, percentile, round } from '../lib/stats.js';
 import { machineInfo, memOf, type MachineInfo } from '../lib/procs.js';
 import { checkExactlyOnce, memosWithApprovalRequest, readToolRecords, type ExactlyOnceResult } from './exactly-once.js';
-import { startStackProcess, type StackProcess } from './stack-process.js';
+import { startStackProcess, type StackMember, type StackProcess } from './stack-process.js';
+import { startClusterProcesses } from './cluster-process.js';
 import { errorKind, openSchedule, parseMix, Tally, weightedSequence, type MethodFigures } from './traffic.js';
 import { loadMarkdown } from './report.js';
 import {
@@ -38,6 +43,8 @@ type Kind = (typeof KINDS)[number];
 
 /** Options of a load run. Durations in ms, rates per second. */
 export interface LoadOptions {
+  /** `embedded`: the stack as `npm start` runs it (default); `cluster`: bench/load/cluster-process.ts. */
+  target?: 'embedded' | 'cluster';
   pending: number;
   rate: number;
   durationMs: number;
@@ -59,8 +66,15 @@ export interface LoadOptions {
   log: (line: string) => void;
 }
 
-/** RSS of the stack's processes at one point, MiB. */
+/** RSS of the stack's processes at one point, MiB, by process name (`LoadResults.processes`; null: not running). */
 export interface MemoryPoint {
+  label: string;
+  atS: number;
+  rssMiB: Record<string, number | null>;
+}
+
+/** A memory point as runs before `--target` recorded it (two fixed processes). */
+export interface LegacyMemoryPoint {
   label: string;
   atS: number;
   mainMiB: number | null;
@@ -71,6 +85,10 @@ export interface MemoryPoint {
 export interface LoadResults {
   generatedAt: string;
   command: string;
+  /** Absent in runs from before `--target`: embedded. */
+  target?: 'embedded' | 'cluster';
+  /** The processes of the stack (memory columns, in this order); absent before `--target`: main, temporal. */
+  processes?: Array<Omit<StackMember, 'pid'> & { pid: number | null }>;
   stackCommand: string;
   machine: MachineInfo;
   settings: {
@@ -104,7 +122,7 @@ export interface LoadResults {
   creation: CreationStages;
   /** The worker's workflow cache and the front's reads by source, at the start and the end of the traffic (`worker-cache.ts`). */
   workerCache?: { start: WorkerCacheSample; end: WorkerCacheSample; watchdog: string };
-  memory: MemoryPoint[];
+  memory: Array<MemoryPoint | LegacyMemoryPoint>;
   exactlyOnce: ExactlyOnceResult;
   notes: string[];
 }
@@ -133,25 +151,33 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
   const gatedPlanned = Math.ceil(((o.rate * o.durationMs) / 1000) * (o.mix.gated / (o.mix.get + o.mix.allowed + o.mix.gated)));
   // default limits (src/config.ts): 20 new tasks per principal per hour, 50 pending; stay under both
   const principalsN = o.principals ?? Math.max(10, Math.ceil((o.pending + gatedPlanned) / 15));
-  log(`load: starting the stack (as npm start)`);
-  // the SDK runtime's exporter, for the worker cache's counters (unless the run sets its own)
-  const runtimeMetrics = o.stackEnv.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS ?? `127.0.0.1:${await freePort()}`;
-  const stack: StackProcess = await startStackProcess({
-    env: { COUNTERSIGN_TEMPORAL_METRICS_ADDRESS: runtimeMetrics, ...o.stackEnv },
-    ...(o.cpuProfDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] } : {}),
-    log,
-  });
+  const target = o.target ?? 'embedded';
+  const nodeFlags = o.cpuProfDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] } : {};
+  let starting: Promise<StackProcess>;
+  if (target === 'cluster') {
+    log('load: starting the cluster (PostgreSQL, Temporal server, approvals, issuer, 2 workers, 2 MCP fronts)');
+    starting = startClusterProcesses({ env: o.stackEnv, ...nodeFlags, log });
+  } else {
+    log(`load: starting the stack (as npm start)`);
+    // the SDK runtime's exporter, for the worker cache's counters (unless the run sets its own)
+    const runtimeMetrics = o.stackEnv.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS ?? `127.0.0.1:${await freePort()}`;
+    starting = startStackProcess({ env: { COUNTERSIGN_TEMPORAL_METRICS_ADDRESS: runtimeMetrics, ...o.stackEnv }, ...nodeFlags, log });
+  }
+  startingStack = starting;
+  const stack: StackProcess = await starting;
+  const layout = stack.members();
+  for (const m of layout) log(`load: process ${m.name} (pid ${m.pid ?? '?'}): ${m.role}`);
   const t0 = performance.now();
   const memory: MemoryPoint[] = [];
   const sampleMemory = (label: string) => {
-    memory.push({
-      label,
-      atS: round((performance.now() - t0) / 1000, 1),
-      mainMiB: memOf(stack.pids.main)?.rssMiB ?? null,
-      temporalMiB: stack.pids.temporal === null ? null : (memOf(stack.pids.temporal)?.rssMiB ?? null),
-    });
-    const m = memory.at(-1)!;
-    log(`load: memory ${label}: main ${m.mainMiB} MiB, temporal ${m.temporalMiB} MiB`);
+    const rssMiB: Record<string, number | null> = {};
+    for (const m of stack.members()) rssMiB[m.name] = m.pid === null ? null : (memOf(m.pid)?.rssMiB ?? null);
+    memory.push({ label, atS: round((performance.now() - t0) / 1000, 1), rssMiB });
+    log(
+      `load: memory ${label}: ${Object.entries(rssMiB)
+        .map(([k, v]) => `${k} ${v ?? '–'} MiB`)
+        .join(', ')}`,
+    );
   };
   try {
     sampleMemory('start');
@@ -161,7 +187,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       principals.push({
         sub,
         client: new WireClient({
-          url: stack.urls.mcp,
+          // round-robin over the fronts by principal (one front in the embedded stack)
+          url: stack.mcpFronts[p % stack.mcpFronts.length]!,
           token: await stack.issuer.mintToken({ sub, ttlSeconds: 12 * 3600 }),
           capabilities: TASKS_CAPS,
         }),
@@ -378,7 +405,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     };
 
     log(`load: ${o.rate} req/s for ${o.durationMs / 1000} s (mix ${JSON.stringify(o.mix)}), ${o.approvalsPerSec} approvals/s`);
-    const cacheSample = () => sampleWorkerCache(`http://${runtimeMetrics}/metrics`, `${new URL(stack.urls.mcp).origin}/metrics`);
+    const cacheSample = () => sampleWorkerCache(stack.metrics.runtime, stack.metrics.app);
     const cacheAtStart = await cacheSample();
     const p0 = performance.now();
     const checkpoints = [setTimeout(() => sampleMemory('after warm-up'), o.warmupMs)];
@@ -406,7 +433,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
       .filter((a) => a.finishedAfterMs > 5_000)
       .sort((a, b) => b.finishedAfterMs - a.finishedAfterMs)
       .slice(0, 3);
-    const slowApprovals = slowest.length ? await approvalTimelines(stack.urls.temporal, 'default', slowest) : [];
+    const slowApprovals = slowest.length ? await approvalTimelines(stack.urls.temporal, stack.namespace, slowest) : [];
     const unfinishedRuns = [...gated.entries()]
       .filter(([, g]) => g.unfinished)
       .flatMap(([memo]) => {
@@ -414,15 +441,17 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
         return ids ? [ids] : [];
       })
       .slice(0, 10);
-    const stuck = unfinishedRuns.length ? await stuckRuns(stack.urls.temporal, 'default', unfinishedRuns) : [];
+    const stuck = unfinishedRuns.length ? await stuckRuns(stack.urls.temporal, stack.namespace, unfinishedRuns) : [];
     const creation = await creationStages(
       stack.urls.temporal,
-      'default',
+      stack.namespace,
       createdInTraffic.filter((_, i) => i % step === 0),
     );
     const results: LoadResults = {
       generatedAt: new Date().toISOString(),
       command: o.command,
+      target,
+      processes: layout,
       stackCommand: stack.command,
       machine: { ...machine, loadAvgEnd: round((await import('node:os')).default.loadavg()[0]!, 2) },
       settings: {
@@ -463,7 +492,38 @@ export async function runLoad(o: LoadOptions): Promise<LoadResults> {
     }
     log('load: stopping the stack');
     await stack.stop();
+    startingStack = undefined;
   }
+}
+
+/** The stack of the run in progress (starting or started), for the signal handlers of `main`. */
+let startingStack: Promise<StackProcess> | undefined;
+
+/**
+ * On SIGINT / SIGTERM: stop the run's stack (once it is up, if it is starting), then exit 130. A
+ * second signal more than 2 s later exits at once; one sooner is the same Ctrl-C twice (the
+ * terminal's to the process group, and tsx relaying it to this process) and is ignored.
+ */
+function stopOnSignals(): void {
+  let signalledAt: number | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalledAt !== undefined) {
+      if (performance.now() - signalledAt > 2_000) process.exit(130);
+      return;
+    }
+    signalledAt = performance.now();
+    process.stderr.write(`load: ${signal}: stopping every process of the run (again to exit at once)\n`);
+    void (async () => {
+      try {
+        await (await startingStack)?.stop(10_000);
+      } catch {
+        // it failed to start and stopped what it had started
+      }
+      process.exit(130);
+    })();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
 }
 
 const positive = (name: string) => (v: string) => {
@@ -485,6 +545,14 @@ async function main(): Promise<void> {
   const program = new Command()
     .name('npm run load --')
     .description('mixed MCP load against the stack as npm start runs it; writes docs/LOAD.md')
+    .addOption(
+      new Option(
+        '--target <target>',
+        'embedded: the stack as npm start runs it; cluster: PostgreSQL, the Temporal server and each role its own process',
+      )
+        .choices(['embedded', 'cluster'])
+        .default('embedded'),
+    )
     .option('--pending <n>', 'pending approval tasks built before the traffic', positive('--pending'), 1000)
     .option('--rate <perSec>', 'requests per second of the mixed traffic (open model)', positive('--rate'), 20)
     .option('--duration <time>', 'length of the mixed traffic (90s, 10m)', duration, 600_000)
@@ -496,8 +564,8 @@ async function main(): Promise<void> {
       'principals the calls are spread over (default: enough for the default submission limits)',
       positive('--principals'),
     )
-    .option('--stack-env <KEY=VALUE...>', 'extra environment of the stack process (experiments)', [])
-    .option('--cpu-prof <dir>', 'write a V8 CPU profile of the stack process there')
+    .option('--stack-env <KEY=VALUE...>', 'extra environment of the stack process (cluster: of every role) (experiments)', [])
+    .option('--cpu-prof <dir>', 'write a V8 CPU profile of the stack process (cluster: of every role) there')
     .option('--out <file>', 'report file', join(PROJECT_ROOT, 'docs', 'LOAD.md'))
     .option('--no-write', 'print the results only')
     .option('--hold <time>', 'keep the stack running this long after the checks (to inspect stuck runs)', duration, 0)
@@ -505,6 +573,7 @@ async function main(): Promise<void> {
     .option('--report-from <results.json>', 'only write the report from the results a run printed');
   program.parse();
   const f = program.opts<{
+    target: 'embedded' | 'cluster';
     pending: number;
     rate: number;
     duration: number;
@@ -533,7 +602,9 @@ async function main(): Promise<void> {
       return [kv.slice(0, i), kv.slice(i + 1)];
     }),
   );
+  stopOnSignals();
   const results = await runLoad({
+    target: f.target,
     pending: Math.round(f.pending),
     rate: f.rate,
     durationMs: f.duration,

@@ -4,7 +4,8 @@
 // server its child), on free ports and a fresh data folder. What the driver needs from it: the
 // URLs it prints, tokens from the same development issuer key (`<data>/dev-issuer-key.json`, as
 // `countersign token` mints them), the approvers of `<data>/secrets.json`, and the pids of the two
-// processes whose memory the report shows.
+// processes whose memory the report shows. `--target cluster` starts the same interface as separate
+// processes on PostgreSQL (bench/load/cluster-process.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
@@ -13,17 +14,33 @@ import { loadOrCreateDevIssuer, type DevIssuer } from '../../src/auth/dev-issuer
 import { PROJECT_ROOT } from '../../src/temporal/binaries.js';
 import { freePort } from '../../src/temporal/dev-server.js';
 
-/** A running stack process. */
+/** A process of the stack under load, named as the report's memory table names it. */
+export interface StackMember {
+  name: string;
+  /** null when it is not running (or was not found). */
+  pid: number | null;
+  /** What runs in it, for the report's process layout. */
+  role: string;
+}
+
+/** A running stack: one process and its Temporal child (`embedded`), or the cluster's processes. */
 export interface StackProcess {
+  target: 'embedded' | 'cluster';
   /** MCP endpoint, approval service base URL, token issuer URL, Temporal address (host:port). */
   urls: { mcp: string; approvals: string; issuer: string; temporal: string };
+  /** The MCP endpoints the traffic is spread over (embedded: `urls.mcp` only). */
+  mcpFronts: string[];
+  /** The Temporal namespace of the approval workflows. */
+  namespace: string;
   dataDir: string;
   issuer: DevIssuer;
   /** Approvers from `<data>/secrets.json` (`id`, `secret`, `groups`). */
   approvers: Array<{ id: string; secret: string; groups: string[] }>;
-  /** The process running every role but Temporal, and the Temporal dev server (null if not found). */
-  pids: { main: number; temporal: number | null };
-  /** The exact command line of the stack process (for the report). */
+  /** The processes whose memory the report shows, pids as of now. */
+  members(): StackMember[];
+  /** Prometheus URLs: the SDK runtime exporter of each worker, and `/metrics` of each MCP front. */
+  metrics: { runtime: string[]; app: string[] };
+  /** The exact command line of the stack process, or of each role (for the report). */
   command: string;
   /** Stop with SIGINT (the CLI's orderly stop), SIGKILL after `graceMs`. Resolves when it exited. */
   stop(graceMs?: number): Promise<void>;
@@ -126,19 +143,28 @@ export async function startStackProcess(opts: StackProcessOptions = {}): Promise
   };
   const issuer = await loadOrCreateDevIssuer({ keyFile: join(dataDir, 'dev-issuer-key.json'), issuer: urls.issuer, audience: urls.mcp });
   const secrets = JSON.parse(readFileSync(join(dataDir, 'secrets.json'), 'utf8')) as { approvers: StackProcess['approvers'] };
+  const temporalPid = childPidOf(child.pid!, 'temporal');
+  const runtimeMetrics = env.COUNTERSIGN_TEMPORAL_METRICS_ADDRESS;
   return {
+    target: 'embedded',
     urls,
+    mcpFronts: [urls.mcp],
+    namespace: 'default',
     dataDir,
     issuer,
     approvers: secrets.approvers,
-    pids: { main: child.pid!, temporal: childPidOf(child.pid!, 'temporal') },
+    members: () => [
+      { name: 'main', pid: child.exitCode === null ? child.pid! : null, role: 'worker, MCP endpoint, approval service, token issuer' },
+      { name: 'temporal', pid: temporalPid, role: 'Temporal dev server (child of main)' },
+    ],
+    metrics: { runtime: runtimeMetrics ? [`http://${runtimeMetrics}/metrics`] : [], app: [`${new URL(urls.mcp).origin}/metrics`] },
     command,
     stop,
   };
 }
 
 /** `env` without `NODE_OPTIONS`: the stack runs compiled code whatever conditions the driver was started with. */
-function withoutNodeOptions(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function withoutNodeOptions(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const { NODE_OPTIONS: _driverOptions, ...rest } = env;
   return rest;
 }

@@ -26,8 +26,12 @@ export function counterSum(text: string, name: string): number | null {
   return sum;
 }
 
-/** Scrape `runtimeMetricsUrl` (the SDK runtime's exporter) and `appMetricsUrl` (the stack's `/metrics`); unreachable ones give nulls. */
-export async function sampleWorkerCache(runtimeMetricsUrl: string, appMetricsUrl: string): Promise<WorkerCacheSample> {
+/**
+ * Scrape the SDK runtime exporters (one per worker process) and the stack's `/metrics` (one per MCP
+ * front); each counter is summed over them (cache size: the workers' caches together). Unreachable
+ * ones give nulls when none answered.
+ */
+export async function sampleWorkerCache(runtimeMetricsUrls: string[], appMetricsUrls: string[]): Promise<WorkerCacheSample> {
   const text = async (url: string) => {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
@@ -36,16 +40,25 @@ export async function sampleWorkerCache(runtimeMetricsUrl: string, appMetricsUrl
       return '';
     }
   };
-  const [runtime, app] = await Promise.all([text(runtimeMetricsUrl), text(appMetricsUrl)]);
+  const [runtimes, apps] = await Promise.all([Promise.all(runtimeMetricsUrls.map(text)), Promise.all(appMetricsUrls.map(text))]);
   const readsBySource: Record<string, number> = {};
-  for (const m of app.matchAll(/^countersign_task_reads_total\{[^}]*source="([a-z]+)"[^}]*\} (\S+)$/gm))
-    readsBySource[m[1]!] = Number(m[2]);
-  // the runtime registers a counter at its first increment: absent from an answering exporter is 0
-  const count = (name: string) => (runtime ? (counterSum(runtime, name) ?? 0) : null);
+  for (const app of apps)
+    for (const m of app.matchAll(/^countersign_task_reads_total\{[^}]*source="([a-z]+)"[^}]*\} (\S+)$/gm))
+      readsBySource[m[1]!] = (readsBySource[m[1]!] ?? 0) + Number(m[2]);
+  const answering = runtimes.filter(Boolean);
+  const sum = (name: string, absentIsZero: boolean): number | null => {
+    let total: number | null = null;
+    for (const runtime of answering) {
+      // the runtime registers a counter at its first increment: absent from an answering exporter is 0
+      const v = counterSum(runtime, name) ?? (absentIsZero ? 0 : null);
+      if (v !== null) total = (total ?? 0) + v;
+    }
+    return total;
+  };
   return {
-    forcedEvictions: count('temporal_sticky_cache_total_forced_eviction'),
-    cacheSize: counterSum(runtime, 'temporal_sticky_cache_size'),
-    workflowTaskFailures: count('temporal_workflow_task_execution_failed'),
+    forcedEvictions: sum('temporal_sticky_cache_total_forced_eviction', true),
+    cacheSize: sum('temporal_sticky_cache_size', false),
+    workflowTaskFailures: sum('temporal_workflow_task_execution_failed', true),
     readsBySource,
   };
 }

@@ -55,6 +55,12 @@ export interface PostgresTemporal {
    * the Temporal services answer through the frontend as after {@link start}.
    */
   startPostgres(): Promise<void>;
+  /**
+   * PIDs of the running processes, for memory reports (`npm run load -- --target cluster`): each
+   * Temporal server process by service (`all` when the four run in one) and PostgreSQL's
+   * postmaster (null while it is down).
+   */
+  pids(): { temporal: Record<string, number>; postmaster: number | null };
   stop(): Promise<void>;
 }
 
@@ -272,6 +278,19 @@ export async function startPostgresTemporal(opts: {
       address,
       namespace: opts.namespace,
       stop,
+      pids() {
+        const temporal: Record<string, number> = {};
+        for (const [key, server] of servers) if (server.pid !== undefined && server.exitCode === null) temporal[key] = server.pid;
+        let postmaster: number | null = null;
+        if (!postgresDown) {
+          try {
+            postmaster = Number(readFileSync(join(pgData, 'postmaster.pid'), 'utf8').split('\n')[0]) || null;
+          } catch {
+            // not readable (yet)
+          }
+        }
+        return { temporal, postmaster };
+      },
       async kill(service) {
         perServiceOnly(service);
         if (!servers.has(service)) throw new Error(`Temporal ${service} is not running`);

@@ -32,6 +32,12 @@ export function markdown(r: BenchResults): string {
     '|---|---|---|---|---|---|---|',
     `| allowed call | p50 | ${a.baseline.p50Ms} ms | ${a.countersign.p50Ms} ms | ${a.ratio.p50}× | ≤ ${a.target.p50}× | ${yes(a.met.p50)} |`,
     `| allowed call | p99 | ${a.baseline.p99Ms} ms | ${a.countersign.p99Ms} ms | ${a.ratio.p99}× | ≤ ${a.target.p99}× | ${yes(a.met.p99)} |`,
+    ...(r.gatewayCall
+      ? (['stdio', 'http'] as const).map((k) => {
+          const g = r.gatewayCall[k];
+          return `| gateway allowed call vs the upstream called directly (${k === 'stdio' ? 'stdio' : 'Streamable HTTP'}, same SDK client) | p50 | ${g.direct.p50Ms} ms | ${g.gateway.p50Ms} ms | ${g.ratio.p50}× | ≤ ${r.gatewayCall.target.p50}× | ${yes(r.gatewayCall.met[k])} |`;
+        })
+      : []),
     ...t.levels.map(
       (l) =>
         `| task creation, ${l.concurrency} in flight | tasks/s | ${l.baselinePerSec}/s (same shape: ${l.shapedPerSec}/s) | ${l.countersignPerSec}/s | ${l.ratio}× (vs same shape: ${l.ratioVsShaped}×) | ≥ ${l.target}× | ${yes(l.met)} |`,

@@ -9,7 +9,7 @@
 // `--smoke`: tiny N, one run, results to bench/results.smoke.json only (BENCHMARKS.md untouched).
 // `--backlog N`: backlog size (default 10,000; smoke 40); `--backlog-budget S`: time budget for
 // growing it (default 900 s), after which it stops and reports the size reached.
-// Profiling: `--only allowed,create,approve,actions,notify,waits,reads,scale,backlog`, `--tasks N`,
+// Profiling: `--only allowed,gateway,create,approve,actions,notify,waits,reads,scale,backlog`, `--tasks N`,
 // `--levels 1,16`, `--action-tasks N`, `--read-tasks N`, `--read-seconds S`, `--notify-samples K`, and
 // BENCH_CPU_PROF=<dir> (a V8 CPU profile of every role process).
 import { mkdtempSync, readdirSync, copyFileSync, writeFileSync, rmSync } from 'node:fs';
@@ -31,6 +31,7 @@ import { closedLoop, round } from './lib/stats.js';
 import { markdown } from './report.js';
 import { startRole, type RoleProcess, type RoleSpec } from './roles/spec.js';
 import { allowedCallScenario, type AllowedCallResult } from './scenarios/allowed-call.js';
+import { gatewayCallScenario, type GatewayCallResult } from './scenarios/gateway-call.js';
 import { actionsScenario, type ActionsResult } from './scenarios/actions.js';
 import { approveNotifyScenario, type ApproveNotifyResult } from './scenarios/approve-notify.js';
 import { approveResultScenario, type ApproveResultResult } from './scenarios/approve-result.js';
@@ -54,7 +55,7 @@ export interface BenchOptions {
   /** Write BENCHMARKS.md (default: not in smoke mode). */
   writeMarkdown?: boolean;
   log?: (line: string) => void;
-  /** Run only these scenarios (allowed, create, approve, actions, notify, waits, reads, scale, backlog): results.partial.json, no report. For profiling. */
+  /** Run only these scenarios (allowed, gateway, create, approve, actions, notify, waits, reads, scale, backlog): results.partial.json, no report. For profiling. */
   only?: string[];
   /** Override tasks per run of the task-creation scenario and its levels (profiling). */
   createTasksPerRun?: number;
@@ -76,6 +77,8 @@ export interface BenchResults {
   machine: MachineInfo;
   temporal: string;
   allowedCall: AllowedCallResult;
+  /** Gateway allowed call vs the same upstream called directly, stdio and HTTP (bench/scenarios/gateway-call.ts). */
+  gatewayCall: GatewayCallResult;
   taskCreation: TaskCreationResult & { cancelled: number; cancelFailures: number };
   approveResult: ApproveResultResult;
   /** Temporal Cloud actions per approved and per denied task (bench/scenarios/actions.ts). */
@@ -187,26 +190,33 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
     const allowedCall = !want('allowed')
       ? (undefined as never)
       : await allowedCallScenario({ ...ctxBase, mcpA: undefined as never, worker: undefined as never });
+    // 1b. gateway allowed call vs the same upstream called directly: in the bench process too
+    const gatewayCall = !want('gateway') ? (undefined as never) : await gatewayCallScenario(ctxBase);
 
     // Roles as their own processes, started together: the baselines' worker (raw Update-with-Start,
     // same shape, signal-then-query; own queue), and the Countersign worker and MCP server A (the
     // stack's in-process worker makes way for the worker role first).
-    await stack.stopWorker();
-    const started = await Promise.allSettled([
-      startRole('baseline-worker', 'baseline-worker.ts', { ...roleSpec('unused.db'), maxCachedWorkflows: WORKER_CACHE }),
-      startRole('worker', 'worker.ts', { ...roleSpec('ledger.db'), workflowBundlePath: bundlePath, maxCachedWorkflows: WORKER_CACHE }),
-      startRole('mcp-a', 'mcp-server.ts', roleSpec('ledger-mcp-a.db')),
-    ]);
-    for (const r of started) {
-      if (r.status !== 'fulfilled') continue;
-      cleanups.unshift(() => r.value.stop());
-      sampler.watch(r.value.name, r.value.pid);
+    // `--only allowed,gateway` runs in the bench process alone: no role processes to start.
+    const inProcessOnly = opts.only?.every((s) => s === 'allowed' || s === 'gateway') ?? false;
+    let ctxA: BenchContext = { ...ctxBase, mcpA: undefined as never, worker: undefined as never };
+    if (!inProcessOnly) {
+      await stack.stopWorker();
+      const started = await Promise.allSettled([
+        startRole('baseline-worker', 'baseline-worker.ts', { ...roleSpec('unused.db'), maxCachedWorkflows: WORKER_CACHE }),
+        startRole('worker', 'worker.ts', { ...roleSpec('ledger.db'), workflowBundlePath: bundlePath, maxCachedWorkflows: WORKER_CACHE }),
+        startRole('mcp-a', 'mcp-server.ts', roleSpec('ledger-mcp-a.db')),
+      ]);
+      for (const r of started) {
+        if (r.status !== 'fulfilled') continue;
+        cleanups.unshift(() => r.value.stop());
+        sampler.watch(r.value.name, r.value.pid);
+      }
+      const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      const [, worker, a] = started.map((r) => (r as PromiseFulfilledResult<RoleProcess>).value) as [RoleProcess, RoleProcess, RoleProcess];
+      ctxA = { ...ctxBase, mcpA: { ...a, url: String(a.ready.url), origin: String(a.ready.origin) }, worker };
+      log(`bench: worker pid ${worker.pid} ${JSON.stringify(worker.ready)}; MCP server A pid ${a.pid}`);
     }
-    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
-    const [, worker, a] = started.map((r) => (r as PromiseFulfilledResult<RoleProcess>).value) as [RoleProcess, RoleProcess, RoleProcess];
-    const ctxA: BenchContext = { ...ctxBase, mcpA: { ...a, url: String(a.ready.url), origin: String(a.ready.origin) }, worker };
-    log(`bench: worker pid ${worker.pid} ${JSON.stringify(worker.ready)}; MCP server A pid ${a.pid}`);
 
     // 2. task creation, then cancel what it created (keeps the approval service's pending list short)
     const taskCreation = !want('create')
@@ -256,6 +266,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchResults> {
       machine,
       temporal: 'temporal server start-dev, in-memory SQLite, its own process',
       allowedCall,
+      gatewayCall,
       taskCreation: taskCreation && { ...taskCreation, cancelled: cancelled - cancelFailures, cancelFailures },
       approveResult,
       actions,
@@ -322,6 +333,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       process.stdout.write(
         `${JSON.stringify({
           allowedCall: r.allowedCall?.ratio,
+          gatewayCall: r.gatewayCall && { stdio: r.gatewayCall.stdio.ratio, http: r.gatewayCall.http.ratio },
           taskCreation: r.taskCreation?.levels.map((l) => ({ c: l.concurrency, ratio: l.ratio, perSec: l.countersignPerSec })),
           approveResult: r.approveResult?.ratio,
           actions: r.actions && { approved: r.actions.approved.total, denied: r.actions.denied.total },

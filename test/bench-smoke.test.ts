@@ -33,6 +33,13 @@ describe('bench smoke', () => {
     ])
       expect(positive(f)).toBe(true);
 
+    // the gateway scenario: both upstream kinds, direct and through the gateway
+    for (const k of ['stdio', 'http'] as const) {
+      const g = json.gatewayCall[k];
+      for (const f of [g.direct.p50Ms, g.gateway.p50Ms, g.ratio.p50, g.benchCpuMsPerCall.direct, g.benchCpuMsPerCall.gateway])
+        expect(positive(f)).toBe(true);
+    }
+
     expect(json.taskCreation.levels.map((l) => l.concurrency)).toEqual([1, 4, 16]);
     for (const l of json.taskCreation.levels) {
       expect(positive(l.baselinePerSec) && positive(l.countersignPerSec) && positive(l.ratio)).toBe(true);
@@ -123,6 +130,8 @@ describe('bench smoke', () => {
       '## Peak memory per process',
     ])
       expect(md).toContain(h);
+    expect(md).toContain('| gateway allowed call vs the upstream called directly (stdio, same SDK client) |');
+    expect(md).toContain('| gateway allowed call vs the upstream called directly (Streamable HTTP, same SDK client) |');
     expect(md).not.toContain('NaN');
   });
 });

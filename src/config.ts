@@ -146,6 +146,13 @@ export const GateSettingsSchema = z.object({
     .describe(
       'Ed25519 private key (PKCS#8 PEM or a private OKP JWK) signing evidence receipts; unset: generated as `<data>/receipts-signing-key.json`. Set it when MCP instances do not share one data folder, so they all publish the key `receipts export` signs with (docs/APPROVERS.md#evidence-receipts)',
     ),
+  COUNTERSIGN_RECEIPTS_DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/\S+$/i, 'a PostgreSQL connection URL: postgresql://user:password@host:port/database')
+    .optional()
+    .describe(
+      'PostgreSQL database holding the receipts issuing log (`postgresql://user:password@host:port/database`); unset: `<data>/receipts.db` (SQLite). Set it when the instances that run `receipts export` share no data folder (docs/APPROVERS.md#evidence-receipts)',
+    ),
   TEMPORAL_ADDRESS: z
     .string()
     .optional()

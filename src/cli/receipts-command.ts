@@ -124,10 +124,17 @@ async function exportReceipts(config: Config, o: ExportOptions): Promise<void> {
     throw err;
   }
   const { temporal, codec } = reader;
-  const log = openReceiptLog(join(dataDir, RECEIPT_LOG_FILE_NAME));
+  let log;
+  try {
+    log = await openReceiptLog(config.COUNTERSIGN_RECEIPTS_DATABASE_URL ?? join(dataDir, RECEIPT_LOG_FILE_NAME));
+  } catch (err) {
+    records?.close();
+    await reader.close();
+    throw err;
+  }
   try {
     const report = await issuePendingReceipts({ temporal, codec, log, key, ...(records ? { records } : {}) });
-    const receipts = log.since(sinceMs);
+    const receipts = await log.since(sinceMs);
     const lines: string[] = [];
     for (const r of receipts) {
       const line: ReceiptLine = { ...r.jws };
@@ -154,7 +161,7 @@ async function exportReceipts(config: Config, o: ExportOptions): Promise<void> {
       `countersign receipts: ${report.issued} issued, ${receipts.length} exported${range}${o.out !== undefined ? ` to ${o.out}` : ''}\n`,
     );
   } finally {
-    log.close();
+    await log.close();
     records?.close();
     await reader.close();
   }

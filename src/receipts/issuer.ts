@@ -38,12 +38,12 @@ export async function issuePendingReceipts(deps: {
   key: ReceiptSigningKey;
   records?: DecisionRecordSource;
 }): Promise<IssueReport> {
-  const latest = deps.log.latestTerminalAtMs();
+  const latest = await deps.log.latestTerminalAtMs();
   let query = "WorkflowType = 'approvalWorkflow' AND ExecutionStatus != 'Running'";
   if (latest !== null) query += ` AND CloseTime >= '${new Date(latest - ISSUE_OVERLAP_MS).toISOString()}'`;
   const closed: Array<{ workflowId: string; runId: string; closeMs: number }> = [];
   for await (const w of deps.temporal.workflow.list({ query })) {
-    if (deps.log.has(taskIdFor(w.workflowId, w.runId))) continue;
+    if (await deps.log.has(taskIdFor(w.workflowId, w.runId))) continue;
     closed.push({ workflowId: w.workflowId, runId: w.runId, closeMs: w.closeTime?.getTime() ?? 0 });
   }
   closed.sort((a, b) => a.closeMs - b.closeMs || a.workflowId.localeCompare(b.workflowId));

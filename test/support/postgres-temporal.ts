@@ -1,6 +1,6 @@
 /**
- * A production-shaped Temporal for the cluster tests (`npm run test:cluster`): PostgreSQL (initdb /
- * pg_ctl on PATH, run as `nobody` when root) and the Go server built by
+ * A production-shaped Temporal for the cluster tests (`npm run test:cluster`): PostgreSQL
+ * (`./postgres.ts`) and the Go server built by
  * scripts/install-temporal-server.mjs with its four services (frontend, history, matching, worker),
  * in one process or, with `processes: 'per-service'`, one process per service (`start --service`),
  * each of which can be SIGKILLed and started again on the same ports and database; set up with the same scripts docker-compose.yml runs: `deploy/temporal-schema.sh` (the SQL tool,
@@ -8,15 +8,16 @@
  * namespace, retention, search attributes). Resolves once the namespace answers a search-attribute
  * query. Throws with the server's first output lines when it does not come up.
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { PROJECT_ROOT } from '../../src/project-root.js';
 import { temporalCliPath } from '../../src/temporal/binaries.js';
-import { freePort, restartablePort } from '../../src/temporal/dev-server.js';
+import { restartablePort } from '../../src/temporal/dev-server.js';
+import { startPostgres } from './postgres.js';
 
 const BIN = join(PROJECT_ROOT, '.tools/temporal-server/v1.32.2');
 const SERVER = join(BIN, 'server');
@@ -62,12 +63,6 @@ export interface PostgresTemporal {
    */
   pids(): { temporal: Record<string, number>; postmaster: number | null };
   stop(): Promise<void>;
-}
-
-/** Run `cmd` as the unprivileged `nobody` when root (initdb and postgres refuse root). */
-function asPostgresUser(cmd: string, args: string[]): void {
-  const asRoot = process.getuid?.() === 0;
-  execFileSync(asRoot ? 'runuser' : cmd, asRoot ? ['-u', 'nobody', '--', cmd, ...args] : args, { stdio: 'pipe' });
 }
 
 function serverConfig(pgPort: number, p: number[]): string {
@@ -145,25 +140,8 @@ export async function startPostgresTemporal(opts: {
       throw new Error(`${need} is missing: run npm run test:cluster, which builds it (scripts/install-temporal-server.mjs)`);
   }
   const dir = mkdtempSync(join(tmpdir(), 'countersign-pg-'));
-  chmodSync(dir, 0o755);
-  const pgData = join(dir, 'pgdata');
-  mkdirSync(pgData);
-  if (process.getuid?.() === 0) execFileSync('chown', ['nobody', pgData, dir]);
-  const pgPort = await freePort();
-  asPostgresUser('initdb', ['-D', pgData, '-U', 'postgres', '--auth=trust']);
-  const startPostgres = () =>
-    asPostgresUser('pg_ctl', [
-      '-D',
-      pgData,
-      '-l',
-      join(dir, 'postgres.log'),
-      '-w',
-      '-o',
-      `-p ${pgPort} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
-      'start',
-    ]);
-  startPostgres();
-  let postgresDown = false;
+  const postgres = await startPostgres(dir);
+  const pgPort = postgres.port;
   // key: the service name, or `all` for the one process running the four
   const servers = new Map<string, ChildProcess>();
   const output = new Map<string, string>();
@@ -179,7 +157,7 @@ export async function startPostgresTemporal(opts: {
   const stop = async () => {
     // frontend first, so no new call reaches a half-stopped cluster
     for (const key of ['frontend', ...servers.keys()]) await halt(key, 'SIGTERM');
-    if (!postgresDown) asPostgresUser('pg_ctl', ['-D', pgData, '-m', 'fast', '-w', 'stop']);
+    postgres.stop();
   };
   try {
     const sqlEnv = { POSTGRES_SEEDS: '127.0.0.1', DB_PORT: String(pgPort), POSTGRES_USER: 'postgres', POSTGRES_PWD: '' };
@@ -281,15 +259,7 @@ export async function startPostgresTemporal(opts: {
       pids() {
         const temporal: Record<string, number> = {};
         for (const [key, server] of servers) if (server.pid !== undefined && server.exitCode === null) temporal[key] = server.pid;
-        let postmaster: number | null = null;
-        if (!postgresDown) {
-          try {
-            postmaster = Number(readFileSync(join(pgData, 'postmaster.pid'), 'utf8').split('\n')[0]) || null;
-          } catch {
-            // not readable (yet)
-          }
-        }
-        return { temporal, postmaster };
+        return { temporal, postmaster: postgres.postmaster() };
       },
       async kill(service) {
         perServiceOnly(service);
@@ -297,30 +267,10 @@ export async function startPostgresTemporal(opts: {
         await halt(service, 'SIGKILL');
       },
       async killPostgres() {
-        if (postgresDown) throw new Error('PostgreSQL is not running');
-        const postmaster = Number(readFileSync(join(pgData, 'postmaster.pid'), 'utf8').split('\n')[0]);
-        process.kill(postmaster, 'SIGSTOP');
-        const backends = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' })
-          .split(/\s+/)
-          .filter(Boolean)
-          .map(Number);
-        const all = [postmaster, ...backends];
-        for (const pid of all) process.kill(pid, 'SIGKILL');
-        postgresDown = true;
-        // gone, or a zombie nobody reaped yet (its shared memory and ports are released)
-        const alive = (pid: number) => {
-          try {
-            return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
-          } catch {
-            return false;
-          }
-        };
-        while (all.some(alive)) await new Promise((r) => setTimeout(r, 100));
+        await postgres.kill();
       },
       async startPostgres() {
-        if (!postgresDown) throw new Error('PostgreSQL is already running');
-        startPostgres();
-        postgresDown = false;
+        postgres.start();
         await ready(120);
       },
       async start(service) {

@@ -1,6 +1,6 @@
 // Scope: evidence receipts without a stack: JCS canonical payloads, EdDSA flattened JWS with an
-// RFC 7638 kid, the issuing log's hash chain, and offline verification refusing each kind of
-// tampering with its own reason (src/receipts/).
+// RFC 7638 kid, the issuing log's hash chain (in a SQLite file and in a real PostgreSQL), and
+// offline verification refusing each kind of tampering with its own reason (src/receipts/).
 import { execFile } from 'node:child_process';
 import { createHash, createPrivateKey } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FlattenedSign } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson, jcsSha256 } from '../../src/binding/call-binding.js';
 import { parseSince } from '../../src/cli/receipts-command.js';
 import {
@@ -21,6 +21,7 @@ import {
 } from '@countersign/receipts';
 import { openReceiptLog, type ReceiptLog } from '../../src/receipts/receipt-log.js';
 import { generateReceiptJwk, loadReceiptSigningKey, parseReceiptKey, type ReceiptSigningKey } from '../../src/receipts/signing-key.js';
+import { startPostgres, type Postgres } from '../support/postgres.js';
 
 const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const principal = { iss: 'https://idp.example.test', sub: 'alice' };
@@ -65,16 +66,37 @@ function evidence(n: number, over: Partial<ReceiptEvidence> = {}): ReceiptEviden
 }
 
 const opened: ReceiptLog[] = [];
-afterEach(() => {
-  for (const l of opened.splice(0)) l.close();
+afterEach(async () => {
+  for (const l of opened.splice(0)) await l.close();
 });
 
-async function logWith(key: ReceiptSigningKey, n: number): Promise<{ log: ReceiptLog; lines: string[] }> {
-  const log = openReceiptLog(join(mkdtempSync(join(tmpdir(), 'receipts-')), 'receipts.db'));
+/** Where a new, empty log lives: a fresh SQLite file. */
+const sqliteLocation = async () => join(mkdtempSync(join(tmpdir(), 'receipts-')), 'receipts.db');
+
+async function open(location: string): Promise<ReceiptLog> {
+  const log = await openReceiptLog(location);
   opened.push(log);
-  for (let i = 1; i <= n; i++) await log.issue(evidence(i), key, new Date(Date.UTC(2026, 11, 1, 2, i)));
-  return { log, lines: log.since(0).map((r) => JSON.stringify(r.jws)) };
+  return log;
 }
+
+async function logWith(key: ReceiptSigningKey, n: number, location?: string): Promise<{ log: ReceiptLog; lines: string[] }> {
+  const log = await open(location ?? (await sqliteLocation()));
+  for (let i = 1; i <= n; i++) await log.issue(evidence(i), key, new Date(Date.UTC(2026, 11, 1, 2, i)));
+  return { log, lines: (await log.since(0)).map((r) => JSON.stringify(r.jws)) };
+}
+
+// The PostgreSQL log (COUNTERSIGN_RECEIPTS_DATABASE_URL) runs the same tests on a real server, one database per test.
+let postgres: Postgres | undefined;
+let databases = 0;
+beforeAll(async () => {
+  postgres = await startPostgres(mkdtempSync(join(tmpdir(), 'receipts-pg-')), { maxConnections: 40 });
+});
+afterAll(() => postgres?.stop());
+const postgresLocation = async () => {
+  const name = `receipts_${++databases}`;
+  postgres!.createDatabase(name);
+  return postgres!.url(name);
+};
 
 const payloadOf = (line: string): ReceiptPayload =>
   JSON.parse(Buffer.from((JSON.parse(line) as { payload: string }).payload, 'base64url').toString('utf8')) as ReceiptPayload;
@@ -132,10 +154,13 @@ describe('receipt signing key', () => {
   });
 });
 
-describe('the issuing log', () => {
+describe.each([
+  { store: 'a SQLite file', location: sqliteLocation },
+  { store: 'PostgreSQL', location: postgresLocation },
+])('the issuing log in $store', ({ location }) => {
   it('chains each receipt to the digest of the one before, starting from null, and never issues a task twice', async () => {
     const key = await keyPair();
-    const { log, lines } = await logWith(key, 3);
+    const { log, lines } = await logWith(key, 3, await location());
     const payloads = lines.map(payloadOf);
     expect(payloads.map((p) => p.seq)).toEqual([1, 2, 3]);
     expect(payloads[0]!.prev).toBeNull();
@@ -143,24 +168,25 @@ describe('the issuing log', () => {
     expect(payloads[2]!.prev).toBe(receiptDigest(payloads[1]!));
     const again = await log.issue(evidence(2), key);
     expect(again.seq).toBe(2);
-    expect(log.since(0)).toHaveLength(3);
+    expect(await log.since(0)).toHaveLength(3);
+    expect(await log.has('t2.run')).toBe(true);
+    expect(await log.has('t9.run')).toBe(false);
   });
 
-  it('two issuers on one log file at the same time still build one chain, and a task issued by both gets one receipt', async () => {
+  it('two issuers on one log at the same time still build one chain, and a task issued by both gets one receipt', async () => {
     const key = await keyPair();
-    const file = join(mkdtempSync(join(tmpdir(), 'receipts-')), 'receipts.db');
-    const a = openReceiptLog(file);
-    const b = openReceiptLog(file);
-    opened.push(a, b);
+    const where = await location();
+    const a = await open(where);
+    const b = await open(where);
     await Promise.all([1, 2, 3, 4].flatMap((n) => [a.issue(evidence(n), key), b.issue(evidence(n === 4 ? 4 : n + 4), key)]));
-    const lines = a.since(0).map((r) => JSON.stringify(r.jws));
+    const lines = (await a.since(0)).map((r) => JSON.stringify(r.jws));
     expect(lines).toHaveLength(7);
     expect(await verifyReceiptLines(lines.join('\n'), key.jwks)).toMatchObject({ ok: true, count: 7 });
   });
 
   it('signs the JCS bytes of the payload, with header alg EdDSA, the kid and the receipt typ; arguments are not in it', async () => {
     const key = await keyPair();
-    const { lines } = await logWith(key, 1);
+    const { lines } = await logWith(key, 1, await location());
     const jws = JSON.parse(lines[0]!) as { protected: string; payload: string };
     const text = Buffer.from(jws.payload, 'base64url').toString('utf8');
     expect(text).toBe(canonicalJson(JSON.parse(text)));
@@ -170,9 +196,31 @@ describe('the issuing log', () => {
 
   it('since() returns a contiguous piece of the chain from the first task that ended at or after the time', async () => {
     const key = await keyPair();
-    const { log } = await logWith(key, 3);
-    expect(log.since(Date.parse('2026-12-01T01:02:00.000Z')).map((r) => r.seq)).toEqual([2, 3]);
-    expect(log.since(Date.parse('2026-12-02T00:00:00.000Z'))).toEqual([]);
+    const { log } = await logWith(key, 3, await location());
+    expect((await log.since(Date.parse('2026-12-01T01:02:00.000Z'))).map((r) => r.seq)).toEqual([2, 3]);
+    expect(await log.since(Date.parse('2026-12-02T00:00:00.000Z'))).toEqual([]);
+    expect(await log.latestTerminalAtMs()).toBe(Date.parse('2026-12-01T01:03:00.000Z'));
+  });
+
+  it('an empty log has no latest terminal time and exports nothing', async () => {
+    const log = await open(await location());
+    expect(await log.latestTerminalAtMs()).toBeNull();
+    expect(await log.since(0)).toEqual([]);
+  });
+});
+
+describe('the issuing log in PostgreSQL, across a server crash', () => {
+  it('a log opened before PostgreSQL was SIGKILLed and started again keeps its chain and issues the next receipt after it', async () => {
+    const key = await keyPair();
+    const { log } = await logWith(key, 2, await postgresLocation());
+    await postgres!.kill();
+    await expect(log.issue(evidence(3), key)).rejects.toThrow();
+    postgres!.start();
+    // the pool's broken connections are replaced; the lost attempt left no row and no hole
+    const third = await log.issue(evidence(3), key);
+    expect(third.seq).toBe(3);
+    const lines = (await log.since(0)).map((r) => JSON.stringify(r.jws));
+    expect(await verifyReceiptLines(lines.join('\n'), key.jwks)).toMatchObject({ ok: true, count: 3 });
   });
 });
 

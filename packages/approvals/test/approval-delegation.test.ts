@@ -197,4 +197,19 @@ describe('delegation', () => {
     const listed = await s.app.request('/access/v1/delegations', { headers: { Authorization: auth('dave') } });
     expect(await listed.json()).toEqual({ given: [], received: [] });
   });
+  // Every store call is awaited, so two decisions at once interleave: both read "bob has not voted"
+  // before either writes. The store's vote is the one place that may say so (in its transaction).
+  it('a person approving in their own right and for their delegator at the same time is counted once', async () => {
+    const s = makeService();
+    expect((await delegate(s, 'alice', 'bob', T0 + 48 * HOUR)).status).toBe(201);
+    const id = await submit(s, 'k1', 'zoe', 500_000); // needs two approvals
+
+    // both started before either is awaited
+    const [forAlice, asBob] = await Promise.all([decide(s, id, 'bob', 'approve', 'alice'), decide(s, id, 'bob', 'approve')]);
+
+    expect([forAlice.status, asBob.status].sort()).toEqual([200, 403]);
+    expect((forAlice.status === 403 ? forAlice : asBob).body['detail']).toMatch(/already approved/i);
+    expect(await s.store.votes(id)).toHaveLength(1);
+    expect((await s.store.get(id))?.status).toBe('pending');
+  });
 });

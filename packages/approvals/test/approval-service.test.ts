@@ -213,6 +213,18 @@ describe('ARAP submit', () => {
     );
   });
 
+  // The key's read and the insert are two awaited store calls: a racing submission may insert
+  // between them. The insert checks the key in its transaction, and the later one replays.
+  it('two submissions under one idempotency key at the same time create one request and replay it to the other', async () => {
+    // both started before either is awaited
+    const [one, two] = await Promise.all([submit(requestBody(), 'same-key'), submit(requestBody(), 'same-key')]);
+
+    expect([one.status, two.status].sort()).toEqual([200, 201]);
+    const ids = await Promise.all([one, two].map(async (r) => ((await r.json()) as { id: string }).id));
+    expect(ids[0]).toBe(ids[1]);
+    expect(await svc.store.listPending({})).toHaveLength(1);
+  });
+
   it('a new request whose deadline already passed is a 400 problem+json', async () => {
     const p = await expectProblem(await submit(requestBody({ expires_at: new Date(T0 - 1).toISOString() })), 400, 'invalid-request');
     expect(p.detail).toContain('expires_at');

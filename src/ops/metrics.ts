@@ -64,11 +64,11 @@ export interface AppMetrics {
   /** Sets how `countersign_open_approval_tasks` is read at scrape time (the MCP front's visibility count). */
   setOpenTasksSource(read: () => Promise<number>): void;
   /** Sets how `countersign_callback_outbox` is read at scrape time: rows per state (the approval service's outbox). */
-  setCallbackOutboxSource(read: () => Record<string, number>): void;
+  setCallbackOutboxSource(read: () => Promise<Record<string, number>>): void;
   /** Sets how `countersign_break_glass_reviews` is read at scrape time: unreviewed and overdue break-glass approvals. */
-  setBreakGlassReviewsSource(read: () => { unreviewed: number; overdue: number }): void;
+  setBreakGlassReviewsSource(read: () => Promise<{ unreviewed: number; overdue: number }>): void;
   /** Sets how the `countersign_approvals_*` series are read at scrape time: the approval service's analytics of its store. */
-  setApprovalAnalyticsSource(read: () => ApprovalMetricsSnapshot): void;
+  setApprovalAnalyticsSource(read: () => Promise<ApprovalMetricsSnapshot>): void;
 }
 
 /** One exposition line of a metric read at scrape time. */
@@ -81,16 +81,16 @@ interface Sample {
 /**
  * Register, in `registry`, a metric whose samples `values` computes at scrape time (prom-client's
  * own instruments cannot set a histogram's buckets or a counter's total from outside); no samples
- * when `values` returns undefined.
+ * when `values` resolves to undefined.
  */
 function registerScraped(
   registry: Registry,
   meta: { name: string; help: string; type: 'counter' | 'gauge' | 'histogram' },
-  values: () => Sample[] | undefined,
+  values: () => Promise<Sample[] | undefined>,
 ): void {
   const metric = {
     ...meta,
-    get: () => Promise.resolve({ ...meta, aggregator: 'sum', values: values() ?? [] }),
+    get: async () => ({ ...meta, aggregator: 'sum', values: (await values()) ?? [] }),
     reset: () => undefined,
   };
   registry.registerMetric(metric as unknown as Metric);
@@ -140,32 +140,32 @@ export function createAppMetrics(): AppMetrics {
       if (streams) this.set(streams());
     },
   });
-  let callbackOutbox: (() => Record<string, number>) | undefined;
+  let callbackOutbox: (() => Promise<Record<string, number>>) | undefined;
   new Gauge({
     name: 'countersign_callback_outbox',
     help: "The approval service's status-change callbacks by delivery state (outbox rows, read at scrape time).",
     labelNames: ['state'],
     registers: [registry],
-    collect() {
+    async collect() {
       if (!callbackOutbox) return;
       try {
-        const counts = callbackOutbox();
+        const counts = await callbackOutbox();
         for (const state of OUTBOX_STATES) this.set({ state }, counts[state] ?? 0);
       } catch {
         // the store is closed (shutting down): keep the last values
       }
     },
   });
-  let breakGlassReviews: (() => { unreviewed: number; overdue: number }) | undefined;
+  let breakGlassReviews: (() => Promise<{ unreviewed: number; overdue: number }>) | undefined;
   new Gauge({
     name: 'countersign_break_glass_reviews',
     help: 'Break-glass approvals awaiting their mandatory review (unreviewed), and those past reviewWithinMs (overdue), read at scrape time.',
     labelNames: ['state'],
     registers: [registry],
-    collect() {
+    async collect() {
       if (!breakGlassReviews) return;
       try {
-        const counts = breakGlassReviews();
+        const counts = await breakGlassReviews();
         this.set({ state: 'unreviewed' }, counts.unreviewed);
         this.set({ state: 'overdue' }, counts.overdue);
       } catch {
@@ -173,12 +173,12 @@ export function createAppMetrics(): AppMetrics {
       }
     },
   });
-  let approvalAnalytics: (() => ApprovalMetricsSnapshot) | undefined;
+  let approvalAnalytics: (() => Promise<ApprovalMetricsSnapshot>) | undefined;
   let lastAnalytics: ApprovalMetricsSnapshot | undefined;
-  const analytics = (): ApprovalMetricsSnapshot | undefined => {
+  const analytics = async (): Promise<ApprovalMetricsSnapshot | undefined> => {
     if (!approvalAnalytics) return undefined;
     try {
-      lastAnalytics = approvalAnalytics();
+      lastAnalytics = await approvalAnalytics();
     } catch {
       // the store is closed (shutting down): keep the last values
     }
@@ -192,15 +192,15 @@ export function createAppMetrics(): AppMetrics {
       help: "Time from an approval request's submission to its approval or denial (approval service store).",
       type: 'histogram',
     },
-    () => {
-      const s = analytics();
+    async () => {
+      const s = await analytics();
       return s && decisionSamples(decisionName, s);
     },
   );
   registerScraped(
     registry,
     { name: 'countersign_approvals_resolved_total', help: 'Approval requests by final status (approval service store).', type: 'counter' },
-    () => analytics()?.resolved,
+    async () => (await analytics())?.resolved,
   );
   registerScraped(
     registry,
@@ -209,7 +209,7 @@ export function createAppMetrics(): AppMetrics {
       help: 'Approval requests escalated to a fallback group or approver.',
       type: 'counter',
     },
-    () => analytics()?.escalations,
+    async () => (await analytics())?.escalations,
   );
   registerScraped(
     registry,
@@ -218,12 +218,12 @@ export function createAppMetrics(): AppMetrics {
       help: "People's approvals by whether they opened the request page first: quick (approved within the threshold of opening), read, unopened.",
       type: 'counter',
     },
-    () => analytics()?.approvals,
+    async () => (await analytics())?.approvals,
   );
   registerScraped(
     registry,
     { name: 'countersign_approvals_pending', help: 'Pending approval requests by approver group and age.', type: 'gauge' },
-    () => analytics()?.pending,
+    async () => (await analytics())?.pending,
   );
   return {
     registry,

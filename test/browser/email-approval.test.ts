@@ -73,7 +73,7 @@ describe('email approval in a browser', () => {
     expect(await page.content()).not.toContain(memo);
     expect(await page.locator('button[name=decision]').count()).toBe(0);
     await screenshot(page, 'email-link-signed-out');
-    expect(stack.approvals.store.get(requestId)?.status).toBe('pending');
+    expect((await stack.approvals.store.get(requestId))?.status).toBe('pending');
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
 
     await signIn(page, stack.urls.approverPage, 'bob', stack.secrets.approvers.find((a) => a.id === 'bob')!.secret);
@@ -126,7 +126,7 @@ describe('email approval in a browser', () => {
       await page.getByTestId('continue').click();
       expect(await page.getByTestId('arguments').textContent()).toContain(memo);
       expect(await page.locator('button[name=decision][value=approve]').count()).toBe(1);
-      expect(stack.approvals.store.get(requestId)?.status).toBe('pending');
+      expect((await stack.approvals.store.get(requestId))?.status).toBe('pending');
     } finally {
       webmail.closeAllConnections();
       await new Promise<void>((resolve) => webmail.close(() => resolve()));

@@ -51,7 +51,7 @@ describe('two of N treasury approvers in a browser', () => {
 
     // still pending for the approval service and still working for the client
     const id = /\/requests\/([^/?]+)/.exec(bob.page.url())![1]!;
-    expect(stack.approvals.store.get(id)?.status).toBe('pending');
+    expect((await stack.approvals.store.get(id))?.status).toBe('pending');
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
 
     await bob.page.goto(stack.urls.approverPage);
@@ -75,7 +75,7 @@ describe('two of N treasury approvers in a browser', () => {
     expect(done.status).toBe('completed');
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
-    expect(stack.approvals.store.get(id)?.approval?.approvers).toEqual(['bob', 'carol']);
+    expect((await stack.approvals.store.get(id))?.approval?.approvers).toEqual(['bob', 'carol']);
   });
 
   it('a transfer at or under 100,000 needs one approver', async () => {

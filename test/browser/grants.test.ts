@@ -38,7 +38,7 @@ async function transfer(): Promise<{ task: WireTask; request: { id: string; stat
   const task = await dave.request<WireTask>('tools/call', { name: 'wire_transfer', arguments: { to: 'acct-991', amount: 30_000, memo } });
   for (let i = 0; i < 200; i++) {
     const s = stack.approvals.store;
-    const r = [...s.listPending({ requester: 'dave' }), ...s.listResolved({ requester: 'dave' })].find(
+    const r = [...(await s.listPending({ requester: 'dave' })), ...(await s.listResolved({ requester: 'dave' }))].find(
       (x) => x.body.context.arguments['memo'] === memo,
     );
     if (r !== undefined) return { task, request: { id: r.id, status: r.status } };
@@ -87,7 +87,7 @@ describe('grants in the inbox', () => {
     await screenshot(b.page, 'grants-page');
 
     // a fresh grant, revoked from the page: the next call waits for an approver
-    stack.approvals.store.grants.create({
+    await stack.approvals.store.grants.create({
       id: `grt_${randomUUID().slice(0, 8)}`,
       principal: 'dave',
       principalIssuer: null,

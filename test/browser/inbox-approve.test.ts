@@ -146,7 +146,7 @@ describe('approver inbox in a browser', () => {
       headers: { Origin: new URL(stack.urls.approverPage).origin },
     });
     expect(res.url()).toContain('flash=forbidden');
-    expect(stack.approvals.store.get(id)?.status).toBe('pending');
+    expect((await stack.approvals.store.get(id))?.status).toBe('pending');
     expect((await bobAsRequester.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
   });
 });

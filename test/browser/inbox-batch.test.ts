@@ -64,7 +64,7 @@ describe('batch decisions and delegation in the inbox', () => {
       .evaluateAll((trs) => trs.map((t) => t.getAttribute('data-request-id')!));
     expect(new Set(ids).size).toBe(3);
     for (const id of ids) {
-      const approved = stack.approvals.store.auditTrail(id).filter((e) => e.event === 'approved');
+      const approved = (await stack.approvals.store.auditTrail(id)).filter((e) => e.event === 'approved');
       expect(approved).toEqual([expect.objectContaining({ actor: 'bob', via: 'inbox', comment: 'month-end batch' })]);
     }
     for (const t of tasks) {
@@ -101,7 +101,11 @@ describe('batch decisions and delegation in the inbox', () => {
     expect(res.status).toBe(200);
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
-    expect(stack.approvals.store.auditTrail(item.id).at(-1)).toMatchObject({ event: 'approved', actor: 'bob', onBehalfOf: 'carol' });
+    expect((await stack.approvals.store.auditTrail(item.id)).at(-1)).toMatchObject({
+      event: 'approved',
+      actor: 'bob',
+      onBehalfOf: 'carol',
+    });
 
     await page.goto(`${stack.urls.approverPage}/requests/${item.id}`);
     expect(await page.getByTestId('audit').innerText()).toMatch(/approved\s+bob for carol\s+api/);

@@ -107,9 +107,9 @@ describe('passkey step-up', () => {
     await screenshot(page, 'step-up-request');
     await Promise.all([page.waitForURL(/flash=approved/), page.click('button[data-step-up]')]);
 
-    const record = svc.store.get(id)!;
+    const record = (await svc.store.get(id))!;
     expect(record.status).toBe('approved');
-    const [vote] = svc.store.votes(id);
+    const [vote] = await svc.store.votes(id);
     expect(vote).toMatchObject({
       approver: 'bob',
       via: 'inbox',
@@ -119,7 +119,7 @@ describe('passkey step-up', () => {
     expect(vote?.stepUp?.credential_id).toBe(credentials[0]?.credentialId.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_'));
     expect(vote?.stepUp?.challenge).toMatch(new RegExp(`^${digest}\\.[A-Za-z0-9_-]{43}$`)); // the digest, then the single-use nonce
     expect(record.approval?.step_up).toEqual([expect.objectContaining({ approver: 'bob', binding_digest: digest, user_verified: true })]);
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'bob', rule: 'passkey-over-250k' });
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'approved', actor: 'bob', rule: 'passkey-over-250k' });
   });
 
   it('an assertion without user verification is refused by the server, and nothing is approved', async () => {
@@ -150,18 +150,18 @@ describe('passkey step-up', () => {
       }),
     ]);
     expect(page.url()).toContain('flash=step-up-failed');
-    expect(svc.store.get(id)?.status).toBe('pending');
-    expect(svc.store.votes(id)).toEqual([]);
+    expect((await svc.store.get(id))?.status).toBe('pending');
+    expect(await svc.store.votes(id)).toEqual([]);
     await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: true });
   });
 
   it('a request below the threshold needs no passkey', async () => {
     const { id } = await submit(50_000, 'stepup-3');
-    expect(svc.store.get(id)?.stepUpRule).toBeNull();
+    expect((await svc.store.get(id))?.stepUpRule).toBeNull();
     const { page } = browser;
     await page.goto(`${base}/approver/requests/${id}`);
     expect(await page.getByTestId('step-up').count()).toBe(0);
     await Promise.all([page.waitForURL(/flash=approved/), page.click('button[name=decision][value=approve]')]);
-    expect(svc.store.votes(id)[0]?.stepUp).toBeNull();
+    expect((await svc.store.votes(id))[0]?.stepUp).toBeNull();
   });
 });

@@ -67,10 +67,10 @@ describe('countersign approvals batch and delegation', () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split('\n')).toEqual(ids.map((id) => `${id} is now approved.`));
     for (const id of ids) {
-      const decided = svc.store.auditTrail(id).filter((e) => e.event === 'approved');
+      const decided = (await svc.store.auditTrail(id)).filter((e) => e.event === 'approved');
       expect(decided).toEqual([expect.objectContaining({ actor: 'bob', via: 'api', comment: 'month-end run' })]);
     }
-    expect(new Set(ids.map((id) => svc.store.get(id)?.approval?.id)).size).toBe(3);
+    expect(new Set(await Promise.all(ids.map(async (id) => (await svc.store.get(id))?.approval?.id))).size).toBe(3);
   });
 
   it('one failing id does not stop the others: the own request and an unknown id are reported, the rest decided, exit code of the first failure', async () => {
@@ -82,8 +82,8 @@ describe('countersign approvals batch and delegation', () => {
     expect(lines[0]).toBe(`${mine} not decided: A requester cannot decide their own access request.`);
     expect(lines[1]).toBe('ar_nope not decided: No such access request.');
     expect(lines[2]).toBe(`${other} is now denied.`);
-    expect(svc.store.get(mine)?.status).toBe('pending');
-    expect(svc.store.get(other)?.status).toBe('denied');
+    expect((await svc.store.get(mine))?.status).toBe('pending');
+    expect((await svc.store.get(other))?.status).toBe('denied');
   });
 
   it('delegate --to --until, then the delegate approves --for the delegator: the audit shows both names', async () => {
@@ -94,7 +94,7 @@ describe('countersign approvals batch and delegation', () => {
     const id = await submit('alice', 'delegated-cli');
     const r = await cli(['approve', id, '--for', 'carol'], 'dave');
     expect(r).toMatchObject({ code: 0, stdout: `${id} is now approved.\n` });
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'dave', onBehalfOf: 'carol' });
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'approved', actor: 'dave', onBehalfOf: 'carol' });
     expect((await cli(['show', id], 'carol')).stdout).toMatch(/approved\s+dave for carol via api/);
     const bad = await cli(['delegate', '--to', 'dave', '--until', 'soon'], 'carol');
     expect(bad.code).toBe(APPROVALS_EXIT.usage);

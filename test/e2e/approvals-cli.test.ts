@@ -92,7 +92,7 @@ describe('countersign approvals', () => {
     const small = await submit('alice', { to: 'acct-1', amount: 30_000 }, 'k-approve');
     const ok = await cli(['approve', small, '--comment', 'fine'], bob);
     expect(ok).toMatchObject({ code: 0, stdout: `${small} is now approved.\n` });
-    expect(svc.store.auditTrail(small).at(-1)).toMatchObject({ event: 'approved', actor: 'bob', via: 'api', comment: 'fine' });
+    expect((await svc.store.auditTrail(small)).at(-1)).toMatchObject({ event: 'approved', actor: 'bob', via: 'api', comment: 'fine' });
 
     const big = await submit('alice', { to: 'acct-2', amount: 500_000 }, 'k-big');
     const first = await cli(['approve', big], bob);
@@ -140,7 +140,7 @@ describe('countersign approvals', () => {
     const r = await cli(['deny', id], carol);
     expect(r.code).toBe(APPROVALS_EXIT.usage);
     expect(r.stderr).toMatch(/--comment/);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a COUNTERSIGN_APPROVALS_URL that is not an approval service (an HTML 404 page, or JSON that is not a problem) is named as such with exit 1, also for list', async () => {

@@ -94,7 +94,7 @@ describe('break-glass end to end', () => {
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(stack.ledger.countByTask(t.taskId)).toBe(1);
 
-    const audit = stack.approvals.store.auditTrail(t.requestId);
+    const audit = await stack.approvals.store.auditTrail(t.requestId);
     expect(audit.find((e) => e.event === 'approved')).toMatchObject({ actor: 'alice', via: 'api', rule: 'break-glass' });
     expect(audit.find((e) => e.event === 'break-glass')).toMatchObject({ actor: 'alice', comment: REASON });
 
@@ -134,7 +134,7 @@ describe('break-glass end to end', () => {
     ]);
     expect(reviewed.stdout).toBe(`Reviewed the break-glass approval of ${t.requestId} by alice.\n`);
     expect((await approvalsCli(stack, 'bob', ['reviews'])).stdout).toBe('No break-glass approvals need your review.\n');
-    expect(stack.approvals.store.auditTrail(t.requestId).at(-1)).toMatchObject({ event: 'break-glass-reviewed', actor: 'bob' });
+    expect((await stack.approvals.store.auditTrail(t.requestId)).at(-1)).toMatchObject({ event: 'break-glass-reviewed', actor: 'bob' });
   });
 
   it('without a reason is 400, outside the role 403, and the third break-glass session in a day is 429 (CLI exit 9); the request stays pending', async () => {

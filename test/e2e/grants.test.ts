@@ -80,7 +80,7 @@ const transfer = (memo: string, amount = 30_000, to = 'acct-991') => ({ name: 'w
 async function requestOf(memo: string): Promise<{ id: string; status: string }> {
   for (let i = 0; i < 300; i++) {
     const s = stack.approvals.store;
-    const r = [...s.listPending({ requester: 'dave' }, 1000), ...s.listResolved({ requester: 'dave' }, 1000)].find(
+    const r = [...(await s.listPending({ requester: 'dave' }, 1000)), ...(await s.listResolved({ requester: 'dave' }, 1000))].find(
       (x) => x.body.context.arguments['memo'] === memo,
     );
     if (r !== undefined) return { id: r.id, status: r.status };
@@ -110,15 +110,15 @@ describe('grants end to end', () => {
     const approved = requests.flatMap((r, i) => (r.status === 'approved' ? [i] : []));
     expect(approved).toHaveLength(3);
     expect(requests.filter((r) => r.status === 'pending')).toHaveLength(3);
-    expect(stack.approvals.store.grants.get(id)).toMatchObject({ uses: 3, maxUses: 3 });
-    const uses = approved.map((i) => stack.approvals.store.grants.useBy(requests[i]!.id));
+    expect(await stack.approvals.store.grants.get(id)).toMatchObject({ uses: 3, maxUses: 3 });
+    const uses = await Promise.all(approved.map((i) => stack.approvals.store.grants.useBy(requests[i]!.id)));
     expect(uses.map((u) => u?.use).sort()).toEqual([1, 2, 3]);
 
     for (const i of approved) {
       const done = await waitForTerminal(i % 2 === 0 ? onA : onB, tasks[i]!.taskId);
       expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
       expect(stack.ledger.countByTask(tasks[i]!.taskId)).toBe(1);
-      const audit = stack.approvals.store.auditTrail(requests[i]!.id);
+      const audit = await stack.approvals.store.auditTrail(requests[i]!.id);
       expect(audit.find((e) => e.event === 'grant-used')).toMatchObject({ actor: 'bob', rule: 'grant' });
       expect(audit.find((e) => e.event === 'approved')).toMatchObject({ actor: 'bob', rule: 'grant' });
     }
@@ -140,7 +140,7 @@ describe('grants end to end', () => {
       expect(receipt.approvalRequests[0]?.grant).toEqual({
         id,
         createdBy: 'bob',
-        use: stack.approvals.store.grants.useBy(requests[i]!.id)!.use,
+        use: (await stack.approvals.store.grants.useBy(requests[i]!.id))!.use,
         maxUses: 3,
         expiresAt: expect.stringMatching(/Z$/),
       });
@@ -206,7 +206,7 @@ describe('grants end to end', () => {
     const m3 = `over ${randomUUID().slice(0, 8)}`;
     await dave.request<WireTask>('tools/call', transfer(m3, 45_000, 'acct-994'));
     expect((await requestOf(m3)).status).toBe('pending');
-    expect(stack.approvals.store.grants.get(live)?.uses).toBe(0);
+    expect((await stack.approvals.store.grants.get(live))?.uses).toBe(0);
   });
 
   it('countersign approvals grants create --from a pending request approves it and the calls after it; list shows the uses; revoke ends it; without the right exit 4', async () => {
@@ -252,7 +252,12 @@ describe('grants end to end', () => {
     expect(all.stdout).toContain('uses         2 of 2 used');
     expect(all.stdout).toContain('by           bob: quarter-end supplier run');
     expect((await approvalsCli(stack, 'carol', ['grants', 'list'])).stdout).not.toContain(id!);
-    expect(stack.approvals.store.auditTrail(pending.id).map((e) => e.event)).toEqual(['submitted', 'granted', 'grant-used', 'approved']);
+    expect((await stack.approvals.store.auditTrail(pending.id)).map((e) => e.event)).toEqual([
+      'submitted',
+      'granted',
+      'grant-used',
+      'approved',
+    ]);
     expect((await approvalsCli(stack, 'carol', ['show', pending.id])).stdout).toContain(`  grant         ${id!} by bob, use 1 of 2\n`);
 
     const revoked = await approvalsCli(stack, 'bob', ['grants', 'revoke', id!]);

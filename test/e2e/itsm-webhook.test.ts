@@ -97,7 +97,7 @@ describe('ITSM webhook', () => {
     expect(n.request.summary).toBe(`Wire transfer · $50,000.00 USD to acct-991 · memo=${m}`);
     expect(n.request.arguments).toEqual({ to: 'acct-991', amount: 50_000, memo: m });
     await stack.approvals.drainCallbacks();
-    expect(stack.approvals.store.auditTrail(n.request.id).map((e) => e.event)).toContain('notified');
+    expect((await stack.approvals.store.auditTrail(n.request.id)).map((e) => e.event)).toContain('notified');
   });
 
   it('a signed decision from the ITSM system by a configured approver resolves the task: approved-executed, itsm:<person> in the audit trail', async () => {
@@ -115,7 +115,7 @@ describe('ITSM webhook', () => {
     expect(await res.json()).toMatchObject({ status: 'approved', approvals: ['bob'] });
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
-    expect(stack.approvals.store.auditTrail(request.id).at(-1)).toMatchObject({
+    expect((await stack.approvals.store.auditTrail(request.id)).at(-1)).toMatchObject({
       event: 'approved',
       actor: 'itsm:bob',
       via: 'itsm',
@@ -153,8 +153,8 @@ describe('ITSM webhook', () => {
     }
     const self = await post(await decision({ ...claims, decided_by: 'alice' }));
     expect(self.status).toBe(403);
-    expect(stack.approvals.store.get(request.id)?.status).toBe('pending');
-    expect(stack.approvals.store.auditTrail(request.id).map((e) => e.event)).not.toContain('approved');
+    expect((await stack.approvals.store.get(request.id))?.status).toBe('pending');
+    expect((await stack.approvals.store.auditTrail(request.id)).map((e) => e.event)).not.toContain('approved');
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
     // a genuine denial still works afterwards
     expect((await post(await decision({ ...claims, decision: 'deny' }))).status).toBe(200);

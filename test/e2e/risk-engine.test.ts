@@ -47,7 +47,8 @@ afterAll(async () => {
 });
 
 const memo = () => `risk-${randomUUID().slice(0, 8)}`;
-const requestOf = (m: string) => stack.approvals.store.listResolved({}, 500).find((r) => r.body.context.arguments['memo'] === m);
+const requestOf = async (m: string) =>
+  (await stack.approvals.store.listResolved({}, 500)).find((r) => r.body.context.arguments['memo'] === m);
 
 describe('risk engine', () => {
   it('a rule approving small transfers to allow-listed accounts resolves the task on arrival with no human: approved-executed, rule in the audit trail', async () => {
@@ -62,9 +63,9 @@ describe('risk engine', () => {
     expect(done.status).toBe('completed');
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
-    const record = requestOf(m)!;
+    const record = (await requestOf(m))!;
     expect(record.approval?.approvers).toEqual(['risk-engine']);
-    expect(stack.approvals.store.auditTrail(record.id).map((e) => [e.event, e.actor, e.via, e.rule])).toEqual([
+    expect((await stack.approvals.store.auditTrail(record.id)).map((e) => [e.event, e.actor, e.via, e.rule])).toEqual([
       ['submitted', 'alice', 'client', null],
       ['approved', 'risk-engine', 'risk-engine', 'small-known-destination'],
     ]);
@@ -80,7 +81,7 @@ describe('risk engine', () => {
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('denied-not-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(0);
-    expect(stack.approvals.store.auditTrail(requestOf(m)!.id).at(-1)).toMatchObject({
+    expect((await stack.approvals.store.auditTrail((await requestOf(m))!.id)).at(-1)).toMatchObject({
       event: 'denied',
       actor: 'risk-engine',
       rule: 'new-account',
@@ -96,7 +97,7 @@ describe('risk engine', () => {
       arguments: { to: 'acct-rent', amount: 45_000, memo: m },
     });
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
-    const pending = stack.approvals.store.listPending({}).find((r) => r.body.context.arguments['memo'] === m);
+    const pending = (await stack.approvals.store.listPending({})).find((r) => r.body.context.arguments['memo'] === m);
     expect(pending?.status).toBe('pending');
     writeFileSync(
       rulesFile,
@@ -118,7 +119,7 @@ describe('risk engine', () => {
     // the stack's sweeper re-reads the file and re-evaluates pending requests (riskIntervalMs 1 s)
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
-    expect(stack.approvals.store.auditTrail(pending!.id).at(-1)).toMatchObject({
+    expect((await stack.approvals.store.auditTrail(pending!.id)).at(-1)).toMatchObject({
       event: 'approved',
       actor: 'risk-engine',
       rule: 'rent-up-to-50k',

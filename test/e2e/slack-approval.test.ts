@@ -68,7 +68,10 @@ describe('Slack approval end to end', () => {
     expect(done.status).toBe('completed');
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
-    expect(stack.approvals.store.auditTrail(requestId).find((e) => e.event === 'approved')).toMatchObject({ actor: 'bob', via: 'slack' });
+    expect((await stack.approvals.store.auditTrail(requestId)).find((e) => e.event === 'approved')).toMatchObject({
+      actor: 'bob',
+      via: 'slack',
+    });
 
     const updated = await slack.waitFor((c) => c.method === 'chat.update' && c.args['ts'] === posted.answer['ts']);
     expect(blocksText(updated)).toContain('*Approved* by bob (via slack)');

@@ -57,7 +57,7 @@ describe('supervising agent', () => {
     const done = await waitForTerminal(alice, created.taskId);
     expect(done.result?._meta?.[DISPOSITION]).toBe('approved-executed');
     expect(stack.ledger.countByTask(created.taskId)).toBe(1);
-    expect(stack.approvals.store.auditTrail(item.id).at(-1)).toMatchObject({
+    expect((await stack.approvals.store.auditTrail(item.id)).at(-1)).toMatchObject({
       event: 'approved',
       actor: 'agent:supervisor',
       via: 'agent',
@@ -90,7 +90,7 @@ describe('supervising agent', () => {
     const first = await agentDecides(item.id, 'approve', 'looks fine');
     expect(first.status).toBe(403);
     expect(((await first.json()) as { detail: string }).detail).toContain('not a member');
-    expect(stack.approvals.store.votes(item.id)).toEqual([]);
+    expect(await stack.approvals.store.votes(item.id)).toEqual([]);
     expect((await alice.request<WireTask>('tasks/get', { taskId: created.taskId })).status).toBe('working');
     const person = async (id: 'bob' | 'carol') => {
       const secret = stack.secrets.approvers.find((a) => a.id === id)!.secret;

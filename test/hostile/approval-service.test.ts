@@ -94,21 +94,21 @@ describe('the ARAP API under hostile input', () => {
       });
       expect(await expectProblem(res, 400, 'invalid-request')).toContain('nested deeper than 64 levels');
     }
-    expect(storedRequests(svc)).toBe(0);
+    expect(await storedRequests(svc)).toBe(0);
   });
 
   it('a duplicate member name in context.arguments is 400 problem+json naming its path, and nothing is stored', async () => {
     const text = JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 5 })).replace('"amount":5', '"amount":5,"amount":50000');
     const res = await svc.app.request(url('/access/v1/requests'), { method: 'POST', headers: submitHeaders('k-dup'), body: text });
     expect(await expectProblem(res, 400, 'invalid-request')).toContain('duplicate object key at $.context.arguments.amount');
-    expect(storedRequests(svc)).toBe(0);
+    expect(await storedRequests(svc)).toBe(0);
   });
 
   it('a __proto__ key in context.arguments is 400 problem+json naming its path, and nothing is stored', async () => {
     const text = JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 5 })).replace('"amount":5', '"amount":5,"__proto__":{"x":1}');
     const res = await svc.app.request(url('/access/v1/requests'), { method: 'POST', headers: submitHeaders('k-proto'), body: text });
     expect(await expectProblem(res, 400, 'invalid-request')).toContain('$.context.arguments.__proto__');
-    expect(storedRequests(svc)).toBe(0);
+    expect(await storedRequests(svc)).toBe(0);
   });
 
   it("a decision posted cross-site as text/plain with an approver's Basic credentials is 415 and decides nothing (a browser cannot send application/json there without a preflight)", async () => {
@@ -127,7 +127,7 @@ describe('the ARAP API under hostile input', () => {
       });
       await expectProblem(res, 415, 'unsupported-media-type');
     }
-    expect(svc.store.listPending({}).map((r) => r.id)).toContain(id);
+    expect((await svc.store.listPending({})).map((r) => r.id)).toContain(id);
   });
 
   it('bodies over the per-route limits are 413 problem+json: 1 MiB for a new request, 64 KiB elsewhere', async () => {
@@ -143,7 +143,7 @@ describe('the ARAP API under hostile input', () => {
       body: `{"decision":"approve","comment":"${'c'.repeat(MAX_SMALL_BODY_BYTES)}"}`,
     });
     await expectProblem(decision, 413, 'payload-too-large');
-    expect(storedRequests(svc)).toBe(0);
+    expect(await storedRequests(svc)).toBe(0);
   });
 
   it('a body that is not valid UTF-8 (raw bytes ED A0 80, FF, C0 AF inside a string) is 400 problem+json and nothing is stored, where Request.text() would have stored U+FFFD', async () => {
@@ -158,7 +158,7 @@ describe('the ARAP API under hostile input', () => {
       });
       expect(await expectProblem(res, 400, 'invalid-request')).toContain('not valid UTF-8');
     }
-    expect(storedRequests(svc)).toBe(0);
+    expect(await storedRequests(svc)).toBe(0);
   });
 
   it('a lone surrogate anywhere in a JSON body (a decision comment "\\ud800") is 400 problem+json naming its path, and decides nothing', async () => {
@@ -174,7 +174,7 @@ describe('the ARAP API under hostile input', () => {
       body: '{"decision":"deny","comment":"\\ud800"}',
     });
     expect(await expectProblem(res, 400, 'invalid-request')).toContain('$.comment is not well-formed Unicode');
-    expect(svc.store.listPending({}).map((r) => r.id)).toContain(id);
+    expect((await svc.store.listPending({})).map((r) => r.id)).toContain(id);
   });
 
   it('a within-limits request is still stored (the probe the other tests rely on)', async () => {
@@ -184,7 +184,7 @@ describe('the ARAP API under hostile input', () => {
       body: JSON.stringify(accessRequestBody({ to: 'acct-991', amount: 5, memo: deep(10) })),
     });
     expect(res.status).toBe(201);
-    expect(storedRequests(svc)).toBe(1);
+    expect(await storedRequests(svc)).toBe(1);
   });
 
   it('unknown paths and wrong methods are 404 problem+json; an unsafe method on the inbox without a same-origin Origin is 403 problem+json', async () => {

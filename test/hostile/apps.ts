@@ -135,8 +135,8 @@ export function approvalsUnderTest(opts: { trustedProxies?: string[]; logger?: L
 }
 
 /** The number of access requests the service holds (pending or resolved). */
-export function storedRequests(svc: ApprovalService): number {
-  return svc.store.listPending({}).length + svc.store.listResolved({}, 1_000_000).length;
+export async function storedRequests(svc: ApprovalService): Promise<number> {
+  return (await svc.store.listPending({})).length + (await svc.store.listResolved({}, 1_000_000)).length;
 }
 
 /** The development issuer with a fresh key in a temporary folder; `cleanup()` removes it. */

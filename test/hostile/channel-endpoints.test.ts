@@ -66,9 +66,9 @@ const contentTypes = fc.option(
     nil: undefined,
   },
 );
-const untouched = () => {
-  expect(svc.store.get(requestId)?.status).toBe('pending');
-  expect(svc.store.votes(requestId)).toEqual([]);
+const untouched = async () => {
+  expect((await svc.store.get(requestId))?.status).toBe('pending');
+  expect(await svc.store.votes(requestId)).toEqual([]);
   expect(slack.calls.filter((c) => c.method !== 'chat.postMessage')).toEqual([]);
 };
 
@@ -102,7 +102,7 @@ describe('hostile input to the channel endpoints', () => {
           const res = await svc.app.request('/slack/interactions', { method: 'POST', headers, body });
           expect(res.status).toBe(401);
           expect(res.headers.get('content-type')).toContain('application/problem+json');
-          untouched();
+          await untouched();
         },
       ),
       { numRuns: RUNS },
@@ -115,7 +115,7 @@ describe('hostile input to the channel endpoints', () => {
         const res = await signedSlackPost(body);
         expect([200, 400]).toContain(res.status);
         if (res.status === 400) expect(res.headers.get('content-type')).toContain('application/problem+json');
-        untouched();
+        await untouched();
       }),
       { numRuns: RUNS },
     );
@@ -128,7 +128,7 @@ describe('hostile input to the channel endpoints', () => {
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     expect(((await res.json()) as { detail: string }).detail).toContain('duplicate object key at $.user.id');
-    untouched();
+    await untouched();
   });
 
   it('random tokens on the email decision page, GET or POST: a 4xx HTML page, nothing decided', async () => {
@@ -150,7 +150,7 @@ describe('hostile input to the channel endpoints', () => {
         expect(res.status).toBeGreaterThanOrEqual(400);
         expect(res.status).toBeLessThan(500);
         expect(res.headers.get('content-type')).toContain('text/html');
-        untouched();
+        await untouched();
       }),
       { numRuns: RUNS },
     );

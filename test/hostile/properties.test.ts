@@ -451,7 +451,7 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
     await fc.assert(
       fc.asyncProperty(arb, async (r) => {
         await expectClean(svc.app, APPROVALS_BASE, r);
-        expect(storedRequests(svc)).toBe(0);
+        expect(await storedRequests(svc)).toBe(0);
       }),
       { numRuns: RUNS },
     );
@@ -481,7 +481,7 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
           body,
         };
         await expectClean(svc.app, APPROVALS_BASE, r);
-        expect(storedRequests(svc)).toBe(0);
+        expect(await storedRequests(svc)).toBe(0);
       }),
       { numRuns: RUNS },
     );
@@ -496,7 +496,7 @@ describe('approval service: hostile requests never give a 5xx or plain text, and
     await fc.assert(
       fc.asyncProperty(arb, async (r) => {
         await expectClean(svc.app, APPROVALS_BASE, r, { html: true });
-        expect(storedRequests(svc)).toBe(0);
+        expect(await storedRequests(svc)).toBe(0);
       }),
       { numRuns: RUNS },
     );
@@ -529,7 +529,7 @@ describe('approver inbox, signed in: hostile forms answer 4xx HTML or JSON and d
     await fc.assert(
       fc.asyncProperty(arb, async (r) => {
         await expectClean(svc.app, APPROVALS_BASE, r, { html: true });
-        expect(storedRequests(svc)).toBe(0);
+        expect(await storedRequests(svc)).toBe(0);
       }),
       { numRuns: RUNS },
     );

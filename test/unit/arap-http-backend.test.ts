@@ -122,7 +122,7 @@ describe('ARAP HTTP adapter against the reference service', () => {
       cancelUrl: `${baseUrl}/access/v1/requests/${handle.requestId}/cancel`,
       expiresAt: body.expiresAt,
     });
-    const stored = svc.store.get(handle.requestId);
+    const stored = await svc.store.get(handle.requestId);
     expect(stored?.body).toEqual({
       subject: { iss: 'https://idp.example.test', sub: 'dave', act: [{ sub: 'agent-7' }] },
       action: { name: 'tools/call' },

@@ -133,7 +133,7 @@ describe('break-glass approval', () => {
       reason: 'Payroll run blocked, approvers offline',
       at: new Date(T0).toISOString(),
     });
-    const audit = svc.store.auditTrail(id);
+    const audit = await svc.store.auditTrail(id);
     expect(audit.find((e) => e.event === 'approved')).toMatchObject({ actor: 'alice', rule: 'break-glass' });
     expect(audit.find((e) => e.event === 'break-glass')).toMatchObject({
       actor: 'alice',
@@ -155,7 +155,7 @@ describe('break-glass approval', () => {
     expect(bob.subject).toBe('Break-glass: alice approved their own wire_transfer request');
     expect(bob.text).toContain('Their reason: Supplier cut-off at noon');
     expect(bob.text).toContain('http://approvals.test/approver/reviews');
-    expect(svc.store.breakGlass.use(id)?.skipped.sort()).toEqual(['bob', 'carol']);
+    expect((await svc.store.breakGlass.use(id))?.skipped.sort()).toEqual(['bob', 'carol']);
   });
 
   it('without a reason is 400, outside the role 403, on a request not your own 400, and a step-up rule still needs the passkey', async () => {
@@ -173,7 +173,7 @@ describe('break-glass approval', () => {
     expect(stepUp.status).toBe(403);
     expect(((await stepUp.json()) as { detail: string }).detail).toContain('passkey');
     expect((await status(huge)).status).toBe('pending');
-    expect(svc.store.breakGlass.active('alice', now)).toBeUndefined();
+    expect(await svc.store.breakGlass.active('alice', now)).toBeUndefined();
   });
 
   it('one session covers several approvals within its window; the third session in a day is 429 with Retry-After', async () => {
@@ -182,7 +182,7 @@ describe('break-glass approval', () => {
     expect((await decide(a, 'alice', { decision: 'approve', break_glass: { reason: 'outage 1' } })).status).toBe(200);
     now += 5 * MIN;
     expect((await decide(b, 'alice', { decision: 'approve', break_glass: { reason: 'outage 1, second payment' } })).status).toBe(200);
-    expect(svc.store.breakGlass.use(a)?.sessionId).toBe(svc.store.breakGlass.use(b)?.sessionId);
+    expect((await svc.store.breakGlass.use(a))?.sessionId).toBe((await svc.store.breakGlass.use(b))?.sessionId);
     now += 15 * MIN; // the first session is over
     const c = await submit(50_000);
     expect((await decide(c, 'alice', { decision: 'approve', break_glass: { reason: 'outage 2' } })).status).toBe(200);
@@ -209,7 +209,7 @@ describe('break-glass review', () => {
     await decide(own, 'alice', { decision: 'approve', break_glass: { reason: 'Supplier cut-off' } });
     const invisible = await api(`/break-glass/reviews/${own}`, 'erin', { body: { comment: '\u200b' } });
     expect(invisible.status).toBe(400);
-    expect(svc.store.breakGlass.use(own)?.reviewedAtMs).toBeNull();
+    expect((await svc.store.breakGlass.use(own))?.reviewedAtMs).toBeNull();
   });
 
   it("a request is one's own for break-glass only when its subject is exactly the approver: sub 'Alice' is not alice's", async () => {
@@ -218,7 +218,7 @@ describe('break-glass review', () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { detail: string }).detail).toContain('only for approving your own request');
     expect((await status(other)).status).toBe('pending');
-    expect(svc.store.breakGlass.active('alice', now)).toBeUndefined();
+    expect(await svc.store.breakGlass.active('alice', now)).toBeUndefined();
   });
 
   it('is listed as needing review, overdue after reviewWithinMs, and reviewed once by a reviewer who is not the one who broke glass', async () => {
@@ -230,7 +230,7 @@ describe('break-glass review', () => {
     expect(((await (await api('/break-glass/reviews', 'dave')).json()) as { items: unknown[] }).items).toEqual([]);
     now += 25 * HOUR;
     expect(((await (await api('/break-glass/reviews', 'erin')).json()) as { overdue: number }).overdue).toBe(1);
-    expect(svc.store.breakGlass.counts(now)).toEqual({ unreviewed: 1, overdue: 1 });
+    expect(await svc.store.breakGlass.counts(now)).toEqual({ unreviewed: 1, overdue: 1 });
 
     expect((await api(`/break-glass/reviews/${id}`, 'alice', { body: { comment: 'fine' } })).status).toBe(403);
     expect((await api(`/break-glass/reviews/${id}`, 'bob', { body: { comment: 'fine' } })).status).toBe(403); // not a reviewer: reviewerGroups is audit
@@ -242,7 +242,7 @@ describe('break-glass review', () => {
       comment: 'Checked the supplier invoice; legitimate.',
     });
     expect((await api(`/break-glass/reviews/${id}`, 'erin', { body: { comment: 'again' } })).status).toBe(409);
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'break-glass-reviewed', actor: 'erin' });
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'break-glass-reviewed', actor: 'erin' });
     expect(((await (await api('/break-glass/reviews', 'erin')).json()) as { items: unknown[] }).items).toEqual([]);
   });
 });

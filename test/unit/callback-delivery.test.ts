@@ -140,15 +140,15 @@ async function approve(svc: ApprovalService, id: string): Promise<Response> {
 }
 
 /** Wait (polling every 10 ms, at most 20 s) until `condition` holds. */
-async function until(condition: () => boolean, what: string): Promise<void> {
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
   for (let i = 0; i < 2_000; i += 1) {
-    if (condition()) return;
+    if (await condition()) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`never happened: ${what}`);
 }
 
-const rowOf = (svc: ApprovalService, id: string) => svc.store.callbacks.forRequest(id)[0];
+const rowOf = async (svc: ApprovalService, id: string) => (await svc.store.callbacks.forRequest(id))[0];
 
 describe('callback delivery', () => {
   it('a receiver that fails three times and then succeeds gets the callback delivered exactly once, with the same signed body each time', async () => {
@@ -156,7 +156,7 @@ describe('callback delivery', () => {
     const svc = service();
     const id = await submit(svc, r.url);
     expect((await approve(svc, id)).status).toBe(200);
-    await until(() => rowOf(svc, id)?.state === 'delivered', 'delivered');
+    await until(async () => (await rowOf(svc, id))?.state === 'delivered', 'delivered');
     await svc.drainCallbacks();
 
     expect(r.received.map((x) => x.answered)).toEqual([503, 500, 503, 204]);
@@ -164,8 +164,8 @@ describe('callback delivery', () => {
       new Set([JSON.stringify({ request_id: id, status: 'approved', generation: 1 })]),
     );
     expect(r.received.every((x) => x.signatureOk)).toBe(true);
-    expect(rowOf(svc, id)).toMatchObject({ state: 'delivered', attempts: 4, status: 'approved' });
-    expect(svc.store.callbacks.nextDueAtMs()).toBeNull();
+    expect(await rowOf(svc, id)).toMatchObject({ state: 'delivered', attempts: 4, status: 'approved' });
+    expect(await svc.store.callbacks.nextDueAtMs()).toBeNull();
   });
 
   it('after the attempt budget the callback is given up, recorded so and counted on /metrics; the request stays decided', async () => {
@@ -173,13 +173,13 @@ describe('callback delivery', () => {
     const svc = service({ policy: { maxAttempts: 3 } });
     const id = await submit(svc, r.url);
     await approve(svc, id);
-    await until(() => rowOf(svc, id)?.state === 'gave-up', 'given up');
+    await until(async () => (await rowOf(svc, id))?.state === 'gave-up', 'given up');
     expect(r.received).toHaveLength(3);
-    expect(rowOf(svc, id)).toMatchObject({ state: 'gave-up', attempts: 3, lastFailure: 'HTTP 500' });
-    expect(svc.store.get(id)?.status).toBe('approved');
+    expect(await rowOf(svc, id)).toMatchObject({ state: 'gave-up', attempts: 3, lastFailure: 'HTTP 500' });
+    expect((await svc.store.get(id))?.status).toBe('approved');
     // Operators see it on /metrics.
     const metrics = createAppMetrics();
-    metrics.setCallbackOutboxSource(() => svc.store.callbacks.counts());
+    metrics.setCallbackOutboxSource(async () => await svc.store.callbacks.counts());
     const text = await metrics.registry.metrics();
     expect(text).toContain('countersign_callback_outbox{state="gave-up"} 1');
     expect(text).toContain('countersign_callback_outbox{state="pending"} 0');
@@ -193,10 +193,13 @@ describe('callback delivery', () => {
     const retried = await submit(svc, busy.url);
     await approve(svc, refused);
     await approve(svc, retried);
-    await until(() => rowOf(svc, refused)?.state === 'refused' && rowOf(svc, retried)?.state === 'delivered', 'both settled');
+    await until(
+      async () => (await rowOf(svc, refused))?.state === 'refused' && (await rowOf(svc, retried))?.state === 'delivered',
+      'both settled',
+    );
     await svc.drainCallbacks();
     expect(r.received).toHaveLength(1);
-    expect(rowOf(svc, refused)).toMatchObject({ attempts: 1, lastFailure: 'HTTP 409' });
+    expect(await rowOf(svc, refused)).toMatchObject({ attempts: 1, lastFailure: 'HTTP 409' });
     expect(busy.received.map((x) => x.answered)).toEqual([429, 408, 204]);
   });
 
@@ -207,14 +210,14 @@ describe('callback delivery', () => {
     const res = await approve(svc, id);
     expect(res.status).toBe(200);
     expect(((await res.json()) as { status: string }).status).toBe('approved');
-    expect(svc.store.get(id)?.status).toBe('approved');
+    expect((await svc.store.get(id))?.status).toBe('approved');
     // The callback reaches the receiver and is held there, unanswered, after the decision returned.
     await until(() => r.open() === 1, 'callback held by the receiver');
     expect(r.received.filter((x) => x.answered !== null)).toHaveLength(0);
 
-    await until(() => rowOf(svc, id)?.state === 'delivered', 'delivered after the hang');
+    await until(async () => (await rowOf(svc, id))?.state === 'delivered', 'delivered after the hang');
     expect(r.received.map((x) => x.answered)).toEqual([null, 204]);
-    expect(rowOf(svc, id)).toMatchObject({ attempts: 2 });
+    expect(await rowOf(svc, id)).toMatchObject({ attempts: 2 });
   });
 
   it('a receiver that hangs holds at most its per-receiver share of attempts; callbacks to another receiver are delivered meanwhile', async () => {
@@ -229,11 +232,12 @@ describe('callback delivery', () => {
 
     const fastIds = [await submit(svc, fast.url), await submit(svc, fast.url)];
     for (const id of fastIds) await approve(svc, id);
-    await until(() => fastIds.every((id) => rowOf(svc, id)?.state === 'delivered'), 'fast receiver served');
+    const states = (ids: string[]) => Promise.all(ids.map(async (id) => (await rowOf(svc, id))?.state));
+    await until(async () => (await states(fastIds)).every((s) => s === 'delivered'), 'fast receiver served');
 
     expect(slow.maxOpen()).toBe(2);
     expect(slow.received).toHaveLength(2);
-    expect(slowIds.map((id) => rowOf(svc, id)?.state)).toEqual(Array(40).fill('pending'));
+    expect(await states(slowIds)).toEqual(Array(40).fill('pending'));
   });
 
   it('a restart of the service resumes the deliveries that were waiting for a retry or in flight when it stopped', async () => {
@@ -245,7 +249,7 @@ describe('callback delivery', () => {
     const first = service({ dbPath, random: () => 0.5, policy: { baseDelayMs: 60_000, maxDelayMs: 60_000, attemptTimeoutMs: 60_000 } });
     const waiting = await submit(first, r.url);
     await approve(first, waiting);
-    await until(() => rowOf(first, waiting)?.attempts === 1, 'first attempt failed');
+    await until(async () => (await rowOf(first, waiting))?.attempts === 1, 'first attempt failed');
     const inFlight = await submit(first, r.url);
     await approve(first, inFlight);
     await until(() => r.open() === 1, 'second callback in flight');
@@ -254,14 +258,17 @@ describe('callback delivery', () => {
     r.answerAll(204);
     // After the restart, later than the retry and the in-flight attempt's lease.
     const second = service({ dbPath, now: () => Date.now() + 120_000 });
-    await until(() => [waiting, inFlight].every((id) => rowOf(second, id)?.state === 'delivered'), 'both delivered after restart');
+    await until(
+      async () => (await Promise.all([waiting, inFlight].map((id) => rowOf(second, id)))).every((row) => row?.state === 'delivered'),
+      'both delivered after restart',
+    );
     expect(
       r.received
         .filter((x) => x.answered === 204)
         .map((x) => x.requestId)
         .sort(),
     ).toEqual([waiting, inFlight].sort());
-    expect(rowOf(second, waiting)).toMatchObject({ attempts: 2 });
+    expect(await rowOf(second, waiting)).toMatchObject({ attempts: 2 });
   });
 });
 

@@ -152,8 +152,8 @@ describe('decision link', () => {
       expect(html).not.toContain('secret-memo-78');
       expect(html).not.toContain('name="decision"');
     }
-    expect(svc.store.get(id)?.status).toBe('pending');
-    expect(svc.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);
+    expect((await svc.store.get(id))?.status).toBe('pending');
+    expect((await svc.store.auditTrail(id)).map((e) => e.event)).toEqual(['submitted']);
   });
 
   it('a GET by the signed-in addressee shows the arguments and the form, and still decides nothing', async () => {
@@ -162,19 +162,19 @@ describe('decision link', () => {
     const html = await (await get(path, await signIn('bob'))).text();
     expect(html).toContain('memo-79');
     expect(html).toContain('name="decision" value="approve"');
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it("the addressee's GET of the decision page marks when they first opened the request, for the analytics' approved-without-reading; a GET without a session does not", async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000, memo: 'memo-80' });
     const path = pathOf(decisionLinkOf(mailTo('bob@example.test')));
     await get(path);
-    expect(svc.store.analytics.openOf(id, 'bob')).toBeUndefined();
+    expect(await svc.store.analytics.openOf(id, 'bob')).toBeUndefined();
     const cookie = await signIn('bob');
     await get(path, cookie);
     now += 5_000;
     await get(path, cookie);
-    expect(svc.store.analytics.openOf(id, 'bob')).toMatchObject({ firstOpenedAtMs: T0, lastOpenedAtMs: T0 + 5_000, opens: 2 });
+    expect(await svc.store.analytics.openOf(id, 'bob')).toMatchObject({ firstOpenedAtMs: T0, lastOpenedAtMs: T0 + 5_000, opens: 2 });
   });
 
   it('the signed-in addressee approves with a POST: the decision is theirs with via=email, and the browser goes to the inbox page', async () => {
@@ -183,8 +183,8 @@ describe('decision link', () => {
     const res = await decideByLink(path, 'bob', 'approve', 'checked the invoice');
     expect(res.status).toBe(303);
     expect(res.headers.get('Location')).toBe(`/approver/requests/${id}?flash=approved`);
-    expect(svc.store.get(id)?.status).toBe('approved');
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({
+    expect((await svc.store.get(id))?.status).toBe('approved');
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({
       event: 'approved',
       actor: 'bob',
       via: 'email',
@@ -202,7 +202,7 @@ describe('decision link', () => {
     expect(again.status).toBe(410);
     expect(await again.text()).toContain('already been used');
     expect((await post(path, cookie, { csrf, decision: 'approve' })).status).toBe(410);
-    expect(svc.store.get(id)).toMatchObject({ status: 'denied', resolvedBy: 'bob' });
+    expect(await svc.store.get(id)).toMatchObject({ status: 'denied', resolvedBy: 'bob' });
   });
 
   it('a POST without a session is refused (401) and decides nothing', async () => {
@@ -210,7 +210,7 @@ describe('decision link', () => {
     const path = pathOf(decisionLinkOf(mailTo('bob@example.test')));
     const res = await post(path, undefined, { decision: 'approve' });
     expect(res.status).toBe(401);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('another approver signed in cannot use the link (403), and nothing is decided', async () => {
@@ -222,7 +222,7 @@ describe('decision link', () => {
     expect(await page.text()).toContain('This link was sent to bob, and you are signed in as carol');
     const inbox = await (await get(`/approver/requests/${id}`, carol)).text();
     expect((await post(path, carol, { csrf: csrfOf(inbox), decision: 'approve' })).status).toBe(403);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a POST without the session CSRF token is refused (403)', async () => {
@@ -230,7 +230,7 @@ describe('decision link', () => {
     const path = pathOf(decisionLinkOf(mailTo('bob@example.test')));
     const res = await post(path, await signIn('bob'), { decision: 'approve' });
     expect(res.status).toBe(403);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a POST that repeats the decision is a 400 page, decides nothing, and leaves the link usable', async () => {
@@ -245,9 +245,9 @@ describe('decision link', () => {
     });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('&quot;decision&quot; more than once');
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
     expect((await post(path, cookie, { csrf, decision: 'deny' })).status).toBe(303);
-    expect(svc.store.get(id)?.status).toBe('denied');
+    expect((await svc.store.get(id))?.status).toBe('denied');
   });
 
   it('a POST from another origin is refused and decides nothing', async () => {
@@ -261,7 +261,7 @@ describe('decision link', () => {
       body: new URLSearchParams({ csrf, decision: 'approve' }).toString(),
     });
     expect(res.status).toBe(403);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a link past its lifetime is refused (410) and decides nothing', async () => {
@@ -273,7 +273,7 @@ describe('decision link', () => {
     const res = await post(path, cookie, { csrf, decision: 'approve' });
     expect(res.status).toBe(410);
     expect(await res.text()).toContain('expired');
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a link whose token was altered is refused (400)', async () => {
@@ -292,7 +292,7 @@ describe('decision link', () => {
     expect(smtp.messages.map((m) => m.to[0]).sort()).toEqual(['alice@example.test', 'carol@example.test']);
     const path = pathOf(decisionLinkOf(mailTo('carol@example.test')));
     expect((await get(path, await signIn('bob'))).status).toBe(403);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 });
 
@@ -315,7 +315,7 @@ describe('reminders through the notification port', () => {
   it('a reminder mails each addressee a fresh link; the first link still works until one of them decides', async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 });
     const firstLink = decisionLinkOf(mailTo('bob@example.test'));
-    await svc.notify({ kind: 'reminded', request: svc.store.get(id)!, group: 'treasury' });
+    await svc.notify({ kind: 'reminded', request: (await svc.store.get(id))!, group: 'treasury' });
     const toBob = smtp.messages.filter((m) => m.to.includes('bob@example.test'));
     expect(toBob.map((m) => m.subject)).toEqual([
       'Approval needed: wire_transfer requested by alice',
@@ -323,6 +323,6 @@ describe('reminders through the notification port', () => {
     ]);
     expect(decisionLinkOf(toBob[1]!)).not.toBe(firstLink);
     expect((await decideByLink(pathOf(firstLink), 'bob', 'approve')).status).toBe(303);
-    expect(svc.store.get(id)?.status).toBe('approved');
+    expect((await svc.store.get(id))?.status).toBe('approved');
   });
 });

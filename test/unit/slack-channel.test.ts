@@ -137,8 +137,8 @@ describe('Slack interaction receiver', () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 });
     const res = await press('U0BOB', 'countersign.approve', id);
     expect(res.status).toBe(200);
-    expect(svc.store.get(id)?.status).toBe('approved');
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'bob', via: 'slack' });
+    expect((await svc.store.get(id))?.status).toBe('approved');
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'approved', actor: 'bob', via: 'slack' });
     await svc.drainCallbacks();
     const [update] = calls('chat.update');
     const posted = calls('chat.postMessage')[0]!;
@@ -151,7 +151,7 @@ describe('Slack interaction receiver', () => {
   it('a Deny press denies the request', async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 });
     expect((await press('U0CAROL', 'countersign.deny', id)).status).toBe(200);
-    expect(svc.store.get(id)).toMatchObject({ status: 'denied', resolvedBy: 'carol' });
+    expect(await svc.store.get(id)).toMatchObject({ status: 'denied', resolvedBy: 'carol' });
   });
 
   it('a payload signed with another secret is refused with 401 problem+json and decides nothing', async () => {
@@ -160,8 +160,8 @@ describe('Slack interaction receiver', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     expect(((await res.json()) as { detail: string }).detail).toContain('does not match');
-    expect(svc.store.get(id)?.status).toBe('pending');
-    expect(svc.store.votes(id)).toEqual([]);
+    expect((await svc.store.get(id))?.status).toBe('pending');
+    expect(await svc.store.votes(id)).toEqual([]);
   });
 
   it('a payload whose body was changed after signing is refused', async () => {
@@ -187,7 +187,7 @@ describe('Slack interaction receiver', () => {
       body: forged.body,
     });
     expect(res.status).toBe(401);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a correctly signed payload older than five minutes is refused as stale and decides nothing', async () => {
@@ -195,7 +195,7 @@ describe('Slack interaction receiver', () => {
     const res = await press('U0BOB', 'countersign.approve', id, { nowMs: now - 6 * 60_000 });
     expect(res.status).toBe(401);
     expect(((await res.json()) as { detail: string }).detail).toContain('more than 5 minutes');
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a payload without signature headers is refused', async () => {
@@ -207,7 +207,7 @@ describe('Slack interaction receiver', () => {
       body: i.body,
     });
     expect(res.status).toBe(401);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a signed payload that is not a block_actions interaction is a 400 problem', async () => {
@@ -232,8 +232,8 @@ describe('Slack interaction receiver', () => {
     const res = await press('U0STRANGER', 'countersign.approve', id);
     expect(res.status).toBe(200);
     await svc.drainCallbacks();
-    expect(svc.store.get(id)?.status).toBe('pending');
-    expect(svc.store.votes(id)).toEqual([]);
+    expect((await svc.store.get(id))?.status).toBe('pending');
+    expect(await svc.store.votes(id)).toEqual([]);
     const [answer] = calls('chat.postEphemeral');
     expect(answer?.args).toMatchObject({ channel: CHANNEL, user: 'U0STRANGER' });
     expect(String(answer?.args['text'])).toContain('not linked to a Countersign approver');
@@ -244,15 +244,15 @@ describe('Slack interaction receiver', () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 }, 'alice');
     expect((await press('U0ALICE', 'countersign.approve', id)).status).toBe(200);
     await svc.drainCallbacks();
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
     expect(String(calls('chat.postEphemeral')[0]?.args['text'])).toContain('cannot decide their own access request');
   });
 
   it('on a two-approval request a Slack approval counts once per person: the message shows 1 of 2, the same person again through the API is refused, another approver completes it', async () => {
     const id = await submit({ to: 'acct-991', amount: 250_000 });
     expect((await press('U0BOB', 'countersign.approve', id)).status).toBe(200);
-    expect(svc.store.get(id)?.status).toBe('pending');
-    expect(svc.store.votes(id)).toMatchObject([{ approver: 'bob', via: 'slack' }]);
+    expect((await svc.store.get(id))?.status).toBe('pending');
+    expect(await svc.store.votes(id)).toMatchObject([{ approver: 'bob', via: 'slack' }]);
     await svc.drainCallbacks();
     expect(textOf(calls('chat.update')[0]!)).toContain('1 of 2 approvals (bob)');
 
@@ -267,11 +267,11 @@ describe('Slack interaction receiver', () => {
         body: JSON.stringify({ decision: 'approve' }),
       });
     expect((await api('bob', 'bob-pw')).status).toBe(403);
-    expect(svc.store.votes(id)).toHaveLength(1);
+    expect(await svc.store.votes(id)).toHaveLength(1);
 
     // carol through the API completes the quorum; the Slack message shows the outcome
     expect((await api('carol', 'carol-pw')).status).toBe(200);
-    expect(svc.store.get(id)?.status).toBe('approved');
+    expect((await svc.store.get(id))?.status).toBe('approved');
     await svc.drainCallbacks();
     const last = calls('chat.update').at(-1)!;
     expect(textOf(last)).toContain('*Approved* by carol (via api)');
@@ -297,7 +297,7 @@ describe('Slack interaction receiver', () => {
     expect((await press('U0CAROL', 'countersign.deny', id)).status).toBe(200);
     expect((await press('U0BOB', 'countersign.approve', id)).status).toBe(200);
     await svc.drainCallbacks();
-    expect(svc.store.get(id)).toMatchObject({ status: 'denied', resolvedBy: 'carol' });
+    expect(await svc.store.get(id)).toMatchObject({ status: 'denied', resolvedBy: 'carol' });
     expect(String(calls('chat.postEphemeral')[0]?.args['text'])).toContain('already denied');
   });
 
@@ -307,14 +307,14 @@ describe('Slack interaction receiver', () => {
     await svc.sweep();
     await svc.drainCallbacks();
     expect(textOf(calls('chat.update')[0]!)).toContain('*Expired*');
-    expect(svc.store.get(id)?.status).toBe('expired');
+    expect((await svc.store.get(id))?.status).toBe('expired');
   });
 });
 
 describe('reminders and escalations through the notification port', () => {
   it("a reminder posts again to the group channel and an escalation to the escalation group's channel; the decision then updates every message", async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 });
-    const record = svc.store.get(id)!;
+    const record = (await svc.store.get(id))!;
     await svc.notify({ kind: 'reminded', request: record, group: 'treasury' });
     await svc.notify({ kind: 'escalated', request: record, group: 'ops' });
     const posts = calls('chat.postMessage');
@@ -332,7 +332,7 @@ describe('reminders and escalations through the notification port', () => {
 
   it('a reminder for a request that is no longer pending posts nothing', async () => {
     const id = await submit({ to: 'acct-991', amount: 50_000 });
-    const before = svc.store.get(id)!;
+    const before = (await svc.store.get(id))!;
     await press('U0CAROL', 'countersign.deny', id);
     await svc.notify({ kind: 'reminded', request: before, group: 'treasury' });
     expect(calls('chat.postMessage')).toHaveLength(1);

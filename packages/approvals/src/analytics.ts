@@ -189,15 +189,15 @@ function sumBy<L extends string>(rows: Iterable<{ labels: Record<L, string>; val
 const AGE_BOUNDS_MS = PENDING_AGE_BUCKETS.slice(0, -1).map((b) => b.upToMs);
 
 /** The {@link ApprovalMetricsSnapshot} of `store` at `atMs`, labels capped by `labels`, "quick" meaning within `quickMs`. */
-export function approvalMetricsSnapshot(
+export async function approvalMetricsSnapshot(
   store: AnalyticsStore,
   labels: AnalyticsLabelSets,
   quickMs: number,
   atMs: number,
-): ApprovalMetricsSnapshot {
+): Promise<ApprovalMetricsSnapshot> {
   const all = -1;
   const decisions = new Map<string, DecisionSeries>();
-  for (const r of store.decisionBuckets(
+  for (const r of await store.decisionBuckets(
     DECISION_BUCKETS_SECONDS.map((s) => s * 1000),
     all,
   )) {
@@ -213,7 +213,10 @@ export function approvalMetricsSnapshot(
   }
   const tool = (t: string) => labelIn(labels.tools, t);
   const group = (g: string) => labelIn(labels.groups, g);
-  const pendingRows = store.pendingAges(atMs, AGE_BOUNDS_MS);
+  const pendingRows = await store.pendingAges(atMs, AGE_BOUNDS_MS);
+  const resolved = await store.resolved(all);
+  const escalations = await store.escalations(all);
+  const readings = await store.readings(quickMs, all);
   const pending = [...labels.groups, OTHER_LABEL].flatMap((g) =>
     PENDING_AGE_BUCKETS.map((b, i) => ({
       labels: { group: g, age: b.label },
@@ -222,15 +225,9 @@ export function approvalMetricsSnapshot(
   );
   return {
     decisions: [...decisions.values()],
-    resolved: sumBy(
-      store.resolved(all).map((r) => ({ labels: { tool: tool(r.tool), group: group(r.group), outcome: r.status }, value: r.count })),
-    ),
-    escalations: sumBy(store.escalations(all).map((r) => ({ labels: { group: group(r.group) }, value: r.count }))),
-    approvals: sumBy(
-      store
-        .readings(quickMs, all)
-        .map((r) => ({ labels: { tool: tool(r.tool), group: group(r.group), reading: r.reading }, value: r.count })),
-    ),
+    resolved: sumBy(resolved.map((r) => ({ labels: { tool: tool(r.tool), group: group(r.group), outcome: r.status }, value: r.count }))),
+    escalations: sumBy(escalations.map((r) => ({ labels: { group: group(r.group) }, value: r.count }))),
+    approvals: sumBy(readings.map((r) => ({ labels: { tool: tool(r.tool), group: group(r.group), reading: r.reading }, value: r.count }))),
     pending,
   };
 }
@@ -309,21 +306,21 @@ const rateOf = (c: OutcomeRow['counts']): number | null => (c.approved + c.denie
  * requests of approver `groups` only (default `'all'`; {@link analyticsGroupsOf}): every figure,
  * table and chart leaves the other groups' requests out.
  */
-export function analyticsReport(
+export async function analyticsReport(
   store: AnalyticsStore,
   rule: AnalyticsRule,
   windowDays: number,
   atMs: number,
   groups: ReadonlySet<string> | 'all' = 'all',
-): AnalyticsReport {
+): Promise<AnalyticsReport> {
   const sinceMs = atMs - windowDays * 86_400_000;
   const inScope = <R extends { group: string }>(rows: R[]): R[] => (groups === 'all' ? rows : rows.filter((r) => groups.has(r.group)));
   // filtered in the store before its limit: a busy group's decisions never crowd out a small one's
-  const decided = store.decisions(sinceMs, REPORT_DECISION_LIMIT, groups === 'all' ? undefined : [...groups]);
-  const pendingRows = inScope(store.pendingAges(atMs, AGE_BOUNDS_MS));
+  const decided = await store.decisions(sinceMs, REPORT_DECISION_LIMIT, groups === 'all' ? undefined : [...groups]);
+  const pendingRows = inScope(await store.pendingAges(atMs, AGE_BOUNDS_MS));
   const byTool = new Map<string, OutcomeRow['counts']>();
   const total = emptyCounts();
-  for (const r of inScope(store.resolved(sinceMs))) {
+  for (const r of inScope(await store.resolved(sinceMs))) {
     if (!(OUTCOMES as readonly string[]).includes(r.status)) continue;
     const status = r.status as keyof OutcomeRow['counts'];
     const counts = byTool.get(r.tool) ?? emptyCounts();
@@ -342,7 +339,8 @@ export function analyticsReport(
     outcomes.push({ key: OTHER_LABEL, counts: rest, approvalRate: rateOf(rest) });
   }
   const readings = { quick: 0, read: 0, unopened: 0 };
-  for (const r of inScope(store.readings(rule.quickApprovalSeconds * 1000, sinceMs))) readings[r.reading] += r.count;
+  for (const r of inScope(await store.readings(rule.quickApprovalSeconds * 1000, sinceMs))) readings[r.reading] += r.count;
+  const escalations = inScope(await store.escalations(sinceMs));
   return {
     atMs,
     sinceMs,
@@ -362,9 +360,7 @@ export function analyticsReport(
     })),
     outcomes,
     total: { key: 'all', counts: total, approvalRate: rateOf(total) },
-    escalations: inScope(store.escalations(sinceMs))
-      .map((r) => ({ key: r.group, count: r.count }))
-      .sort((a, b) => b.count - a.count || a.key.localeCompare(b.key)),
+    escalations: escalations.map((r) => ({ key: r.group, count: r.count })).sort((a, b) => b.count - a.count || a.key.localeCompare(b.key)),
     readings,
   };
 }

@@ -38,20 +38,20 @@ export type CreateDelegationOutcome = { kind: 'created'; delegation: Delegation 
  * {@link MAX_DELEGATION_MS} ahead). The delegate must be another configured approver (ids compared
  * case-insensitively; stored with the configured spelling).
  */
-export function createDelegation(
+export async function createDelegation(
   store: ApprovalStore,
   approvers: readonly Approver[],
   delegator: Approver,
   delegateId: string,
   untilMs: number,
   nowMs: number,
-): CreateDelegationOutcome {
+): Promise<CreateDelegationOutcome> {
   const delegate = approvers.find((a) => a.id.toLowerCase() === delegateId.trim().toLowerCase());
   if (delegate === undefined) return { kind: 'refused', reason: 'unknown-delegate' };
   if (delegate.id.toLowerCase() === delegator.id.toLowerCase()) return { kind: 'refused', reason: 'self' };
   if (!(untilMs > nowMs)) return { kind: 'refused', reason: 'until-not-future' };
   if (untilMs - nowMs > MAX_DELEGATION_MS) return { kind: 'refused', reason: 'too-long' };
-  const delegation = store.delegations.create({
+  const delegation = await store.delegations.create({
     id: randomId('dlg_'),
     delegator: delegator.id,
     delegate: delegate.id,
@@ -65,15 +65,16 @@ export function createDelegation(
  * The decider for `delegate` acting for `delegatorId` through `via`, or null when no active
  * delegation runs directly from that (configured) approver to `delegate` at `nowMs`.
  */
-export function delegatedDecider(
+export async function delegatedDecider(
   store: ApprovalStore,
   approvers: readonly Approver[],
   delegate: Approver,
   delegatorId: string,
   via: 'inbox' | 'api',
   nowMs: number,
-): Decider | null {
-  const active = store.delegations.activeTo(delegate.id, nowMs).find((d) => d.delegator.toLowerCase() === delegatorId.toLowerCase());
+): Promise<Decider | null> {
+  const delegations = await store.delegations.activeTo(delegate.id, nowMs);
+  const active = delegations.find((d) => d.delegator.toLowerCase() === delegatorId.toLowerCase());
   if (active === undefined) return null;
   const delegator = approvers.find((a) => a.id === active.delegator);
   if (delegator === undefined) return null;

@@ -97,7 +97,7 @@ export interface CreateGrantDeps {
   now: number;
   newId: () => string;
   /** Approve pending request `id` by grant `grant` if it meets it (the lifecycle's `applyGrant`); returns the approved record or null. */
-  applyTo: (id: string, grant: Grant) => AccessRequestRecord | null;
+  applyTo: (id: string, grant: Grant) => Promise<AccessRequestRecord | null>;
 }
 
 /**
@@ -107,7 +107,12 @@ export interface CreateGrantDeps {
  * it, and — when made from a pending request that meets it — approves that request by it (its
  * first use). Shared by the API and the inbox.
  */
-export function createGrant(deps: CreateGrantDeps, creator: Approver, via: GrantChannel, body: GrantCreateBody): CreateGrantOutcome {
+export async function createGrant(
+  deps: CreateGrantDeps,
+  creator: Approver,
+  via: GrantChannel,
+  body: GrantCreateBody,
+): Promise<CreateGrantOutcome> {
   const refuse = (reason: GrantRefusal, detail: string): CreateGrantOutcome => ({ kind: 'refused', reason, detail });
   if (!saysSomething(body.reason))
     return refuse(
@@ -120,7 +125,7 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
       'no-grant-right',
       'You may not create grants: the rules file does not give you that right (grants.approvers or grants.groups).',
     );
-  const from = body.from_request === undefined ? undefined : deps.store.get(body.from_request);
+  const from = body.from_request === undefined ? undefined : await deps.store.get(body.from_request);
   if (body.from_request !== undefined && (from === undefined || !creator.groups.includes(from.body.approver_group)))
     return refuse('request-not-found', 'No such access request in your approver groups.');
   if (from !== undefined && principalNames(from.body.subject).has(creator.id.toLowerCase()))
@@ -141,7 +146,7 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
   // bound to the requester's issuer: as given, else the request's when the grant is for its requester
   const principalIssuer =
     body.principal_issuer ?? (from !== undefined && from.body.subject.sub === principal ? from.body.subject.iss : null);
-  const grant = deps.store.grants.create({
+  const grant = await deps.store.grants.create({
     id: deps.newId(),
     principal,
     principalIssuer,
@@ -157,14 +162,14 @@ export function createGrant(deps: CreateGrantDeps, creator: Approver, via: Grant
     expiresAtMs: deps.now + (body.duration_ms ?? rule.maxDurationMs),
   });
   if (from !== undefined) {
-    deps.store.appendAudit(from.id, 'granted', creator.id, deps.now, {
+    await deps.store.appendAudit(from.id, 'granted', creator.id, deps.now, {
       comment: `grant ${grant.id}: ${grantSummary(grant)}`,
       via,
       rule: GRANT_RULE,
     });
   }
-  const approved = from !== undefined && from.status === 'pending' ? deps.applyTo(from.id, grant) : null;
-  return { kind: 'created', grant: deps.store.grants.get(grant.id) ?? grant, approved };
+  const approved = from !== undefined && from.status === 'pending' ? await deps.applyTo(from.id, grant) : null;
+  return { kind: 'created', grant: (await deps.store.grants.get(grant.id)) ?? grant, approved };
 }
 
 /**
@@ -228,8 +233,9 @@ export function grantUseWire(grant: Grant, use: GrantUse): WireGrantUse {
 }
 
 /** JSON view of a grant for the API and CLI (times ISO 8601), with its state and uses at `nowMs`. */
-export function grantItem(g: Grant, store: ApprovalStore, nowMs: number): Record<string, unknown> {
+export async function grantItem(g: Grant, store: ApprovalStore, nowMs: number): Promise<Record<string, unknown>> {
   const iso = (ms: number) => new Date(ms).toISOString();
+  const uses = await store.grants.uses(g.id);
   return {
     id: g.id,
     state: grantState(g, nowMs),
@@ -249,7 +255,7 @@ export function grantItem(g: Grant, store: ApprovalStore, nowMs: number): Record
     from_request: g.fromRequest,
     revoked_at: g.revokedAtMs === null ? null : iso(g.revokedAtMs),
     revoked_by: g.revokedBy,
-    used_by: store.grants.uses(g.id).map((u) => ({ request_id: u.requestId, use: u.use, at: iso(u.atMs) })),
+    used_by: uses.map((u) => ({ request_id: u.requestId, use: u.use, at: iso(u.atMs) })),
   };
 }
 
@@ -259,6 +265,6 @@ export function grantVisibleTo(who: Approver, g: Grant): boolean {
 }
 
 /** Grants `who` may see ({@link grantVisibleTo}), newest first, the 200 newest (usable at `activeAt` when given). */
-export function grantsVisibleTo(who: Approver, store: ApprovalStore, activeAt?: number): Grant[] {
+export function grantsVisibleTo(who: Approver, store: ApprovalStore, activeAt?: number): Promise<Grant[]> {
   return store.grants.list({ groups: who.groups, createdBy: who.id, ...(activeAt === undefined ? {} : { activeAt }) });
 }

@@ -39,9 +39,10 @@ export interface ReminderPass {
 /** The timers. */
 export interface ReminderTimers {
   /**
-   * Fire every due reminder and escalation once: mark and audit each (synchronously, in the store),
-   * then announce them to every notifier; resolves when the notifiers have settled. Never throws
-   * for a notifier's failure.
+   * Fire every due reminder and escalation once: mark and audit each in the store (a
+   * compare-and-set on "not yet marked", so two passes at once announce each once), then announce
+   * them to every notifier; resolves when the notifiers have settled. Never throws for a
+   * notifier's failure.
    */
   fire(): Promise<ReminderPass>;
 }
@@ -57,17 +58,17 @@ export function createReminderTimers(deps: ReminderTimersDeps): ReminderTimers {
       const sent: ApprovalNotification[] = [];
       const due = (createdAtMs: number, expiresAtMs: number, afterMs: number | undefined) =>
         afterMs !== undefined && at >= createdAtMs + afterMs && at < expiresAtMs;
-      for (const r of store.listUnmarkedPending('reminded')) {
+      for (const r of await store.listUnmarkedPending('reminded')) {
         const rule = byGroup.get(r.body.approver_group);
         if (rule === undefined || !due(r.createdAtMs, r.expiresAtMs, rule.remindAfterMs)) continue;
-        const updated = store.markReminded(r.id, rule.group, at);
+        const updated = await store.markReminded(r.id, rule.group, at);
         if (updated !== undefined) sent.push({ kind: 'reminded', request: updated, group: rule.group });
       }
-      for (const r of store.listUnmarkedPending('escalated')) {
+      for (const r of await store.listUnmarkedPending('escalated')) {
         const rule = byGroup.get(r.body.approver_group);
         const to = rule?.escalateTo;
         if (rule === undefined || to === undefined || !due(r.createdAtMs, r.expiresAtMs, rule.escalateAfterMs)) continue;
-        const updated = store.markEscalated(r.id, { group: to.group ?? null, approver: to.approver ?? null }, at);
+        const updated = await store.markEscalated(r.id, { group: to.group ?? null, approver: to.approver ?? null }, at);
         if (updated !== undefined) sent.push({ kind: 'escalated', request: updated, group: to.group ?? rule.group });
       }
       for (const n of sent) {

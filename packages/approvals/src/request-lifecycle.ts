@@ -52,15 +52,16 @@ import {
 import { principalNames } from './principal-names.js';
 import { grantCovers, grantUseWire, holdsGrantRight } from './grants.js';
 import type { Grant } from './store/grants-store.js';
-import type {
-  AccessRequestRecord,
-  ApprovalStore,
-  ApprovalVote,
-  NarrowingPermit,
-  PendingKey,
-  RequestFilter,
-  StepUpProof,
-  Transition,
+import {
+  IdempotencyKeyTaken,
+  type AccessRequestRecord,
+  type ApprovalStore,
+  type ApprovalVote,
+  type NarrowingPermit,
+  type PendingKey,
+  type RequestFilter,
+  type StepUpProof,
+  type Transition,
 } from './store/store.js';
 
 /** Rule id the audit trail records on an approval confirmed although nobody followed the request. */
@@ -178,11 +179,11 @@ export interface RequestLifecycle {
    * current status); same key + different body → `conflict`; a new request whose `expires_at` is
    * not in the future → `deadline-passed`; else `created` (pending).
    */
-  submit(idempotencyKey: string, body: AccessRequestBody): SubmitOutcome;
+  submit(idempotencyKey: string, body: AccessRequestBody): Promise<SubmitOutcome>;
   /** Read a request; a pending one at or past its deadline is expired first (persisted + callback). */
-  read(id: string): AccessRequestRecord | undefined;
+  read(id: string): Promise<AccessRequestRecord | undefined>;
   /** Cancel: pending → cancelled; already cancelled → `cancelled` (idempotent); else `not-pending`. */
-  cancel(id: string): CancelOutcome;
+  cancel(id: string): Promise<CancelOutcome>;
   /**
    * Decide as `decider`. Refused (`forbidden`) when the decider is outside the request's group or
    * tool scope, may not make this decision, is the requester (`subject.sub`) or any actor in the
@@ -207,13 +208,13 @@ export interface RequestLifecycle {
    * audit trail an `approved` row of rule `break-glass` and a `break-glass` row with the reason,
    * the store the use with the approvers it skipped and its review due time, in one transaction.
    */
-  decide(id: string, decider: Decider, decision: Decision, options?: DecideOptions): DecideOutcome;
+  decide(id: string, decider: Decider, decision: Decision, options?: DecideOptions): Promise<DecideOutcome>;
   /**
    * Mark the break-glass approval of request `id` reviewed by approver `reviewer` with `comment`
    * (mandatory, trimmed): never by the one who broke glass, only by a reviewer the rules name
    * (`mayReviewBreakGlass`); audit row `break-glass-reviewed`. At most once.
    */
-  reviewBreakGlass(id: string, reviewer: Approver, comment: string, via: 'inbox' | 'api'): ReviewOutcome;
+  reviewBreakGlass(id: string, reviewer: Approver, comment: string, via: 'inbox' | 'api'): Promise<ReviewOutcome>;
   /** Call `fn` after each break-glass approval (the channels notify the skipped approvers). `fn` must not throw. */
   onBreakGlass(fn: (record: AccessRequestRecord, use: BreakGlassUse) => void): void;
   /**
@@ -225,15 +226,16 @@ export interface RequestLifecycle {
    * exactly that call by the same principal is recorded, single use, valid `permitTtlMs`. Checks in
    * order: not-found, forbidden, not-pending, not-narrowable, invalid.
    */
-  narrow(id: string, decider: Decider, proposed: Record<string, unknown>, comment?: string): NarrowOutcome;
+  narrow(id: string, decider: Decider, proposed: Record<string, unknown>, comment?: string): Promise<NarrowOutcome>;
   /**
    * Approve pending request `id` by `grant` (its creator's vote, rule `grant`, one use counted,
-   * `grants.ts`), when the request meets it and no quorum or step-up rule applies; returns the
-   * approved record, or null (left as it was).
+   * `grants.ts`), when the request meets it and no quorum or step-up rule applies — the grant as
+   * it stands in the store when its use is counted, in the same transaction; returns the approved
+   * record, or null (left as it was).
    */
-  applyGrant(id: string, grant: Grant): AccessRequestRecord | null;
+  applyGrant(id: string, grant: Grant): Promise<AccessRequestRecord | null>;
   /** Whether `decider` may decide `record` (ignoring its status; `already-approved` included). */
-  refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null;
+  refusalFor(decider: Decider, record: AccessRequestRecord): Promise<DecideRefusal | null>;
   /**
    * The store filter of the pending requests `decider` may decide now: the SQL form of
    * {@link RequestLifecycle.refusalFor} returning null (its groups and tools, not a request of any
@@ -241,11 +243,15 @@ export interface RequestLifecycle {
    */
   decidableFilter(decider: Decider): RequestFilter;
   /** Approvals recorded on a request so far, oldest first. */
-  votes(id: string): ApprovalVote[];
+  votes(id: string): Promise<ApprovalVote[]>;
   /** Who follows the request's task now, under the rules' `unfollowed` option (`followers.ts`). */
-  followers(record: AccessRequestRecord): FollowerSummary;
-  /** Call `fn` after each newly created request (risk engine, ITSM notification). `fn` must not throw. */
-  onCreated(fn: (record: AccessRequestRecord) => void): void;
+  followers(record: AccessRequestRecord): Promise<FollowerSummary>;
+  /**
+   * Call `fn` after each newly created request (risk engine, ITSM notification), and wait for it
+   * before answering the submission (so a risk engine's decision is in the answer). `fn` must not
+   * throw (nor reject).
+   */
+  onCreated(fn: (record: AccessRequestRecord) => void | Promise<void>): void;
   /**
    * Call `fn` after each request a counter-proposal's permit or a grant approved as it was
    * submitted (`record.status` is `approved`, `record.approval` names the grant or the permit's
@@ -266,7 +272,7 @@ export interface RequestLifecycle {
    */
   onVoteRecorded(fn: (record: AccessRequestRecord) => void): void;
   /** Expire every pending request at or past its deadline; returns how many were expired. */
-  sweep(): number;
+  sweep(): Promise<number>;
 }
 
 /** Dependencies of {@link createRequestLifecycle}. */
@@ -289,7 +295,7 @@ export interface RequestLifecycleDeps {
 /** Create the lifecycle over a store and a callback dispatcher. */
 export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifecycle {
   const { store, callbacks, now, logger } = deps;
-  const createdListeners: Array<(record: AccessRequestRecord) => void> = [];
+  const createdListeners: Array<(record: AccessRequestRecord) => void | Promise<void>> = [];
   const approvedAtSubmissionListeners: Array<(record: AccessRequestRecord) => void> = [];
   const changedListeners: Array<(record: AccessRequestRecord) => void> = [];
   const voteListeners: Array<(record: AccessRequestRecord) => void> = [];
@@ -303,15 +309,17 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     return record;
   }
 
-  function transition(id: string, t: Transition): AccessRequestRecord | undefined {
-    const updated = store.transitionFromPending(id, t);
+  async function transition(id: string, t: Transition): Promise<AccessRequestRecord | undefined> {
+    const updated = await store.transitionFromPending(id, t);
     return updated === undefined ? undefined : changed(updated);
   }
 
-  function expireIfDue(record: AccessRequestRecord): AccessRequestRecord {
+  async function expireIfDue(record: AccessRequestRecord): Promise<AccessRequestRecord> {
     const at = now();
     if (record.status !== 'pending' || at < record.expiresAtMs) return record;
-    return transition(record.id, { to: 'expired', atMs: at, actor: 'system', via: 'system' }) ?? store.get(record.id) ?? record;
+    return (
+      (await transition(record.id, { to: 'expired', atMs: at, actor: 'system', via: 'system' })) ?? (await store.get(record.id)) ?? record
+    );
   }
 
   function scopeRefusal(decider: Decider, record: AccessRequestRecord): DecideRefusal | null {
@@ -362,17 +370,19 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
 
   /**
    * Whether a person behind `decider` (itself, or the delegate casting for it) already approved
-   * `id` in either role: one vote per person, whether in their own right or for a delegator.
+   * `id` in either role: one vote per person, whether in their own right or for a delegator. (A
+   * refusal to show early; `store.approve` checks the same in the transaction that records the vote.)
    */
-  function alreadyVoted(decider: Decider, id: string): boolean {
+  async function alreadyVoted(decider: Decider, id: string): Promise<boolean> {
     const humans = [decider.person, ...(decider.castBy !== undefined ? [decider.castBy] : [])];
-    return store.votes(id).some((v) => humans.some((h) => samePerson(v.approver, h) || (v.castBy != null && samePerson(v.castBy, h))));
+    const votes = await store.votes(id);
+    return votes.some((v) => humans.some((h) => samePerson(v.approver, h) || (v.castBy != null && samePerson(v.castBy, h))));
   }
 
-  function refusalFor(decider: Decider, record: AccessRequestRecord): DecideRefusal | null {
+  async function refusalFor(decider: Decider, record: AccessRequestRecord): Promise<DecideRefusal | null> {
     const scope = scopeRefusal(decider, record);
     if (scope !== null) return scope;
-    if (alreadyVoted(decider, record.id)) return 'already-approved';
+    if (await alreadyVoted(decider, record.id)) return 'already-approved';
     return null;
   }
 
@@ -404,15 +414,17 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   }
 
   /** The configured approvers other than `by` who could have decided `record` (a break-glass approval skipped them). */
-  function skippedBy(by: string, record: AccessRequestRecord): string[] {
-    return (deps.approvers ?? [])
-      .filter((a) => !samePerson(a.id, by) && refusalFor(personDecider(a, 'api'), record) === null)
-      .map((a) => a.id);
+  async function skippedBy(by: string, record: AccessRequestRecord): Promise<string[]> {
+    const skipped: string[] = [];
+    for (const a of deps.approvers ?? []) {
+      if (!samePerson(a.id, by) && (await refusalFor(personDecider(a, 'api'), record)) === null) skipped.push(a.id);
+    }
+    return skipped;
   }
 
-  function followersOf(record: AccessRequestRecord, at: number): FollowerSummary {
+  async function followersOf(record: AccessRequestRecord, at: number): Promise<FollowerSummary> {
     const taskRef = record.body.task_ref;
-    const followers = taskRef === undefined ? [] : store.followers.forTask(taskRef);
+    const followers = taskRef === undefined ? [] : await store.followers.forTask(taskRef);
     return followerSummary(
       { createdAtMs: record.createdAtMs, hasTaskRef: taskRef !== undefined },
       followers,
@@ -424,19 +436,20 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   /**
    * The rules' `close` action: every pending request unfollowed for `graceMs` expires, marked
    * closed unfollowed (its status body says `status_reason: "unfollowed"`) with an audit row of rule
-   * `unfollowed`. Reads every pending request, a page at a time; returns how many it closed.
+   * `unfollowed`, each in one transaction (`store.closeUnfollowed`). Reads every pending request,
+   * a page at a time; returns how many it closed.
    */
-  function closeUnfollowed(at: number): number {
+  async function closeUnfollowed(at: number): Promise<number> {
     const rule = unfollowedRuleOf(deps.rules());
     if (rule.action !== 'close') return 0;
     let count = 0;
     let after: PendingKey | undefined;
     for (;;) {
-      const page = store.pagePending({}, { limit: 500, ...(after !== undefined ? { after } : {}) });
+      const page = await store.pagePending({}, { limit: 500, ...(after !== undefined ? { after } : {}) });
       for (const r of page.records) {
-        const due = followersOf(r, at).unfollowedAtMs;
+        const due = (await followersOf(r, at)).unfollowedAtMs;
         if (due === null || at < due + rule.graceMs) continue;
-        const closed = transition(r.id, {
+        const closed = await store.closeUnfollowed(r.id, {
           to: 'expired',
           atMs: at,
           actor: 'system',
@@ -445,7 +458,7 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
           comment: UNFOLLOWED_CLOSE_COMMENT,
         });
         if (closed === undefined) continue;
-        store.followers.markClosedUnfollowed(r.id, at);
+        changed(closed);
         count += 1;
       }
       const last = page.records[page.records.length - 1];
@@ -454,16 +467,9 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
     }
   }
 
-  /** Thrown inside the break-glass transaction to roll back a session opened for an approval that did not happen. */
-  class NotApproved extends Error {
-    constructor(readonly outcome: DecideOutcome) {
-      super('break-glass approval did not happen');
-    }
-  }
-
-  /** The approval material of `id` at `at` for `approvers` (their step-up proofs included), with `extra`. */
-  function approvalOf(id: string, at: number, approvers: string[], extra: Partial<WireApproval> = {}): WireApproval {
-    const proofs = store.votes(id).flatMap((v) => (v.stepUp != null ? [{ approver: v.approver, ...v.stepUp }] : []));
+  /** The approval material at `at` for `approvers` (the step-up proofs of `votes` included), with `extra`. */
+  function approvalOf(at: number, approvers: string[], votes: ApprovalVote[], extra: Partial<WireApproval> = {}): WireApproval {
+    const proofs = votes.flatMap((v) => (v.stepUp != null ? [{ approver: v.approver, ...v.stepUp }] : []));
     return {
       id: randomId('apv_'),
       approved_at: new Date(at).toISOString(),
@@ -480,64 +486,43 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
    * approver's session (used or opened, within `maxPerDay`), the final vote (rule `break-glass`),
    * the use with the skipped approvers and its review due time, and the `break-glass` audit row.
    */
-  function decideBreakGlass(
+  async function decideBreakGlass(
     current: AccessRequestRecord,
     decider: Decider,
     vote: ApprovalVote & { rule?: string; final?: boolean },
     reason: string,
-  ): DecideOutcome {
+  ): Promise<DecideOutcome> {
     const rule = deps.rules().breakGlass;
     if (rule === undefined) return { kind: 'forbidden', reason: 'not-break-glass' };
     const at = vote.atMs;
-    const skipped = skippedBy(decider.person, current);
-    let use: BreakGlassUse | undefined;
-    let approved: AccessRequestRecord;
-    try {
-      approved = store.inTransaction(() => {
-        const session = store.breakGlass.sessionFor(
-          decider.person,
-          reason,
-          at,
-          rule.windowMs,
-          rule.maxPerDay,
-          BREAK_GLASS_DAY_MS,
-          randomId('bgs_'),
-        );
-        if (session.kind === 'limit')
-          throw new NotApproved({ kind: 'forbidden', reason: 'break-glass-limit', retryAtMs: session.retryAtMs });
-        const result = store.approve(current.id, { ...vote, rule: BREAK_GLASS_RULE, final: true }, (approvers) =>
-          approvalOf(current.id, at, approvers, { break_glass: { by: decider.person, reason, at: new Date(at).toISOString() } }),
-        );
-        if (result.kind !== 'approved')
-          throw new NotApproved(
-            result.kind === 'already-approved-by'
-              ? { kind: 'forbidden', reason: 'already-approved' }
-              : { kind: 'not-pending', record: store.get(current.id) ?? current },
-          );
-        use = {
-          requestId: current.id,
-          sessionId: session.session.id,
-          approver: decider.person,
-          reason,
-          atMs: at,
-          reviewDueMs: at + rule.reviewWithinMs,
-          skipped,
-          reviewedBy: null,
-          reviewedAtMs: null,
-          reviewComment: null,
-        };
-        store.breakGlass.recordUse(use);
-        store.appendAudit(current.id, 'break-glass', decider.id, at, { comment: reason, via: decider.via, rule: session.session.id });
-        return result.record;
-      });
-    } catch (err) {
-      if (err instanceof NotApproved) return err.outcome;
-      throw err;
+    const skipped = await skippedBy(decider.person, current);
+    const result = await store.approveByBreakGlass(
+      current.id,
+      { ...vote, rule: BREAK_GLASS_RULE, final: true },
+      {
+        reason,
+        windowMs: rule.windowMs,
+        maxPerDay: rule.maxPerDay,
+        dayMs: BREAK_GLASS_DAY_MS,
+        newSessionId: randomId('bgs_'),
+        reviewDueMs: at + rule.reviewWithinMs,
+        skipped,
+      },
+      (approvers, votes) =>
+        approvalOf(at, approvers, votes, { break_glass: { by: decider.person, reason, at: new Date(at).toISOString() } }),
+    );
+    switch (result.kind) {
+      case 'limit':
+        return { kind: 'forbidden', reason: 'break-glass-limit', retryAtMs: result.retryAtMs };
+      case 'already-approved-by':
+        return { kind: 'forbidden', reason: 'already-approved' };
+      case 'not-pending':
+        return { kind: 'not-pending', record: (await store.get(current.id)) ?? current };
     }
     logger.warn({ requestId: current.id, actor: decider.id, skipped: skipped.length }, 'break-glass approval');
-    changed(approved);
-    for (const fn of breakGlassListeners) fn(approved, use!);
-    return { kind: 'decided', record: approved };
+    changed(result.record);
+    for (const fn of breakGlassListeners) fn(result.record, result.use);
+    return { kind: 'decided', record: result.record };
   }
 
   /** A request approved as it was submitted (permit or grant): announced to the `onApprovedAtSubmission` listeners. */
@@ -547,95 +532,110 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
   }
 
   /** A newly created pending request: logged, announced to the `onCreated` listeners. */
-  function created(record: AccessRequestRecord, requiredApprovals: number): SubmitOutcome {
+  async function created(record: AccessRequestRecord, requiredApprovals: number): Promise<SubmitOutcome> {
     const body = record.body;
     logger.info(
       { requestId: record.id, tool: body.resource.id, approverGroup: body.approver_group, generation: body.generation, requiredApprovals },
       'access request submitted',
     );
-    for (const fn of createdListeners) fn(record);
-    return { kind: 'created', record: store.get(record.id) ?? record };
+    // one after the other, each finished before the answer (the risk engine decides here)
+    for (const fn of createdListeners) await fn(record);
+    return { kind: 'created', record: (await store.get(record.id)) ?? record };
   }
 
-  function read(id: string): AccessRequestRecord | undefined {
-    const record = store.get(id);
+  async function read(id: string): Promise<AccessRequestRecord | undefined> {
+    const record = await store.get(id);
     return record === undefined ? undefined : expireIfDue(record);
   }
 
-  return {
-    submit(idempotencyKey, body) {
-      const bodyHash = canonicalHash(body);
-      const existing = store.getByIdempotencyKey(idempotencyKey);
-      if (existing !== undefined) {
-        return existing.bodyHash === bodyHash ? { kind: 'replayed', record: expireIfDue(existing) } : { kind: 'conflict' };
-      }
-      const at = now();
-      const expiresAtMs = Date.parse(body.expires_at);
-      if (!(expiresAtMs > at)) return { kind: 'deadline-passed' };
-      const facts = {
-        tool: body.resource.id,
-        requester: body.subject.sub,
-        group: body.approver_group,
-        generation: body.generation,
-        pendingMs: 0,
-        arguments: body.context.arguments,
-      };
-      const quorum = requiredApprovals(deps.rules(), facts);
-      const stepUp = matchingStepUpRule(deps.rules(), facts);
-      const row = {
-        id: randomId('ar_'),
-        idempotencyKey,
-        bodyHash,
-        body,
-        createdAtMs: at,
-        expiresAtMs,
-        requiredApprovals: quorum.approvals,
-        quorumRule: quorum.ruleId,
-        quorumReason: quorum.reason,
-        stepUpRule: stepUp?.id ?? null,
-        stepUpReason: stepUp === null ? null : stepUpReason(stepUp),
-      };
-      // A counter-proposal's permit or a grant (`grants.ts`) approves the call at once, its use
-      // counted in the insert's transaction, unless a quorum or step-up rule applies to it, or a
-      // risk rule would deny it: then it is an ordinary request (and the risk engine denies it).
-      if (quorum.approvals <= 1 && stepUp === null && !riskDenies(facts)) {
-        const permitted = store.insertWithPermit(
-          row,
-          body.subject.sub,
-          {
-            tool: body.resource.id,
-            requesterSub: body.subject.sub,
-            approverGroup: body.approver_group,
-            atMs: at,
-            matches: (permit, proposedOn) => permitMatches(permit.arguments, proposedOn, body),
-            grantFits: (g) => grantCovers(g, { body }) && grantStillHolds(g),
-          },
-          (approvers, grant) =>
-            approvalOf(row.id, at, approvers, grant === undefined ? {} : { grant: grantUseWire(grant.grant, grant.use) }),
+  /** The answer to a submission under the key of `existing`: the same body replays it, another conflicts. */
+  async function replayOf(existing: AccessRequestRecord, bodyHash: string): Promise<SubmitOutcome> {
+    return existing.bodyHash === bodyHash ? { kind: 'replayed', record: await expireIfDue(existing) } : { kind: 'conflict' };
+  }
+
+  /** A new request under `idempotencyKey` (the key unused when read): pending, or approved at once by a standing permit. */
+  async function insertNew(idempotencyKey: string, body: AccessRequestBody, bodyHash: string): Promise<SubmitOutcome> {
+    const at = now();
+    const expiresAtMs = Date.parse(body.expires_at);
+    if (!(expiresAtMs > at)) return { kind: 'deadline-passed' };
+    const facts = {
+      tool: body.resource.id,
+      requester: body.subject.sub,
+      group: body.approver_group,
+      generation: body.generation,
+      pendingMs: 0,
+      arguments: body.context.arguments,
+    };
+    const quorum = requiredApprovals(deps.rules(), facts);
+    const stepUp = matchingStepUpRule(deps.rules(), facts);
+    const row = {
+      id: randomId('ar_'),
+      idempotencyKey,
+      bodyHash,
+      body,
+      createdAtMs: at,
+      expiresAtMs,
+      requiredApprovals: quorum.approvals,
+      quorumRule: quorum.ruleId,
+      quorumReason: quorum.reason,
+      stepUpRule: stepUp?.id ?? null,
+      stepUpReason: stepUp === null ? null : stepUpReason(stepUp),
+    };
+    // A counter-proposal's permit or a grant (`grants.ts`) approves the call at once, its use
+    // counted in the insert's transaction, unless a quorum or step-up rule applies to it, or a
+    // risk rule would deny it: then it is an ordinary request (and the risk engine denies it).
+    if (quorum.approvals <= 1 && stepUp === null && !riskDenies(facts)) {
+      const permitted = await store.insertWithPermit(
+        row,
+        body.subject.sub,
+        {
+          tool: body.resource.id,
+          requesterSub: body.subject.sub,
+          approverGroup: body.approver_group,
+          atMs: at,
+          matches: (permit, proposedOn) => permitMatches(permit.arguments, proposedOn, body),
+          grantFits: (g) => grantCovers(g, { body }) && grantStillHolds(g),
+        },
+        (approvers, votes, grant) =>
+          approvalOf(at, approvers, votes, grant === undefined ? {} : { grant: grantUseWire(grant.grant, grant.use) }),
+      );
+      if (permitted.permit !== null) {
+        logger.info(
+          { requestId: permitted.record.id, tool: body.resource.id, proposedOn: permitted.permit.requestId },
+          'access request approved by a counter-proposal',
         );
-        if (permitted.permit !== null) {
-          logger.info(
-            { requestId: permitted.record.id, tool: body.resource.id, proposedOn: permitted.permit.requestId },
-            'access request approved by a counter-proposal',
-          );
-          return { kind: 'created', record: approvedAtSubmission(changed(permitted.record)) };
-        }
-        if (permitted.grant !== null) {
-          logger.info(
-            { requestId: permitted.record.id, tool: body.resource.id, grant: permitted.grant.grant.id, use: permitted.grant.use.use },
-            'access request approved by a grant',
-          );
-          return { kind: 'created', record: approvedAtSubmission(changed(permitted.record)) };
-        }
-        return created(permitted.record, quorum.approvals);
+        return { kind: 'created', record: approvedAtSubmission(changed(permitted.record)) };
       }
-      return created(store.insert(row, body.subject.sub), quorum.approvals);
+      if (permitted.grant !== null) {
+        logger.info(
+          { requestId: permitted.record.id, tool: body.resource.id, grant: permitted.grant.grant.id, use: permitted.grant.use.use },
+          'access request approved by a grant',
+        );
+        return { kind: 'created', record: approvedAtSubmission(changed(permitted.record)) };
+      }
+      return created(permitted.record, quorum.approvals);
+    }
+    return created(await store.insert(row, body.subject.sub), quorum.approvals);
+  }
+
+  return {
+    async submit(idempotencyKey, body) {
+      const bodyHash = canonicalHash(body);
+      const existing = await store.getByIdempotencyKey(idempotencyKey);
+      if (existing !== undefined) return replayOf(existing, bodyHash);
+      try {
+        return await insertNew(idempotencyKey, body, bodyHash);
+      } catch (err) {
+        // a submission under the same key inserted between the read above and this insert
+        if (err instanceof IdempotencyKeyTaken) return replayOf(err.existing, bodyHash);
+        throw err;
+      }
     },
 
     read,
 
-    applyGrant(id, grant) {
-      const current = read(id);
+    async applyGrant(id, grant) {
+      const current = await read(id);
       if (current === undefined || current.status !== 'pending') return null;
       if (current.requiredApprovals > 1 || current.stepUpRule !== null || !grantCovers(grant, current) || !grantStillHolds(grant))
         return null;
@@ -650,16 +650,18 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       };
       if (riskDenies(facts)) return null;
       const at = now();
-      const approved = store.approveByGrant(id, grant, at, (approvers, g) =>
-        approvalOf(id, at, approvers, g === undefined ? {} : { grant: grantUseWire(g.grant, g.use) }),
+      // checked again on the grant as the transaction that counts its use reads it (uses, revocation)
+      const fits = (g: Grant) => grantCovers(g, current) && grantStillHolds(g);
+      const approved = await store.approveByGrant(id, grant.id, at, fits, (approvers, votes, g) =>
+        approvalOf(at, approvers, votes, g === undefined ? {} : { grant: grantUseWire(g.grant, g.use) }),
       );
       if (approved === undefined) return null;
       logger.info({ requestId: id, grant: grant.id }, 'access request approved by a grant');
       return changed(approved);
     },
 
-    narrow(id, decider, proposed, comment) {
-      const current = read(id);
+    async narrow(id, decider, proposed, comment) {
+      const current = await read(id);
       if (current === undefined) return { kind: 'not-found' };
       const refusal = scopeRefusal(decider, current);
       if (refusal !== null) return { kind: 'forbidden', reason: refusal };
@@ -690,26 +692,26 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         createdAtMs: at,
         expiresAtMs,
       };
-      const updated = store.narrow(id, t, narrowedComment(check.changed, expiresAtMs, note), permit);
-      if (updated === undefined) return { kind: 'not-pending', record: store.get(id) ?? current };
+      const updated = await store.narrow(id, t, narrowedComment(check.changed, expiresAtMs, note), permit);
+      if (updated === undefined) return { kind: 'not-pending', record: (await store.get(id)) ?? current };
       logger.info({ requestId: id, actor: decider.id, fields: check.changed }, 'access request narrowed by a counter-proposal');
       return { kind: 'narrowed', record: changed(updated), permit: { ...permit, usedAtMs: null, usedByRequest: null } };
     },
 
-    cancel(id) {
-      const current = read(id);
+    async cancel(id) {
+      const current = await read(id);
       if (current === undefined) return { kind: 'not-found' };
       if (current.status === 'cancelled') return { kind: 'cancelled', record: current };
       if (current.status !== 'pending') return { kind: 'not-pending', record: current };
-      const updated = transition(id, { to: 'cancelled', atMs: now(), actor: 'client', via: 'client' });
+      const updated = await transition(id, { to: 'cancelled', atMs: now(), actor: 'client', via: 'client' });
       if (updated !== undefined) return { kind: 'cancelled', record: updated };
-      const raced = store.get(id) ?? current;
+      const raced = (await store.get(id)) ?? current;
       return raced.status === 'cancelled' ? { kind: 'cancelled', record: raced } : { kind: 'not-pending', record: raced };
     },
 
-    decide(id, decider, decision, options = {}) {
+    async decide(id, decider, decision, options = {}) {
       const { comment, rule, stepUp, confirmUnfollowed, breakGlass } = options;
-      const current = read(id);
+      const current = await read(id);
       if (current === undefined) return { kind: 'not-found' };
       const refusal = scopeRefusal(decider, current);
       if (breakGlass !== undefined) {
@@ -726,9 +728,9 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         if (note !== undefined) t.comment = note;
         if (decider.castBy !== undefined) t.onBehalfOf = decider.person;
         if (rule !== undefined) t.rule = rule;
-        const updated = transition(id, t);
+        const updated = await transition(id, t);
         if (updated !== undefined) return { kind: 'decided', record: updated };
-        return { kind: 'not-pending', record: store.get(id) ?? current };
+        return { kind: 'not-pending', record: (await store.get(id)) ?? current };
       }
       if (!countsTowardsQuorum(decider, current)) return { kind: 'forbidden', reason: 'quorum-needs-members' };
       if (
@@ -737,9 +739,9 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       ) {
         return { kind: 'forbidden', reason: 'step-up-required' };
       }
-      const unfollowed = isUnfollowed(followersOf(current, at), at);
+      const unfollowed = isUnfollowed(await followersOf(current, at), at);
       if (unfollowed && confirmUnfollowed !== true) return { kind: 'forbidden', reason: 'unfollowed' };
-      if (alreadyVoted(decider, id)) return { kind: 'forbidden', reason: 'already-approved' };
+      if (await alreadyVoted(decider, id)) return { kind: 'forbidden', reason: 'already-approved' };
       const vote: ApprovalVote & { rule?: string; final?: boolean } = {
         approver: decider.person,
         actor: decider.id,
@@ -754,21 +756,23 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       if (vote.stepUp !== null && vote.stepUp !== undefined && vote.rule === undefined) vote.rule = vote.stepUp.rule;
       if (unfollowed && vote.rule === undefined) vote.rule = UNFOLLOWED_CONFIRMED_RULE;
       if (breakGlass !== undefined) return decideBreakGlass(current, decider, vote, breakGlass.reason.trim());
-      const result = store.approve(id, vote, (approvers) => approvalOf(id, at, approvers));
+      const result = await store.approve(id, vote, (approvers, votes) => approvalOf(at, approvers, votes));
       switch (result.kind) {
         case 'approved':
           return { kind: 'decided', record: changed(result.record) };
-        case 'endorsed':
+        case 'endorsed': {
+          const votes = await store.votes(id);
           logger.info(
-            { requestId: id, actor: decider.id, votes: store.votes(id).length, required: result.record.requiredApprovals },
+            { requestId: id, actor: decider.id, votes: votes.length, required: result.record.requiredApprovals },
             'partial approval recorded',
           );
           for (const fn of voteListeners) fn(result.record);
-          return { kind: 'recorded', record: result.record, votes: store.votes(id) };
+          return { kind: 'recorded', record: result.record, votes };
+        }
         case 'already-approved-by':
           return { kind: 'forbidden', reason: 'already-approved' };
         case 'not-pending':
-          return { kind: 'not-pending', record: store.get(id) ?? current };
+          return { kind: 'not-pending', record: (await store.get(id)) ?? current };
       }
     },
 
@@ -796,9 +800,9 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       breakGlassListeners.push(fn);
     },
 
-    reviewBreakGlass(id, reviewer, comment, via) {
-      const use = store.breakGlass.use(id);
-      const record = store.get(id);
+    async reviewBreakGlass(id, reviewer, comment, via) {
+      const use = await store.breakGlass.use(id);
+      const record = await store.get(id);
       if (use === undefined || record === undefined) return { kind: 'not-found' };
       const text = comment.trim();
       if (!saysSomething(text)) return { kind: 'comment-required' };
@@ -809,12 +813,8 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
         return { kind: 'forbidden', reason: 'not-reviewer' };
       if (use.reviewedAtMs !== null) return { kind: 'already-reviewed', use };
       const at = now();
-      const done = store.inTransaction(() => {
-        if (!store.breakGlass.markReviewed(id, reviewer.id, text, at)) return false;
-        store.appendAudit(id, 'break-glass-reviewed', reviewer.id, at, { comment: text, via });
-        return true;
-      });
-      const after = store.breakGlass.use(id) ?? use;
+      const done = await store.reviewBreakGlass(id, reviewer.id, text, at, via);
+      const after = (await store.breakGlass.use(id)) ?? use;
       if (!done) return { kind: 'already-reviewed', use: after };
       logger.info({ requestId: id, reviewer: reviewer.id }, 'break-glass approval reviewed');
       return { kind: 'reviewed', use: after };
@@ -832,13 +832,13 @@ export function createRequestLifecycle(deps: RequestLifecycleDeps): RequestLifec
       };
     },
 
-    sweep() {
+    async sweep() {
       let count = 0;
       const at = now();
-      for (const id of store.listDuePending(at)) {
-        if (transition(id, { to: 'expired', atMs: at, actor: 'system', via: 'system' }) !== undefined) count += 1;
+      for (const id of await store.listDuePending(at)) {
+        if ((await transition(id, { to: 'expired', atMs: at, actor: 'system', via: 'system' })) !== undefined) count += 1;
       }
-      return count + closeUnfollowed(at);
+      return count + (await closeUnfollowed(at));
     },
   };
 }

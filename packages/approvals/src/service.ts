@@ -144,9 +144,9 @@ export interface ApprovalService {
   /**
    * The approval analytics `/metrics` shows (`analytics.ts`): totals since the store began, labels
    * bounded by the rules file and the configured approvers' groups, pending ages at the time of the
-   * read. Reused for {@link METRICS_SNAPSHOT_TTL_MS}. Throws when the store is closed.
+   * read. Reused for {@link METRICS_SNAPSHOT_TTL_MS}. Rejects when the store is closed.
    */
-  metricsSnapshot(): ApprovalMetricsSnapshot;
+  metricsSnapshot(): Promise<ApprovalMetricsSnapshot>;
   /**
    * Announce `notification` on every configured channel (Slack, email, `notifiers`); resolves when
    * each accepted or gave up. Never rejects. The service itself sends `opened` on arrival (when
@@ -256,10 +256,10 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     return p;
   };
   // On arrival: the risk engine first; a request it leaves pending goes to ITSM and the channels.
-  lifecycle.onCreated((record) => {
+  lifecycle.onCreated(async (record) => {
     try {
-      if (risk.evaluate(record) === null) {
-        const current = store.get(record.id) ?? record;
+      if ((await risk.evaluate(record)) === null) {
+        const current = (await store.get(record.id)) ?? record;
         itsm?.notify(current);
         void notify({ kind: 'opened', request: current, group: current.body.approver_group });
       }
@@ -358,9 +358,9 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     app,
     store,
     async sweep() {
-      const expired = lifecycle.sweep();
+      const expired = await lifecycle.sweep();
       if (expired > 0) logger.info({ expired }, 'swept expired access requests');
-      store.sessions.purgeExpired(now());
+      await store.sessions.purgeExpired(now());
       const fired = await reminders.fire();
       if (fired.reminded + fired.escalated > 0) logger.info(fired, 'reminder timers fired');
       const at = now();
@@ -378,14 +378,14 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
           }
         }
       }
-      const decided = risk.evaluatePending();
+      const decided = await risk.evaluatePending();
       if (decided > 0) logger.info({ decided }, 'risk engine decided pending requests');
     },
     rules: () => rules,
-    metricsSnapshot() {
+    async metricsSnapshot() {
       const at = now();
       if (snapshot !== undefined && at - snapshot.atMs >= 0 && at - snapshot.atMs < METRICS_SNAPSHOT_TTL_MS) return snapshot.value;
-      const value = approvalMetricsSnapshot(
+      const value = await approvalMetricsSnapshot(
         store.analytics,
         analyticsLabelSets(
           rules,
@@ -406,7 +406,8 @@ export function createApprovalService(opts: ApprovalServiceOptions): ApprovalSer
     },
     close: () => {
       void callbacks.stop();
-      store.close();
+      // the SQLite store closes at once (its promise is settled when `close` returns)
+      void store.close();
     },
   };
 }

@@ -110,11 +110,11 @@ describe("a lead's analytics page", () => {
       await decidedRequest(svc, 'restart_service', 'ops', 'dan', 'approve');
     }
     // with a limit of 3 the three newest are ops'; the treasury lead's two must still be read
-    const treasury = svc.store.analytics.decisions(T0 - HOUR, 3, ['treasury']);
+    const treasury = await svc.store.analytics.decisions(T0 - HOUR, 3, ['treasury']);
     expect(treasury.map((d) => [d.group, d.outcome])).toEqual([
       ['treasury', 'denied'],
       ['treasury', 'approved'],
     ]);
-    expect(svc.store.analytics.decisions(T0 - HOUR, 3).map((d) => d.group)).toEqual(['ops', 'ops', 'ops']);
+    expect((await svc.store.analytics.decisions(T0 - HOUR, 3)).map((d) => d.group)).toEqual(['ops', 'ops', 'ops']);
   });
 });

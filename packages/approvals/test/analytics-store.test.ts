@@ -30,46 +30,49 @@ const BODY = {
   ...{ reason: 'r', expires_at: new Date(T0 + 3_600_000).toISOString(), binding_digest: 'b'.repeat(64), generation: 1 },
 };
 
-function insert(store: ReturnType<typeof openApprovalStore>, id: string): void {
+async function insert(store: ReturnType<typeof openApprovalStore>, id: string): Promise<void> {
   const times = { createdAtMs: T0, expiresAtMs: T0 + 3_600_000 };
-  store.insert({ id, idempotencyKey: `k-${id}`, bodyHash: 'h', body: BODY, ...times, requiredApprovals: 1, quorumRule: null }, 'client');
+  await store.insert(
+    { id, idempotencyKey: `k-${id}`, bodyHash: 'h', body: BODY, ...times, requiredApprovals: 1, quorumRule: null },
+    'client',
+  );
 }
 
 describe('analytics store', () => {
-  it('a store file of schema version 6 gains request_opens when opened, keeping its requests', () => {
+  it('a store file of schema version 6 gains request_opens when opened, keeping its requests', async () => {
     const file = storeFile();
     const first = openApprovalStore(file);
-    insert(first, 'ar_old');
-    first.close();
+    await insert(first, 'ar_old');
+    await first.close();
     const raw = new Database(file);
     raw.exec('DROP TABLE request_opens');
     raw.pragma('user_version = 6');
     raw.close();
 
     const reopened = openApprovalStore(file);
-    expect(reopened.get('ar_old')?.status).toBe('pending');
-    reopened.analytics.recordOpen('ar_old', 'bob', T0 + 1000);
-    expect(reopened.analytics.openOf('ar_old', 'bob')?.firstOpenedAtMs).toBe(T0 + 1000);
-    reopened.close();
+    expect((await reopened.get('ar_old'))?.status).toBe('pending');
+    await reopened.analytics.recordOpen('ar_old', 'bob', T0 + 1000);
+    expect((await reopened.analytics.openOf('ar_old', 'bob'))?.firstOpenedAtMs).toBe(T0 + 1000);
+    await reopened.close();
     const check = new Database(file, { readonly: true });
     expect(check.pragma('user_version', { simple: true })).toBeGreaterThanOrEqual(7);
     expect(check.pragma('user_version', { simple: true })).toBe(STORE_SCHEMA_VERSION);
     check.close();
   });
 
-  it("an approver's first open of a request is kept and later opens only counted, whatever the case of the id", () => {
+  it("an approver's first open of a request is kept and later opens only counted, whatever the case of the id", async () => {
     const store = openApprovalStore(storeFile());
-    insert(store, 'ar_1');
-    store.analytics.recordOpen('ar_1', 'Bob', T0 + 1000);
-    store.analytics.recordOpen('ar_1', 'bob', T0 + 60_000);
-    expect(store.analytics.openOf('ar_1', 'BOB')).toEqual({
+    await insert(store, 'ar_1');
+    await store.analytics.recordOpen('ar_1', 'Bob', T0 + 1000);
+    await store.analytics.recordOpen('ar_1', 'bob', T0 + 60_000);
+    expect(await store.analytics.openOf('ar_1', 'BOB')).toEqual({
       requestId: 'ar_1',
       approver: 'bob',
       firstOpenedAtMs: T0 + 1000,
       lastOpenedAtMs: T0 + 60_000,
       opens: 2,
     });
-    expect(store.analytics.openOf('ar_1', 'carol')).toBeUndefined();
-    store.close();
+    expect(await store.analytics.openOf('ar_1', 'carol')).toBeUndefined();
+    await store.close();
   });
 });

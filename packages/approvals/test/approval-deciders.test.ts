@@ -125,7 +125,7 @@ describe('M-of-N over the API', () => {
       approvals: ['alice', 'carol'],
       result: { approval: { approvers: ['alice', 'carol'] } },
     });
-    expect(s.store.auditTrail(id).map((e) => [e.event, e.actor])).toEqual([
+    expect((await s.store.auditTrail(id)).map((e) => [e.event, e.actor])).toEqual([
       ['submitted', 'erin'],
       ['endorsed', 'alice'],
       ['approved', 'carol'],
@@ -146,7 +146,7 @@ describe('M-of-N over the API', () => {
     expect((await decide(s, id, basic('alice'), 'approve')).status).toBe(403);
     expect(await decide(s, id, basic('alice'), 'deny')).toMatchObject({ status: 200, body: { status: 'denied' } });
     expect((await decide(s, id, basic('carol'), 'approve')).status).toBe(409);
-    expect(s.store.auditTrail(id).map((e) => [e.event, e.actor])).toEqual([
+    expect((await s.store.auditTrail(id)).map((e) => [e.event, e.actor])).toEqual([
       ['submitted', 'erin'],
       ['endorsed', 'alice'],
       ['denied', 'alice'],
@@ -188,7 +188,7 @@ describe('supervising agent scope', () => {
       body: { detail: 'This credential may not make this decision.' },
     });
     expect(await decide(s, id, 'Bearer agent-b', 'deny')).toMatchObject({ status: 200, body: { status: 'denied' } });
-    expect(s.store.auditTrail(id).at(-1)).toMatchObject({ actor: 'agent:denier', via: 'agent' });
+    expect((await s.store.auditTrail(id)).at(-1)).toMatchObject({ actor: 'agent:denier', via: 'agent' });
   });
 });
 
@@ -212,11 +212,11 @@ describe('risk engine schedule', () => {
     });
     const id = await submit(s, { amount: 50_000, to: 'acct-1' }, 'k');
     await s.sweep();
-    expect(s.store.get(id)?.status).toBe('pending');
+    expect((await s.store.get(id))?.status).toBe('pending');
     now = T0 + 600_000;
     await s.sweep();
-    expect(s.store.get(id)).toMatchObject({ status: 'approved', resolvedBy: 'risk-engine' });
-    expect(s.store.auditTrail(id).at(-1)).toMatchObject({
+    expect(await s.store.get(id)).toMatchObject({ status: 'approved', resolvedBy: 'risk-engine' });
+    expect((await s.store.auditTrail(id)).at(-1)).toMatchObject({
       event: 'approved',
       via: 'risk-engine',
       rule: 'stale-small',
@@ -239,7 +239,7 @@ describe('risk engine schedule', () => {
     await s.sweep();
     expect(s.rules().risk.map((r) => r.id)).toEqual(['deny-acct-9']);
     const id = await submit(s, { amount: 50_000, to: 'acct-9' }, 'k');
-    expect(s.store.get(id)?.status).toBe('denied');
+    expect((await s.store.get(id))?.status).toBe('denied');
   });
 
   it('an invalid rules file stops start-up with the problem named', () => {
@@ -282,15 +282,15 @@ CREATE TABLE audit_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEX
     old.close();
 
     const s = makeService({ dbPath });
-    expect(s.store.get('ar_old')).toMatchObject({ status: 'pending', requiredApprovals: 1, quorumRule: null });
-    expect(s.store.auditTrail('ar_old')).toEqual([
+    expect(await s.store.get('ar_old')).toMatchObject({ status: 'pending', requiredApprovals: 1, quorumRule: null });
+    expect(await s.store.auditTrail('ar_old')).toEqual([
       { seq: 1, requestId: 'ar_old', event: 'submitted', actor: 'erin', comment: null, atMs: T0, via: null, rule: null, onBehalfOf: null },
     ]);
     // an open request keeps the single-approval rule it was submitted under
     expect((await decide(s, 'ar_old', basic('alice'), 'approve')).body).toMatchObject({ status: 'approved' });
     const fresh = await submit(s, { amount: 500_000, to: 'acct-2' }, 'k-new');
     expect((await decide(s, fresh, basic('alice'), 'approve')).body).toMatchObject({ status: 'pending' });
-    expect(s.store.auditTrail(fresh).at(-1)?.event).toBe('endorsed');
+    expect((await s.store.auditTrail(fresh)).at(-1)?.event).toBe('endorsed');
   });
 });
 
@@ -346,9 +346,9 @@ function serviceWithItsmHook(answers: number[], seen: number[]): ApprovalService
  * Move the fake clock on half a second at a time, letting real work (the JWS signing, which runs
  * off the event loop) go on between steps, until `done()` or `realMs` of real time have passed.
  */
-async function advanceUntil(done: () => boolean, realMs = 20_000): Promise<void> {
+async function advanceUntil(done: () => boolean | Promise<boolean>, realMs = 20_000): Promise<void> {
   const until = performance.now() + realMs;
-  while (!done() && performance.now() < until) {
+  while (!(await done()) && performance.now() < until) {
     await sleep(5);
     await vi.advanceTimersByTimeAsync(500);
   }
@@ -364,9 +364,9 @@ describe('ITSM notifications', () => {
     const seen: number[] = [];
     const s = serviceWithItsmHook([503, 502], seen);
     const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');
-    await advanceUntil(() => s.store.auditTrail(id).some((e) => e.event === 'notified'));
+    await advanceUntil(async () => (await s.store.auditTrail(id)).some((e) => e.event === 'notified'));
     expect(seen).toEqual([503, 502, 200]);
-    expect(s.store.auditTrail(id).filter((e) => e.event === 'notified')).toMatchObject([{ actor: 'itsm', via: 'itsm' }]);
+    expect((await s.store.auditTrail(id)).filter((e) => e.event === 'notified')).toMatchObject([{ actor: 'itsm', via: 'itsm' }]);
   });
 
   it('an ITSM notification refused three times is given up: no fourth attempt, no notified row', async () => {
@@ -377,7 +377,7 @@ describe('ITSM notifications', () => {
     await advanceUntil(() => seen.length >= 3);
     await advanceUntil(() => seen.length > 3, 1_000); // a fourth attempt would come within this
     expect(seen).toEqual([500, 500, 500]);
-    expect(s.store.auditTrail(id).filter((e) => e.event === 'notified')).toEqual([]);
+    expect((await s.store.auditTrail(id)).filter((e) => e.event === 'notified')).toEqual([]);
   });
 });
 
@@ -393,8 +393,8 @@ describe('one person, one vote, across channels (H1)', () => {
         body: { detail: 'This approver already approved the request; another approver must complete it.' },
       });
     }
-    expect(s.store.get(id)?.status).toBe('pending');
-    expect(s.store.votes(id).map((v) => v.approver)).toEqual(['carol']);
+    expect((await s.store.get(id))?.status).toBe('pending');
+    expect((await s.store.votes(id)).map((v) => v.approver)).toEqual(['carol']);
   });
 
   it('ITSM alone cannot meet a two-approver quorum with names that are not configured approvers: decided_by "x" then "y" are refused and nothing is recorded', async () => {
@@ -406,8 +406,8 @@ describe('one person, one vote, across channels (H1)', () => {
         body: { detail: "decided_by does not name a configured approver of this request's approver group." },
       });
     }
-    expect(s.store.get(id)?.status).toBe('pending');
-    expect(s.store.votes(id)).toEqual([]);
+    expect((await s.store.get(id))?.status).toBe('pending');
+    expect(await s.store.votes(id)).toEqual([]);
   });
 
   it('an ITSM decision naming a configured group member counts as that person: dave via ITSM and carol via the API approve a two-approver request as [dave, carol]', async () => {
@@ -415,12 +415,7 @@ describe('one person, one vote, across channels (H1)', () => {
     const id = await submit(s, { amount: 150_000, to: 'acct-1' }, 'k');
     expect(await itsmDecides(s, id, 'approve', 'dave')).toMatchObject({ status: 200, body: { status: 'pending', approvals: ['dave'] } });
     expect((await decide(s, id, basic('carol'), 'approve')).body).toMatchObject({ status: 'approved', approvals: ['dave', 'carol'] });
-    expect(
-      s.store
-        .auditTrail(id)
-        .filter((e) => e.event !== 'notified')
-        .map((e) => [e.event, e.actor, e.via]),
-    ).toEqual([
+    expect((await s.store.auditTrail(id)).filter((e) => e.event !== 'notified').map((e) => [e.event, e.actor, e.via])).toEqual([
       ['submitted', 'erin', 'client'],
       ['endorsed', 'itsm:dave', 'itsm'],
       ['approved', 'carol', 'api'],
@@ -437,10 +432,10 @@ describe('only group members count towards a quorum (M1)', () => {
     const res = await decide(s, id, 'Bearer agent-secret', 'approve');
     expect(res).toMatchObject({ status: 403, body: { type: 'urn:countersign:problem:forbidden' } });
     expect(String(res.body['detail'])).toContain('not a member');
-    expect(s.store.votes(id)).toEqual([]);
+    expect(await s.store.votes(id)).toEqual([]);
     await decide(s, id, basic('alice'), 'approve');
     expect((await decide(s, id, 'Bearer agent-secret', 'approve')).status).toBe(403);
-    expect(s.store.get(id)?.status).toBe('pending');
+    expect((await s.store.get(id))?.status).toBe('pending');
     expect((await decide(s, id, 'Bearer agent-secret', 'deny')).body).toMatchObject({ status: 'denied' });
   });
 
@@ -462,7 +457,7 @@ describe('four-eyes in one namespace (L1)', () => {
       status: 403,
       body: { detail: 'A requester cannot decide their own access request.' },
     });
-    expect(s.store.get(id)?.status).toBe('pending');
+    expect((await s.store.get(id))?.status).toBe('pending');
   });
 
   it('an ITSM decision with decided_by "Alice" may not decide alice\'s request, nor alice on the API a request from "ALICE"', async () => {
@@ -474,8 +469,8 @@ describe('four-eyes in one namespace (L1)', () => {
     });
     const upper = await submit(s, { amount: 50_000, to: 'acct-2' }, 'k2', 'ALICE');
     expect((await decide(s, upper, basic('alice'), 'approve')).status).toBe(403);
-    expect(s.store.get(id)?.status).toBe('pending');
-    expect(s.store.get(upper)?.status).toBe('pending');
+    expect((await s.store.get(id))?.status).toBe('pending');
+    expect((await s.store.get(upper))?.status).toBe('pending');
   });
 });
 

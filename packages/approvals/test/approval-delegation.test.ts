@@ -103,9 +103,9 @@ describe('delegation', () => {
     expect((await decide(s, id, 'dave', 'approve')).status).toBe(403); // not in treasury in his own right
     const r = await decide(s, id, 'dave', 'approve', 'alice');
     expect(r).toMatchObject({ status: 200, body: { status: 'approved', approvals: ['alice'] } });
-    expect(s.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'dave', onBehalfOf: 'alice', via: 'api' });
-    expect(s.store.votes(id)).toEqual([expect.objectContaining({ approver: 'alice', castBy: 'dave' })]);
-    expect(s.store.get(id)?.approval?.approvers).toEqual(['alice']);
+    expect((await s.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'approved', actor: 'dave', onBehalfOf: 'alice', via: 'api' });
+    expect(await s.store.votes(id)).toEqual([expect.objectContaining({ approver: 'alice', castBy: 'dave' })]);
+    expect((await s.store.get(id))?.approval?.approvers).toEqual(['alice']);
   });
 
   it('a delegated denial records both names', async () => {
@@ -113,7 +113,7 @@ describe('delegation', () => {
     await delegate(s, 'alice', 'dave', T0 + 48 * HOUR);
     const id = await submit(s, 'k2', 'zoe');
     expect((await decide(s, id, 'dave', 'deny', 'alice')).body).toMatchObject({ status: 'denied' });
-    expect(s.store.auditTrail(id).at(-1)).toMatchObject({ event: 'denied', actor: 'dave', onBehalfOf: 'alice', comment: 'no' });
+    expect((await s.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'denied', actor: 'dave', onBehalfOf: 'alice', comment: 'no' });
   });
 
   it('separation of duties applies to both: neither the delegator nor the delegate may decide their own request', async () => {
@@ -125,7 +125,7 @@ describe('delegation', () => {
       const r = await decide(s, id, 'dave', 'approve', 'alice');
       expect(r.status).toBe(403);
       expect(r.body['detail']).toContain('own access request');
-      expect(s.store.get(id)?.status).toBe('pending');
+      expect((await s.store.get(id))?.status).toBe('pending');
     }
   });
 
@@ -142,7 +142,7 @@ describe('delegation', () => {
     expect((await decide(s, second, 'bob', 'approve', 'alice')).body).toMatchObject({ status: 'pending', approvals: ['alice'] });
     expect((await decide(s, second, 'bob', 'approve')).status).toBe(403);
     expect((await decide(s, second, 'alice', 'approve')).status).toBe(403);
-    expect(s.store.votes(second)).toHaveLength(1);
+    expect(await s.store.votes(second)).toHaveLength(1);
   });
 
   it('a delegation is not chained: alice → dave → erin lets erin decide for dave, never for alice', async () => {
@@ -155,7 +155,7 @@ describe('delegation', () => {
     expect(chained.body['detail']).toContain('never chained');
     // for dave she may act, but dave is no treasury member: not-in-group
     expect((await decide(s, id, 'erin', 'approve', 'dave')).status).toBe(403);
-    expect(s.store.get(id)?.status).toBe('pending');
+    expect((await s.store.get(id))?.status).toBe('pending');
   });
 
   it('an expired or revoked delegation does nothing', async () => {
@@ -171,7 +171,7 @@ describe('delegation', () => {
     expect((await decide(s, id, 'erin', 'approve', 'bob')).status).toBe(403);
     now = T0 + 2 * HOUR;
     expect((await decide(s, id, 'dave', 'approve', 'alice')).status).toBe(403);
-    expect(s.store.get(id)?.status).toBe('pending');
+    expect((await s.store.get(id))?.status).toBe('pending');
     const list = await s.app.request('/access/v1/delegations', { headers: { Authorization: auth('alice') } });
     expect(await list.json()).toEqual({ given: [], received: [] });
   });
@@ -196,5 +196,20 @@ describe('delegation', () => {
     expect(((await bad.json()) as { detail: string }).detail).toMatch(/^until: /);
     const listed = await s.app.request('/access/v1/delegations', { headers: { Authorization: auth('dave') } });
     expect(await listed.json()).toEqual({ given: [], received: [] });
+  });
+  // Every store call is awaited, so two decisions at once interleave: both read "bob has not voted"
+  // before either writes. The store's vote is the one place that may say so (in its transaction).
+  it('a person approving in their own right and for their delegator at the same time is counted once', async () => {
+    const s = makeService();
+    expect((await delegate(s, 'alice', 'bob', T0 + 48 * HOUR)).status).toBe(201);
+    const id = await submit(s, 'k1', 'zoe', 500_000); // needs two approvals
+
+    // both started before either is awaited
+    const [forAlice, asBob] = await Promise.all([decide(s, id, 'bob', 'approve', 'alice'), decide(s, id, 'bob', 'approve')]);
+
+    expect([forAlice.status, asBob.status].sort()).toEqual([200, 403]);
+    expect((forAlice.status === 403 ? forAlice : asBob).body['detail']).toMatch(/already approved/i);
+    expect(await s.store.votes(id)).toHaveLength(1);
+    expect((await s.store.get(id))?.status).toBe('pending');
   });
 });

@@ -102,7 +102,7 @@ async function decide(s: ApprovalService, id: string, who: string, decision: 'ap
   });
 }
 
-const events = (s: ApprovalService, id: string) => s.store.auditTrail(id).map((e) => [e.event, e.actor, e.comment]);
+const events = async (s: ApprovalService, id: string) => (await s.store.auditTrail(id)).map((e) => [e.event, e.actor, e.comment]);
 
 describe('reminders and escalation', () => {
   it('a quiet request reminds its group after the quiet period, then escalates to the fallback group, each once, in the audit trail and to every notifier', async () => {
@@ -112,21 +112,21 @@ describe('reminders and escalation', () => {
 
     now = T0 + 29 * MIN;
     await s.sweep();
-    expect(events(s, id)).toEqual([['submitted', 'alice', null]]);
+    expect(await events(s, id)).toEqual([['submitted', 'alice', null]]);
 
     now = T0 + 30 * MIN;
     await s.sweep();
-    expect(events(s, id).at(-1)).toEqual(['reminded', 'system', 'group treasury']);
+    expect((await events(s, id)).at(-1)).toEqual(['reminded', 'system', 'group treasury']);
     expect(seen.seen.map((n) => [n.kind, n.group, n.request.id])).toEqual([['reminded', 'treasury', id]]);
 
     now = T0 + 90 * MIN;
     await s.sweep();
-    expect(s.store.auditTrail(id).filter((e) => e.event === 'reminded')).toHaveLength(1);
+    expect((await s.store.auditTrail(id)).filter((e) => e.event === 'reminded')).toHaveLength(1);
 
     now = T0 + 2 * HOUR;
     await s.sweep();
     await s.sweep();
-    expect(events(s, id).slice(1)).toEqual([
+    expect((await events(s, id)).slice(1)).toEqual([
       ['reminded', 'system', 'group treasury'],
       ['escalated', 'system', 'to group treasury-leads'],
     ]);
@@ -134,7 +134,7 @@ describe('reminders and escalation', () => {
       ['reminded', 'treasury'],
       ['escalated', 'treasury-leads'],
     ]);
-    expect(s.store.get(id)).toMatchObject({
+    expect(await s.store.get(id)).toMatchObject({
       remindedAtMs: T0 + 30 * MIN,
       escalatedAtMs: T0 + 2 * HOUR,
       escalation: { group: 'treasury-leads' },
@@ -156,8 +156,8 @@ describe('reminders and escalation', () => {
     expect(((await pending.json()) as { items: Array<{ id: string }> }).items.map((i) => i.id)).toEqual([id]);
     const after = await decide(s, id, 'lena', 'approve');
     expect(after.status).toBe(200);
-    expect(s.store.get(id)).toMatchObject({ status: 'approved', resolvedBy: 'lena' });
-    expect(s.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'lena', via: 'api' });
+    expect(await s.store.get(id)).toMatchObject({ status: 'approved', resolvedBy: 'lena' });
+    expect((await s.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'approved', actor: 'lena', via: 'api' });
   });
 
   it('restart the service: the due reminder still fires once', async () => {
@@ -174,7 +174,7 @@ describe('reminders and escalation', () => {
     second.close();
     const third = makeService(dbPath, [seen]);
     await third.sweep();
-    expect(third.store.auditTrail(id).filter((e) => e.event === 'reminded')).toHaveLength(1);
+    expect((await third.store.auditTrail(id)).filter((e) => e.event === 'reminded')).toHaveLength(1);
     expect(seen.seen.map((n) => n.kind)).toEqual(['reminded']);
   });
 
@@ -194,10 +194,10 @@ describe('reminders and escalation', () => {
     now = T0 + 3 * HOUR;
     await s.sweep();
     for (const id of [approved, cancelled, expiring]) {
-      expect(s.store.auditTrail(id).map((e) => e.event)).not.toContain('reminded');
-      expect(s.store.auditTrail(id).map((e) => e.event)).not.toContain('escalated');
+      expect((await s.store.auditTrail(id)).map((e) => e.event)).not.toContain('reminded');
+      expect((await s.store.auditTrail(id)).map((e) => e.event)).not.toContain('escalated');
     }
-    expect(s.store.get(expiring)?.status).toBe('expired');
+    expect((await s.store.get(expiring))?.status).toBe('expired');
     expect(seen.seen).toEqual([]);
   });
 
@@ -208,12 +208,12 @@ describe('reminders and escalation', () => {
     expect((await decide(s, id, 'omar', 'approve')).status).toBe(403);
     now = T0 + HOUR;
     await s.sweep();
-    expect(events(s, id).at(-1)).toEqual(['escalated', 'system', 'to approver omar']);
+    expect((await events(s, id)).at(-1)).toEqual(['escalated', 'system', 'to approver omar']);
     expect(seen.seen.map((n) => [n.kind, n.group, n.request.escalation])).toEqual([
       ['escalated', 'payroll', { group: null, approver: 'omar' }],
     ]);
     expect((await decide(s, id, 'omar', 'approve')).status).toBe(200);
-    expect(s.store.get(id)).toMatchObject({ status: 'approved', resolvedBy: 'omar' });
+    expect(await s.store.get(id)).toMatchObject({ status: 'approved', resolvedBy: 'omar' });
   });
 
   it('a group without an escalation rule is left alone', async () => {
@@ -221,7 +221,7 @@ describe('reminders and escalation', () => {
     const id = await submit(s, 'k7', 24 * HOUR, 'engineering');
     now = T0 + 10 * HOUR;
     await s.sweep();
-    expect(s.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);
+    expect((await s.store.auditTrail(id)).map((e) => e.event)).toEqual(['submitted']);
   });
 
   it('the rules file refuses an escalation without a target, out of order, or twice for one group', () => {
@@ -241,7 +241,7 @@ describe('reminders and escalation', () => {
 });
 
 describe('store schema version 2', () => {
-  it('a version-1 file is migrated keeping every request, vote and audit row (seq, channel, rule), and takes the new events', () => {
+  it('a version-1 file is migrated keeping every request, vote and audit row (seq, channel, rule), and takes the new events', async () => {
     const dbPath = tempDb();
     const v1 = new Database(dbPath);
     v1.exec(`
@@ -284,7 +284,7 @@ PRAGMA user_version = 1;`);
     const check = new Database(dbPath, { readonly: true });
     expect(check.pragma('user_version', { simple: true })).toBe(STORE_SCHEMA_VERSION);
     check.close();
-    expect(s.store.get('ar_v1')).toMatchObject({
+    expect(await s.store.get('ar_v1')).toMatchObject({
       status: 'pending',
       requiredApprovals: 2,
       quorumRule: 'four-eyes',
@@ -292,8 +292,10 @@ PRAGMA user_version = 1;`);
       remindedAtMs: null,
       escalation: null,
     });
-    expect(s.store.votes('ar_v1')).toEqual([{ approver: 'bob', via: 'inbox', comment: 'ok', atMs: T0 + MIN, castBy: null, stepUp: null }]);
-    expect(s.store.auditTrail('ar_v1')).toEqual([
+    expect(await s.store.votes('ar_v1')).toEqual([
+      { approver: 'bob', via: 'inbox', comment: 'ok', atMs: T0 + MIN, castBy: null, stepUp: null },
+    ]);
+    expect(await s.store.auditTrail('ar_v1')).toEqual([
       {
         seq: 4,
         requestId: 'ar_v1',
@@ -317,7 +319,7 @@ PRAGMA user_version = 1;`);
         onBehalfOf: null,
       },
     ]);
-    s.store.appendAudit('ar_v1', 'reminded', 'system', T0 + 2 * MIN);
-    expect(s.store.auditTrail('ar_v1').at(-1)).toMatchObject({ seq: 10, event: 'reminded' });
+    await s.store.appendAudit('ar_v1', 'reminded', 'system', T0 + 2 * MIN);
+    expect((await s.store.auditTrail('ar_v1')).at(-1)).toMatchObject({ seq: 10, event: 'reminded' });
   });
 });

@@ -201,7 +201,7 @@ describe('ARAP submit', () => {
     const again = await submit(reordered);
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ id: first.id, status: 'pending' });
-    expect(svc.store.auditTrail(first.id).filter((e) => e.event === 'submitted')).toHaveLength(1);
+    expect((await svc.store.auditTrail(first.id)).filter((e) => e.event === 'submitted')).toHaveLength(1);
   });
 
   it('same key with a different body is a 409 problem+json', async () => {
@@ -211,6 +211,18 @@ describe('ARAP submit', () => {
       409,
       'idempotency-conflict',
     );
+  });
+
+  // The key's read and the insert are two awaited store calls: a racing submission may insert
+  // between them. The insert checks the key in its transaction, and the later one replays.
+  it('two submissions under one idempotency key at the same time create one request and replay it to the other', async () => {
+    // both started before either is awaited
+    const [one, two] = await Promise.all([submit(requestBody(), 'same-key'), submit(requestBody(), 'same-key')]);
+
+    expect([one.status, two.status].sort()).toEqual([200, 201]);
+    const ids = await Promise.all([one, two].map(async (r) => ((await r.json()) as { id: string }).id));
+    expect(ids[0]).toBe(ids[1]);
+    expect(await svc.store.listPending({})).toHaveLength(1);
   });
 
   it('a new request whose deadline already passed is a 400 problem+json', async () => {
@@ -247,7 +259,7 @@ describe('ARAP status, decision, cancel', () => {
     // the decision answer adds the quorum: how many approvals were needed and who gave them
     expect(body).toEqual({ ...status, required_approvals: 1, approvals: ['alice'] });
     expect(await (await getStatus(id)).json()).toEqual(status);
-    expect(svc.store.auditTrail(id).map((e) => [e.event, e.actor, e.comment, e.atMs])).toEqual([
+    expect((await svc.store.auditTrail(id)).map((e) => [e.event, e.actor, e.comment, e.atMs])).toEqual([
       ['submitted', 'dave', null, T0],
       ['approved', 'alice', 'looks right', T0 + 60_000],
     ]);
@@ -264,7 +276,7 @@ describe('ARAP status, decision, cancel', () => {
       required_approvals: 1,
       approvals: [],
     });
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'denied', actor: 'carol', comment: 'no' });
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'denied', actor: 'carol', comment: 'no' });
   });
 
   it('a requester cannot approve their own request', async () => {
@@ -327,7 +339,7 @@ describe('ARAP status, decision, cancel', () => {
     const again = await cancel(id);
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ id, status: 'cancelled' });
-    expect(svc.store.auditTrail(id).filter((e) => e.event === 'cancelled')).toHaveLength(1);
+    expect((await svc.store.auditTrail(id)).filter((e) => e.event === 'cancelled')).toHaveLength(1);
     await expectProblem(await decide(id, ['alice', 'alice-pw'], 'approve'), 409, 'not-pending');
 
     const approvedId = await submitOk({ subject: { iss: 'https://idp.example.test', sub: 'dave' } }, 'key-2');
@@ -351,7 +363,7 @@ describe('expiry and callbacks', () => {
     await sink.waitFor(1);
     expect(sink.calls[0]?.url).toBe('https://mcp.example.test/callbacks/approval');
     expect(JSON.parse(sink.calls[0]?.body ?? '')).toEqual({ request_id: id, status: 'expired', generation: 1 });
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'expired', actor: 'system', atMs: T0 + HOUR });
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'expired', actor: 'system', atMs: T0 + HOUR });
     // Persisted: reading again does not expire (or call back) twice.
     await getStatus(id);
     await svc.drainCallbacks();
@@ -371,8 +383,8 @@ describe('expiry and callbacks', () => {
     now = T0 + 2 * HOUR;
     await svc.sweep();
     await svc.drainCallbacks();
-    expect(svc.store.get(due)?.status).toBe('expired');
-    expect(svc.store.get(later)?.status).toBe('pending');
+    expect((await svc.store.get(due))?.status).toBe('expired');
+    expect((await svc.store.get(later))?.status).toBe('pending');
     expect(sink.calls.map((c) => JSON.parse(c.body) as unknown)).toEqual([{ request_id: due, status: 'expired', generation: 3 }]);
   });
 
@@ -426,7 +438,7 @@ describe('expiry and callbacks', () => {
     await svc.drainCallbacks();
     expect(sink.calls).toHaveLength(3);
     expect(new Set(sink.calls.map((c) => c.body)).size).toBe(1);
-    expect(svc.store.get(id)?.status).toBe('approved');
+    expect((await svc.store.get(id))?.status).toBe('approved');
   });
 
   it('a callback that succeeds on its second attempt is not sent again', async () => {
@@ -520,7 +532,7 @@ describe('store', () => {
       expect(await (await getStatus(id)).json()).toMatchObject({ id, status: 'pending' });
       const replay = await submit(requestBody());
       expect(replay.status).toBe(200);
-      expect(svc.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);
+      expect((await svc.store.auditTrail(id)).map((e) => e.event)).toEqual(['submitted']);
     } finally {
       svc.close();
       svc = makeService();

@@ -247,7 +247,7 @@ describe('GET /access/v1/approvals/pending with any query', () => {
 });
 
 describe('stores from before request_principals', () => {
-  it("opening a version-1 file fills in the requesters' names, so an approver's own older requests stay out of their count", () => {
+  it("opening a version-1 file fills in the requesters' names, so an approver's own older requests stay out of their count", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'countersign-principals-'));
     try {
       const file = join(dir, 'approvals.db');
@@ -277,10 +277,10 @@ describe('stores from before request_principals', () => {
           },
           'x',
         );
-      add('ar_1', body('Bob'));
-      add('ar_2', body('alice', [{ sub: 'BOB' }]));
-      add('ar_3', body('alice'));
-      old.close();
+      await add('ar_1', body('Bob'));
+      await add('ar_2', body('alice', [{ sub: 'BOB' }]));
+      await add('ar_3', body('alice'));
+      await old.close();
       // What a version-1 file looks like: no names recorded.
       const raw = new Database(file);
       raw.exec('DELETE FROM request_principals');
@@ -288,9 +288,9 @@ describe('stores from before request_principals', () => {
       raw.close();
 
       const reopened = openApprovalStore(file);
-      expect(reopened.countPending({ excludeNames: ['bob'] })).toBe(1);
-      expect(reopened.countPending({})).toBe(3);
-      reopened.close();
+      expect(await reopened.countPending({ excludeNames: ['bob'] })).toBe(1);
+      expect(await reopened.countPending({})).toBe(3);
+      await reopened.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -156,7 +156,7 @@ describe('sign-in and session', () => {
     expect(after.headers.get('Location')).toBe('/approver/login');
     const decide = await svc.app.request(`/approver/requests/${id}/decision`, form({ csrf, decision: 'approve' }, { Cookie: cookie }));
     expect(decide.status).toBe(401);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('another session of the same approver survives one sign-out', async () => {
@@ -199,8 +199,8 @@ describe('CSRF', () => {
       expect(res.status).toBe(403);
       expect(await res.text()).toContain('nothing was decided');
     }
-    expect(svc.store.get(id)?.status).toBe('pending');
-    expect(svc.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);
+    expect((await svc.store.get(id))?.status).toBe('pending');
+    expect((await svc.store.auditTrail(id)).map((e) => e.event)).toEqual(['submitted']);
   });
 
   it("another session's CSRF token does not work", async () => {
@@ -213,7 +213,7 @@ describe('CSRF', () => {
       form({ csrf: carolToken, decision: 'approve' }, { Cookie: alice.cookie }),
     );
     expect(res.status).toBe(403);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a cross-origin form post is refused even with a valid cookie and token', async () => {
@@ -227,14 +227,14 @@ describe('CSRF', () => {
     expect(res.status).toBe(403);
     const login = await svc.app.request('/approver/login', form({ id: 'alice', password: 'alice-pw' }, { Origin: 'https://evil.example' }));
     expect(login.status).toBe(403);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a post without a session is 401 and decides nothing', async () => {
     const id = await submit('dave', { amount: 50_000, to: 'acct-1' }, 'k1');
     const res = await svc.app.request(`/approver/requests/${id}/decision`, form({ csrf: 'x', decision: 'approve' }));
     expect(res.status).toBe(401);
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('with the token, the form decides and redirects back to the request with a flash; sign-out needs the token too', async () => {
@@ -247,7 +247,7 @@ describe('CSRF', () => {
     );
     expect(res.status).toBe(303);
     expect(res.headers.get('Location')).toBe(`/approver/requests/${id}?flash=approved`);
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'alice', via: 'inbox', comment: 'fine' });
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'approved', actor: 'alice', via: 'inbox', comment: 'fine' });
     expect((await svc.app.request('/approver/logout', form({}, { Cookie: cookie }))).status).toBe(403);
     const out = await svc.app.request('/approver/logout', form({ csrf }, { Cookie: cookie }));
     expect(out.status).toBe(303);
@@ -275,8 +275,8 @@ describe('repeated form fields', () => {
     const html = await res.text();
     expect(html).toContain('Bad request');
     expect(html).toContain('&quot;decision&quot; more than once');
-    expect(svc.store.get(id)?.status).toBe('pending');
-    expect(svc.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);
+    expect((await svc.store.get(id))?.status).toBe('pending');
+    expect((await svc.store.auditTrail(id)).map((e) => e.event)).toEqual(['submitted']);
   });
 
   it('a decision post that repeats only the comment is refused too, and decides nothing', async () => {
@@ -289,7 +289,7 @@ describe('repeated form fields', () => {
     );
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('&quot;comment&quot; more than once');
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a sign-in that repeats the approver id is a 400 page and sets no session cookie', async () => {
@@ -313,7 +313,7 @@ describe('repeated form fields', () => {
     const until = encodeURIComponent(new Date(T0 + HOUR).toISOString());
     const res = await svc.app.request('/approver/delegations', raw(`csrf=${csrf}&to=carol&to=bob&until=${until}`, { Cookie: cookie }));
     expect(res.status).toBe(400);
-    expect(svc.store.delegations.activeFrom('alice', now)).toEqual([]);
+    expect(await svc.store.delegations.activeFrom('alice', now)).toEqual([]);
   });
 });
 
@@ -329,7 +329,7 @@ describe('queue, request page and history', () => {
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
       expect(await res.text()).toContain('That page link is not one this inbox made.');
     }
-    const first = svc.store.get(ids[0]!)!;
+    const first = (await svc.store.get(ids[0]!))!;
     const after = encodePageCursor({ createdAtMs: first.createdAtMs, id: first.id });
     const html = await page(`/approver?after=${after}`, cookie);
     expect(html).toContain(`data-request-id="${ids[1]}"`);

@@ -132,8 +132,8 @@ describe('grants in the approval service', () => {
     expect(results.filter((r) => r.status === 'approved')).toHaveLength(3);
     expect(results.filter((r) => r.status === 'pending')).toHaveLength(5);
     const id = ((await g.json()) as { id: string }).id;
-    expect(two.store.grants.get(id)?.uses).toBe(3);
-    expect(two.store.grants.uses(id).map((u) => u.use)).toEqual([1, 2, 3]);
+    expect((await two.store.grants.get(id))?.uses).toBe(3);
+    expect((await two.store.grants.uses(id)).map((u) => u.use)).toEqual([1, 2, 3]);
   });
 
   it('a grant made from a pending request it covers approves that request as its first use, and the request history shows both', async () => {
@@ -143,14 +143,14 @@ describe('grants in the approval service', () => {
     expect(res.status).toBe(201);
     const g = (await res.json()) as { id: string; approved_request: string; principal: string; uses: number };
     expect(g).toMatchObject({ approved_request: r.id, principal: 'carol', uses: 1 });
-    const events = svc.store.auditTrail(r.id).map((e) => [e.event, e.actor, e.rule]);
+    const events = (await svc.store.auditTrail(r.id)).map((e) => [e.event, e.actor, e.rule]);
     expect(events).toEqual([
       ['submitted', 'carol', null],
       ['granted', 'alice', 'grant'],
       ['grant-used', 'alice', 'grant'],
       ['approved', 'alice', 'grant'],
     ]);
-    expect(svc.store.get(r.id)?.approval?.grant).toMatchObject({ id: g.id, created_by: 'alice', use: 1, max_uses: 2 });
+    expect((await svc.store.get(r.id))?.approval?.grant).toMatchObject({ id: g.id, created_by: 'alice', use: 1, max_uses: 2 });
   });
 
   it('the ITSM system hears of a request a grant approved at submission, as approved by that grant, and of a pending one as pending; the grant-approved one is not offered to ITSM to decide', async () => {
@@ -227,7 +227,7 @@ describe('grants in the approval service', () => {
     expect((await submit(svc, { amount: 1 })).status).toBe('pending');
   });
 
-  it('a version-7 store file migrates to the current version keeping its rows, and then holds grants', () => {
+  it('a version-7 store file migrates to the current version keeping its rows, and then holds grants', async () => {
     const file = tmpDb();
     const first = service(file);
     first.close();
@@ -237,7 +237,7 @@ describe('grants in the approval service', () => {
     expect(check.pragma('user_version', { simple: true })).toBe(STORE_SCHEMA_VERSION);
     expect(STORE_SCHEMA_VERSION).toBe(9);
     check.close();
-    expect(svc.store.grants.list()).toEqual([]);
+    expect(await svc.store.grants.list()).toEqual([]);
   });
 
   it('a migrated version-7 file records a grant made from one of its requests (the audit CHECK list knows the grant events)', async () => {
@@ -247,11 +247,11 @@ describe('grants in the approval service', () => {
     first.close();
     toVersion7(file);
     const svc = service(file);
-    expect(svc.store.get(r.id)?.status).toBe('pending');
+    expect((await svc.store.get(r.id))?.status).toBe('pending');
     const res = await createGrant(svc, { from_request: r.id, max_uses: 1 });
     expect(res.status).toBe(201);
-    expect(svc.store.get(r.id)?.status).toBe('approved');
-    expect(svc.store.auditTrail(r.id).map((e) => e.event)).toEqual(['submitted', 'granted', 'grant-used', 'approved']);
+    expect((await svc.store.get(r.id))?.status).toBe('approved');
+    expect((await svc.store.auditTrail(r.id)).map((e) => e.event)).toEqual(['submitted', 'granted', 'grant-used', 'approved']);
   });
   it("a grant made from a request covers its requester from that request's issuer only: the same sub from another issuer waits for an approver", async () => {
     const svc = service(':memory:');
@@ -294,7 +294,7 @@ describe('grants in the approval service', () => {
     db.exec('ALTER TABLE grants DROP COLUMN principal_iss; PRAGMA user_version = 8;');
     db.close();
     const svc = service(file);
-    const issuers = Object.fromEntries(svc.store.grants.list().map((g) => [g.principal, g.principalIssuer]));
+    const issuers = Object.fromEntries((await svc.store.grants.list()).map((g) => [g.principal, g.principalIssuer]));
     expect(issuers).toEqual({ carol: 'https://idp.example.test', dave: null });
     expect((await submit(svc, { amount: 30_000 }, 'carol', undefined, 'https://other-idp.example.test')).status).toBe('pending');
   });
@@ -315,7 +315,7 @@ describe('grants in the approval service', () => {
     const fromIt = await createGrant(svc, { from_request: through.id, max_uses: 1 });
     expect(fromIt.status).toBe(403);
     expect(((await fromIt.json()) as { detail: string }).detail).toMatch(/act chain names you/);
-    expect(svc.store.get(through.id)?.status).toBe('pending');
+    expect((await svc.store.get(through.id))?.status).toBe('pending');
     // the same principal's call without alice in its chain is still approved by the grant
     expect((await submit(svc, { amount: 30_000 }, 'carol', [{ sub: 'agent-7' }])).status).toBe('approved');
   });
@@ -326,7 +326,7 @@ describe('grants in the approval service', () => {
     const id = ((await res.json()) as { id: string }).id;
     for (let i = 0; i < 201; i++) {
       now += 1;
-      svc.store.grants.create({
+      await svc.store.grants.create({
         id: `grt_other_${i}`,
         principal: 'erin',
         principalIssuer: null,
@@ -359,8 +359,8 @@ describe('grants in the approval service', () => {
     const res = await createGrant(svc, { principal: 'carol', tool: 'wire_transfer', approver_group: 'treasury', max_uses: 5 });
     const id = ((await res.json()) as { id: string }).id;
     const r = await submit(svc, { amount: 1, to: 'acct-666' });
-    expect(svc.store.get(r.id)?.status).toBe('denied');
-    expect(svc.store.grants.get(id)?.uses).toBe(0);
+    expect((await svc.store.get(r.id))?.status).toBe('denied');
+    expect((await svc.store.grants.get(id))?.uses).toBe(0);
     expect((await submit(svc, { amount: 1, to: 'acct-991' })).status).toBe('approved');
   });
 
@@ -394,7 +394,7 @@ describe('grants in the approval service', () => {
       expect(res.status, JSON.stringify(reason)).toBe(400);
       expect(res.headers.get('Content-Type')).toContain('application/problem+json');
     }
-    expect(svc.store.grants.list({ groups: ['treasury'] })).toEqual([]);
+    expect(await svc.store.grants.list({ groups: ['treasury'] })).toEqual([]);
     expect((await createGrant(svc, { ...grant, reason: 'supplier run' })).status).toBe(201);
   });
   it('a grant made from a request without limits limits each argument to its value there; one from scratch without limits is refused unless it says any_arguments', async () => {
@@ -421,7 +421,7 @@ describe('grants in the approval service', () => {
       expect(refused.status).toBe(400);
       expect(((await refused.json()) as { detail: string }).detail).toMatch(/any_arguments/);
     }
-    expect(svc.store.grants.list()).toHaveLength(1);
+    expect(await svc.store.grants.list()).toHaveLength(1);
   });
 
   it('a rules file that lowers maxUses or maxDurationMs shrinks the grants already made', async () => {

@@ -98,7 +98,7 @@ describe('delegation in the inbox', () => {
       ['on_behalf_of', 'bob'],
     ]);
     expect(forged.headers.get('Location')).toContain('flash=forbidden');
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
 
     const decided = await post(`/approver/requests/${id}/decision`, dave.cookie, [
       ['csrf', dave.csrf],
@@ -106,7 +106,7 @@ describe('delegation in the inbox', () => {
       ['on_behalf_of', 'alice'],
     ]);
     expect(decided.headers.get('Location')).toContain('flash=approved');
-    expect(svc.store.auditTrail(id).at(-1)).toMatchObject({ event: 'approved', actor: 'dave', onBehalfOf: 'alice', via: 'inbox' });
+    expect((await svc.store.auditTrail(id)).at(-1)).toMatchObject({ event: 'approved', actor: 'dave', onBehalfOf: 'alice', via: 'inbox' });
     expect(await page(`/approver/requests/${id}`, dave.cookie)).toContain('dave for alice');
   });
 
@@ -147,11 +147,11 @@ describe('batch decisions in the inbox', () => {
     expect(res.status).toBe(200);
     const html = await res.text();
     expect(html).toContain('Batch decision: 2 done, 1 not decided');
-    expect(svc.store.get(a)?.status).toBe('denied');
-    expect(svc.store.get(b)?.status).toBe('denied');
-    expect(svc.store.get(own)?.status).toBe('pending');
+    expect((await svc.store.get(a))?.status).toBe('denied');
+    expect((await svc.store.get(b))?.status).toBe('denied');
+    expect((await svc.store.get(own))?.status).toBe('pending');
     for (const id of [a, b]) {
-      expect(svc.store.auditTrail(id).filter((e) => e.event === 'denied')).toEqual([
+      expect((await svc.store.auditTrail(id)).filter((e) => e.event === 'denied')).toEqual([
         expect.objectContaining({ actor: 'bob', via: 'inbox', comment: 'duplicate payments' }),
       ]);
     }
@@ -166,7 +166,7 @@ describe('batch decisions in the inbox', () => {
       ['decision', 'approve'],
     ]);
     expect(res.status).toBe(403);
-    expect(svc.store.get(a)?.status).toBe('pending');
+    expect((await svc.store.get(a))?.status).toBe('pending');
   });
 
   it('a batch post that repeats the comment is a 400 page naming the field, and decides nothing', async () => {
@@ -184,8 +184,8 @@ describe('batch decisions in the inbox', () => {
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('&quot;comment&quot; more than once');
     for (const id of [a, b]) {
-      expect(svc.store.get(id)?.status).toBe('pending');
-      expect(svc.store.auditTrail(id).map((e) => e.event)).toEqual(['submitted']);
+      expect((await svc.store.get(id))?.status).toBe('pending');
+      expect((await svc.store.auditTrail(id)).map((e) => e.event)).toEqual(['submitted']);
     }
   });
 
@@ -200,6 +200,6 @@ describe('batch decisions in the inbox', () => {
     ]);
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('&quot;decision&quot; more than once');
-    expect(svc.store.get(a)?.status).toBe('pending');
+    expect((await svc.store.get(a))?.status).toBe('pending');
   });
 });

@@ -119,11 +119,11 @@ describe('the inbox grant form', () => {
     const fields = formAsSubmitted(page);
     const res = await post('/approver/grants', { ...fields, max_uses: '3', reason: 'carol runs this reference again today' }, cookie);
     expect(res.status).toBe(303);
-    const [grant] = svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' });
+    const [grant] = await svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' });
     expect(grant?.constraints).toEqual({ ref: { eq: '42' }, amount: { eq: 30_000 }, to: { eq: 'acct\u200b-991' }, urgent: { eq: true } });
     // made from a pending request it meets, the grant approves that request: it matches the original call
     expect(res.headers.get('Location')).toBe('/approver/grants?flash=granted-approved');
-    expect(svc.store.get(id)?.status).toBe('approved');
+    expect((await svc.store.get(id))?.status).toBe('approved');
     // each value was prefilled as its JSON: text in quotes, an invisible character as a visible escape
     expect(Object.values(fields)).toEqual(expect.arrayContaining(['"42"', '30000', '"acct\\u200b-991"', 'true']));
   });
@@ -141,7 +141,7 @@ describe('the inbox grant form', () => {
     });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('limits 1 and 2 both limit the argument &quot;amount&quot;: give each argument one limit');
-    expect(svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' })).toEqual([]);
+    expect(await svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' })).toEqual([]);
   });
 
   it('a grant reason of only zero-width and other invisible characters is refused like an empty one, and no grant is made', async () => {
@@ -151,7 +151,7 @@ describe('the inbox grant form', () => {
     });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('A grant needs a reason a reader can see');
-    expect(svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' })).toEqual([]);
+    expect(await svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' })).toEqual([]);
   });
   it('"Grant calls like this one…" on a request with seven arguments prefills a row for each, and the grant made unchanged limits all seven', async () => {
     const args = { a: 1, b: 'two', c: 3, d: 'four', e: 5, f: 'six', g: 7 };
@@ -164,7 +164,7 @@ describe('the inbox grant form', () => {
       cookie,
     );
     expect(res.status).toBe(303);
-    const [grant] = svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' });
+    const [grant] = await svc.store.grants.list({ groups: ['treasury'], createdBy: 'alice' });
     expect(grant?.constraints).toEqual(Object.fromEntries(Object.entries(args).map(([k, v]) => [k, { eq: v }])));
   });
 });

@@ -114,14 +114,14 @@ describe('step-up challenges', () => {
     expect(await approveWith(first, captured)).toBe('approved');
 
     const second = await submitIdenticalCall('replay-2');
-    expect(svc.store.get(second)?.body.binding_digest).toBe(svc.store.get(first)?.body.binding_digest);
+    expect((await svc.store.get(second))?.body.binding_digest).toBe((await svc.store.get(first))?.body.binding_digest);
     expect(await approveWith(second, captured)).toBe('step-up-failed');
     await stepUpOptions(second); // the attacker may even start a ceremony: the new challenge is not the one signed
     expect(await approveWith(second, captured)).toBe('step-up-failed');
-    expect(svc.store.get(second)?.status).toBe('pending');
-    expect(svc.store.votes(second)).toEqual([]);
+    expect((await svc.store.get(second))?.status).toBe('pending');
+    expect(await svc.store.votes(second)).toEqual([]);
     // the first approval's proof names what its challenge was issued for
-    expect(svc.store.votes(first)[0]?.stepUp).toMatchObject({
+    expect((await svc.store.votes(first))[0]?.stepUp).toMatchObject({
       binding_digest: 'd'.repeat(64),
       request_id: first,
       rule: 'passkey-over-250k',
@@ -138,7 +138,7 @@ describe('step-up challenges', () => {
     });
     expect(new URL(wrongApprover.headers.get('location')!, ORIGIN).searchParams.get('flash')).toBe('step-up-failed');
     expect(await approveWith(id, signed)).toBe('step-up-failed'); // its challenge was consumed by the failed attempt
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
     expect(await approveWith(id, authenticator.assert(await stepUpOptions(id)))).toBe('approved');
   });
 
@@ -147,7 +147,7 @@ describe('step-up challenges', () => {
     const options = await stepUpOptions(id);
     clock += STEP_UP_CHALLENGE_MS + 1;
     expect(await approveWith(id, authenticator.assert(options))).toBe('step-up-failed');
-    expect(svc.store.get(id)?.status).toBe('pending');
+    expect((await svc.store.get(id))?.status).toBe('pending');
   });
 
   it('a challenge is bound to its request: one issued for another request does not approve this one', async () => {
@@ -156,6 +156,6 @@ describe('step-up challenges', () => {
     const forA = authenticator.assert(await stepUpOptions(a));
     await stepUpOptions(b);
     expect(await approveWith(b, forA)).toBe('step-up-failed');
-    expect(svc.store.get(b)?.status).toBe('pending');
+    expect((await svc.store.get(b))?.status).toBe('pending');
   });
 });

@@ -267,9 +267,9 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
    * `close`) with `status_reason: "unfollowed"`; denied by a counter-proposal with its
    * `counter_proposal` (`../narrowing-permits.ts`). The gate says either in the task's result.
    */
-  const statusBodyOf = (record: AccessRequestRecord): WireStatusBody => {
-    const closed = record.status === 'expired' && deps.store.followers.closedUnfollowed(record.id);
-    const permit = record.status === 'denied' ? deps.store.permitProposedOn(record.id) : undefined;
+  const statusBodyOf = async (record: AccessRequestRecord): Promise<WireStatusBody> => {
+    const closed = record.status === 'expired' && (await deps.store.followers.closedUnfollowed(record.id));
+    const permit = record.status === 'denied' ? await deps.store.permitProposedOn(record.id) : undefined;
     return {
       ...toStatusBody(record),
       ...(closed ? { status_reason: 'unfollowed' } : {}),
@@ -278,9 +278,9 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   };
 
   /** The grant use that approved request `id`, as the wire carries it, or undefined. */
-  const grantUseOf = (id: string) => {
-    const use = deps.store.grants.useBy(id);
-    const grant = use === undefined ? undefined : deps.store.grants.get(use.grantId);
+  const grantUseOf = async (id: string) => {
+    const use = await deps.store.grants.useBy(id);
+    const grant = use === undefined ? undefined : await deps.store.grants.get(use.grantId);
     return use === undefined || grant === undefined ? undefined : grantUseWire(grant, use);
   };
 
@@ -293,7 +293,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     if (!json.ok) return json.response;
     const parsed = AccessRequestBodySchema.safeParse(json.value);
     if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
-    const outcome = lifecycle.submit(key, parsed.data);
+    const outcome = await lifecycle.submit(key, parsed.data);
     switch (outcome.kind) {
       case 'created': {
         faultPoint('approvals.submit.after-store'); // committed, not yet answered (fault harness only)
@@ -309,24 +309,23 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     }
   });
 
-  app.get('/requests/:id', requireClient, (c) => {
-    const record = lifecycle.read(c.req.param('id'));
+  app.get('/requests/:id', requireClient, async (c) => {
+    const record = await lifecycle.read(c.req.param('id'));
     if (record === undefined) return notFound();
-    return c.json(statusBodyOf(record), 200);
+    return c.json(await statusBodyOf(record), 200);
   });
 
   // The request's decision record, for evidence receipts (`countersign receipts export`): quorum
   // and every counted decision in audit order, as `DecisionRecordBodySchema` of `@countersign/arap`
   // says. A read: it neither expires the request nor records anything.
-  app.get('/requests/:id/decisions', requireClient, (c) => {
-    const record = deps.store.get(c.req.param('id'));
+  app.get('/requests/:id/decisions', requireClient, async (c) => {
+    const record = await deps.store.get(c.req.param('id'));
     if (record === undefined) return notFound();
     const body: WireDecisionRecord = {
       id: record.id,
       status: record.status,
       quorum: { required: record.requiredApprovals, rule: record.quorumRule },
-      decisions: deps.store
-        .auditTrail(record.id)
+      decisions: (await deps.store.auditTrail(record.id))
         .filter((e) => e.event === 'endorsed' || e.event === 'approved' || e.event === 'denied')
         .map((e) => ({
           approver: e.actor,
@@ -335,9 +334,9 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
           at: new Date(e.atMs).toISOString(),
         })),
     };
-    const glass = breakGlassWire(deps.store.breakGlass.use(record.id));
+    const glass = breakGlassWire(await deps.store.breakGlass.use(record.id));
     if (glass !== undefined) body.break_glass = glass;
-    const grant = grantUseOf(record.id);
+    const grant = await grantUseOf(record.id);
     if (grant !== undefined) body.grant = grant;
     return c.json(body, 200);
   });
@@ -353,7 +352,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     const parsed = FollowerReportBodySchema.safeParse(json.value);
     if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
     const { subscribed, client } = parsed.data;
-    const known = deps.store.followers.report(
+    const known = await deps.store.followers.report(
       taskRef.data,
       {
         subscribed,
@@ -366,8 +365,8 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     return known ? c.body(null, 204) : problem('not-found', 'No access request names this task.');
   });
 
-  app.post('/requests/:id/cancel', requireClient, (c) => {
-    const outcome = lifecycle.cancel(c.req.param('id'));
+  app.post('/requests/:id/cancel', requireClient, async (c) => {
+    const outcome = await lifecycle.cancel(c.req.param('id'));
     switch (outcome.kind) {
       case 'cancelled':
         return c.json(toStatusBody(outcome.record), 200);
@@ -395,7 +394,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     return who;
   };
 
-  app.get('/approvals/pending', (c) => {
+  app.get('/approvals/pending', async (c) => {
     const who = decider(c);
     if (who instanceof Response) return who;
     const shape = pageQueryShapeProblem(new URL(c.req.url).searchParams);
@@ -412,20 +411,22 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
         return problem('invalid-request', `${name} must be 1 to ${MAX_FILTER_LENGTH} characters.`);
       }
     }
-    lifecycle.sweep();
+    await lifecycle.sweep();
     const filter: RequestFilter = {
       ...lifecycle.decidableFilter(who),
       ...(tool !== undefined ? { tool } : {}),
       ...(group !== undefined ? { group } : {}),
     };
-    const result = deps.store.pagePending(filter, { limit: page.limit, ...(page.after !== undefined ? { after: page.after } : {}) });
+    const result = await deps.store.pagePending(filter, { limit: page.limit, ...(page.after !== undefined ? { after: page.after } : {}) });
     const last = result.records[result.records.length - 1];
-    const items = result.records.map((r) =>
-      approvalItem(
-        r,
-        lifecycle.votes(r.id).map((v) => v.approver),
-      ),
-    );
+    const items: ReturnType<typeof approvalItem>[] = [];
+    for (const r of result.records)
+      items.push(
+        approvalItem(
+          r,
+          (await lifecycle.votes(r.id)).map((v) => v.approver),
+        ),
+      );
     return c.json(
       {
         items,
@@ -436,28 +437,34 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     );
   });
 
-  app.get('/approvals/:id', (c) => {
+  app.get('/approvals/:id', async (c) => {
     const who = decider(c);
     if (who instanceof Response) return who;
-    const record = lifecycle.read(c.req.param('id'));
+    const record = await lifecycle.read(c.req.param('id'));
     if (record === undefined) return notFound();
-    const refusal = lifecycle.refusalFor(who, record);
+    const refusal = await lifecycle.refusalFor(who, record);
     if (refusal === 'not-in-group' || refusal === 'tool-out-of-scope') return notFound();
+    const votes = await lifecycle.votes(record.id);
+    const followers = await lifecycle.followers(record);
+    const trail = await narrowingTrail(record);
+    const glass = await deps.store.breakGlass.use(record.id);
+    const grant = await grantUseOf(record.id);
+    const audit = await deps.store.auditTrail(record.id);
     return c.json(
       {
         ...approvalItem(
           record,
-          lifecycle.votes(record.id).map((v) => v.approver),
-          followersItem(lifecycle.followers(record), now()),
+          votes.map((v) => v.approver),
+          followersItem(followers, now()),
         ),
         resolved_by: record.resolvedBy,
         resolved_at: record.resolvedAtMs === null ? null : new Date(record.resolvedAtMs).toISOString(),
         you_may_decide: refusal === null && record.status === 'pending',
-        ...narrowingTrail(record),
+        ...trail,
         refusal,
-        break_glass: breakGlassWire(deps.store.breakGlass.use(record.id)) ?? null,
-        grant: grantUseOf(record.id) ?? null,
-        audit: deps.store.auditTrail(record.id).map((e) => ({
+        break_glass: breakGlassWire(glass) ?? null,
+        grant: grant ?? null,
+        audit: audit.map((e) => ({
           event: e.event,
           actor: e.actor,
           on_behalf_of: e.onBehalfOf,
@@ -482,13 +489,13 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     if (parsed.data.on_behalf_of !== undefined) {
       const self = personOf(who);
       const forDelegator =
-        self === undefined ? null : delegatedDecider(deps.store, deps.approvers, self, parsed.data.on_behalf_of, 'api', now());
+        self === undefined ? null : await delegatedDecider(deps.store, deps.approvers, self, parsed.data.on_behalf_of, 'api', now());
       if (forDelegator === null) return problem('forbidden', REFUSAL_DETAIL['no-delegation']);
       acting = forDelegator;
     }
     if (parsed.data.decision === 'narrow')
       return narrowed(c.req.param('id'), acting, parsed.data.proposed_arguments ?? {}, parsed.data.comment);
-    const outcome = lifecycle.decide(c.req.param('id'), acting, parsed.data.decision, {
+    const outcome = await lifecycle.decide(c.req.param('id'), acting, parsed.data.decision, {
       comment: parsed.data.comment,
       confirmUnfollowed: parsed.data.confirm_unfollowed,
       breakGlass: parsed.data.break_glass,
@@ -500,7 +507,7 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
           {
             ...toStatusBody(outcome.record),
             required_approvals: outcome.record.requiredApprovals,
-            approvals: lifecycle.votes(outcome.record.id).map((v) => v.approver),
+            approvals: (await lifecycle.votes(outcome.record.id)).map((v) => v.approver),
           },
           200,
         );
@@ -519,9 +526,9 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
    * narrower call proposed on it: tool, arguments, expires_at, proposed_by, used_by_request) and
    * `permitted_by` (the proposal that approved it: request_id, approver), each only when present.
    */
-  const narrowingTrail = (record: AccessRequestRecord): Record<string, unknown> => {
-    const proposed = deps.store.permitProposedOn(record.id);
-    const used = deps.store.permitUsedBy(record.id);
+  const narrowingTrail = async (record: AccessRequestRecord): Promise<Record<string, unknown>> => {
+    const proposed = await deps.store.permitProposedOn(record.id);
+    const used = await deps.store.permitUsedBy(record.id);
     return {
       ...(proposed !== undefined
         ? {
@@ -533,11 +540,16 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
   };
 
   /** A counter-proposal's answer: the denied request's status (with its `counter_proposal`), or the refusal. */
-  const narrowed = (id: string, acting: Decider, proposed: Record<string, unknown>, comment: string | undefined): Response => {
-    const outcome = lifecycle.narrow(id, acting, proposed, comment);
+  const narrowed = async (
+    id: string,
+    acting: Decider,
+    proposed: Record<string, unknown>,
+    comment: string | undefined,
+  ): Promise<Response> => {
+    const outcome = await lifecycle.narrow(id, acting, proposed, comment);
     switch (outcome.kind) {
       case 'narrowed':
-        return Response.json(statusBodyOf(outcome.record), { status: 200 });
+        return Response.json(await statusBodyOf(outcome.record), { status: 200 });
       case 'invalid':
         return problem('invalid-narrowing', `${outcome.message}.`);
       case 'not-narrowable':
@@ -564,12 +576,12 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     if (!json.ok) return json.response;
     const parsed = DelegationBodySchema.safeParse(json.value);
     if (!parsed.success) return problem('invalid-request', describeIssues(parsed.error));
-    const outcome = createDelegation(deps.store, deps.approvers, self, parsed.data.to, Date.parse(parsed.data.until), now());
+    const outcome = await createDelegation(deps.store, deps.approvers, self, parsed.data.to, Date.parse(parsed.data.until), now());
     if (outcome.kind === 'refused') return problem('invalid-request', DELEGATION_REFUSAL_DETAIL[outcome.reason]);
     return c.json(delegationItem(outcome.delegation), 201);
   });
 
-  app.get('/delegations', (c) => {
+  app.get('/delegations', async (c) => {
     const who = decider(c);
     if (who instanceof Response) return who;
     const self = personOf(who);
@@ -577,19 +589,19 @@ export function createArapRoutes(deps: ArapRoutesDeps): Hono {
     const at = now();
     return c.json(
       {
-        given: deps.store.delegations.activeFrom(self.id, at).map(delegationItem),
-        received: deps.store.delegations.activeTo(self.id, at).map(delegationItem),
+        given: (await deps.store.delegations.activeFrom(self.id, at)).map(delegationItem),
+        received: (await deps.store.delegations.activeTo(self.id, at)).map(delegationItem),
       },
       200,
     );
   });
 
-  app.post('/delegations/:id/revoke', (c) => {
+  app.post('/delegations/:id/revoke', async (c) => {
     const who = decider(c);
     if (who instanceof Response) return who;
     const self = personOf(who);
     if (self === undefined) return onlyPeople();
-    return deps.store.delegations.revoke(c.req.param('id'), self.id, now())
+    return (await deps.store.delegations.revoke(c.req.param('id'), self.id, now()))
       ? c.json({ id: c.req.param('id'), revoked: true }, 200)
       : problem('not-found', 'No such active delegation of yours.');
   });

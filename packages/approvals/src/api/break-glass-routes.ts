@@ -31,8 +31,8 @@ export function breakGlassSessionItem(s: BreakGlassSession): Record<string, unkn
  * broke glass and why, when, the approvers skipped, the review due time and whether it is overdue
  * at `nowMs`, and the review (null until reviewed).
  */
-export function breakGlassItem(use: BreakGlassUse, store: ApprovalStore, nowMs: number): Record<string, unknown> {
-  const r = store.get(use.requestId);
+export async function breakGlassItem(use: BreakGlassUse, store: ApprovalStore, nowMs: number): Promise<Record<string, unknown>> {
+  const r = await store.get(use.requestId);
   return {
     request_id: use.requestId,
     tool: r?.body.resource.id ?? null,
@@ -52,12 +52,19 @@ export function breakGlassItem(use: BreakGlassUse, store: ApprovalStore, nowMs: 
  * The break-glass approvals `who` may see on the review list: those they may review (by the rules'
  * `reviewers`, `reviewerGroups`, else the request's group) and those they made; oldest first.
  */
-export function reviewableBy(who: Approver, store: ApprovalStore, rules: ApprovalRules, unreviewed: boolean): BreakGlassUse[] {
-  return store.breakGlass.list({ unreviewed }).filter((u) => {
-    if (u.approver.toLowerCase() === who.id.toLowerCase()) return true;
-    const group = store.get(u.requestId)?.body.approver_group ?? '';
-    return mayReviewBreakGlass(rules.breakGlass, who.id, who.groups, u.approver, group);
-  });
+export async function reviewableBy(
+  who: Approver,
+  store: ApprovalStore,
+  rules: ApprovalRules,
+  unreviewed: boolean,
+): Promise<BreakGlassUse[]> {
+  const visible: BreakGlassUse[] = [];
+  for (const u of await store.breakGlass.list({ unreviewed })) {
+    const group = (await store.get(u.requestId))?.body.approver_group ?? '';
+    if (u.approver.toLowerCase() === who.id.toLowerCase() || mayReviewBreakGlass(rules.breakGlass, who.id, who.groups, u.approver, group))
+      visible.push(u);
+  }
+  return visible;
 }
 
 const ReviewBodySchema = z.object({ comment: z.string().max(MAX_BREAK_GLASS_TEXT) }).strict();
@@ -80,27 +87,28 @@ export interface BreakGlassRoutesDeps {
 export function addBreakGlassRoutes(app: Hono, deps: BreakGlassRoutesDeps): void {
   const { store, now } = deps;
 
-  app.get('/break-glass/session', (c) => {
+  app.get('/break-glass/session', async (c) => {
     const who = deps.person(c);
     if (who instanceof Response) return who;
-    const s = store.breakGlass.active(who.id, now());
+    const s = await store.breakGlass.active(who.id, now());
     return s === undefined ? problem('not-found', 'You have no active break-glass session.') : c.json(breakGlassSessionItem(s), 200);
   });
 
-  app.delete('/break-glass/session', (c) => {
+  app.delete('/break-glass/session', async (c) => {
     const who = deps.person(c);
     if (who instanceof Response) return who;
-    const s = store.breakGlass.end(who.id, now());
+    const s = await store.breakGlass.end(who.id, now());
     return s === undefined ? problem('not-found', 'You have no active break-glass session.') : c.json(breakGlassSessionItem(s), 200);
   });
 
-  app.get('/break-glass/reviews', (c) => {
+  app.get('/break-glass/reviews', async (c) => {
     const who = deps.person(c);
     if (who instanceof Response) return who;
     const state = c.req.query('state') ?? 'unreviewed';
     if (state !== 'unreviewed' && state !== 'all') return problem('invalid-request', 'state must be unreviewed or all.');
     const at = now();
-    const items = reviewableBy(who, store, deps.rules(), state === 'unreviewed').map((u) => breakGlassItem(u, store, at));
+    const items: Record<string, unknown>[] = [];
+    for (const u of await reviewableBy(who, store, deps.rules(), state === 'unreviewed')) items.push(await breakGlassItem(u, store, at));
     return c.json(
       { items, unreviewed: items.filter((i) => i['review'] === null).length, overdue: items.filter((i) => i['overdue']).length },
       200,
@@ -114,10 +122,10 @@ export function addBreakGlassRoutes(app: Hono, deps: BreakGlassRoutesDeps): void
     if (!json.ok) return json.response;
     const parsed = ReviewBodySchema.safeParse(json.value);
     if (!parsed.success) return problem('invalid-request', deps.describeIssues(parsed.error));
-    const outcome = deps.lifecycle.reviewBreakGlass(c.req.param('id'), who, parsed.data.comment, 'api');
+    const outcome = await deps.lifecycle.reviewBreakGlass(c.req.param('id'), who, parsed.data.comment, 'api');
     switch (outcome.kind) {
       case 'reviewed':
-        return c.json(breakGlassItem(outcome.use, store, now()), 200);
+        return c.json(await breakGlassItem(outcome.use, store, now()), 200);
       case 'not-found':
         return problem('not-found', 'No break-glass approval of this request.');
       case 'comment-required':

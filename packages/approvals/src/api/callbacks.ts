@@ -22,6 +22,9 @@
  *
  * An attempt in flight when the process stops is delivered again after the restart (its lease,
  * `attemptTimeoutMs`, has passed): delivery is at least once per row while the budget lasts.
+ * One pass over the outbox runs at a time (a wake during a pass runs another after it), and an
+ * attempt starts only on a row its lease claimed (a compare-and-set on "still pending and due"),
+ * so no row is attempted twice at once however the store's awaits interleave.
  * Deliberately does not: log bodies, URL paths or queries, or secrets; follow redirects.
  */
 import type { Logger } from 'pino';
@@ -155,27 +158,29 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
     const outcome = await attempt(row);
     if (stopped) return; // the store may be closed; the lease lets the next process retry
     if (outcome === null) {
-      outbox.delivered(row.seq, n, now());
+      await outbox.delivered(row.seq, n, now());
       logger.debug(log, 'callback delivered');
       return;
     }
     const { failure } = outcome;
     if (outcome.final) {
-      outbox.refused(row.seq, n, now(), failure);
+      await outbox.refused(row.seq, n, now(), failure);
       logger.warn({ ...log, failure }, 'callback refused by the receiver; not retried');
     } else if (n >= policy.maxAttempts) {
-      outbox.gaveUp(row.seq, n, now(), failure);
+      await outbox.gaveUp(row.seq, n, now(), failure);
       logger.error({ ...log, failure }, 'callback delivery gave up; the receiver falls back to its status poll');
     } else {
       const delay = callbackRetryDelayMs(n, policy, random);
-      outbox.retryAt(row.seq, n, now() + delay, failure);
+      await outbox.retryAt(row.seq, n, now() + delay, failure);
       logger.warn({ ...log, failure, retryInMs: delay }, 'callback attempt failed');
     }
   }
 
-  function start(row: CallbackOutboxRow): void {
+  /** Claim `row` and start its attempt in the background; false when another pass or process claimed it first. */
+  async function start(row: CallbackOutboxRow): Promise<boolean> {
     const origin = row.origin;
-    outbox.lease(row.seq, now() + policy.attemptTimeoutMs);
+    const at = now();
+    if (!(await outbox.lease(row.seq, at, at + policy.attemptTimeoutMs))) return false;
     perOrigin.set(origin, (perOrigin.get(origin) ?? 0) + 1);
     const p = run(row, origin)
       .catch((err: unknown) => logger.error({ requestId: row.requestId, err: (err as Error).message }, 'callback delivery failed'))
@@ -184,32 +189,33 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
         const left = (perOrigin.get(origin) ?? 1) - 1;
         if (left <= 0) perOrigin.delete(origin);
         else perOrigin.set(origin, left);
-        pump();
+        void pump();
       });
     inFlight.set(row.seq, p);
+    return true;
   }
 
   /** Receivers whose every slot is busy. */
   const saturated = (): string[] =>
     [...perOrigin.entries()].filter(([, n]) => n >= policy.perReceiverConcurrency).map(([origin]) => origin);
 
-  /** Start every due row the limits allow, then sleep until the next startable row falls due. */
-  function pump(): void {
-    if (stopped) return;
+  /** One pass: start every due row the limits allow, then sleep until the next startable row falls due. */
+  async function pass(): Promise<void> {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     try {
-      while (inFlight.size < policy.concurrency) {
+      while (inFlight.size < policy.concurrency && !stopped) {
         const skip = saturated();
         // Rows of busy receivers are skipped in the query, so they never crowd out the others.
-        const row = outbox.due(now(), 1, skip).find((r) => !inFlight.has(r.seq));
-        if (row === undefined) break;
-        start(row);
+        const row = (await outbox.due(now(), 1, skip)).find((r) => !inFlight.has(r.seq));
+        if (row === undefined || stopped) break;
+        await start(row);
       }
-      if (inFlight.size >= policy.concurrency) return; // a finishing attempt pumps again
-      const next = outbox.nextDueAtMs(saturated());
-      if (next !== null) {
-        timer = setTimeout(pump, Math.min(Math.max(0, next - now()), 2 ** 31 - 1));
+      if (stopped || inFlight.size >= policy.concurrency) return; // a finishing attempt pumps again
+      const next = await outbox.nextDueAtMs(saturated());
+      if (next !== null && !stopped) {
+        if (timer !== undefined) clearTimeout(timer);
+        timer = setTimeout(() => void pump(), Math.min(Math.max(0, next - now()), 2 ** 31 - 1));
         timer.unref();
       }
     } catch (err) {
@@ -217,17 +223,37 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
     }
   }
 
-  queueMicrotask(pump);
+  let pumping: Promise<void> | undefined;
+  let again = false;
+  /** Run a pass, one at a time: a call during a pass asks for one more after it; resolves when they are done. Never rejects. */
+  function pump(): Promise<void> {
+    if (stopped) return Promise.resolve();
+    if (pumping !== undefined) {
+      again = true;
+      return pumping;
+    }
+    pumping = (async () => {
+      do {
+        again = false;
+        await pass();
+      } while (again && !stopped);
+    })().finally(() => {
+      pumping = undefined;
+    });
+    return pumping;
+  }
+
+  queueMicrotask(() => void pump());
 
   return {
     wake() {
-      queueMicrotask(pump);
+      queueMicrotask(() => void pump());
     },
     async drain() {
       for (;;) {
-        pump();
+        await pump();
         if (inFlight.size === 0) {
-          const next = outbox.nextDueAtMs();
+          const next = await outbox.nextDueAtMs();
           if (stopped || next === null || next > now()) return;
           // due rows that cannot start (every slot of their receiver is busy elsewhere): wait a tick
           await new Promise((resolve) => setImmediate(resolve));
@@ -240,6 +266,7 @@ export function createCallbackDispatcher(opts: CallbackDispatcherOptions): Callb
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
+      await pumping;
       await Promise.allSettled([...inFlight.values()]);
     },
   };

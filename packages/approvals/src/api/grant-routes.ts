@@ -50,11 +50,17 @@ export function mayRevokeGrant(who: Approver, g: Grant, rules: ApprovalRules): b
  * Create a grant as `who` through `via` from an unparsed body: the response of `POST /grants`
  * (shared by the API and the inbox's JSON form post).
  */
-export function createGrantResponse(deps: GrantRoutesDeps, c: Context, who: Approver, via: GrantChannel, value: unknown): Response {
+export async function createGrantResponse(
+  deps: GrantRoutesDeps,
+  c: Context,
+  who: Approver,
+  via: GrantChannel,
+  value: unknown,
+): Promise<Response> {
   const parsed = GrantCreateBodySchema.safeParse(value);
   if (!parsed.success) return problem('invalid-request', deps.describeIssues(parsed.error));
   const at = deps.now();
-  const outcome = createGrant(
+  const outcome = await createGrant(
     {
       store: deps.store,
       rule: deps.rules().grants,
@@ -69,7 +75,7 @@ export function createGrantResponse(deps: GrantRoutesDeps, c: Context, who: Appr
   if (outcome.kind === 'refused') return problem(REFUSAL_KIND[outcome.reason], outcome.detail);
   return c.json(
     {
-      ...grantItem(deps.store.grants.get(outcome.grant.id) ?? outcome.grant, deps.store, at),
+      ...(await grantItem((await deps.store.grants.get(outcome.grant.id)) ?? outcome.grant, deps.store, at)),
       approved_request: outcome.approved?.id ?? null,
     },
     201,
@@ -80,12 +86,12 @@ export function createGrantResponse(deps: GrantRoutesDeps, c: Context, who: Appr
  * Revoke grant `id` as `who`: the revoked grant, or the problem response (404, 403, 409). Shared
  * by the API and the inbox.
  */
-export function revokeGrantOutcome(
+export async function revokeGrantOutcome(
   deps: Pick<GrantRoutesDeps, 'store' | 'rules' | 'now'>,
   who: Approver,
   id: string,
-): { ok: true; grant: Grant } | { ok: false; response: Response } {
-  const g = deps.store.grants.get(id);
+): Promise<{ ok: true; grant: Grant } | { ok: false; response: Response }> {
+  const g = await deps.store.grants.get(id);
   if (g === undefined || !grantVisibleTo(who, g))
     return { ok: false, response: problem('not-found', 'No such grant in your approver groups.') };
   if (!mayRevokeGrant(who, g, deps.rules()))
@@ -93,9 +99,10 @@ export function revokeGrantOutcome(
       ok: false,
       response: problem('forbidden', 'Only its creator, or one with the grant right in its approver group, revokes a grant.'),
     };
-  if (!deps.store.grants.revoke(id, who.id, deps.now()))
+  // revoke is a compare-and-set on "not yet revoked": of two revocations at once, one succeeds
+  if (!(await deps.store.grants.revoke(id, who.id, deps.now())))
     return { ok: false, response: problem('already-revoked', `This grant was already revoked by ${g.revokedBy ?? 'someone'}.`) };
-  return { ok: true, grant: deps.store.grants.get(id) ?? g };
+  return { ok: true, grant: (await deps.store.grants.get(id)) ?? g };
 }
 
 /** Add the grants routes to `app` (mounted at `/access/v1`). */
@@ -110,28 +117,29 @@ export function addGrantRoutes(app: Hono, deps: GrantRoutesDeps): void {
     return createGrantResponse(deps, c, who, 'api', json.value);
   });
 
-  app.get('/grants', (c) => {
+  app.get('/grants', async (c) => {
     const who = deps.person(c);
     if (who instanceof Response) return who;
     const state = c.req.query('state') ?? 'active';
     if (state !== 'active' && state !== 'all') return problem('invalid-request', 'state must be active or all.');
     const at = now();
-    const items = grantsVisibleTo(who, store, state === 'active' ? at : undefined).map((g) => grantItem(g, store, at));
+    const items: Record<string, unknown>[] = [];
+    for (const g of await grantsVisibleTo(who, store, state === 'active' ? at : undefined)) items.push(await grantItem(g, store, at));
     return c.json({ items }, 200);
   });
 
-  app.get('/grants/:id', (c) => {
+  app.get('/grants/:id', async (c) => {
     const who = deps.person(c);
     if (who instanceof Response) return who;
-    const found = store.grants.get(c.req.param('id'));
+    const found = await store.grants.get(c.req.param('id'));
     const g = found !== undefined && grantVisibleTo(who, found) ? found : undefined;
-    return g === undefined ? problem('not-found', 'No such grant in your approver groups.') : c.json(grantItem(g, store, now()), 200);
+    return g === undefined ? problem('not-found', 'No such grant in your approver groups.') : c.json(await grantItem(g, store, now()), 200);
   });
 
-  app.post('/grants/:id/revoke', (c) => {
+  app.post('/grants/:id/revoke', async (c) => {
     const who = deps.person(c);
     if (who instanceof Response) return who;
-    const out = revokeGrantOutcome(deps, who, c.req.param('id'));
-    return out.ok ? c.json(grantItem(out.grant, store, now()), 200) : out.response;
+    const out = await revokeGrantOutcome(deps, who, c.req.param('id'));
+    return out.ok ? c.json(await grantItem(out.grant, store, now()), 200) : out.response;
   });
 }

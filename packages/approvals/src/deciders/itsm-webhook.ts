@@ -167,7 +167,7 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
         deps.logger.warn({ requestId: record.id, attempt: attemptNumber, status: res.status }, 'ITSM notification refused');
         throw new Error(`ITSM notification refused: ${res.status}`);
       }
-      deps.store.appendAudit(record.id, 'notified', 'itsm', deps.now(), { via: 'itsm' });
+      await deps.store.appendAudit(record.id, 'notified', 'itsm', deps.now(), { via: 'itsm' });
     };
     // each failed attempt is logged by the attempt itself
     await pRetry(attempt, NOTIFY_RETRY).catch(() => deps.logger.error({ requestId: record.id }, 'ITSM notification gave up'));
@@ -213,7 +213,7 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
         via: 'itsm',
         groups: cfg.groups.filter((g) => person.groups.includes(g)),
       };
-      const outcome = deps.lifecycle.decide(claims.request_id, decider, claims.decision, { comment: claims.comment });
+      const outcome = await deps.lifecycle.decide(claims.request_id, decider, claims.decision, { comment: claims.comment });
       switch (outcome.kind) {
         case 'decided':
         case 'recorded':
@@ -221,7 +221,7 @@ export function createItsmBridge(deps: ItsmBridgeDeps): ItsmBridge {
             {
               ...toStatusBody(outcome.record),
               required_approvals: outcome.record.requiredApprovals,
-              approvals: deps.lifecycle.votes(outcome.record.id).map((v) => v.approver),
+              approvals: (await deps.lifecycle.votes(outcome.record.id)).map((v) => v.approver),
             },
             200,
           );

@@ -15,10 +15,10 @@ import type { AccessRequestRecord, ApprovalStore, PendingKey } from '../store/st
 
 /** The engine. */
 export interface RiskEngine {
-  /** Evaluate one pending request; returns the deciding rule's id, or null when none matched. */
-  evaluate(record: AccessRequestRecord): string | null;
-  /** Evaluate every pending request; returns how many were decided. */
-  evaluatePending(): number;
+  /** Evaluate one pending request; resolves to the deciding rule's id, or null when none matched. */
+  evaluate(record: AccessRequestRecord): Promise<string | null>;
+  /** Evaluate every pending request; resolves to how many were decided. */
+  evaluatePending(): Promise<number>;
 }
 
 /** Create the engine over the lifecycle; `rules` is read on every evaluation. */
@@ -29,7 +29,7 @@ export function createRiskEngine(deps: {
   now: () => number;
   logger: Logger;
 }): RiskEngine {
-  function evaluate(record: AccessRequestRecord): string | null {
+  async function evaluate(record: AccessRequestRecord): Promise<string | null> {
     if (record.status !== 'pending') return null;
     const b = record.body;
     const rule = firstMatchingRiskRule(deps.rules(), {
@@ -41,7 +41,8 @@ export function createRiskEngine(deps: {
       arguments: b.context.arguments,
     });
     if (rule === null) return null;
-    const outcome = deps.lifecycle.decide(record.id, RISK_ENGINE_DECIDER, rule.decision, {
+    // the decision is a compare-and-set in the store: a request decided meanwhile is `not-pending`
+    const outcome = await deps.lifecycle.decide(record.id, RISK_ENGINE_DECIDER, rule.decision, {
       comment: rule.comment ?? `risk rule ${rule.id}`,
       rule: rule.id,
     });
@@ -55,14 +56,14 @@ export function createRiskEngine(deps: {
 
   return {
     evaluate,
-    evaluatePending() {
+    async evaluatePending() {
       if (deps.rules().risk.length === 0) return 0;
       let count = 0;
       // Every pending request, a keyset page at a time (not only the oldest 1,000).
       let after: PendingKey | undefined;
       for (;;) {
-        const page = deps.store.pagePending({}, { limit: 500, ...(after !== undefined ? { after } : {}) });
-        for (const r of page.records) if (evaluate(r) !== null) count += 1;
+        const page = await deps.store.pagePending({}, { limit: 500, ...(after !== undefined ? { after } : {}) });
+        for (const r of page.records) if ((await evaluate(r)) !== null) count += 1;
         const last = page.records[page.records.length - 1];
         if (!page.hasAfter || last === undefined) return count;
         after = { createdAtMs: last.createdAtMs, id: last.id };

@@ -96,9 +96,10 @@ export function createPasskeys(opts: { store: ApprovalStore; publicBaseUrl: stri
         rpID,
         userName: approver,
         attestationType: 'none',
-        excludeCredentials: store.passkeys
-          .forApprover(approver)
-          .map((p) => ({ id: p.id, transports: p.transports as AuthenticatorTransport[] })),
+        excludeCredentials: (await store.passkeys.forApprover(approver)).map((p) => ({
+          id: p.id,
+          transports: p.transports as AuthenticatorTransport[],
+        })),
         authenticatorSelection: { residentKey: 'preferred', userVerification: 'required' },
       });
       pending.set(approver, { challenge: options.challenge, untilMs: now() + PASSKEY_CEREMONY_MS });
@@ -119,7 +120,7 @@ export function createPasskeys(opts: { store: ApprovalStore; publicBaseUrl: stri
         });
         if (!result.verified) return false;
         const c = result.registrationInfo.credential;
-        store.passkeys.add({
+        await store.passkeys.add({
           id: c.id,
           approver,
           publicKey: c.publicKey,
@@ -138,13 +139,12 @@ export function createPasskeys(opts: { store: ApprovalStore; publicBaseUrl: stri
       for (const [key, issued] of stepUps) if (issued.untilMs <= at) stepUps.delete(key);
       const text = `${record.body.binding_digest}.${isoBase64URL.fromBuffer(randomBytes(32))}`;
       stepUps.set(stepUpKey(approver, record), { text, untilMs: at + STEP_UP_CHALLENGE_MS });
+      const passkeys = await store.passkeys.forApprover(approver);
       return generateAuthenticationOptions({
         rpID,
         challenge: text,
         userVerification: 'required',
-        allowCredentials: store.passkeys
-          .forApprover(approver)
-          .map((p) => ({ id: p.id, transports: p.transports as AuthenticatorTransport[] })),
+        allowCredentials: passkeys.map((p) => ({ id: p.id, transports: p.transports as AuthenticatorTransport[] })),
       });
     },
 
@@ -153,7 +153,7 @@ export function createPasskeys(opts: { store: ApprovalStore; publicBaseUrl: stri
       const issued = stepUps.get(key);
       stepUps.delete(key); // single use: consumed by this attempt, whatever its outcome
       if (issued === undefined || issued.untilMs <= now()) return null;
-      const passkey = store.passkeys.get(response.id);
+      const passkey = await store.passkeys.get(response.id);
       if (passkey === undefined || passkey.approver !== approver || record.stepUpRule === null) return null;
       try {
         const result = await verifyAuthenticationResponse({
@@ -170,7 +170,7 @@ export function createPasskeys(opts: { store: ApprovalStore; publicBaseUrl: stri
           requireUserVerification: true,
         });
         if (!result.verified || !result.authenticationInfo.userVerified) return null;
-        store.passkeys.setCounter(passkey.id, result.authenticationInfo.newCounter);
+        await store.passkeys.setCounter(passkey.id, result.authenticationInfo.newCounter);
         return {
           method: 'webauthn',
           credential_id: passkey.id,

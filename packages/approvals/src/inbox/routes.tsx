@@ -293,23 +293,27 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
 
   const approvers = deps.approvers ?? [];
   /** Deciders this approver may act as: themselves, then for each active delegator (direct only). */
-  const actingAs = (c: Context<Env>): Decider[] => {
+  const actingAs = async (c: Context<Env>): Promise<Decider[]> => {
     const me = c.get('session').approver;
-    const others = store.delegations
-      .activeTo(me.id, deps.now())
-      .map((d) => delegatedDecider(store, approvers, me, d.delegator, 'inbox', deps.now()))
-      .filter((d): d is Decider => d !== null);
+    const others: Decider[] = [];
+    for (const d of await store.delegations.activeTo(me.id, deps.now())) {
+      const decider = await delegatedDecider(store, approvers, me, d.delegator, 'inbox', deps.now());
+      if (decider !== null) others.push(decider);
+    }
     return [c.get('decider'), ...others];
   };
-  /** The decider that may decide `record` (own right first), or, when none may, the most telling refusal. */
-  const bestDecider = (c: Context<Env>, record: AccessRequestRecord): { decider: Decider; refusal: DecideRefusal | null } => {
-    const all = actingAs(c).map((decider) => ({ decider, refusal: lifecycle.refusalFor(decider, record) }));
+  /** The decider among `deciders` that may decide `record` (own right first), or, when none may, the most telling refusal. */
+  const bestOf = async (deciders: Decider[], record: AccessRequestRecord): Promise<{ decider: Decider; refusal: DecideRefusal | null }> => {
+    const all: Array<{ decider: Decider; refusal: DecideRefusal | null }> = [];
+    for (const decider of deciders) all.push({ decider, refusal: await lifecycle.refusalFor(decider, record) });
     // may decide; else the first in whose scope it is (its refusal explains why not); else not theirs
     return all.find((r) => r.refusal === null) ?? all.find((r) => r.refusal !== 'not-in-group') ?? all[0]!;
   };
+  /** The decider that may decide `record` (own right first), or, when none may, the most telling refusal. */
+  const bestDecider = async (c: Context<Env>, record: AccessRequestRecord) => bestOf(await actingAs(c), record);
   /** Pending-list filter: own and delegators' groups, plus requests escalated to this approver. */
-  const pendingScope = (c: Context<Env>) => ({
-    groups: [...new Set(actingAs(c).flatMap((d) => d.groups ?? []))],
+  const pendingScope = async (c: Context<Env>) => ({
+    groups: [...new Set((await actingAs(c)).flatMap((d) => d.groups ?? []))],
     escalatedTo: c.get('session').approver.id,
   });
 
@@ -318,14 +322,15 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
    * right or for a delegator: one SQL count without delegations; with them, the union of what each
    * may decide, counted one keyset page at a time (never a capped list).
    */
-  const decidableCount = (c: Context<Env>, narrow: Pick<RequestFilter, 'tool' | 'requester'> = {}): number => {
-    const deciders = actingAs(c);
+  const decidableCount = async (c: Context<Env>, narrow: Pick<RequestFilter, 'tool' | 'requester'> = {}): Promise<number> => {
+    const deciders = await actingAs(c);
     if (deciders.length === 1) return store.countPending({ ...lifecycle.decidableFilter(deciders[0]!), ...narrow });
+    const scope = await pendingScope(c);
     let count = 0;
     let after: PendingKey | undefined;
     for (;;) {
-      const page = store.pagePending({ ...pendingScope(c), ...narrow }, { limit: 200, ...(after !== undefined ? { after } : {}) });
-      count += page.records.filter((r) => bestDecider(c, r).refusal === null).length;
+      const page = await store.pagePending({ ...scope, ...narrow }, { limit: 200, ...(after !== undefined ? { after } : {}) });
+      for (const r of page.records) if ((await bestOf(deciders, r)).refusal === null) count += 1;
       const last = page.records.at(-1);
       if (!page.hasAfter || last === undefined) return count;
       after = { createdAtMs: last.createdAtMs, id: last.id };
@@ -333,13 +338,13 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   };
 
   /** Break-glass approvals not yet reviewed that the signed-in approver may review (`../break-glass.ts`). */
-  const reviewRows = (c: Context<Env>): ReviewRow[] => {
+  const reviewRows = async (c: Context<Env>): Promise<ReviewRow[]> => {
     const me = c.get('session').approver;
-    return reviewableBy(me, store, deps.rules?.() ?? DEFAULT_APPROVAL_RULES, true).map((use) => ({
-      use,
-      record: store.get(use.requestId),
-      mayReview: use.approver.toLowerCase() !== me.id.toLowerCase(),
-    }));
+    const rows: ReviewRow[] = [];
+    for (const use of await reviewableBy(me, store, deps.rules?.() ?? DEFAULT_APPROVAL_RULES, true)) {
+      rows.push({ use, record: await store.get(use.requestId), mayReview: use.approver.toLowerCase() !== me.id.toLowerCase() });
+    }
+    return rows;
   };
 
   /** Whether the signed-in approver is a lead who may see the analytics page (the rules file's `analytics`). */
@@ -348,15 +353,16 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     return mayViewAnalytics(deps.rules?.().analytics, me.id, me.groups);
   };
 
-  const frame = (
+  const frame = async (
     c: Context<Env>,
     title: string,
     active: 'queue' | 'history' | 'request' | 'reviews' | 'analytics' | 'grants',
     body: Child,
   ) => {
     const s = c.get('session');
-    const pendingCount = decidableCount(c);
-    const reviewCount = reviewRows(c).filter((r) => r.mayReview).length;
+    const pendingCount = await decidableCount(c);
+    const reviewCount = (await reviewRows(c)).filter((r) => r.mayReview).length;
+    const mark = await store.changeMark();
     return c.html(
       <Frame
         title={title}
@@ -367,16 +373,16 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         reviewCount={reviewCount}
         analytics={isLead(c)}
         csrf={s.csrf}
-        mark={store.changeMark()}
+        mark={mark}
       >
         {body}
       </Frame>,
     );
   };
 
-  app.get('/live', (c) => c.json({ mark: store.changeMark() }));
+  app.get('/live', async (c) => c.json({ mark: await store.changeMark() }));
 
-  app.get('/', (c) => {
+  app.get('/', async (c) => {
     const after = c.req.query('after');
     const before = c.req.query('before');
     const afterKey = after === undefined || after === '' ? undefined : decodePageCursor(after);
@@ -384,23 +390,23 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     if (afterKey === null || beforeKey === null) {
       return errorPage(c, 400, 'Bad request', 'That page link is not one this inbox made. Open the queue again.');
     }
-    lifecycle.sweep();
-    const scope = pendingScope(c);
-    const facets = store.pendingFacets(scope);
+    await lifecycle.sweep();
+    const deciders = await actingAs(c);
+    const scope = await pendingScope(c);
+    const facets = await store.pendingFacets(scope);
     const filters = filtersOf(c, facets);
     const narrow = {
       ...(filters.tool ? { tool: filters.tool } : {}),
       ...(filters.requester ? { requester: filters.requester } : {}),
     };
-    const page = store.pagePending(
+    const page = await store.pagePending(
       { ...scope, ...narrow },
       { limit: INBOX_PAGE_SIZE, ...(beforeKey !== undefined ? { before: beforeKey } : afterKey !== undefined ? { after: afterKey } : {}) },
     );
-    const items = page.records.map((record) => ({
-      record,
-      approvals: lifecycle.votes(record.id).length,
-      refusal: bestDecider(c, record).refusal,
-    }));
+    const items: Array<{ record: AccessRequestRecord; approvals: number; refusal: DecideRefusal | null }> = [];
+    for (const record of page.records) {
+      items.push({ record, approvals: (await lifecycle.votes(record.id)).length, refusal: (await bestOf(deciders, record)).refusal });
+    }
     const link = (key: 'after' | 'before', r: AccessRequestRecord | undefined): string | undefined => {
       if (r === undefined) return undefined;
       const q = new URLSearchParams({ ...narrow, [key]: encodePageCursor({ createdAtMs: r.createdAtMs, id: r.id }) });
@@ -408,23 +414,23 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     };
     const paging: QueuePaging = {
       total: page.total,
-      waiting: decidableCount(c, narrow),
+      waiting: await decidableCount(c, narrow),
       previous: page.hasBefore ? link('before', page.records[0]) : undefined,
       next: page.hasAfter ? link('after', page.records.at(-1)) : undefined,
     };
     return frame(c, 'Queue', 'queue', <QueueView items={items} nowMs={deps.now()} filters={filters} paging={paging} flash={flashOf(c)} />);
   });
 
-  app.get('/history', (c) => {
-    lifecycle.sweep();
+  app.get('/history', async (c) => {
+    await lifecycle.sweep();
     const s = c.get('session');
-    const all = store.listResolved({ groups: s.approver.groups }, 500);
+    const all = await store.listResolved({ groups: s.approver.groups }, 500);
     const facets = {
       tools: [...new Set(all.map((r) => r.body.resource.id))].sort(),
       requesters: [...new Set(all.map((r) => r.body.subject.sub))].sort(),
     };
     const filters = filtersOf(c, facets);
-    const items = store.listResolved(
+    const items = await store.listResolved(
       {
         groups: s.approver.groups,
         ...(filters.tool ? { tool: filters.tool } : {}),
@@ -432,34 +438,43 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       },
       100,
     );
-    const via = (r: AccessRequestRecord) => store.auditTrail(r.id).at(-1)?.via ?? '';
+    // loaded before rendering: the view reads each row's channel from this map
+    const channels = new Map<string, string>();
+    for (const r of items) channels.set(r.id, (await store.auditTrail(r.id)).at(-1)?.via ?? '');
+    const via = (r: AccessRequestRecord) => channels.get(r.id) ?? '';
     return frame(c, 'History', 'history', <HistoryView items={items} filters={filters} via={via} />);
   });
 
-  app.get('/requests/:id', (c) => {
+  app.get('/requests/:id', async (c) => {
     const s = c.get('session');
-    const record = lifecycle.read(c.req.param('id'));
-    const best = record === undefined ? undefined : bestDecider(c, record);
+    const record = await lifecycle.read(c.req.param('id'));
+    const best = record === undefined ? undefined : await bestDecider(c, record);
     if (record === undefined || best === undefined || best.refusal === 'not-in-group') {
       return c.html(<p>No such request in your groups.</p>, 404);
     }
     // the "read before deciding" mark of the analytics (`../analytics.ts`): when this approver first opened it
-    if (record.status === 'pending') store.analytics.recordOpen(record.id, s.approver.id, deps.now());
+    if (record.status === 'pending') await store.analytics.recordOpen(record.id, s.approver.id, deps.now());
+    const votes = await lifecycle.votes(record.id);
+    const audit = await store.auditTrail(record.id);
+    const passkeys = await store.passkeys.forApprover(s.approver.id);
+    const followers = await lifecycle.followers(record);
+    const breakGlass = await store.breakGlass.use(record.id);
+    const narrowing = { proposed: await store.permitProposedOn(record.id), usedBy: await store.permitUsedBy(record.id) };
     const view = (
       <RequestView
         record={record}
-        votes={lifecycle.votes(record.id)}
-        audit={store.auditTrail(record.id)}
+        votes={votes}
+        audit={audit}
         refusal={best.refusal}
         onBehalfOf={best.decider.castBy !== undefined ? best.decider.person : undefined}
-        passkeyCount={store.passkeys.forApprover(s.approver.id).length}
+        passkeyCount={passkeys.length}
         csrf={s.csrf}
         nowMs={deps.now()}
         flash={flashOf(c)}
-        followers={lifecycle.followers(record)}
-        breakGlass={store.breakGlass.use(record.id)}
+        followers={followers}
+        breakGlass={breakGlass}
         mayBreakGlass={best.refusal === 'own-request' && holdsBreakGlassRole(deps.rules?.().breakGlass, s.approver.id, s.approver.groups)}
-        narrowing={{ proposed: store.permitProposedOn(record.id), usedBy: store.permitUsedBy(record.id) }}
+        narrowing={narrowing}
         mayGrant={
           holdsGrantRight(deps.rules?.().grants, s.approver.id, s.approver.groups) && s.approver.groups.includes(record.body.approver_group)
         }
@@ -469,7 +484,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   });
 
   /** Who decides with a request page's form: the signed-in approver, or for the delegator its `on_behalf_of` names (null: no such delegation). */
-  const formDecider = (c: Context<Env>, form: Record<string, FormValue | undefined>): Decider | null => {
+  const formDecider = async (c: Context<Env>, form: Record<string, FormValue | undefined>): Promise<Decider | null> => {
     const onBehalfOf = typeof form['on_behalf_of'] === 'string' && form['on_behalf_of'] !== '' ? form['on_behalf_of'] : undefined;
     return onBehalfOf === undefined
       ? c.get('decider')
@@ -485,9 +500,9 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const back = (kind: FlashKind) => c.redirect(`/approver/requests/${encodeURIComponent(id)}?flash=${kind}`, 303);
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
     if (comment.length > 1000) return back('invalid');
-    const decider = formDecider(c, form);
+    const decider = await formDecider(c, form);
     if (decider === null) return back('forbidden');
-    const record = lifecycle.read(id);
+    const record = await lifecycle.read(id);
     if (record === undefined) return back('forbidden');
     const read = proposalFromForm(record.body, form);
     if ('refused' in read)
@@ -497,7 +512,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
         'Not proposed',
         `"${read.refused}" needs a value of its kind: a plain number such as 20000, 20,000 or 20000.50 (no other separators, no hex or exponent), a path, or a JSON list. Nothing was decided.`,
       );
-    const outcome = lifecycle.narrow(id, decider, read.proposed, comment === '' ? undefined : comment);
+    const outcome = await lifecycle.narrow(id, decider, read.proposed, comment === '' ? undefined : comment);
     switch (outcome.kind) {
       case 'narrowed':
         return back('narrowed');
@@ -522,12 +537,12 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
     if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000) return back('invalid');
     const onBehalfOf = typeof form['on_behalf_of'] === 'string' && form['on_behalf_of'] !== '' ? form['on_behalf_of'] : undefined;
-    const decider = formDecider(c, form);
+    const decider = await formDecider(c, form);
     if (decider === null) return back('forbidden');
     let stepUp: StepUpProof | undefined;
     const assertion = form['webauthn'];
     if (decision === 'approve' && typeof assertion === 'string' && assertion !== '' && deps.passkeys !== undefined) {
-      const record = lifecycle.read(id);
+      const record = await lifecycle.read(id);
       const parsed = parseJsonWithLimits(assertion);
       if (record !== undefined && parsed.ok) {
         const proof = await deps.passkeys.verifyStepUp(c.get('session').approver.id, record, parsed.value as AuthenticationResponseJSON);
@@ -538,7 +553,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const confirmed = form[CONFIRM_UNFOLLOWED_FIELD] === '1';
     const glassReason = form[BREAK_GLASS_REASON_FIELD];
     const breakGlass = typeof glassReason === 'string' && onBehalfOf === undefined ? { reason: glassReason.slice(0, 500) } : undefined;
-    const outcome = lifecycle.decide(id, decider, decision, { comment, stepUp, confirmUnfollowed: confirmed, breakGlass });
+    const outcome = await lifecycle.decide(id, decider, decision, { comment, stepUp, confirmUnfollowed: confirmed, breakGlass });
     switch (outcome.kind) {
       case 'decided':
         return back(outcome.record.status === 'approved' ? 'approved' : 'denied');
@@ -561,7 +576,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     }
   });
 
-  app.get('/analytics', (c) => {
+  app.get('/analytics', async (c) => {
     if (!isLead(c))
       return errorPage(
         c,
@@ -574,33 +589,40 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     const days = asked === undefined || asked === '' ? rule.windowDays : Number(asked);
     if (!Number.isInteger(days) || days < 1 || days > 365)
       return errorPage(c, 400, 'Bad request', 'days must be a whole number of days from 1 to 365.');
-    lifecycle.sweep();
-    const report = analyticsReport(store.analytics, rule, days, deps.now(), analyticsGroupsOf(rule, c.get('session').approver.groups));
+    await lifecycle.sweep();
+    const report = await analyticsReport(
+      store.analytics,
+      rule,
+      days,
+      deps.now(),
+      analyticsGroupsOf(rule, c.get('session').approver.groups),
+    );
     return frame(c, 'Analytics', 'analytics', <AnalyticsView report={report} />);
   });
 
   /** The Grants page's rows for the signed-in approver: grants of their groups and theirs, newest first. */
-  const grantRows = (c: Context<Env>): GrantRow[] => {
+  const grantRows = async (c: Context<Env>): Promise<GrantRow[]> => {
     const me = c.get('session').approver;
     const rules = deps.rules?.() ?? DEFAULT_APPROVAL_RULES;
-    return grantsVisibleTo(me, store).map((g) => ({
-      grant: g,
-      usedBy: store.grants.uses(g.id).map((u) => u.requestId),
-      mayRevoke: mayRevokeGrant(me, g, rules),
-    }));
+    const rows: GrantRow[] = [];
+    for (const g of await grantsVisibleTo(me, store)) {
+      rows.push({ grant: g, usedBy: (await store.grants.uses(g.id)).map((u) => u.requestId), mayRevoke: mayRevokeGrant(me, g, rules) });
+    }
+    return rows;
   };
 
-  app.get('/grants', (c) => {
+  app.get('/grants', async (c) => {
     const me = c.get('session').approver;
     const fromId = c.req.query('from');
-    const from = fromId === undefined ? undefined : lifecycle.read(fromId);
+    const from = fromId === undefined ? undefined : await lifecycle.read(fromId);
     const visibleFrom = from !== undefined && me.groups.includes(from.body.approver_group) ? from : undefined;
+    const rows = await grantRows(c);
     return frame(
       c,
       'Grants',
       'grants',
       <GrantsView
-        rows={grantRows(c)}
+        rows={rows}
         csrf={c.get('session').csrf}
         nowMs={deps.now()}
         mayCreate={holdsGrantRight(deps.rules?.().grants, me.id, me.groups)}
@@ -633,7 +655,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       reason: str('reason') ?? '',
     });
     if (!parsed.success) return errorPage(c, 400, 'Not granted', `Not granted: ${parsed.error.issues.map((i) => i.message).join('; ')}.`);
-    const outcome = createGrant(
+    const outcome = await createGrant(
       {
         store,
         rule: deps.rules?.().grants,
@@ -662,7 +684,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   app.post('/grants/:id/revoke', async (c) => {
     const form = await formWithToken(c, ': nothing was revoked');
     if (form instanceof Response) return form;
-    const out = revokeGrantOutcome(
+    const out = await revokeGrantOutcome(
       { store, rules: () => deps.rules?.() ?? DEFAULT_APPROVAL_RULES, now: deps.now },
       c.get('session').approver,
       c.req.param('id'),
@@ -670,16 +692,17 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     return c.redirect(`/approver/grants?flash=${out.ok ? 'grant-revoked' : 'grant-not-revoked'}`, 303);
   });
 
-  app.get('/reviews', (c) =>
-    frame(c, 'Needs review', 'reviews', <ReviewsView rows={reviewRows(c)} csrf={c.get('session').csrf} nowMs={deps.now()} />),
-  );
+  app.get('/reviews', async (c) => {
+    const rows = await reviewRows(c);
+    return frame(c, 'Needs review', 'reviews', <ReviewsView rows={rows} csrf={c.get('session').csrf} nowMs={deps.now()} />);
+  });
 
   app.post('/reviews/:id', async (c) => {
     const form = await formWithToken(c, ': nothing was reviewed');
     if (form instanceof Response) return form;
     const back = (kind: FlashKind) => c.redirect(`/approver/requests/${encodeURIComponent(c.req.param('id'))}?flash=${kind}`, 303);
     const comment = typeof form['comment'] === 'string' ? form['comment'].slice(0, 500) : '';
-    const outcome = lifecycle.reviewBreakGlass(c.req.param('id'), c.get('session').approver, comment, 'inbox');
+    const outcome = await lifecycle.reviewBreakGlass(c.req.param('id'), c.get('session').approver, comment, 'inbox');
     switch (outcome.kind) {
       case 'reviewed':
         return back('reviewed');
@@ -701,14 +724,14 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   const badBatch = (c: Context) =>
     errorPage(c, 400, 'Nothing selected', `Select between 1 and ${INBOX_BATCH_MAX} requests in the queue, then review them.`);
 
-  app.get('/batch', (c) => {
+  app.get('/batch', async (c) => {
     const ids = idsOf(c.req.queries('ids'));
     if (ids === null) return badBatch(c);
     const rows: BatchRow[] = [];
     for (const id of ids) {
-      const record = lifecycle.read(id);
+      const record = await lifecycle.read(id);
       if (record === undefined) continue;
-      const best = bestDecider(c, record);
+      const best = await bestDecider(c, record);
       if (best.refusal === 'not-in-group') continue;
       const refusal =
         record.status !== 'pending'
@@ -736,42 +759,39 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000) {
       return errorPage(c, 400, 'Invalid form', 'Choose approve or deny; a comment has at most 1,000 characters.');
     }
-    const results: BatchResult[] = ids.map((id) => {
-      const record = lifecycle.read(id);
-      if (record === undefined) return { id, tool: null, outcome: 'not found', ok: false };
-      const tool = record.body.resource.id;
-      const best = bestDecider(c, record);
-      if (best.refusal === 'not-in-group') return { id, tool: null, outcome: 'not found', ok: false };
-      const outcome = lifecycle.decide(id, best.decider, decision, { comment });
-      switch (outcome.kind) {
-        case 'decided':
-          return { id, tool, outcome: outcome.record.status, ok: true };
-        case 'recorded':
-          return { id, tool, outcome: 'approval recorded (needs another approver)', ok: true };
-        case 'forbidden':
-          return { id, tool, outcome: `not decided: ${REFUSAL_TEXT[outcome.reason]}`, ok: false };
-        case 'not-pending':
-          return { id, tool, outcome: `not decided: already ${outcome.record.status}`, ok: false };
-        case 'not-found':
-          return { id, tool: null, outcome: 'not found', ok: false };
-      }
-    });
+    // one after the other, in the order selected
+    const results: BatchResult[] = [];
+    for (const id of ids) results.push(await batchDecide(c, id, decision, comment));
     return frame(c, 'Batch decision', 'queue', <BatchResultView results={results} />);
   });
 
+  /** Decide request `id` of a batch as the best decider of the signed-in approver: its result row. */
+  const batchDecide = async (c: Context<Env>, id: string, decision: 'approve' | 'deny', comment: string): Promise<BatchResult> => {
+    const record = await lifecycle.read(id);
+    if (record === undefined) return { id, tool: null, outcome: 'not found', ok: false };
+    const tool = record.body.resource.id;
+    const best = await bestDecider(c, record);
+    if (best.refusal === 'not-in-group') return { id, tool: null, outcome: 'not found', ok: false };
+    const outcome = await lifecycle.decide(id, best.decider, decision, { comment });
+    switch (outcome.kind) {
+      case 'decided':
+        return { id, tool, outcome: outcome.record.status, ok: true };
+      case 'recorded':
+        return { id, tool, outcome: 'approval recorded (needs another approver)', ok: true };
+      case 'forbidden':
+        return { id, tool, outcome: `not decided: ${REFUSAL_TEXT[outcome.reason]}`, ok: false };
+      case 'not-pending':
+        return { id, tool, outcome: `not decided: already ${outcome.record.status}`, ok: false };
+      case 'not-found':
+        return { id, tool: null, outcome: 'not found', ok: false };
+    }
+  };
+
   const passkeys = deps.passkeys;
-  app.get('/passkeys', (c) =>
-    frame(
-      c,
-      'Passkeys',
-      'queue',
-      <PasskeysView
-        count={store.passkeys.forApprover(c.get('session').approver.id).length}
-        csrf={c.get('session').csrf}
-        flash={flashOf(c)}
-      />,
-    ),
-  );
+  app.get('/passkeys', async (c) => {
+    const count = (await store.passkeys.forApprover(c.get('session').approver.id)).length;
+    return frame(c, 'Passkeys', 'queue', <PasskeysView count={count} csrf={c.get('session').csrf} flash={flashOf(c)} />);
+  });
   app.get('/passkeys/registration-options', async (c) => {
     if (passkeys === undefined) return problem('not-found', 'Passkeys are not configured.');
     return c.json(await passkeys.registrationOptions(c.get('session').approver.id));
@@ -791,23 +811,25 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
     return ok ? c.json({ registered: true }, 201) : problem('invalid-request', 'The passkey did not verify.');
   });
   app.get('/requests/:id/step-up-options', async (c) => {
-    const record = lifecycle.read(c.req.param('id'));
+    const record = await lifecycle.read(c.req.param('id'));
     if (passkeys === undefined || record === undefined || record.stepUpRule === null)
       return problem('not-found', 'No step-up for this request.');
-    if (bestDecider(c, record).refusal === 'not-in-group') return problem('not-found', 'No step-up for this request.');
+    if ((await bestDecider(c, record)).refusal === 'not-in-group') return problem('not-found', 'No step-up for this request.');
     return c.json(await passkeys.stepUpOptions(c.get('session').approver.id, record));
   });
 
-  app.get('/delegations', (c) => {
+  app.get('/delegations', async (c) => {
     const me = c.get('session').approver;
     const at = deps.now();
+    const given = await store.delegations.activeFrom(me.id, at);
+    const received = await store.delegations.activeTo(me.id, at);
     return frame(
       c,
       'Delegations',
       'queue',
       <DelegationsView
-        given={store.delegations.activeFrom(me.id, at)}
-        received={store.delegations.activeTo(me.id, at)}
+        given={given}
+        received={received}
         colleagues={approvers.map((a) => a.id).filter((id) => id !== me.id)}
         csrf={c.get('session').csrf}
         flash={flashOf(c)}
@@ -824,7 +846,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
       until: typeof form['until'] === 'string' ? form['until'].trim() : form['until'],
     });
     if (!parsed.success) return back('delegation-refused');
-    const outcome = createDelegation(
+    const outcome = await createDelegation(
       store,
       approvers,
       c.get('session').approver,
@@ -838,7 +860,7 @@ export function createInboxRoutes(deps: InboxDeps): Hono<Env> {
   app.post('/delegations/:id/revoke', async (c) => {
     const form = await formWithToken(c, ': nothing was revoked');
     if (form instanceof Response) return form;
-    store.delegations.revoke(c.req.param('id'), c.get('session').approver.id, deps.now());
+    await store.delegations.revoke(c.req.param('id'), c.get('session').approver.id, deps.now());
     return c.redirect('/approver/delegations?flash=revoked', 303);
   });
 

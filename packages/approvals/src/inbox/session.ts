@@ -76,23 +76,23 @@ export function createSessionManager(opts: {
       const approver = find(id, password);
       if (approver === null) return null;
       const at = now();
-      opts.store.purgeExpired(at);
+      await opts.store.purgeExpired(at);
       const sid = randomBytes(32).toString('base64url');
-      opts.store.create(hashOf(sid), approver.id, at, at + ttl * 1000);
+      await opts.store.create(hashOf(sid), approver.id, at, at + ttl * 1000);
       setCookie(c, SESSION_COOKIE, sid, { httpOnly: true, sameSite: 'Strict', path: '/approver', secure: opts.secure, maxAge: ttl });
       return { approver, sid, csrf: csrfFor(sid) };
     },
     async read(c) {
       const sid = getCookie(c, SESSION_COOKIE);
       if (sid === undefined || sid === '' || sid.length > 100) return null;
-      const approverId = opts.store.get(hashOf(sid), now());
+      const approverId = await opts.store.get(hashOf(sid), now());
       if (approverId === undefined) return null;
       const approver = find(approverId, null);
       return approver === null ? null : { approver, sid, csrf: csrfFor(sid) };
     },
-    signOut(c) {
+    async signOut(c) {
       const sid = getCookie(c, SESSION_COOKIE);
-      if (sid !== undefined && sid !== '') opts.store.delete(hashOf(sid));
+      if (sid !== undefined && sid !== '') await opts.store.delete(hashOf(sid));
       deleteCookie(c, SESSION_COOKIE, { path: '/approver', secure: opts.secure });
     },
     csrfMatches(session, token) {

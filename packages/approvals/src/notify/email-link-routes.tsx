@@ -29,7 +29,7 @@ import { shownArguments } from '../inbox/redacted.js';
 import { Head, StatusPill } from '../inbox/layout.js';
 import { REFUSAL_TEXT } from '../inbox/request-page.js';
 import type { InboxSession, SessionManager } from '../inbox/session.js';
-import type { RequestLifecycle } from '../request-lifecycle.js';
+import type { DecideOutcome, RequestLifecycle } from '../request-lifecycle.js';
 import type { AccessRequestRecord, ApprovalStore } from '../store/store.js';
 import type { EmailLinkClaims, EmailLinkSigner } from './email-links.js';
 
@@ -139,6 +139,15 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     }),
   );
 
+  /** The refusal page of a link that has already decided. */
+  const alreadyUsed = (c: Context) =>
+    refusal(
+      c,
+      410,
+      'Link already used',
+      'This approval link has already been used to decide. Each link decides once; open the request from the inbox.',
+    );
+
   /** The link's claims and its request, or the refusal page. */
   async function open(c: Context): Promise<{ claims: EmailLinkClaims; record: AccessRequestRecord } | Response> {
     const checked = await signer.verify(c.req.param('token') ?? '', now());
@@ -146,14 +155,8 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
       return refusal(c, 400, 'Not a valid link', 'This approval link is not valid. Open the request from the inbox instead.');
     if (checked === 'expired')
       return refusal(c, 410, 'Link expired', 'This approval link has expired. Open the request from the inbox instead.');
-    if (store.channels.emailLinkUsed(checked.jti))
-      return refusal(
-        c,
-        410,
-        'Link already used',
-        'This approval link has already been used to decide. Each link decides once; open the request from the inbox.',
-      );
-    const record = lifecycle.read(checked.requestId);
+    if (await store.channels.emailLinkUsed(checked.jti)) return alreadyUsed(c);
+    const record = await lifecycle.read(checked.requestId);
     if (record === undefined) return refusal(c, 404, 'No such request', 'The request this link points to does not exist.');
     return { claims: checked, record };
   }
@@ -201,11 +204,11 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     }
     const wrong = await addressee(c, claims);
     if (wrong instanceof Response) return wrong;
-    const refused = lifecycle.refusalFor(personDecider(session.approver, 'email'), record);
+    const refused = await lifecycle.refusalFor(personDecider(session.approver, 'email'), record);
     const pending = record.status === 'pending';
     // the decision page shows the arguments: the analytics' "read before deciding" mark (`../analytics.ts`)
-    if (pending) store.analytics.recordOpen(record.id, session.approver.id, now());
-    const votes = lifecycle.votes(record.id);
+    if (pending) await store.analytics.recordOpen(record.id, session.approver.id, now());
+    const votes = await lifecycle.votes(record.id);
     return c.html(
       <Page title="Approval request">
         <h1 data-testid="headline-text">{requestHeadline(plainRequestOf(record.body))}</h1>
@@ -273,13 +276,20 @@ export function createEmailLinkRoutes(deps: EmailLinkRoutesDeps): Hono {
     const comment = typeof form['comment'] === 'string' ? form['comment'].trim() : '';
     if ((decision !== 'approve' && decision !== 'deny') || comment.length > 1000)
       return refusal(c, 400, 'Bad request', 'Choose Approve or Deny (a comment is at most 1,000 characters).');
-    const outcome = lifecycle.decide(record.id, personDecider(session.approver, 'email'), decision, { comment });
+    // The link is claimed before it decides (of two uses at once, one decides; the other is refused
+    // as used), and released when its decision did not happen, so that it may decide later.
+    if (!(await store.channels.consumeEmailLink(claims.jti, record.id, session.approver.id, now()))) return alreadyUsed(c);
+    let outcome: DecideOutcome | undefined;
+    try {
+      outcome = await lifecycle.decide(record.id, personDecider(session.approver, 'email'), decision, { comment });
+    } finally {
+      if (outcome?.kind !== 'decided' && outcome?.kind !== 'recorded') await store.channels.releaseEmailLink(claims.jti);
+    }
     log.info({ requestId: record.id, approver: session.approver.id, decision, outcome: outcome.kind }, 'email link decision');
     const back = (flash: string) => c.redirect(`/approver/requests/${encodeURIComponent(record.id)}?flash=${flash}`, 303);
     switch (outcome.kind) {
       case 'decided':
       case 'recorded':
-        store.channels.consumeEmailLink(claims.jti, record.id, session.approver.id, now());
         return back(outcome.kind === 'recorded' ? 'recorded' : outcome.record.status === 'approved' ? 'approved' : 'denied');
       case 'forbidden':
         return back('forbidden');

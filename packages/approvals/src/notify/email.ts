@@ -146,7 +146,7 @@ export function createEmailNotifier(deps: EmailNotifierDeps): ApprovalNotifier {
     async notify(n: ApprovalNotification) {
       if (n.kind === 'break-glass') return await sendBreakGlass(n);
       if (n.kind === 'decided') return;
-      const current = store.get(n.request.id) ?? n.request;
+      const current = (await store.get(n.request.id)) ?? n.request;
       if (current.status !== 'pending') return;
       const prefix =
         n.kind === 'opened' ? 'Approval needed' : n.kind === 'reminded' ? 'Reminder: approval still needed' : 'Escalated: approval needed';

@@ -12,8 +12,8 @@
  * answer and decides nothing. Every interaction must carry Slack's v0 signature within 5 minutes
  * (`slack-signature.ts`), else 401 problem+json.
  *
- * Timing (Slack's 3-second acknowledgement): the decision is a synchronous SQLite transaction and
- * is taken before the 200 is sent, so an acknowledged press is durable; the Slack API calls that
+ * Timing (Slack's 3-second acknowledgement): the decision is one store transaction, awaited
+ * before the 200 is sent, so an acknowledged press is durable; the Slack API calls that
  * follow (`chat.update`, `chat.postEphemeral`) run after the answer. Web API calls go through
  * `@slack/web-api`'s `WebClient` (`slackApiUrl` configurable, so tests point it at a local
  * stand-in). Delivery failures are logged (method and Slack's error code; never the token or tool
@@ -261,34 +261,38 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
       log.debug({ requestId: record.id, group }, 'no Slack channel configured for this group');
       return;
     }
+    const votes = await lifecycle.votes(record.id);
     const res = (await call('chat.postMessage', record.id, () =>
       client.chat.postMessage({
         channel,
         text: `${prefix}: ${visible(record.body.resource.id)} requested by ${visible(record.body.subject.sub)}`,
-        blocks: pendingBlocks(record, lifecycle.votes(record.id), inboxUrl(record.id), prefix),
+        blocks: pendingBlocks(record, votes, inboxUrl(record.id), prefix),
         unfurl_links: false,
       }),
     )) as { ok?: boolean; channel?: string; ts?: string } | undefined;
     if (res?.ok === true && res.ts !== undefined) {
-      store.channels.addSlackMessage(record.id, { channel: res.channel ?? channel, ts: res.ts });
+      await store.channels.addSlackMessage(record.id, { channel: res.channel ?? channel, ts: res.ts });
       log.info({ requestId: record.id, group }, 'Slack message posted');
       // Decided while the post was on its way: the `decided` update may have found no message yet.
-      if (store.get(record.id)?.status !== 'pending') await refresh(record.id);
+      // (Remembered first, read after: a decision after the read finds the message, one before is refreshed here.)
+      if ((await store.get(record.id))?.status !== 'pending') await refresh(record.id);
     }
   }
 
   /** Re-render every message of the request from the store (pending: progress and buttons; else: the outcome). */
   async function refresh(requestId: string): Promise<void> {
-    const record = store.get(requestId);
+    const record = await store.get(requestId);
     if (record === undefined) return;
-    const via = store.auditTrail(requestId).at(-1)?.via ?? null;
+    const via = (await store.auditTrail(requestId)).at(-1)?.via ?? null;
     const blocks =
-      record.status === 'pending' ? pendingBlocks(record, lifecycle.votes(requestId), inboxUrl(requestId)) : decidedBlocks(record, via);
+      record.status === 'pending'
+        ? pendingBlocks(record, await lifecycle.votes(requestId), inboxUrl(requestId))
+        : decidedBlocks(record, via);
     const text =
       record.status === 'pending'
         ? `Approval needed: ${visible(record.body.resource.id)}`
         : `${STATUS_WORD[record.status] ?? record.status}: ${visible(record.body.resource.id)}`;
-    for (const ref of store.channels.slackMessages(requestId)) {
+    for (const ref of await store.channels.slackMessages(requestId)) {
       await call('chat.update', requestId, () => client.chat.update({ channel: ref.channel, ts: ref.ts, text, blocks }));
     }
   }
@@ -320,7 +324,7 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
       try {
         if (n.kind === 'break-glass') return await postBreakGlass(n);
         if (n.kind === 'decided') return await refresh(n.request.id);
-        const current = store.get(n.request.id) ?? n.request;
+        const current = (await store.get(n.request.id)) ?? n.request;
         if (current.status !== 'pending') return;
         const prefix =
           n.kind === 'opened'
@@ -408,7 +412,7 @@ export function createSlackChannel(deps: SlackChannelDeps): SlackChannel {
         track(ephemeral(requestId, channel, slackUser, EPHEMERAL.unmapped));
         return c.body(null, 200);
       }
-      const outcome = lifecycle.decide(requestId, personDecider(approver, 'slack'), decision);
+      const outcome = await lifecycle.decide(requestId, personDecider(approver, 'slack'), decision);
       log.info({ requestId, slackUser, approver: approver.id, decision, outcome: outcome.kind }, 'Slack decision');
       const answer = answerFor(outcome);
       // A terminal decision updates the messages through the `decided` notification, a partial

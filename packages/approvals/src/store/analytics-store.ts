@@ -9,6 +9,7 @@
  * Deliberately does not: keep per-approver figures beyond the open mark, or delete rows.
  */
 import type Database from 'better-sqlite3';
+import type { Sync } from './async.js';
 
 /** One decision by a person or a machine: a request approved or denied, with how long it waited. */
 export interface DecisionRow {
@@ -70,27 +71,27 @@ export interface RequestOpen {
   opens: number;
 }
 
-/** The store's analytics API. */
+/** The store's analytics API. Every method returns a promise (`async.ts`). */
 export interface AnalyticsStore {
   /** Record that `approver` opened pending request `requestId`'s page at `atMs` (the first open is kept, later ones counted). */
-  recordOpen(requestId: string, approver: string, atMs: number): void;
+  recordOpen(requestId: string, approver: string, atMs: number): Promise<void>;
   /** The open mark of `approver` (any case) on `requestId`, or undefined. */
-  openOf(requestId: string, approver: string): RequestOpen | undefined;
+  openOf(requestId: string, approver: string): Promise<RequestOpen | undefined>;
   /**
    * Approved and denied requests resolved at or after `sinceMs`, of approver `groups` only when
    * given (filtered before the limit), at most `limit` (newest first).
    */
-  decisions(sinceMs: number, limit: number, groups?: readonly string[]): DecisionRow[];
+  decisions(sinceMs: number, limit: number, groups?: readonly string[]): Promise<DecisionRow[]>;
   /** Decisions resolved at or after `sinceMs`, grouped by tool, group and channel, counted per bound of `boundsMs` (ascending). */
-  decisionBuckets(boundsMs: readonly number[], sinceMs: number): DecisionBucketRow[];
+  decisionBuckets(boundsMs: readonly number[], sinceMs: number): Promise<DecisionBucketRow[]>;
   /** Requests resolved at or after `sinceMs` by tool, group and final status. */
-  resolved(sinceMs: number): ResolvedRow[];
+  resolved(sinceMs: number): Promise<ResolvedRow[]>;
   /** Requests escalated at or after `sinceMs`, by approver group. */
-  escalations(sinceMs: number): Array<{ group: string; count: number }>;
+  escalations(sinceMs: number): Promise<Array<{ group: string; count: number }>>;
   /** People's approval votes cast at or after `sinceMs`, by tool, group and {@link ReadingRow.reading} with threshold `quickMs`. */
-  readings(quickMs: number, sinceMs: number): ReadingRow[];
+  readings(quickMs: number, sinceMs: number): Promise<ReadingRow[]>;
   /** Pending requests at `atMs` by approver group and age (`boundsMs` ascending). */
-  pendingAges(atMs: number, boundsMs: readonly number[]): PendingAgeRow[];
+  pendingAges(atMs: number, boundsMs: readonly number[]): Promise<PendingAgeRow[]>;
 }
 
 /** Rules of approvals given at submission by something an approver set up before (not by reading the request). */
@@ -107,8 +108,11 @@ export const PERSON_CHANNELS = ['inbox', 'slack', 'email', 'api'] as const;
 const DECIDING_EVENT = `(SELECT CASE WHEN a.rule IN (${STANDING_RULES.map((r) => `'${r}'`).join(', ')}) THEN a.rule ELSE a.via END
   FROM audit_events a WHERE a.request_id = r.id AND a.event = r.status ORDER BY a.seq DESC LIMIT 1)`;
 
-/** The analytics store over an open database whose schema is at version 7 or later (`cs_lower` registered). */
-export function createAnalyticsStore(db: Database.Database): AnalyticsStore {
+/**
+ * The analytics store over an open database whose schema is at version 7 or later (`cs_lower`
+ * registered), synchronous (`store.ts` wraps it).
+ */
+export function createAnalyticsStore(db: Database.Database): Sync<AnalyticsStore> {
   const upsertOpen = db.prepare(
     `INSERT INTO request_opens (request_id, approver, first_opened_at_ms, last_opened_at_ms, opens) VALUES (?, cs_lower(?), ?, ?, 1)
      ON CONFLICT (request_id, approver) DO UPDATE SET last_opened_at_ms = MAX(last_opened_at_ms, excluded.last_opened_at_ms), opens = opens + 1`,

@@ -7,6 +7,7 @@
  * Deliberately does not: delete sessions or reviews (they are the trail).
  */
 import type Database from 'better-sqlite3';
+import type { Sync } from './async.js';
 
 /** One break-glass session. */
 export interface BreakGlassSession {
@@ -43,10 +44,10 @@ export type SessionOutcome =
   /** `maxPerDay` sessions were opened in the last day; the next may open at `retryAtMs`. */
   | { kind: 'limit'; retryAtMs: number };
 
-/** The store's break-glass API. */
+/** The store's break-glass API. Every method returns a promise (`async.ts`). */
 export interface BreakGlassStore {
   /** The approver's session active at `atMs` (not ended, `atMs < untilMs`), or undefined. */
-  active(approver: string, atMs: number): BreakGlassSession | undefined;
+  active(approver: string, atMs: number): Promise<BreakGlassSession | undefined>;
   /**
    * The approver's active session, or a new one opened with `reason` for `windowMs` — unless
    * `maxPerDay` sessions were opened by them in the `dayMs` before `atMs` (then `limit`). One transaction.
@@ -59,19 +60,19 @@ export interface BreakGlassStore {
     maxPerDay: number,
     dayMs: number,
     newId: string,
-  ): SessionOutcome;
+  ): Promise<SessionOutcome>;
   /** End the approver's active session at `atMs`; returns it, or undefined when none was active. */
-  end(approver: string, atMs: number): BreakGlassSession | undefined;
+  end(approver: string, atMs: number): Promise<BreakGlassSession | undefined>;
   /** Record a break-glass approval (and its `break-glass` audit row is the caller's). */
-  recordUse(use: Omit<BreakGlassUse, 'reviewedBy' | 'reviewedAtMs' | 'reviewComment'>): void;
+  recordUse(use: Omit<BreakGlassUse, 'reviewedBy' | 'reviewedAtMs' | 'reviewComment'>): Promise<void>;
   /** The break-glass approval of a request, or undefined. */
-  use(requestId: string): BreakGlassUse | undefined;
+  use(requestId: string): Promise<BreakGlassUse | undefined>;
   /** Break-glass approvals, oldest first: `unreviewed` only those without a review (at most `limit`, default 200). */
-  list(filter: { unreviewed?: boolean }, limit?: number): BreakGlassUse[];
+  list(filter: { unreviewed?: boolean }, limit?: number): Promise<BreakGlassUse[]>;
   /** How many are unreviewed, and of those how many are overdue at `atMs`. */
-  counts(atMs: number): { unreviewed: number; overdue: number };
+  counts(atMs: number): Promise<{ unreviewed: number; overdue: number }>;
   /** Mark a use reviewed (compare-and-set on "not yet reviewed"); false when it was already, or is unknown. */
-  markReviewed(requestId: string, reviewer: string, comment: string, atMs: number): boolean;
+  markReviewed(requestId: string, reviewer: string, comment: string, atMs: number): Promise<boolean>;
 }
 
 interface SessionRow {
@@ -118,8 +119,11 @@ const useOf = (r: UseRow): BreakGlassUse => ({
   reviewComment: r.review_comment,
 });
 
-/** The break-glass store over an open database whose schema is at version 5 or later. */
-export function createBreakGlassStore(db: Database.Database): BreakGlassStore {
+/**
+ * The break-glass store over an open database whose schema is at version 5 or later, synchronous
+ * (`store.ts` uses it inside its transactions and wraps it).
+ */
+export function createBreakGlassStore(db: Database.Database): Sync<BreakGlassStore> {
   const selectActive = db.prepare<[string, number], SessionRow>(
     'SELECT * FROM break_glass_sessions WHERE cs_lower(approver) = cs_lower(?) AND ended_at_ms IS NULL AND until_ms > ? ORDER BY opened_at_ms DESC LIMIT 1',
   );

@@ -12,6 +12,7 @@
  * unnamed row), so a client changing its name each read cannot grow the file.
  */
 import type Database from 'better-sqlite3';
+import type { Sync } from './async.js';
 
 /** Distinct client names kept per task; reports naming another are stored under the unnamed row. */
 export const MAX_CLIENTS_PER_TASK = 8;
@@ -50,22 +51,22 @@ export interface FollowerReport {
   clientVersion?: string;
 }
 
-/** The followers' part of the approval store. */
+/** The followers' part of the approval store. Every method returns a promise (`async.ts`). */
 export interface FollowerStore {
   /** Record `report` for task `taskRef` at `atMs`; false (nothing written) when no request names that task. */
-  report(taskRef: string, report: FollowerReport, atMs: number): boolean;
+  report(taskRef: string, report: FollowerReport, atMs: number): Promise<boolean>;
   /** The followers of task `taskRef`, most recently seen first. */
-  forTask(taskRef: string): FollowerRecord[];
+  forTask(taskRef: string): Promise<FollowerRecord[]>;
   /** Mark request `requestId` closed because nobody followed it (idempotent). */
-  markClosedUnfollowed(requestId: string, atMs: number): void;
+  markClosedUnfollowed(requestId: string, atMs: number): Promise<void>;
   /** Whether request `requestId` was closed because nobody followed it. */
-  closedUnfollowed(requestId: string): boolean;
+  closedUnfollowed(requestId: string): Promise<boolean>;
 }
 
 type FollowerRow = { client_name: string; client_version: string | null; last_seen_at_ms: number; subscribed_at_ms: number | null };
 
-/** Create the tables (module header) in `db` and the store over them. */
-export function createFollowerStore(db: Database.Database): FollowerStore {
+/** Create the tables (module header) in `db` and the store over them, synchronous (`store.ts` wraps it). */
+export function createFollowerStore(db: Database.Database): Sync<FollowerStore> {
   db.exec(FOLLOWERS_SCHEMA);
   const hasRequest = db.prepare<[string], { one: number }>(
     "SELECT 1 AS one FROM access_requests WHERE json_extract(body_json, '$.task_ref') = ? LIMIT 1",

@@ -13,6 +13,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { GrantConstraints } from '@countersign/arap';
+import type { Sync } from './async.js';
 
 /** Channel a grant was created or revoked through. */
 export type GrantChannel = 'inbox' | 'api';
@@ -65,30 +66,30 @@ export interface GrantUse {
   atMs: number;
 }
 
-/** The store's grants API. */
+/** The store's grants API. Every method returns a promise (`async.ts`). */
 export interface GrantStore {
-  create(g: Omit<Grant, 'uses' | 'revokedAtMs' | 'revokedBy'>): Grant;
-  get(id: string): Grant | undefined;
+  create(g: Omit<Grant, 'uses' | 'revokedAtMs' | 'revokedBy'>): Promise<Grant>;
+  get(id: string): Promise<Grant | undefined>;
   /** Grants for `principal` and `tool` of `approverGroup` usable at `atMs`, oldest first (arguments not checked). */
-  candidates(principal: string, tool: string, approverGroup: string, atMs: number): Grant[];
+  candidates(principal: string, tool: string, approverGroup: string, atMs: number): Promise<Grant[]>;
   /**
    * Count one use of grant `id` by request `requestId` at `atMs`, if it is still usable then (not
    * revoked, not expired, uses left): the compare-and-set and the `grant_uses` row in one
    * transaction. Returns the use, or null (nothing written).
    */
-  consume(id: string, requestId: string, atMs: number): GrantUse | null;
+  consume(id: string, requestId: string, atMs: number): Promise<GrantUse | null>;
   /** Revoke `id` (by `by` at `atMs`) if not yet revoked; returns whether it did. */
-  revoke(id: string, by: string, atMs: number): boolean;
+  revoke(id: string, by: string, atMs: number): Promise<boolean>;
   /**
    * Grants, newest first: all, or only those usable at `activeAt`; only those of approver groups
    * `groups` or created by `createdBy` (case-insensitively) when either is given (filtered in SQL,
    * before the limit); at most `limit` (default 200).
    */
-  list(opts?: { activeAt?: number; limit?: number; groups?: readonly string[]; createdBy?: string }): Grant[];
+  list(opts?: { activeAt?: number; limit?: number; groups?: readonly string[]; createdBy?: string }): Promise<Grant[]>;
   /** The use that approved request `requestId`, if a grant did. */
-  useBy(requestId: string): GrantUse | undefined;
+  useBy(requestId: string): Promise<GrantUse | undefined>;
   /** Every use of grant `id`, in order. */
-  uses(id: string): GrantUse[];
+  uses(id: string): Promise<GrantUse[]>;
 }
 
 interface GrantRow {
@@ -140,8 +141,8 @@ const fromUseRow = (r: UseRow): GrantUse => ({ grantId: r.grant_id, requestId: r
 
 const USABLE = 'revoked_at_ms IS NULL AND expires_at_ms > @at AND (max_uses IS NULL OR uses < max_uses)';
 
-/** The grants API over `db` (tables from `store-schema.ts`). */
-export function createGrantStore(db: Database.Database): GrantStore {
+/** The grants API over `db` (tables from `store-schema.ts`), synchronous (`store.ts` uses it inside its transactions and wraps it). */
+export function createGrantStore(db: Database.Database): Sync<GrantStore> {
   const insert = db.prepare(
     `INSERT INTO grants (id, principal, principal_iss, tool, approver_group, constraints_json, max_uses, created_by, via, reason, from_request, created_at_ms, expires_at_ms)
      VALUES (@id, @principal, @principal_iss, @tool, @approver_group, @constraints_json, @max_uses, @created_by, @via, @reason, @from_request, @created_at_ms, @expires_at_ms)`,

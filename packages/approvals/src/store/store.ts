@@ -1,5 +1,7 @@
 /**
- * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL).
+ * SQLite persistence for the reference Access Request Service (better-sqlite3, WAL), behind an
+ * asynchronous interface ({@link ApprovalStore}: every method returns a promise, so another
+ * database can serve it; the synchronous SQLite code is wrapped by `async.ts`).
  *
  * Eleven tables (and the notification channels' two, see `ChannelStore`): `grants` and `grant_uses`
  * (an approver's bounded permits and each request they approved, `grants-store.ts`), `narrowing_permits` (an
@@ -19,7 +21,8 @@
  * `break-glass-store.ts`'s, `request_opens` is `analytics-store.ts`'s, `grants` and `grant_uses` are `grants-store.ts`'s.
  * State changes are compare-and-set from `pending` inside one transaction with their audit row,
  * so two racing deciders (or a decision racing expiry or cancel) cannot both win, and the vote
- * that completes a quorum is the one that approves.
+ * that completes a quorum is the one that approves. Every read-check-write is one method (one
+ * transaction); callers never rely on two calls running without another request's in between.
  * Deliberately does not: decide business rules (see `request-lifecycle.ts`), purge old rows
  * (retention of the stored arguments is the operator's job), or encrypt at rest.
  */
@@ -27,7 +30,8 @@ import Database from 'better-sqlite3';
 import { AccessRequestBodySchema, type AccessRequestBody, type RequestStatus, type WireApproval } from '@countersign/arap';
 import { AUDIT_EVENT_KINDS, createSchema, requesterNames } from './store-schema.js';
 import { createFollowerStore, type FollowerStore } from './followers-store.js';
-import { createBreakGlassStore, type BreakGlassStore } from './break-glass-store.js';
+import { createBreakGlassStore, type BreakGlassStore, type BreakGlassUse } from './break-glass-store.js';
+import { asyncOf, type Sync } from './async.js';
 import { createAnalyticsStore, type AnalyticsStore } from './analytics-store.js';
 import { createGrantStore, type Grant, type GrantStore, type GrantUse } from './grants-store.js';
 
@@ -172,6 +176,50 @@ export type ApproveResult =
   | { kind: 'not-pending' };
 
 /**
+ * Thrown by {@link ApprovalStore.insert} and {@link ApprovalStore.insertWithPermit} when a request
+ * with the new one's idempotency key exists (checked in the insert's transaction; nothing written):
+ * `existing` is that request.
+ */
+export class IdempotencyKeyTaken extends Error {
+  constructor(readonly existing: AccessRequestRecord) {
+    super(`idempotency key already used by request ${existing.id}`);
+    this.name = 'IdempotencyKeyTaken';
+  }
+}
+
+/**
+ * Builds a request's approval material inside the store's transaction that approves it, from the
+ * approvers (oldest first), the votes recorded on the request (oldest first; for a vote, itself
+ * included) and, for an approval by a grant, the grant and its use. Must not call the store.
+ */
+export type MakeApproval = (approvers: string[], votes: ApprovalVote[], grant?: { grant: Grant; use: GrantUse }) => WireApproval;
+
+/** The break-glass half of {@link ApprovalStore.approveByBreakGlass}. Times ms since epoch. */
+export interface BreakGlassApproval {
+  /** Why glass is broken (the session's reason for a new session, the use's, and the audit comment). */
+  reason: string;
+  /** How long a new session lasts. */
+  windowMs: number;
+  /** At most this many sessions opened by one person in `dayMs`. */
+  maxPerDay: number;
+  dayMs: number;
+  /** The id of a session opened by this approval. */
+  newSessionId: string;
+  /** When the review of the use is overdue. */
+  reviewDueMs: number;
+  /** Approver ids who could have decided the request and were skipped. */
+  skipped: string[];
+}
+
+/** Outcome of {@link ApprovalStore.approveByBreakGlass}. */
+export type BreakGlassApproveResult =
+  | { kind: 'approved'; record: AccessRequestRecord; use: BreakGlassUse }
+  /** `maxPerDay` sessions were opened in the last day; one more may open at `retryAtMs`. */
+  | { kind: 'limit'; retryAtMs: number }
+  | { kind: 'already-approved-by' }
+  | { kind: 'not-pending' };
+
+/**
  * An approver's counter-proposal, recorded as a permit (`narrowing_permits`): the request it
  * narrowed (`requestId`, which ended denied), the narrower call (`tool`, complete `arguments` as the
  * service holds them) and its `bindingDigest` (`permitDigest` in `../narrowing-permits.ts`, the
@@ -290,24 +338,38 @@ export interface CallbackOutboxRow {
  */
 export interface CallbackOutboxStore {
   /** Pending rows due at `nowMs` whose receiver origin is not in `skipOrigins`, oldest due first, at most `limit`. */
-  due(nowMs: number, limit: number, skipOrigins?: readonly string[]): CallbackOutboxRow[];
+  due(nowMs: number, limit: number, skipOrigins?: readonly string[]): Promise<CallbackOutboxRow[]>;
   /** The earliest `nextAttemptAtMs` of a pending row whose origin is not in `skipOrigins`, or null when there is none. */
-  nextDueAtMs(skipOrigins?: readonly string[]): number | null;
-  /** An attempt starts: the row is not due again before `untilMs` (a crash mid-attempt retries after it). */
-  lease(seq: number, untilMs: number): void;
-  delivered(seq: number, attempts: number, atMs: number): void;
-  retryAt(seq: number, attempts: number, nextAtMs: number, failure: string): void;
-  gaveUp(seq: number, attempts: number, atMs: number, failure: string): void;
-  refused(seq: number, attempts: number, atMs: number, failure: string): void;
+  nextDueAtMs(skipOrigins?: readonly string[]): Promise<number | null>;
+  /**
+   * Claim the row for an attempt: when it is still pending and due at `nowMs` (compare-and-set), it
+   * is not due again before `untilMs` (a crash mid-attempt retries after it); false (nothing
+   * written) when it was not, e.g. another dispatcher claimed it first.
+   */
+  lease(seq: number, nowMs: number, untilMs: number): Promise<boolean>;
+  /** The row was delivered after `attempts` attempts (compare-and-set on `pending`, as the three below). */
+  delivered(seq: number, attempts: number, atMs: number): Promise<void>;
+  retryAt(seq: number, attempts: number, nextAtMs: number, failure: string): Promise<void>;
+  gaveUp(seq: number, attempts: number, atMs: number, failure: string): Promise<void>;
+  refused(seq: number, attempts: number, atMs: number, failure: string): Promise<void>;
   /** Every row of a request, oldest first (tests, operators). */
-  forRequest(requestId: string): CallbackOutboxRow[];
+  forRequest(requestId: string): Promise<CallbackOutboxRow[]>;
   /** Rows per state (absent: none), for `countersign_callback_outbox`. */
-  counts(): Partial<Record<CallbackOutboxRow['state'], number>>;
+  counts(): Promise<Partial<Record<CallbackOutboxRow['state'], number>>>;
 }
 
-/** The store's API. All methods are synchronous (better-sqlite3). */
+/**
+ * The store's API. Every method returns a promise, so that an implementation over a network
+ * database serves the same interface; `openApprovalStore` is the SQLite one (better-sqlite3, each
+ * operation one transaction, wrapped by `async.ts`). Each `await` is a point where another
+ * request's operations may run: a read-check-write that must be atomic is one method here (a
+ * compare-and-set or one transaction), never a sequence of calls. There is no generic transaction.
+ */
 export interface ApprovalStore {
-  /** Insert a new pending request and its `submitted` audit row. Throws on a duplicate id or key. */
+  /**
+   * Insert a new pending request and its `submitted` audit row. Throws {@link IdempotencyKeyTaken}
+   * on a duplicate idempotency key (nothing written), and on a duplicate id.
+   */
   insert(
     record: Omit<
       AccessRequestRecord,
@@ -323,20 +385,39 @@ export interface ApprovalStore {
       | 'stepUpReason'
     > & { stepUpRule?: string | null; quorumReason?: string | null; stepUpReason?: string | null },
     actor: string,
-  ): AccessRequestRecord;
+  ): Promise<AccessRequestRecord>;
   /**
-   * Record `vote` on a pending request, in one transaction: a second vote by the same approver is
+   * Record `vote` on a pending request, in one transaction: a second vote by the same person — its
+   * `approver` or `castBy` already an approver or delegate of a vote on it, case-insensitively — is
    * `already-approved-by` (nothing written); a vote that brings the count to `requiredApprovals`
-   * (or `final`) moves the request to `approved` with `makeApproval(all approvers, oldest first)`;
-   * any other vote is `endorsed` (audit row `endorsed`).
+   * (or `final`) moves the request to `approved` with `makeApproval(all approvers, oldest first,
+   * all votes, this one included)`; any other vote is `endorsed` (audit row `endorsed`).
    */
-  approve(
+  approve(id: string, vote: ApprovalVote & { rule?: string; final?: boolean }, makeApproval: MakeApproval): Promise<ApproveResult>;
+  /**
+   * A break-glass approval (`../break-glass.ts`) of pending request `id` by `vote` (its `approver`
+   * the person breaking glass, `actor` their id, `final` and `rule` as the caller sets them), in one
+   * transaction: the person's active break-glass session, or a new one (id `glass.newSessionId`,
+   * with `glass.reason`, for `glass.windowMs`) unless `glass.maxPerDay` were opened in the
+   * `glass.dayMs` before `vote.atMs` (`limit`, nothing written); the vote and the approval as
+   * {@link ApprovalStore.approve}; the use (`glass.skipped` approvers, review due
+   * `glass.reviewDueMs`); and its `break-glass` audit row (the actor, the reason, the channel, the
+   * session id as rule). Any outcome but `approved` writes nothing (a session it opened is rolled back).
+   */
+  approveByBreakGlass(
     id: string,
     vote: ApprovalVote & { rule?: string; final?: boolean },
-    makeApproval: (approvers: string[]) => WireApproval,
-  ): ApproveResult;
+    glass: BreakGlassApproval,
+    makeApproval: MakeApproval,
+  ): Promise<BreakGlassApproveResult>;
+  /**
+   * Record the review of request `requestId`'s break-glass approval by `reviewer` with `comment`
+   * at `atMs` through `via`, and its `break-glass-reviewed` audit row, in one transaction;
+   * compare-and-set on "not yet reviewed": false (nothing written) when it was already, or is unknown.
+   */
+  reviewBreakGlass(requestId: string, reviewer: string, comment: string, atMs: number, via: DecisionChannel): Promise<boolean>;
   /** Approvals recorded so far, oldest first. */
-  votes(id: string): ApprovalVote[];
+  votes(id: string): Promise<ApprovalVote[]>;
   /** Append an audit row that changes no state (e.g. `notified`). */
   appendAudit(
     id: string,
@@ -344,48 +425,51 @@ export interface ApprovalStore {
     actor: string,
     atMs: number,
     extra?: { comment?: string; via?: DecisionChannel; rule?: string; onBehalfOf?: string },
-  ): void;
+  ): Promise<void>;
   /** Pending requests not yet marked `reminded` (or `escalated`), oldest first: the reminder timers' candidates. */
-  listUnmarkedPending(mark: 'reminded' | 'escalated'): AccessRequestRecord[];
+  listUnmarkedPending(mark: 'reminded' | 'escalated'): Promise<AccessRequestRecord[]>;
   /**
    * Mark a pending request reminded and append its `reminded` audit row (actor `system`, comment
    * naming the group), in one transaction; compare-and-set on "pending and not yet reminded", so it
    * happens at most once. Returns the updated record, or undefined when it was not (any more) due.
    */
-  markReminded(id: string, group: string, atMs: number): AccessRequestRecord | undefined;
+  markReminded(id: string, group: string, atMs: number): Promise<AccessRequestRecord | undefined>;
   /**
    * Mark a pending request escalated to `to` (a group and/or an approver) with its `escalated`
    * audit row; at most once, as {@link ApprovalStore.markReminded}.
    */
-  markEscalated(id: string, to: { group: string | null; approver: string | null }, atMs: number): AccessRequestRecord | undefined;
+  markEscalated(id: string, to: { group: string | null; approver: string | null }, atMs: number): Promise<AccessRequestRecord | undefined>;
   /** Delegations between approvers. */
   delegations: DelegationStore;
   /** Approvers' registered passkeys. */
   passkeys: PasskeyStore;
   /** Pending requests matching `filter`, oldest first (at most `limit`, default 200). */
-  listPending(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
+  listPending(filter?: RequestFilter, limit?: number): Promise<AccessRequestRecord[]>;
   /**
    * One keyset page of pending requests matching `filter`, oldest first (`created_at_ms`, then
    * `id`), with the true count. Rows inserted while a caller pages land after every key it has
    * seen (a later `created_at_ms`), so following `after` visits each row present at the start once.
    */
-  pagePending(filter: RequestFilter, page: PendingPageRequest): PendingPage;
+  pagePending(filter: RequestFilter, page: PendingPageRequest): Promise<PendingPage>;
   /** How many pending requests match `filter`. */
-  countPending(filter?: RequestFilter): number;
+  countPending(filter?: RequestFilter): Promise<number>;
   /** Resolved requests matching `filter`, most recently resolved first (at most `limit`, default 50). */
-  listResolved(filter?: RequestFilter, limit?: number): AccessRequestRecord[];
+  listResolved(filter?: RequestFilter, limit?: number): Promise<AccessRequestRecord[]>;
   /** Distinct tools and requesters among pending requests of `groups` (for filter menus). */
-  pendingFacets(filter?: RequestFilter): { tools: string[]; requesters: string[] };
+  pendingFacets(filter?: RequestFilter): Promise<{ tools: string[]; requesters: string[] }>;
   /** A number that grows on every audit row (the inbox polls it to refresh). */
-  changeMark(): number;
-  get(id: string): AccessRequestRecord | undefined;
-  getByIdempotencyKey(key: string): AccessRequestRecord | undefined;
-  /** Move `id` from `pending` to `t.to`; returns the updated record, or undefined if it was not pending. */
-  transitionFromPending(id: string, t: Transition): AccessRequestRecord | undefined;
+  changeMark(): Promise<number>;
+  get(id: string): Promise<AccessRequestRecord | undefined>;
+  getByIdempotencyKey(key: string): Promise<AccessRequestRecord | undefined>;
+  /**
+   * Move `id` from `pending` to `t.to` (compare-and-set on `pending`, with its audit row and
+   * callback outbox row); returns the updated record, or undefined if it was not pending.
+   */
+  transitionFromPending(id: string, t: Transition): Promise<AccessRequestRecord | undefined>;
   /** Ids of pending requests with `expires_at_ms <= nowMs`. */
-  listDuePending(nowMs: number): string[];
+  listDuePending(nowMs: number): Promise<string[]>;
   /** Audit trail of one request, oldest first. */
-  auditTrail(id: string): AuditEvent[];
+  auditTrail(id: string): Promise<AuditEvent[]>;
   /** Server-side inbox sessions, keyed by the SHA-256 of the session id (the cookie never reaches the file). */
   sessions: InboxSessionStore;
   /** What the notification channels remember: Slack messages to update, email links already used. */
@@ -398,8 +482,6 @@ export interface ApprovalStore {
   breakGlass: BreakGlassStore;
   /** When approvers opened requests, and the aggregates the analytics are computed from (`analytics-store.ts`). */
   analytics: AnalyticsStore;
-  /** Run `fn` in one transaction (a savepoint inside another); its throw rolls every write of it back. */
-  inTransaction<T>(fn: () => T): T;
   /**
    * Deny pending `id` with transition `t` (to `denied`), append its `narrowed` audit row (`comment`)
    * and record `permit`, in one transaction; undefined (nothing written) when it was not pending.
@@ -409,43 +491,52 @@ export interface ApprovalStore {
     t: Transition & { to: 'denied' },
     comment: string,
     permit: Omit<NarrowingPermit, 'usedAtMs' | 'usedByRequest'>,
-  ): AccessRequestRecord | undefined;
+  ): Promise<AccessRequestRecord | undefined>;
   /**
    * Insert a new request as {@link ApprovalStore.insert} does and, in the same transaction, approve
    * it by a standing permit when one holds at `atMs`: first the oldest unused counter-proposal permit
    * for `tool`, `requesterSub` and `approverGroup`, among the first {@link PERMIT_CANDIDATES} such,
    * for which `matches` is true (a vote by its proposer through its channel, rule
-   * `counter-proposal`, a `permit-used` audit row, `makeApproval([proposer])`); else, when
+   * `counter-proposal`, a `permit-used` audit row, `makeApproval([proposer], votes)`); else, when
    * `grantFits` is given, the oldest usable grant for the request's principal, tool and
    * `approverGroup` that `grantFits` accepts and whose use this transaction counts
    * (`grants-store.ts` `consume`): a vote by its creator, rule `grant`, a `grant-used` audit row,
-   * `makeApproval([creator], {grant, use})`. `permit` and `grant` are null (an ordinary pending
-   * request) when none matched.
+   * `makeApproval([creator], votes, {grant, use})` (`votes`: those recorded before the standing
+   * permit's). `permit` and `grant` are null (an ordinary pending request) when none matched.
    */
   insertWithPermit(
     record: Parameters<ApprovalStore['insert']>[0],
     actor: string,
     match: StandingMatch,
-    makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
-  ): { record: AccessRequestRecord; permit: NarrowingPermit | null; grant: { grant: Grant; use: GrantUse } | null };
+    makeApproval: MakeApproval,
+  ): Promise<{ record: AccessRequestRecord; permit: NarrowingPermit | null; grant: { grant: Grant; use: GrantUse } | null }>;
   /** Grants and their uses (`grants-store.ts`). */
   grants: GrantStore;
   /**
-   * Approve the pending request `id` by grant `grant` at `atMs`, counting one use, in one
-   * transaction (as {@link ApprovalStore.insertWithPermit} does for a new request); undefined
-   * (nothing written) when it is not pending or the grant holds no more.
+   * Approve the pending request `id` by grant `grantId` at `atMs`, counting one use, in one
+   * transaction (as {@link ApprovalStore.insertWithPermit} does for a new request), when `fits` is
+   * true of the grant as that transaction reads it; undefined (nothing written) when the request is
+   * not pending, the grant is unknown, `fits` is false or the grant holds no more.
    */
   approveByGrant(
     id: string,
-    grant: Grant,
+    grantId: string,
     atMs: number,
-    makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
-  ): AccessRequestRecord | undefined;
+    fits: (grant: Grant) => boolean,
+    makeApproval: MakeApproval,
+  ): Promise<AccessRequestRecord | undefined>;
+  /**
+   * Expire pending `id` with transition `t` (the rules' `unfollowed` rule's `close` action) and mark
+   * it closed because nobody followed it (`followers-store.ts`), in one transaction; undefined
+   * (nothing written) when it was not pending.
+   */
+  closeUnfollowed(id: string, t: Transition & { to: 'expired' }): Promise<AccessRequestRecord | undefined>;
   /** The permit proposed on request `requestId` (the one narrowed), if any. */
-  permitProposedOn(requestId: string): NarrowingPermit | undefined;
+  permitProposedOn(requestId: string): Promise<NarrowingPermit | undefined>;
   /** The permit that approved request `requestId`, if any. */
-  permitUsedBy(requestId: string): NarrowingPermit | undefined;
-  close(): void;
+  permitUsedBy(requestId: string): Promise<NarrowingPermit | undefined>;
+  /** Close the store (idempotent); no method may be called after. */
+  close(): Promise<void>;
 }
 
 /** A Slack message that announced a request: channel id and message `ts` (Slack's message id). */
@@ -457,13 +548,19 @@ export interface SlackMessageRef {
 /** State of the notification channels (`packages/approvals/src/notify/`) in the approval store's file. */
 export interface ChannelStore {
   /** Remember a posted Slack message of `requestId` (idempotent). */
-  addSlackMessage(requestId: string, ref: SlackMessageRef): void;
+  addSlackMessage(requestId: string, ref: SlackMessageRef): Promise<void>;
   /** Every Slack message posted for `requestId`, oldest first. */
-  slackMessages(requestId: string): SlackMessageRef[];
-  /** Whether the email link `jti` has already decided. */
-  emailLinkUsed(jti: string): boolean;
-  /** Record that the email link `jti` decided; false when it was already recorded (a reuse). `atMs` ms since epoch. */
-  consumeEmailLink(jti: string, requestId: string, approver: string, atMs: number): boolean;
+  slackMessages(requestId: string): Promise<SlackMessageRef[]>;
+  /** Whether the email link `jti` has already decided (a hint for the page: only {@link consumeEmailLink} decides a reuse). */
+  emailLinkUsed(jti: string): Promise<boolean>;
+  /**
+   * Record that the email link `jti` decides (claimed before its decision, released by
+   * {@link releaseEmailLink} when that does not happen); false when it was already recorded (a
+   * reuse): an insert-if-absent, so of two racing uses exactly one gets true. `atMs` ms since epoch.
+   */
+  consumeEmailLink(jti: string, requestId: string, approver: string, atMs: number): Promise<boolean>;
+  /** Forget the use of email link `jti` recorded by {@link consumeEmailLink} whose decision did not happen (it may decide again). */
+  releaseEmailLink(jti: string): Promise<void>;
 }
 
 /** One delegation: `delegate` may decide for `delegator` from `createdAtMs` until `untilMs` (ms since epoch). */
@@ -477,36 +574,36 @@ export interface Delegation {
   revokedAtMs: number | null;
 }
 
-/** Delegations in SQLite. Times ms since epoch; "active" means not revoked and `nowMs < untilMs`. */
+/** Delegations between approvers. Times ms since epoch; "active" means not revoked and `nowMs < untilMs`. */
 export interface DelegationStore {
   /** Insert a new delegation. Throws on `delegator === delegate` (CHECK constraint). */
-  create(d: Omit<Delegation, 'revokedAtMs'>): Delegation;
-  /** Revoke `id` if it belongs to `delegator` and is not yet revoked; returns whether it did. */
-  revoke(id: string, delegator: string, atMs: number): boolean;
+  create(d: Omit<Delegation, 'revokedAtMs'>): Promise<Delegation>;
+  /** Revoke `id` if it belongs to `delegator` and is not yet revoked (compare-and-set); returns whether it did. */
+  revoke(id: string, delegator: string, atMs: number): Promise<boolean>;
   /** Active delegations to `delegate` (whom they may decide for), oldest first. */
-  activeTo(delegate: string, nowMs: number): Delegation[];
+  activeTo(delegate: string, nowMs: number): Promise<Delegation[]>;
   /** Active delegations from `delegator`, oldest first. */
-  activeFrom(delegator: string, nowMs: number): Delegation[];
+  activeFrom(delegator: string, nowMs: number): Promise<Delegation[]>;
 }
 
-/** Passkeys in SQLite. */
+/** Approvers' passkeys. */
 export interface PasskeyStore {
-  add(p: PasskeyRecord): void;
+  add(p: PasskeyRecord): Promise<void>;
   /** The approver's passkeys, oldest first. */
-  forApprover(approver: string): PasskeyRecord[];
-  get(id: string): PasskeyRecord | undefined;
+  forApprover(approver: string): Promise<PasskeyRecord[]>;
+  get(id: string): Promise<PasskeyRecord | undefined>;
   /** Store the authenticator's signature counter after a verified assertion. */
-  setCounter(id: string, counter: number): void;
+  setCounter(id: string, counter: number): Promise<void>;
 }
 
-/** Inbox sessions in SQLite: a session exists until signed out or expired. */
+/** Server-side inbox sessions: a session exists until signed out or expired. */
 export interface InboxSessionStore {
-  create(idHash: string, approver: string, createdAtMs: number, expiresAtMs: number): void;
+  create(idHash: string, approver: string, createdAtMs: number, expiresAtMs: number): Promise<void>;
   /** The live session's approver id, or undefined (unknown, signed out, or expired: then deleted). */
-  get(idHash: string, nowMs: number): string | undefined;
-  delete(idHash: string): void;
+  get(idHash: string, nowMs: number): Promise<string | undefined>;
+  delete(idHash: string): Promise<void>;
   /** Delete every expired session; returns how many. */
-  purgeExpired(nowMs: number): number;
+  purgeExpired(nowMs: number): Promise<number>;
 }
 
 interface RequestRow {
@@ -732,7 +829,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   );
   const selectPasskey = db.prepare<[string], PasskeyRow>('SELECT * FROM webauthn_credentials WHERE id = ?');
   const updatePasskeyCounter = db.prepare('UPDATE webauthn_credentials SET counter = ? WHERE id = ?');
-  const passkeys: PasskeyStore = {
+  const passkeys = asyncOf<PasskeyStore>({
     add(p) {
       insertPasskey.run(p.id, p.approver, Buffer.from(p.publicKey), p.counter, JSON.stringify(p.transports), p.createdAtMs);
     },
@@ -746,7 +843,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     setCounter(id, counter) {
       updatePasskeyCounter.run(counter, id);
     },
-  };
+  });
   const markRemindedStmt = db.prepare(
     "UPDATE access_requests SET reminded_at_ms = ? WHERE id = ? AND status = 'pending' AND reminded_at_ms IS NULL",
   );
@@ -762,7 +859,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     'SELECT * FROM delegations WHERE delegator = ? AND revoked_at_ms IS NULL AND until_ms > ? ORDER BY created_at_ms, id',
   );
   const selectDelegation = db.prepare<[string], DelegationRow>('SELECT * FROM delegations WHERE id = ?');
-  const delegations: DelegationStore = {
+  const delegations = asyncOf<DelegationStore>({
     create(d) {
       insertDelegation.run(d.id, d.delegator, d.delegate, d.createdAtMs, d.untilMs);
       const row = selectDelegation.get(d.id);
@@ -778,7 +875,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     activeFrom(delegator, nowMs) {
       return selectDelegationsFrom.all(delegator, nowMs).map(fromDelegationRow);
     },
-  };
+  });
   const selectMark = db.prepare<[], { mark: number | null }>('SELECT MAX(seq) AS mark FROM audit_events');
   const insertPrincipal = db.prepare('INSERT OR IGNORE INTO request_principals (name, request_id) VALUES (?, ?)');
   const insertOutbox = db.prepare(
@@ -805,7 +902,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   const selectNextDue = db.prepare<[string], { next: number | null }>(
     "SELECT MIN(next_attempt_at_ms) AS next FROM callback_outbox WHERE state = 'pending' AND origin NOT IN (SELECT value FROM json_each(?))",
   );
-  const leaseOutbox = db.prepare<[number, number]>("UPDATE callback_outbox SET next_attempt_at_ms = ? WHERE seq = ? AND state = 'pending'");
+  const leaseOutbox = db.prepare<[number, number, number]>(
+    "UPDATE callback_outbox SET next_attempt_at_ms = ? WHERE seq = ? AND state = 'pending' AND next_attempt_at_ms <= ?",
+  );
   const finishOutbox = db.prepare<[string, number, number, string | null, number]>(
     "UPDATE callback_outbox SET state = ?, attempts = ?, finished_at_ms = ?, last_failure = ? WHERE seq = ? AND state = 'pending'",
   );
@@ -816,11 +915,11 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     'SELECT state, COUNT(*) AS n FROM callback_outbox GROUP BY state',
   );
   const selectOutboxFor = db.prepare<[string], OutboxRowRaw>('SELECT * FROM callback_outbox WHERE request_id = ? ORDER BY seq');
-  const callbacks: CallbackOutboxStore = {
+  const callbacks = asyncOf<CallbackOutboxStore>({
     due: (nowMs, limit, skipOrigins = []) => selectDueOutbox.all(nowMs, JSON.stringify(skipOrigins), limit).map(outboxFromRow),
     nextDueAtMs: (skipOrigins = []) => selectNextDue.get(JSON.stringify(skipOrigins))?.next ?? null,
-    lease(seq, untilMs) {
-      leaseOutbox.run(untilMs, seq);
+    lease(seq, nowMs, untilMs) {
+      return leaseOutbox.run(untilMs, seq, nowMs).changes === 1;
     },
     delivered(seq, attempts, atMs) {
       finishOutbox.run('delivered', attempts, atMs, null, seq);
@@ -836,7 +935,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     },
     forRequest: (requestId) => selectOutboxFor.all(requestId).map(outboxFromRow),
     counts: () => Object.fromEntries(selectOutboxCounts.all().map((r) => [r.state, r.n])),
-  };
+  });
   const insertSession = db.prepare('INSERT INTO inbox_sessions (id_hash, approver, created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?)');
   const selectSession = db.prepare<[string], { approver: string; expires_at_ms: number }>(
     'SELECT approver, expires_at_ms FROM inbox_sessions WHERE id_hash = ?',
@@ -848,8 +947,9 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     'SELECT channel, ts FROM slack_messages WHERE request_id = ? ORDER BY rowid',
   );
   const selectEmailLink = db.prepare<[string], { jti: string }>('SELECT jti FROM email_links_used WHERE jti = ?');
+  const deleteEmailLink = db.prepare('DELETE FROM email_links_used WHERE jti = ?');
   const insertEmailLink = db.prepare('INSERT OR IGNORE INTO email_links_used (jti, request_id, approver, used_at_ms) VALUES (?, ?, ?, ?)');
-  const channels: ChannelStore = {
+  const channels = asyncOf<ChannelStore>({
     addSlackMessage(requestId, ref) {
       insertSlackMessage.run(requestId, ref.channel, ref.ts);
     },
@@ -862,8 +962,11 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     consumeEmailLink(jti, requestId, approver, atMs) {
       return insertEmailLink.run(jti, requestId, approver, atMs).changes === 1;
     },
-  };
-  const sessions: InboxSessionStore = {
+    releaseEmailLink(jti) {
+      deleteEmailLink.run(jti);
+    },
+  });
+  const sessions = asyncOf<InboxSessionStore>({
     create(idHash, approver, createdAtMs, expiresAtMs) {
       insertSession.run(idHash, approver, createdAtMs, expiresAtMs);
     },
@@ -882,9 +985,11 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     purgeExpired(nowMs) {
       return deleteExpiredSessions.run(nowMs).changes;
     },
-  };
+  });
 
   const insertTx = db.transaction((record: Parameters<ApprovalStore['insert']>[0], actor: string) => {
+    const taken = selectByKey.get(record.idempotencyKey);
+    if (taken !== undefined) throw new IdempotencyKeyTaken(fromRow(taken));
     insertRequest.run({
       id: record.id,
       idempotency_key: record.idempotencyKey,
@@ -932,22 +1037,23 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     }));
 
   const approveTx = db.transaction(
-    (
-      id: string,
-      vote: ApprovalVote & { rule?: string; final?: boolean },
-      makeApproval: (approvers: string[]) => WireApproval,
-    ): ApproveResult['kind'] => {
+    (id: string, vote: ApprovalVote & { rule?: string; final?: boolean }, makeApproval: MakeApproval): ApproveResult['kind'] => {
       const current = get(id);
       if (current === undefined || current.status !== 'pending') return 'not-pending';
       const castBy = vote.castBy ?? null;
+      // one vote per person, in their own right or as a delegate (as `alreadyVoted` in ../request-lifecycle.ts)
+      const humans = [vote.approver, ...(castBy !== null ? [castBy] : [])].map((h) => h.toLowerCase());
+      const voted = (name: string | null | undefined) => name != null && humans.includes(name.toLowerCase());
+      if (votes(id).some((v) => voted(v.approver) || voted(v.castBy))) return 'already-approved-by';
       const stepUpJson = vote.stepUp == null ? null : JSON.stringify(vote.stepUp);
       if (insertVote.run(id, vote.approver, vote.via, vote.comment, vote.atMs, castBy, stepUpJson).changes !== 1)
         return 'already-approved-by';
-      const approvers = votes(id).map((v) => v.approver);
+      const cast = votes(id);
+      const approvers = cast.map((v) => v.approver);
       const actor = vote.actor ?? vote.approver;
       const onBehalfOf = castBy === null ? undefined : vote.approver;
       if (vote.final === true || approvers.length >= current.requiredApprovals) {
-        const t: Transition = { to: 'approved', atMs: vote.atMs, actor, via: vote.via, approval: makeApproval(approvers) };
+        const t: Transition = { to: 'approved', atMs: vote.atMs, actor, via: vote.via, approval: makeApproval(approvers, cast) };
         if (vote.comment !== null) t.comment = vote.comment;
         if (vote.rule !== undefined) t.rule = vote.rule;
         if (onBehalfOf !== undefined) t.onBehalfOf = onBehalfOf;
@@ -1023,7 +1129,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       record: Parameters<ApprovalStore['insert']>[0],
       actor: string,
       match: StandingMatch,
-      makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
+      makeApproval: MakeApproval,
     ): { permit: PermitRow | null; grant: { grant: Grant; use: GrantUse } | null } => {
       insertTx(record, actor);
       const candidates = selectUsablePermits.all(match.tool, match.requesterSub, match.approverGroup, match.atMs, PERMIT_CANDIDATES);
@@ -1033,7 +1139,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
         approveAtInsert(
           record.id,
           { by: permit.proposed_by, via: permit.via, atMs: match.atMs, comment, rule: 'counter-proposal', event: 'permit-used' },
-          makeApproval([permit.proposed_by]),
+          makeApproval([permit.proposed_by], votes(record.id)),
         );
         return { permit, grant: null };
       }
@@ -1049,12 +1155,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
   );
 
   /** Count a use of grant `g` by pending request `id` and approve it by the grant; null when the grant holds no more (nothing written). */
-  const useGrant = (
-    id: string,
-    g: Grant,
-    atMs: number,
-    makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
-  ): { grant: Grant; use: GrantUse } | null => {
+  const useGrant = (id: string, g: Grant, atMs: number, makeApproval: MakeApproval): { grant: Grant; use: GrantUse } | null => {
     const use = grants.consume(g.id, id, atMs);
     if (use === null) return null;
     const counted = { ...g, uses: use.use };
@@ -1063,20 +1164,75 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     approveAtInsert(
       id,
       { by: g.createdBy, via: g.via, atMs, comment, rule: 'grant', event: 'grant-used' },
-      makeApproval([g.createdBy], { grant: counted, use }),
+      makeApproval([g.createdBy], votes(id), { grant: counted, use }),
     );
     return { grant: counted, use };
   };
 
   const approveByGrantTx = db.transaction(
+    (id: string, grantId: string, atMs: number, fits: (grant: Grant) => boolean, makeApproval: MakeApproval): boolean => {
+      if (get(id)?.status !== 'pending') return false;
+      const g = grants.get(grantId);
+      if (g === undefined || !fits(g)) return false;
+      return useGrant(id, g, atMs, makeApproval) !== null;
+    },
+  );
+
+  const closeUnfollowedTx = db.transaction((id: string, t: Transition): boolean => {
+    if (!transitionTx(id, t)) return false;
+    followers.markClosedUnfollowed(id, t.atMs);
+    return true;
+  });
+
+  /** Thrown inside {@link approveByBreakGlassTx} to roll back a session opened for an approval that did not happen. */
+  class NotApproved extends Error {
+    constructor(readonly kind: 'already-approved-by' | 'not-pending') {
+      super('break-glass approval did not happen');
+    }
+  }
+  const approveByBreakGlassTx = db.transaction(
     (
       id: string,
-      g: Grant,
-      atMs: number,
-      makeApproval: (approvers: string[], grant?: { grant: Grant; use: GrantUse }) => WireApproval,
-    ): boolean => {
-      if (get(id)?.status !== 'pending') return false;
-      return useGrant(id, g, atMs, makeApproval) !== null;
+      vote: ApprovalVote & { rule?: string; final?: boolean },
+      glass: BreakGlassApproval,
+      makeApproval: MakeApproval,
+    ): { kind: 'limit'; retryAtMs: number } | { kind: 'approved'; use: BreakGlassUse } => {
+      const at = vote.atMs;
+      const session = breakGlass.sessionFor(
+        vote.approver,
+        glass.reason,
+        at,
+        glass.windowMs,
+        glass.maxPerDay,
+        glass.dayMs,
+        glass.newSessionId,
+      );
+      if (session.kind === 'limit') return session;
+      const kind = approveTx(id, vote, makeApproval);
+      if (kind !== 'approved') throw new NotApproved(kind === 'already-approved-by' ? kind : 'not-pending');
+      const use: BreakGlassUse = {
+        requestId: id,
+        sessionId: session.session.id,
+        approver: vote.approver,
+        reason: glass.reason,
+        atMs: at,
+        reviewDueMs: glass.reviewDueMs,
+        skipped: glass.skipped,
+        reviewedBy: null,
+        reviewedAtMs: null,
+        reviewComment: null,
+      };
+      breakGlass.recordUse(use);
+      insertAudit.run(id, 'break-glass', vote.actor ?? vote.approver, glass.reason, at, vote.via, session.session.id, null);
+      return { kind: 'approved', use };
+    },
+  );
+
+  const reviewBreakGlassTx = db.transaction(
+    (requestId: string, reviewer: string, comment: string, atMs: number, via: DecisionChannel): boolean => {
+      if (!breakGlass.markReviewed(requestId, reviewer, comment, atMs)) return false;
+      insertAudit.run(requestId, 'break-glass-reviewed', reviewer, comment, atMs, via, null, null);
+      return true;
     },
   );
 
@@ -1136,7 +1292,7 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     };
   };
 
-  return {
+  const store: Sync<ApprovalStore> = {
     insert(record, actor) {
       insertTx(record, actor);
       const stored = get(record.id);
@@ -1157,6 +1313,18 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       if (kind === 'not-pending' || record === undefined) return { kind: 'not-pending' };
       return { kind, record };
     },
+    approveByBreakGlass(id, vote, glass, makeApproval) {
+      try {
+        const done = approveByBreakGlassTx(id, vote, glass, makeApproval);
+        if (done.kind === 'limit') return done;
+        const record = get(id);
+        return record === undefined ? { kind: 'not-pending' } : { kind: 'approved', record, use: done.use };
+      } catch (err) {
+        if (err instanceof NotApproved) return { kind: err.kind };
+        throw err;
+      }
+    },
+    reviewBreakGlass: (requestId, reviewer, comment, atMs, via) => reviewBreakGlassTx(requestId, reviewer, comment, atMs, via),
     votes,
     appendAudit(id, event, actor, atMs, extra = {}) {
       insertAudit.run(id, event, actor, extra.comment ?? null, atMs, extra.via ?? null, extra.rule ?? null, extra.onBehalfOf ?? null);
@@ -1229,16 +1397,18 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
     sessions,
     channels,
     callbacks,
-    followers,
-    breakGlass,
-    analytics,
-    grants,
-    inTransaction: <T>(fn: () => T): T => db.transaction(fn)(),
+    followers: asyncOf<FollowerStore>(followers),
+    breakGlass: asyncOf<BreakGlassStore>(breakGlass),
+    analytics: asyncOf<AnalyticsStore>(analytics),
+    grants: asyncOf<GrantStore>(grants),
     narrow(id, t, comment, permit) {
       return narrowTx(id, t, comment, permit) ? get(id) : undefined;
     },
-    approveByGrant(id, g, atMs, makeApproval) {
-      return approveByGrantTx(id, g, atMs, makeApproval) ? get(id) : undefined;
+    approveByGrant(id, grantId, atMs, fits, makeApproval) {
+      return approveByGrantTx(id, grantId, atMs, fits, makeApproval) ? get(id) : undefined;
+    },
+    closeUnfollowed(id, t) {
+      return closeUnfollowedTx(id, t) ? get(id) : undefined;
     },
     insertWithPermit(record, actor, match, makeApproval) {
       const outcome = insertWithPermitTx(record, actor, match, makeApproval);
@@ -1259,4 +1429,5 @@ export function openApprovalStore(dbPath: string): ApprovalStore {
       if (db.open) db.close();
     },
   };
+  return asyncOf<ApprovalStore>(store);
 }
